@@ -1,0 +1,133 @@
+/* dcoll: collectives and point-to-point operations.
+ *
+ * Conventions shared by every function here:
+ * - group NULL means the world. On a NON-MEMBER handle the call checks its
+ *   local arguments, then returns DCOLL_SUCCESS at once and does nothing.
+ * - root, src and dst are WORLD ranks; a rank outside the group is an error.
+ * - count is in elements, per rank, and may exceed INT_MAX.
+ * - work NULL: the call blocks until the result is ready. work non-NULL:
+ *   the call starts the operation, stores a handle in *work and returns;
+ *   the buffers must stay untouched until dcoll_work_wait/test says done.
+ * - opts may be NULL (defaults). */
+#ifndef DCOLL_COLLECTIVES_H
+#define DCOLL_COLLECTIVES_H
+
+#include "dcoll/common.h"
+#include "dcoll/group.h"
+#include "dcoll/types.h"
+#include "dcoll/work.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bits of dcoll_coll_opts_t.mask. */
+#define DCOLL_COLL_OPT_STREAM (UINT64_C(1) << 0)
+
+typedef struct dcoll_coll_opts {
+    uint64_t mask;   /**< which fields below are set */
+    void *stream;    /**< CUDA stream for device buffers (cudaStream_t);
+                          ignored for host buffers; default: the legacy
+                          default stream */
+} dcoll_coll_opts_t;
+
+#define DCOLL_COLL_OPTS_INIT {0, NULL}
+
+/* src of dcoll_recv / dcoll_irecv: take a message from any rank. */
+#define DCOLL_ANY_SOURCE (-2)
+
+/** Copy @p count elements of @p buf on @p root to @p buf on every rank. */
+DCOLL_API dcoll_status_t dcoll_broadcast(dcoll_group_t *group, void *buf,
+        int64_t count, dcoll_dtype_t dtype, int root,
+        const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+/** recvbuf[i] = op over ranks of sendbuf[i]. In place: sendbuf == recvbuf. */
+DCOLL_API dcoll_status_t dcoll_all_reduce(dcoll_group_t *group,
+        const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
+        dcoll_op_t op, const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+/** As all_reduce, the result only on @p root; recvbuf is ignored elsewhere
+ *  (may be NULL). In place on root: sendbuf == recvbuf. */
+DCOLL_API dcoll_status_t dcoll_reduce(dcoll_group_t *group,
+        const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
+        dcoll_op_t op, int root, const dcoll_coll_opts_t *opts,
+        dcoll_work_t **work);
+
+/** recvbuf (size * count) holds every rank's sendbuf in group-rank order.
+ *  In place: sendbuf == recvbuf + rank * count. */
+DCOLL_API dcoll_status_t dcoll_all_gather(dcoll_group_t *group,
+        const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
+        const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+/** As all_gather, the result only on @p root. recvbuf must be given on the
+ *  root and must be NULL on the other ranks. In place on root:
+ *  sendbuf == recvbuf + root_group_rank * count. */
+DCOLL_API dcoll_status_t dcoll_gather(dcoll_group_t *group,
+        const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
+        int root, const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+/** Group rank i gets block i (count elements) of the root's sendbuf.
+ *  sendbuf must be given on the root and must be NULL on the other ranks.
+ *  In place on root: recvbuf == sendbuf + root_group_rank * count. */
+DCOLL_API dcoll_status_t dcoll_scatter(dcoll_group_t *group,
+        const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
+        int root, const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+/** Reduce sendbuf (size * count) over ranks; group rank i gets block i in
+ *  recvbuf (count). In place: recvbuf == sendbuf + rank * count. */
+DCOLL_API dcoll_status_t dcoll_reduce_scatter(dcoll_group_t *group,
+        const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
+        dcoll_op_t op, const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+/** Block j (count elements) of sendbuf goes to group rank j, landing in
+ *  its recvbuf block i (i = sender). In place: sendbuf == recvbuf. */
+DCOLL_API dcoll_status_t dcoll_all_to_all(dcoll_group_t *group,
+        const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
+        const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+/** Wait until every rank of the group has entered the barrier. */
+DCOLL_API dcoll_status_t dcoll_barrier(dcoll_group_t *group,
+        const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+/** Send @p count elements to world rank @p dst with @p tag (>= 0). A
+ *  blocking send to this process's own rank is refused (it would hang). */
+DCOLL_API dcoll_status_t dcoll_send(dcoll_group_t *group, const void *buf,
+        int64_t count, dcoll_dtype_t dtype, int dst, int tag,
+        const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+/** Receive up to @p count elements from world rank @p src (or
+ *  DCOLL_ANY_SOURCE) with @p tag. A blocking receive stores the sender's
+ *  world rank in *source when source is not NULL; an async one reports it
+ *  through dcoll_work_source. */
+DCOLL_API dcoll_status_t dcoll_recv(dcoll_group_t *group, void *buf,
+        int64_t count, dcoll_dtype_t dtype, int src, int tag,
+        const dcoll_coll_opts_t *opts, dcoll_work_t **work, int *source);
+
+/** dcoll_send that always returns a work handle (work must not be NULL). */
+DCOLL_API dcoll_status_t dcoll_isend(dcoll_group_t *group, const void *buf,
+        int64_t count, dcoll_dtype_t dtype, int dst, int tag,
+        const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+/** dcoll_recv that always returns a work handle (work must not be NULL). */
+DCOLL_API dcoll_status_t dcoll_irecv(dcoll_group_t *group, void *buf,
+        int64_t count, dcoll_dtype_t dtype, int src, int tag,
+        const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+/** all_reduce, in place, of @p n buffers (bufs[i] holds counts[i]
+ *  elements) in one operation: the buffers are packed, reduced once and
+ *  unpacked, so many small tensors cost one collective. */
+DCOLL_API dcoll_status_t dcoll_all_reduce_coalesced(dcoll_group_t *group,
+        void *const *bufs, const int64_t *counts, int n, dcoll_dtype_t dtype,
+        dcoll_op_t op, const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+/** all_gather of @p n inputs in one operation: recvbufs[i] (size *
+ *  counts[i] elements) gets every rank's sendbufs[i] in group-rank order. */
+DCOLL_API dcoll_status_t dcoll_all_gather_coalesced(dcoll_group_t *group,
+        const void *const *sendbufs, void *const *recvbufs,
+        const int64_t *counts, int n, dcoll_dtype_t dtype,
+        const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,13 @@
+/* dcoll: MPI-native collectives with an ABI-stable C interface.
+ * The umbrella header: include this one. */
+#ifndef DCOLL_DCOLL_H
+#define DCOLL_DCOLL_H
+
+#include "dcoll/common.h"
+#include "dcoll/types.h"
+#include "dcoll/init.h"
+#include "dcoll/group.h"
+#include "dcoll/work.h"
+#include "dcoll/collectives.h"
+
+#endif

@@ -1,0 +1,73 @@
+/* dcoll: process groups. */
+#ifndef DCOLL_GROUP_H
+#define DCOLL_GROUP_H
+
+#include "dcoll/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A process group: an opaque handle. The world group belongs to dcoll; a
+ *  group from dcoll_new_group belongs to the caller until
+ *  dcoll_group_destroy. A NULL group argument means the world everywhere.
+ *  Not thread-safe: one thread at a time may issue calls on a group. */
+typedef struct dcoll_group dcoll_group_t;
+
+/* Bits of dcoll_group_params_t.mask. */
+#define DCOLL_GROUP_PARAM_BACKEND (UINT64_C(1) << 0)
+
+typedef struct dcoll_group_params {
+    uint64_t mask;        /**< which fields below are set */
+    const char *backend;  /**< "auto" (default) or "mpi", case-insensitive */
+} dcoll_group_params_t;
+
+#define DCOLL_GROUP_PARAMS_INIT {0, NULL}
+
+/* Rank a process that is not in a group sees for itself. */
+#define DCOLL_NON_MEMBER (-1)
+
+/** The world group (owned by dcoll; destroying it is an error). */
+DCOLL_API dcoll_status_t dcoll_group_world(dcoll_group_t **out);
+
+/** Make a group of the world ranks @p ranks (any order, no duplicates).
+ *  Collective over the world: every world rank calls it with the same
+ *  list, members or not. Ranks are sorted; a member's group rank is its
+ *  index in the sorted list. A non-member gets a NON-MEMBER handle on which
+ *  collectives succeed at once and do nothing, and rank queries answer
+ *  DCOLL_NON_MEMBER. @p ranks NULL with @p nranks 0 means all ranks.
+ *  @p params may be NULL.
+ *  @return DCOLL_ERR_INVALID_ARGUMENT for a rank out of range or given twice. */
+DCOLL_API dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
+                                         int nranks,
+                                         const dcoll_group_params_t *params);
+
+/** Free a group made by dcoll_new_group and set *group to NULL. Collective
+ *  over the group's members. A NON-MEMBER handle or NULL *group is fine. */
+DCOLL_API dcoll_status_t dcoll_group_destroy(dcoll_group_t **group);
+
+/** This process's rank in @p group, or DCOLL_NON_MEMBER. */
+DCOLL_API dcoll_status_t dcoll_group_rank(const dcoll_group_t *group, int *rank);
+
+/** Number of ranks in @p group, or DCOLL_NON_MEMBER on a NON-MEMBER handle. */
+DCOLL_API dcoll_status_t dcoll_group_size(const dcoll_group_t *group, int *size);
+
+/** World rank of @p group_rank in @p group.
+ *  @return DCOLL_ERR_INVALID_ARGUMENT when it is out of range or the handle
+ *          is NON-MEMBER (it has no mapping). */
+DCOLL_API dcoll_status_t dcoll_group_global_rank(const dcoll_group_t *group,
+                                                 int group_rank, int *global_rank);
+
+/** Rank in @p group of world rank @p global_rank.
+ *  @return DCOLL_ERR_INVALID_ARGUMENT when it is not in the group. */
+DCOLL_API dcoll_status_t dcoll_group_group_rank(const dcoll_group_t *group,
+                                                int global_rank, int *group_rank);
+
+/** Name of the backend that serves @p group ("auto" or "mpi"); static. */
+DCOLL_API dcoll_status_t dcoll_group_backend(const dcoll_group_t *group,
+                                             const char **name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,60 @@
+/* dcoll: starting and stopping the library. */
+#ifndef DCOLL_INIT_H
+#define DCOLL_INIT_H
+
+#include "dcoll/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* MPI thread levels dcoll asks for when it starts MPI itself. */
+typedef enum dcoll_thread_level {
+    DCOLL_THREAD_SINGLE = 0,
+    DCOLL_THREAD_FUNNELED = 1,
+    DCOLL_THREAD_SERIALIZED = 2,
+    DCOLL_THREAD_MULTIPLE = 3
+} dcoll_thread_level_t;
+
+/* Bits of dcoll_init_params_t.mask: the library reads a field only when
+ * its bit is set, so fields can be added without breaking old binaries. */
+#define DCOLL_INIT_PARAM_URL          (UINT64_C(1) << 0)
+#define DCOLL_INIT_PARAM_COMM         (UINT64_C(1) << 1)
+#define DCOLL_INIT_PARAM_THREAD_LEVEL (UINT64_C(1) << 2)
+#define DCOLL_INIT_PARAM_BACKEND      (UINT64_C(1) << 3)
+
+typedef struct dcoll_init_params {
+    uint64_t mask;          /**< which fields below are set; 0: all defaults */
+    const char *url;        /**< rendezvous URL; default "mpi://" */
+    int comm;               /**< world communicator as a Fortran handle
+                                 (MPI_Comm_c2f); default MPI_COMM_WORLD.
+                                 dcoll duplicates it. */
+    int thread_level;       /**< dcoll_thread_level_t requested if dcoll
+                                 starts MPI; default SERIALIZED */
+    const char *backend;    /**< world backend: "auto" (default) or "mpi",
+                                 case-insensitive */
+} dcoll_init_params_t;
+
+#define DCOLL_INIT_PARAMS_INIT {0, NULL, 0, 0, NULL}
+
+/** Make the world group. Starts MPI (MPI_Init_thread) only if it is not
+ *  running yet, and then finalizes it in dcoll_finalize. @p params may be
+ *  NULL for all defaults.
+ *  @return DCOLL_ERR_ALREADY_INITIALIZED on a second call,
+ *          DCOLL_ERR_INVALID_ARGUMENT for a bad field or unknown mask bit,
+ *          DCOLL_ERR_UNSUPPORTED for a URL scheme that is not built,
+ *          DCOLL_ERR_MPI when MPI fails. */
+DCOLL_API dcoll_status_t dcoll_init(const dcoll_init_params_t *params);
+
+/** Free every group and the world; finalize MPI if dcoll started it.
+ *  @return DCOLL_ERR_INVALID_STATE, changing nothing, while any work handle
+ *          is still in flight; DCOLL_ERR_NOT_INITIALIZED, DCOLL_ERR_FINALIZED. */
+DCOLL_API dcoll_status_t dcoll_finalize(void);
+
+/** *flag = 1 between a successful dcoll_init and dcoll_finalize, else 0. */
+DCOLL_API dcoll_status_t dcoll_initialized(int *flag);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

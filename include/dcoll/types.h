@@ -1,0 +1,46 @@
+/* dcoll: element types and reduction operations. */
+#ifndef DCOLL_TYPES_H
+#define DCOLL_TYPES_H
+
+#include "dcoll/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Element types. Values are part of the ABI. */
+typedef enum dcoll_dtype {
+    DCOLL_INT8 = 0,
+    DCOLL_UINT8 = 1,
+    DCOLL_INT32 = 2,
+    DCOLL_UINT32 = 3,
+    DCOLL_INT64 = 4,
+    DCOLL_UINT64 = 5,
+    DCOLL_FLOAT16 = 6,   /* IEEE 754 binary16 */
+    DCOLL_BFLOAT16 = 7,  /* bfloat16: the top half of a binary32 */
+    DCOLL_FLOAT32 = 8,
+    DCOLL_FLOAT64 = 9,
+    DCOLL_DTYPE_COUNT_ = 10 /* not a type */
+} dcoll_dtype_t;
+
+/* Reduction operations. Bitwise ones apply to integer types only. */
+typedef enum dcoll_op {
+    DCOLL_SUM = 0,
+    DCOLL_PRODUCT = 1,
+    DCOLL_MIN = 2,
+    DCOLL_MAX = 3,
+    DCOLL_AVG = 4,   /* sum divided by the group size (integers truncate) */
+    DCOLL_BAND = 5,
+    DCOLL_BOR = 6,
+    DCOLL_BXOR = 7,
+    DCOLL_OP_COUNT_ = 8 /* not an op */
+} dcoll_op_t;
+
+/** Bytes per element of @p dtype in *size.
+ *  @return DCOLL_ERR_INVALID_ARGUMENT for an unknown type or NULL size. */
+DCOLL_API dcoll_status_t dcoll_dtype_size(dcoll_dtype_t dtype, size_t *size);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,150 @@
+/* dcoll core: what lib/ and the backends share. Not installed. */
+#ifndef DCOLL_LIB_INTERNAL_H
+#define DCOLL_LIB_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include "dcoll/dcoll.h"
+
+#define DCOLL_GROUP_MAGIC 0x64636731u /* "dcg1" */
+#define DCOLL_WORK_MAGIC  0x64637731u /* "dcw1" */
+#define DCOLL_DEAD_MAGIC  0xdeadd0c1u
+
+#if defined(__GNUC__)
+#define DCOLL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define DCOLL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define DCOLL_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define DCOLL_LIKELY(x) (x)
+#define DCOLL_UNLIKELY(x) (x)
+#define DCOLL_PRINTF(a, b)
+#endif
+
+/* errors.c: set the thread's last error and return its status. */
+dcoll_status_t dcoll_error(dcoll_status_t st, const char *fmt, ...)
+    DCOLL_PRINTF(2, 3);
+void dcoll_error_clear(void);
+
+/* dtype.c */
+extern const size_t dcoll_dtype_sizes[DCOLL_DTYPE_COUNT_];
+const char *dcoll_dtype_name(dcoll_dtype_t dtype);
+const char *dcoll_op_name(dcoll_op_t op);
+bool dcoll_dtype_is_float(dcoll_dtype_t dtype);
+dcoll_status_t dcoll_check_dtype_op(const char *fn, dcoll_dtype_t dtype,
+                                    dcoll_op_t op, bool has_op);
+
+/* What a backend is asked to do: one descriptor for every collective. */
+enum dcoll_coll_kind {
+    DCOLL_COLL_BROADCAST,
+    DCOLL_COLL_ALL_REDUCE,
+    DCOLL_COLL_REDUCE,
+    DCOLL_COLL_ALL_GATHER,
+    DCOLL_COLL_GATHER,
+    DCOLL_COLL_SCATTER,
+    DCOLL_COLL_REDUCE_SCATTER,
+    DCOLL_COLL_ALL_TO_ALL,
+    DCOLL_COLL_BARRIER,
+    DCOLL_COLL_SEND,
+    DCOLL_COLL_RECV,
+    DCOLL_COLL_KIND_COUNT_
+};
+
+struct dcoll_coll {
+    enum dcoll_coll_kind kind;
+    const void *sendbuf;    /* NULL where the kind has none */
+    void *recvbuf;
+    int64_t count;          /* elements per rank, as in the public call */
+    dcoll_dtype_t dtype;
+    dcoll_op_t op;
+    int root;               /* GROUP rank of root/src/dst, or ANY_SOURCE */
+    int tag;
+    bool in_place;          /* the public call's in-place pattern was used */
+    const dcoll_coll_opts_t *opts;
+    const char *fn;         /* public name for messages; NULL: by kind */
+};
+
+struct dcoll_group;
+struct dcoll_work;
+
+/* A backend: one table of function pointers, the only door from lib/ into
+ * mpi_layer/ or cuda_layer/. Backends never call the public API. */
+struct dcoll_backend {
+    const char *name;
+    /* Run c on g. work NULL: block; else store a new work in *work. A
+     * blocking receive stores the sender's group rank in *source. */
+    dcoll_status_t (*coll)(struct dcoll_group *g, const struct dcoll_coll *c,
+                           struct dcoll_work **work, int *source);
+    dcoll_status_t (*work_test)(struct dcoll_work *w, int *done);
+    dcoll_status_t (*work_wait)(struct dcoll_work *w);
+    void (*work_release)(struct dcoll_work *w);
+};
+
+struct dcoll_group {
+    uint32_t magic;
+    int rank;              /* DCOLL_NON_MEMBER for the non-member handle */
+    int size;
+    int *ranks;            /* group rank -> world rank, sorted; NULL: world */
+    const char *backend_name;
+    const struct dcoll_backend *backend;
+    void *comm;            /* the backend's communicator */
+    int inflight;          /* work handles not yet finished */
+    struct dcoll_group *next, *prev; /* live user groups, for finalize */
+};
+
+/* Runs exactly once when the backend has finished, with its status, before
+ * wait reports done; returns the operation's final status. */
+typedef dcoll_status_t (*dcoll_work_finish_fn)(struct dcoll_work *w,
+                                               dcoll_status_t st);
+
+struct dcoll_work {
+    uint32_t magic;
+    bool done;
+    bool is_recv;
+    dcoll_status_t status;
+    int source;                       /* receive's sender: group rank while
+                                         running, world rank once done */
+    struct dcoll_group *group;
+    const struct dcoll_backend *backend;
+    dcoll_work_finish_fn finish;      /* lib/'s own post-processing */
+    void *finish_data;
+    char *errmsg;                     /* the failure's detail, for wait */
+};
+
+/* work.c */
+void dcoll_work_init(struct dcoll_work *w, struct dcoll_group *g,
+                     const struct dcoll_backend *be);
+/* Record a failure inside an operation: kept for wait to report. */
+dcoll_status_t dcoll_work_fail(struct dcoll_work *w, dcoll_status_t st);
+extern atomic_int dcoll_work_inflight;
+
+/* state.c: library life cycle. */
+enum dcoll_state { DCOLL_STATE_NEW, DCOLL_STATE_READY, DCOLL_STATE_DONE };
+extern enum dcoll_state dcoll_state;
+extern struct dcoll_group dcoll_world;
+extern struct dcoll_group dcoll_non_member;
+dcoll_status_t dcoll_check_ready_slow(void);
+static inline dcoll_status_t dcoll_check_ready(void)
+{
+    if (DCOLL_LIKELY(dcoll_state == DCOLL_STATE_READY))
+        return DCOLL_SUCCESS;
+    return dcoll_check_ready_slow();
+}
+
+/* group.c */
+dcoll_status_t dcoll_group_resolve(struct dcoll_group *in,
+                                   struct dcoll_group **out);
+dcoll_status_t dcoll_group_root(const struct dcoll_group *g, int global,
+                                const char *fn, const char *what,
+                                int *group_rank);
+void dcoll_groups_free_all(void);
+
+/* collectives.c: validate c and run it on group (the public path). */
+dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
+                              int root, dcoll_work_t **work, int *source);
+
+/* backend.c: names "auto" and "mpi". */
+dcoll_status_t dcoll_backend_lookup(const char *name,
+                                    const struct dcoll_backend **be,
+                                    const char **canonical);
+
+#endif

@@ -1,0 +1,142 @@
+/* Library life cycle: dcoll_init, dcoll_finalize and the world group. */
+#include <string.h>
+#include "internal.h"
+#include "mpi_layer.h"
+
+enum dcoll_state dcoll_state = DCOLL_STATE_NEW;
+struct dcoll_group dcoll_world;
+struct dcoll_group dcoll_non_member = {
+    .magic = DCOLL_GROUP_MAGIC,
+    .rank = DCOLL_NON_MEMBER,
+    .size = DCOLL_NON_MEMBER,
+    .backend_name = "auto",
+};
+
+#define INIT_KNOWN_MASK                                                     \
+    (DCOLL_INIT_PARAM_URL | DCOLL_INIT_PARAM_COMM |                        \
+     DCOLL_INIT_PARAM_THREAD_LEVEL | DCOLL_INIT_PARAM_BACKEND)
+
+dcoll_status_t dcoll_check_ready_slow(void)
+{
+    if (dcoll_state == DCOLL_STATE_NEW)
+        return dcoll_error(DCOLL_ERR_NOT_INITIALIZED,
+                           "dcoll is not initialised: call dcoll_init first");
+    return dcoll_error(DCOLL_ERR_FINALIZED,
+                       "dcoll has been finalized: no call may follow "
+                       "dcoll_finalize but dcoll_init");
+}
+
+/* Only mpi:// exists until the rendezvous layer lands; other schemes are
+ * refused by name rather than silently treated as MPI. */
+static dcoll_status_t check_url(const char *url)
+{
+    const char *sep = strstr(url, "://");
+    if (!sep || sep == url)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_init: url '%s' has no scheme (expected "
+                           "scheme://...)", url);
+    size_t n = (size_t)(sep - url);
+    if (n == 3 && strncmp(url, "mpi", 3) == 0) {
+        if (sep[3] != '\0')
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "dcoll_init: mpi:// takes no address or "
+                               "query, got '%s'", url);
+        return DCOLL_SUCCESS;
+    }
+    static const char *const later[] = {"env", "tcp", "file"};
+    for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++)
+        if (strlen(later[i]) == n && strncmp(url, later[i], n) == 0)
+            return dcoll_error(DCOLL_ERR_UNSUPPORTED,
+                               "dcoll_init: rendezvous %.*s:// is not "
+                               "available in this build; use mpi://",
+                               (int)n, url);
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                       "dcoll_init: no rendezvous handler for %.*s://",
+                       (int)n, url);
+}
+
+dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
+{
+    dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
+    if (dcoll_state == DCOLL_STATE_READY)
+        return dcoll_error(DCOLL_ERR_ALREADY_INITIALIZED,
+                           "dcoll_init: dcoll is already initialised; call "
+                           "dcoll_finalize before initialising again");
+    if (params) {
+        if (params->mask & ~INIT_KNOWN_MASK)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "dcoll_init: params->mask 0x%llx has bits "
+                               "this library does not know (0x%llx)",
+                               (unsigned long long)params->mask,
+                               (unsigned long long)(params->mask &
+                                                    ~INIT_KNOWN_MASK));
+        p.mask = params->mask;
+        if (p.mask & DCOLL_INIT_PARAM_URL)
+            p.url = params->url;
+        if (p.mask & DCOLL_INIT_PARAM_COMM)
+            p.comm = params->comm;
+        if (p.mask & DCOLL_INIT_PARAM_THREAD_LEVEL)
+            p.thread_level = params->thread_level;
+        if (p.mask & DCOLL_INIT_PARAM_BACKEND)
+            p.backend = params->backend;
+    }
+    if (!(p.mask & DCOLL_INIT_PARAM_THREAD_LEVEL))
+        p.thread_level = DCOLL_THREAD_SERIALIZED;
+    if (p.thread_level < DCOLL_THREAD_SINGLE ||
+        p.thread_level > DCOLL_THREAD_MULTIPLE)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_init: thread_level %d is not a "
+                           "dcoll_thread_level_t (0..3)", p.thread_level);
+    if (p.mask & DCOLL_INIT_PARAM_URL) {
+        if (!p.url)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "dcoll_init: url is NULL but its mask bit "
+                               "is set");
+        dcoll_status_t st = check_url(p.url);
+        if (st)
+            return st;
+    }
+    const struct dcoll_backend *be;
+    const char *bname;
+    dcoll_status_t st = dcoll_backend_lookup(
+        (p.mask & DCOLL_INIT_PARAM_BACKEND) ? p.backend : "auto", &be, &bname);
+    if (st)
+        return st;
+
+    struct dcoll_group w = {
+        .magic = DCOLL_GROUP_MAGIC, .backend = be, .backend_name = bname,
+    };
+    st = dcoll_mpi_start(p.mask & DCOLL_INIT_PARAM_COMM, p.comm,
+                         p.thread_level, &w);
+    if (st)
+        return st;
+    dcoll_world = w;
+    dcoll_state = DCOLL_STATE_READY;
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_finalize(void)
+{
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    int inflight = atomic_load(&dcoll_work_inflight);
+    if (inflight > 0)
+        return dcoll_error(DCOLL_ERR_INVALID_STATE,
+                           "dcoll_finalize: %d operation(s) still in flight; "
+                           "wait for their work handles first", inflight);
+    dcoll_groups_free_all();
+    st = dcoll_mpi_stop(&dcoll_world);
+    dcoll_world.magic = DCOLL_DEAD_MAGIC;
+    dcoll_state = DCOLL_STATE_DONE;
+    return st;
+}
+
+dcoll_status_t dcoll_initialized(int *flag)
+{
+    if (!flag)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_initialized: flag is NULL");
+    *flag = dcoll_state == DCOLL_STATE_READY;
+    return DCOLL_SUCCESS;
+}

@@ -1,0 +1,393 @@
+/* Host collectives over MPI. Blocking calls go to blocking MPI (its tuned
+ * algorithms are faster than a nonblocking call plus a wait); async calls
+ * go to the nonblocking forms. Counts above INT_MAX become derived types,
+ * or chunks for reductions (MPI's built-in ops take built-in types only). */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mpi_internal.h"
+
+#define REDUCE_CHUNK (INT64_C(1) << 30) /* elements per reduction call */
+
+struct mpi_work {
+    struct dcoll_work base;
+    int nreq;
+    MPI_Request *reqs;
+    MPI_Status status;          /* a receive's, for its source */
+    /* Done after the requests finish. */
+    void *avg_buf;              /* AVG: divide avg_n elements by divisor */
+    int64_t avg_n;
+    int divisor;
+    dcoll_dtype_t dtype;
+    char *move_dst;             /* in-place reduce_scatter: move the block */
+    const char *move_src;
+    size_t move_bytes;
+    MPI_Request one;
+};
+
+/* Post state: blocking (w NULL) or filling w->reqs. */
+struct post {
+    struct mpi_work *w;
+    int used;
+};
+
+static MPI_Request *slot(struct post *p)
+{
+    return p->w ? &p->w->reqs[p->used++] : NULL;
+}
+
+#define CALL(rq, B, NB) ((rq) ? (NB) : (B))
+
+static int64_t chunks(int64_t n)
+{
+    return n > INT_MAX ? (n + REDUCE_CHUNK - 1) / REDUCE_CHUNK : 1;
+}
+
+static int requests_needed(const struct dcoll_group *g,
+                           const struct dcoll_coll *c)
+{
+    if (c->kind == DCOLL_COLL_ALL_REDUCE || c->kind == DCOLL_COLL_REDUCE)
+        return (int)chunks(c->count);
+    if (c->kind == DCOLL_COLL_REDUCE_SCATTER && c->count > INT_MAX)
+        return (int)chunks(c->count) * g->size;
+    return 1;
+}
+
+/* A count MPI can take: n itself, or 1 of a big derived type. */
+struct span {
+    int n;
+    MPI_Datatype type;
+    bool derived;
+};
+
+static int span_make(int64_t n, dcoll_dtype_t dt, struct span *s)
+{
+    s->derived = n > INT_MAX;
+    if (!s->derived) {
+        s->n = (int)n;
+        s->type = dcoll_mpi_dtype[dt];
+        return MPI_SUCCESS;
+    }
+    s->n = 1;
+    return dcoll_mpi_big_type(n, dcoll_mpi_dtype[dt], &s->type);
+}
+
+static void span_free(struct span *s)
+{
+    /* Safe while requests still use it: MPI frees it when they finish. */
+    if (s->derived)
+        MPI_Type_free(&s->type);
+}
+
+/* all_reduce and reduce, in chunks of at most REDUCE_CHUNK elements. */
+static int post_reduce(struct post *p, const struct dcoll_coll *c,
+                       MPI_Comm comm, int me, const char **call)
+{
+    size_t esz = dcoll_dtype_sizes[c->dtype];
+    MPI_Datatype dt = dcoll_mpi_dtype[c->dtype];
+    MPI_Op op = dcoll_mpi_op(c->dtype, c->op);
+    bool all = c->kind == DCOLL_COLL_ALL_REDUCE;
+    bool has_out = all || me == c->root;
+    const char *s = c->sendbuf;
+    char *r = c->recvbuf;
+    int64_t off = 0;
+    int rc = MPI_SUCCESS;
+    *call = all ? (p->w ? "MPI_Iallreduce" : "MPI_Allreduce")
+                : (p->w ? "MPI_Ireduce" : "MPI_Reduce");
+    do {
+        int64_t left = c->count - off;
+        int len = (int)(c->count <= INT_MAX ? c->count
+                        : left < REDUCE_CHUNK ? left : REDUCE_CHUNK);
+        const void *in = (c->in_place && has_out) ? MPI_IN_PLACE
+                                                  : s + (size_t)off * esz;
+        void *out = has_out ? r + (size_t)off * esz : NULL;
+        MPI_Request *rq = slot(p);
+        if (all)
+            rc = CALL(rq, MPI_Allreduce(in, out, len, dt, op, comm),
+                      MPI_Iallreduce(in, out, len, dt, op, comm, rq));
+        else
+            rc = CALL(rq, MPI_Reduce(in, out, len, dt, op, c->root, comm),
+                      MPI_Ireduce(in, out, len, dt, op, c->root, comm, rq));
+        off += len;
+    } while (rc == MPI_SUCCESS && off < c->count);
+    return rc;
+}
+
+/* reduce_scatter. MPI's in-place form leaves the result at the front of
+ * the buffer, dcoll's (NCCL's) at rank * count: the block moves after. */
+static int post_reduce_scatter(struct post *p, const struct dcoll_coll *c,
+                               const struct dcoll_group *g, MPI_Comm comm,
+                               const char **call)
+{
+    size_t esz = dcoll_dtype_sizes[c->dtype];
+    size_t block = (size_t)c->count * esz;
+    MPI_Datatype dt = dcoll_mpi_dtype[c->dtype];
+    MPI_Op op = dcoll_mpi_op(c->dtype, c->op);
+    char *whole = (char *)c->sendbuf;
+    int rc = MPI_SUCCESS;
+
+    if (c->count <= INT_MAX) {
+        MPI_Request *rq = slot(p);
+        const void *in = c->in_place ? MPI_IN_PLACE : c->sendbuf;
+        void *out = c->in_place ? whole : c->recvbuf;
+        int n = (int)c->count;
+        *call = rq ? "MPI_Ireduce_scatter_block" : "MPI_Reduce_scatter_block";
+        return CALL(rq, MPI_Reduce_scatter_block(in, out, n, dt, op, comm),
+                    MPI_Ireduce_scatter_block(in, out, n, dt, op, comm, rq));
+    }
+    /* Too big for one call: a reduce per rank and chunk, rooted there. */
+    *call = p->w ? "MPI_Ireduce" : "MPI_Reduce";
+    for (int root = 0; root < g->size && rc == MPI_SUCCESS; root++) {
+        for (int64_t off = 0; off < c->count && rc == MPI_SUCCESS;) {
+            int len = (int)(c->count - off < REDUCE_CHUNK ? c->count - off
+                                                          : REDUCE_CHUNK);
+            bool mine = root == g->rank;
+            const char *src = whole + root * block + (size_t)off * esz;
+            const void *in = mine && c->in_place ? MPI_IN_PLACE : src;
+            void *out = mine ? (char *)c->recvbuf + (size_t)off * esz : NULL;
+            MPI_Request *rq = slot(p);
+            rc = CALL(rq, MPI_Reduce(in, out, len, dt, op, root, comm),
+                      MPI_Ireduce(in, out, len, dt, op, root, comm, rq));
+            off += len;
+        }
+    }
+    return rc;
+}
+
+/* Everything else: one call, with a derived type for big counts. */
+static int post_one(struct post *p, const struct dcoll_coll *c,
+                    const struct dcoll_group *g, MPI_Comm comm,
+                    MPI_Status *status, const char **call)
+{
+    struct span sp;
+    int rc = span_make(c->count, c->dtype, &sp);
+    if (rc != MPI_SUCCESS) {
+        *call = "MPI_Type_create_struct (count above INT_MAX)";
+        return rc;
+    }
+    MPI_Request *rq = slot(p);
+    const void *s = c->in_place ? MPI_IN_PLACE : c->sendbuf;
+    void *r = c->recvbuf;
+    int n = sp.n;
+    MPI_Datatype t = sp.type;
+
+    switch (c->kind) {
+    case DCOLL_COLL_BROADCAST:
+        *call = rq ? "MPI_Ibcast" : "MPI_Bcast";
+        rc = CALL(rq, MPI_Bcast(r, n, t, c->root, comm),
+                  MPI_Ibcast(r, n, t, c->root, comm, rq));
+        break;
+    case DCOLL_COLL_ALL_GATHER:
+        *call = rq ? "MPI_Iallgather" : "MPI_Allgather";
+        rc = CALL(rq, MPI_Allgather(s, n, t, r, n, t, comm),
+                  MPI_Iallgather(s, n, t, r, n, t, comm, rq));
+        break;
+    case DCOLL_COLL_GATHER:
+        *call = rq ? "MPI_Igather" : "MPI_Gather";
+        rc = CALL(rq, MPI_Gather(s, n, t, r, n, t, c->root, comm),
+                  MPI_Igather(s, n, t, r, n, t, c->root, comm, rq));
+        break;
+    case DCOLL_COLL_SCATTER:
+        /* MPI's in-place scatter marks the receive side instead. */
+        s = c->sendbuf;
+        if (c->in_place)
+            r = MPI_IN_PLACE;
+        *call = rq ? "MPI_Iscatter" : "MPI_Scatter";
+        rc = CALL(rq, MPI_Scatter(s, n, t, r, n, t, c->root, comm),
+                  MPI_Iscatter(s, n, t, r, n, t, c->root, comm, rq));
+        break;
+    case DCOLL_COLL_ALL_TO_ALL:
+        *call = rq ? "MPI_Ialltoall" : "MPI_Alltoall";
+        rc = CALL(rq, MPI_Alltoall(s, n, t, r, n, t, comm),
+                  MPI_Ialltoall(s, n, t, r, n, t, comm, rq));
+        break;
+    case DCOLL_COLL_BARRIER:
+        *call = rq ? "MPI_Ibarrier" : "MPI_Barrier";
+        rc = CALL(rq, MPI_Barrier(comm), MPI_Ibarrier(comm, rq));
+        break;
+    case DCOLL_COLL_SEND:
+        *call = rq ? "MPI_Isend" : "MPI_Send";
+        rc = CALL(rq, MPI_Send(c->sendbuf, n, t, c->root, c->tag, comm),
+                  MPI_Isend(c->sendbuf, n, t, c->root, c->tag, comm, rq));
+        break;
+    case DCOLL_COLL_RECV: {
+        int src = c->root == DCOLL_ANY_SOURCE ? MPI_ANY_SOURCE : c->root;
+        *call = rq ? "MPI_Irecv" : "MPI_Recv";
+        rc = CALL(rq, MPI_Recv(r, n, t, src, c->tag, comm, status),
+                  MPI_Irecv(r, n, t, src, c->tag, comm, rq));
+        break;
+    }
+    default:
+        rc = MPI_ERR_OTHER;
+        *call = "dcoll MPI layer (unknown operation)";
+        break;
+    }
+    (void)g;
+    span_free(&sp);
+    return rc;
+}
+
+/* What follows the transfer: AVG's division, reduce_scatter's move. */
+static void plan_after(struct mpi_work *w, const struct dcoll_group *g,
+                       const struct dcoll_coll *c)
+{
+    size_t esz = dcoll_dtype_sizes[c->dtype];
+    w->avg_buf = NULL;
+    w->move_bytes = 0;
+    if (c->kind == DCOLL_COLL_REDUCE_SCATTER && c->in_place &&
+        c->count <= INT_MAX && g->rank != 0) {
+        w->move_src = c->sendbuf;
+        w->move_dst = c->recvbuf;
+        w->move_bytes = (size_t)c->count * esz;
+    }
+    if (c->op == DCOLL_AVG &&
+        (c->kind == DCOLL_COLL_ALL_REDUCE ||
+         c->kind == DCOLL_COLL_REDUCE_SCATTER ||
+         (c->kind == DCOLL_COLL_REDUCE && g->rank == c->root))) {
+        w->avg_buf = c->recvbuf;
+        w->avg_n = c->count;
+        w->divisor = g->size;
+        w->dtype = c->dtype;
+    }
+}
+
+static void run_after(struct mpi_work *w)
+{
+    if (w->move_bytes)
+        memmove(w->move_dst, w->move_src, w->move_bytes);
+    if (w->avg_buf)
+        dcoll_mpi_divide(w->avg_buf, w->avg_n, w->dtype, w->divisor);
+}
+
+static dcoll_status_t post(struct dcoll_group *g, const struct dcoll_coll *c,
+                           struct post *p, MPI_Status *status)
+{
+    MPI_Comm comm = dcoll_mpi_comm_of(g);
+    const char *call = "MPI";
+    int rc;
+    if ((c->kind == DCOLL_COLL_SEND || c->kind == DCOLL_COLL_RECV) &&
+        c->tag > dcoll_mpi_tag_ub)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: tag %d is above this MPI's MPI_TAG_UB %d",
+                           c->kind == DCOLL_COLL_SEND ? "dcoll_send"
+                                                      : "dcoll_recv",
+                           c->tag, dcoll_mpi_tag_ub);
+    switch (c->kind) {
+    case DCOLL_COLL_ALL_REDUCE:
+    case DCOLL_COLL_REDUCE:
+        rc = post_reduce(p, c, comm, g->rank, &call);
+        break;
+    case DCOLL_COLL_REDUCE_SCATTER:
+        rc = post_reduce_scatter(p, c, g, comm, &call);
+        break;
+    default:
+        rc = post_one(p, c, g, comm, status, &call);
+        break;
+    }
+    if (rc == MPI_SUCCESS)
+        return DCOLL_SUCCESS;
+    dcoll_status_t st = dcoll_mpi_error(rc, call);
+    /* Requests already posted cannot be cancelled: let them finish. */
+    if (p->w && p->used > 1)
+        MPI_Waitall(p->used - 1, p->w->reqs, MPI_STATUSES_IGNORE);
+    return st;
+}
+
+static const struct dcoll_backend *self(void);
+
+static dcoll_status_t mpi_coll(struct dcoll_group *g,
+                               const struct dcoll_coll *c,
+                               struct dcoll_work **work, int *source)
+{
+    if (!work) {
+        struct post p = {NULL, 0};
+        struct mpi_work after;
+        MPI_Status status;
+        dcoll_status_t st = post(g, c, &p, &status);
+        if (st)
+            return st;
+        if (c->kind == DCOLL_COLL_RECV)
+            *source = status.MPI_SOURCE;
+        plan_after(&after, g, c);
+        run_after(&after);
+        return DCOLL_SUCCESS;
+    }
+    int nreq = requests_needed(g, c);
+    struct mpi_work *w = malloc(sizeof(*w));
+    if (!w)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for a work handle");
+    w->reqs = nreq == 1 ? &w->one : malloc(sizeof(MPI_Request) * nreq);
+    if (!w->reqs) {
+        free(w);
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for %d requests",
+                           nreq);
+    }
+    w->nreq = nreq;
+    struct post p = {w, 0};
+    dcoll_status_t st = post(g, c, &p, NULL);
+    if (st) {
+        if (w->reqs != &w->one)
+            free(w->reqs);
+        free(w);
+        return st;
+    }
+    w->nreq = p.used;
+    plan_after(w, g, c);
+    dcoll_work_init(&w->base, g, self());
+    w->base.is_recv = c->kind == DCOLL_COLL_RECV;
+    *work = &w->base;
+    return DCOLL_SUCCESS;
+}
+
+static dcoll_status_t finished(struct mpi_work *w, int rc, const char *call)
+{
+    if (rc != MPI_SUCCESS)
+        return dcoll_mpi_error(rc, call);
+    if (w->base.is_recv)
+        w->base.source = w->status.MPI_SOURCE;
+    run_after(w);
+    return DCOLL_SUCCESS;
+}
+
+static dcoll_status_t mpi_work_test(struct dcoll_work *bw, int *done)
+{
+    struct mpi_work *w = (struct mpi_work *)bw;
+    int rc = w->base.is_recv
+                 ? MPI_Test(w->reqs, done, &w->status)
+                 : MPI_Testall(w->nreq, w->reqs, done, MPI_STATUSES_IGNORE);
+    if (rc != MPI_SUCCESS) {
+        *done = 1;
+        return dcoll_mpi_error(rc, "MPI_Test");
+    }
+    return *done ? finished(w, rc, "MPI_Test") : DCOLL_SUCCESS;
+}
+
+static dcoll_status_t mpi_work_wait(struct dcoll_work *bw)
+{
+    struct mpi_work *w = (struct mpi_work *)bw;
+    int rc = w->base.is_recv
+                 ? MPI_Wait(w->reqs, &w->status)
+                 : MPI_Waitall(w->nreq, w->reqs, MPI_STATUSES_IGNORE);
+    return finished(w, rc, "MPI_Wait");
+}
+
+static void mpi_work_release(struct dcoll_work *bw)
+{
+    struct mpi_work *w = (struct mpi_work *)bw;
+    if (w->reqs != &w->one)
+        free(w->reqs);
+    free(w);
+}
+
+const struct dcoll_backend dcoll_mpi_backend = {
+    .name = "mpi",
+    .coll = mpi_coll,
+    .work_test = mpi_work_test,
+    .work_wait = mpi_work_wait,
+    .work_release = mpi_work_release,
+};
+
+static const struct dcoll_backend *self(void)
+{
+    return &dcoll_mpi_backend;
+}

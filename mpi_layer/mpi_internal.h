@@ -1,0 +1,42 @@
+/* Inside the MPI layer: MPI types are allowed here and nowhere above. */
+#ifndef DCOLL_MPI_INTERNAL_H
+#define DCOLL_MPI_INTERNAL_H
+
+#include <mpi.h>
+#include "mpi_layer.h"
+
+struct dcoll_mpi_comm {
+    MPI_Comm comm;
+};
+
+static inline MPI_Comm dcoll_mpi_comm_of(const struct dcoll_group *g)
+{
+    return ((const struct dcoll_mpi_comm *)g->comm)->comm;
+}
+
+/* dtypes.c: filled by dcoll_mpi_types_create at start. */
+extern MPI_Datatype dcoll_mpi_dtype[DCOLL_DTYPE_COUNT_];
+extern MPI_Op dcoll_mpi_native_op[DCOLL_OP_COUNT_];
+extern MPI_Op dcoll_mpi_half_op[DCOLL_OP_COUNT_];
+extern int dcoll_mpi_tag_ub;
+
+dcoll_status_t dcoll_mpi_types_create(void);
+void dcoll_mpi_types_free(void);
+
+static inline MPI_Op dcoll_mpi_op(dcoll_dtype_t dt, dcoll_op_t op)
+{
+    bool half = dt == DCOLL_FLOAT16 || dt == DCOLL_BFLOAT16;
+    return half ? dcoll_mpi_half_op[op] : dcoll_mpi_native_op[op];
+}
+
+/* Describe n > INT_MAX elements of base as one derived type whose extent
+ * is exactly n elements, so block i of a gather still starts at i * n. */
+int dcoll_mpi_big_type(int64_t n, MPI_Datatype base, MPI_Datatype *out);
+
+/* halfops.c: buf[i] /= divisor, for AVG after a SUM. */
+void dcoll_mpi_divide(void *buf, int64_t n, dcoll_dtype_t dt, int divisor);
+
+/* Turn an MPI error code into a dcoll status and message. */
+dcoll_status_t dcoll_mpi_error(int rc, const char *call);
+
+#endif

@@ -1,0 +1,22 @@
+/* The MPI layer as lib/ sees it: start and stop MPI, make communicators,
+ * and the backend table. No MPI type appears here. */
+#ifndef DCOLL_MPI_LAYER_H
+#define DCOLL_MPI_LAYER_H
+
+#include "internal.h"
+
+extern const struct dcoll_backend dcoll_mpi_backend;
+
+/* Start MPI if needed and make the world from MPI_COMM_WORLD or from the
+ * Fortran handle fcomm (have_comm): fills world->rank, size and comm. */
+dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
+                               struct dcoll_group *world);
+/* Free what start made; finalize MPI only if start initialised it. */
+dcoll_status_t dcoll_mpi_stop(struct dcoll_group *world);
+/* Collective over the world: members get a new communicator in *comm,
+ * ordered by key; non-members get NULL. */
+dcoll_status_t dcoll_mpi_split(struct dcoll_group *world, bool member,
+                               int key, void **comm);
+void dcoll_mpi_comm_free(void *comm);
+
+#endif

@@ -1,0 +1,118 @@
+/* MPI start and stop, and the communicators behind groups. */
+#include <stdio.h>
+#include <stdlib.h>
+#include "mpi_internal.h"
+
+/* Kept across a failed dcoll_init so that the MPI we started is still
+ * finalized by a later, successful one. */
+static bool started_mpi;
+
+dcoll_status_t dcoll_mpi_error(int rc, const char *call)
+{
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
+        len = snprintf(text, sizeof(text), "error code %d", rc);
+    return dcoll_error(DCOLL_ERR_MPI, "%s failed: %.*s", call, len, text);
+}
+
+static dcoll_status_t comm_wrap(MPI_Comm comm, void **out)
+{
+    struct dcoll_mpi_comm *c = malloc(sizeof(*c));
+    if (!c) {
+        MPI_Comm_free(&comm);
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for a communicator");
+    }
+    /* Errors must come back as codes: the default handler aborts the job. */
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    c->comm = comm;
+    *out = c;
+    return DCOLL_SUCCESS;
+}
+
+void dcoll_mpi_comm_free(void *comm)
+{
+    struct dcoll_mpi_comm *c = comm;
+    if (!c)
+        return;
+    MPI_Comm_free(&c->comm);
+    free(c);
+}
+
+dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
+                               struct dcoll_group *world)
+{
+    static const int levels[] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED,
+                                 MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE};
+    int inited = 0, finalized = 0, rc;
+    MPI_Finalized(&finalized);
+    if (finalized)
+        return dcoll_error(DCOLL_ERR_INVALID_STATE,
+                           "dcoll_init: MPI has been finalized and cannot be "
+                           "started again");
+    MPI_Initialized(&inited);
+    if (!inited) {
+        int provided;
+        rc = MPI_Init_thread(NULL, NULL, levels[thread_level], &provided);
+        if (rc != MPI_SUCCESS)
+            return dcoll_mpi_error(rc, "MPI_Init_thread");
+        started_mpi = true;
+    }
+    MPI_Comm base = MPI_COMM_WORLD;
+    if (have_comm) {
+        base = MPI_Comm_f2c((MPI_Fint)fcomm);
+        if (base == MPI_COMM_NULL)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "dcoll_init: comm %d is not a valid MPI "
+                               "communicator handle", fcomm);
+        int inter = 0;
+        MPI_Comm_test_inter(base, &inter);
+        if (inter)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "dcoll_init: comm %d is an intercommunicator; "
+                               "dcoll needs an intracommunicator", fcomm);
+    }
+    MPI_Comm dup;
+    /* A private copy keeps dcoll's messages apart from the program's. */
+    if ((rc = MPI_Comm_dup(base, &dup)) != MPI_SUCCESS)
+        return dcoll_mpi_error(rc, "MPI_Comm_dup");
+    dcoll_status_t st = dcoll_mpi_types_create();
+    if (st) {
+        MPI_Comm_free(&dup);
+        return st;
+    }
+    MPI_Comm_rank(dup, &world->rank);
+    MPI_Comm_size(dup, &world->size);
+    world->ranks = NULL;
+    if ((st = comm_wrap(dup, &world->comm)))
+        dcoll_mpi_types_free();
+    return st;
+}
+
+dcoll_status_t dcoll_mpi_stop(struct dcoll_group *world)
+{
+    dcoll_mpi_comm_free(world->comm);
+    world->comm = NULL;
+    dcoll_mpi_types_free();
+    if (started_mpi) {
+        started_mpi = false;
+        int rc = MPI_Finalize();
+        if (rc != MPI_SUCCESS)
+            return dcoll_mpi_error(rc, "MPI_Finalize");
+    }
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_mpi_split(struct dcoll_group *world, bool member,
+                               int key, void **comm)
+{
+    MPI_Comm out = MPI_COMM_NULL;
+    int rc = MPI_Comm_split(dcoll_mpi_comm_of(world),
+                            member ? 0 : MPI_UNDEFINED, key, &out);
+    *comm = NULL;
+    if (rc != MPI_SUCCESS)
+        return dcoll_mpi_error(rc, "MPI_Comm_split");
+    if (out == MPI_COMM_NULL)
+        return DCOLL_SUCCESS;
+    return comm_wrap(out, comm);
+}
