@@ -1,0 +1,133 @@
+/* Helpers shared by the MPI tests: typed element access, checks that
+ * count failures instead of aborting, and the groups every test uses. */
+#ifndef DCOLL_TESTUTIL_H
+#define DCOLL_TESTUTIL_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dcoll/dcoll.h"
+#include "half.h"
+
+extern int t_rank, t_failures;
+
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            t_failures++;                                                    \
+            if (t_failures < 20) {                                           \
+                fprintf(stderr, "[rank %d] %s:%d: ", t_rank, __FILE__,       \
+                        __LINE__);                                           \
+                fprintf(stderr, __VA_ARGS__);                                \
+                fprintf(stderr, "\n");                                       \
+            }                                                                \
+        }                                                                    \
+    } while (0)
+
+#define CHECK_OK(call)                                                       \
+    do {                                                                     \
+        dcoll_status_t st_ = (call);                                         \
+        CHECK(st_ == DCOLL_SUCCESS, "%s -> %s: %s", #call,                   \
+              dcoll_status_string(st_), dcoll_last_error());                 \
+    } while (0)
+
+static inline void t_set(void *buf, dcoll_dtype_t dt, size_t i, double v)
+{
+    switch (dt) {
+    case DCOLL_INT8: ((int8_t *)buf)[i] = (int8_t)v; break;
+    case DCOLL_UINT8: ((uint8_t *)buf)[i] = (uint8_t)v; break;
+    case DCOLL_INT32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case DCOLL_UINT32: ((uint32_t *)buf)[i] = (uint32_t)v; break;
+    case DCOLL_INT64: ((int64_t *)buf)[i] = (int64_t)v; break;
+    case DCOLL_UINT64: ((uint64_t *)buf)[i] = (uint64_t)v; break;
+    case DCOLL_FLOAT16: ((uint16_t *)buf)[i] = dcoll_float_to_half((float)v); break;
+    case DCOLL_BFLOAT16: ((uint16_t *)buf)[i] = dcoll_float_to_bf16((float)v); break;
+    case DCOLL_FLOAT32: ((float *)buf)[i] = (float)v; break;
+    case DCOLL_FLOAT64: ((double *)buf)[i] = v; break;
+    default: break;
+    }
+}
+
+static inline double t_get(const void *buf, dcoll_dtype_t dt, size_t i)
+{
+    switch (dt) {
+    case DCOLL_INT8: return ((const int8_t *)buf)[i];
+    case DCOLL_UINT8: return ((const uint8_t *)buf)[i];
+    case DCOLL_INT32: return ((const int32_t *)buf)[i];
+    case DCOLL_UINT32: return ((const uint32_t *)buf)[i];
+    case DCOLL_INT64: return (double)((const int64_t *)buf)[i];
+    case DCOLL_UINT64: return (double)((const uint64_t *)buf)[i];
+    case DCOLL_FLOAT16: return dcoll_half_to_float(((const uint16_t *)buf)[i]);
+    case DCOLL_BFLOAT16: return dcoll_bf16_to_float(((const uint16_t *)buf)[i]);
+    case DCOLL_FLOAT32: return ((const float *)buf)[i];
+    case DCOLL_FLOAT64: return ((const double *)buf)[i];
+    default: return NAN;
+    }
+}
+
+static inline size_t t_size(dcoll_dtype_t dt)
+{
+    size_t s = 0;
+    dcoll_dtype_size(dt, &s);
+    return s;
+}
+
+static inline int t_is_float(dcoll_dtype_t dt)
+{
+    return dt >= DCOLL_FLOAT16;
+}
+
+static const char *const t_dtype_names[] = {
+    "int8", "uint8", "int32", "uint32", "int64", "uint64",
+    "float16", "bfloat16", "float32", "float64",
+};
+static const char *const t_op_names[] = {
+    "SUM", "PRODUCT", "MIN", "MAX", "AVG", "BAND", "BOR", "BXOR",
+};
+
+/* The groups every multi-rank test runs on, for a world of n ranks:
+ * the world, every other rank counted down from the top given in
+ * descending order (gaps, non-members: {3,1} of 4), all but rank 1,
+ * and the empty group (everyone a non-member). */
+#define T_NGROUPS 4
+static inline int t_group_ranks(int which, int n, int *ranks)
+{
+    int k = 0;
+    switch (which) {
+    case 0:
+        for (int r = 0; r < n; r++)
+            ranks[k++] = r;
+        break;
+    case 1:
+        for (int r = n - 1; r >= 0; r -= 2)
+            ranks[k++] = r;
+        break;
+    case 2:
+        for (int r = 0; r < n; r++)
+            if (r != 1 || n == 1)
+                ranks[k++] = r;
+        break;
+    default:
+        break;
+    }
+    return k;
+}
+
+/* Report and return the exit status: the failures summed over the world. */
+static inline int t_finish(const char *name)
+{
+    int total = t_failures;
+    if (dcoll_all_reduce(NULL, &t_failures, &total, 1, DCOLL_INT32, DCOLL_SUM,
+                         NULL, NULL) != DCOLL_SUCCESS) {
+        fprintf(stderr, "[rank %d] final all_reduce failed: %s\n", t_rank,
+                dcoll_last_error());
+        total = t_failures + 1;
+    }
+    if (t_rank == 0)
+        printf("%s: %s (%d failure%s)\n", name, total ? "FAIL" : "ok", total,
+               total == 1 ? "" : "s");
+    return total ? 1 : 0;
+}
+
+#endif
