@@ -143,7 +143,7 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
             free(sorted);
             return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                                "dcoll_new_group: ranks[%d] = %d is outside "
-                               "the world (0..%d)", i, sorted[i], world - 1);
+                               "the world (0..%d)", i, ranks[i], world - 1);
         }
     }
     qsort(sorted, (size_t)n, sizeof(int), cmp_int);

@@ -60,13 +60,21 @@ dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
     }
     MPI_Comm base = MPI_COMM_WORLD;
     if (have_comm) {
+        /* A bad handle is reported on MPI_COMM_WORLD, whose handler
+         * aborts by default: return codes instead while we look. */
+        MPI_Errhandler prev;
+        int inter = 0;
+        MPI_Comm_get_errhandler(MPI_COMM_WORLD, &prev);
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
         base = MPI_Comm_f2c((MPI_Fint)fcomm);
-        if (base == MPI_COMM_NULL)
+        rc = base == MPI_COMM_NULL ? MPI_ERR_COMM
+                                   : MPI_Comm_test_inter(base, &inter);
+        MPI_Comm_set_errhandler(MPI_COMM_WORLD, prev);
+        MPI_Errhandler_free(&prev);
+        if (rc != MPI_SUCCESS)
             return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                                "dcoll_init: comm %d is not a valid MPI "
                                "communicator handle", fcomm);
-        int inter = 0;
-        MPI_Comm_test_inter(base, &inter);
         if (inter)
             return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                                "dcoll_init: comm %d is an intercommunicator; "
