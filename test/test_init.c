@@ -1,0 +1,65 @@
+/* Init from a communicator the program already has: dcoll must not start
+ * or finalize MPI then, may be initialised again after finalize, and its
+ * world is that communicator. Run under mpirun, 1 to 4 ranks. */
+#include <mpi.h>
+#include "dcoll/dcoll_mpi.h"
+#include "testutil.h"
+
+int t_rank, t_failures;
+
+int main(int argc, char **argv)
+{
+    int provided, wrank, wsize;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+    MPI_Comm_size(MPI_COMM_WORLD, &wsize);
+    t_rank = wrank;
+
+    /* World = the ranks of my parity, numbered in reverse. */
+    MPI_Comm half;
+    MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, -wrank, &half);
+    int hrank, hsize;
+    MPI_Comm_rank(half, &hrank);
+    MPI_Comm_size(half, &hsize);
+
+    for (int round = 0; round < 2; round++) {
+        CHECK_OK(dcoll_init_comm(half));
+        int r = -1, n = -1;
+        CHECK_OK(dcoll_group_rank(NULL, &r));
+        CHECK_OK(dcoll_group_size(NULL, &n));
+        CHECK(r == hrank && n == hsize, "round %d: rank %d size %d, want %d "
+              "%d", round, r, n, hrank, hsize);
+        int mine = wrank, sum = 0, want = 0;
+        for (int k = wrank % 2; k < wsize; k += 2)
+            want += k;
+        CHECK_OK(dcoll_all_reduce(NULL, &mine, &sum, 1, DCOLL_INT32,
+                                  DCOLL_SUM, NULL, NULL));
+        CHECK(sum == want, "sum over my half %d, want %d", sum, want);
+        /* The program's own traffic on the same communicator is not
+         * confused with dcoll's (dcoll works on a duplicate). */
+        int token = wrank, got = -1;
+        MPI_Allreduce(&token, &got, 1, MPI_INT, MPI_MAX, half);
+        CHECK(got >= wrank, "program allreduce %d", got);
+        CHECK_OK(dcoll_finalize());
+        int fin = 1;
+        MPI_Finalized(&fin);
+        CHECK(!fin, "dcoll finalized an MPI it did not start");
+    }
+    /* mpi:// with the program's MPI already running: MPI_COMM_WORLD. */
+    dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
+    p.mask = DCOLL_INIT_PARAM_URL | DCOLL_INIT_PARAM_BACKEND;
+    p.url = "mpi://";
+    p.backend = "AUTO";
+    CHECK_OK(dcoll_init(&p));
+    int n = 0;
+    CHECK_OK(dcoll_group_size(NULL, &n));
+    CHECK(n == wsize, "mpi:// world size %d, want %d", n, wsize);
+    int total = t_failures;
+    MPI_Allreduce(&t_failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK_OK(dcoll_finalize());
+    MPI_Comm_free(&half);
+    MPI_Finalize();
+    if (wrank == 0)
+        printf("test_init: %s (%d failures)\n", total ? "FAIL" : "ok", total);
+    return total ? 1 : 0;
+}
