@@ -155,8 +155,7 @@ static int post_reduce_scatter(struct post *p, const struct dcoll_coll *c,
 }
 
 /* Everything else: one call, with a derived type for big counts. */
-static int post_one(struct post *p, const struct dcoll_coll *c,
-                    const struct dcoll_group *g, MPI_Comm comm,
+static int post_one(struct post *p, const struct dcoll_coll *c, MPI_Comm comm,
                     MPI_Status *status, const char **call)
 {
     struct span sp;
@@ -222,7 +221,6 @@ static int post_one(struct post *p, const struct dcoll_coll *c,
         *call = "dcoll MPI layer (unknown operation)";
         break;
     }
-    (void)g;
     span_free(&sp);
     return rc;
 }
@@ -281,7 +279,7 @@ static dcoll_status_t post(struct dcoll_group *g, const struct dcoll_coll *c,
         rc = post_reduce_scatter(p, c, g, comm, &call);
         break;
     default:
-        rc = post_one(p, c, g, comm, status, &call);
+        rc = post_one(p, c, comm, status, &call);
         break;
     }
     if (rc == MPI_SUCCESS)
@@ -292,8 +290,6 @@ static dcoll_status_t post(struct dcoll_group *g, const struct dcoll_coll *c,
         MPI_Waitall(p->used - 1, p->w->reqs, MPI_STATUSES_IGNORE);
     return st;
 }
-
-static const struct dcoll_backend *self(void);
 
 static dcoll_status_t mpi_coll(struct dcoll_group *g,
                                const struct dcoll_coll *c,
@@ -333,7 +329,7 @@ static dcoll_status_t mpi_coll(struct dcoll_group *g,
     }
     w->nreq = p.used;
     plan_after(w, g, c);
-    dcoll_work_init(&w->base, g, self());
+    dcoll_work_init(&w->base, g, &dcoll_mpi_backend);
     w->base.is_recv = c->kind == DCOLL_COLL_RECV;
     *work = &w->base;
     return DCOLL_SUCCESS;
@@ -386,8 +382,3 @@ const struct dcoll_backend dcoll_mpi_backend = {
     .work_wait = mpi_work_wait,
     .work_release = mpi_work_release,
 };
-
-static const struct dcoll_backend *self(void)
-{
-    return &dcoll_mpi_backend;
-}
