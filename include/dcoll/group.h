@@ -36,7 +36,8 @@ DCOLL_API dcoll_status_t dcoll_group_world(dcoll_group_t **out);
  *  index in the sorted list. A non-member gets a NON-MEMBER handle on which
  *  collectives succeed at once and do nothing, and rank queries answer
  *  DCOLL_NON_MEMBER. @p ranks NULL with @p nranks 0 means all ranks.
- *  @p params may be NULL.
+ *  @p params may be NULL. Like MPI communicator creation, groups are made
+ *  and destroyed by one thread at a time.
  *  @return DCOLL_ERR_INVALID_ARGUMENT for a rank out of range or given twice. */
 DCOLL_API dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
                                          int nranks,
