@@ -283,13 +283,11 @@ static void test_p2p(struct grp *G, dcoll_dtype_t dt, int64_t count,
         CHECK(src == prev, "recv source %d, want %d", src, prev);
     } else if (mode != BLOCK) {
         dcoll_work_t *ws = NULL, *wr = NULL;
-        int src = -1;
         CHECK_OK(dcoll_irecv(G->g, r, count, dt, prev, 6, NULL, &wr));
         CHECK_OK(dcoll_isend(G->g, s, count, dt, next, 6, NULL, &ws));
         CHECK_OK(dcoll_work_wait(ws));
         w_ = wr;
         finish(mode, DCOLL_SUCCESS, "irecv");
-        (void)src;
         CHECK_OK(dcoll_work_free(&ws));
     }
     for (size_t i = 0; i < n && (mode != BLOCK || G->n > 1); i++)
