@@ -321,3 +321,18 @@ dcoll_status_t dcoll_group_backend(const dcoll_group_t *group,
     *name = g->backend_name;
     return DCOLL_SUCCESS;
 }
+
+dcoll_status_t dcoll_group_comm(const dcoll_group_t *group, int *comm)
+{
+    struct dcoll_group *g;
+    dcoll_status_t st = query(group, comm, __func__, &g);
+    if (st)
+        return st;
+    if (g == &dcoll_non_member)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: the group is a NON-MEMBER handle: this "
+                           "process is not in it, so it has no "
+                           "communicator", __func__);
+    *comm = dcoll_mpi_comm_fint(g);
+    return DCOLL_SUCCESS;
+}

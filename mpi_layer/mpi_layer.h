@@ -18,5 +18,7 @@ dcoll_status_t dcoll_mpi_stop(struct dcoll_group *world);
 dcoll_status_t dcoll_mpi_split(struct dcoll_group *world, bool member,
                                int key, void **comm);
 void dcoll_mpi_comm_free(void *comm);
+/* The Fortran handle of a member's communicator. */
+int dcoll_mpi_comm_fint(const struct dcoll_group *g);
 
 #endif

@@ -124,3 +124,8 @@ dcoll_status_t dcoll_mpi_split(struct dcoll_group *world, bool member,
         return DCOLL_SUCCESS;
     return comm_wrap(out, comm);
 }
+
+int dcoll_mpi_comm_fint(const struct dcoll_group *g)
+{
+    return (int)MPI_Comm_c2f(dcoll_mpi_comm_of(g));
+}

@@ -1,7 +1,9 @@
 /* Every collective's result, for every type and op, on the world and on
  * sub-groups with gaps and non-members: blocking, async (wait and test)
  * and in place. Run under mpirun with 1 to 4 ranks. */
+#include <mpi.h>
 #include "testutil.h"
+#include "dcoll/dcoll_mpi.h"
 
 int t_rank, t_failures;
 static int world_size;
@@ -392,6 +394,18 @@ static void test_queries(struct grp *G)
         CHECK(x == k, "%s: group rank of %d = %d, want %d", G->name, G->m[k],
               x, k);
     }
+    /* The group's own communicator: same ranks, same order, usable. */
+    MPI_Comm comm = MPI_COMM_NULL;
+    int mrank = -9, msize = -9, one = 1, sum = 0;
+    CHECK_OK(dcoll_group_mpi_comm(G->g, &comm));
+    if (comm == MPI_COMM_NULL)
+        return;
+    MPI_Comm_rank(comm, &mrank);
+    MPI_Comm_size(comm, &msize);
+    MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, comm);
+    CHECK(mrank == G->me && msize == G->n && sum == G->n,
+          "%s: its MPI communicator has rank %d size %d sum %d", G->name,
+          mrank, msize, sum);
 }
 
 static void run_group(struct grp *G)

@@ -130,7 +130,11 @@ static void bad_groups(int size)
     } else {
         EXPECT(dcoll_group_global_rank(g, 0, &x), BAD, "NON-MEMBER");
         EXPECT(dcoll_group_group_rank(g, 0, &x), BAD, "NON-MEMBER");
+        EXPECT(dcoll_group_comm(g, &x), BAD, "no communicator");
     }
+    EXPECT(dcoll_group_comm(g, NULL), BAD, "output is NULL");
+    EXPECT(dcoll_group_comm((dcoll_group_t *)&x, &x), BAD,
+           "not a live dcoll group");
     CHECK_OK(dcoll_group_destroy(&g));
     CHECK_OK(dcoll_group_destroy(&g)); /* NULL *group: fine */
     EXPECT(dcoll_group_destroy(NULL), BAD, "group is NULL");

@@ -20,6 +20,17 @@ static inline dcoll_status_t dcoll_init_comm(MPI_Comm comm)
     return dcoll_init(&p);
 }
 
+/** The MPI communicator that serves @p group (see dcoll_group_comm). */
+static inline dcoll_status_t dcoll_group_mpi_comm(const dcoll_group_t *group,
+                                                  MPI_Comm *comm)
+{
+    int f = 0;
+    dcoll_status_t st = dcoll_group_comm(group, &f);
+    if (st == DCOLL_SUCCESS)
+        *comm = MPI_Comm_f2c((MPI_Fint)f);
+    return st;
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -68,6 +68,16 @@ DCOLL_API dcoll_status_t dcoll_group_group_rank(const dcoll_group_t *group,
 DCOLL_API dcoll_status_t dcoll_group_backend(const dcoll_group_t *group,
                                              const char **name);
 
+/** The MPI communicator that serves @p group, as a Fortran handle
+ *  (MPI_Fint), so that raw MPI calls can run beside dcoll's on the same
+ *  ranks. C code converts it with MPI_Comm_f2c, or calls
+ *  dcoll_group_mpi_comm from dcoll_mpi.h. The communicator stays dcoll's:
+ *  do not free it, and do not use it after the group is destroyed.
+ *  @return DCOLL_ERR_INVALID_ARGUMENT on a NON-MEMBER handle (it has no
+ *          communicator). */
+DCOLL_API dcoll_status_t dcoll_group_comm(const dcoll_group_t *group,
+                                          int *comm);
+
 #ifdef __cplusplus
 }
 #endif
