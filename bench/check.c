@@ -1,0 +1,197 @@
+/* The correctness check behind #wrong: inputs from a formula, one call
+ * through dcoll, every output element compared with the formula's result.
+ * The values are small integers, exact in every type, bfloat16 included. */
+#include <math.h>
+#include <string.h>
+#include "half.h"
+#include "perf.h"
+
+static void put(void *b, dcoll_dtype_t t, size_t i, double v)
+{
+    switch (t) {
+    case DCOLL_INT8: ((int8_t *)b)[i] = (int8_t)v; break;
+    case DCOLL_UINT8: ((uint8_t *)b)[i] = (uint8_t)v; break;
+    case DCOLL_INT32: ((int32_t *)b)[i] = (int32_t)v; break;
+    case DCOLL_UINT32: ((uint32_t *)b)[i] = (uint32_t)v; break;
+    case DCOLL_INT64: ((int64_t *)b)[i] = (int64_t)v; break;
+    case DCOLL_UINT64: ((uint64_t *)b)[i] = (uint64_t)v; break;
+    case DCOLL_FLOAT16: ((uint16_t *)b)[i] = dcoll_float_to_half((float)v); break;
+    case DCOLL_BFLOAT16: ((uint16_t *)b)[i] = dcoll_float_to_bf16((float)v); break;
+    case DCOLL_FLOAT32: ((float *)b)[i] = (float)v; break;
+    case DCOLL_FLOAT64: ((double *)b)[i] = v; break;
+    default: break;
+    }
+}
+
+static double get(const void *b, dcoll_dtype_t t, size_t i)
+{
+    switch (t) {
+    case DCOLL_INT8: return ((const int8_t *)b)[i];
+    case DCOLL_UINT8: return ((const uint8_t *)b)[i];
+    case DCOLL_INT32: return ((const int32_t *)b)[i];
+    case DCOLL_UINT32: return ((const uint32_t *)b)[i];
+    case DCOLL_INT64: return (double)((const int64_t *)b)[i];
+    case DCOLL_UINT64: return (double)((const uint64_t *)b)[i];
+    case DCOLL_FLOAT16: return dcoll_half_to_float(((const uint16_t *)b)[i]);
+    case DCOLL_BFLOAT16: return dcoll_bf16_to_float(((const uint16_t *)b)[i]);
+    case DCOLL_FLOAT32: return ((const float *)b)[i];
+    case DCOLL_FLOAT64: return ((const double *)b)[i];
+    default: return NAN;
+    }
+}
+
+/* Rank r's input element j. */
+static double val(const struct perf_ctx *c, bool reduces, int r, size_t j)
+{
+    if (!reduces)
+        return (double)((r * 37 + j * 11) % 97 + 1);
+    switch (c->o->op) {
+    case DCOLL_PRODUCT:
+        return (r + j) % 4 == 0 ? 2 : 1;
+    case DCOLL_BAND:
+    case DCOLL_BOR:
+    case DCOLL_BXOR:
+        return (double)((r * 5 + j * 3) & 0x3f);
+    default:
+        return (double)(1 + (r * 7 + j) % 5);
+    }
+}
+
+/* The reduction of element j over the group's ranks. */
+static double fold(const struct perf_ctx *c, size_t j)
+{
+    double a = val(c, true, 0, j);
+    uint64_t u = (uint64_t)a;
+    for (int r = 1; r < c->size; r++) {
+        double v = val(c, true, r, j);
+        switch (c->o->op) {
+        case DCOLL_PRODUCT: a *= v; break;
+        case DCOLL_MIN: a = v < a ? v : a; break;
+        case DCOLL_MAX: a = v > a ? v : a; break;
+        case DCOLL_BAND: u &= (uint64_t)v; break;
+        case DCOLL_BOR: u |= (uint64_t)v; break;
+        case DCOLL_BXOR: u ^= (uint64_t)v; break;
+        default: a += v; break;
+        }
+    }
+    dcoll_op_t op = c->o->op;
+    if (op == DCOLL_BAND || op == DCOLL_BOR || op == DCOLL_BXOR)
+        return (double)u;
+    if (op == DCOLL_AVG) {
+        bool is_float = c->o->dtype >= DCOLL_FLOAT16;
+        a = is_float ? a / c->size : trunc(a / c->size);
+    }
+    return a;
+}
+
+static long differs(const struct perf_ctx *c, const void *b, size_t i,
+                    double want)
+{
+    static const double tol[DCOLL_DTYPE_COUNT_] = {
+        [DCOLL_FLOAT16] = 1e-3, [DCOLL_BFLOAT16] = 8e-3,
+        [DCOLL_FLOAT32] = 1e-6, [DCOLL_FLOAT64] = 1e-12,
+    };
+    double got = get(b, c->o->dtype, i);
+    return fabs(got - want) > tol[c->o->dtype] * fabs(want);
+}
+
+static void fill(void *b, const struct perf_ctx *c, bool reduces, int r,
+                 size_t n, size_t from)
+{
+    for (size_t j = 0; j < n; j++)
+        put(b, c->o->dtype, j, val(c, reduces, r, from + j));
+}
+
+/* Coalesced tensors as one long vector: element i of tensor t is j. */
+static long check_coalesced(struct perf_ctx *c, const struct perf_coll *k)
+{
+    bool red = k->reduces;
+    long wrong = 0;
+    size_t from = 0;
+    for (int t = 0; t < c->ntensors; t++) {
+        size_t n = (size_t)c->counts[t];
+        if (red) { /* in place */
+            fill(c->recvv[t], c, red, c->rank, n, from);
+        } else {
+            fill(c->sendv[t], c, red, c->rank, n, from);
+            memset(c->recvv[t], 0, n * c->esz * (size_t)c->size);
+        }
+        from += n;
+    }
+    if (k->dcoll(c))
+        return -2;
+    from = 0;
+    for (int t = 0; t < c->ntensors; t++) {
+        size_t n = (size_t)c->counts[t];
+        for (size_t i = 0; i < n; i++) {
+            if (red) {
+                wrong += differs(c, c->recvv[t], i, fold(c, from + i));
+                continue;
+            }
+            for (int r = 0; r < c->size; r++)
+                wrong += differs(c, c->recvv[t], r * n + i,
+                                 val(c, false, r, from + i));
+        }
+        from += n;
+    }
+    return wrong;
+}
+
+long perf_check(struct perf_ctx *c, const struct perf_coll *k)
+{
+    size_t n = (size_t)c->count, all = n * (size_t)c->size;
+    bool red = k->reduces, root = c->rank == c->groot;
+    int me = c->rank, prev = (me + c->size - 1) % c->size;
+    long wrong = 0;
+
+    if (k->coalesced)
+        wrong = check_coalesced(c, k);
+    else if (strcmp(k->name, "barrier") == 0)
+        wrong = k->dcoll(c) ? -2 : 0;
+    if (k->coalesced || strcmp(k->name, "barrier") == 0)
+        goto out;
+
+    fill(c->send, c, red, me, k->blocks ? all : n, 0);
+    memset(c->recv, 0, c->recvbytes);
+    if (strcmp(k->name, "broadcast") == 0 && root)
+        fill(c->recv, c, false, me, n, 0);
+    if (k->dcoll(c)) {
+        wrong = -2;
+        goto out;
+    }
+    const char *nm = k->name;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(nm, "all_reduce") || (!strcmp(nm, "reduce") && root)) {
+            wrong += differs(c, c->recv, i, fold(c, i));
+        } else if (!strcmp(nm, "reduce_scatter")) {
+            wrong += differs(c, c->recv, i, fold(c, me * n + i));
+        } else if (!strcmp(nm, "broadcast")) {
+            wrong += differs(c, c->recv, i, val(c, false, c->groot, i));
+        } else if (!strcmp(nm, "scatter")) {
+            wrong += differs(c, c->recv, i,
+                             val(c, false, c->groot, me * n + i));
+        } else if (!strcmp(nm, "send_recv")) {
+            wrong += differs(c, c->recv, i, val(c, false, prev, i));
+        } else {
+            for (int r = 0; r < c->size; r++) {
+                size_t at = r * n + i;
+                if (!strcmp(nm, "all_gather") ||
+                    (!strcmp(nm, "gather") && root))
+                    wrong += differs(c, c->recv, at, val(c, false, r, i));
+                else if (!strcmp(nm, "all_to_all"))
+                    wrong += differs(c, c->recv, at,
+                                     val(c, false, r, me * n + i));
+            }
+        }
+    }
+out:
+    /* -2 marks a failed call on some rank; otherwise sum the counts. */
+    {
+        long failed = wrong < 0, sum;
+        MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_LONG, MPI_MAX, c->comm);
+        if (wrong < 0)
+            wrong = 0;
+        MPI_Allreduce(&wrong, &sum, 1, MPI_LONG, MPI_SUM, c->comm);
+        return failed ? -2 : sum;
+    }
+}

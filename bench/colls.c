@@ -1,0 +1,365 @@
+/* The collectives dcoll-perf knows: each one's call through dcoll, the
+ * same call made on MPI by hand, and nccl-tests' bus-bandwidth factor
+ * (size / time scaled to what each link carries on a ring). */
+#include <string.h>
+#include "perf.h"
+
+static double f_one(int n)
+{
+    (void)n;
+    return 1.0;
+}
+
+static double f_ring(int n)
+{
+    return n > 1 ? (double)(n - 1) / n : 0.0;
+}
+
+static double f_allreduce(int n)
+{
+    return 2.0 * f_ring(n);
+}
+
+/* A dcoll call, blocking or async + wait as -a asks. */
+#define DCOLL_CALL(c, call_with_work)                                        \
+    do {                                                                     \
+        dcoll_work_t *w_ = NULL;                                             \
+        dcoll_work_t **wp_ = (c)->o->async ? &w_ : NULL;                     \
+        if (call_with_work(wp_))                                             \
+            return 1;                                                        \
+        if (w_ && (dcoll_work_wait(w_) || dcoll_work_free(&w_)))                  \
+            return 1;                                                        \
+        return 0;                                                            \
+    } while (0)
+
+/* A raw MPI call: blocking, or its MPI_I form + MPI_Wait. */
+#define RAW_CALL(c, blocking, nonblocking)                                   \
+    do {                                                                     \
+        MPI_Request rq_;                                                     \
+        if (!(c)->o->async)                                                  \
+            return (blocking) != MPI_SUCCESS;                                \
+        if ((nonblocking) != MPI_SUCCESS)                                    \
+            return 1;                                                        \
+        return MPI_Wait(&rq_, MPI_STATUS_IGNORE) != MPI_SUCCESS;             \
+    } while (0)
+
+#define ARGS(c) (c)->count, (c)->o->dtype
+#define RAW(c) (c)->raw_count, (c)->raw_type
+
+/* broadcast */
+static int bcast_d(struct perf_ctx *c)
+{
+#define CALL(wp) dcoll_broadcast(c->group, c->recv, ARGS(c), c->root, NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int bcast_r(struct perf_ctx *c)
+{
+    RAW_CALL(c, MPI_Bcast(c->recv, RAW(c), c->groot, c->comm),
+             MPI_Ibcast(c->recv, RAW(c), c->groot, c->comm, &rq_));
+}
+
+/* all_reduce */
+static int allreduce_d(struct perf_ctx *c)
+{
+#define CALL(wp) dcoll_all_reduce(c->group, c->send, c->recv, ARGS(c),       \
+                                  c->o->op, NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int allreduce_r(struct perf_ctx *c)
+{
+    RAW_CALL(c,
+             MPI_Allreduce(c->send, c->recv, RAW(c), c->raw_op, c->comm),
+             MPI_Iallreduce(c->send, c->recv, RAW(c), c->raw_op, c->comm,
+                            &rq_));
+}
+
+/* reduce */
+static int reduce_d(struct perf_ctx *c)
+{
+    void *out = c->rank == c->groot ? c->recv : NULL;
+#define CALL(wp) dcoll_reduce(c->group, c->send, out, ARGS(c), c->o->op,     \
+                              c->root, NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int reduce_r(struct perf_ctx *c)
+{
+    RAW_CALL(c,
+             MPI_Reduce(c->send, c->recv, RAW(c), c->raw_op, c->groot,
+                        c->comm),
+             MPI_Ireduce(c->send, c->recv, RAW(c), c->raw_op, c->groot,
+                         c->comm, &rq_));
+}
+
+/* all_gather */
+static int allgather_d(struct perf_ctx *c)
+{
+#define CALL(wp) dcoll_all_gather(c->group, c->send, c->recv, ARGS(c), NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int allgather_r(struct perf_ctx *c)
+{
+    RAW_CALL(c,
+             MPI_Allgather(c->send, RAW(c), c->recv, RAW(c), c->comm),
+             MPI_Iallgather(c->send, RAW(c), c->recv, RAW(c), c->comm,
+                            &rq_));
+}
+
+/* gather: the receive buffer exists on the root only. */
+static int gather_d(struct perf_ctx *c)
+{
+    void *out = c->rank == c->groot ? c->recv : NULL;
+#define CALL(wp) dcoll_gather(c->group, c->send, out, ARGS(c), c->root, NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int gather_r(struct perf_ctx *c)
+{
+    RAW_CALL(c,
+             MPI_Gather(c->send, RAW(c), c->recv, RAW(c), c->groot, c->comm),
+             MPI_Igather(c->send, RAW(c), c->recv, RAW(c), c->groot, c->comm,
+                         &rq_));
+}
+
+/* scatter: the send buffer exists on the root only. */
+static int scatter_d(struct perf_ctx *c)
+{
+    const void *in = c->rank == c->groot ? c->send : NULL;
+#define CALL(wp) dcoll_scatter(c->group, in, c->recv, ARGS(c), c->root, NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int scatter_r(struct perf_ctx *c)
+{
+    RAW_CALL(c,
+             MPI_Scatter(c->send, RAW(c), c->recv, RAW(c), c->groot, c->comm),
+             MPI_Iscatter(c->send, RAW(c), c->recv, RAW(c), c->groot,
+                          c->comm, &rq_));
+}
+
+/* reduce_scatter */
+static int redscat_d(struct perf_ctx *c)
+{
+#define CALL(wp) dcoll_reduce_scatter(c->group, c->send, c->recv, ARGS(c),   \
+                                      c->o->op, NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int redscat_r(struct perf_ctx *c)
+{
+    RAW_CALL(c,
+             MPI_Reduce_scatter_block(c->send, c->recv, RAW(c), c->raw_op,
+                                      c->comm),
+             MPI_Ireduce_scatter_block(c->send, c->recv, RAW(c), c->raw_op,
+                                       c->comm, &rq_));
+}
+
+/* all_to_all */
+static int alltoall_d(struct perf_ctx *c)
+{
+#define CALL(wp) dcoll_all_to_all(c->group, c->send, c->recv, ARGS(c), NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int alltoall_r(struct perf_ctx *c)
+{
+    RAW_CALL(c,
+             MPI_Alltoall(c->send, RAW(c), c->recv, RAW(c), c->comm),
+             MPI_Ialltoall(c->send, RAW(c), c->recv, RAW(c), c->comm, &rq_));
+}
+
+/* barrier */
+static int barrier_d(struct perf_ctx *c)
+{
+#define CALL(wp) dcoll_barrier(c->group, NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int barrier_r(struct perf_ctx *c)
+{
+    RAW_CALL(c, MPI_Barrier(c->comm), MPI_Ibarrier(c->comm, &rq_));
+}
+
+/* send_recv: a ring, each rank sends to the next and receives from the
+ * one before (nccl-tests' sendrecv). Both sides are nonblocking pairs:
+ * a blocking send around a ring could deadlock. */
+static int world_of(struct perf_ctx *c, int grank)
+{
+    int w = grank;
+    dcoll_group_global_rank(c->group, grank, &w);
+    return w;
+}
+
+static int sendrecv_d(struct perf_ctx *c)
+{
+    int next = world_of(c, (c->rank + 1) % c->size);
+    int prev = world_of(c, (c->rank + c->size - 1) % c->size);
+    dcoll_work_t *r = NULL, *s = NULL;
+    if (dcoll_irecv(c->group, c->recv, ARGS(c), prev, 1, NULL, &r) ||
+        dcoll_isend(c->group, c->send, ARGS(c), next, 1, NULL, &s))
+        return 1;
+    return dcoll_work_wait(r) || dcoll_work_wait(s) || dcoll_work_free(&r) ||
+           dcoll_work_free(&s);
+}
+
+static int sendrecv_r(struct perf_ctx *c)
+{
+    int next = (c->rank + 1) % c->size;
+    int prev = (c->rank + c->size - 1) % c->size;
+    MPI_Request rq[2];
+    if (MPI_Irecv(c->recv, RAW(c), prev, 1, c->comm, &rq[0]) ||
+        MPI_Isend(c->send, RAW(c), next, 1, c->comm, &rq[1]))
+        return 1;
+    return MPI_Waitall(2, rq, MPI_STATUSES_IGNORE) != MPI_SUCCESS;
+}
+
+/* all_reduce_coalesced works in place on its tensors, as torch's does.
+ * Raw packs the same tensors by hand into one buffer, reduces it with one
+ * MPI_Allreduce and copies the results back. */
+static int arc_d(struct perf_ctx *c)
+{
+#define CALL(wp) dcoll_all_reduce_coalesced(c->group, c->recvv, c->counts,   \
+        c->ntensors, c->o->dtype, c->o->op, NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int arc_r(struct perf_ctx *c)
+{
+    size_t off = 0;
+    for (int t = 0; t < c->ntensors; t++) {
+        size_t b = (size_t)c->counts[t] * c->esz;
+        memcpy((char *)c->pack + off, c->recvv[t], b);
+        off += b;
+    }
+    int rc;
+    if (c->o->async) {
+        MPI_Request rq;
+        rc = MPI_Iallreduce(MPI_IN_PLACE, c->pack, RAW(c), c->raw_op, c->comm,
+                            &rq);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    } else {
+        rc = MPI_Allreduce(MPI_IN_PLACE, c->pack, RAW(c), c->raw_op, c->comm);
+    }
+    off = 0;
+    for (int t = 0; t < c->ntensors; t++) {
+        size_t b = (size_t)c->counts[t] * c->esz;
+        memcpy(c->recvv[t], (char *)c->pack + off, b);
+        off += b;
+    }
+    return rc != MPI_SUCCESS;
+}
+
+/* The same tensors, one dcoll_all_reduce each (async: all posted, then
+ * all waited, as a user overlapping them would). */
+static int arc_sep(struct perf_ctx *c)
+{
+    if (!c->o->async) {
+        for (int t = 0; t < c->ntensors; t++)
+            if (dcoll_all_reduce(c->group, c->recvv[t], c->recvv[t],
+                                 c->counts[t], c->o->dtype, c->o->op, NULL,
+                                 NULL))
+                return 1;
+        return 0;
+    }
+    dcoll_work_t *w[64];
+    for (int t0 = 0; t0 < c->ntensors; t0 += 64) {
+        int m = c->ntensors - t0 < 64 ? c->ntensors - t0 : 64;
+        for (int t = 0; t < m; t++)
+            if (dcoll_all_reduce(c->group, c->recvv[t0 + t],
+                                 c->recvv[t0 + t], c->counts[t0 + t],
+                                 c->o->dtype, c->o->op, NULL, &w[t]))
+                return 1;
+        for (int t = 0; t < m; t++)
+            if (dcoll_work_wait(w[t]) || dcoll_work_free(&w[t]))
+                return 1;
+    }
+    return 0;
+}
+
+/* all_gather_coalesced: raw packs the inputs, one MPI_Allgather, and
+ * scatters each rank's block back into the tensors. */
+static int agc_d(struct perf_ctx *c)
+{
+#define CALL(wp) dcoll_all_gather_coalesced(c->group,                        \
+        (const void *const *)c->sendv, c->recvv, c->counts, c->ntensors,     \
+        c->o->dtype, NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int agc_r(struct perf_ctx *c)
+{
+    size_t total = 0, off = 0;
+    for (int t = 0; t < c->ntensors; t++)
+        total += (size_t)c->counts[t] * c->esz;
+    char *in = c->pack, *out = (char *)c->pack + total;
+    for (int t = 0; t < c->ntensors; t++) {
+        size_t b = (size_t)c->counts[t] * c->esz;
+        memcpy(in + off, c->sendv[t], b);
+        off += b;
+    }
+    int rc;
+    if (c->o->async) {
+        MPI_Request rq;
+        rc = MPI_Iallgather(in, RAW(c), out, RAW(c), c->comm, &rq);
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Wait(&rq, MPI_STATUS_IGNORE);
+    } else {
+        rc = MPI_Allgather(in, RAW(c), out, RAW(c), c->comm);
+    }
+    off = 0;
+    for (int t = 0; t < c->ntensors; t++) {
+        size_t b = (size_t)c->counts[t] * c->esz;
+        for (int r = 0; r < c->size; r++)
+            memcpy((char *)c->recvv[t] + r * b, out + r * total + off, b);
+        off += b;
+    }
+    return rc != MPI_SUCCESS;
+}
+
+static int agc_sep(struct perf_ctx *c)
+{
+    for (int t = 0; t < c->ntensors; t++)
+        if (dcoll_all_gather(c->group, c->sendv[t], c->recvv[t],
+                             c->counts[t], c->o->dtype, NULL, NULL))
+            return 1;
+    return 0;
+}
+
+const struct perf_coll perf_colls[] = {
+    {"all_reduce", f_allreduce, 0, true, false, false, allreduce_d,
+     allreduce_r, NULL},
+    {"broadcast", f_one, 0, false, true, false, bcast_d, bcast_r, NULL},
+    {"reduce", f_one, 0, true, true, false, reduce_d, reduce_r, NULL},
+    {"all_gather", f_ring, 1, false, false, false, allgather_d, allgather_r,
+     NULL},
+    {"gather", f_ring, 1, false, true, false, gather_d, gather_r, NULL},
+    {"scatter", f_ring, 1, false, true, false, scatter_d, scatter_r, NULL},
+    {"reduce_scatter", f_ring, 1, true, false, false, redscat_d, redscat_r,
+     NULL},
+    {"all_to_all", f_ring, 1, false, false, false, alltoall_d, alltoall_r,
+     NULL},
+    {"send_recv", f_one, 0, false, false, false, sendrecv_d, sendrecv_r,
+     NULL},
+    {"barrier", f_one, 0, false, false, false, barrier_d, barrier_r, NULL},
+    {"all_reduce_coalesced", f_allreduce, 0, true, false, true, arc_d, arc_r,
+     arc_sep},
+    {"all_gather_coalesced", f_ring, 1, false, false, true, agc_d, agc_r,
+     agc_sep},
+};
+
+const int perf_ncolls = (int)(sizeof(perf_colls) / sizeof(perf_colls[0]));

@@ -1,0 +1,425 @@
+/* dcoll-perf: nccl-tests' measurements for dcoll, each beside the raw MPI
+ * call on the same communicator in the same run.
+ *
+ *   mpirun -n 4 dcoll-perf -b 8 -e 64M -f 2 all_reduce broadcast
+ *
+ * Per size: warm-up, a correctness check (#wrong), then rounds that take
+ * turns between raw and dcoll. A round's time is the maximum over ranks
+ * of each rank's mean per call; the median round is reported. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dcoll/dcoll_mpi.h"
+#include "perf.h"
+
+static int world_rank;
+
+#define SAY(...)                                                             \
+    do {                                                                     \
+        if (world_rank == 0)                                                 \
+            fprintf(stderr, __VA_ARGS__);                                    \
+    } while (0)
+
+static void usage(void)
+{
+    SAY("usage: dcoll-perf [options] [collective ...]\n"
+        "  -b SIZE   smallest size in bytes (K, M, G suffixes; default 8)\n"
+        "  -e SIZE   largest size (default 64M)\n"
+        "  -f N      factor between sizes (default 2)\n"
+        "  -n N      timed calls per round (default: by size, 5..1000)\n"
+        "  -w N      warm-up calls (default 5)\n"
+        "  -R N      rounds, raw and dcoll taking turns (default 5)\n"
+        "  -d TYPE   int8 uint8 int32 uint32 int64 uint64 float16 bfloat16\n"
+        "            float32 float64 (default float32)\n"
+        "  -p OP     sum prod min max avg band bor bxor (default sum)\n"
+        "  -r RANK   root, a world rank (default: the group's first)\n"
+        "  -a        async calls + wait, against MPI's I-calls + MPI_Wait\n"
+        "  -c 0|1    check results (default 1)\n"
+        "  -t N      tensors for the coalesced forms (default 1000)\n"
+        "  -g LIST   run on a sub-group: comma list of world ranks\n"
+        "  -m MEM    host (default) or cuda\n"
+        "  -o FILE   also write the results to FILE.json or FILE.csv\n"
+        "collectives: all (every one below), ");
+    for (int i = 0; i < perf_ncolls; i++)
+        SAY("%s%s", perf_colls[i].name, i + 1 < perf_ncolls ? ", " : "\n");
+}
+
+static int parse_size(const char *s, size_t *out)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || s[0] == '-')
+        return -1;
+    switch (*end) {
+    case 'G': case 'g': v <<= 10; /* fall through */
+    case 'M': case 'm': v <<= 10; /* fall through */
+    case 'K': case 'k': v <<= 10; end++; break;
+    default: break;
+    }
+    if (*end || v > (1ull << 40))
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+static int parse_int(const char *s, int lo, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < lo || v > 1 << 30)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+static int lookup(const char *s, const char *(*name)(int), int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, name(i)) == 0)
+            return i;
+    return -1;
+}
+
+static const char *dt_name(int i) { return perf_dtype_name((dcoll_dtype_t)i); }
+static const char *op_name(int i) { return perf_op_name((dcoll_op_t)i); }
+
+static int parse_members(char *s, struct perf_opts *o, int world)
+{
+    o->members = malloc(sizeof(int) * (size_t)world);
+    o->nmembers = 0;
+    for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+        int r;
+        if (o->nmembers == world || parse_int(tok, 0, &r) || r >= world) {
+            SAY("dcoll-perf: -g: '%s' is not a world rank (0..%d) or the "
+                "list is longer than the world\n", tok, world - 1);
+            return -1;
+        }
+        o->members[o->nmembers++] = r;
+    }
+    return o->nmembers ? 0 : -1;
+}
+
+/* Fills o from argv; returns the index of the first collective name. */
+static int parse(int argc, char **argv, struct perf_opts *o, int world)
+{
+    int c, v;
+    const char *mem = "host";
+    while ((c = getopt(argc, argv, "b:e:f:n:w:R:d:p:r:ac:t:g:m:o:h")) != -1) {
+        switch (c) {
+        case 'b': if (parse_size(optarg, &o->minbytes)) goto bad; break;
+        case 'e': if (parse_size(optarg, &o->maxbytes)) goto bad; break;
+        case 'f':
+            o->factor = strtod(optarg, NULL);
+            if (!(o->factor >= 1.0 && o->factor <= 1024.0)) goto bad;
+            break;
+        case 'n': if (parse_int(optarg, 1, &o->iters)) goto bad; break;
+        case 'w': if (parse_int(optarg, 0, &o->warmup)) goto bad; break;
+        case 'R': if (parse_int(optarg, 1, &o->rounds)) goto bad; break;
+        case 'd':
+            if ((v = lookup(optarg, dt_name, DCOLL_DTYPE_COUNT_)) < 0)
+                goto bad;
+            o->dtype = (dcoll_dtype_t)v;
+            break;
+        case 'p':
+            if ((v = lookup(optarg, op_name, DCOLL_OP_COUNT_)) < 0) goto bad;
+            o->op = (dcoll_op_t)v;
+            break;
+        case 'r': if (parse_int(optarg, 0, &o->root)) goto bad; break;
+        case 'a': o->async = true; break;
+        case 'c':
+            if (parse_int(optarg, 0, &v) || v > 1) goto bad;
+            o->check = v;
+            break;
+        case 't': if (parse_int(optarg, 1, &o->ntensors)) goto bad; break;
+        case 'g': if (parse_members(optarg, o, world)) goto bad; break;
+        case 'm': mem = optarg; break;
+        case 'o': o->out = optarg; break;
+        case 'h': usage(); return -2;
+        default: usage(); return -1;
+        }
+    }
+    if (strcmp(mem, "cuda") == 0) {
+        SAY("dcoll-perf: -m cuda: this build of dcoll has no CUDA layer, so "
+            "GPU buffers cannot be measured\n");
+        return -1;
+    }
+    if (strcmp(mem, "host") != 0) {
+        SAY("dcoll-perf: -m '%s': use host or cuda\n", mem);
+        return -1;
+    }
+    if (o->minbytes > o->maxbytes ||
+        (o->factor == 1.0 && o->minbytes != o->maxbytes)) {
+        SAY("dcoll-perf: sizes %zu..%zu with factor %g never end\n",
+            o->minbytes, o->maxbytes, o->factor);
+        return -1;
+    }
+    return optind;
+bad:
+    SAY("dcoll-perf: -%c: bad value '%s'\n", c, optarg);
+    usage();
+    return -1;
+}
+
+static void die(const char *what, const char *coll)
+{
+    fprintf(stderr, "dcoll-perf [rank %d]: %s %s failed: %s\n", world_rank,
+            what, coll, dcoll_last_error());
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static double now(void)
+{
+    return MPI_Wtime();
+}
+
+/* One round of iters calls: the slowest rank's mean per call, in us. */
+static double round_us(struct perf_ctx *c, const struct perf_coll *k,
+                       int (*fn)(struct perf_ctx *), int iters,
+                       const char *what)
+{
+    MPI_Barrier(c->comm);
+    double t0 = now();
+    for (int i = 0; i < iters; i++)
+        if (fn(c))
+            die(what, k->name);
+    double us = (now() - t0) * 1e6 / iters;
+    MPI_Allreduce(MPI_IN_PLACE, &us, 1, MPI_DOUBLE, MPI_MAX, c->comm);
+    return us;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int iters_for(const struct perf_opts *o, const struct perf_coll *k,
+                     size_t size)
+{
+    if (o->iters)
+        return o->iters;
+    size_t n = ((size_t)256 << 20) / (size ? size : 1);
+    int most = k->coalesced ? 100 : 1000;
+    return n < 5 ? 5 : n > (size_t)most ? most : (int)n;
+}
+
+/* Lay out c's buffers for one size; returns the bytes of the largest. */
+static size_t setup(struct perf_ctx *c, const struct perf_coll *k,
+                    size_t want, char *send, char *recv)
+{
+    const struct perf_opts *o = c->o;
+    size_t per_block = k->blocks ? (size_t)c->size : 1;
+    size_t nt = k->coalesced ? (size_t)o->ntensors : 1;
+    size_t per = want / (c->esz * per_block * nt); /* per tensor and rank */
+    c->count = (int64_t)(per * nt);
+    c->send = send;
+    c->recv = recv;
+    size_t bytes = (size_t)c->count * c->esz;
+    c->sendbytes = bytes * (k->blocks && strcmp(k->name, "all_gather") &&
+                            strcmp(k->name, "gather") ? per_block : 1);
+    c->recvbytes = bytes * (k->blocks && strcmp(k->name, "reduce_scatter") &&
+                            strcmp(k->name, "scatter") ? per_block : 1);
+    if (k->coalesced) {
+        /* Tensors apart from each other, 64 bytes between them. */
+        size_t sb = per * c->esz, rb = sb * per_block;
+        c->ntensors = o->ntensors;
+        for (size_t t = 0; t < nt; t++) {
+            c->counts[t] = (int64_t)per;
+            c->sendv[t] = send + t * (sb + 64);
+            c->recvv[t] = recv + t * (rb + 64);
+        }
+        c->sendbytes = bytes;
+        c->recvbytes = bytes * per_block;
+    }
+    /* The raw call: same bytes; 16-bit floats reduce as float32. */
+    bool half = o->dtype == DCOLL_FLOAT16 || o->dtype == DCOLL_BFLOAT16;
+    static const MPI_Datatype types[DCOLL_DTYPE_COUNT_] = {
+        MPI_INT8_T, MPI_UINT8_T, MPI_INT32_T, MPI_UINT32_T, MPI_INT64_T,
+        MPI_UINT64_T, MPI_UINT16_T, MPI_UINT16_T, MPI_FLOAT, MPI_DOUBLE,
+    };
+    static const MPI_Op ops[DCOLL_OP_COUNT_] = {
+        MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_SUM, MPI_BAND, MPI_BOR,
+        MPI_BXOR,
+    };
+    c->raw_type = types[o->dtype];
+    c->raw_op = ops[o->op];
+    c->raw_count = (int)c->count;
+    if (half && k->reduces) {
+        c->raw_type = MPI_FLOAT;
+        c->raw_count = (int)(c->count / 2);
+    }
+    return (k->blocks || k->coalesced) ? bytes * per_block : bytes;
+}
+
+static void run_size(struct perf_ctx *c, const struct perf_coll *k,
+                     size_t want, char *send, char *recv,
+                     struct perf_row *row)
+{
+    const struct perf_opts *o = c->o;
+    size_t size = setup(c, k, want, send, recv);
+    int iters = iters_for(o, k, size);
+    double t_d[64], t_r[64], t_s[64];
+
+    row->wrong = o->check ? perf_check(c, k) : -1;
+    if (row->wrong == -2)
+        die("check of", k->name);
+    for (int i = 0; i < o->warmup; i++)
+        if (k->raw(c) || k->dcoll(c))
+            die("warm-up of", k->name);
+    for (int r = 0; r < o->rounds; r++) {
+        /* Take turns, so that neither side always runs on a warm cache. */
+        if (r % 2) {
+            t_d[r] = round_us(c, k, k->dcoll, iters, "dcoll");
+            t_r[r] = round_us(c, k, k->raw, iters, "raw MPI");
+        } else {
+            t_r[r] = round_us(c, k, k->raw, iters, "raw MPI");
+            t_d[r] = round_us(c, k, k->dcoll, iters, "dcoll");
+        }
+        t_s[r] = k->separate ? round_us(c, k, k->separate, iters,
+                                        "separate calls of") : 0;
+    }
+    double f = k->busfactor(c->size);
+    row->coll = k->name;
+    row->size = size;
+    row->count = k->blocks ? c->count * c->size : c->count;
+    row->type = perf_dtype_name(o->dtype);
+    row->op = k->reduces ? perf_op_name(o->op) : "none";
+    row->root = k->rooted ? c->root : -1;
+    row->us = median(t_d, o->rounds);
+    row->raw_us = median(t_r, o->rounds);
+    row->sep_us = k->separate ? median(t_s, o->rounds) : 0;
+    row->algbw = size / row->us / 1e3;
+    row->busbw = row->algbw * f;
+    row->raw_algbw = size / row->raw_us / 1e3;
+    row->raw_busbw = row->raw_algbw * f;
+    row->ratio = row->raw_us / row->us;
+    row->ntensors = k->coalesced ? c->ntensors : 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct perf_opts o = {
+        .minbytes = 8, .maxbytes = 64 << 20, .factor = 2, .warmup = 5,
+        .rounds = 5, .dtype = DCOLL_FLOAT32, .op = DCOLL_SUM, .root = -1,
+        .check = true, .ntensors = 1000,
+    };
+    int world, provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+
+    int first = parse(argc, argv, &o, world);
+    if (first < 0) {
+        MPI_Finalize();
+        return first == -2 ? 0 : 2;
+    }
+    if (o.rounds > 64)
+        o.rounds = 64;
+    const struct perf_coll *todo[64];
+    int ntodo = 0;
+    if (first == argc)
+        todo[ntodo++] = &perf_colls[0];
+    for (int i = first; i < argc && ntodo + perf_ncolls <= 64; i++) {
+        int found = 0;
+        for (int j = 0; j < perf_ncolls; j++)
+            if (!strcmp(argv[i], "all") || !strcmp(argv[i], perf_colls[j].name)) {
+                todo[ntodo++] = &perf_colls[j];
+                found = 1;
+            }
+        if (!found) {
+            SAY("dcoll-perf: unknown collective '%s'\n", argv[i]);
+            usage();
+            MPI_Finalize();
+            return 2;
+        }
+    }
+
+    if (dcoll_init_comm(MPI_COMM_WORLD))
+        die("dcoll_init", "");
+    struct perf_ctx c = {.o = &o, .group = NULL};
+    char gname[64] = "the world";
+    if (o.members) {
+        if (dcoll_new_group(&c.group, o.members, o.nmembers, NULL))
+            die("dcoll_new_group", "(-g)");
+        snprintf(gname, sizeof(gname), "a %d-rank sub-group", o.nmembers);
+    }
+    dcoll_group_rank(c.group, &c.rank);
+    dcoll_group_size(c.group, &c.size);
+    struct perf_row *rows = NULL;
+    int nrows = 0;
+
+    if (c.rank != DCOLL_NON_MEMBER) {
+        if (dcoll_group_mpi_comm(c.group, &c.comm))
+            die("dcoll_group_comm", "");
+        dcoll_dtype_size(o.dtype, &c.esz);
+        c.root = o.root;
+        if (c.root < 0)
+            dcoll_group_global_rank(c.group, 0, &c.root);
+        if (dcoll_group_group_rank(c.group, c.root, &c.groot)) {
+            SAY("dcoll-perf: -r %d: %s\n", o.root, dcoll_last_error());
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        }
+        size_t gap = (size_t)o.ntensors * 64 * (size_t)c.size;
+        char *send = malloc(o.maxbytes + gap), *recv = malloc(o.maxbytes + gap);
+        c.pack = malloc(2 * o.maxbytes + 64);
+        c.sendv = malloc(sizeof(void *) * (size_t)o.ntensors);
+        c.recvv = malloc(sizeof(void *) * (size_t)o.ntensors);
+        c.counts = malloc(sizeof(int64_t) * (size_t)o.ntensors);
+        if (!send || !recv || !c.pack || !c.sendv || !c.recvv || !c.counts) {
+            fprintf(stderr, "dcoll-perf: no memory for %zu-byte buffers\n",
+                    o.maxbytes);
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        memset(send, 0, o.maxbytes + gap);   /* touch every page now */
+        memset(recv, 0, o.maxbytes + gap);
+        memset(c.pack, 0, 2 * o.maxbytes + 64);
+
+        int nsizes = 1;
+        for (double s = (double)o.minbytes; o.factor > 1 && s * o.factor <=
+                                                           (double)o.maxbytes;
+             s *= o.factor)
+            nsizes++;
+        rows = calloc((size_t)(nsizes * ntodo), sizeof(*rows));
+        for (int t = 0; t < ntodo; t++) {
+            if (c.rank == 0)
+                perf_header(&o, todo[t], c.size, gname);
+            double s = (double)o.minbytes;
+            for (int i = 0; i < nsizes; i++, s *= o.factor) {
+                run_size(&c, todo[t], (size_t)s, send, recv, &rows[nrows]);
+                if (c.rank == 0)
+                    perf_print(&rows[nrows], todo[t]->coalesced);
+                fflush(stdout);
+                nrows++;
+            }
+        }
+        free(send);
+        free(recv);
+        free(c.pack);
+        free(c.sendv);
+        free(c.recvv);
+        free(c.counts);
+    }
+    long wrong = 0;
+    for (int i = 0; i < nrows; i++)
+        wrong += rows[i].wrong > 0 ? rows[i].wrong : 0;
+    int rc = wrong ? 1 : 0;
+    if (c.rank == 0) {
+        printf("# total #wrong: %ld\n", wrong);
+        if (o.out && perf_write(o.out, rows, nrows, c.size))
+            rc = 2;
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &rc, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    free(rows);
+    free(o.members);
+    dcoll_group_destroy(&c.group);
+    dcoll_finalize();
+    MPI_Finalize();
+    return rc;
+}

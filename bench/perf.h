@@ -1,0 +1,93 @@
+/* dcoll-perf: what its files share. One collective at a time is timed
+ * through dcoll and through the raw MPI call on the same communicator. */
+#ifndef DCOLL_BENCH_PERF_H
+#define DCOLL_BENCH_PERF_H
+
+#include <mpi.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include "dcoll/dcoll.h"
+
+struct perf_opts {
+    size_t minbytes, maxbytes;
+    double factor;
+    int iters;              /* 0: chosen per size */
+    int warmup;
+    int rounds;             /* timed rounds; the median is reported */
+    dcoll_dtype_t dtype;
+    dcoll_op_t op;
+    int root;               /* world rank */
+    bool async;             /* async call + wait, against MPI_I* + wait */
+    bool check;
+    int ntensors;           /* coalesced forms */
+    const char *colls;      /* comma list, or "all" */
+    int *members;           /* -g: world ranks of the group; NULL: world */
+    int nmembers;
+    const char *out;        /* -o: .json or .csv */
+};
+
+/* Everything one measurement needs. */
+struct perf_ctx {
+    const struct perf_opts *o;
+    dcoll_group_t *group;
+    MPI_Comm comm;          /* the group's own communicator */
+    int rank, size;         /* in the group */
+    int root;               /* world rank, as dcoll takes it */
+    int groot;              /* group rank, as MPI takes it */
+    int64_t count;          /* elements per rank, as the dcoll call takes */
+    size_t esz;
+    void *send, *recv;
+    size_t sendbytes, recvbytes;
+    /* The raw call's view: MPI has no 16-bit floats, so a float16 or
+     * bfloat16 reduction is timed raw as float32 of the same bytes. */
+    MPI_Datatype raw_type;
+    MPI_Op raw_op;
+    int raw_count;
+    /* Coalesced forms. */
+    int ntensors;
+    void **sendv, **recvv;
+    int64_t *counts;
+    void *pack;             /* the hand-packed staging buffer */
+};
+
+struct perf_coll {
+    const char *name;
+    double (*busfactor)(int n);
+    int blocks;             /* size = count * esz * (blocks ? n : 1) */
+    bool reduces, rooted, coalesced;
+    int (*dcoll)(struct perf_ctx *c);     /* 0 on success */
+    int (*raw)(struct perf_ctx *c);
+    int (*separate)(struct perf_ctx *c); /* coalesced: one call per tensor */
+};
+
+extern const struct perf_coll perf_colls[];
+extern const int perf_ncolls;
+
+/* check.c: fill inputs, run once through dcoll, count wrong elements. */
+long perf_check(struct perf_ctx *c, const struct perf_coll *k);
+
+/* One row of results. */
+struct perf_row {
+    const char *coll;
+    size_t size;
+    int64_t count;
+    const char *type, *op;
+    int root;
+    double us, algbw, busbw;        /* dcoll */
+    long wrong;                     /* -1: not checked */
+    double raw_us, raw_algbw, raw_busbw, ratio;
+    double sep_us;                  /* coalesced: separate calls; else 0 */
+    int ntensors;
+};
+
+/* report.c */
+void perf_header(const struct perf_opts *o, const struct perf_coll *k,
+                 int n, const char *group);
+void perf_print(const struct perf_row *r, bool coalesced);
+int perf_write(const char *path, const struct perf_row *rows, int nrows,
+               int nranks);
+
+const char *perf_dtype_name(dcoll_dtype_t t);
+const char *perf_op_name(dcoll_op_t op);
+
+#endif
