@@ -187,6 +187,18 @@ static const char *root_name(enum dcoll_coll_kind k)
 
 #define KNOWN_OPTS DCOLL_COLL_OPT_STREAM
 
+/* The common answer of dcoll_check_dtype_op, without a call: a valid type,
+ * and a valid op where the kind reduces (bitwise ones on integers only). */
+static inline bool dtype_op_ok(const struct dcoll_coll *c)
+{
+    if ((unsigned)c->dtype >= DCOLL_DTYPE_COUNT_)
+        return false;
+    if (!has_op(c->kind))
+        return true;
+    return (unsigned)c->op < DCOLL_BAND ||
+           ((unsigned)c->op < DCOLL_OP_COUNT_ && !dcoll_dtype_is_float(c->dtype));
+}
+
 dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
                               int root, dcoll_work_t **work, int *source)
 {
@@ -204,8 +216,8 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
                            "%s: opts->mask 0x%llx has bits this library "
                            "does not know", fn,
                            (unsigned long long)c->opts->mask);
-    if (DCOLL_UNLIKELY((st = dcoll_check_dtype_op(fn, c->dtype, c->op,
-                                                  has_op(c->kind)))))
+    if (DCOLL_UNLIKELY(!dtype_op_ok(c)) &&
+        (st = dcoll_check_dtype_op(fn, c->dtype, c->op, has_op(c->kind))))
         return st;
     size_t esz = dcoll_dtype_sizes[c->dtype];
     if (DCOLL_UNLIKELY(c->count < 0))
@@ -213,7 +225,9 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
                            "%s: count %lld is negative", fn,
                            (long long)c->count);
     int64_t nb = blocks(c->kind, g->size);
-    if (DCOLL_UNLIKELY(c->count > INT64_MAX / (int64_t)esz / nb))
+    /* Divide only for counts that could overflow: most never come near. */
+    if (DCOLL_UNLIKELY(c->count > (INT64_C(1) << 40) / nb &&
+                       c->count > INT64_MAX / (int64_t)esz / nb))
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: count %lld is too large: %lld block(s) of "
                            "that many %s elements overflow a 64-bit size",

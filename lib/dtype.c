@@ -27,11 +27,6 @@ const char *dcoll_op_name(dcoll_op_t op)
     return (unsigned)op < DCOLL_OP_COUNT_ ? op_names[op] : "?";
 }
 
-bool dcoll_dtype_is_float(dcoll_dtype_t dtype)
-{
-    return dtype >= DCOLL_FLOAT16 && dtype <= DCOLL_FLOAT64;
-}
-
 dcoll_status_t dcoll_check_dtype_op(const char *fn, dcoll_dtype_t dtype,
                                     dcoll_op_t op, bool has_op)
 {

@@ -61,9 +61,9 @@ static int find_rank(const struct dcoll_group *g, int global)
     return -1;
 }
 
-dcoll_status_t dcoll_group_root(const struct dcoll_group *g, int global,
-                                const char *fn, const char *what,
-                                int *group_rank)
+dcoll_status_t dcoll_group_root_slow(const struct dcoll_group *g,
+                                     int global, const char *fn,
+                                     const char *what, int *group_rank)
 {
     int r = find_rank(g, global);
     if (DCOLL_UNLIKELY(r < 0)) {

@@ -29,7 +29,10 @@ void dcoll_error_clear(void);
 extern const size_t dcoll_dtype_sizes[DCOLL_DTYPE_COUNT_];
 const char *dcoll_dtype_name(dcoll_dtype_t dtype);
 const char *dcoll_op_name(dcoll_op_t op);
-bool dcoll_dtype_is_float(dcoll_dtype_t dtype);
+static inline bool dcoll_dtype_is_float(dcoll_dtype_t dtype)
+{
+    return dtype >= DCOLL_FLOAT16 && dtype <= DCOLL_FLOAT64;
+}
 dcoll_status_t dcoll_check_dtype_op(const char *fn, dcoll_dtype_t dtype,
                                     dcoll_op_t op, bool has_op);
 
@@ -133,9 +136,21 @@ static inline dcoll_status_t dcoll_check_ready(void)
 /* group.c */
 dcoll_status_t dcoll_group_resolve(struct dcoll_group *in,
                                    struct dcoll_group **out);
-dcoll_status_t dcoll_group_root(const struct dcoll_group *g, int global,
-                                const char *fn, const char *what,
-                                int *group_rank);
+dcoll_status_t dcoll_group_root_slow(const struct dcoll_group *g,
+                                     int global, const char *fn,
+                                     const char *what, int *group_rank);
+/* Group rank of world rank global, or an error that names fn and what. */
+static inline dcoll_status_t dcoll_group_root(const struct dcoll_group *g,
+                                              int global, const char *fn,
+                                              const char *what,
+                                              int *group_rank)
+{
+    if (!g->ranks && global >= 0 && global < g->size) {
+        *group_rank = global; /* the world: ranks are the identity */
+        return DCOLL_SUCCESS;
+    }
+    return dcoll_group_root_slow(g, global, fn, what, group_rank);
+}
 void dcoll_groups_free_all(void);
 
 /* collectives.c: validate c and run it on group (the public path). */

@@ -304,8 +304,10 @@ static dcoll_status_t mpi_coll(struct dcoll_group *g,
             return st;
         if (c->kind == DCOLL_COLL_RECV)
             *source = status.MPI_SOURCE;
-        plan_after(&after, g, c);
-        run_after(&after);
+        if (c->op == DCOLL_AVG || c->kind == DCOLL_COLL_REDUCE_SCATTER) {
+            plan_after(&after, g, c);
+            run_after(&after);
+        }
         return DCOLL_SUCCESS;
     }
     int nreq = requests_needed(g, c);
