@@ -3,9 +3,10 @@
  *
  *   mpirun -n 4 dcoll-perf -b 8 -e 64M -f 2 all_reduce broadcast
  *
- * Per size: warm-up, a correctness check (#wrong), then rounds that take
- * turns between raw and dcoll. A round's time is the maximum over ranks
- * of each rank's mean per call; the median round is reported. */
+ * Per size: a correctness check (#wrong), warm-up, then rounds in which
+ * dcoll's and the raw call alternate call by call. A round's time is the
+ * maximum over ranks of each rank's mean per call; the median round is
+ * reported. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +189,30 @@ static double round_us(struct perf_ctx *c, const struct perf_coll *k,
     return us;
 }
 
+/* One round of iters calls of each, interleaved call by call (in turn
+ * first, so that neither always follows the other): whatever else the
+ * machine does then lands on both sides alike. The slowest rank's mean. */
+static void round_pair(struct perf_ctx *c, const struct perf_coll *k,
+                       int iters, double *d_us, double *r_us)
+{
+    double t[2] = {0, 0};
+    MPI_Barrier(c->comm);
+    for (int i = 0; i < iters; i++) {
+        for (int j = 0; j < 2; j++) {
+            bool dcoll = (i + j) % 2 == 0;
+            double t0 = now();
+            if ((dcoll ? k->dcoll : k->raw)(c))
+                die(dcoll ? "dcoll" : "raw MPI", k->name);
+            t[dcoll] += now() - t0;
+        }
+    }
+    t[0] = t[0] * 1e6 / iters;
+    t[1] = t[1] * 1e6 / iters;
+    MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE, MPI_MAX, c->comm);
+    *r_us = t[0];
+    *d_us = t[1];
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -274,14 +299,7 @@ static void run_size(struct perf_ctx *c, const struct perf_coll *k,
         if (k->raw(c) || k->dcoll(c))
             die("warm-up of", k->name);
     for (int r = 0; r < o->rounds; r++) {
-        /* Take turns, so that neither side always runs on a warm cache. */
-        if (r % 2) {
-            t_d[r] = round_us(c, k, k->dcoll, iters, "dcoll");
-            t_r[r] = round_us(c, k, k->raw, iters, "raw MPI");
-        } else {
-            t_r[r] = round_us(c, k, k->raw, iters, "raw MPI");
-            t_d[r] = round_us(c, k, k->dcoll, iters, "dcoll");
-        }
+        round_pair(c, k, iters, &t_d[r], &t_r[r]);
         t_s[r] = k->separate ? round_us(c, k, k->separate, iters,
                                         "separate calls of") : 0;
     }

@@ -57,22 +57,34 @@ static void wrong_text(char *buf, size_t len, long wrong)
         snprintf(buf, len, "%ld", wrong);
 }
 
+/* Times below 10 ms with three decimals: small-call overheads are tens
+ * of nanoseconds. */
+static const char *us_text(char *buf, size_t len, double us)
+{
+    snprintf(buf, len, us < 1e4 ? "%.3f" : "%.1f", us);
+    return buf;
+}
+
 void perf_print(const struct perf_row *r, bool coalesced)
 {
+    char t1[32], t2[32], t3[32];
     char w[24];
     wrong_text(w, sizeof(w), r->wrong);
     if (coalesced) {
-        printf("  %10zu %12lld %8s %6s %10.2f %8.3f %8.3f %7s %10.2f %8.3f "
-               "%7.3f %10.2f %7.2f\n",
-               r->size, (long long)r->count, r->type, r->op, r->us, r->algbw,
-               r->busbw, w, r->raw_us, r->raw_busbw, r->ratio, r->sep_us,
+        printf("  %10zu %12lld %8s %6s %10s %8.3f %8.3f %7s %10s %8.3f "
+               "%7.3f %10s %7.2f\n",
+               r->size, (long long)r->count, r->type, r->op,
+               us_text(t1, sizeof(t1), r->us), r->algbw, r->busbw, w,
+               us_text(t2, sizeof(t2), r->raw_us), r->raw_busbw, r->ratio,
+               us_text(t3, sizeof(t3), r->sep_us),
                r->us > 0 ? r->sep_us / r->us : 0.0);
         return;
     }
-    printf("  %10zu %12lld %8s %6s %5d %10.2f %8.3f %8.3f %7s %10.2f %8.3f "
+    printf("  %10zu %12lld %8s %6s %5d %10s %8.3f %8.3f %7s %10s %8.3f "
            "%8.3f %7.3f\n",
-           r->size, (long long)r->count, r->type, r->op, r->root, r->us,
-           r->algbw, r->busbw, w, r->raw_us, r->raw_algbw, r->raw_busbw,
+           r->size, (long long)r->count, r->type, r->op, r->root,
+           us_text(t1, sizeof(t1), r->us), r->algbw, r->busbw, w,
+           us_text(t2, sizeof(t2), r->raw_us), r->raw_algbw, r->raw_busbw,
            r->ratio);
 }
 
