@@ -6,7 +6,7 @@
  * Per size: a correctness check (#wrong), warm-up, then rounds in which
  * dcoll's and the raw call alternate call by call. A round's time is the
  * maximum over ranks of each rank's mean per call; the median round is
- * reported. */
+ * reported, and the median of the rounds' raw/dcoll ratios. */
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,7 +28,7 @@ static void usage(void)
         "  -b SIZE   smallest size in bytes (K, M, G suffixes; default 8)\n"
         "  -e SIZE   largest size (default 64M)\n"
         "  -f N      factor between sizes (default 2)\n"
-        "  -n N      timed calls per round (default: by size, 5..1000)\n"
+        "  -n N      timed calls per round (default: by size, 10..1000)\n"
         "  -w N      warm-up calls (default 5)\n"
         "  -R N      rounds, raw and dcoll taking turns (default 5)\n"
         "  -d TYPE   int8 uint8 int32 uint32 int64 uint64 float16 bfloat16\n"
@@ -36,6 +36,8 @@ static void usage(void)
         "  -p OP     sum prod min max avg band bor bxor (default sum)\n"
         "  -r RANK   root, a world rank (default: the group's first)\n"
         "  -a        async calls + wait, against MPI's I-calls + MPI_Wait\n"
+        "  -A        calibrate: time the raw call against itself, in dcoll's\n"
+        "            place, to show this machine's noise floor\n"
         "  -c 0|1    check results (default 1)\n"
         "  -t N      tensors for the coalesced forms (default 1000)\n"
         "  -g LIST   run on a sub-group: comma list of world ranks\n"
@@ -106,7 +108,7 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
 {
     int c, v;
     const char *mem = "host";
-    while ((c = getopt(argc, argv, "b:e:f:n:w:R:d:p:r:ac:t:g:m:o:h")) != -1) {
+    while ((c = getopt(argc, argv, "b:e:f:n:w:R:d:p:r:aAc:t:g:m:o:h")) != -1) {
         switch (c) {
         case 'b': if (parse_size(optarg, &o->minbytes)) goto bad; break;
         case 'e': if (parse_size(optarg, &o->maxbytes)) goto bad; break;
@@ -128,6 +130,7 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
             break;
         case 'r': if (parse_int(optarg, 0, &o->root)) goto bad; break;
         case 'a': o->async = true; break;
+        case 'A': o->calibrate = true; break;
         case 'c':
             if (parse_int(optarg, 0, &v) || v > 1) goto bad;
             o->check = v;
@@ -147,6 +150,16 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
     }
     if (strcmp(mem, "host") != 0) {
         SAY("dcoll-perf: -m '%s': use host or cuda\n", mem);
+        return -1;
+    }
+    bool root_ok = o->root < world;
+    if (o->root >= 0 && o->members) {
+        root_ok = false;
+        for (int i = 0; i < o->nmembers; i++)
+            root_ok |= o->members[i] == o->root;
+    }
+    if (!root_ok) {
+        SAY("dcoll-perf: -r %d: not a rank of the group\n", o->root);
         return -1;
     }
     if (o->minbytes > o->maxbytes ||
@@ -189,19 +202,22 @@ static double round_us(struct perf_ctx *c, const struct perf_coll *k,
     return us;
 }
 
-/* One round of iters calls of each, interleaved call by call (in turn
- * first, so that neither always follows the other): whatever else the
+/* One round of iters calls of each, interleaved call by call, the side
+ * that goes first changing every pair and every round: whatever else the
  * machine does then lands on both sides alike. The slowest rank's mean. */
 static void round_pair(struct perf_ctx *c, const struct perf_coll *k,
-                       int iters, double *d_us, double *r_us)
+                       int iters, int round, double *d_us, double *r_us)
 {
     double t[2] = {0, 0};
     MPI_Barrier(c->comm);
+    /* Untimed: the first calls after a barrier pay for its exit skew. */
+    if (k->raw(c) || k->dcoll(c))
+        die("warm-up of", k->name);
     for (int i = 0; i < iters; i++) {
         for (int j = 0; j < 2; j++) {
-            bool dcoll = (i + j) % 2 == 0;
+            bool dcoll = (i + j + round) % 2 == 0;
             double t0 = now();
-            if ((dcoll ? k->dcoll : k->raw)(c))
+            if ((dcoll && !c->o->calibrate ? k->dcoll : k->raw)(c))
                 die(dcoll ? "dcoll" : "raw MPI", k->name);
             t[dcoll] += now() - t0;
         }
@@ -232,7 +248,7 @@ static int iters_for(const struct perf_opts *o, const struct perf_coll *k,
         return o->iters;
     size_t n = ((size_t)256 << 20) / (size ? size : 1);
     int most = k->coalesced ? 100 : 1000;
-    return n < 5 ? 5 : n > (size_t)most ? most : (int)n;
+    return n < 10 ? 10 : n > (size_t)most ? most : (int)n;
 }
 
 /* Lay out c's buffers for one size; returns the bytes of the largest. */
@@ -290,7 +306,7 @@ static void run_size(struct perf_ctx *c, const struct perf_coll *k,
     const struct perf_opts *o = c->o;
     size_t size = setup(c, k, want, send, recv);
     int iters = iters_for(o, k, size);
-    double t_d[64], t_r[64], t_s[64];
+    double t_d[64], t_r[64], t_s[64], q[64];
 
     row->wrong = o->check ? perf_check(c, k) : -1;
     if (row->wrong == -2)
@@ -299,7 +315,8 @@ static void run_size(struct perf_ctx *c, const struct perf_coll *k,
         if (k->raw(c) || k->dcoll(c))
             die("warm-up of", k->name);
     for (int r = 0; r < o->rounds; r++) {
-        round_pair(c, k, iters, &t_d[r], &t_r[r]);
+        round_pair(c, k, iters, r, &t_d[r], &t_r[r]);
+        q[r] = t_r[r] / t_d[r];
         t_s[r] = k->separate ? round_us(c, k, k->separate, iters,
                                         "separate calls of") : 0;
     }
@@ -317,7 +334,9 @@ static void run_size(struct perf_ctx *c, const struct perf_coll *k,
     row->busbw = row->algbw * f;
     row->raw_algbw = size / row->raw_us / 1e3;
     row->raw_busbw = row->raw_algbw * f;
-    row->ratio = row->raw_us / row->us;
+    /* The two sides of one round ran under the same conditions: the
+     * median of the rounds' ratios is steadier than a ratio of medians. */
+    row->ratio = median(q, o->rounds);
     row->ntensors = k->coalesced ? c->ntensors : 0;
 }
 
@@ -380,10 +399,8 @@ int main(int argc, char **argv)
         c.root = o.root;
         if (c.root < 0)
             dcoll_group_global_rank(c.group, 0, &c.root);
-        if (dcoll_group_group_rank(c.group, c.root, &c.groot)) {
-            SAY("dcoll-perf: -r %d: %s\n", o.root, dcoll_last_error());
-            MPI_Abort(MPI_COMM_WORLD, 2);
-        }
+        if (dcoll_group_group_rank(c.group, c.root, &c.groot))
+            die("dcoll_group_group_rank", "(-r)");
         size_t gap = (size_t)o.ntensors * 64 * (size_t)c.size;
         char *send = malloc(o.maxbytes + gap), *recv = malloc(o.maxbytes + gap);
         c.pack = malloc(2 * o.maxbytes + 64);

@@ -18,6 +18,7 @@ struct perf_opts {
     dcoll_op_t op;
     int root;               /* world rank */
     bool async;             /* async call + wait, against MPI_I* + wait */
+    bool calibrate;         /* -A: raw against raw, the noise floor */
     bool check;
     int ntensors;           /* coalesced forms */
     const char *colls;      /* comma list, or "all" */

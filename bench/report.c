@@ -24,6 +24,9 @@ const char *perf_op_name(dcoll_op_t op)
 void perf_header(const struct perf_opts *o, const struct perf_coll *k, int n,
                  const char *group)
 {
+    if (o->calibrate)
+        printf("#\n# CALIBRATION (-A): both sides are the raw MPI call; the "
+               "ratio shows the noise floor\n");
     printf("#\n# %s on %d rank(s) of %s, %s, %s%s, %d round(s) (median "
            "shown)\n",
            k->name, n, group, o->async ? "async + wait" : "blocking",

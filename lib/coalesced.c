@@ -6,6 +6,8 @@
 struct pack {
     char *send;            /* packed inputs */
     char *recv;            /* packed outputs (== send for all_reduce) */
+    struct dcoll_group *group;
+    bool own;              /* send is ours to free, not the group's stage */
     int n;
     int size;              /* group size, for all_gather */
     size_t esz;
@@ -14,16 +16,34 @@ struct pack {
     int64_t *counts;
 };
 
+/* The group's stage if it is free (grown to fit), else a buffer of our
+ * own. */
+static char *stage_take(struct dcoll_group *g, size_t bytes, bool *own)
+{
+    *own = g->stage_busy;
+    if (*own)
+        return malloc(bytes);
+    if (g->stage_bytes < bytes) {
+        free(g->stage);
+        g->stage = malloc(bytes);
+        g->stage_bytes = g->stage ? bytes : 0;
+        if (!g->stage)
+            return NULL;
+    }
+    g->stage_busy = true;
+    return g->stage;
+}
+
 static void pack_free(struct pack *p)
 {
-    if (p->recv != p->send)
-        free(p->recv);
-    free(p->send);
+    if (p->own)
+        free(p->send);
+    else if (p->send)
+        p->group->stage_busy = false;
     free(p->out);
     free(p);
 }
 
-/* Validate n buffers of counts; the total in elements goes to *total. */
 static dcoll_status_t check_list(const char *fn, const void *const *bufs,
                                  const char *name, const int64_t *counts,
                                  int n, dcoll_dtype_t dtype, int64_t *total)
@@ -60,23 +80,25 @@ static dcoll_status_t check_list(const char *fn, const void *const *bufs,
     return DCOLL_SUCCESS;
 }
 
-static struct pack *pack_new(const char *fn, void *const *out,
-                             const int64_t *counts, int n, size_t esz,
-                             int64_t total, int size, bool separate_recv)
+static struct pack *pack_new(const char *fn, struct dcoll_group *g,
+                             void *const *out, const int64_t *counts, int n,
+                             size_t esz, int64_t total, bool separate_recv)
 {
     struct pack *p = calloc(1, sizeof(*p));
     size_t bytes = (size_t)total * esz;
+    size_t size = separate_recv ? (size_t)g->size : 0;
     if (!p)
         goto oom;
+    p->group = g;
     p->n = n;
-    p->size = size;
+    p->size = g->size;
     p->esz = esz;
     p->total = total;
     p->out = malloc((sizeof(void *) + sizeof(int64_t)) * (size_t)n + 1);
-    p->send = malloc(bytes ? bytes : 1);
-    p->recv = separate_recv ? malloc(bytes * (size_t)size + 1) : p->send;
-    if (!p->out || !p->send || !p->recv)
+    p->send = stage_take(g, bytes + bytes * size, &p->own);
+    if (!p->out || !p->send)
         goto oom;
+    p->recv = separate_recv ? p->send + bytes : p->send;
     p->counts = (int64_t *)(p->out + n);
     memcpy(p->out, out, sizeof(void *) * (size_t)n);
     memcpy(p->counts, counts, sizeof(int64_t) * (size_t)n);
@@ -154,7 +176,7 @@ dcoll_status_t dcoll_all_reduce_coalesced(dcoll_group_t *group,
     if ((st = dcoll_check_dtype_op(__func__, dtype, op, true)))
         return st;
     size_t esz = dcoll_dtype_sizes[dtype];
-    struct pack *p = pack_new(__func__, bufs, counts, n, esz, total, 1,
+    struct pack *p = pack_new(__func__, g, bufs, counts, n, esz, total,
                               false);
     if (!p)
         return DCOLL_ERR_NO_MEMORY;
@@ -202,8 +224,8 @@ dcoll_status_t dcoll_all_gather_coalesced(dcoll_group_t *group,
                            "%s: %lld elements from %d ranks overflow a "
                            "64-bit size", __func__, (long long)total,
                            g->size);
-    struct pack *p = pack_new(__func__, recvbufs, counts, n, esz, total,
-                              g->size, true);
+    struct pack *p = pack_new(__func__, g, recvbufs, counts, n, esz, total,
+                              true);
     if (!p)
         return DCOLL_ERR_NO_MEMORY;
     char *dst = p->send;

@@ -199,9 +199,18 @@ static void group_free(struct dcoll_group *g)
     if (g->next)
         g->next->prev = g->prev;
     dcoll_mpi_comm_free(g->comm);
+    dcoll_group_stage_free(g);
     free(g->ranks);
     g->magic = DCOLL_DEAD_MAGIC;
     free(g);
+}
+
+void dcoll_group_stage_free(struct dcoll_group *g)
+{
+    free(g->stage);
+    g->stage = NULL;
+    g->stage_bytes = 0;
+    g->stage_busy = false;
 }
 
 void dcoll_groups_free_all(void)

@@ -91,6 +91,13 @@ struct dcoll_group {
     const struct dcoll_backend *backend;
     void *comm;            /* the backend's communicator */
     int inflight;          /* work handles not yet finished */
+    /* Coalesced calls pack into this buffer, kept between calls: fresh
+     * megabytes from malloc arrive through mmap and page-fault every
+     * time. One user at a time (an async call holds it until its work
+     * finishes); a call meanwhile allocates its own. */
+    char *stage;
+    size_t stage_bytes;
+    bool stage_busy;
     struct dcoll_group *next, *prev; /* live user groups, for finalize */
 };
 
@@ -152,6 +159,8 @@ static inline dcoll_status_t dcoll_group_root(const struct dcoll_group *g,
     return dcoll_group_root_slow(g, global, fn, what, group_rank);
 }
 void dcoll_groups_free_all(void);
+/* Free a group's coalescing buffer (group destroy, finalize). */
+void dcoll_group_stage_free(struct dcoll_group *g);
 
 /* collectives.c: validate c and run it on group (the public path). */
 dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,

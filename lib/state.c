@@ -126,6 +126,7 @@ dcoll_status_t dcoll_finalize(void)
                            "dcoll_finalize: %d operation(s) still in flight; "
                            "wait for their work handles first", inflight);
     dcoll_groups_free_all();
+    dcoll_group_stage_free(&dcoll_world);
     st = dcoll_mpi_stop(&dcoll_world);
     dcoll_world.magic = DCOLL_DEAD_MAGIC;
     dcoll_state = DCOLL_STATE_DONE;
