@@ -306,7 +306,7 @@ static void run_size(struct perf_ctx *c, const struct perf_coll *k,
     const struct perf_opts *o = c->o;
     size_t size = setup(c, k, want, send, recv);
     int iters = iters_for(o, k, size);
-    double t_d[64], t_r[64], t_s[64], q[64];
+    double t_d[64], t_r[64], t_s[64], q[64], add[64];
 
     row->wrong = o->check ? perf_check(c, k) : -1;
     if (row->wrong == -2)
@@ -317,6 +317,7 @@ static void run_size(struct perf_ctx *c, const struct perf_coll *k,
     for (int r = 0; r < o->rounds; r++) {
         round_pair(c, k, iters, r, &t_d[r], &t_r[r]);
         q[r] = t_r[r] / t_d[r];
+        add[r] = t_d[r] - t_r[r];
         t_s[r] = k->separate ? round_us(c, k, k->separate, iters,
                                         "separate calls of") : 0;
     }
@@ -337,6 +338,7 @@ static void run_size(struct perf_ctx *c, const struct perf_coll *k,
     /* The two sides of one round ran under the same conditions: the
      * median of the rounds' ratios is steadier than a ratio of medians. */
     row->ratio = median(q, o->rounds);
+    row->added_us = median(add, o->rounds);
     row->ntensors = k->coalesced ? c->ntensors : 0;
 }
 
@@ -426,8 +428,11 @@ int main(int argc, char **argv)
             if (c.rank == 0)
                 perf_header(&o, todo[t], c.size, gname);
             double s = (double)o.minbytes;
-            for (int i = 0; i < nsizes; i++, s *= o.factor) {
-                run_size(&c, todo[t], (size_t)s, send, recv, &rows[nrows]);
+            /* A barrier moves no data: one row, size 0. */
+            bool barrier = strcmp(todo[t]->name, "barrier") == 0;
+            for (int i = 0; i < (barrier ? 1 : nsizes); i++, s *= o.factor) {
+                run_size(&c, todo[t], barrier ? 0 : (size_t)s, send, recv,
+                         &rows[nrows]);
                 if (c.rank == 0)
                     perf_print(&rows[nrows], todo[t]->coalesced);
                 fflush(stdout);

@@ -77,6 +77,7 @@ struct perf_row {
     double us, algbw, busbw;        /* dcoll */
     long wrong;                     /* -1: not checked */
     double raw_us, raw_algbw, raw_busbw, ratio;
+    double added_us;                /* median of the rounds' dcoll - raw */
     double sep_us;                  /* coalesced: separate calls; else 0 */
     int ntensors;
 };

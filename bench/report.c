@@ -45,9 +45,10 @@ void perf_header(const struct perf_opts *o, const struct perf_coll *k, int n,
                "speedup");
         return;
     }
-    printf("# %10s %12s %8s %6s %5s %10s %8s %8s %7s %10s %8s %8s %7s\n",
+    printf("# %10s %12s %8s %6s %5s %10s %8s %8s %7s %10s %8s %8s %7s %8s\n",
            "size(B)", "count", "type", "redop", "root", "time(us)", "algbw",
-           "busbw", "#wrong", "raw(us)", "algbw", "busbw", "ratio");
+           "busbw", "#wrong", "raw(us)", "algbw", "busbw", "ratio",
+           "+us");
 }
 
 static void wrong_text(char *buf, size_t len, long wrong)
@@ -84,11 +85,11 @@ void perf_print(const struct perf_row *r, bool coalesced)
         return;
     }
     printf("  %10zu %12lld %8s %6s %5d %10s %8.3f %8.3f %7s %10s %8.3f "
-           "%8.3f %7.3f\n",
+           "%8.3f %7.3f %8.3f\n",
            r->size, (long long)r->count, r->type, r->op, r->root,
            us_text(t1, sizeof(t1), r->us), r->algbw, r->busbw, w,
            us_text(t2, sizeof(t2), r->raw_us), r->raw_algbw, r->raw_busbw,
-           r->ratio);
+           r->ratio, r->added_us);
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -114,7 +115,7 @@ int perf_write(const char *path, const struct perf_row *rows, int nrows,
     if (!json)
         fprintf(f, "coll,ranks,size,count,type,op,root,time_us,algbw,busbw,"
                 "wrong,raw_time_us,raw_algbw,raw_busbw,ratio,ntensors,"
-                "separate_us\n");
+                "separate_us,added_us\n");
     else
         fprintf(f, "[\n");
     for (int i = 0; i < nrows; i++) {
@@ -126,18 +127,19 @@ int perf_write(const char *path, const struct perf_row *rows, int nrows,
                     "\"busbw\": %.6f, \"wrong\": %ld, \"raw_time_us\": %.3f, "
                     "\"raw_algbw\": %.6f, \"raw_busbw\": %.6f, "
                     "\"ratio\": %.6f, \"ntensors\": %d, "
-                    "\"separate_us\": %.3f}%s\n",
+                    "\"separate_us\": %.3f, \"added_us\": %.3f}%s\n",
                     r->coll, nranks, r->size, (long long)r->count, r->type,
                     r->op, r->root, r->us, r->algbw, r->busbw, r->wrong,
                     r->raw_us, r->raw_algbw, r->raw_busbw, r->ratio,
-                    r->ntensors, r->sep_us, i + 1 < nrows ? "," : "");
+                    r->ntensors, r->sep_us, r->added_us,
+                    i + 1 < nrows ? "," : "");
         else
             fprintf(f, "%s,%d,%zu,%lld,%s,%s,%d,%.3f,%.6f,%.6f,%ld,%.3f,"
-                    "%.6f,%.6f,%.6f,%d,%.3f\n",
+                    "%.6f,%.6f,%.6f,%d,%.3f,%.3f\n",
                     r->coll, nranks, r->size, (long long)r->count, r->type,
                     r->op, r->root, r->us, r->algbw, r->busbw, r->wrong,
                     r->raw_us, r->raw_algbw, r->raw_busbw, r->ratio,
-                    r->ntensors, r->sep_us);
+                    r->ntensors, r->sep_us, r->added_us);
     }
     if (json)
         fprintf(f, "]\n");

@@ -1,0 +1,111 @@
+! Every collective from Fortran through `use dcoll` with mpi_f08: real(4),
+! real(8) and integer arrays of rank 1 and 2, on the world and on a
+! sub-group passed out of order, blocking and async; then bad input.
+program test_fortran
+    use, intrinsic :: iso_c_binding
+    use mpi_f08
+    use dcoll
+    use fcheck
+    use fcoll_r4_rank1, only: r4_1 => run
+    use fcoll_r4_rank2, only: r4_2 => run
+    use fcoll_r8_rank1, only: r8_1 => run
+    use fcoll_r8_rank2, only: r8_2 => run
+    use fcoll_int_rank1, only: int_1 => run
+    use fcoll_int_rank2, only: int_2 => run
+    implicit none
+    type(dcoll_group) :: sub, bad
+    type(MPI_Comm) :: comm
+    integer :: world, i, total, csize
+    integer, allocatable :: members(:), all_ranks(:)
+    real(4) :: a(4), m(2, 3)
+    real(8), target :: t1(3), t2(5), t3(1)
+    type(c_ptr) :: bufs(3)
+    integer(c_int64_t) :: counts(3)
+
+    call MPI_Init()
+    call MPI_Comm_rank(MPI_COMM_WORLD, me)
+    call MPI_Comm_size(MPI_COMM_WORLD, world)
+    call ok(dcoll_init_comm(MPI_COMM_WORLD), 'dcoll_init_comm(type(MPI_Comm))')
+
+    all_ranks = [(i, i = 0, world - 1)]
+    call r4_1(DCOLL_WORLD, all_ranks, 'world real(4) rank 1')
+    call r4_2(DCOLL_WORLD, all_ranks, 'world real(4) rank 2')
+    call r8_1(DCOLL_WORLD, all_ranks, 'world real(8) rank 1')
+    call r8_2(DCOLL_WORLD, all_ranks, 'world real(8) rank 2')
+    call int_1(DCOLL_WORLD, all_ranks, 'world integer rank 1')
+    call int_2(DCOLL_WORLD, all_ranks, 'world integer rank 2')
+
+    ! Every other rank from the top, listed in descending order: {3,1} of
+    ! 4, {2,0} of 3. dcoll sorts them.
+    members = [(i, i = world - 1, 0, -2)]
+    call ok(dcoll_new_group(sub, members), 'new_group')
+    members = members(size(members):1:-1)
+    call r4_1(sub, members, 'sub-group real(4) rank 1')
+    call r8_2(sub, members, 'sub-group real(8) rank 2')
+    call int_2(sub, members, 'sub-group integer rank 2')
+    if (any(members == me)) then
+        call ok(dcoll_group_comm(sub, comm), 'group_comm(type(MPI_Comm))')
+        call MPI_Comm_size(comm, csize)
+        call expect(csize == size(members), 'sub-group communicator size')
+    end if
+    call ok(dcoll_group_destroy(sub), 'destroy')
+
+    ! Coalesced: three real(8) tensors of different lengths, in place.
+    t1 = me + 1
+    t2 = 2 * (me + 1)
+    t3 = -1
+    bufs = [c_loc(t1), c_loc(t2), c_loc(t3)]
+    counts = [3_c_int64_t, 5_c_int64_t, 1_c_int64_t]
+    call ok(dcoll_all_reduce_coalesced(DCOLL_WORLD, bufs, counts, 3, &
+            DCOLL_REAL8, DCOLL_SUM), 'all_reduce_coalesced')
+    total = world * (world + 1) / 2
+    call expect(all(t1 == total) .and. all(t2 == 2 * total) .and. &
+                all(t3 == -world), 'all_reduce_coalesced result')
+
+    ! Bad input: a clear status and a message that names the value.
+    a = 1
+    m = 1
+    call refused(dcoll_all_reduce(DCOLL_WORLD, a, a, -1, DCOLL_REAL4, &
+                 DCOLL_SUM), DCOLL_ERR_INVALID_ARGUMENT, 'count -1', &
+                 'negative count')
+    call refused(dcoll_all_reduce(DCOLL_WORLD, a, a, 4, 42, DCOLL_SUM), &
+                 DCOLL_ERR_INVALID_ARGUMENT, 'dtype 42', 'bad dtype')
+    call refused(dcoll_all_reduce(DCOLL_WORLD, a, a, 4, DCOLL_REAL4, &
+                 DCOLL_BXOR), DCOLL_ERR_INVALID_ARGUMENT, 'bitwise', &
+                 'bitwise op on reals')
+    call refused(dcoll_broadcast(DCOLL_WORLD, a, 4, DCOLL_REAL4, world), &
+                 DCOLL_ERR_INVALID_ARGUMENT, 'root', 'root out of range')
+    if (world > 1) then
+        call refused(dcoll_new_group(bad, [0, 0]), &
+                     DCOLL_ERR_INVALID_ARGUMENT, 'listed twice', &
+                     'duplicate rank')
+    end if
+    ! A strided section would be read as if contiguous: refused.
+    call refused(dcoll_all_reduce(DCOLL_WORLD, m(1, :), m(2, :), 3, &
+                 DCOLL_REAL4, DCOLL_SUM), DCOLL_ERR_INVALID_ARGUMENT, &
+                 'sendbuf is not contiguous', 'strided section')
+    call ok(dcoll_group_rank(DCOLL_WORLD, i), 'group_rank')
+    call expect(index(dcoll_last_error(), 'not contiguous') == 0, &
+                'the Fortran-side message clears on the next call')
+    call refused(dcoll_new_group(bad, [world]), DCOLL_ERR_INVALID_ARGUMENT, &
+                 'ranks[0]', 'rank out of range')
+    call refused(dcoll_init_comm(MPI_COMM_WORLD), &
+                 DCOLL_ERR_ALREADY_INITIALIZED, 'init', 'init twice')
+    call refused(dcoll_group_destroy(bad), DCOLL_SUCCESS, '', &
+                 'destroy of a null handle')
+    ! The ranks still agree after all that.
+    a = 1
+    call ok(dcoll_all_reduce(DCOLL_WORLD, a, a, 4, DCOLL_REAL4, DCOLL_SUM), &
+            'all_reduce after errors')
+    call expect(all(a == world), 'all_reduce after errors')
+
+    call ok(dcoll_finalize(), 'finalize')
+    call refused(dcoll_barrier(DCOLL_WORLD), DCOLL_ERR_FINALIZED, '', &
+                 'barrier after finalize')
+    call MPI_Allreduce(MPI_IN_PLACE, failures, 1, MPI_INTEGER, MPI_SUM, &
+                       MPI_COMM_WORLD)
+    if (me == 0) write (*, '(a,i0,a,i0,a)') 'fortran: ', failures, &
+        ' failure(s) on ', world, ' rank(s)'
+    call MPI_Finalize()
+    if (failures /= 0) error stop 1
+end program

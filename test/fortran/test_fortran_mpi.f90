@@ -1,0 +1,40 @@
+! `use mpi` (INTEGER handles): dcoll on a communicator split off the world,
+! its group communicator back as an INTEGER, and MPI left running after.
+program test_fortran_mpi
+    use mpi
+    use dcoll
+    use fcheck
+    implicit none
+    integer :: ierr, world, half, comm, gcomm, n, rank
+    logical :: flag
+    integer :: x(3, 2)
+
+    call MPI_Init(ierr)
+    call MPI_Comm_rank(MPI_COMM_WORLD, me, ierr)
+    call MPI_Comm_size(MPI_COMM_WORLD, world, ierr)
+    ! Two halves; dcoll's world is this rank's half.
+    call MPI_Comm_split(MPI_COMM_WORLD, merge(0, 1, me < (world + 1) / 2), &
+                        me, half, ierr)
+    call ok(dcoll_init_comm(half), 'dcoll_init_comm(integer)')
+    call ok(dcoll_initialized(flag), 'initialized')
+    call expect(flag, 'initialized after init')
+    call ok(dcoll_group_size(DCOLL_WORLD, n), 'size')
+    call ok(dcoll_group_rank(DCOLL_WORLD, rank), 'rank')
+    call ok(dcoll_group_comm(DCOLL_WORLD, gcomm), 'group_comm(integer)')
+    call MPI_Comm_size(gcomm, comm, ierr)
+    call expect(comm == n, 'group communicator size')
+    x = rank + 1
+    call ok(dcoll_all_reduce(DCOLL_WORLD, x, x, 6, DCOLL_INTEGER, DCOLL_SUM), &
+            'all_reduce')
+    call expect(all(x == n * (n + 1) / 2), 'all_reduce on the half')
+    call ok(dcoll_finalize(), 'finalize')
+    call MPI_Initialized(flag, ierr)
+    call expect(flag, 'MPI still running after dcoll_finalize')
+    call MPI_Allreduce(MPI_IN_PLACE, failures, 1, MPI_INTEGER, MPI_SUM, &
+                       MPI_COMM_WORLD, ierr)
+    if (me == 0) write (*, '(a,i0,a)') 'fortran-mpi: ', failures, &
+        ' failure(s)'
+    call MPI_Comm_free(half, ierr)
+    call MPI_Finalize(ierr)
+    if (failures /= 0) error stop 1
+end program
