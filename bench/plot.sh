@@ -23,7 +23,7 @@ while read -r key ranks; do
     gnuplot <<GP
 set terminal pngcairo size 1200,480 font ",10"
 set output "$out"
-set multiplot layout 1,2 title "$coll, $type, $ranks ranks: dcoll and the raw MPI call"
+set multiplot layout 1,2 title "$coll, $type, $ranks ranks: dcoll and the raw MPI call" noenhanced
 set logscale x 2
 set format x "%.0b%B"
 set xlabel "size (bytes)"
