@@ -1,0 +1,147 @@
+! grid.f90: examples/grid.c in Fortran, through `use dcoll`.
+!
+! A periodic NX x NY plate on a PR x PC grid of ranks. Each step: halo
+! exchange with the four neighbours (isend/irecv), the explicit heat
+! stencil, and the global residual with all_reduce (MAX). Each row of the
+! process grid is a sub-group (dcoll_new_group) that sums its band's heat.
+! The start is an eigenmode of the stencil, so the program checks its
+! result against the exact answer.
+!
+!   mpirun -n 4 ./grid_f            (any number of ranks)
+program grid
+    use dcoll
+    implicit none
+    integer, parameter :: nx_all = 96, ny_all = 96, steps = 200
+    real(8), parameter :: a = 0.2d0, pi = acos(-1.0d0)
+    real(8), allocatable, target :: u(:, :), v(:, :), sendl(:), sendr(:), &
+                                    recvl(:), recvr(:)
+    type(dcoll_group) :: row, g
+    type(dcoll_work) :: wk(8)
+    integer :: rank, size, pr, pc, myr, myc, x0, y0, nx, ny, d, r, i, j, k
+    integer :: up, down, left, right, ok, all_ok
+    real(8) :: change, residual, f, amp, err, band, exact
+
+    call check(dcoll_init())
+    call check(dcoll_group_rank(DCOLL_WORLD, rank))
+    call check(dcoll_group_size(DCOLL_WORLD, size))
+
+    ! The most square process grid; this rank is at (myr, myc), 0-based.
+    pr = 1
+    do d = 1, size
+        if (d * d > size) exit
+        if (mod(size, d) == 0) pr = d
+    end do
+    pc = size / pr
+    myr = rank / pc
+    myc = mod(rank, pc)
+    x0 = nx_all * myc / pc
+    nx = nx_all * (myc + 1) / pc - x0
+    y0 = ny_all * myr / pr
+    ny = ny_all * (myr + 1) / pr - y0
+
+    ! The block with a halo: u(0:nx+1, 0:ny+1). A row u(1:nx, j) is
+    ! contiguous in Fortran and goes as it is; the left and right edges
+    ! u(1, :) and u(nx, :) are strided, so they travel packed.
+    allocate(u(0:nx + 1, 0:ny + 1), v(0:nx + 1, 0:ny + 1))
+    allocate(sendl(ny), sendr(ny), recvl(ny), recvr(ny))
+    u = 0
+    do j = 1, ny
+        do i = 1, nx
+            u(i, j) = 1 + sin(2 * pi * (x0 + i - 1) / nx_all) * &
+                          sin(2 * pi * (y0 + j - 1) / ny_all)
+        end do
+    end do
+    v = u
+    up = mod(myr + pr - 1, pr) * pc + myc
+    down = mod(myr + 1, pr) * pc + myc
+    left = myr * pc + mod(myc + pc - 1, pc)
+    right = myr * pc + mod(myc + 1, pc)
+
+    ! One sub-group per row of the process grid; every rank makes all of
+    ! them in the same order and keeps its own (the others are no-ops).
+    do r = 0, pr - 1
+        call check(dcoll_new_group(g, [(r * pc + k, k = 0, pc - 1)]))
+        if (r == myr) then
+            row = g
+        else
+            call check(dcoll_group_destroy(g))
+        end if
+    end do
+
+    do k = 1, steps
+        ! 1. Halo exchange; the packed edges are unpacked after the waits.
+        sendl = u(1, 1:ny)
+        sendr = u(nx, 1:ny)
+        call check(dcoll_irecv(DCOLL_WORLD, u(1:nx, 0), nx, DCOLL_REAL8, &
+                               up, 0, work=wk(1)))
+        call check(dcoll_irecv(DCOLL_WORLD, u(1:nx, ny + 1), nx, DCOLL_REAL8, &
+                               down, 1, work=wk(2)))
+        call check(dcoll_irecv(DCOLL_WORLD, recvl, ny, DCOLL_REAL8, left, 2, &
+                               work=wk(3)))
+        call check(dcoll_irecv(DCOLL_WORLD, recvr, ny, DCOLL_REAL8, right, 3, &
+                               work=wk(4)))
+        call check(dcoll_isend(DCOLL_WORLD, u(1:nx, ny), nx, DCOLL_REAL8, &
+                               down, 0, work=wk(5)))
+        call check(dcoll_isend(DCOLL_WORLD, u(1:nx, 1), nx, DCOLL_REAL8, &
+                               up, 1, work=wk(6)))
+        call check(dcoll_isend(DCOLL_WORLD, sendr, ny, DCOLL_REAL8, right, 2, &
+                               work=wk(7)))
+        call check(dcoll_isend(DCOLL_WORLD, sendl, ny, DCOLL_REAL8, left, 3, &
+                               work=wk(8)))
+        do i = 1, 8
+            call check(dcoll_work_wait(wk(i)))
+            call check(dcoll_work_free(wk(i)))
+        end do
+        u(0, 1:ny) = recvl
+        u(nx + 1, 1:ny) = recvr
+
+        ! 2. The stencil, and 3. the global residual.
+        change = 0
+        do j = 1, ny
+            do i = 1, nx
+                v(i, j) = u(i, j) + a * (u(i - 1, j) + u(i + 1, j) + &
+                          u(i, j - 1) + u(i, j + 1) - 4 * u(i, j))
+                change = max(change, abs(v(i, j) - u(i, j)))
+            end do
+        end do
+        u(1:nx, 1:ny) = v(1:nx, 1:ny)
+        call check(dcoll_all_reduce(DCOLL_WORLD, change, residual, 1, &
+                                    DCOLL_REAL8, DCOLL_MAX))
+    end do
+
+    ! Checks against the exact answer, and the band's heat over the row.
+    f = 1 - 4 * a * (sin(pi / nx_all)**2 + sin(pi / ny_all)**2)
+    amp = f**steps
+    err = 0
+    band = 0
+    do j = 1, ny
+        do i = 1, nx
+            exact = 1 + amp * sin(2 * pi * (x0 + i - 1) / nx_all) * &
+                              sin(2 * pi * (y0 + j - 1) / ny_all)
+            err = max(err, abs(u(i, j) - exact))
+            band = band + u(i, j)
+        end do
+    end do
+    call check(dcoll_all_reduce(row, band, band, 1, DCOLL_REAL8, DCOLL_SUM))
+    ok = merge(1, 0, err < 1d-9 .and. &
+               abs(band - real(nx_all * ny, 8)) < 1d-8 * nx_all * ny)
+    call check(dcoll_all_reduce(DCOLL_WORLD, ok, all_ok, 1, DCOLL_INTEGER, &
+                                DCOLL_MIN))
+    if (rank == 0) write (*, '(a,i0,a,i0,a,es9.2,a,es9.2,a)') 'grid_f: ', &
+        pr, ' x ', pc, ' ranks, residual ', residual, ', max error ', err, &
+        merge(': ok    ', ': FAILED', all_ok == 1)
+    call check(dcoll_group_destroy(row))
+    call check(dcoll_finalize())
+    if (all_ok /= 1) error stop 1
+
+contains
+
+    ! Stop the whole job with dcoll's message on any failure.
+    subroutine check(st)
+        integer, intent(in) :: st
+        if (st /= DCOLL_SUCCESS) then
+            write (0, '(a)') 'grid_f: ' // dcoll_last_error()
+            error stop 1
+        end if
+    end subroutine
+end program

@@ -1,0 +1,112 @@
+#!/bin/sh
+# The slurm suite: start a real SLURM on this machine (munged, slurmctld
+# and slurmd, all on 127.0.0.1, in a private directory), run the C and
+# Fortran grid examples with `srun -n 4 --mpi=pmix`, submit
+# examples/grid.sbatch and check its output file, then stop every daemon.
+#   slurm.sh BUILD_DIR SOURCE_DIR
+# Exits 77 (skip) where SLURM or munge is not installed.
+set -u
+build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
+for p in munged slurmctld slurmd srun sbatch sinfo; do
+    command -v "$p" >/dev/null 2>&1 ||
+        { echo "slurm: $p not installed (apt-get install slurm-wlm munge): skipping"; exit 77; }
+done
+[ "$(id -u)" = 0 ] || { echo "slurm: the daemons need root here: skipping"; exit 77; }
+
+dir=$(mktemp -d /tmp/dcoll-slurm.XXXXXX)
+chmod 755 "$dir"
+pids=""
+cleanup() {
+    for p in $pids; do kill "$p" 2>/dev/null; done
+    sleep 1
+    for p in $pids; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$dir"
+}
+trap cleanup EXIT INT TERM
+fail() {
+    echo "slurm: $*"
+    for f in "$dir"/*.log; do echo "--- $f"; tail -20 "$f"; done
+    exit 1
+}
+
+# munge: its own key and socket, so nothing of the system's is touched.
+mkdir -p "$dir/munge"
+dd if=/dev/urandom of="$dir/munge/key" bs=1024 count=1 2>/dev/null
+chmod 700 "$dir/munge"; chmod 400 "$dir/munge/key"
+munged --force --key-file="$dir/munge/key" --socket="$dir/munge/sock" \
+    --pid-file="$dir/munge/pid" --log-file="$dir/munged.log" \
+    --seed-file="$dir/munge/seed" || fail "munged did not start"
+pids="$pids $(cat "$dir/munge/pid")"
+
+# Ports above the usual ones, picked per run so two runs do not collide.
+base=$((20000 + $$ % 20000))
+cpus=8
+cat > "$dir/slurm.conf" <<CONF
+ClusterName=dcolltest
+SlurmctldHost=localhost(127.0.0.1)
+SlurmctldPort=$base
+SlurmdPort=$((base + 1))
+SlurmUser=root
+AuthType=auth/munge
+AuthInfo=socket=$dir/munge/sock
+CredType=cred/munge
+MpiDefault=pmix
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SwitchType=switch/none
+SlurmdParameters=config_overrides
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd.pid
+SlurmctldLogFile=$dir/slurmctld.log
+SlurmdLogFile=$dir/slurmd.log
+ReturnToService=2
+NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
+PartitionName=test Nodes=localhost Default=YES MaxTime=10 State=UP OverSubscribe=FORCE
+CONF
+mkdir -p "$dir/state" "$dir/spool"
+export SLURM_CONF="$dir/slurm.conf"
+slurmctld -f "$SLURM_CONF" -i || fail "slurmctld did not start"
+slurmd -f "$SLURM_CONF" -N localhost || fail "slurmd did not start"
+sleep 1
+pids="$pids $(cat "$dir/slurmctld.pid" 2>/dev/null) $(cat "$dir/slurmd.pid" 2>/dev/null)"
+ready=0
+for _ in $(seq 1 60); do
+    sinfo -h -o %t 2>/dev/null | grep -qE '^(idle|mix|alloc)' && { ready=1; break; }
+    sleep 1
+done
+[ "$ready" = 1 ] || fail "the node never became idle: $(sinfo -h 2>&1)"
+
+# MPI stays on loopback, as in every other suite.
+export OMPI_MCA_btl=self,vader OMPI_MCA_btl_tcp_if_include=lo \
+       OMPI_MCA_oob_tcp_if_include=lo OMPI_MCA_btl_vader_single_copy_mechanism=none \
+       OMPI_MCA_hwloc_base_binding_policy=none PMIX_MCA_gds=hash
+cd "$build"
+status=0
+for prog in examples/grid examples/grid_f; do
+    [ -x "$prog" ] || { echo "slurm: $prog not built, skipped"; continue; }
+    out=$(timeout -k 5 120 srun -n 4 --mpi=pmix "$prog" 2>&1)
+    echo "$out"
+    echo "$out" | grep -q ': ok' || { echo "slurm: srun $prog failed"; status=1; }
+done
+
+# sbatch as a user would, here on the one node this test has.
+jobout="$dir/job-%j.out"
+timeout -k 5 180 sbatch --wait -N 1 --ntasks-per-node=4 -n 4 \
+    --output="$jobout" "$src/examples/grid.sbatch" >"$dir/sbatch.txt" 2>&1 ||
+    { cat "$dir/sbatch.txt"; status=1; }
+job=$(sed -n 's/^Submitted batch job //p' "$dir/sbatch.txt")
+file="$dir/job-$job.out"
+if [ -f "$file" ]; then
+    cat "$file"
+    grep -q 'grid: .*: ok' "$file" || { echo "slurm: the batch job's output lacks 'ok'"; status=1; }
+    grep -q '4 tasks' "$file" || { echo "slurm: the batch job did not run 4 tasks"; status=1; }
+else
+    echo "slurm: no output file from job '$job'"; status=1
+fi
+[ "$status" = 0 ] || fail "some runs failed"
+echo "slurm: srun and sbatch ran the examples"
