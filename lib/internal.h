@@ -91,6 +91,7 @@ struct dcoll_group {
     const struct dcoll_backend *backend;
     void *comm;            /* the backend's communicator */
     int inflight;          /* work handles not yet finished */
+    int local_rank, local_size; /* the world only: this node's share */
     /* Coalesced calls pack into this buffer, kept between calls: fresh
      * megabytes from malloc arrive through mmap and page-fault every
      * time. One user at a time (an async call holds it until its work

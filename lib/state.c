@@ -2,6 +2,7 @@
 #include <string.h>
 #include "internal.h"
 #include "mpi_layer.h"
+#include "rendezvous.h"
 
 enum dcoll_state dcoll_state = DCOLL_STATE_NEW;
 struct dcoll_group dcoll_world;
@@ -24,35 +25,6 @@ dcoll_status_t dcoll_check_ready_slow(void)
     return dcoll_error(DCOLL_ERR_FINALIZED,
                        "dcoll has been finalized: no call may follow "
                        "dcoll_finalize but dcoll_init");
-}
-
-/* Only mpi:// exists until the rendezvous layer lands; other schemes are
- * refused by name rather than silently treated as MPI. */
-static dcoll_status_t check_url(const char *url)
-{
-    const char *sep = strstr(url, "://");
-    if (!sep || sep == url)
-        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                           "dcoll_init: url '%s' has no scheme (expected "
-                           "scheme://...)", url);
-    size_t n = (size_t)(sep - url);
-    if (n == 3 && strncmp(url, "mpi", 3) == 0) {
-        if (sep[3] != '\0')
-            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                               "dcoll_init: mpi:// takes no address or "
-                               "query, got '%s'", url);
-        return DCOLL_SUCCESS;
-    }
-    static const char *const later[] = {"env", "tcp", "file"};
-    for (size_t i = 0; i < sizeof(later) / sizeof(later[0]); i++)
-        if (strlen(later[i]) == n && strncmp(url, later[i], n) == 0)
-            return dcoll_error(DCOLL_ERR_UNSUPPORTED,
-                               "dcoll_init: rendezvous %.*s:// is not "
-                               "available in this build; use mpi://",
-                               (int)n, url);
-    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                       "dcoll_init: no rendezvous handler for %.*s://",
-                       (int)n, url);
 }
 
 dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
@@ -87,18 +59,16 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "dcoll_init: thread_level %d is not a "
                            "dcoll_thread_level_t (0..3)", p.thread_level);
-    if (p.mask & DCOLL_INIT_PARAM_URL) {
-        if (!p.url)
-            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                               "dcoll_init: url is NULL but its mask bit "
-                               "is set");
-        dcoll_status_t st = check_url(p.url);
-        if (st)
-            return st;
-    }
+    if ((p.mask & DCOLL_INIT_PARAM_URL) && !p.url)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_init: url is NULL but its mask bit is set");
+    struct dcoll_rdzv rdzv;
+    dcoll_status_t st = dcoll_rdzv_parse(p.url, &rdzv);
+    if (st)
+        return st;
     const struct dcoll_backend *be;
     const char *bname;
-    dcoll_status_t st = dcoll_backend_lookup(
+    st = dcoll_backend_lookup(
         (p.mask & DCOLL_INIT_PARAM_BACKEND) ? p.backend : "auto", &be, &bname);
     if (st)
         return st;
@@ -110,6 +80,22 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
                          p.thread_level, &w);
     if (st)
         return st;
+    if (rdzv.scheme == DCOLL_RDZV_ENV) {
+        /* A world of one MPI process cannot hold a larger env:// world:
+         * no launcher started these processes. */
+        if (w.size == 1 && rdzv.world_size > 1)
+            st = dcoll_rdzv_no_launcher(&rdzv);
+        else
+            st = dcoll_mpi_order_world(&w, rdzv.rank, rdzv.world_size);
+        if (st) {
+            dcoll_mpi_stop(&w);
+            return st;
+        }
+    }
+    if ((st = dcoll_mpi_local(&w))) {
+        dcoll_mpi_stop(&w);
+        return st;
+    }
     dcoll_world = w;
     dcoll_state = DCOLL_STATE_READY;
     return DCOLL_SUCCESS;
@@ -131,6 +117,22 @@ dcoll_status_t dcoll_finalize(void)
     dcoll_world.magic = DCOLL_DEAD_MAGIC;
     dcoll_state = DCOLL_STATE_DONE;
     return st;
+}
+
+dcoll_status_t dcoll_local_rank(int *local_rank, int *local_size)
+{
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    if (!local_rank && !local_size)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_local_rank: local_rank and local_size "
+                           "are both NULL");
+    if (local_rank)
+        *local_rank = dcoll_world.local_rank;
+    if (local_size)
+        *local_size = dcoll_world.local_size;
+    return DCOLL_SUCCESS;
 }
 
 dcoll_status_t dcoll_initialized(int *flag)

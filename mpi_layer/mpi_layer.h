@@ -11,6 +11,13 @@ extern const struct dcoll_backend dcoll_mpi_backend;
  * Fortran handle fcomm (have_comm): fills world->rank, size and comm. */
 dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
                                struct dcoll_group *world);
+/* env:// under an MPI launcher: check every process's rank and world
+ * size (collective, so all reach the same verdict) and renumber the world
+ * so that its ranks are the ones given. */
+dcoll_status_t dcoll_mpi_order_world(struct dcoll_group *world, int rank,
+                                     int world_size);
+/* Fill world->local_rank and local_size (collective over the world). */
+dcoll_status_t dcoll_mpi_local(struct dcoll_group *world);
 /* Free what start made; finalize MPI only if start initialised it. */
 dcoll_status_t dcoll_mpi_stop(struct dcoll_group *world);
 /* Collective over the world: members get a new communicator in *comm,

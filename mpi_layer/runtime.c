@@ -129,3 +129,71 @@ int dcoll_mpi_comm_fint(const struct dcoll_group *g)
 {
     return (int)MPI_Comm_c2f(dcoll_mpi_comm_of(g));
 }
+
+dcoll_status_t dcoll_mpi_order_world(struct dcoll_group *world, int rank,
+                                     int world_size)
+{
+    MPI_Comm comm = dcoll_mpi_comm_of(world);
+    int n = world->size, mine[2] = {rank, world_size}, rc;
+    int *all = malloc(sizeof(int) * 2 * (size_t)n);
+    int *owner = malloc(sizeof(int) * (size_t)n);
+    dcoll_status_t st = DCOLL_SUCCESS;
+    int have = all && owner;
+    /* Agree first, so that no process is left in the exchange alone. */
+    MPI_Allreduce(MPI_IN_PLACE, &have, 1, MPI_INT, MPI_MIN, comm);
+    if (!have) {
+        free(all);
+        free(owner);
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_init: no memory on "
+                           "some process for the table of %d ranks", n);
+    }
+    if ((rc = MPI_Allgather(mine, 2, MPI_INT, all, 2, MPI_INT, comm)))
+        st = dcoll_mpi_error(rc, "MPI_Allgather (env:// ranks)");
+    /* Every process sees the same table, so all reach the same verdict. */
+    for (int i = 0; i < n; i++)
+        owner[i] = -1;
+    for (int i = 0; i < n && !st; i++) {
+        int r = all[2 * i], s = all[2 * i + 1];
+        if (s != n)
+            st = dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                             "dcoll_init: env:// rendezvous: MPI process %d "
+                             "has world size %d, but the launcher started "
+                             "%d processes", i, s, n);
+        else if (owner[r] >= 0)
+            st = dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                             "dcoll_init: env:// rendezvous: rank %d is "
+                             "claimed by MPI processes %d and %d", r,
+                             owner[r], i);
+        else
+            owner[r] = i;
+    }
+    free(all);
+    free(owner);
+    if (st)
+        return st;
+    /* Renumber so that the world rank is the one the environment gave. */
+    MPI_Comm ordered;
+    if ((rc = MPI_Comm_split(comm, 0, rank, &ordered)))
+        return dcoll_mpi_error(rc, "MPI_Comm_split (env:// order)");
+    void *wrapped = NULL;
+    if ((st = comm_wrap(ordered, &wrapped)))
+        return st;
+    dcoll_mpi_comm_free(world->comm);
+    world->comm = wrapped;
+    world->rank = rank;
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_mpi_local(struct dcoll_group *world)
+{
+    MPI_Comm node;
+    int rc = MPI_Comm_split_type(dcoll_mpi_comm_of(world),
+                                 MPI_COMM_TYPE_SHARED, world->rank,
+                                 MPI_INFO_NULL, &node);
+    if (rc != MPI_SUCCESS)
+        return dcoll_mpi_error(rc, "MPI_Comm_split_type (local rank)");
+    MPI_Comm_rank(node, &world->local_rank);
+    MPI_Comm_size(node, &world->local_size);
+    MPI_Comm_free(&node);
+    return DCOLL_SUCCESS;
+}

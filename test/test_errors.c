@@ -69,8 +69,10 @@ static void bad_init(void)
     EXPECT(dcoll_init(&p), BAD, "'nourl' has no scheme");
     p.url = "mpi://host:1";
     EXPECT(dcoll_init(&p), BAD, "mpi://host:1");
-    p.url = "env://";
-    EXPECT(dcoll_init(&p), DCOLL_ERR_UNSUPPORTED, "env://");
+    p.url = "tcp://127.0.0.1:29500?rank=0&world_size=1";
+    EXPECT(dcoll_init(&p), DCOLL_ERR_UNSUPPORTED, "tcp://");
+    p.url = "env://somehost:1";
+    EXPECT(dcoll_init(&p), BAD, "env:// takes no address");
     p.url = NULL;
     EXPECT(dcoll_init(&p), BAD, "url is NULL");
     p.mask = DCOLL_INIT_PARAM_THREAD_LEVEL;

@@ -113,6 +113,7 @@ module dcoll
 
     public :: dcoll_status_string, dcoll_last_error, dcoll_version
     public :: dcoll_init, dcoll_finalize, dcoll_initialized, dcoll_dtype_size
+    public :: dcoll_local_rank
     public :: dcoll_group_world, dcoll_new_group, dcoll_group_destroy
     public :: dcoll_group_rank, dcoll_group_size, dcoll_group_global_rank
     public :: dcoll_group_group_rank, dcoll_group_backend
@@ -239,6 +240,13 @@ module dcoll
         import
         integer(c_int) :: st
         integer(c_int), intent(out) :: flag
+    end function
+
+    function c_local_rank(local_rank, local_size) &
+            bind(C, name='dcoll_local_rank') result(st)
+        import
+        integer(c_int) :: st
+        integer(c_int), intent(out) :: local_rank, local_size
     end function
 
     function c_dtype_size(dtype, size) bind(C, name='dcoll_dtype_size') &
@@ -693,6 +701,20 @@ contains
         f_err_on = .false.
         st = c_initialized(f)
         flag = f /= 0
+    end function
+
+    ! This process's rank among the world's processes on its node, and
+    ! their number (to pick a GPU, say).
+    function dcoll_local_rank(local_rank, local_size) result(st)
+        integer, intent(out) :: local_rank
+        integer, intent(out), optional :: local_size
+        integer :: st
+        integer(c_int) :: r, n
+        f_err_on = .false.
+        st = c_local_rank(r, n)
+        if (st /= DCOLL_SUCCESS) return
+        local_rank = r
+        if (present(local_size)) local_size = n
     end function
 
     function dcoll_dtype_size(dtype, size) result(st)

@@ -25,7 +25,13 @@ typedef enum dcoll_thread_level {
 
 typedef struct dcoll_init_params {
     uint64_t mask;          /**< which fields below are set; 0: all defaults */
-    const char *url;        /**< rendezvous URL; default "mpi://" */
+    const char *url;        /**< rendezvous URL; default "mpi://". Also
+                                 "env://[?rank=R&world_size=N]": rank and
+                                 size from the query, else RANK and
+                                 WORLD_SIZE, else SLURM_PROCID and
+                                 SLURM_STEP_NUM_TASKS (or SLURM_NTASKS);
+                                 the world is renumbered to match. Needs
+                                 an MPI launcher (mpirun, srun) for now. */
     int comm;               /**< world communicator as a Fortran handle
                                  (MPI_Comm_c2f); default MPI_COMM_WORLD.
                                  dcoll duplicates it. */
@@ -50,6 +56,11 @@ DCOLL_API dcoll_status_t dcoll_init(const dcoll_init_params_t *params);
  *  @return DCOLL_ERR_INVALID_STATE, changing nothing, while any work handle
  *          is still in flight; DCOLL_ERR_NOT_INITIALIZED, DCOLL_ERR_FINALIZED. */
 DCOLL_API dcoll_status_t dcoll_finalize(void);
+
+/** This process's rank among the world's processes on its node, and how
+ *  many there are (from MPI_COMM_TYPE_SHARED; ordered by world rank), e.g.
+ *  to pick a GPU. Either output may be NULL, not both. */
+DCOLL_API dcoll_status_t dcoll_local_rank(int *local_rank, int *local_size);
 
 /** *flag = 1 between a successful dcoll_init and dcoll_finalize, else 0. */
 DCOLL_API dcoll_status_t dcoll_initialized(int *flag);

@@ -5,7 +5,7 @@ program test_fortran_mpi
     use dcoll
     use fcheck
     implicit none
-    integer :: ierr, world, half, comm, gcomm, n, rank
+    integer :: ierr, world, half, comm, gcomm, n, rank, lrank, lsize
     logical :: flag
     integer :: x(3, 2)
 
@@ -21,6 +21,8 @@ program test_fortran_mpi
     call ok(dcoll_group_size(DCOLL_WORLD, n), 'size')
     call ok(dcoll_group_rank(DCOLL_WORLD, rank), 'rank')
     call ok(dcoll_group_comm(DCOLL_WORLD, gcomm), 'group_comm(integer)')
+    call ok(dcoll_local_rank(lrank, lsize), 'local_rank')
+    call expect(lrank == rank .and. lsize == n, 'local rank on one node')
     call MPI_Comm_size(gcomm, comm, ierr)
     call expect(comm == n, 'group communicator size')
     x = rank + 1

@@ -1,8 +1,9 @@
 #!/bin/sh
 # The slurm suite: start a real SLURM on this machine (munged, slurmctld
 # and slurmd, all on 127.0.0.1, in a private directory), run the C and
-# Fortran grid examples with `srun -n 4 --mpi=pmix`, submit
-# examples/grid.sbatch and check its output file, then stop every daemon.
+# Fortran grid examples with `srun -n 4 --mpi=pmix`, init through env://
+# from SLURM's variables alone, submit examples/grid.sbatch and check its
+# output file, then stop every daemon.
 #   slurm.sh BUILD_DIR SOURCE_DIR
 # Exits 77 (skip) where SLURM or munge is not installed.
 set -u
@@ -93,6 +94,12 @@ for prog in examples/grid examples/grid_f; do
     echo "$out"
     echo "$out" | grep -q ': ok' || { echo "slurm: srun $prog failed"; status=1; }
 done
+
+# env:// with nothing but what srun sets: SLURM_PROCID, SLURM_STEP_NUM_TASKS.
+out=$(timeout -k 5 120 srun -n 4 --mpi=pmix test/test_env slurm 2>&1)
+echo "$out"
+echo "$out" | grep -q 'env-slurm: 4 rank(s), 0 failure(s): ok' ||
+    { echo "slurm: env:// under srun failed"; status=1; }
 
 # sbatch as a user would, here on the one node this test has.
 jobout="$dir/job-%j.out"
