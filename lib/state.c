@@ -2,6 +2,7 @@
 #include <string.h>
 #include "internal.h"
 #include "mpi_layer.h"
+#include "plugin.h"
 #include "rendezvous.h"
 
 enum dcoll_state dcoll_state = DCOLL_STATE_NEW;
@@ -96,6 +97,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         dcoll_mpi_stop(&w);
         return st;
     }
+    dcoll_plugins_load();
     dcoll_world = w;
     dcoll_state = DCOLL_STATE_READY;
     return DCOLL_SUCCESS;
@@ -113,6 +115,7 @@ dcoll_status_t dcoll_finalize(void)
                            "wait for their work handles first", inflight);
     dcoll_groups_free_all();
     dcoll_group_stage_free(&dcoll_world);
+    dcoll_plugins_unload();
     st = dcoll_mpi_stop(&dcoll_world);
     dcoll_world.magic = DCOLL_DEAD_MAGIC;
     dcoll_state = DCOLL_STATE_DONE;

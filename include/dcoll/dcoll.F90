@@ -113,7 +113,7 @@ module dcoll
 
     public :: dcoll_status_string, dcoll_last_error, dcoll_version
     public :: dcoll_init, dcoll_finalize, dcoll_initialized, dcoll_dtype_size
-    public :: dcoll_local_rank
+    public :: dcoll_local_rank, dcoll_backend_status
     public :: dcoll_group_world, dcoll_new_group, dcoll_group_destroy
     public :: dcoll_group_rank, dcoll_group_size, dcoll_group_global_rank
     public :: dcoll_group_group_rank, dcoll_group_backend
@@ -247,6 +247,15 @@ module dcoll
         import
         integer(c_int) :: st
         integer(c_int), intent(out) :: local_rank, local_size
+    end function
+
+    function c_backend_status(name, available, text) &
+            bind(C, name='dcoll_backend_status') result(st)
+        import
+        integer(c_int) :: st
+        character(kind=c_char), intent(in) :: name(*)
+        integer(c_int), intent(out) :: available
+        type(c_ptr), intent(out) :: text
     end function
 
     function c_dtype_size(dtype, size) bind(C, name='dcoll_dtype_size') &
@@ -715,6 +724,25 @@ contains
         if (st /= DCOLL_SUCCESS) return
         local_rank = r
         if (present(local_size)) local_size = n
+    end function
+
+    ! Whether backend name ("mpi", "nccl") can serve collectives here, and
+    ! what dcoll found for it.
+    function dcoll_backend_status(name, available, text) result(st)
+        character(len=*), intent(in) :: name
+        logical, intent(out) :: available
+        character(len=:), allocatable, intent(out), optional :: text
+        integer :: st
+        character(kind=c_char), allocatable :: cname(:)
+        integer(c_int) :: a
+        type(c_ptr) :: p
+        call c_string(name, cname)
+        a = 0
+        p = c_null_ptr
+        f_err_on = .false.
+        st = c_backend_status(cname, a, p)
+        available = a /= 0
+        if (present(text)) text = f_string(p)
     end function
 
     function dcoll_dtype_size(dtype, size) result(st)

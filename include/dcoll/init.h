@@ -62,6 +62,15 @@ DCOLL_API dcoll_status_t dcoll_finalize(void);
  *  to pick a GPU. Either output may be NULL, not both. */
 DCOLL_API dcoll_status_t dcoll_local_rank(int *local_rank, int *local_size);
 
+/** Whether backend @p name ("mpi" or "nccl", case-insensitive) can serve
+ *  collectives in this process, in *available (1 or 0), and, if @p text is
+ *  not NULL, a line saying what dcoll found: for "nccl", the CUDA plugin it
+ *  loaded (or where it looked), the CUDA and NCCL versions and the GPUs, or
+ *  why there are none. The text is valid until dcoll_finalize. */
+DCOLL_API dcoll_status_t dcoll_backend_status(const char *name,
+                                              int *available,
+                                              const char **text);
+
 /** *flag = 1 between a successful dcoll_init and dcoll_finalize, else 0. */
 DCOLL_API dcoll_status_t dcoll_initialized(int *flag);
 

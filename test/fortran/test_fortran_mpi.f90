@@ -8,6 +8,7 @@ program test_fortran_mpi
     integer :: ierr, world, half, comm, gcomm, n, rank, lrank, lsize
     logical :: flag
     integer :: x(3, 2)
+    character(len=:), allocatable :: text
 
     call MPI_Init(ierr)
     call MPI_Comm_rank(MPI_COMM_WORLD, me, ierr)
@@ -23,6 +24,8 @@ program test_fortran_mpi
     call ok(dcoll_group_comm(DCOLL_WORLD, gcomm), 'group_comm(integer)')
     call ok(dcoll_local_rank(lrank, lsize), 'local_rank')
     call expect(lrank == rank .and. lsize == n, 'local rank on one node')
+    call ok(dcoll_backend_status('MPI', flag, text), 'backend_status')
+    call expect(flag .and. index(text, 'MPI') > 0, 'mpi backend: ' // text)
     call MPI_Comm_size(gcomm, comm, ierr)
     call expect(comm == n, 'group communicator size')
     x = rank + 1

@@ -1,0 +1,46 @@
+/* The interface between the core and the CUDA plugin (cuda_layer/), a
+ * shared object loaded with dlopen so that libdcoll itself never links
+ * CUDA or NCCL. The plugin exports one function, dcoll_cuda_plugin_v1,
+ * that returns its table. Not installed; bump DCOLL_PLUGIN_ABI whenever
+ * either table changes, and the core refuses a plugin built for another. */
+#ifndef DCOLL_LIB_PLUGIN_H
+#define DCOLL_LIB_PLUGIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "dcoll/common.h"
+
+#define DCOLL_PLUGIN_ABI 1u
+#define DCOLL_CUDA_PLUGIN_ENTRY "dcoll_cuda_plugin_v1"
+
+/* Where a buffer lives, as the CUDA driver sees it. */
+enum dcoll_mem_kind {
+    DCOLL_MEM_HOST,      /* ordinary host memory, unknown to CUDA */
+    DCOLL_MEM_PINNED,    /* host memory registered with or allocated by CUDA */
+    DCOLL_MEM_DEVICE,    /* GPU memory */
+    DCOLL_MEM_MANAGED,   /* unified memory */
+};
+
+struct dcoll_cuda_plugin {
+    uint32_t abi;                     /* DCOLL_PLUGIN_ABI */
+    /* Probe the machine: the usable GPUs. With none, *ngpus = 0 and why
+     * says what was missing (no driver, no device). Never fails. */
+    void (*probe)(int *ngpus, char *why, size_t whylen);
+    /* Versions as CUDA and NCCL encode them; 0 where absent. */
+    void (*versions)(int *runtime, int *driver, int *nccl);
+    /* GPU i's PCI bus id, "0000:17:00.0". */
+    int (*pci_bus_id)(int i, char *busid, size_t len);
+    /* Where p lives; *device gets the GPU for device and managed memory. */
+    enum dcoll_mem_kind (*mem_kind)(const void *p, int *device);
+};
+
+typedef const struct dcoll_cuda_plugin *(*dcoll_cuda_plugin_fn)(void);
+
+/* plugin.c (core side): load at init, unload at finalize. Loading never
+ * fails dcoll_init; it records what it found for dcoll_backend_status. */
+void dcoll_plugins_load(void);
+void dcoll_plugins_unload(void);
+/* The CUDA plugin if it loaded and sees at least one GPU, else NULL. */
+const struct dcoll_cuda_plugin *dcoll_cuda(void);
+
+#endif

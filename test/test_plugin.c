@@ -1,0 +1,83 @@
+/* The CUDA plugin loader: what dcoll_backend_status says with the plugin,
+ * with a path that does not exist, and with a shared object that is not a
+ * plugin. argv[1] is the plugin's path
+ * (or "-" where it was not built), argv[2] some other shared object. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dcoll/dcoll.h"
+
+static int failures;
+
+static const char *nccl_text(const char *plugin, int *available)
+{
+    static char copy[1024];
+    const char *text = NULL;
+    if (plugin)
+        setenv("DCOLL_CUDA_PLUGIN", plugin, 1);
+    else
+        unsetenv("DCOLL_CUDA_PLUGIN");
+    if (dcoll_init(NULL) != DCOLL_SUCCESS ||
+        dcoll_backend_status("nccl", available, &text) != DCOLL_SUCCESS) {
+        fprintf(stderr, "init/status: %s\n", dcoll_last_error());
+        exit(1);
+    }
+    snprintf(copy, sizeof(copy), "%s", text);
+    dcoll_finalize();
+    return copy;
+}
+
+#define EXPECT(cond, ...)                                                    \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            failures++;                                                      \
+            fprintf(stderr, __VA_ARGS__);                                    \
+            fprintf(stderr, "\n");                                           \
+        }                                                                    \
+    } while (0)
+
+int main(int argc, char **argv)
+{
+    if (argc < 3)
+        return 2;
+    /* MPI outlives each dcoll_init/finalize pair below. */
+    MPI_Init(&argc, &argv);
+    int avail = -1;
+    const char *t;
+    if (strcmp(argv[1], "-") != 0) {
+        t = nccl_text(argv[1], &avail);
+        printf("with the plugin: %s\n", t);
+        EXPECT(strstr(t, "plugin ") && strstr(t, "CUDA runtime"),
+               "plugin not reported: %s", t);
+        EXPECT(strstr(t, "GPU(s):") || strstr(t, "no GPU: "),
+               "GPUs not reported: %s", t);
+        /* No collective goes to NCCL until the NCCL path exists. */
+        EXPECT(avail == 0, "nccl available = %d", avail);
+    }
+    t = nccl_text("/nonexistent/libdcoll_cuda.so", &avail);
+    printf("missing: %s\n", t);
+    EXPECT(avail == 0 && strstr(t, "no CUDA plugin loaded") &&
+           strstr(t, "/nonexistent/libdcoll_cuda.so"), "missing: %s", t);
+    t = nccl_text(argv[2], &avail);
+    printf("not a plugin: %s\n", t);
+    EXPECT(avail == 0 && strstr(t, "not a dcoll CUDA plugin"),
+           "not a plugin: %s", t);
+
+    /* Status queries: mpi is always there; bad names and NULLs refused. */
+    dcoll_init(NULL);
+    EXPECT(dcoll_backend_status("MPI", &avail, NULL) == DCOLL_SUCCESS &&
+           avail == 1, "mpi not available");
+    EXPECT(dcoll_backend_status("gloo", &avail, &t) ==
+           DCOLL_ERR_INVALID_ARGUMENT &&
+           strstr(dcoll_last_error(), "'gloo'"), "gloo: %s",
+           dcoll_last_error());
+    EXPECT(dcoll_backend_status("nccl", NULL, &t) ==
+           DCOLL_ERR_INVALID_ARGUMENT, "NULL available accepted");
+    dcoll_finalize();
+    EXPECT(dcoll_backend_status("mpi", &avail, &t) == DCOLL_ERR_FINALIZED,
+           "status after finalize");
+    printf("plugin: %d failure(s)\n", failures);
+    MPI_Finalize();
+    return failures != 0;
+}
