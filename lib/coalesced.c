@@ -44,6 +44,7 @@ static void pack_free(struct pack *p)
     free(p);
 }
 
+/* Validate n buffers of counts; the total in elements goes to *total. */
 static dcoll_status_t check_list(const char *fn, const void *const *bufs,
                                  const char *name, const int64_t *counts,
                                  int n, dcoll_dtype_t dtype, int64_t *total)

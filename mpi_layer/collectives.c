@@ -3,6 +3,7 @@
  * go to the nonblocking forms. Counts above INT_MAX become derived types,
  * or chunks for reductions (MPI's built-in ops take built-in types only). */
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "mpi_internal.h"
@@ -291,6 +292,29 @@ static dcoll_status_t post(struct dcoll_group *g, const struct dcoll_coll *c,
     return st;
 }
 
+/* One freed handle is kept for the next async call: a loop of async calls
+ * then costs no malloc and free. A single atomic slot, so any thread may
+ * free a handle while another starts one. */
+static _Atomic(struct mpi_work *) spare;
+
+static struct mpi_work *work_take(void)
+{
+    struct mpi_work *w = atomic_exchange(&spare, NULL);
+    return w ? w : malloc(sizeof(*w));
+}
+
+static void work_put(struct mpi_work *w)
+{
+    struct mpi_work *none = NULL;
+    if (!atomic_compare_exchange_strong(&spare, &none, w))
+        free(w);
+}
+
+void dcoll_mpi_work_cache_free(void)
+{
+    free(atomic_exchange(&spare, NULL));
+}
+
 static dcoll_status_t mpi_coll(struct dcoll_group *g,
                                const struct dcoll_coll *c,
                                struct dcoll_work **work, int *source)
@@ -311,12 +335,12 @@ static dcoll_status_t mpi_coll(struct dcoll_group *g,
         return DCOLL_SUCCESS;
     }
     int nreq = requests_needed(g, c);
-    struct mpi_work *w = malloc(sizeof(*w));
+    struct mpi_work *w = work_take();
     if (!w)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for a work handle");
     w->reqs = nreq == 1 ? &w->one : malloc(sizeof(MPI_Request) * nreq);
     if (!w->reqs) {
-        free(w);
+        work_put(w);
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for %d requests",
                            nreq);
     }
@@ -326,7 +350,7 @@ static dcoll_status_t mpi_coll(struct dcoll_group *g,
     if (st) {
         if (w->reqs != &w->one)
             free(w->reqs);
-        free(w);
+        work_put(w);
         return st;
     }
     w->nreq = p.used;
@@ -377,7 +401,7 @@ static void mpi_work_release(struct dcoll_work *bw)
     struct mpi_work *w = (struct mpi_work *)bw;
     if (w->reqs != &w->one)
         free(w->reqs);
-    free(w);
+    work_put(w);
 }
 
 const struct dcoll_backend dcoll_mpi_backend = {

@@ -39,6 +39,9 @@ extern bool dcoll_mpi_half_vec;
 /* halfops.c: buf[i] /= divisor, for AVG after a SUM. */
 void dcoll_mpi_divide(void *buf, int64_t n, dcoll_dtype_t dt, int divisor);
 
+/* collectives.c: free the cached work handle (at stop). */
+void dcoll_mpi_work_cache_free(void);
+
 /* Turn an MPI error code into a dcoll status and message. */
 dcoll_status_t dcoll_mpi_error(int rc, const char *call);
 

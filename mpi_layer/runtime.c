@@ -99,6 +99,7 @@ dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
 
 dcoll_status_t dcoll_mpi_stop(struct dcoll_group *world)
 {
+    dcoll_mpi_work_cache_free();
     dcoll_mpi_comm_free(world->comm);
     world->comm = NULL;
     dcoll_mpi_types_free();
