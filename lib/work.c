@@ -134,7 +134,8 @@ dcoll_status_t dcoll_work_free(dcoll_work_t **work)
         return st;
     if (!w->done)
         st = complete(w, w->backend->work_wait(w));
-    free(w->errmsg);
+    if (w->errmsg)
+        free(w->errmsg);
     w->magic = DCOLL_DEAD_MAGIC;
     w->backend->work_release(w);
     *work = NULL;

@@ -354,7 +354,12 @@ static dcoll_status_t mpi_coll(struct dcoll_group *g,
         return st;
     }
     w->nreq = p.used;
-    plan_after(w, g, c);
+    if (c->op == DCOLL_AVG || c->kind == DCOLL_COLL_REDUCE_SCATTER) {
+        plan_after(w, g, c);
+    } else {
+        w->avg_buf = NULL;
+        w->move_bytes = 0;
+    }
     dcoll_work_init(&w->base, g, &dcoll_mpi_backend);
     w->base.is_recv = c->kind == DCOLL_COLL_RECV;
     *work = &w->base;
