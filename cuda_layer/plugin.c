@@ -62,12 +62,79 @@ static enum dcoll_mem_kind mem_kind(const void *p, int *device)
     }
 }
 
+/* The text of the last CUDA failure, for the core's message. Per thread,
+ * as the core's own last error is. */
+static _Thread_local char failure[256];
+
+static int failed(const char *call, cudaError_t e)
+{
+    snprintf(failure, sizeof(failure), "%s: %s", call, cudaGetErrorString(e));
+    return -1;
+}
+
+static const char *last_error(void)
+{
+    return failure;
+}
+
+static void *host_alloc(size_t bytes)
+{
+    void *p = NULL;
+    cudaError_t e = cudaMallocHost(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        failed("cudaMallocHost", e);
+        return NULL;
+    }
+    return p;
+}
+
+static void host_free(void *p)
+{
+    if (p)
+        cudaFreeHost(p);
+}
+
+/* Run on device, then put the caller's current device back: dcoll must
+ * not change what the program's next CUDA call does. */
+#define ON_DEVICE(device, call, what)                                        \
+    do {                                                                     \
+        int old_ = -1;                                                       \
+        cudaGetDevice(&old_);                                                \
+        if ((device) >= 0 && (device) != old_)                               \
+            cudaSetDevice(device);                                           \
+        cudaError_t e_ = (call);                                             \
+        if ((device) >= 0 && (device) != old_ && old_ >= 0)                  \
+            cudaSetDevice(old_);                                             \
+        if (e_ != cudaSuccess)                                               \
+            return failed(what, e_);                                         \
+        return 0;                                                            \
+    } while (0)
+
+static int copy(void *dst, const void *src, size_t bytes, int device,
+                void *stream)
+{
+    ON_DEVICE(device, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
+                                      (cudaStream_t)stream),
+              "cudaMemcpyAsync");
+}
+
+static int sync_stream(int device, void *stream)
+{
+    ON_DEVICE(device, cudaStreamSynchronize((cudaStream_t)stream),
+              "cudaStreamSynchronize");
+}
+
 static const struct dcoll_cuda_plugin table = {
     .abi = DCOLL_PLUGIN_ABI,
     .probe = probe,
     .versions = versions,
     .pci_bus_id = pci_bus_id,
     .mem_kind = mem_kind,
+    .host_alloc = host_alloc,
+    .host_free = host_free,
+    .copy = copy,
+    .sync = sync_stream,
+    .last_error = last_error,
 };
 
 __attribute__((visibility("default")))

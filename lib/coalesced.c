@@ -75,6 +75,12 @@ static dcoll_status_t check_list(const char *fn, const void *const *bufs,
             return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                                "%s: %s[%d] is NULL with count %lld", fn,
                                name, i, (long long)counts[i]);
+        /* Packing copies with memcpy: host memory only, for now. */
+        if (DCOLL_UNLIKELY(dcoll_on_device(bufs[i])))
+            return dcoll_error(DCOLL_ERR_UNSUPPORTED,
+                               "%s: %s[%d] is on the GPU; coalesced calls "
+                               "take host buffers in this build", fn, name,
+                               i);
         sum += counts[i];
     }
     *total = sum;

@@ -2,6 +2,7 @@
  * hand one descriptor to the group's backend. */
 #include <stdlib.h>
 #include "internal.h"
+#include "plugin.h"
 
 static const char *const kind_fn[DCOLL_COLL_KIND_COUNT_] = {
     [DCOLL_COLL_BROADCAST] = "dcoll_broadcast",
@@ -287,6 +288,20 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
         return st;
 
     int src = -1;
+    const struct dcoll_cuda_plugin *cu = dcoll_cuda();
+    if (DCOLL_UNLIKELY(cu != NULL) && c->kind != DCOLL_COLL_BARRIER) {
+        /* GPU buffers go through the staged path until NCCL serves them. */
+        int device;
+        if ((st = dcoll_route(cu, fn, c, &device)))
+            return st;
+        if (device >= 0) {
+            c->fn = fn;
+            st = dcoll_staged_run(g, c, device, work, &src);
+            if (!st && source && c->kind == DCOLL_COLL_RECV && !work)
+                *source = g->ranks ? g->ranks[src] : src;
+            return st;
+        }
+    }
     st = g->backend->coll(g, c, work, &src);
     if (!st && source && c->kind == DCOLL_COLL_RECV && !work)
         *source = g->ranks ? g->ranks[src] : src;

@@ -200,6 +200,7 @@ static void group_free(struct dcoll_group *g)
         g->next->prev = g->prev;
     dcoll_mpi_comm_free(g->comm);
     dcoll_group_stage_free(g);
+    dcoll_group_pinned_free(g);
     free(g->ranks);
     g->magic = DCOLL_DEAD_MAGIC;
     free(g);

@@ -99,6 +99,10 @@ struct dcoll_group {
     char *stage;
     size_t stage_bytes;
     bool stage_busy;
+    /* The same for device buffers staged through pinned host memory. */
+    char *pinned;
+    size_t pinned_bytes;
+    bool pinned_busy;
     struct dcoll_group *next, *prev; /* live user groups, for finalize */
 };
 
@@ -162,6 +166,18 @@ static inline dcoll_status_t dcoll_group_root(const struct dcoll_group *g,
 void dcoll_groups_free_all(void);
 /* Free a group's coalescing buffer (group destroy, finalize). */
 void dcoll_group_stage_free(struct dcoll_group *g);
+
+/* staged.c: GPU buffers. route: *device = the GPU that c's buffers are on,
+ * or -1 for host memory; mixed buffers are an error naming both. */
+struct dcoll_cuda_plugin;
+dcoll_status_t dcoll_route(const struct dcoll_cuda_plugin *cu, const char *fn,
+                           const struct dcoll_coll *c, int *device);
+bool dcoll_on_device(const void *p);
+/* Run c, whose buffers are on GPU device, through pinned host memory. */
+dcoll_status_t dcoll_staged_run(struct dcoll_group *g,
+                                const struct dcoll_coll *c, int device,
+                                struct dcoll_work **work, int *source);
+void dcoll_group_pinned_free(struct dcoll_group *g);
 
 /* collectives.c: validate c and run it on group (the public path). */
 dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,

@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include "dcoll/common.h"
 
-#define DCOLL_PLUGIN_ABI 1u
+#define DCOLL_PLUGIN_ABI 2u
 #define DCOLL_CUDA_PLUGIN_ENTRY "dcoll_cuda_plugin_v1"
 
 /* Where a buffer lives, as the CUDA driver sees it. */
@@ -32,6 +32,17 @@ struct dcoll_cuda_plugin {
     int (*pci_bus_id)(int i, char *busid, size_t len);
     /* Where p lives; *device gets the GPU for device and managed memory. */
     enum dcoll_mem_kind (*mem_kind)(const void *p, int *device);
+
+    /* Staging device buffers through host memory. Each returns 0 on
+     * success; on failure, last_error() says what CUDA reported. */
+    void *(*host_alloc)(size_t bytes);              /* pinned; NULL: none */
+    void (*host_free)(void *p);
+    /* bytes from src to dst (either side on the GPU device), ordered on
+     * stream (a cudaStream_t; NULL: the default stream). */
+    int (*copy)(void *dst, const void *src, size_t bytes, int device,
+                void *stream);
+    int (*sync)(int device, void *stream);          /* that stream only */
+    const char *(*last_error)(void);
 };
 
 typedef const struct dcoll_cuda_plugin *(*dcoll_cuda_plugin_fn)(void);

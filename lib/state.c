@@ -115,6 +115,7 @@ dcoll_status_t dcoll_finalize(void)
                            "wait for their work handles first", inflight);
     dcoll_groups_free_all();
     dcoll_group_stage_free(&dcoll_world);
+    dcoll_group_pinned_free(&dcoll_world);
     dcoll_plugins_unload();
     st = dcoll_mpi_stop(&dcoll_world);
     dcoll_world.magic = DCOLL_DEAD_MAGIC;

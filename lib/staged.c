@@ -1,0 +1,203 @@
+/* GPU buffers: where each buffer lives (asked of the CUDA plugin), and the
+ * staged path that serves device buffers through pinned host memory: copy
+ * in on the caller's stream, run the MPI collective on the host copies,
+ * copy out. It works for any placement of ranks on GPUs, shared ones
+ * included, and for every type and op. */
+#include <stdlib.h>
+#include "internal.h"
+#include "mpi_layer.h"
+#include "plugin.h"
+
+static const char *const kind_name[] = {
+    [DCOLL_MEM_HOST] = "host", [DCOLL_MEM_PINNED] = "pinned host",
+    [DCOLL_MEM_DEVICE] = "device", [DCOLL_MEM_MANAGED] = "managed",
+};
+
+dcoll_status_t dcoll_route(const struct dcoll_cuda_plugin *cu, const char *fn,
+                           const struct dcoll_coll *c, int *device)
+{
+    int sdev = -1, rdev = -1;
+    enum dcoll_mem_kind sk = DCOLL_MEM_HOST, rk = DCOLL_MEM_HOST;
+    *device = -1;
+    if (c->sendbuf)
+        sk = cu->mem_kind(c->sendbuf, &sdev);
+    if (c->recvbuf)
+        rk = cu->mem_kind(c->recvbuf, &rdev);
+    bool sd = sk == DCOLL_MEM_DEVICE, rd = rk == DCOLL_MEM_DEVICE;
+    if (c->sendbuf && c->recvbuf && sd != rd)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: sendbuf is %s memory%s but recvbuf is %s "
+                           "memory; both must be on the GPU or both on the "
+                           "host", fn, kind_name[sk], sd ? " (on the GPU)" : "",
+                           kind_name[rk]);
+    if (sd && rd && sdev != rdev)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: sendbuf is on GPU %d but recvbuf on GPU %d",
+                           fn, sdev, rdev);
+    if (sd || rd)
+        *device = sd ? sdev : rdev;
+    return DCOLL_SUCCESS;
+}
+
+bool dcoll_on_device(const void *p)
+{
+    const struct dcoll_cuda_plugin *cu = dcoll_cuda();
+    int dev;
+    return cu && p && cu->mem_kind(p, &dev) == DCOLL_MEM_DEVICE;
+}
+
+/* What this rank sends and receives, in bytes, for a kind. */
+static void extents(const struct dcoll_group *g, const struct dcoll_coll *c,
+                    size_t *in, size_t *out)
+{
+    size_t b = (size_t)c->count * dcoll_dtype_sizes[c->dtype];
+    size_t all = b * (size_t)g->size;
+    bool root = g->rank == c->root;
+    *in = *out = 0;
+    switch (c->kind) {
+    case DCOLL_COLL_BROADCAST: *in = root ? b : 0; *out = root ? 0 : b; break;
+    case DCOLL_COLL_ALL_REDUCE: *in = b; *out = b; break;
+    case DCOLL_COLL_REDUCE: *in = b; *out = root ? b : 0; break;
+    case DCOLL_COLL_ALL_GATHER: *in = b; *out = all; break;
+    case DCOLL_COLL_GATHER: *in = b; *out = root ? all : 0; break;
+    case DCOLL_COLL_SCATTER: *in = root ? all : 0; *out = b; break;
+    case DCOLL_COLL_REDUCE_SCATTER: *in = all; *out = b; break;
+    case DCOLL_COLL_ALL_TO_ALL: *in = all; *out = all; break;
+    case DCOLL_COLL_SEND: *in = b; break;
+    case DCOLL_COLL_RECV: *out = b; break;
+    default: break;
+    }
+}
+
+/* The copy-out half, run when the host collective is done. */
+struct staged {
+    const struct dcoll_cuda_plugin *cu;
+    struct dcoll_group *group;
+    char *block;            /* the pinned block; group->pinned or our own */
+    bool own;
+    char *dev_out;          /* device destination, NULL: nothing to copy */
+    const char *host_out;
+    size_t out_bytes;
+    int device;
+    void *stream;
+};
+
+static void staged_release(struct staged *s)
+{
+    if (s->own)
+        s->cu->host_free(s->block);
+    else
+        s->group->pinned_busy = false;
+    free(s);
+}
+
+static dcoll_status_t copy_out(struct staged *s, dcoll_status_t st)
+{
+    if (!st && s->out_bytes &&
+        (s->cu->copy(s->dev_out, s->host_out, s->out_bytes, s->device,
+                     s->stream) ||
+         s->cu->sync(s->device, s->stream)))
+        st = dcoll_error(DCOLL_ERR_INTERNAL, "copying the result back to "
+                         "GPU %d: %s", s->device, s->cu->last_error());
+    staged_release(s);
+    return st;
+}
+
+static dcoll_status_t finish_staged(struct dcoll_work *w, dcoll_status_t st)
+{
+    return copy_out(w->finish_data, st);
+}
+
+/* The group's pinned block if free (grown to fit), else one of our own. */
+static char *pinned_take(const struct dcoll_cuda_plugin *cu,
+                         struct dcoll_group *g, size_t bytes, bool *own)
+{
+    *own = g->pinned_busy;
+    if (*own)
+        return cu->host_alloc(bytes);
+    if (g->pinned_bytes < bytes) {
+        cu->host_free(g->pinned);
+        g->pinned = cu->host_alloc(bytes);
+        g->pinned_bytes = g->pinned ? bytes : 0;
+        if (!g->pinned)
+            return NULL;
+    }
+    g->pinned_busy = true;
+    return g->pinned;
+}
+
+void dcoll_group_pinned_free(struct dcoll_group *g)
+{
+    const struct dcoll_cuda_plugin *cu = dcoll_cuda();
+    if (cu && g->pinned)
+        cu->host_free(g->pinned);
+    g->pinned = NULL;
+    g->pinned_bytes = 0;
+    g->pinned_busy = false;
+}
+
+dcoll_status_t dcoll_staged_run(struct dcoll_group *g,
+                                const struct dcoll_coll *c, int device,
+                                struct dcoll_work **work, int *source)
+{
+    const struct dcoll_cuda_plugin *cu = dcoll_cuda();
+    const char *fn = c->fn ? c->fn : "dcoll";
+    void *stream = c->opts && (c->opts->mask & DCOLL_COLL_OPT_STREAM)
+                       ? c->opts->stream : NULL;
+    size_t in, out;
+    extents(g, c, &in, &out);
+    /* The device ranges; in place, one holds the other, and the host
+     * copy keeps the same layout. */
+    const char *dsend = in ? c->sendbuf : NULL;
+    char *drecv = out ? c->recvbuf : NULL;
+    if (c->kind == DCOLL_COLL_BROADCAST)
+        dsend = in ? c->recvbuf : NULL;
+    const char *lo = dsend, *hi_end = dsend ? dsend + in : NULL;
+    if (drecv && (!lo || drecv < lo))
+        lo = drecv;
+    if (drecv && (!hi_end || drecv + out > hi_end))
+        hi_end = drecv + out;
+    bool overlap = dsend && drecv && dsend < drecv + out && drecv < dsend + in;
+    size_t bytes = overlap ? (size_t)(hi_end - lo) : in + out;
+
+    struct staged *s = calloc(1, sizeof(*s));
+    bool own = false;
+    char *block = s ? pinned_take(cu, g, bytes ? bytes : 1, &own) : NULL;
+    if (!block) {
+        free(s);
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no pinned host memory "
+                           "for %zu bytes of staging: %s", fn, bytes,
+                           cu->last_error());
+    }
+    *s = (struct staged){cu, g, block, own, NULL, NULL, 0, device, stream};
+    char *hsend = dsend ? (overlap ? block + (dsend - lo) : block) : NULL;
+    char *hrecv = drecv ? (overlap ? block + (drecv - lo) : block + in)
+                        : NULL;
+    /* Copy in: everything the collective reads, ordered after the
+     * caller's earlier work on the stream. */
+    const char *from = overlap ? lo : dsend;
+    size_t in_bytes = overlap ? bytes : in;
+    if (from && in_bytes &&
+        (cu->copy(overlap ? block : hsend, from, in_bytes, device, stream) ||
+         cu->sync(device, stream))) {
+        staged_release(s);
+        return dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying the input off "
+                           "GPU %d: %s", fn, device, cu->last_error());
+    }
+    struct dcoll_coll h = *c;
+    if (c->kind == DCOLL_COLL_BROADCAST)
+        h.recvbuf = in ? hsend : hrecv;
+    else {
+        h.sendbuf = c->sendbuf ? (hsend ? hsend : block) : NULL;
+        h.recvbuf = c->recvbuf ? (hrecv ? hrecv : block) : NULL;
+    }
+    s->dev_out = drecv;
+    s->host_out = c->kind == DCOLL_COLL_BROADCAST ? h.recvbuf : hrecv;
+    s->out_bytes = out;
+    dcoll_status_t st = dcoll_mpi_backend.coll(g, &h, work, source);
+    if (st || !work)
+        return copy_out(s, st);
+    (*work)->finish = finish_staged;
+    (*work)->finish_data = s;
+    return DCOLL_SUCCESS;
+}

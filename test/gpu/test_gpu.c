@@ -1,0 +1,228 @@
+/* Collectives on GPU buffers (the gpu suite). Every rank uses GPU 0, so
+ * with more than one rank the ranks share it, as simulations often do.
+ * Results are checked on the host. Exits 77 where there is no GPU.
+ *   mpirun -n N test_gpu
+ * Built a second time with FAKE_DEVICE (test_staged, mpi suite): then the
+ * "GPU" is test/gpu/fake_plugin.c, whose device memory no one but the
+ * plugin can touch, to check the core's staging on any machine. */
+#include <stdlib.h>
+#ifdef FAKE_DEVICE
+#include <dlfcn.h>
+typedef void *cudaStream_t;
+static void *(*fake_alloc)(size_t);
+static void (*fake_copy)(void *, const void *, size_t);
+#define cudaSuccess 0
+#define cudaMemcpyHostToDevice 0
+#define cudaMemcpyDeviceToHost 0
+static int cudaGetDeviceCount(int *n)
+{
+    const char *path = getenv("DCOLL_CUDA_PLUGIN");
+    void *h = path ? dlopen(path, RTLD_NOW) : NULL;
+    *(void **)&fake_alloc = h ? dlsym(h, "fake_device_alloc") : NULL;
+    *(void **)&fake_copy = h ? dlsym(h, "fake_device_copy") : NULL;
+    *n = fake_alloc && fake_copy;
+    return 0;
+}
+static const char *cudaGetErrorString(int e) { (void)e; return "no fake plugin"; }
+static int cudaGetLastError(void) { return 0; }
+static void cudaSetDevice(int d) { (void)d; }
+static void cudaMalloc(void **p, size_t b) { *p = fake_alloc(b); }
+static void cudaFree(void *p) { (void)p; }
+static void cudaMemcpy(void *d, const void *s, size_t b, int k) { (void)k; fake_copy(d, s, b); }
+static void cudaStreamCreate(cudaStream_t *s) { *s = (void *)0x5; }
+static void cudaStreamDestroy(cudaStream_t s) { (void)s; }
+#else
+#include <cuda_runtime_api.h>
+#endif
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dcoll/dcoll.h"
+
+#define N 1000
+static int me, n, failures;
+
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            if (failures++ < 20) {                                           \
+                fprintf(stderr, "[rank %d] line %d: ", me, __LINE__);        \
+                fprintf(stderr, __VA_ARGS__);                                \
+                fprintf(stderr, "\n");                                       \
+            }                                                                \
+        }                                                                    \
+    } while (0)
+#define OK(call)                                                             \
+    do {                                                                     \
+        dcoll_status_t st_ = (call);                                         \
+        CHECK(st_ == DCOLL_SUCCESS, "%s: %s", #call, dcoll_last_error());    \
+    } while (0)
+
+static float val(int r, int i) { return (float)(r + 1 + i % 7); }
+
+/* A device buffer of m floats filled from f(rank, i), or zeros. */
+static float *dev(int m, int r, int fill)
+{
+    float *h = malloc(sizeof(float) * (size_t)m), *d = NULL;
+    for (int i = 0; i < m; i++)
+        h[i] = fill ? val(r, i) : 0;
+    cudaMalloc((void **)&d, sizeof(float) * (size_t)m);
+    cudaMemcpy(d, h, sizeof(float) * (size_t)m, cudaMemcpyHostToDevice);
+    free(h);
+    return d;
+}
+
+static float *host(const float *d, int m)
+{
+    float *h = malloc(sizeof(float) * (size_t)m);
+    cudaMemcpy(h, d, sizeof(float) * (size_t)m, cudaMemcpyDeviceToHost);
+    return h;
+}
+
+static float sum_at(int i)
+{
+    float s = 0;
+    for (int r = 0; r < n; r++)
+        s += val(r, i);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    int ngpu = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
+        if (me == 0)
+            printf("no GPU here (%s): skipping\n",
+                   cudaGetErrorString(cudaGetLastError()));
+        MPI_Finalize();
+        return 77;
+    }
+    cudaSetDevice(0);
+    OK(dcoll_init(NULL));
+    int avail;
+    const char *text = "";
+    dcoll_backend_status("nccl", &avail, &text);
+    if (me == 0)
+        printf("%d rank(s) on GPU 0; %s\n", n, text);
+
+    float *s = dev(N, me, 1), *r = dev(N * n, me, 0), *h;
+    /* all_reduce, out of place and in place */
+    OK(dcoll_all_reduce(NULL, s, r, N, DCOLL_FLOAT32, DCOLL_SUM, NULL, NULL));
+    h = host(r, N);
+    for (int i = 0; i < N; i++)
+        CHECK(h[i] == sum_at(i), "all_reduce[%d] = %g", i, h[i]);
+    free(h);
+    OK(dcoll_all_reduce(NULL, s, s, N, DCOLL_FLOAT32, DCOLL_MAX, NULL, NULL));
+    h = host(s, N);
+    for (int i = 0; i < N; i++)
+        CHECK(h[i] == val(n - 1, i), "all_reduce max in place[%d]", i);
+    free(h);
+    cudaFree(s);
+    s = dev(N, me, 1);
+
+    /* broadcast from the last rank */
+    float *b = dev(N, me, 1);
+    OK(dcoll_broadcast(NULL, b, N, DCOLL_FLOAT32, n - 1, NULL, NULL));
+    h = host(b, N);
+    for (int i = 0; i < N; i++)
+        CHECK(h[i] == val(n - 1, i), "broadcast[%d]", i);
+    free(h);
+
+    /* reduce to rank 0 */
+    OK(dcoll_reduce(NULL, s, me == 0 ? r : NULL, N, DCOLL_FLOAT32, DCOLL_SUM,
+                    0, NULL, NULL));
+    if (me == 0) {
+        h = host(r, N);
+        for (int i = 0; i < N; i++)
+            CHECK(h[i] == sum_at(i), "reduce[%d]", i);
+        free(h);
+    }
+
+    /* all_gather, gather, scatter, reduce_scatter, all_to_all */
+    OK(dcoll_all_gather(NULL, s, r, N, DCOLL_FLOAT32, NULL, NULL));
+    h = host(r, N * n);
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < N; i++)
+            CHECK(h[k * N + i] == val(k, i), "all_gather[%d][%d]", k, i);
+    free(h);
+    OK(dcoll_gather(NULL, s, me == 0 ? r : NULL, N, DCOLL_FLOAT32, 0, NULL,
+                    NULL));
+    if (me == 0) {
+        h = host(r, N * n);
+        for (int k = 0; k < n; k++)
+            CHECK(h[k * N + 5] == val(k, 5), "gather[%d]", k);
+        free(h);
+    }
+    float *big = dev(N * n, me, 1); /* block k holds val(me, k*N + i) */
+    float *one = dev(N, me, 0);
+    OK(dcoll_scatter(NULL, me == 0 ? big : NULL, one, N, DCOLL_FLOAT32, 0,
+                     NULL, NULL));
+    h = host(one, N);
+    for (int i = 0; i < N; i++)
+        CHECK(h[i] == val(0, me * N + i), "scatter[%d]", i);
+    free(h);
+    OK(dcoll_reduce_scatter(NULL, big, one, N, DCOLL_FLOAT32, DCOLL_SUM,
+                            NULL, NULL));
+    h = host(one, N);
+    for (int i = 0; i < N; i++)
+        CHECK(h[i] == sum_at(me * N + i), "reduce_scatter[%d]", i);
+    free(h);
+    OK(dcoll_all_to_all(NULL, big, r, N, DCOLL_FLOAT32, NULL, NULL));
+    h = host(r, N * n);
+    for (int k = 0; k < n; k++)
+        CHECK(h[k * N + 3] == val(k, me * N + 3), "all_to_all[%d]", k);
+    free(h);
+
+    /* A ring of isend/irecv, and async all_reduce on a named stream. */
+    dcoll_work_t *ws, *wr;
+    OK(dcoll_irecv(NULL, one, N, DCOLL_FLOAT32, (me + n - 1) % n, 3, NULL,
+                   &wr));
+    OK(dcoll_isend(NULL, s, N, DCOLL_FLOAT32, (me + 1) % n, 3, NULL, &ws));
+    OK(dcoll_work_wait(wr));
+    OK(dcoll_work_wait(ws));
+    dcoll_work_free(&wr);
+    dcoll_work_free(&ws);
+    h = host(one, N);
+    for (int i = 0; i < N; i++)
+        CHECK(h[i] == val((me + n - 1) % n, i), "ring[%d]", i);
+    free(h);
+    cudaStream_t stream;
+    cudaStreamCreate(&stream);
+    dcoll_coll_opts_t opts = DCOLL_COLL_OPTS_INIT;
+    opts.mask = DCOLL_COLL_OPT_STREAM;
+    opts.stream = stream;
+    dcoll_work_t *w;
+    OK(dcoll_all_reduce(NULL, s, r, N, DCOLL_FLOAT32, DCOLL_SUM, &opts, &w));
+    OK(dcoll_work_wait(w));
+    dcoll_work_free(&w);
+    h = host(r, N);
+    for (int i = 0; i < N; i++)
+        CHECK(h[i] == sum_at(i), "async all_reduce[%d]", i);
+    free(h);
+
+    /* Mixed host and device buffers are refused, naming both. */
+    float hbuf[N];
+    dcoll_status_t st = dcoll_all_reduce(NULL, s, hbuf, N, DCOLL_FLOAT32,
+                                         DCOLL_SUM, NULL, NULL);
+    CHECK(st == DCOLL_ERR_INVALID_ARGUMENT &&
+          strstr(dcoll_last_error(), "sendbuf is device memory"),
+          "mixed buffers: %s", dcoll_last_error());
+
+    cudaStreamDestroy(stream);
+    cudaFree(s);
+    cudaFree(r);
+    cudaFree(b);
+    cudaFree(big);
+    cudaFree(one);
+    OK(dcoll_finalize());
+    MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM,
+                  MPI_COMM_WORLD);
+    if (me == 0)
+        printf("gpu: %d rank(s), %d failure(s)\n", n, failures);
+    MPI_Finalize();
+    return failures != 0;
+}
