@@ -2,12 +2,18 @@
  * its own shared object (libdcoll_cuda.so) and loaded by lib/plugin.c, so
  * the core never links CUDA; on a machine without a GPU it loads, probes,
  * and reports why it has nothing to offer. */
+#include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <cuda_runtime_api.h>
+#ifdef DCOLL_HAVE_HWLOC
+#include <hwloc.h>
+#endif
 #ifdef DCOLL_HAVE_NCCL
 #include <nccl.h>
 #endif
 #include "plugin.h"
+#include "select.h"
 
 static void probe(int *ngpus, char *why, size_t whylen)
 {
@@ -124,6 +130,87 @@ static int sync_stream(int device, void *stream)
               "cudaStreamSynchronize");
 }
 
+/* Whether the program already has a CUDA context on this thread: then it
+ * chose its GPU, and dcoll keeps it. Asked of the driver, which cudart
+ * has loaded by now. */
+static int has_context(void)
+{
+    void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    int (*get)(void **) = NULL;
+    void *ctx = NULL;
+    if (drv)
+        *(void **)&get = dlsym(drv, "cuCtxGetCurrent");
+    int has = get && get(&ctx) == 0 && ctx != NULL;
+    if (drv)
+        dlclose(drv);
+    return has;
+}
+
+/* Each GPU's NUMA node and this process's, from hwloc; -1 unknown. */
+static int numa_nodes(int n, int *gpu_numa)
+{
+    int mine = -1;
+    for (int i = 0; i < n; i++)
+        gpu_numa[i] = -1;
+#ifdef DCOLL_HAVE_HWLOC
+    hwloc_topology_t topo;
+    if (hwloc_topology_init(&topo))
+        return -1;
+    hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (hwloc_topology_load(topo) == 0) {
+        for (int i = 0; i < n; i++) {
+            char bus[32];
+            hwloc_obj_t o, up;
+            if (cudaDeviceGetPCIBusId(bus, sizeof(bus), i) != cudaSuccess)
+                continue;
+            if ((o = hwloc_get_pcidev_by_busidstring(topo, bus)) &&
+                (up = hwloc_get_non_io_ancestor_obj(topo, o)) && up->nodeset)
+                gpu_numa[i] = hwloc_bitmap_first(up->nodeset);
+        }
+        hwloc_bitmap_t cpus = hwloc_bitmap_alloc();
+        hwloc_bitmap_t nodes = hwloc_bitmap_alloc();
+        if (hwloc_get_cpubind(topo, cpus, HWLOC_CPUBIND_PROCESS) == 0) {
+            hwloc_cpuset_to_nodeset(topo, cpus, nodes);
+            if (hwloc_bitmap_weight(nodes) == 1)
+                mine = hwloc_bitmap_first(nodes);
+        }
+        hwloc_bitmap_free(cpus);
+        hwloc_bitmap_free(nodes);
+    }
+    hwloc_topology_destroy(topo);
+#endif
+    return mine;
+}
+
+static int select_device(int local_rank, int *device, char *how, size_t len)
+{
+    int n = 0;
+    *device = -1;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+        snprintf(how, len, "no GPU");
+        return 0;
+    }
+    if (has_context()) {
+        cudaGetDevice(device);
+        snprintf(how, len, "GPU %d, the program's current device", *device);
+        return 0;
+    }
+    int *numa = malloc(sizeof(int) * (size_t)n);
+    if (!numa)
+        return failed("select_device", cudaErrorMemoryAllocation);
+    int mine = numa_nodes(n, numa);
+    *device = dcoll_choose_gpu(n, numa, mine, local_rank);
+    int near = *device >= 0 && mine >= 0 && numa[*device] == mine;
+    free(numa);
+    cudaError_t e = cudaSetDevice(*device);
+    if (e != cudaSuccess)
+        return failed("cudaSetDevice", e);
+    snprintf(how, len, "GPU %d, chosen for local rank %d (%s)", *device,
+             local_rank, near ? "on its NUMA node"
+                             : "no GPU known near its CPUs");
+    return 0;
+}
+
 static const struct dcoll_cuda_plugin table = {
     .abi = DCOLL_PLUGIN_ABI,
     .probe = probe,
@@ -135,6 +222,7 @@ static const struct dcoll_cuda_plugin table = {
     .copy = copy,
     .sync = sync_stream,
     .last_error = last_error,
+    .select_device = select_device,
 };
 
 __attribute__((visibility("default")))

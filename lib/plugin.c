@@ -14,7 +14,8 @@
 static void *handle;
 static const struct dcoll_cuda_plugin *plugin;
 static int ngpus;
-static char detail[512];
+static char detail[640];
+static int device = -1;
 
 static const char *self_dir(char *buf, size_t len)
 {
@@ -54,7 +55,7 @@ static bool try_load(const char *path, char *tried, size_t len)
     return true;
 }
 
-void dcoll_plugins_load(void)
+void dcoll_plugins_load(int local_rank)
 {
     char dir[4096], path[4200], tried[1024] = "";
     const char *env = getenv("DCOLL_CUDA_PLUGIN");
@@ -73,6 +74,7 @@ void dcoll_plugins_load(void)
 #endif
     }
     ngpus = 0;
+    device = -1;
     if (!ok) {
         snprintf(detail, sizeof(detail), "no CUDA plugin loaded (%s)",
                  tried[0] ? tried : "none found");
@@ -90,6 +92,14 @@ void dcoll_plugins_load(void)
                      rt % 1000 / 10, drv / 1000, drv % 1000 / 10,
                      nccl / 10000, nccl / 100 % 100, nccl % 100);
     if (ngpus > 0) {
+        char how[128] = "";
+        if (plugin->select_device(local_rank, &device, how, sizeof(how))) {
+            snprintf(how, sizeof(how), "choosing a GPU failed: %s",
+                     plugin->last_error());
+            device = -1;
+            ngpus = 0; /* nothing may route to a GPU we could not set */
+        }
+        n += snprintf(detail + n, sizeof(detail) - (size_t)n, "%s; ", how);
         n += snprintf(detail + n, sizeof(detail) - (size_t)n, "%d GPU(s):",
                       ngpus);
         for (int i = 0; i < ngpus && (size_t)n < sizeof(detail); i++) {
@@ -109,6 +119,18 @@ void dcoll_plugins_unload(void)
     plugin = NULL;
     handle = NULL;
     ngpus = 0;
+}
+
+dcoll_status_t dcoll_device(int *out)
+{
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    if (!out)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_device: device is NULL");
+    *out = device;
+    return DCOLL_SUCCESS;
 }
 
 const struct dcoll_cuda_plugin *dcoll_cuda(void)

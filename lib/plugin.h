@@ -10,7 +10,7 @@
 #include <stdint.h>
 #include "dcoll/common.h"
 
-#define DCOLL_PLUGIN_ABI 2u
+#define DCOLL_PLUGIN_ABI 3u
 #define DCOLL_CUDA_PLUGIN_ENTRY "dcoll_cuda_plugin_v1"
 
 /* Where a buffer lives, as the CUDA driver sees it. */
@@ -43,13 +43,17 @@ struct dcoll_cuda_plugin {
                 void *stream);
     int (*sync)(int device, void *stream);          /* that stream only */
     const char *(*last_error)(void);
+    /* This process's GPU: the current one if the program already made a
+     * CUDA context, else the one closest to its CPU binding, spread over
+     * the local ranks, which it makes current. how says which rule. */
+    int (*select_device)(int local_rank, int *device, char *how, size_t len);
 };
 
 typedef const struct dcoll_cuda_plugin *(*dcoll_cuda_plugin_fn)(void);
 
 /* plugin.c (core side): load at init, unload at finalize. Loading never
  * fails dcoll_init; it records what it found for dcoll_backend_status. */
-void dcoll_plugins_load(void);
+void dcoll_plugins_load(int local_rank);
 void dcoll_plugins_unload(void);
 /* The CUDA plugin if it loaded and sees at least one GPU, else NULL. */
 const struct dcoll_cuda_plugin *dcoll_cuda(void);

@@ -97,7 +97,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         dcoll_mpi_stop(&w);
         return st;
     }
-    dcoll_plugins_load();
+    dcoll_plugins_load(w.local_rank);
     dcoll_world = w;
     dcoll_state = DCOLL_STATE_READY;
     return DCOLL_SUCCESS;

@@ -66,6 +66,11 @@ int main(int argc, char **argv)
 
     /* Status queries: mpi is always there; bad names and NULLs refused. */
     dcoll_init(NULL);
+    int device = -2;
+    EXPECT(dcoll_device(&device) == DCOLL_SUCCESS && device == -1,
+           "no GPU, yet dcoll_device = %d", device);
+    EXPECT(dcoll_device(NULL) == DCOLL_ERR_INVALID_ARGUMENT &&
+           strstr(dcoll_last_error(), "device is NULL"), "dcoll_device(NULL)");
     EXPECT(dcoll_backend_status("MPI", &avail, NULL) == DCOLL_SUCCESS &&
            avail == 1, "mpi not available");
     EXPECT(dcoll_backend_status("gloo", &avail, &t) ==

@@ -42,10 +42,11 @@ static void pci_gpus(hwloc_topology_t topo)
 static void my_line(hwloc_topology_t topo, char *out, size_t len)
 {
     char host[64] = "?", cpus[128] = "?", nodes[64] = "?";
-    int rank = -1, local = -1, nlocal = -1;
+    int rank = -1, local = -1, nlocal = -1, gpu = -1;
     gethostname(host, sizeof(host));
     dcoll_group_rank(NULL, &rank);
     dcoll_local_rank(&local, &nlocal);
+    dcoll_device(&gpu);
     hwloc_bitmap_t set = hwloc_bitmap_alloc(), nset = hwloc_bitmap_alloc();
     if (hwloc_get_cpubind(topo, set, HWLOC_CPUBIND_PROCESS) == 0) {
         hwloc_bitmap_list_snprintf(cpus, sizeof(cpus), set);
@@ -54,8 +55,12 @@ static void my_line(hwloc_topology_t topo, char *out, size_t len)
     }
     hwloc_bitmap_free(set);
     hwloc_bitmap_free(nset);
+    char dev[16] = "none";
+    if (gpu >= 0)
+        snprintf(dev, sizeof(dev), "%d", gpu);
     snprintf(out, len, "rank %d: host %s, local rank %d of %d, bound to "
-             "PUs %s (NUMA %s)", rank, host, local, nlocal, cpus, nodes);
+             "PUs %s (NUMA %s), GPU %s", rank, host, local, nlocal, cpus,
+             nodes, dev);
 }
 
 int main(int argc, char **argv)

@@ -113,7 +113,7 @@ module dcoll
 
     public :: dcoll_status_string, dcoll_last_error, dcoll_version
     public :: dcoll_init, dcoll_finalize, dcoll_initialized, dcoll_dtype_size
-    public :: dcoll_local_rank, dcoll_backend_status
+    public :: dcoll_local_rank, dcoll_backend_status, dcoll_device
     public :: dcoll_group_world, dcoll_new_group, dcoll_group_destroy
     public :: dcoll_group_rank, dcoll_group_size, dcoll_group_global_rank
     public :: dcoll_group_group_rank, dcoll_group_backend
@@ -256,6 +256,12 @@ module dcoll
         character(kind=c_char), intent(in) :: name(*)
         integer(c_int), intent(out) :: available
         type(c_ptr), intent(out) :: text
+    end function
+
+    function c_device(device) bind(C, name='dcoll_device') result(st)
+        import
+        integer(c_int) :: st
+        integer(c_int), intent(out) :: device
     end function
 
     function c_dtype_size(dtype, size) bind(C, name='dcoll_dtype_size') &
@@ -743,6 +749,16 @@ contains
         st = c_backend_status(cname, a, p)
         available = a /= 0
         if (present(text)) text = f_string(p)
+    end function
+
+    ! The GPU this process uses, or -1 without one.
+    function dcoll_device(device) result(st)
+        integer, intent(out) :: device
+        integer :: st
+        integer(c_int) :: d
+        f_err_on = .false.
+        st = c_device(d)
+        if (st == DCOLL_SUCCESS) device = d
     end function
 
     function dcoll_dtype_size(dtype, size) result(st)

@@ -71,6 +71,13 @@ DCOLL_API dcoll_status_t dcoll_backend_status(const char *name,
                                               int *available,
                                               const char **text);
 
+/** The GPU this process uses, in *device, or -1 without one. dcoll_init
+ *  keeps the device of a CUDA context the program already made, and
+ *  otherwise picks the GPU closest to the process's CPU binding (hwloc),
+ *  spreading the ranks of a node over them, and makes it current.
+ *  dcoll_backend_status("nccl") says which rule applied. */
+DCOLL_API dcoll_status_t dcoll_device(int *device);
+
 /** *flag = 1 between a successful dcoll_init and dcoll_finalize, else 0. */
 DCOLL_API dcoll_status_t dcoll_initialized(int *flag);
 

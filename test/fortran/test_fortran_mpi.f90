@@ -5,7 +5,7 @@ program test_fortran_mpi
     use dcoll
     use fcheck
     implicit none
-    integer :: ierr, world, half, comm, gcomm, n, rank, lrank, lsize
+    integer :: ierr, world, half, comm, gcomm, n, rank, lrank, lsize, gpu
     logical :: flag
     integer :: x(3, 2)
     character(len=:), allocatable :: text
@@ -24,6 +24,8 @@ program test_fortran_mpi
     call ok(dcoll_group_comm(DCOLL_WORLD, gcomm), 'group_comm(integer)')
     call ok(dcoll_local_rank(lrank, lsize), 'local_rank')
     call expect(lrank == rank .and. lsize == n, 'local rank on one node')
+    call ok(dcoll_device(gpu), 'device')
+    call expect(gpu >= -1, 'dcoll_device')
     call ok(dcoll_backend_status('MPI', flag, text), 'backend_status')
     call expect(flag .and. index(text, 'MPI') > 0, 'mpi backend: ' // text)
     call MPI_Comm_size(gcomm, comm, ierr)

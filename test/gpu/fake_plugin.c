@@ -71,9 +71,17 @@ static int sync_stream(int device, void *stream)
 
 static const char *last_error(void) { return "fake plugin"; }
 
+static int select_device(int local_rank, int *device, char *how, size_t len)
+{
+    (void)local_rank;
+    *device = 0;
+    strncpy(how, "GPU 0, the fake one", len);
+    return 0;
+}
+
 static const struct dcoll_cuda_plugin table = {
     DCOLL_PLUGIN_ABI, probe, versions, pci_bus_id, mem_kind,
-    host_alloc, host_free, copy, sync_stream, last_error,
+    host_alloc, host_free, copy, sync_stream, last_error, select_device,
 };
 
 __attribute__((visibility("default")))

@@ -108,6 +108,9 @@ int main(int argc, char **argv)
     dcoll_backend_status("nccl", &avail, &text);
     if (me == 0)
         printf("%d rank(s) on GPU 0; %s\n", n, text);
+    int chosen = -2;
+    OK(dcoll_device(&chosen));
+    CHECK(chosen == 0, "dcoll_device = %d, want 0", chosen);
 
     float *s = dev(N, me, 1), *r = dev(N * n, me, 0), *h;
     /* all_reduce, out of place and in place */

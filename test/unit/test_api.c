@@ -79,6 +79,7 @@ static void before_init(void **state)
     REFUSED(dcoll_group_comm(NULL, &x));
     REFUSED(dcoll_local_rank(&x, &x));
     REFUSED(dcoll_backend_status("mpi", &x, NULL));
+    REFUSED(dcoll_device(&x));
     REFUSED(dcoll_broadcast(NULL, b, 1, DCOLL_INT8, 0, NULL, NULL));
     REFUSED(dcoll_all_reduce(NULL, b, b, 1, DCOLL_INT8, DCOLL_SUM, NULL,
                              NULL));
