@@ -12,6 +12,7 @@
 #ifdef DCOLL_HAVE_NCCL
 #include <nccl.h>
 #endif
+#include "nccl_plugin.h"
 #include "plugin.h"
 #include "select.h"
 
@@ -72,10 +73,15 @@ static enum dcoll_mem_kind mem_kind(const void *p, int *device)
  * as the core's own last error is. */
 static _Thread_local char failure[256];
 
+int dcoll_cuda_fail(const char *call, const char *why)
+{
+    snprintf(failure, sizeof(failure), "%s: %s", call, why);
+    return -1;
+}
+
 static int failed(const char *call, cudaError_t e)
 {
-    snprintf(failure, sizeof(failure), "%s: %s", call, cudaGetErrorString(e));
-    return -1;
+    return dcoll_cuda_fail(call, cudaGetErrorString(e));
 }
 
 static const char *last_error(void)
@@ -223,6 +229,19 @@ static const struct dcoll_cuda_plugin table = {
     .sync = sync_stream,
     .last_error = last_error,
     .select_device = select_device,
+#ifdef DCOLL_HAVE_NCCL
+    .nccl_bytes = sizeof(ncclUniqueId),
+    .device_uuid = dcoll_nccl_uuid,
+    .nccl_id = dcoll_nccl_id,
+    .nccl_comm = dcoll_nccl_comm,
+    .nccl_free = dcoll_nccl_free,
+    .nccl_coll = dcoll_nccl_coll,
+    .nccl_wait = dcoll_nccl_wait,
+    .event_record = dcoll_nccl_event_record,
+    .event_poll = dcoll_nccl_event_poll,
+    .event_wait = dcoll_nccl_event_wait,
+    .event_free = dcoll_nccl_event_free,
+#endif
 };
 
 __attribute__((visibility("default")))

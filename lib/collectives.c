@@ -290,13 +290,13 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
     int src = -1;
     const struct dcoll_cuda_plugin *cu = dcoll_cuda();
     if (DCOLL_UNLIKELY(cu != NULL) && c->kind != DCOLL_COLL_BARRIER) {
-        /* GPU buffers go through the staged path until NCCL serves them. */
+        /* GPU buffers: NCCL where the group can use it, else staged. */
         int device;
         if ((st = dcoll_route(cu, fn, c, &device)))
             return st;
         if (device >= 0) {
             c->fn = fn;
-            st = dcoll_staged_run(g, c, device, work, &src);
+            st = dcoll_gpu_run(g, c, device, work, &src);
             if (!st && source && c->kind == DCOLL_COLL_RECV && !work)
                 *source = g->ranks ? g->ranks[src] : src;
             return st;

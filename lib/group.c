@@ -198,6 +198,7 @@ static void group_free(struct dcoll_group *g)
         live_groups = g->next;
     if (g->next)
         g->next->prev = g->prev;
+    dcoll_group_nccl_free(g);
     dcoll_mpi_comm_free(g->comm);
     dcoll_group_stage_free(g);
     dcoll_group_pinned_free(g);

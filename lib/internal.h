@@ -103,6 +103,10 @@ struct dcoll_group {
     char *pinned;
     size_t pinned_bytes;
     bool pinned_busy;
+    /* The group's NCCL communicator (lib/nccl.c), made on first use. */
+    void *nccl;
+    int nccl_state;
+    int nccl_device;
     struct dcoll_group *next, *prev; /* live user groups, for finalize */
 };
 
@@ -178,6 +182,10 @@ dcoll_status_t dcoll_staged_run(struct dcoll_group *g,
                                 const struct dcoll_coll *c, int device,
                                 struct dcoll_work **work, int *source);
 void dcoll_group_pinned_free(struct dcoll_group *g);
+/* nccl.c: device buffers through NCCL where the group can, else staged. */
+dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,
+                             int device, struct dcoll_work **work, int *source);
+void dcoll_group_nccl_free(struct dcoll_group *g);
 
 /* collectives.c: validate c and run it on group (the public path). */
 dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,

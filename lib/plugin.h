@@ -10,7 +10,9 @@
 #include <stdint.h>
 #include "dcoll/common.h"
 
-#define DCOLL_PLUGIN_ABI 3u
+struct dcoll_coll;
+
+#define DCOLL_PLUGIN_ABI 4u
 #define DCOLL_CUDA_PLUGIN_ENTRY "dcoll_cuda_plugin_v1"
 
 /* Where a buffer lives, as the CUDA driver sees it. */
@@ -47,6 +49,27 @@ struct dcoll_cuda_plugin {
      * CUDA context, else the one closest to its CPU binding, spread over
      * the local ranks, which it makes current. how says which rule. */
     int (*select_device)(int local_rank, int *device, char *how, size_t len);
+
+    /* NCCL, where the plugin was built with it (nccl_bytes > 0). Waits
+     * poll the communicator's asynchronous error and give up after
+     * timeout seconds, aborting it: those return -2. */
+    size_t nccl_bytes;                               /* ncclUniqueId */
+    int (*device_uuid)(int device, unsigned char uuid[16]);
+    int (*nccl_id)(void *id);
+    int (*nccl_comm)(const void *id, int nranks, int rank, int device,
+                     double timeout, void **comm);
+    void (*nccl_free)(void *comm);
+    /* Enqueue c on stream (group ranks in c->root). Nothing is enqueued
+     * when it returns 1 (an op NCCL lacks: stage it) or 2 (a pattern
+     * NCCL cannot match: refuse it). */
+    int (*nccl_coll)(void *comm, const struct dcoll_coll *c, int rank,
+                     int size, void *stream, double timeout);
+    /* Until the work enqueued on stream so far is done. */
+    int (*nccl_wait)(void *comm, void *stream, double timeout);
+    int (*event_record)(void *comm, void *stream, void **event);
+    int (*event_poll)(void *comm, void *event, int *done);
+    int (*event_wait)(void *comm, void *event, double timeout);
+    void (*event_free)(void *event);
 };
 
 typedef const struct dcoll_cuda_plugin *(*dcoll_cuda_plugin_fn)(void);

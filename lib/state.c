@@ -114,6 +114,7 @@ dcoll_status_t dcoll_finalize(void)
                            "dcoll_finalize: %d operation(s) still in flight; "
                            "wait for their work handles first", inflight);
     dcoll_groups_free_all();
+    dcoll_group_nccl_free(&dcoll_world);
     dcoll_group_stage_free(&dcoll_world);
     dcoll_group_pinned_free(&dcoll_world);
     dcoll_plugins_unload();

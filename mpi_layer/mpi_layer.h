@@ -18,6 +18,14 @@ dcoll_status_t dcoll_mpi_order_world(struct dcoll_group *world, int rank,
                                      int world_size);
 /* Fill world->local_rank and local_size (collective over the world). */
 dcoll_status_t dcoll_mpi_local(struct dcoll_group *world);
+/* Byte exchanges over a group's communicator, for bootstrapping NCCL. */
+dcoll_status_t dcoll_mpi_bcast_bytes(struct dcoll_group *g, void *buf,
+                                     size_t len, int root);
+/* *ok = the minimum of every rank's *ok. */
+dcoll_status_t dcoll_mpi_agree(struct dcoll_group *g, int *ok);
+dcoll_status_t dcoll_mpi_allgather_bytes(struct dcoll_group *g,
+                                         const void *in, void *out,
+                                         size_t len);
 /* Free what start made; finalize MPI only if start initialised it. */
 dcoll_status_t dcoll_mpi_stop(struct dcoll_group *world);
 /* Collective over the world: members get a new communicator in *comm,

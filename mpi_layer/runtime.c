@@ -198,3 +198,29 @@ dcoll_status_t dcoll_mpi_local(struct dcoll_group *world)
     MPI_Comm_free(&node);
     return DCOLL_SUCCESS;
 }
+
+dcoll_status_t dcoll_mpi_bcast_bytes(struct dcoll_group *g, void *buf,
+                                     size_t len, int root)
+{
+    int rc = MPI_Bcast(buf, (int)len, MPI_BYTE, root, dcoll_mpi_comm_of(g));
+    return rc == MPI_SUCCESS ? DCOLL_SUCCESS
+                             : dcoll_mpi_error(rc, "MPI_Bcast (NCCL id)");
+}
+
+dcoll_status_t dcoll_mpi_allgather_bytes(struct dcoll_group *g,
+                                         const void *in, void *out,
+                                         size_t len)
+{
+    int rc = MPI_Allgather(in, (int)len, MPI_BYTE, out, (int)len, MPI_BYTE,
+                           dcoll_mpi_comm_of(g));
+    return rc == MPI_SUCCESS ? DCOLL_SUCCESS
+                             : dcoll_mpi_error(rc, "MPI_Allgather (GPU ids)");
+}
+
+dcoll_status_t dcoll_mpi_agree(struct dcoll_group *g, int *ok)
+{
+    int rc = MPI_Allreduce(MPI_IN_PLACE, ok, 1, MPI_INT, MPI_MIN,
+                           dcoll_mpi_comm_of(g));
+    return rc == MPI_SUCCESS ? DCOLL_SUCCESS
+                             : dcoll_mpi_error(rc, "MPI_Allreduce (agree)");
+}

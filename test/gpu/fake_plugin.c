@@ -79,9 +79,13 @@ static int select_device(int local_rank, int *device, char *how, size_t len)
     return 0;
 }
 
+/* No NCCL: every device call takes the staged path. */
 static const struct dcoll_cuda_plugin table = {
-    DCOLL_PLUGIN_ABI, probe, versions, pci_bus_id, mem_kind,
-    host_alloc, host_free, copy, sync_stream, last_error, select_device,
+    .abi = DCOLL_PLUGIN_ABI, .probe = probe, .versions = versions,
+    .pci_bus_id = pci_bus_id, .mem_kind = mem_kind,
+    .host_alloc = host_alloc, .host_free = host_free, .copy = copy,
+    .sync = sync_stream, .last_error = last_error,
+    .select_device = select_device,
 };
 
 __attribute__((visibility("default")))

@@ -1,0 +1,299 @@
+/* The plugin's NCCL half: communicators made nonblocking and watched, so
+ * that a dead peer ends in a timeout rather than a hang, and collectives
+ * enqueued on the caller's stream. */
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include "internal.h"
+#include "nccl_plugin.h"
+#include "plugin.h"
+
+struct comm {
+    ncclComm_t nc;
+    int device;
+};
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int nccl_failed(const char *call, ncclResult_t r)
+{
+    return dcoll_cuda_fail(call, ncclGetErrorString(r));
+}
+
+/* Wait for a nonblocking communicator to leave ncclInProgress. */
+static int settle(ncclComm_t nc, double timeout, const char *call)
+{
+    double end = now() + timeout;
+    ncclResult_t st;
+    for (;;) {
+        ncclResult_t r = ncclCommGetAsyncError(nc, &st);
+        if (r != ncclSuccess)
+            return nccl_failed("ncclCommGetAsyncError", r);
+        if (st != ncclInProgress)
+            break;
+        if (now() > end) {
+            ncclCommAbort(nc);
+            dcoll_cuda_fail(call, "timed out; the communicator was aborted");
+            return -2;
+        }
+        sched_yield();
+    }
+    return st == ncclSuccess ? 0 : nccl_failed(call, st);
+}
+
+int dcoll_nccl_uuid(int device, unsigned char uuid[16])
+{
+    struct cudaDeviceProp p;
+    cudaError_t e = cudaGetDeviceProperties(&p, device);
+    if (e != cudaSuccess)
+        return dcoll_cuda_fail("cudaGetDeviceProperties",
+                               cudaGetErrorString(e));
+    memcpy(uuid, p.uuid.bytes, 16);
+    return 0;
+}
+
+int dcoll_nccl_id(void *id)
+{
+    ncclUniqueId u;
+    ncclResult_t r = ncclGetUniqueId(&u);
+    if (r != ncclSuccess)
+        return nccl_failed("ncclGetUniqueId", r);
+    memcpy(id, &u, sizeof(u));
+    return 0;
+}
+
+int dcoll_nccl_comm(const void *id, int nranks, int rank, int device,
+                    double timeout, void **out)
+{
+    struct comm *c = calloc(1, sizeof(*c));
+    if (!c)
+        return dcoll_cuda_fail("dcoll_nccl_comm", "no memory");
+    int old = -1;
+    cudaGetDevice(&old);
+    cudaSetDevice(device);
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    ncclUniqueId u;
+    memcpy(&u, id, sizeof(u));
+    ncclResult_t r = ncclCommInitRankConfig(&c->nc, nranks, u, rank, &cfg);
+    int rc;
+    if (r != ncclSuccess && r != ncclInProgress) {
+        rc = nccl_failed("ncclCommInitRankConfig", r); /* nothing made */
+    } else {
+        rc = settle(c->nc, timeout, "ncclCommInitRankConfig");
+        if (rc == -1)
+            ncclCommAbort(c->nc); /* -2: settle aborted it already */
+    }
+    if (old >= 0 && old != device)
+        cudaSetDevice(old);
+    if (rc) {
+        free(c);
+        return rc;
+    }
+    c->device = device;
+    *out = c;
+    return 0;
+}
+
+void dcoll_nccl_free(void *comm)
+{
+    struct comm *c = comm;
+    if (!c)
+        return;
+    if (ncclCommFinalize(c->nc) == ncclSuccess &&
+        settle(c->nc, 60, "ncclCommFinalize") == 0)
+        ncclCommDestroy(c->nc);
+    else
+        ncclCommAbort(c->nc);
+    free(c);
+}
+
+static const ncclDataType_t types[DCOLL_DTYPE_COUNT_] = {
+    ncclInt8, ncclUint8, ncclInt32, ncclUint32, ncclInt64, ncclUint64,
+    ncclFloat16, ncclBfloat16, ncclFloat32, ncclFloat64,
+};
+
+static const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMin, ncclMax,
+                                  ncclAvg};
+
+/* The plugin does not link libdcoll: its own copy of the sizes. */
+static const size_t sizes[DCOLL_DTYPE_COUNT_] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
+
+/* Enqueue; a nonblocking communicator may answer ncclInProgress. */
+#define ENQ(call)                                                            \
+    do {                                                                     \
+        ncclResult_t r_ = (call);                                            \
+        if (r_ == ncclInProgress)                                            \
+            rc = settle(c->nc, timeout, #call);                              \
+        else if (r_ != ncclSuccess)                                          \
+            rc = nccl_failed(#call, r_);                                     \
+    } while (0)
+
+int dcoll_nccl_coll(void *comm, const struct dcoll_coll *k, int rank,
+                    int size, void *stream, double timeout)
+{
+    struct comm *c = comm;
+    cudaStream_t s = (cudaStream_t)stream;
+    ncclDataType_t t = types[k->dtype];
+    size_t n = (size_t)k->count;
+    size_t b = n * sizes[k->dtype];
+    const char *in = k->sendbuf;
+    char *out = k->recvbuf;
+    bool reduces = k->kind == DCOLL_COLL_ALL_REDUCE ||
+                   k->kind == DCOLL_COLL_REDUCE ||
+                   k->kind == DCOLL_COLL_REDUCE_SCATTER;
+    /* Ops NCCL lacks go back to the staged path: every rank of a
+     * collective names the same op, so all take the same path. A
+     * choice one rank makes alone (a receive from any source, an
+     * all_to_all in place) cannot: those are refused. */
+    if (reduces && (unsigned)k->op >= sizeof(ops) / sizeof(ops[0]))
+        return 1;
+    if ((k->kind == DCOLL_COLL_RECV && k->root == DCOLL_ANY_SOURCE) ||
+        (k->kind == DCOLL_COLL_ALL_TO_ALL && k->in_place))
+        return 2;
+    ncclRedOp_t op = reduces ? ops[k->op] : ncclSum;
+    int rc = 0, old = -1;
+    cudaGetDevice(&old);
+    if (old != c->device)
+        cudaSetDevice(c->device);
+    switch (k->kind) {
+    case DCOLL_COLL_BROADCAST:
+        ENQ(ncclBroadcast(out, out, n, t, k->root, c->nc, s));
+        break;
+    case DCOLL_COLL_ALL_REDUCE:
+        ENQ(ncclAllReduce(in, out, n, t, op, c->nc, s));
+        break;
+    case DCOLL_COLL_REDUCE:
+        ENQ(ncclReduce(in, out, n, t, op, k->root, c->nc, s));
+        break;
+    case DCOLL_COLL_ALL_GATHER:
+        ENQ(ncclAllGather(in, out, n, t, c->nc, s));
+        break;
+    case DCOLL_COLL_REDUCE_SCATTER:
+        ENQ(ncclReduceScatter(in, out, n, t, op, c->nc, s));
+        break;
+    case DCOLL_COLL_SEND:
+        ENQ(ncclSend(in, n, t, k->root, c->nc, s));
+        break;
+    case DCOLL_COLL_RECV:
+        ENQ(ncclRecv(out, n, t, k->root, c->nc, s));
+        break;
+    case DCOLL_COLL_ALL_TO_ALL:
+    case DCOLL_COLL_GATHER:
+    case DCOLL_COLL_SCATTER:
+        /* Point to point in one group; in place, the root's own block is
+         * already where it belongs. */
+        ENQ(ncclGroupStart());
+        for (int p = 0; p < size && !rc; p++) {
+            bool mine = p == rank;
+            if (k->kind == DCOLL_COLL_ALL_TO_ALL) {
+                ENQ(ncclSend(in + p * b, n, t, p, c->nc, s));
+                ENQ(ncclRecv(out + p * b, n, t, p, c->nc, s));
+            } else if (k->kind == DCOLL_COLL_GATHER) {
+                if (p == k->root && !(mine && k->in_place))
+                    ENQ(ncclSend(in, n, t, p, c->nc, s));
+                if (rank == k->root && !(mine && k->in_place))
+                    ENQ(ncclRecv(out + p * b, n, t, p, c->nc, s));
+            } else {
+                if (rank == k->root && !(mine && k->in_place))
+                    ENQ(ncclSend(in + p * b, n, t, p, c->nc, s));
+                if (p == k->root && !(mine && k->in_place))
+                    ENQ(ncclRecv(out, n, t, p, c->nc, s));
+            }
+        }
+        {
+            int rc2 = rc;
+            rc = 0;
+            ENQ(ncclGroupEnd());
+            if (rc2)
+                rc = rc2;
+        }
+        break;
+    default:
+        rc = 1;
+        break;
+    }
+    if (old >= 0 && old != c->device)
+        cudaSetDevice(old);
+    return rc;
+}
+
+int dcoll_nccl_event_record(void *comm, void *stream, void **event)
+{
+    struct comm *c = comm;
+    cudaEvent_t e;
+    int old = -1;
+    cudaGetDevice(&old);
+    if (old != c->device)
+        cudaSetDevice(c->device);
+    cudaError_t r = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+    if (r == cudaSuccess)
+        r = cudaEventRecord(e, (cudaStream_t)stream);
+    if (old >= 0 && old != c->device)
+        cudaSetDevice(old);
+    if (r != cudaSuccess)
+        return dcoll_cuda_fail("cudaEventRecord", cudaGetErrorString(r));
+    *event = e;
+    return 0;
+}
+
+int dcoll_nccl_event_poll(void *comm, void *event, int *done)
+{
+    struct comm *c = comm;
+    cudaError_t r = cudaEventQuery((cudaEvent_t)event);
+    *done = r == cudaSuccess;
+    if (r != cudaSuccess && r != cudaErrorNotReady)
+        return dcoll_cuda_fail("cudaEventQuery", cudaGetErrorString(r));
+    if (r == cudaErrorNotReady)
+        cudaGetLastError();
+    ncclResult_t st;
+    if (ncclCommGetAsyncError(c->nc, &st) == ncclSuccess &&
+        st != ncclSuccess && st != ncclInProgress) {
+        ncclCommAbort(c->nc);
+        return nccl_failed("NCCL (asynchronous error)", st);
+    }
+    return 0;
+}
+
+void dcoll_nccl_event_free(void *event)
+{
+    cudaEventDestroy((cudaEvent_t)event);
+}
+
+int dcoll_nccl_event_wait(void *comm, void *event, double timeout)
+{
+    int rc = 0, done = 0;
+    double end = now() + timeout;
+    while (!rc && !done) {
+        rc = dcoll_nccl_event_poll(comm, event, &done);
+        if (!rc && !done && now() > end) {
+            ncclCommAbort(((struct comm *)comm)->nc);
+            dcoll_cuda_fail("waiting for NCCL", "timed out; the "
+                            "communicator was aborted");
+            rc = -2;
+        }
+        if (!rc && !done)
+            sched_yield();
+    }
+    return rc;
+}
+
+int dcoll_nccl_wait(void *comm, void *stream, double timeout)
+{
+    void *ev;
+    int rc = dcoll_nccl_event_record(comm, stream, &ev);
+    if (rc)
+        return rc;
+    rc = dcoll_nccl_event_wait(comm, ev, timeout);
+    dcoll_nccl_event_free(ev);
+    return rc;
+}

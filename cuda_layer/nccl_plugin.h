@@ -1,0 +1,23 @@
+/* Inside the plugin: its NCCL half (nccl.c), and the failure text both
+ * halves set (plugin.c). */
+#ifndef DCOLL_CUDA_NCCL_PLUGIN_H
+#define DCOLL_CUDA_NCCL_PLUGIN_H
+
+struct dcoll_coll;
+
+int dcoll_cuda_fail(const char *call, const char *why);
+
+int dcoll_nccl_uuid(int device, unsigned char uuid[16]);
+int dcoll_nccl_id(void *id);
+int dcoll_nccl_comm(const void *id, int nranks, int rank, int device,
+                    double timeout, void **comm);
+void dcoll_nccl_free(void *comm);
+int dcoll_nccl_coll(void *comm, const struct dcoll_coll *c, int rank,
+                    int size, void *stream, double timeout);
+int dcoll_nccl_wait(void *comm, void *stream, double timeout);
+int dcoll_nccl_event_record(void *comm, void *stream, void **event);
+int dcoll_nccl_event_poll(void *comm, void *event, int *done);
+int dcoll_nccl_event_wait(void *comm, void *event, double timeout);
+void dcoll_nccl_event_free(void *event);
+
+#endif
