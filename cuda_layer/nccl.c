@@ -152,13 +152,16 @@ int dcoll_nccl_coll(void *comm, const struct dcoll_coll *k, int rank,
                    k->kind == DCOLL_COLL_REDUCE ||
                    k->kind == DCOLL_COLL_REDUCE_SCATTER;
     /* Ops NCCL lacks go back to the staged path: every rank of a
-     * collective names the same op, so all take the same path. A
-     * choice one rank makes alone (a receive from any source, an
-     * all_to_all in place) cannot: those are refused. */
+     * collective names the same op, so all take the same path. A choice
+     * one rank makes alone (an all_to_all in place) cannot: refused. */
     if (reduces && (unsigned)k->op >= sizeof(ops) / sizeof(ops[0]))
         return 1;
-    if ((k->kind == DCOLL_COLL_RECV && k->root == DCOLL_ANY_SOURCE) ||
-        (k->kind == DCOLL_COLL_ALL_TO_ALL && k->in_place))
+    /* Point to point too: an NCCL receive is a kernel that holds its
+     * stream until the message comes, so an irecv posted before an isend
+     * on two ranks would deadlock both. MPI matches them in any order. */
+    if (k->kind == DCOLL_COLL_SEND || k->kind == DCOLL_COLL_RECV)
+        return 1;
+    if (k->kind == DCOLL_COLL_ALL_TO_ALL && k->in_place)
         return 2;
     ncclRedOp_t op = reduces ? ops[k->op] : ncclSum;
     int rc = 0, old = -1;
@@ -180,12 +183,6 @@ int dcoll_nccl_coll(void *comm, const struct dcoll_coll *k, int rank,
         break;
     case DCOLL_COLL_REDUCE_SCATTER:
         ENQ(ncclReduceScatter(in, out, n, t, op, c->nc, s));
-        break;
-    case DCOLL_COLL_SEND:
-        ENQ(ncclSend(in, n, t, k->root, c->nc, s));
-        break;
-    case DCOLL_COLL_RECV:
-        ENQ(ncclRecv(out, n, t, k->root, c->nc, s));
         break;
     case DCOLL_COLL_ALL_TO_ALL:
     case DCOLL_COLL_GATHER:

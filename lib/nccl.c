@@ -140,18 +140,11 @@ dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,
         return dcoll_staged_run(g, c, device, work, source);
     if (rc == 2)
         return dcoll_error(DCOLL_ERR_UNSUPPORTED,
-                           "%s: %s on GPU buffers goes through NCCL, which "
-                           "cannot do it; %s", fn,
-                           c->kind == DCOLL_COLL_RECV
-                               ? "a receive from any source"
-                               : "an all_to_all in place",
-                           c->kind == DCOLL_COLL_RECV
-                               ? "name the source rank"
-                               : "give separate send and receive buffers");
+                           "%s: an all_to_all in place on GPU buffers goes "
+                           "through NCCL, which cannot do it; give separate "
+                           "send and receive buffers", fn);
     if (rc)
         return plugin_error(fn, rc);
-    if (source && c->kind == DCOLL_COLL_RECV)
-        *source = c->root;
     if (!work) {
         rc = p->nccl_wait(g->nccl, stream, GPU_TIMEOUT);
         return rc ? plugin_error(fn, rc) : DCOLL_SUCCESS;
@@ -166,8 +159,6 @@ dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,
         return plugin_error(fn, rc);
     }
     dcoll_work_init(&w->base, g, &nccl_backend);
-    w->base.is_recv = c->kind == DCOLL_COLL_RECV;
-    w->base.source = c->root;
     *work = &w->base;
     return DCOLL_SUCCESS;
 }
