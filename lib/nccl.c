@@ -123,7 +123,10 @@ dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,
     const struct dcoll_cuda_plugin *p = cu();
     const char *fn = c->fn ? c->fn : "dcoll";
     dcoll_status_t st;
-    if (!p->nccl_bytes || g->nccl_state == NCCL_SHARED)
+    /* Point to point never makes the communicator (that is collective
+     * over the group) and never uses it: see nccl_coll. */
+    if (!p->nccl_bytes || g->nccl_state == NCCL_SHARED ||
+        c->kind == DCOLL_COLL_SEND || c->kind == DCOLL_COLL_RECV)
         return dcoll_staged_run(g, c, device, work, source);
     if (g->nccl_state == NCCL_UNTRIED && (st = setup(g, device, fn)))
         return st;
