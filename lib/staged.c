@@ -136,6 +136,73 @@ void dcoll_group_pinned_free(struct dcoll_group *g)
     g->pinned_busy = false;
 }
 
+/* Elementwise calls big enough to split: in chunks, so that copying one
+ * chunk on the GPU overlaps the MPI transfer of the one before. */
+#define CHUNK ((size_t)1 << 20)
+
+static bool pipelined(const struct dcoll_coll *c, size_t bytes, bool async)
+{
+    return !async && bytes >= 2 * CHUNK &&
+           (c->kind == DCOLL_COLL_ALL_REDUCE || c->kind == DCOLL_COLL_REDUCE ||
+            c->kind == DCOLL_COLL_BROADCAST);
+}
+
+/* Blocking only. h holds the host copies (hsend, hrecv), dsend/drecv the
+ * device ranges (NULL where this rank has no input or output). */
+static dcoll_status_t run_chunks(struct dcoll_group *g, const struct dcoll_coll *h,
+                                 const char *dsend, char *dhost_in,
+                                 char *drecv, const char *hrecv_out,
+                                 struct staged *s, const char *fn)
+{
+    const struct dcoll_cuda_plugin *cu = s->cu;
+    size_t esz = dcoll_dtype_sizes[h->dtype];
+    int64_t per = (int64_t)(CHUNK / esz), n = h->count;
+    int64_t k = (n + per - 1) / per;
+    dcoll_status_t st = DCOLL_SUCCESS;
+    dcoll_work_t *w = NULL;
+#define SPAN(i) ((size_t)(i) * (size_t)per * esz)
+#define LEN(i) ((size_t)((i) + 1 < k ? per : n - (i) * per) * esz)
+    if (dsend && (cu->copy(dhost_in, dsend, LEN(0), s->device, s->stream) ||
+                  cu->sync(s->device, s->stream)))
+        return dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying the input off "
+                           "GPU %d: %s", fn, s->device, cu->last_error());
+    for (int64_t i = 0; i < k && !st; i++) {
+        struct dcoll_coll part = *h;
+        part.count = (int64_t)(LEN(i) / esz);
+        if (part.sendbuf)
+            part.sendbuf = (const char *)h->sendbuf + SPAN(i);
+        if (part.recvbuf)
+            part.recvbuf = (char *)h->recvbuf + SPAN(i);
+        if ((st = dcoll_mpi_backend.coll(g, &part, &w, NULL)))
+            break;
+        /* While MPI moves chunk i, the GPU copies chunk i+1 out. */
+        int bad = dsend && i + 1 < k &&
+                  cu->copy(dhost_in + SPAN(i + 1), dsend + SPAN(i + 1),
+                           LEN(i + 1), s->device, s->stream);
+        st = dcoll_work_wait(w);
+        dcoll_status_t fst = dcoll_work_free(&w);
+        if (!st)
+            st = fst;
+        if (!st && (bad || cu->sync(s->device, s->stream)))
+            st = dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying to or from "
+                             "GPU %d: %s", fn, s->device, cu->last_error());
+        /* Chunk i's result goes back while the next chunk is reduced. */
+        if (!st && drecv &&
+            cu->copy(drecv + SPAN(i), hrecv_out + SPAN(i), LEN(i), s->device,
+                     s->stream))
+            st = dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying the result "
+                             "back to GPU %d: %s", fn, s->device,
+                             cu->last_error());
+    }
+#undef SPAN
+#undef LEN
+    if (!st && cu->sync(s->device, s->stream))
+        st = dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying the result back "
+                         "to GPU %d: %s", fn, s->device, cu->last_error());
+    staged_release(s);
+    return st;
+}
+
 dcoll_status_t dcoll_staged_run(struct dcoll_group *g,
                                 const struct dcoll_coll *c, int device,
                                 struct dcoll_work **work, int *source)
@@ -173,6 +240,18 @@ dcoll_status_t dcoll_staged_run(struct dcoll_group *g,
     char *hsend = dsend ? (overlap ? block + (dsend - lo) : block) : NULL;
     char *hrecv = drecv ? (overlap ? block + (drecv - lo) : block + in)
                         : NULL;
+    if (pipelined(c, in > out ? in : out, work != NULL)) {
+        struct dcoll_coll h = *c;
+        if (c->kind == DCOLL_COLL_BROADCAST) {
+            h.recvbuf = in ? hsend : hrecv;
+        } else {
+            h.sendbuf = c->sendbuf ? hsend : NULL;
+            h.recvbuf = c->recvbuf ? (hrecv ? hrecv : block) : NULL;
+        }
+        return run_chunks(g, &h, dsend, hsend, drecv,
+                          c->kind == DCOLL_COLL_BROADCAST ? h.recvbuf : hrecv,
+                          s, fn);
+    }
     /* Copy in: everything the collective reads, ordered after the
      * caller's earlier work on the stream. */
     const char *from = overlap ? lo : dsend;

@@ -207,6 +207,44 @@ int main(int argc, char **argv)
         CHECK(h[i] == sum_at(i), "async all_reduce[%d]", i);
     free(h);
 
+    /* Big enough for the staged path's chunks (4 MiB; chunks of 1 MiB):
+     * out of place, in place, from a root and to a root. */
+    const int M = 1 << 20;
+    float *bs = dev(M, me, 1), *br = dev(M, me, 0);
+    OK(dcoll_all_reduce(NULL, bs, br, M, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                        NULL));
+    h = host(br, M);
+    for (int i = 0; i < M; i += 997)
+        CHECK(h[i] == sum_at(i), "big all_reduce[%d] = %g", i, h[i]);
+    CHECK(h[M - 1] == sum_at(M - 1), "big all_reduce, last");
+    free(h);
+    OK(dcoll_all_reduce(NULL, bs, bs, M, DCOLL_FLOAT32, DCOLL_MIN, NULL,
+                        NULL));
+    h = host(bs, M);
+    for (int i = 0; i < M; i += 991)
+        CHECK(h[i] == val(0, i), "big all_reduce min in place[%d]", i);
+    free(h);
+    cudaFree(bs);
+    bs = dev(M, me, 1);
+    OK(dcoll_broadcast(NULL, bs, M, DCOLL_FLOAT32, n - 1, NULL, NULL));
+    h = host(bs, M);
+    for (int i = 0; i < M; i += 983)
+        CHECK(h[i] == val(n - 1, i), "big broadcast[%d]", i);
+    CHECK(h[M - 1] == val(n - 1, M - 1), "big broadcast, last");
+    free(h);
+    cudaFree(bs);
+    bs = dev(M, me, 1);
+    OK(dcoll_reduce(NULL, bs, me == n - 1 ? br : NULL, M, DCOLL_FLOAT32,
+                    DCOLL_SUM, n - 1, NULL, NULL));
+    if (me == n - 1) {
+        h = host(br, M);
+        for (int i = 0; i < M; i += 977)
+            CHECK(h[i] == sum_at(i), "big reduce[%d]", i);
+        free(h);
+    }
+    cudaFree(bs);
+    cudaFree(br);
+
     /* Mixed host and device buffers are refused, naming both. */
     float hbuf[N];
     dcoll_status_t st = dcoll_all_reduce(NULL, s, hbuf, N, DCOLL_FLOAT32,
