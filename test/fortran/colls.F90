@@ -1,21 +1,23 @@
-! The collective tests, once per Fortran type and array rank.
+! The collective tests, once per Fortran type and array rank. The module
+! lines are written out (not made by the preprocessor) so that the build
+! sees which file provides which module.
 #define CONV(x) real(x, 4)
 #define TYPE real(4)
 #define DT DCOLL_REAL4
 
-#define MODNAME fcoll_r4_rank1
 #define DIMS :
 #define SHAPE2(n) n
+module fcoll_r4_rank1
 #include "body.inc"
-#undef MODNAME
+end module
 #undef DIMS
 #undef SHAPE2
 
-#define MODNAME fcoll_r4_rank2
 #define DIMS :,:
 #define SHAPE2(n) 2, (n) / 2
+module fcoll_r4_rank2
 #include "body.inc"
-#undef MODNAME
+end module
 #undef DIMS
 #undef SHAPE2
 
@@ -26,19 +28,19 @@
 #define TYPE real(8)
 #define DT DCOLL_REAL8
 
-#define MODNAME fcoll_r8_rank1
 #define DIMS :
 #define SHAPE2(n) n
+module fcoll_r8_rank1
 #include "body.inc"
-#undef MODNAME
+end module
 #undef DIMS
 #undef SHAPE2
 
-#define MODNAME fcoll_r8_rank2
 #define DIMS :,:
 #define SHAPE2(n) 2, (n) / 2
+module fcoll_r8_rank2
 #include "body.inc"
-#undef MODNAME
+end module
 #undef DIMS
 #undef SHAPE2
 
@@ -49,15 +51,16 @@
 #define TYPE integer
 #define DT DCOLL_INTEGER
 
-#define MODNAME fcoll_int_rank1
 #define DIMS :
 #define SHAPE2(n) n
+module fcoll_int_rank1
 #include "body.inc"
-#undef MODNAME
+end module
 #undef DIMS
 #undef SHAPE2
 
-#define MODNAME fcoll_int_rank2
 #define DIMS :,:
 #define SHAPE2(n) 2, (n) / 2
+module fcoll_int_rank2
 #include "body.inc"
+end module
