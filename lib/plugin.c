@@ -155,8 +155,8 @@ dcoll_status_t dcoll_backend_status(const char *name, int *available,
         return DCOLL_SUCCESS;
     }
     if (strcasecmp(name, "nccl") == 0) {
-        /* The plugin may see GPUs, but no collective goes to NCCL yet. */
-        *available = 0;
+        /* A plugin built with NCCL, and a GPU to run it on. */
+        *available = plugin && ngpus > 0 && plugin->nccl_bytes > 0;
         if (text)
             *text = detail;
         return DCOLL_SUCCESS;

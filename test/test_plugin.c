@@ -52,8 +52,9 @@ int main(int argc, char **argv)
                "plugin not reported: %s", t);
         EXPECT(strstr(t, "GPU(s):") || strstr(t, "no GPU: "),
                "GPUs not reported: %s", t);
-        /* No collective goes to NCCL until the NCCL path exists. */
-        EXPECT(avail == 0, "nccl available = %d", avail);
+        /* Available exactly when the plugin sees a GPU. */
+        EXPECT(avail == (strstr(t, "GPU(s):") != NULL),
+               "nccl available = %d: %s", avail, t);
     }
     t = nccl_text("/nonexistent/libdcoll_cuda.so", &avail);
     printf("missing: %s\n", t);
