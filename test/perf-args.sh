@@ -18,7 +18,7 @@ expect "bad value '0'" -R 0
 expect "bad value '12Q'" -e 12Q
 expect "never end" -b 1M -e 1K
 expect "never end" -b 1K -e 2K -f 1
-expect "no CUDA layer" -m cuda
+expect "GPU buffers are not measured yet" -m cuda
 expect "-m 'disk'" -m disk
 expect "unknown collective 'allreduce'" allreduce
 expect "'5' is not a world rank" -g 0,5
