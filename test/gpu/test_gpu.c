@@ -245,6 +245,23 @@ int main(int argc, char **argv)
     cudaFree(bs);
     cudaFree(br);
 
+    /* An op NCCL lacks (bitwise): the staged path, in an NCCL group too. */
+    int *xi = NULL, xh[64];
+    cudaMalloc((void **)&xi, sizeof(xh));
+    for (int i = 0; i < 64; i++)
+        xh[i] = (me + 1) << (i % 8);
+    cudaMemcpy(xi, xh, sizeof(xh), cudaMemcpyHostToDevice);
+    OK(dcoll_all_reduce(NULL, xi, xi, 64, DCOLL_INT32, DCOLL_BXOR, NULL,
+                        NULL));
+    cudaMemcpy(xh, xi, sizeof(xh), cudaMemcpyDeviceToHost);
+    for (int i = 0; i < 64; i++) {
+        int want = 0;
+        for (int r = 0; r < n; r++)
+            want ^= (r + 1) << (i % 8);
+        CHECK(xh[i] == want, "bxor[%d] = %d, want %d", i, xh[i], want);
+    }
+    cudaFree(xi);
+
     /* Mixed host and device buffers are refused, naming both. */
     float hbuf[N];
     dcoll_status_t st = dcoll_all_reduce(NULL, s, hbuf, N, DCOLL_FLOAT32,
