@@ -16,30 +16,9 @@ struct pack {
     int64_t *counts;
 };
 
-/* The group's stage if it is free (grown to fit), else a buffer of our
- * own. */
-static char *stage_take(struct dcoll_group *g, size_t bytes, bool *own)
-{
-    *own = g->stage_busy;
-    if (*own)
-        return malloc(bytes);
-    if (g->stage_bytes < bytes) {
-        free(g->stage);
-        g->stage = malloc(bytes);
-        g->stage_bytes = g->stage ? bytes : 0;
-        if (!g->stage)
-            return NULL;
-    }
-    g->stage_busy = true;
-    return g->stage;
-}
-
 static void pack_free(struct pack *p)
 {
-    if (p->own)
-        free(p->send);
-    else if (p->send)
-        p->group->stage_busy = false;
+    dcoll_kept_give(&p->group->stage, p->send, p->own, free);
     free(p->out);
     free(p);
 }
@@ -102,7 +81,8 @@ static struct pack *pack_new(const char *fn, struct dcoll_group *g,
     p->esz = esz;
     p->total = total;
     p->out = malloc((sizeof(void *) + sizeof(int64_t)) * (size_t)n + 1);
-    p->send = stage_take(g, bytes + bytes * size, &p->own);
+    p->send = dcoll_kept_take(&g->stage, bytes + bytes * size, &p->own,
+                              malloc, free);
     if (!p->out || !p->send)
         goto oom;
     p->recv = separate_recv ? p->send + bytes : p->send;

@@ -209,10 +209,7 @@ static void group_free(struct dcoll_group *g)
 
 void dcoll_group_stage_free(struct dcoll_group *g)
 {
-    free(g->stage);
-    g->stage = NULL;
-    g->stage_bytes = 0;
-    g->stage_busy = false;
+    dcoll_kept_free(&g->stage, free);
 }
 
 void dcoll_groups_free_all(void)

@@ -69,6 +69,24 @@ struct dcoll_coll {
 struct dcoll_group;
 struct dcoll_work;
 
+/* A buffer a group keeps between calls: fresh megabytes from an allocator
+ * arrive through mmap (or cudaMallocHost) and cost page faults or a
+ * driver call every time. One user at a time (an async call holds it
+ * until its work finishes); a call meanwhile gets a buffer of its own. */
+struct dcoll_kept {
+    char *buf;
+    size_t bytes;
+    bool busy;
+};
+
+/* kept.c. take: the kept buffer if free (grown to fit), else a fresh one,
+ * *own saying which; NULL when out of memory. give: the end of a take. */
+char *dcoll_kept_take(struct dcoll_kept *k, size_t bytes, bool *own,
+                      void *(*alloc)(size_t), void (*release)(void *));
+void dcoll_kept_give(struct dcoll_kept *k, char *buf, bool own,
+                     void (*release)(void *));
+void dcoll_kept_free(struct dcoll_kept *k, void (*release)(void *));
+
 /* A backend: one table of function pointers, the only door from lib/ into
  * mpi_layer/ or cuda_layer/. Backends never call the public API. */
 struct dcoll_backend {
@@ -92,17 +110,8 @@ struct dcoll_group {
     void *comm;            /* the backend's communicator */
     int inflight;          /* work handles not yet finished */
     int local_rank, local_size; /* the world only: this node's share */
-    /* Coalesced calls pack into this buffer, kept between calls: fresh
-     * megabytes from malloc arrive through mmap and page-fault every
-     * time. One user at a time (an async call holds it until its work
-     * finishes); a call meanwhile allocates its own. */
-    char *stage;
-    size_t stage_bytes;
-    bool stage_busy;
-    /* The same for device buffers staged through pinned host memory. */
-    char *pinned;
-    size_t pinned_bytes;
-    bool pinned_busy;
+    struct dcoll_kept stage;   /* coalesced packing, from malloc */
+    struct dcoll_kept pinned;  /* GPU staging, pinned by the CUDA plugin */
     /* The group's NCCL communicator (lib/nccl.c), made on first use. */
     void *nccl;
     int nccl_state;

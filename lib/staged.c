@@ -73,7 +73,7 @@ static void extents(const struct dcoll_group *g, const struct dcoll_coll *c,
 struct staged {
     const struct dcoll_cuda_plugin *cu;
     struct dcoll_group *group;
-    char *block;            /* the pinned block; group->pinned or our own */
+    char *block;            /* the pinned block; group->pinned's or our own */
     bool own;
     char *dev_out;          /* device destination, NULL: nothing to copy */
     const char *host_out;
@@ -84,10 +84,7 @@ struct staged {
 
 static void staged_release(struct staged *s)
 {
-    if (s->own)
-        s->cu->host_free(s->block);
-    else
-        s->group->pinned_busy = false;
+    dcoll_kept_give(&s->group->pinned, s->block, s->own, s->cu->host_free);
     free(s);
 }
 
@@ -108,32 +105,12 @@ static dcoll_status_t finish_staged(struct dcoll_work *w, dcoll_status_t st)
     return copy_out(w->finish_data, st);
 }
 
-/* The group's pinned block if free (grown to fit), else one of our own. */
-static char *pinned_take(const struct dcoll_cuda_plugin *cu,
-                         struct dcoll_group *g, size_t bytes, bool *own)
-{
-    *own = g->pinned_busy;
-    if (*own)
-        return cu->host_alloc(bytes);
-    if (g->pinned_bytes < bytes) {
-        cu->host_free(g->pinned);
-        g->pinned = cu->host_alloc(bytes);
-        g->pinned_bytes = g->pinned ? bytes : 0;
-        if (!g->pinned)
-            return NULL;
-    }
-    g->pinned_busy = true;
-    return g->pinned;
-}
-
 void dcoll_group_pinned_free(struct dcoll_group *g)
 {
+    /* Only made where the plugin sees a GPU; it is still loaded here. */
     const struct dcoll_cuda_plugin *cu = dcoll_cuda();
-    if (cu && g->pinned)
-        cu->host_free(g->pinned);
-    g->pinned = NULL;
-    g->pinned_bytes = 0;
-    g->pinned_busy = false;
+    if (cu)
+        dcoll_kept_free(&g->pinned, cu->host_free);
 }
 
 /* Elementwise calls big enough to split: in chunks, so that copying one
@@ -229,7 +206,9 @@ dcoll_status_t dcoll_staged_run(struct dcoll_group *g,
 
     struct staged *s = calloc(1, sizeof(*s));
     bool own = false;
-    char *block = s ? pinned_take(cu, g, bytes ? bytes : 1, &own) : NULL;
+    char *block = s ? dcoll_kept_take(&g->pinned, bytes ? bytes : 1, &own,
+                                      cu->host_alloc, cu->host_free)
+                    : NULL;
     if (!block) {
         free(s);
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no pinned host memory "
