@@ -287,22 +287,18 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
     if (DCOLL_UNLIKELY((st = check_layout(fn, g, c, (size_t)c->count * esz))))
         return st;
 
-    int src = -1;
+    int src = -1, device = -1;
     const struct dcoll_cuda_plugin *cu = dcoll_cuda();
-    if (DCOLL_UNLIKELY(cu != NULL) && c->kind != DCOLL_COLL_BARRIER) {
-        /* GPU buffers: NCCL where the group can use it, else staged. */
-        int device;
-        if ((st = dcoll_route(cu, fn, c, &device)))
-            return st;
-        if (device >= 0) {
-            c->fn = fn;
-            st = dcoll_gpu_run(g, c, device, work, &src);
-            if (!st && source && c->kind == DCOLL_COLL_RECV && !work)
-                *source = g->ranks ? g->ranks[src] : src;
-            return st;
-        }
+    /* GPU buffers: NCCL where the group can use it, else staged. */
+    if (DCOLL_UNLIKELY(cu != NULL) && c->kind != DCOLL_COLL_BARRIER &&
+        (st = dcoll_route(cu, fn, c, &device)))
+        return st;
+    if (DCOLL_UNLIKELY(device >= 0)) {
+        c->fn = fn;
+        st = dcoll_gpu_run(g, c, device, work, &src);
+    } else {
+        st = g->backend->coll(g, c, work, &src);
     }
-    st = g->backend->coll(g, c, work, &src);
     if (!st && source && c->kind == DCOLL_COLL_RECV && !work)
         *source = g->ranks ? g->ranks[src] : src;
     return st;

@@ -16,6 +16,7 @@ static const struct dcoll_cuda_plugin *plugin;
 static int ngpus;
 static char detail[640];
 static int device = -1;
+const struct dcoll_cuda_plugin *dcoll_gpu_plugin;
 
 static const char *self_dir(char *buf, size_t len)
 {
@@ -75,6 +76,7 @@ void dcoll_plugins_load(int local_rank)
     }
     ngpus = 0;
     device = -1;
+    dcoll_gpu_plugin = NULL;
     if (!ok) {
         snprintf(detail, sizeof(detail), "no CUDA plugin loaded (%s)",
                  tried[0] ? tried : "none found");
@@ -108,6 +110,8 @@ void dcoll_plugins_load(int local_rank)
             n += snprintf(detail + n, sizeof(detail) - (size_t)n, " %d=%s",
                           i, bus);
         }
+        if (ngpus > 0)
+            dcoll_gpu_plugin = plugin;
     } else
         snprintf(detail + n, sizeof(detail) - (size_t)n, "no GPU: %s", why);
 }
@@ -117,6 +121,7 @@ void dcoll_plugins_unload(void)
     /* The CUDA runtime registers exit handlers; unloading it under them
      * is not safe, so the object stays mapped until the process ends. */
     plugin = NULL;
+    dcoll_gpu_plugin = NULL;
     handle = NULL;
     ngpus = 0;
 }
@@ -133,10 +138,6 @@ dcoll_status_t dcoll_device(int *out)
     return DCOLL_SUCCESS;
 }
 
-const struct dcoll_cuda_plugin *dcoll_cuda(void)
-{
-    return plugin && ngpus > 0 ? plugin : NULL;
-}
 
 dcoll_status_t dcoll_backend_status(const char *name, int *available,
                                     const char **text)
@@ -156,7 +157,7 @@ dcoll_status_t dcoll_backend_status(const char *name, int *available,
     }
     if (strcasecmp(name, "nccl") == 0) {
         /* A plugin built with NCCL, and a GPU to run it on. */
-        *available = plugin && ngpus > 0 && plugin->nccl_bytes > 0;
+        *available = dcoll_gpu_plugin && dcoll_gpu_plugin->nccl_bytes > 0;
         if (text)
             *text = detail;
         return DCOLL_SUCCESS;

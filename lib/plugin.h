@@ -78,7 +78,12 @@ typedef const struct dcoll_cuda_plugin *(*dcoll_cuda_plugin_fn)(void);
  * fails dcoll_init; it records what it found for dcoll_backend_status. */
 void dcoll_plugins_load(int local_rank);
 void dcoll_plugins_unload(void);
-/* The CUDA plugin if it loaded and sees at least one GPU, else NULL. */
-const struct dcoll_cuda_plugin *dcoll_cuda(void);
+/* The CUDA plugin if it loaded and sees at least one GPU, else NULL.
+ * Read on every collective: a variable, not a call. */
+extern const struct dcoll_cuda_plugin *dcoll_gpu_plugin;
+static inline const struct dcoll_cuda_plugin *dcoll_cuda(void)
+{
+    return dcoll_gpu_plugin;
+}
 
 #endif
