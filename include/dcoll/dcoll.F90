@@ -964,14 +964,8 @@ contains
         integer, intent(in) :: root
         type(dcoll_coll_opts), intent(in), optional :: opts
         type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: p_buf
-        f_err_on = .false.
-        if (.not. addr(buf, 'dcoll_broadcast', 'buf', p_buf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_broadcast(group%ptr, p_buf, int(count, c_int64_t), &
-                int(dtype, c_int), int(root, c_int), opts, work)
+        st = broadcast_i8(group, buf, int(count, c_int64_t), dtype, root, &
+                opts, work)
     end function
 
     function broadcast_i8(group, buf, count, dtype, root, opts, &
@@ -1005,19 +999,8 @@ contains
         integer, intent(in) :: op
         type(dcoll_coll_opts), intent(in), optional :: opts
         type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: p_sendbuf, p_recvbuf
-        f_err_on = .false.
-        if (.not. addr(sendbuf, 'dcoll_all_reduce', 'sendbuf', p_sendbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        if (.not. addr(recvbuf, 'dcoll_all_reduce', 'recvbuf', p_recvbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_all_reduce(group%ptr, p_sendbuf, p_recvbuf, &
-                int(count, c_int64_t), int(dtype, c_int), int(op, c_int), &
-                opts, work)
+        st = all_reduce_i8(group, sendbuf, recvbuf, int(count, c_int64_t), &
+                dtype, op, opts, work)
     end function
 
     function all_reduce_i8(group, sendbuf, recvbuf, count, dtype, op, opts, &
@@ -1058,22 +1041,8 @@ contains
         integer, intent(in) :: root
         type(dcoll_coll_opts), intent(in), optional :: opts
         type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: p_sendbuf, p_recvbuf
-        f_err_on = .false.
-        if (.not. addr(sendbuf, 'dcoll_reduce', 'sendbuf', p_sendbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        p_recvbuf = c_null_ptr
-        if (present(recvbuf)) then
-            if (.not. addr(recvbuf, 'dcoll_reduce', 'recvbuf', p_recvbuf)) then
-                st = DCOLL_ERR_INVALID_ARGUMENT
-                return
-            end if
-        end if
-        st = c_reduce(group%ptr, p_sendbuf, p_recvbuf, &
-                int(count, c_int64_t), int(dtype, c_int), int(op, c_int), &
-                int(root, c_int), opts, work)
+        st = reduce_i8(group, sendbuf, recvbuf, int(count, c_int64_t), &
+                dtype, op, root, opts, work)
     end function
 
     function reduce_i8(group, sendbuf, recvbuf, count, dtype, op, root, &
@@ -1116,18 +1085,8 @@ contains
         integer, intent(in) :: dtype
         type(dcoll_coll_opts), intent(in), optional :: opts
         type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: p_sendbuf, p_recvbuf
-        f_err_on = .false.
-        if (.not. addr(sendbuf, 'dcoll_all_gather', 'sendbuf', p_sendbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        if (.not. addr(recvbuf, 'dcoll_all_gather', 'recvbuf', p_recvbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_all_gather(group%ptr, p_sendbuf, p_recvbuf, &
-                int(count, c_int64_t), int(dtype, c_int), opts, work)
+        st = all_gather_i8(group, sendbuf, recvbuf, int(count, c_int64_t), &
+                dtype, opts, work)
     end function
 
     function all_gather_i8(group, sendbuf, recvbuf, count, dtype, opts, &
@@ -1165,22 +1124,8 @@ contains
         integer, intent(in) :: root
         type(dcoll_coll_opts), intent(in), optional :: opts
         type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: p_sendbuf, p_recvbuf
-        f_err_on = .false.
-        if (.not. addr(sendbuf, 'dcoll_gather', 'sendbuf', p_sendbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        p_recvbuf = c_null_ptr
-        if (present(recvbuf)) then
-            if (.not. addr(recvbuf, 'dcoll_gather', 'recvbuf', p_recvbuf)) then
-                st = DCOLL_ERR_INVALID_ARGUMENT
-                return
-            end if
-        end if
-        st = c_gather(group%ptr, p_sendbuf, p_recvbuf, &
-                int(count, c_int64_t), int(dtype, c_int), int(root, c_int), &
-                opts, work)
+        st = gather_i8(group, sendbuf, recvbuf, int(count, c_int64_t), &
+                dtype, root, opts, work)
     end function
 
     function gather_i8(group, sendbuf, recvbuf, count, dtype, root, opts, &
@@ -1223,22 +1168,8 @@ contains
         integer, intent(in) :: root
         type(dcoll_coll_opts), intent(in), optional :: opts
         type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: p_sendbuf, p_recvbuf
-        f_err_on = .false.
-        p_sendbuf = c_null_ptr
-        if (present(sendbuf)) then
-            if (.not. addr(sendbuf, 'dcoll_scatter', 'sendbuf', p_sendbuf)) then
-                st = DCOLL_ERR_INVALID_ARGUMENT
-                return
-            end if
-        end if
-        if (.not. addr(recvbuf, 'dcoll_scatter', 'recvbuf', p_recvbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_scatter(group%ptr, p_sendbuf, p_recvbuf, &
-                int(count, c_int64_t), int(dtype, c_int), int(root, c_int), &
-                opts, work)
+        st = scatter_i8(group, sendbuf, recvbuf, int(count, c_int64_t), &
+                dtype, root, opts, work)
     end function
 
     function scatter_i8(group, sendbuf, recvbuf, count, dtype, root, opts, &
@@ -1281,19 +1212,8 @@ contains
         integer, intent(in) :: op
         type(dcoll_coll_opts), intent(in), optional :: opts
         type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: p_sendbuf, p_recvbuf
-        f_err_on = .false.
-        if (.not. addr(sendbuf, 'dcoll_reduce_scatter', 'sendbuf', p_sendbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        if (.not. addr(recvbuf, 'dcoll_reduce_scatter', 'recvbuf', p_recvbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_reduce_scatter(group%ptr, p_sendbuf, p_recvbuf, &
-                int(count, c_int64_t), int(dtype, c_int), int(op, c_int), &
-                opts, work)
+        st = reduce_scatter_i8(group, sendbuf, recvbuf, &
+                int(count, c_int64_t), dtype, op, opts, work)
     end function
 
     function reduce_scatter_i8(group, sendbuf, recvbuf, count, dtype, op, &
@@ -1332,18 +1252,8 @@ contains
         integer, intent(in) :: dtype
         type(dcoll_coll_opts), intent(in), optional :: opts
         type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: p_sendbuf, p_recvbuf
-        f_err_on = .false.
-        if (.not. addr(sendbuf, 'dcoll_all_to_all', 'sendbuf', p_sendbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        if (.not. addr(recvbuf, 'dcoll_all_to_all', 'recvbuf', p_recvbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_all_to_all(group%ptr, p_sendbuf, p_recvbuf, &
-                int(count, c_int64_t), int(dtype, c_int), opts, work)
+        st = all_to_all_i8(group, sendbuf, recvbuf, int(count, c_int64_t), &
+                dtype, opts, work)
     end function
 
     function all_to_all_i8(group, sendbuf, recvbuf, count, dtype, opts, &
@@ -1380,15 +1290,8 @@ contains
         integer, intent(in) :: tag
         type(dcoll_coll_opts), intent(in), optional :: opts
         type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: p_buf
-        f_err_on = .false.
-        if (.not. addr(buf, 'dcoll_send', 'buf', p_buf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_send(group%ptr, p_buf, int(count, c_int64_t), &
-                int(dtype, c_int), int(dst, c_int), int(tag, c_int), opts, &
-                work)
+        st = send_i8(group, buf, int(count, c_int64_t), dtype, dst, tag, &
+                opts, work)
     end function
 
     function send_i8(group, buf, count, dtype, dst, tag, opts, work) result(st)
@@ -1424,23 +1327,8 @@ contains
         type(dcoll_coll_opts), intent(in), optional :: opts
         type(dcoll_work), intent(out), optional :: work
         integer, intent(out), optional :: source
-        type(c_ptr) :: p_buf
-        integer(c_int) :: src_c
-        f_err_on = .false.
-        if (.not. addr(buf, 'dcoll_recv', 'buf', p_buf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        if (present(source)) then
-            st = c_recv(group%ptr, p_buf, int(count, c_int64_t), &
-                    int(dtype, c_int), int(src, c_int), int(tag, c_int), &
-                    opts, work, src_c)
-            source = int(src_c)
-        else
-            st = c_recv(group%ptr, p_buf, int(count, c_int64_t), &
-                    int(dtype, c_int), int(src, c_int), int(tag, c_int), &
-                    opts, work)
-        end if
+        st = recv_i8(group, buf, int(count, c_int64_t), dtype, src, tag, &
+                opts, work, source)
     end function
 
     function recv_i8(group, buf, count, dtype, src, tag, opts, work, &
@@ -1485,15 +1373,8 @@ contains
         integer, intent(in) :: tag
         type(dcoll_coll_opts), intent(in), optional :: opts
         type(dcoll_work), intent(out) :: work
-        type(c_ptr) :: p_buf
-        f_err_on = .false.
-        if (.not. addr(buf, 'dcoll_isend', 'buf', p_buf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_isend(group%ptr, p_buf, int(count, c_int64_t), &
-                int(dtype, c_int), int(dst, c_int), int(tag, c_int), opts, &
-                work)
+        st = isend_i8(group, buf, int(count, c_int64_t), dtype, dst, tag, &
+                opts, work)
     end function
 
     function isend_i8(group, buf, count, dtype, dst, tag, opts, &
@@ -1529,15 +1410,8 @@ contains
         integer, intent(in) :: tag
         type(dcoll_coll_opts), intent(in), optional :: opts
         type(dcoll_work), intent(out) :: work
-        type(c_ptr) :: p_buf
-        f_err_on = .false.
-        if (.not. addr(buf, 'dcoll_irecv', 'buf', p_buf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_irecv(group%ptr, p_buf, int(count, c_int64_t), &
-                int(dtype, c_int), int(src, c_int), int(tag, c_int), opts, &
-                work)
+        st = irecv_i8(group, buf, int(count, c_int64_t), dtype, src, tag, &
+                opts, work)
     end function
 
     function irecv_i8(group, buf, count, dtype, src, tag, opts, &
