@@ -77,9 +77,7 @@ int dcoll_nccl_comm(const void *id, int nranks, int rank, int device,
     struct comm *c = calloc(1, sizeof(*c));
     if (!c)
         return dcoll_cuda_fail("dcoll_nccl_comm", "no memory");
-    int old = -1;
-    cudaGetDevice(&old);
-    cudaSetDevice(device);
+    int old = dcoll_cuda_enter(device);
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
     cfg.blocking = 0;
     ncclUniqueId u;
@@ -93,8 +91,7 @@ int dcoll_nccl_comm(const void *id, int nranks, int rank, int device,
         if (rc == -1)
             ncclCommAbort(c->nc); /* -2: settle aborted it already */
     }
-    if (old >= 0 && old != device)
-        cudaSetDevice(old);
+    dcoll_cuda_leave(old, device);
     if (rc) {
         free(c);
         return rc;
@@ -164,10 +161,7 @@ int dcoll_nccl_coll(void *comm, const struct dcoll_coll *k, int rank,
     if (k->kind == DCOLL_COLL_ALL_TO_ALL && k->in_place)
         return 2;
     ncclRedOp_t op = reduces ? ops[k->op] : ncclSum;
-    int rc = 0, old = -1;
-    cudaGetDevice(&old);
-    if (old != c->device)
-        cudaSetDevice(c->device);
+    int rc = 0, old = dcoll_cuda_enter(c->device);
     switch (k->kind) {
     case DCOLL_COLL_BROADCAST:
         ENQ(ncclBroadcast(out, out, n, t, k->root, c->nc, s));
@@ -219,8 +213,7 @@ int dcoll_nccl_coll(void *comm, const struct dcoll_coll *k, int rank,
         rc = 1;
         break;
     }
-    if (old >= 0 && old != c->device)
-        cudaSetDevice(old);
+    dcoll_cuda_leave(old, c->device);
     return rc;
 }
 
@@ -228,15 +221,11 @@ int dcoll_nccl_event_record(void *comm, void *stream, void **event)
 {
     struct comm *c = comm;
     cudaEvent_t e;
-    int old = -1;
-    cudaGetDevice(&old);
-    if (old != c->device)
-        cudaSetDevice(c->device);
+    int old = dcoll_cuda_enter(c->device);
     cudaError_t r = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
     if (r == cudaSuccess)
         r = cudaEventRecord(e, (cudaStream_t)stream);
-    if (old >= 0 && old != c->device)
-        cudaSetDevice(old);
+    dcoll_cuda_leave(old, c->device);
     if (r != cudaSuccess)
         return dcoll_cuda_fail("cudaEventRecord", cudaGetErrorString(r));
     *event = e;

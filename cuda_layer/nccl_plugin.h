@@ -7,6 +7,12 @@ struct dcoll_coll;
 
 int dcoll_cuda_fail(const char *call, const char *why);
 
+/* Make device current for a call and put the caller's back after: dcoll
+ * must not change what the program's next CUDA call does. enter returns
+ * what leave needs. */
+int dcoll_cuda_enter(int device);
+void dcoll_cuda_leave(int old, int device);
+
 int dcoll_nccl_uuid(int device, unsigned char uuid[16]);
 int dcoll_nccl_id(void *id);
 int dcoll_nccl_comm(const void *id, int nranks, int rank, int device,

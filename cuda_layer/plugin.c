@@ -106,17 +106,26 @@ static void host_free(void *p)
         cudaFreeHost(p);
 }
 
-/* Run on device, then put the caller's current device back: dcoll must
- * not change what the program's next CUDA call does. */
+int dcoll_cuda_enter(int device)
+{
+    int old = -1;
+    cudaGetDevice(&old);
+    if (device >= 0 && device != old)
+        cudaSetDevice(device);
+    return old;
+}
+
+void dcoll_cuda_leave(int old, int device)
+{
+    if (device >= 0 && device != old && old >= 0)
+        cudaSetDevice(old);
+}
+
 #define ON_DEVICE(device, call, what)                                        \
     do {                                                                     \
-        int old_ = -1;                                                       \
-        cudaGetDevice(&old_);                                                \
-        if ((device) >= 0 && (device) != old_)                               \
-            cudaSetDevice(device);                                           \
+        int old_ = dcoll_cuda_enter(device);                                 \
         cudaError_t e_ = (call);                                             \
-        if ((device) >= 0 && (device) != old_ && old_ >= 0)                  \
-            cudaSetDevice(old_);                                             \
+        dcoll_cuda_leave(old_, device);                                      \
         if (e_ != cudaSuccess)                                               \
             return failed(what, e_);                                         \
         return 0;                                                            \
