@@ -22,21 +22,16 @@ struct nccl_work {
     void *event;
 };
 
-static const struct dcoll_cuda_plugin *cu(void)
-{
-    return dcoll_cuda();
-}
-
 static dcoll_status_t plugin_error(const char *fn, int rc)
 {
     return dcoll_error(rc == -2 ? DCOLL_ERR_TIMEOUT : DCOLL_ERR_INTERNAL,
-                       "%s: %s", fn, cu()->last_error());
+                       "%s: %s", fn, dcoll_cuda()->last_error());
 }
 
 static dcoll_status_t work_test(struct dcoll_work *bw, int *done)
 {
     struct nccl_work *w = (struct nccl_work *)bw;
-    int rc = cu()->event_poll(w->comm, w->event, done);
+    int rc = dcoll_cuda()->event_poll(w->comm, w->event, done);
     if (rc) {
         *done = 1;
         return plugin_error("dcoll_work_test", rc);
@@ -48,15 +43,15 @@ static dcoll_status_t work_wait(struct dcoll_work *bw)
 {
     struct nccl_work *w = (struct nccl_work *)bw;
     /* Polled, so that a failed peer ends in NCCL's error or a timeout. */
-    int rc = cu()->event_wait(w->comm, w->event, GPU_TIMEOUT);
+    int rc = dcoll_cuda()->event_wait(w->comm, w->event, GPU_TIMEOUT);
     return rc ? plugin_error("dcoll_work_wait", rc) : DCOLL_SUCCESS;
 }
 
 static void work_release(struct dcoll_work *bw)
 {
     struct nccl_work *w = (struct nccl_work *)bw;
-    if (cu() && w->event)
-        cu()->event_free(w->event);
+    if (dcoll_cuda() && w->event)
+        dcoll_cuda()->event_free(w->event);
     free(w);
 }
 
@@ -67,7 +62,7 @@ static const struct dcoll_backend nccl_backend = {
 /* The group's NCCL communicator on device, made on first use. */
 static dcoll_status_t setup(struct dcoll_group *g, int device, const char *fn)
 {
-    const struct dcoll_cuda_plugin *p = cu();
+    const struct dcoll_cuda_plugin *p = dcoll_cuda();
     unsigned char mine[16] = {0};
     unsigned char *all = malloc(16 * (size_t)g->size);
     char *id = malloc(p->nccl_bytes);
@@ -111,8 +106,8 @@ static dcoll_status_t setup(struct dcoll_group *g, int device, const char *fn)
 
 void dcoll_group_nccl_free(struct dcoll_group *g)
 {
-    if (g->nccl && cu())
-        cu()->nccl_free(g->nccl);
+    if (g->nccl && dcoll_cuda())
+        dcoll_cuda()->nccl_free(g->nccl);
     g->nccl = NULL;
     g->nccl_state = NCCL_UNTRIED;
 }
@@ -120,7 +115,7 @@ void dcoll_group_nccl_free(struct dcoll_group *g)
 dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,
                              int device, struct dcoll_work **work, int *source)
 {
-    const struct dcoll_cuda_plugin *p = cu();
+    const struct dcoll_cuda_plugin *p = dcoll_cuda();
     const char *fn = c->fn ? c->fn : "dcoll";
     dcoll_status_t st;
     /* Point to point never makes the communicator (that is collective
