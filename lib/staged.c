@@ -219,18 +219,17 @@ dcoll_status_t dcoll_staged_run(struct dcoll_group *g,
     char *hsend = dsend ? (overlap ? block + (dsend - lo) : block) : NULL;
     char *hrecv = drecv ? (overlap ? block + (drecv - lo) : block + in)
                         : NULL;
-    if (pipelined(c, in > out ? in : out, work != NULL)) {
-        struct dcoll_coll h = *c;
-        if (c->kind == DCOLL_COLL_BROADCAST) {
-            h.recvbuf = in ? hsend : hrecv;
-        } else {
-            h.sendbuf = c->sendbuf ? hsend : NULL;
-            h.recvbuf = c->recvbuf ? (hrecv ? hrecv : block) : NULL;
-        }
-        return run_chunks(g, &h, dsend, hsend, drecv,
-                          c->kind == DCOLL_COLL_BROADCAST ? h.recvbuf : hrecv,
-                          s, fn);
+    /* The same call on the host copies. */
+    struct dcoll_coll h = *c;
+    if (c->kind == DCOLL_COLL_BROADCAST) {
+        h.recvbuf = in ? hsend : hrecv;
+    } else {
+        h.sendbuf = c->sendbuf ? (hsend ? hsend : block) : NULL;
+        h.recvbuf = c->recvbuf ? (hrecv ? hrecv : block) : NULL;
     }
+    const char *host_out = c->kind == DCOLL_COLL_BROADCAST ? h.recvbuf : hrecv;
+    if (pipelined(c, in > out ? in : out, work != NULL))
+        return run_chunks(g, &h, dsend, hsend, drecv, host_out, s, fn);
     /* Copy in: everything the collective reads, ordered after the
      * caller's earlier work on the stream. */
     const char *from = overlap ? lo : dsend;
@@ -242,15 +241,8 @@ dcoll_status_t dcoll_staged_run(struct dcoll_group *g,
         return dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying the input off "
                            "GPU %d: %s", fn, device, cu->last_error());
     }
-    struct dcoll_coll h = *c;
-    if (c->kind == DCOLL_COLL_BROADCAST)
-        h.recvbuf = in ? hsend : hrecv;
-    else {
-        h.sendbuf = c->sendbuf ? (hsend ? hsend : block) : NULL;
-        h.recvbuf = c->recvbuf ? (hrecv ? hrecv : block) : NULL;
-    }
     s->dev_out = drecv;
-    s->host_out = c->kind == DCOLL_COLL_BROADCAST ? h.recvbuf : hrecv;
+    s->host_out = host_out;
     s->out_bytes = out;
     dcoll_status_t st = dcoll_mpi_backend.coll(g, &h, work, source);
     if (st || !work)
