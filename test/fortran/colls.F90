@@ -1,6 +1,7 @@
 ! The collective tests, once per Fortran type and array rank. The module
-! lines are written out (not made by the preprocessor) so that the build
-! sees which file provides which module.
+! and use lines are written out (not made by the preprocessor, nor left in
+! body.inc) so that the build sees which file provides and needs which
+! module.
 #define CONV(x) real(x, 4)
 #define TYPE real(4)
 #define DT DCOLL_REAL4
@@ -8,6 +9,8 @@
 #define DIMS :
 #define SHAPE2(n) n
 module fcoll_r4_rank1
+    use dcoll
+    use fcheck
 #include "body.inc"
 end module
 #undef DIMS
@@ -16,6 +19,8 @@ end module
 #define DIMS :,:
 #define SHAPE2(n) 2, (n) / 2
 module fcoll_r4_rank2
+    use dcoll
+    use fcheck
 #include "body.inc"
 end module
 #undef DIMS
@@ -31,6 +36,8 @@ end module
 #define DIMS :
 #define SHAPE2(n) n
 module fcoll_r8_rank1
+    use dcoll
+    use fcheck
 #include "body.inc"
 end module
 #undef DIMS
@@ -39,6 +46,8 @@ end module
 #define DIMS :,:
 #define SHAPE2(n) 2, (n) / 2
 module fcoll_r8_rank2
+    use dcoll
+    use fcheck
 #include "body.inc"
 end module
 #undef DIMS
@@ -54,6 +63,8 @@ end module
 #define DIMS :
 #define SHAPE2(n) n
 module fcoll_int_rank1
+    use dcoll
+    use fcheck
 #include "body.inc"
 end module
 #undef DIMS
@@ -62,5 +73,7 @@ end module
 #define DIMS :,:
 #define SHAPE2(n) 2, (n) / 2
 module fcoll_int_rank2
+    use dcoll
+    use fcheck
 #include "body.inc"
 end module
