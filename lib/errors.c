@@ -15,6 +15,9 @@ static const char *const status_names[DCOLL_STATUS_COUNT_] = {
     [DCOLL_ERR_TIMEOUT] = "timed out",
     [DCOLL_ERR_INVALID_STATE] = "invalid state",
     [DCOLL_ERR_INTERNAL] = "internal error",
+    [DCOLL_ERR_REFUSED] = "refused by the peer",
+    [DCOLL_ERR_IO] = "connection or file error",
+    [DCOLL_ERR_CHILD_FAILED] = "a spawned process failed",
 };
 
 const char *dcoll_status_string(dcoll_status_t status)

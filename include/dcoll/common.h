@@ -11,7 +11,7 @@ extern "C" {
 
 /* The major version is the soname: it changes only when the ABI breaks. */
 #define DCOLL_API_VERSION_MAJOR 1
-#define DCOLL_API_VERSION_MINOR 0
+#define DCOLL_API_VERSION_MINOR 1
 #define DCOLL_API_VERSION_PATCH 0
 
 #if defined(_WIN32)
@@ -35,7 +35,10 @@ typedef enum dcoll_status {
     DCOLL_ERR_TIMEOUT = 8,
     DCOLL_ERR_INVALID_STATE = 9,      /* e.g. finalize with work in flight */
     DCOLL_ERR_INTERNAL = 10,
-    DCOLL_STATUS_COUNT_ = 11          /* not a status: one past the last */
+    DCOLL_ERR_REFUSED = 11,           /* a peer refused: wrong token, bad request */
+    DCOLL_ERR_IO = 12,                /* a connection or file failed */
+    DCOLL_ERR_CHILD_FAILED = 13,      /* a process dcoll_spawn started failed */
+    DCOLL_STATUS_COUNT_ = 14          /* not a status: one past the last */
 } dcoll_status_t;
 
 /** A static, never NULL, English name for @p status. */

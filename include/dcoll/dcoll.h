@@ -9,5 +9,6 @@
 #include "dcoll/group.h"
 #include "dcoll/work.h"
 #include "dcoll/collectives.h"
+#include "dcoll/store.h"
 
 #endif

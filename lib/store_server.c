@@ -1,0 +1,509 @@
+/* The TCP store's server: a libuv loop on its own thread, many clients at
+ * once. Requests are parsed strictly (store_wire.c); a malformed or
+ * oversized one gets an error and the connection is closed. GET and WAIT
+ * on missing keys park the client, without blocking anyone else, until the
+ * keys appear or its timeout fires. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netdb.h>
+#include <uv.h>
+#include "store.h"
+#include "store_table.h"
+
+struct waiter;
+
+struct client {
+    uv_tcp_t tcp;
+    struct store_server *srv;
+    struct client *prev, *next;
+    uint8_t *buf;
+    size_t len, cap;
+    struct waiter *waiter;
+    bool authed, closing, close_after_write;
+};
+
+struct waiter {
+    uv_timer_t timer;
+    struct client *c;
+    struct waiter *prev, *next;
+    enum wire_op op;
+    int n;
+    struct wire_str keys[];  /* copies, freed with the waiter */
+};
+
+struct store_server {
+    uv_loop_t loop;
+    uv_tcp_t listener;
+    uv_async_t stop;
+    pthread_t thread;
+    char *token;
+    struct kv_table kv;
+    struct client *clients;
+    struct waiter *waiters;
+};
+
+#define LINK(head, x)                                                      \
+    do {                                                                   \
+        (x)->prev = NULL;                                                  \
+        (x)->next = (head);                                                \
+        if (head)                                                          \
+            (head)->prev = (x);                                            \
+        (head) = (x);                                                      \
+    } while (0)
+#define UNLINK(head, x)                                                    \
+    do {                                                                   \
+        if ((x)->prev)                                                     \
+            (x)->prev->next = (x)->next;                                   \
+        else                                                               \
+            (head) = (x)->next;                                            \
+        if ((x)->next)                                                     \
+            (x)->next->prev = (x)->prev;                                   \
+    } while (0)
+
+/* ---- replies ---- */
+
+static void on_closed(uv_handle_t *h)
+{
+    struct client *c = h->data;
+    free(c->buf);
+    free(c);
+}
+
+static void close_client(struct client *c);
+
+static void on_written(uv_write_t *req, int status)
+{
+    struct client *c = req->data;
+    free(req);
+    if (status == UV_ECANCELED)
+        return;
+    if (c->close_after_write || status < 0)
+        close_client(c);
+}
+
+static void reply(struct client *c, enum wire_status code, int64_t num,
+                  int nstr, const struct wire_str *str)
+{
+    if (c->closing)
+        return;
+    size_t n = wire_frame_size(nstr, str);
+    uv_write_t *req = malloc(sizeof(*req) + n);
+    if (!req) {
+        close_client(c);
+        return;
+    }
+    uint8_t *frame = (uint8_t *)(req + 1);
+    wire_encode(frame, (uint8_t)code, num, nstr, str);
+    req->data = c;
+    uv_buf_t b = uv_buf_init((char *)frame, (unsigned)n);
+    if (uv_write(req, (uv_stream_t *)&c->tcp, &b, 1, on_written)) {
+        free(req);
+        close_client(c);
+    }
+}
+
+/* Refuse and hang up: the stream cannot be trusted past a bad frame. */
+static void refuse(struct client *c, enum wire_status code, const char *msg)
+{
+    struct wire_str m = {(const uint8_t *)msg, (uint32_t)strlen(msg)};
+    c->close_after_write = true;
+    reply(c, code, 0, 1, &m);
+    uv_read_stop((uv_stream_t *)&c->tcp);
+}
+
+/* ---- waiters ---- */
+
+static void process(struct client *c);
+
+static void on_waiter_closed(uv_handle_t *h)
+{
+    struct waiter *w = h->data;
+    for (int i = 0; i < w->n; i++)
+        free((void *)w->keys[i].p);
+    free(w);
+}
+
+static void waiter_end(struct waiter *w)
+{
+    struct store_server *s = w->c->srv;
+    UNLINK(s->waiters, w);
+    w->c->waiter = NULL;
+    uv_timer_stop(&w->timer);
+    uv_close((uv_handle_t *)&w->timer, on_waiter_closed);
+}
+
+static void waiter_answer(struct waiter *w)
+{
+    struct client *c = w->c;
+    if (w->op == WIRE_GET) {
+        struct kv *e = kv_find(&c->srv->kv, w->keys[0]);
+        struct wire_str v = {e->val, e->vlen};
+        reply(c, WIRE_OK, 0, 1, &v);
+    } else {
+        reply(c, WIRE_OK, 0, 0, NULL);
+    }
+    waiter_end(w);
+    process(c);
+}
+
+static void on_timeout(uv_timer_t *t)
+{
+    struct waiter *w = t->data;
+    struct client *c = w->c;
+    reply(c, WIRE_TIMEOUT, 0, 0, NULL);
+    waiter_end(w);
+    process(c);
+}
+
+static void wake(struct store_server *s)
+{
+    struct waiter *w = s->waiters, *next;
+    for (; w; w = next) {
+        next = w->next;
+        if (kv_all(&s->kv, w->n, w->keys))
+            waiter_answer(w);
+    }
+}
+
+static bool park(struct client *c, const struct wire_msg *m)
+{
+    struct waiter *w = calloc(1, sizeof(*w) + m->nstr * sizeof(w->keys[0]));
+    if (!w)
+        return false;
+    w->c = c;
+    w->op = (enum wire_op)m->code;
+    for (; w->n < m->nstr; w->n++) {
+        uint8_t *k = malloc(m->str[w->n].len);
+        if (!k) {
+            for (int i = 0; i < w->n; i++)
+                free((void *)w->keys[i].p);
+            free(w);
+            return false;
+        }
+        memcpy(k, m->str[w->n].p, m->str[w->n].len);
+        w->keys[w->n] = (struct wire_str){k, m->str[w->n].len};
+    }
+    uv_timer_init(&c->srv->loop, &w->timer);
+    w->timer.data = w;
+    int64_t ms = m->num < 0 ? 0 : m->num;
+    uv_timer_start(&w->timer, on_timeout, (uint64_t)ms, 0);
+    LINK(c->srv->waiters, w);
+    c->waiter = w;
+    return true;
+}
+
+/* ---- requests ---- */
+
+static bool key_ok(struct wire_str k)
+{
+    return k.len >= 1 && k.len <= DCOLL_STORE_MAX_KEY;
+}
+
+/* The shape each op must have: string count (-1: 1..255 keys). */
+static const int op_nstr[WIRE_OP_END_] = {
+    [WIRE_AUTH] = 1, [WIRE_SET] = 2, [WIRE_GET] = 1, [WIRE_ADD] = 1,
+    [WIRE_CAS] = 3, [WIRE_WAIT] = -1, [WIRE_CHECK] = -1, [WIRE_DELETE] = 1,
+    [WIRE_NUMKEYS] = 0,
+};
+
+static const char *check_shape(const struct wire_msg *m)
+{
+    if (m->code < WIRE_AUTH || m->code >= WIRE_OP_END_)
+        return "unknown operation";
+    int want = op_nstr[m->code];
+    if (want >= 0 ? m->nstr != want : m->nstr < 1)
+        return "wrong number of strings for the operation";
+    if (m->code == WIRE_AUTH || m->code == WIRE_NUMKEYS)
+        return NULL;
+    int nkeys = want < 0 ? m->nstr : 1;
+    for (int i = 0; i < nkeys; i++)
+        if (!key_ok(m->str[i]))
+            return "key length out of range";
+    for (int i = nkeys; i < m->nstr; i++)
+        if (m->str[i].len > DCOLL_STORE_MAX_VALUE)
+            return "value over the size limit";
+    return NULL;
+}
+
+/* Constant time in the token's length, so timing does not leak it. */
+static bool token_ok(const char *token, struct wire_str got)
+{
+    size_t n = strlen(token);
+    unsigned diff = got.len != n;
+    for (size_t i = 0; i < n; i++)
+        diff |= (unsigned)(token[i] ^ (i < got.len ? got.p[i] : 0));
+    return diff == 0;
+}
+
+static void handle(struct client *c, const struct wire_msg *m)
+{
+    struct store_server *s = c->srv;
+    const char *bad = check_shape(m);
+    if (bad) {
+        refuse(c, WIRE_BAD_REQUEST, bad);
+        return;
+    }
+    if (m->code == WIRE_AUTH) {
+        if (s->token && !token_ok(s->token, m->str[0])) {
+            refuse(c, WIRE_UNAUTHORIZED, "wrong token");
+            return;
+        }
+        c->authed = true;
+        reply(c, WIRE_OK, 0, 0, NULL);
+        return;
+    }
+    if (s->token && !c->authed) {
+        refuse(c, WIRE_UNAUTHORIZED, "this store needs a token first");
+        return;
+    }
+    struct kv *e;
+    int64_t v;
+    switch ((enum wire_op)m->code) {
+    case WIRE_SET:
+        if (!kv_put(&s->kv, m->str[0], m->str[1]))
+            goto nomem;
+        reply(c, WIRE_OK, 0, 0, NULL);
+        wake(s);
+        return;
+    case WIRE_GET:
+    case WIRE_WAIT:
+        if (kv_all(&s->kv, m->nstr, m->str)) {
+            if (m->code == WIRE_GET) {
+                e = kv_find(&s->kv, m->str[0]);
+                struct wire_str val = {e->val, e->vlen};
+                reply(c, WIRE_OK, 0, 1, &val);
+            } else {
+                reply(c, WIRE_OK, 0, 0, NULL);
+            }
+        } else if (!park(c, m)) {
+            goto nomem;
+        }
+        return;
+    case WIRE_ADD:
+        switch (kv_add(&s->kv, m->str[0], m->num, &v)) {
+        case KV_NOT_NUMBER:
+            reply(c, WIRE_NOT_NUMBER, 0, 0, NULL);
+            return;
+        case KV_NO_MEMORY:
+            goto nomem;
+        case KV_OK:
+            break;
+        }
+        reply(c, WIRE_OK, v, 0, NULL);
+        wake(s);
+        return;
+    case WIRE_CAS: {
+        if (kv_cas(&s->kv, m->str[0], m->str[1], m->str[2], &e))
+            goto nomem;
+        struct wire_str now = {e ? e->val : NULL, e ? e->vlen : 0};
+        reply(c, WIRE_OK, 0, 1, &now);
+        if (e)
+            wake(s);
+        return;
+    }
+    case WIRE_CHECK:
+        reply(c, WIRE_OK, kv_all(&s->kv, m->nstr, m->str), 0, NULL);
+        return;
+    case WIRE_DELETE:
+        reply(c, WIRE_OK, kv_erase(&s->kv, m->str[0]), 0, NULL);
+        return;
+    case WIRE_NUMKEYS:
+        reply(c, WIRE_OK, (int64_t)s->kv.n, 0, NULL);
+        return;
+    default:
+        break;
+    }
+nomem:
+    refuse(c, WIRE_BAD_REQUEST, "the server is out of memory");
+}
+
+/* Serve every whole frame buffered, until the client is parked. */
+static void process(struct client *c)
+{
+    size_t at = 0;
+    struct wire_msg *m = NULL;
+    while (!c->waiter && !c->closing && !c->close_after_write &&
+           c->len - at >= 4) {
+        uint32_t n = wire_get32(c->buf + at);
+        if (n > WIRE_MAX_BODY) {
+            char msg[96];
+            snprintf(msg, sizeof(msg), "request of %u bytes is over the "
+                     "limit of %u", n, WIRE_MAX_BODY);
+            refuse(c, WIRE_BAD_REQUEST, msg);
+            break;
+        }
+        if (c->len - at - 4 < n)
+            break;
+        if (!m && !(m = malloc(sizeof(*m)))) {
+            refuse(c, WIRE_BAD_REQUEST, "the server is out of memory");
+            break;
+        }
+        const char *bad = wire_parse(c->buf + at + 4, n, m);
+        if (bad) {
+            refuse(c, WIRE_BAD_REQUEST, bad);
+            break;
+        }
+        handle(c, m);   /* a parked request copies what it keeps */
+        at += 4 + n;
+    }
+    free(m);
+    memmove(c->buf, c->buf + at, c->len - at);
+    c->len -= at;
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
+    struct client *c = h->data;
+    (void)hint;
+    if (c->cap - c->len < 65536) {
+        size_t cap = c->cap ? c->cap * 2 : 65536;
+        /* Never more than one largest frame and one read. */
+        if (cap > WIRE_MAX_BODY + 4 + 65536)
+            cap = WIRE_MAX_BODY + 4 + 65536;
+        uint8_t *p = cap > c->cap ? realloc(c->buf, cap) : NULL;
+        if (p) {
+            c->buf = p;
+            c->cap = cap;
+        }
+    }
+    *b = uv_buf_init((char *)c->buf + c->len, (unsigned)(c->cap - c->len));
+}
+
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
+{
+    struct client *c = st->data;
+    (void)b;
+    if (n < 0) {
+        close_client(c);
+        return;
+    }
+    if (n == 0 && c->cap == c->len) {
+        refuse(c, WIRE_BAD_REQUEST, "the server is out of memory");
+        return;
+    }
+    c->len += (size_t)n;
+    process(c);
+}
+
+static void close_client(struct client *c)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    if (c->waiter)
+        waiter_end(c->waiter);
+    UNLINK(c->srv->clients, c);
+    uv_close((uv_handle_t *)&c->tcp, on_closed);
+}
+
+static void on_connection(uv_stream_t *l, int status)
+{
+    struct store_server *s = l->data;
+    if (status < 0)
+        return;
+    struct client *c = calloc(1, sizeof(*c));
+    if (!c)
+        return;
+    c->srv = s;
+    uv_tcp_init(&s->loop, &c->tcp);
+    c->tcp.data = c;
+    if (uv_accept(l, (uv_stream_t *)&c->tcp)) {
+        uv_close((uv_handle_t *)&c->tcp, on_closed);
+        return;
+    }
+    uv_tcp_nodelay(&c->tcp, 1);
+    LINK(s->clients, c);
+    uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+}
+
+static void on_stop(uv_async_t *a)
+{
+    struct store_server *s = a->data;
+    while (s->clients)
+        close_client(s->clients);
+    uv_close((uv_handle_t *)&s->listener, NULL);
+    uv_close((uv_handle_t *)&s->stop, NULL);
+}
+
+static void *run(void *arg)
+{
+    struct store_server *s = arg;
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+    return NULL;
+}
+
+static void server_free(struct store_server *s)
+{
+    kv_free(&s->kv);
+    free(s->token);
+    free(s);
+}
+
+dcoll_status_t dcoll_store_server_start(const char *host, int port,
+                                        const char *token,
+                                        struct store_server **out, int *bound)
+{
+    struct store_server *s = calloc(1, sizeof(*s));
+    if (!s || (token && !(s->token = strdup(token)))) {
+        free(s);
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "TCP store: no memory");
+    }
+    char ps[8];
+    snprintf(ps, sizeof(ps), "%d", port);
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    int rc = getaddrinfo(host, ps, &hints, &res);
+    if (rc) {
+        server_free(s);
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "TCP store: host '%s' "
+                           "does not resolve: %s", host, gai_strerror(rc));
+    }
+    uv_loop_init(&s->loop);
+    uv_tcp_init(&s->loop, &s->listener);
+    s->listener.data = s;
+    rc = uv_tcp_bind(&s->listener, res->ai_addr, 0);
+    freeaddrinfo(res);
+    if (!rc)
+        rc = uv_listen((uv_stream_t *)&s->listener, 1024, on_connection);
+    if (!rc) {
+        struct sockaddr_storage sa;
+        int len = sizeof(sa);
+        rc = uv_tcp_getsockname(&s->listener, (struct sockaddr *)&sa, &len);
+        if (!rc)
+            *bound = ntohs(sa.ss_family == AF_INET6
+                               ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                               : ((struct sockaddr_in *)&sa)->sin_port);
+    }
+    if (!rc)
+        rc = uv_async_init(&s->loop, &s->stop, on_stop);
+    if (rc) {
+        uv_close((uv_handle_t *)&s->listener, NULL);
+        uv_run(&s->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&s->loop);
+        server_free(s);
+        return dcoll_error(DCOLL_ERR_IO, "TCP store: cannot serve on %s:%d: "
+                           "%s", host, port, uv_strerror(rc));
+    }
+    s->stop.data = s;
+    if (pthread_create(&s->thread, NULL, run, s)) {
+        on_stop(&s->stop);
+        uv_run(&s->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&s->loop);
+        server_free(s);
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "TCP store: cannot start the "
+                           "server thread");
+    }
+    *out = s;
+    return DCOLL_SUCCESS;
+}
+
+void dcoll_store_server_stop(struct store_server *s)
+{
+    uv_async_send(&s->stop);
+    pthread_join(s->thread, NULL);
+    uv_loop_close(&s->loop);
+    server_free(s);
+}
