@@ -1,0 +1,584 @@
+/* The stores without MPI: every operation on the TCP, file and prefix
+ * stores, timeouts, many clients at once, a client that dies mid-request,
+ * malformed and oversized requests, and tokens. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+#include "dcoll/dcoll.h"
+#include "store_wire.h"
+
+#define OK(call) assert_int_equal((call), DCOLL_SUCCESS)
+#define HAS(text) assert_non_null(strstr(dcoll_last_error(), (text)))
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static dcoll_store_t *serve(const char *token, double timeout)
+{
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    p.mask = DCOLL_STORE_PARAM_SERVE | DCOLL_STORE_PARAM_TIMEOUT |
+             DCOLL_STORE_PARAM_TOKEN;
+    p.serve = 1;
+    p.timeout = timeout;
+    p.token = token;
+    dcoll_store_t *s = NULL;
+    OK(dcoll_store_tcp_create(&s, "127.0.0.1", 0, &p));
+    return s;
+}
+
+static dcoll_store_t *client(int port, const char *token, double timeout,
+                             dcoll_status_t want)
+{
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    p.mask = DCOLL_STORE_PARAM_TIMEOUT | DCOLL_STORE_PARAM_TOKEN;
+    p.timeout = timeout;
+    p.token = token;
+    dcoll_store_t *s = NULL;
+    assert_int_equal(dcoll_store_tcp_create(&s, "127.0.0.1", port, &p), want);
+    return s;
+}
+
+static int port_of(dcoll_store_t *s)
+{
+    int port = 0;
+    OK(dcoll_store_port(s, &port));
+    assert_true(port > 0);
+    return port;
+}
+
+/* Every operation, against any store. */
+static void every_op(dcoll_store_t *s)
+{
+    char buf[64];
+    size_t len = 0;
+    int64_t v = 0, n0 = 0, n1 = 0;
+    int flag = -1;
+    OK(dcoll_store_num_keys(s, &n0));
+    OK(dcoll_store_set(s, "a", "hello", 5));
+    OK(dcoll_store_get(s, "a", buf, sizeof(buf), &len));
+    assert_int_equal(len, 5);
+    assert_memory_equal(buf, "hello", 5);
+    /* Too small a buffer: refused, and told the length. */
+    assert_int_equal(dcoll_store_get(s, "a", buf, 2, &len),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(len, 5);
+    HAS("5 bytes");
+    OK(dcoll_store_set(s, "empty", NULL, 0));
+    OK(dcoll_store_get(s, "empty", buf, sizeof(buf), &len));
+    assert_int_equal(len, 0);
+    OK(dcoll_store_add(s, "n", 5, &v));
+    assert_int_equal(v, 5);
+    OK(dcoll_store_add(s, "n", -7, &v));
+    assert_int_equal(v, -2);
+    OK(dcoll_store_get(s, "n", buf, sizeof(buf), &len));
+    assert_memory_equal(buf, "-2", 2);
+    assert_int_equal(dcoll_store_add(s, "a", 1, &v),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    HAS("not an integer");
+    /* compare-and-set: missing + empty expected sets; a match swaps; a
+     * mismatch leaves the value and returns it. */
+    OK(dcoll_store_compare_set(s, "c", NULL, 0, "one", 3, buf, sizeof(buf),
+                               &len));
+    assert_int_equal(len, 3);
+    assert_memory_equal(buf, "one", 3);
+    OK(dcoll_store_compare_set(s, "c", "one", 3, "two", 3, buf, sizeof(buf),
+                               &len));
+    assert_memory_equal(buf, "two", 3);
+    OK(dcoll_store_compare_set(s, "c", "one", 3, "three", 5, buf,
+                               sizeof(buf), &len));
+    assert_int_equal(len, 3);
+    assert_memory_equal(buf, "two", 3);
+    OK(dcoll_store_compare_set(s, "missing", "x", 1, "y", 1, buf,
+                               sizeof(buf), &len));
+    assert_int_equal(len, 0);
+    const char *keys[] = {"a", "n", "c"};
+    OK(dcoll_store_check(s, keys, 3, &flag));
+    assert_int_equal(flag, 1);
+    OK(dcoll_store_wait(s, keys, 3, 1.0));
+    const char *missing[] = {"a", "nope"};
+    OK(dcoll_store_check(s, missing, 2, &flag));
+    assert_int_equal(flag, 0);
+    double t = now();
+    assert_int_equal(dcoll_store_wait(s, missing, 2, 0.2), DCOLL_ERR_TIMEOUT);
+    assert_true(now() - t >= 0.19 && now() - t < 3);
+    OK(dcoll_store_num_keys(s, &n1));
+    assert_int_equal(n1, n0 + 4);
+    OK(dcoll_store_delete_key(s, "a", &flag));
+    assert_int_equal(flag, 1);
+    OK(dcoll_store_delete_key(s, "a", &flag));
+    assert_int_equal(flag, 0);
+    OK(dcoll_store_num_keys(s, &n1));
+    assert_int_equal(n1, n0 + 3);
+}
+
+static void tcp_every_op(void **state)
+{
+    (void)state;
+    dcoll_store_t *s = serve(NULL, 5);
+    every_op(s);
+    dcoll_store_t *c = client(port_of(s), NULL, 5, DCOLL_SUCCESS);
+    char buf[8];
+    size_t len;
+    OK(dcoll_store_get(c, "c", buf, sizeof(buf), &len));  /* shared */
+    assert_memory_equal(buf, "two", 3);
+    OK(dcoll_store_destroy(&c));
+    assert_null(c);
+    OK(dcoll_store_destroy(&s));
+    OK(dcoll_store_destroy(&s));  /* NULL is fine */
+}
+
+struct setter {
+    int port;
+    double delay;
+};
+
+static void *set_later(void *arg)
+{
+    struct setter *w = arg;
+    dcoll_store_t *c = client(w->port, NULL, 5, DCOLL_SUCCESS);
+    usleep((useconds_t)(w->delay * 1e6));
+    OK(dcoll_store_set(c, "late", "x", 1));
+    OK(dcoll_store_destroy(&c));
+    return NULL;
+}
+
+/* get and wait block until another client sets the key. */
+static void tcp_get_waits(void **state)
+{
+    (void)state;
+    dcoll_store_t *s = serve(NULL, 5);
+    struct setter w = {port_of(s), 0.2};
+    pthread_t th;
+    pthread_create(&th, NULL, set_later, &w);
+    char buf[4];
+    size_t len;
+    double t = now();
+    OK(dcoll_store_get(s, "late", buf, sizeof(buf), &len));
+    assert_true(now() - t >= 0.15);
+    pthread_join(th, NULL);
+    dcoll_store_destroy(&s);
+}
+
+/* A get on a key nobody sets ends in a timeout, and the client and
+ * server both go on working. */
+static void tcp_get_timeout(void **state)
+{
+    (void)state;
+    dcoll_store_t *s = serve(NULL, 0.3);
+    char buf[4];
+    size_t len;
+    double t = now();
+    assert_int_equal(dcoll_store_get(s, "never", buf, 4, &len),
+                     DCOLL_ERR_TIMEOUT);
+    assert_true(now() - t >= 0.29 && now() - t < 3);
+    OK(dcoll_store_set(s, "after", "1", 1));
+    dcoll_store_destroy(&s);
+}
+
+/* A client with no server: a timeout, not a hang. */
+static void tcp_no_server(void **state)
+{
+    (void)state;
+    dcoll_store_t *s = serve(NULL, 1);
+    int port = port_of(s);
+    dcoll_store_destroy(&s);
+    double t = now();
+    client(port, NULL, 0.3, DCOLL_ERR_TIMEOUT);
+    HAS("no server answered");
+    assert_true(now() - t < 3);
+}
+
+#define NCLIENTS 32
+#define NADDS 50
+
+static int many_port;
+
+static void *many_body(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    dcoll_store_t *c = client(many_port, NULL, 20, DCOLL_SUCCESS);
+    char key[32];
+    for (int i = 0; i < NADDS; i++)
+        OK(dcoll_store_add(c, "counter", 1, NULL));
+    snprintf(key, sizeof(key), "done/%d", id);
+    OK(dcoll_store_set(c, key, "1", 1));
+    /* Everyone waits for everyone. */
+    char names[NCLIENTS][32];
+    const char *keys[NCLIENTS];
+    for (int i = 0; i < NCLIENTS; i++) {
+        snprintf(names[i], sizeof(names[i]), "done/%d", i);
+        keys[i] = names[i];
+    }
+    OK(dcoll_store_wait(c, keys, NCLIENTS, -1));
+    OK(dcoll_store_destroy(&c));
+    return NULL;
+}
+
+static void tcp_many_clients(void **state)
+{
+    (void)state;
+    dcoll_store_t *s = serve(NULL, 20);
+    many_port = port_of(s);
+    pthread_t th[NCLIENTS];
+    for (int i = 0; i < NCLIENTS; i++)
+        pthread_create(&th[i], NULL, many_body, (void *)(intptr_t)i);
+    for (int i = 0; i < NCLIENTS; i++)
+        pthread_join(th[i], NULL);
+    int64_t v;
+    OK(dcoll_store_add(s, "counter", 0, &v));
+    assert_int_equal(v, NCLIENTS * NADDS);
+    dcoll_store_destroy(&s);
+}
+
+/* ---- raw connections, speaking (or not) the wire format ---- */
+
+static int raw_connect(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    struct timeval tv = {5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    return fd;
+}
+
+static void raw_send(int fd, const void *p, size_t n)
+{
+    assert_int_equal(send(fd, p, n, MSG_NOSIGNAL), (ssize_t)n);
+}
+
+/* Read one reply; returns its code, and the message in msg. */
+static int raw_reply(int fd, char *msg, size_t cap)
+{
+    uint8_t hdr[4];
+    assert_int_equal(recv(fd, hdr, 4, MSG_WAITALL), 4);
+    uint32_t n = wire_get32(hdr);
+    assert_true(n < 4096);
+    uint8_t body[4096];
+    assert_int_equal(recv(fd, body, n, MSG_WAITALL), (ssize_t)n);
+    static struct wire_msg m;
+    assert_null(wire_parse(body, n, &m));
+    msg[0] = '\0';
+    if (m.nstr)
+        snprintf(msg, cap, "%.*s", (int)m.str[0].len, (char *)m.str[0].p);
+    return m.code;
+}
+
+static void raw_closed(int fd)
+{
+    char c;
+    assert_int_equal(recv(fd, &c, 1, 0), 0);
+    close(fd);
+}
+
+static void raw_request(int fd, uint8_t op, int nstr,
+                        const struct wire_str *str)
+{
+    uint8_t frame[256];
+    assert_true(wire_frame_size(nstr, str) <= sizeof(frame));
+    wire_encode(frame, op, 0, nstr, str);
+    raw_send(fd, frame, wire_frame_size(nstr, str));
+}
+
+static void tcp_bad_requests(void **state)
+{
+    (void)state;
+    dcoll_store_t *s = serve(NULL, 5);
+    int port = port_of(s);
+    char msg[128];
+    struct wire_str k = {(const uint8_t *)"k", 1};
+
+    /* An unknown operation. */
+    int fd = raw_connect(port);
+    raw_request(fd, 77, 1, &k);
+    assert_int_equal(raw_reply(fd, msg, sizeof(msg)), WIRE_BAD_REQUEST);
+    assert_string_equal(msg, "unknown operation");
+    raw_closed(fd);
+
+    /* The wrong shape: SET with one string. */
+    fd = raw_connect(port);
+    raw_request(fd, WIRE_SET, 1, &k);
+    assert_int_equal(raw_reply(fd, msg, sizeof(msg)), WIRE_BAD_REQUEST);
+    raw_closed(fd);
+
+    /* A string that runs past its frame. */
+    fd = raw_connect(port);
+    uint8_t bad[] = {15, 0, 0, 0, WIRE_GET, 1, 0, 0, 0, 0, 0, 0, 0, 0,
+                     200, 0, 0, 0, 'k'};
+    raw_send(fd, bad, sizeof(bad));
+    assert_int_equal(raw_reply(fd, msg, sizeof(msg)), WIRE_BAD_REQUEST);
+    assert_string_equal(msg, "string runs past the body");
+    raw_closed(fd);
+
+    /* A frame claiming more than the limit: refused before it is read. */
+    fd = raw_connect(port);
+    uint8_t big[4] = {0xff, 0xff, 0xff, 0x7f};
+    raw_send(fd, big, 4);
+    assert_int_equal(raw_reply(fd, msg, sizeof(msg)), WIRE_BAD_REQUEST);
+    assert_non_null(strstr(msg, "over the limit"));
+    raw_closed(fd);
+
+    /* A key longer than the limit. */
+    fd = raw_connect(port);
+    static uint8_t longkey[DCOLL_STORE_MAX_KEY + 1];
+    struct wire_str lk = {longkey, sizeof(longkey)};
+    uint8_t *frame = malloc(wire_frame_size(1, &lk));
+    wire_encode(frame, WIRE_GET, 0, 1, &lk);
+    raw_send(fd, frame, wire_frame_size(1, &lk));
+    free(frame);
+    assert_int_equal(raw_reply(fd, msg, sizeof(msg)), WIRE_BAD_REQUEST);
+    assert_string_equal(msg, "key length out of range");
+    raw_closed(fd);
+
+    /* The server still serves. */
+    OK(dcoll_store_set(s, "still", "up", 2));
+    dcoll_store_destroy(&s);
+}
+
+/* Clients that die: half a frame, and a parked GET. */
+static void tcp_client_dies(void **state)
+{
+    (void)state;
+    dcoll_store_t *s = serve(NULL, 5);
+    int port = port_of(s);
+    int fd = raw_connect(port);
+    uint8_t half[] = {40, 0, 0, 0, WIRE_SET, 2, 0};
+    raw_send(fd, half, sizeof(half));
+    close(fd);
+    fd = raw_connect(port);
+    struct wire_str k = {(const uint8_t *)"nobody-sets-this", 16};
+    raw_request(fd, WIRE_GET, 1, &k);
+    usleep(50000);
+    close(fd);
+    /* A forked child killed in the middle of a wait. */
+    pid_t pid = fork();
+    if (pid == 0) {
+        dcoll_store_t *c = NULL;
+        dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+        dcoll_store_tcp_create(&c, "127.0.0.1", port, &p);
+        const char *keys[] = {"never"};
+        dcoll_store_wait(c, keys, 1, 60);
+        _exit(0);
+    }
+    usleep(200000);
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    usleep(50000);
+    char buf[4];
+    size_t len;
+    OK(dcoll_store_set(s, "nobody-sets-this", "ok", 2));
+    OK(dcoll_store_get(s, "nobody-sets-this", buf, 4, &len));
+    assert_memory_equal(buf, "ok", 2);
+    dcoll_store_destroy(&s);
+}
+
+static void tcp_token(void **state)
+{
+    (void)state;
+    dcoll_store_t *s = serve("s3cret", 5);
+    int port = port_of(s);
+    /* The wrong token: refused at connect. */
+    client(port, "guess", 5, DCOLL_ERR_REFUSED);
+    HAS("wrong token");
+    /* No token: the first request is refused. */
+    unsetenv("DCOLL_STORE_TOKEN");
+    dcoll_store_t *c = client(port, NULL, 5, DCOLL_SUCCESS);
+    assert_int_equal(dcoll_store_set(c, "k", "v", 1), DCOLL_ERR_REFUSED);
+    HAS("needs a token");
+    /* And the connection is gone after it. */
+    assert_int_equal(dcoll_store_set(c, "k", "v", 1), DCOLL_ERR_IO);
+    dcoll_store_destroy(&c);
+    /* The right one, from the environment. */
+    setenv("DCOLL_STORE_TOKEN", "s3cret", 1);
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    OK(dcoll_store_tcp_create(&c, "127.0.0.1", port, &p));
+    unsetenv("DCOLL_STORE_TOKEN");
+    OK(dcoll_store_set(c, "k", "v", 1));
+    dcoll_store_destroy(&c);
+    dcoll_store_destroy(&s);
+}
+
+static void file_store(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/dcoll-store-XXXXXX";
+    int fd = mkstemp(path);
+    close(fd);
+    unlink(path);
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    p.mask = DCOLL_STORE_PARAM_TIMEOUT;
+    p.timeout = 5;
+    dcoll_store_t *a = NULL, *b = NULL;
+    OK(dcoll_store_file_create(&a, path, &p));
+    every_op(a);
+    /* Another process adds and sets through its own handle. */
+    pid_t pid = fork();
+    if (pid == 0) {
+        dcoll_store_t *c = NULL;
+        if (dcoll_store_file_create(&c, path, &p))
+            _exit(1);
+        usleep(100000);
+        for (int i = 0; i < 100; i++)
+            if (dcoll_store_add(c, "count", 1, NULL))
+                _exit(2);
+        if (dcoll_store_set(c, "child", "done", 4))
+            _exit(3);
+        dcoll_store_destroy(&c);
+        _exit(0);
+    }
+    OK(dcoll_store_file_create(&b, path, &p));
+    for (int i = 0; i < 100; i++)
+        OK(dcoll_store_add(b, "count", 1, NULL));
+    char buf[8];
+    size_t len;
+    OK(dcoll_store_get(a, "child", buf, sizeof(buf), &len));
+    int status;
+    waitpid(pid, &status, 0);
+    assert_int_equal(WEXITSTATUS(status), 0);
+    int64_t v;
+    OK(dcoll_store_add(a, "count", 0, &v));
+    assert_int_equal(v, 200);
+    OK(dcoll_store_destroy(&a));
+    assert_int_equal(access(path, F_OK), 0);  /* b still has it */
+    OK(dcoll_store_destroy(&b));
+    assert_int_equal(access(path, F_OK), -1); /* the last one removed it */
+    /* Refusals of its own. */
+    assert_int_equal(dcoll_store_file_create(&a, "/nonexistent/dir/f", &p),
+                     DCOLL_ERR_IO);
+    HAS("/nonexistent/dir/f");
+    p.mask |= DCOLL_STORE_PARAM_SERVE;
+    p.serve = 1;
+    assert_int_equal(dcoll_store_file_create(&a, path, &p),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+}
+
+static void prefix_store(void **state)
+{
+    (void)state;
+    dcoll_store_t *s = serve(NULL, 5), *p = NULL, *q = NULL;
+    OK(dcoll_store_prefix_create(&p, "job1", s));
+    OK(dcoll_store_prefix_create(&q, "job2", p));
+    every_op(q);
+    char buf[8];
+    size_t len;
+    OK(dcoll_store_get(s, "job1/job2/c", buf, sizeof(buf), &len));
+    assert_memory_equal(buf, "two", 3);
+    int flag;
+    const char *k[] = {"c"};
+    OK(dcoll_store_check(p, k, 1, &flag));
+    assert_int_equal(flag, 0);   /* job1/c is not job1/job2/c */
+    assert_int_equal(dcoll_store_port(q, &flag), DCOLL_SUCCESS);
+    OK(dcoll_store_destroy(&q));
+    OK(dcoll_store_destroy(&p));
+    OK(dcoll_store_destroy(&s));
+}
+
+static void bad_arguments(void **state)
+{
+    (void)state;
+    dcoll_store_t *s = serve(NULL, 5), *x = NULL;
+    char buf[4];
+    size_t len;
+    int flag;
+    int64_t n;
+    assert_int_equal(dcoll_store_set(NULL, "k", "v", 1),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    HAS("store is NULL");
+    assert_int_equal(dcoll_store_set(s, "", "v", 1),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    HAS("key of 0 bytes");
+    assert_int_equal(dcoll_store_set(s, "\001x", "v", 1),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dcoll_store_set(s, "k", NULL, 3),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    HAS("value is NULL with length 3");
+    assert_int_equal(dcoll_store_set(s, "k", buf,
+                                     (size_t)DCOLL_STORE_MAX_VALUE + 1),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    HAS("over the limit");
+    assert_int_equal(dcoll_store_get(s, "k", NULL, 4, &len),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dcoll_store_get(s, "k", buf, 4, NULL),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dcoll_store_wait(s, NULL, 1, 1),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    const char *keys[] = {"a"};
+    assert_int_equal(dcoll_store_wait(s, keys, 0, 1),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    HAS("nkeys 0");
+    assert_int_equal(dcoll_store_check(s, keys, 1, NULL),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dcoll_store_num_keys(s, NULL),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dcoll_store_port(NULL, &flag),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dcoll_store_tcp_create(&x, "127.0.0.1", 70000, NULL),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    HAS("port 70000");
+    assert_int_equal(dcoll_store_tcp_create(&x, "127.0.0.1", 0, NULL),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dcoll_store_tcp_create(&x, NULL, 1, NULL),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    assert_int_equal(dcoll_store_tcp_create(&x, "no.such.host.invalid", 1,
+                                            NULL),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    HAS("does not resolve");
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    p.mask = DCOLL_STORE_PARAM_TIMEOUT;
+    p.timeout = -1;
+    assert_int_equal(dcoll_store_tcp_create(&x, "127.0.0.1", 1, &p),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    HAS("timeout -1");
+    p.mask = 1u << 20;
+    assert_int_equal(dcoll_store_tcp_create(&x, "127.0.0.1", 1, &p),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    /* A port another server holds cannot be served twice. */
+    p.mask = DCOLL_STORE_PARAM_SERVE;
+    p.serve = 1;
+    assert_int_equal(dcoll_store_tcp_create(&x, "127.0.0.1", port_of(s), &p),
+                     DCOLL_ERR_IO);
+    HAS("cannot serve");
+    assert_int_equal(dcoll_store_prefix_create(&x, "p", NULL),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    dcoll_store_t *dead = s;
+    OK(dcoll_store_destroy(&s));
+    (void)dead;
+    (void)n;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(tcp_every_op),
+        cmocka_unit_test(tcp_get_waits),
+        cmocka_unit_test(tcp_get_timeout),
+        cmocka_unit_test(tcp_no_server),
+        cmocka_unit_test(tcp_many_clients),
+        cmocka_unit_test(tcp_bad_requests),
+        cmocka_unit_test(tcp_client_dies),
+        cmocka_unit_test(tcp_token),
+        cmocka_unit_test(file_store),
+        cmocka_unit_test(prefix_store),
+        cmocka_unit_test(bad_arguments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
