@@ -25,6 +25,9 @@ dcoll_status_t dcoll_error(dcoll_status_t st, const char *fmt, ...)
     DCOLL_PRINTF(2, 3);
 void dcoll_error_clear(void);
 
+/* store.c: seconds since an arbitrary start, from CLOCK_MONOTONIC. */
+double dcoll_now(void);
+
 /* dtype.c */
 extern const size_t dcoll_dtype_sizes[DCOLL_DTYPE_COUNT_];
 const char *dcoll_dtype_name(dcoll_dtype_t dtype);

@@ -1,26 +1,23 @@
-/* Rendezvous: what dcoll_init's URL asks for. Not installed. */
+/* Rendezvous for dcoll_init: what its URL asks for. Not installed. */
 #ifndef DCOLL_LIB_RENDEZVOUS_H
 #define DCOLL_LIB_RENDEZVOUS_H
 
 #include "internal.h"
 
-enum dcoll_rdzv_scheme { DCOLL_RDZV_MPI, DCOLL_RDZV_ENV };
-
 struct dcoll_rdzv {
-    enum dcoll_rdzv_scheme scheme;
-    /* env:// only */
-    int rank, world_size;
-    const char *rank_from, *size_from;  /* "RANK", "SLURM_PROCID", ... */
-    const char *master_addr;            /* NULL when unset */
-    int master_port;                    /* 0 when unset */
+    bool mpi;                  /* mpi:// (or no URL): MPI alone */
+    char scheme[32];
+    int rank, world_size;      /* -1 for mpi:// */
+    bool renumber;             /* env://: the world takes these ranks */
+    const char *rank_from, *size_from;  /* "RANK", "the URL", ... */
+    dcoll_store_t *store;      /* NULL for mpi://, and for env:// under a
+                                  launcher without MASTER_ADDR/PORT */
 };
 
-/* Parse url (NULL: mpi://) and, for env://, read the environment. Local
- * checks only; nothing is started. */
-dcoll_status_t dcoll_rdzv_parse(const char *url, struct dcoll_rdzv *r);
-
-/* The error for env:// when MPI has no launcher (a singleton) but the
- * world is larger than one process. */
-dcoll_status_t dcoll_rdzv_no_launcher(const struct dcoll_rdzv *r);
+/* Rendezvous for dcoll_init. Under an MPI launcher (@p launched), env://
+ * without MASTER_ADDR and MASTER_PORT reads rank and size alone; every
+ * other scheme runs its handler and yields a store. */
+dcoll_status_t dcoll_rdzv_run(const char *url, double timeout, bool launched,
+                              struct dcoll_rdzv *r);
 
 #endif

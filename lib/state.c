@@ -1,4 +1,5 @@
 /* Library life cycle: dcoll_init, dcoll_finalize and the world group. */
+#include <stdio.h>
 #include <string.h>
 #include "internal.h"
 #include "mpi_layer.h"
@@ -16,7 +17,11 @@ struct dcoll_group dcoll_non_member = {
 
 #define INIT_KNOWN_MASK                                                     \
     (DCOLL_INIT_PARAM_URL | DCOLL_INIT_PARAM_COMM |                        \
-     DCOLL_INIT_PARAM_THREAD_LEVEL | DCOLL_INIT_PARAM_BACKEND)
+     DCOLL_INIT_PARAM_THREAD_LEVEL | DCOLL_INIT_PARAM_BACKEND |             \
+     DCOLL_INIT_PARAM_TIMEOUT)
+
+/* The store the world's rendezvous made, if any; it outlives MPI. */
+static dcoll_store_t *world_store;
 
 dcoll_status_t dcoll_check_ready_slow(void)
 {
@@ -52,7 +57,15 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
             p.thread_level = params->thread_level;
         if (p.mask & DCOLL_INIT_PARAM_BACKEND)
             p.backend = params->backend;
+        if (p.mask & DCOLL_INIT_PARAM_TIMEOUT)
+            p.timeout = params->timeout;
     }
+    if (!(p.mask & DCOLL_INIT_PARAM_TIMEOUT))
+        p.timeout = 300.0;
+    if (!(p.timeout > 0) || p.timeout > 1e9)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_init: timeout %g s is not a positive "
+                           "number of seconds", p.timeout);
     if (!(p.mask & DCOLL_INIT_PARAM_THREAD_LEVEL))
         p.thread_level = DCOLL_THREAD_SERIALIZED;
     if (p.thread_level < DCOLL_THREAD_SINGLE ||
@@ -63,40 +76,61 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
     if ((p.mask & DCOLL_INIT_PARAM_URL) && !p.url)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "dcoll_init: url is NULL but its mask bit is set");
-    struct dcoll_rdzv rdzv;
-    dcoll_status_t st = dcoll_rdzv_parse(p.url, &rdzv);
-    if (st)
-        return st;
+    bool launched = dcoll_mpi_launched();
     const struct dcoll_backend *be;
     const char *bname;
-    st = dcoll_backend_lookup(
+    dcoll_status_t st = dcoll_backend_lookup(
         (p.mask & DCOLL_INIT_PARAM_BACKEND) ? p.backend : "auto", &be, &bname);
     if (st)
         return st;
-
     struct dcoll_group w = {
         .magic = DCOLL_GROUP_MAGIC, .backend = be, .backend_name = bname,
     };
-    st = dcoll_mpi_start(p.mask & DCOLL_INIT_PARAM_COMM, p.comm,
-                         p.thread_level, &w);
-    if (st)
-        return st;
-    if (rdzv.scheme == DCOLL_RDZV_ENV) {
-        /* A world of one MPI process cannot hold a larger env:// world:
-         * no launcher started these processes. */
-        if (w.size == 1 && rdzv.world_size > 1)
-            st = dcoll_rdzv_no_launcher(&rdzv);
-        else
-            st = dcoll_mpi_order_world(&w, rdzv.rank, rdzv.world_size);
-        if (st) {
-            dcoll_mpi_stop(&w);
+    struct dcoll_rdzv rdzv = {0};
+    if (launched) {
+        /* MPI first, so that a rendezvous failing on some processes fails
+         * on all of them instead of leaving the rest in a collective. */
+        if ((st = dcoll_mpi_start(p.mask & DCOLL_INIT_PARAM_COMM, p.comm,
+                                  p.thread_level, &w)))
             return st;
-        }
+        st = dcoll_rdzv_run(p.url, p.timeout, true, &rdzv);
+        int ok = st == DCOLL_SUCCESS;
+        dcoll_status_t ast = dcoll_mpi_agree(&w, &ok);
+        if (!st && (ast || !ok))
+            st = ast ? ast : dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                                         "dcoll_init: the rendezvous failed "
+                                         "on another process");
+        /* The rendezvous must agree with MPI. */
+        if (!st && !rdzv.mpi)
+            st = dcoll_mpi_order_world(&w, rdzv.scheme, !rdzv.renumber,
+                                       rdzv.rank, rdzv.world_size);
+    } else {
+        if ((st = dcoll_rdzv_run(p.url, p.timeout, false, &rdzv)))
+            return st;
+        bool join = !rdzv.mpi && rdzv.world_size > 1;
+        int fcomm = 0;
+        if (join)
+            st = dcoll_mpi_join(rdzv.store, rdzv.rank, rdzv.world_size,
+                                p.thread_level, p.timeout, &fcomm);
+        if (!st)
+            st = dcoll_mpi_start(join, fcomm, p.thread_level, &w);
+        if (join && !st)
+            dcoll_mpi_join_free(fcomm);
+    }
+    if (st) {
+        /* Keep the first failure's message through the clean-up. */
+        char msg[1024];
+        snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+        dcoll_mpi_stop(&w, false);
+        dcoll_store_destroy(&rdzv.store);
+        return dcoll_error(st, "%s", msg);
     }
     if ((st = dcoll_mpi_local(&w))) {
-        dcoll_mpi_stop(&w);
+        dcoll_mpi_stop(&w, false);
+        dcoll_store_destroy(&rdzv.store);
         return st;
     }
+    world_store = rdzv.store;
     dcoll_plugins_load(w.local_rank);
     dcoll_world = w;
     dcoll_state = DCOLL_STATE_READY;
@@ -118,7 +152,8 @@ dcoll_status_t dcoll_finalize(void)
     dcoll_group_stage_free(&dcoll_world);
     dcoll_group_pinned_free(&dcoll_world);
     dcoll_plugins_unload();
-    st = dcoll_mpi_stop(&dcoll_world);
+    st = dcoll_mpi_stop(&dcoll_world, true);
+    dcoll_store_destroy(&world_store);
     dcoll_world.magic = DCOLL_DEAD_MAGIC;
     dcoll_state = DCOLL_STATE_DONE;
     return st;

@@ -48,9 +48,6 @@ dcoll_status_t dcoll_store_params_read(const char *fn,
                                        const dcoll_store_params_t *params,
                                        dcoll_store_params_t *p);
 
-/* Seconds since an arbitrary start, from CLOCK_MONOTONIC. */
-double dcoll_now(void);
-
 /* An integer as the stores keep it (decimal text); false if it is not. */
 bool dcoll_store_parse_int(const uint8_t *p, size_t len, int64_t *v);
 

@@ -39,25 +39,31 @@ void dcoll_mpi_comm_free(void *comm)
     free(c);
 }
 
-dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
-                               struct dcoll_group *world)
+dcoll_status_t dcoll_mpi_init(int thread_level)
 {
     static const int levels[] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED,
                                  MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE};
+    int provided;
+    int rc = MPI_Init_thread(NULL, NULL, levels[thread_level], &provided);
+    if (rc != MPI_SUCCESS)
+        return dcoll_mpi_error(rc, "MPI_Init_thread");
+    started_mpi = true;
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
+                               struct dcoll_group *world)
+{
     int inited = 0, finalized = 0, rc;
+    dcoll_status_t st;
     MPI_Finalized(&finalized);
     if (finalized)
         return dcoll_error(DCOLL_ERR_INVALID_STATE,
                            "dcoll_init: MPI has been finalized and cannot be "
                            "started again");
     MPI_Initialized(&inited);
-    if (!inited) {
-        int provided;
-        rc = MPI_Init_thread(NULL, NULL, levels[thread_level], &provided);
-        if (rc != MPI_SUCCESS)
-            return dcoll_mpi_error(rc, "MPI_Init_thread");
-        started_mpi = true;
-    }
+    if (!inited && (st = dcoll_mpi_init(thread_level)))
+        return st;
     MPI_Comm base = MPI_COMM_WORLD;
     if (have_comm) {
         /* A bad handle is reported on MPI_COMM_WORLD, whose handler
@@ -84,7 +90,7 @@ dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
     /* A private copy keeps dcoll's messages apart from the program's. */
     if ((rc = MPI_Comm_dup(base, &dup)) != MPI_SUCCESS)
         return dcoll_mpi_error(rc, "MPI_Comm_dup");
-    dcoll_status_t st = dcoll_mpi_types_create();
+    st = dcoll_mpi_types_create();
     if (st) {
         MPI_Comm_free(&dup);
         return st;
@@ -97,15 +103,21 @@ dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
     return st;
 }
 
-dcoll_status_t dcoll_mpi_stop(struct dcoll_group *world)
+dcoll_status_t dcoll_mpi_stop(struct dcoll_group *world, bool finalize)
 {
     dcoll_mpi_work_cache_free();
-    dcoll_mpi_comm_free(world->comm);
-    world->comm = NULL;
-    dcoll_mpi_types_free();
-    if (started_mpi) {
+    /* No communicator: start failed (or never ran), and made no types. */
+    if (world->comm) {
+        dcoll_mpi_comm_free(world->comm);
+        world->comm = NULL;
+        dcoll_mpi_types_free();
+    }
+    if (started_mpi && finalize) {
         started_mpi = false;
         int rc = MPI_Finalize();
+        /* Only now may a helper the join started go: MPI_Finalize is
+         * collective over every process connected to this one. */
+        dcoll_mpi_join_end();
         if (rc != MPI_SUCCESS)
             return dcoll_mpi_error(rc, "MPI_Finalize");
     }
@@ -131,8 +143,9 @@ int dcoll_mpi_comm_fint(const struct dcoll_group *g)
     return (int)MPI_Comm_c2f(dcoll_mpi_comm_of(g));
 }
 
-dcoll_status_t dcoll_mpi_order_world(struct dcoll_group *world, int rank,
-                                     int world_size)
+dcoll_status_t dcoll_mpi_order_world(struct dcoll_group *world,
+                                     const char *scheme, bool strict,
+                                     int rank, int world_size)
 {
     MPI_Comm comm = dcoll_mpi_comm_of(world);
     int n = world->size, mine[2] = {rank, world_size}, rc;
@@ -157,13 +170,18 @@ dcoll_status_t dcoll_mpi_order_world(struct dcoll_group *world, int rank,
         int r = all[2 * i], s = all[2 * i + 1];
         if (s != n)
             st = dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                             "dcoll_init: env:// rendezvous: MPI process %d "
+                             "dcoll_init: %s:// rendezvous: MPI process %d "
                              "has world size %d, but the launcher started "
-                             "%d processes", i, s, n);
+                             "%d processes", scheme, i, s, n);
+        else if (strict && r != i)
+            st = dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                             "dcoll_init: %s:// rendezvous: MPI process %d "
+                             "has rank %d from the rendezvous, but MPI's "
+                             "rank %d", scheme, i, r, i);
         else if (owner[r] >= 0)
             st = dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                             "dcoll_init: env:// rendezvous: rank %d is "
-                             "claimed by MPI processes %d and %d", r,
+                             "dcoll_init: %s:// rendezvous: rank %d is "
+                             "claimed by MPI processes %d and %d", scheme, r,
                              owner[r], i);
         else
             owner[r] = i;

@@ -69,8 +69,14 @@ static void bad_init(void)
     EXPECT(dcoll_init(&p), BAD, "'nourl' has no scheme");
     p.url = "mpi://host:1";
     EXPECT(dcoll_init(&p), BAD, "mpi://host:1");
-    p.url = "tcp://127.0.0.1:29500?rank=0&world_size=1";
-    EXPECT(dcoll_init(&p), DCOLL_ERR_UNSUPPORTED, "tcp://");
+    p.url = "tcp://127.0.0.1?rank=0&world_size=1";
+    EXPECT(dcoll_init(&p), BAD, "tcp:// rendezvous: port number missing");
+    p.url = "file://?rank=0&world_size=1";
+    EXPECT(dcoll_init(&p), BAD, "file:// rendezvous: path missing");
+    p.mask = DCOLL_INIT_PARAM_TIMEOUT;
+    p.timeout = -1;
+    EXPECT(dcoll_init(&p), BAD, "timeout -1");
+    p.mask = DCOLL_INIT_PARAM_URL;
     p.url = "env://somehost:1";
     EXPECT(dcoll_init(&p), BAD, "env:// takes no address");
     p.url = NULL;

@@ -10,5 +10,6 @@
 #include "dcoll/work.h"
 #include "dcoll/collectives.h"
 #include "dcoll/store.h"
+#include "dcoll/rendezvous.h"
 
 #endif

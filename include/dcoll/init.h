@@ -22,16 +22,22 @@ typedef enum dcoll_thread_level {
 #define DCOLL_INIT_PARAM_COMM         (UINT64_C(1) << 1)
 #define DCOLL_INIT_PARAM_THREAD_LEVEL (UINT64_C(1) << 2)
 #define DCOLL_INIT_PARAM_BACKEND      (UINT64_C(1) << 3)
+#define DCOLL_INIT_PARAM_TIMEOUT      (UINT64_C(1) << 4)
 
 typedef struct dcoll_init_params {
     uint64_t mask;          /**< which fields below are set; 0: all defaults */
     const char *url;        /**< rendezvous URL; default "mpi://". Also
-                                 "env://[?rank=R&world_size=N]": rank and
-                                 size from the query, else RANK and
-                                 WORLD_SIZE, else SLURM_PROCID and
-                                 SLURM_STEP_NUM_TASKS (or SLURM_NTASKS);
-                                 the world is renumbered to match. Needs
-                                 an MPI launcher (mpirun, srun) for now. */
+                                 env://, tcp://, file:// and registered
+                                 schemes (see dcoll_rendezvous). env://
+                                 also reads SLURM_PROCID and
+                                 SLURM_STEP_NUM_TASKS (or SLURM_NTASKS).
+                                 Under an MPI launcher the rendezvous must
+                                 agree with MPI's world size (env://
+                                 renumbers the world to its ranks; others
+                                 must match MPI's), and env:// without
+                                 MASTER_ADDR/PORT needs no store. Without
+                                 one, the processes join into one MPI
+                                 world through the store. */
     int comm;               /**< world communicator as a Fortran handle
                                  (MPI_Comm_c2f); default MPI_COMM_WORLD.
                                  dcoll duplicates it. */
@@ -39,13 +45,16 @@ typedef struct dcoll_init_params {
                                  starts MPI; default SERIALIZED */
     const char *backend;    /**< world backend: "auto" (default) or "mpi",
                                  case-insensitive */
+    double timeout;         /**< seconds the rendezvous may take; default
+                                 300 */
 } dcoll_init_params_t;
 
-#define DCOLL_INIT_PARAMS_INIT {0, NULL, 0, 0, NULL}
+#define DCOLL_INIT_PARAMS_INIT {0, NULL, 0, 0, NULL, 0.0}
 
 /** Make the world group. Starts MPI (MPI_Init_thread) only if it is not
- *  running yet, and then finalizes it in dcoll_finalize. @p params may be
- *  NULL for all defaults.
+ *  running yet, and then finalizes it in dcoll_finalize (also after a
+ *  failed dcoll_init and a later successful one). @p params may be NULL
+ *  for all defaults.
  *  @return DCOLL_ERR_ALREADY_INITIALIZED on a second call,
  *          DCOLL_ERR_INVALID_ARGUMENT for a bad field or unknown mask bit,
  *          DCOLL_ERR_UNSUPPORTED for a URL scheme that is not built,
