@@ -11,5 +11,6 @@
 #include "dcoll/collectives.h"
 #include "dcoll/store.h"
 #include "dcoll/rendezvous.h"
+#include "dcoll/spawn.h"
 
 #endif

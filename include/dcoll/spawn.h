@@ -1,0 +1,54 @@
+/* dcoll: starting a job's processes on this machine, like torch's spawn. */
+#ifndef DCOLL_SPAWN_H
+#define DCOLL_SPAWN_H
+
+#include "dcoll/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** What each process runs: its exit status is the return value (0 for
+ *  success). It typically calls dcoll_init with "env://". */
+typedef int (*dcoll_spawn_fn)(int rank, void *arg);
+
+/* Bits of dcoll_spawn_params_t.mask. */
+#define DCOLL_SPAWN_PARAM_MASTER_ADDR (UINT64_C(1) << 0)
+#define DCOLL_SPAWN_PARAM_MASTER_PORT (UINT64_C(1) << 1)
+#define DCOLL_SPAWN_PARAM_TIMEOUT     (UINT64_C(1) << 2)
+
+typedef struct dcoll_spawn_params {
+    uint64_t mask;            /**< which fields below are set */
+    const char *master_addr;  /**< MASTER_ADDR; default "127.0.0.1" */
+    int master_port;          /**< MASTER_PORT; default: a free port */
+    double timeout;           /**< seconds before every process is stopped;
+                                   default: no limit */
+} dcoll_spawn_params_t;
+
+#define DCOLL_SPAWN_PARAMS_INIT {0, NULL, 0, 0.0}
+
+/** The first process that failed: its rank, and its exit code or the
+ *  signal that ended it (the other one is 0). */
+typedef struct dcoll_spawn_failure {
+    int rank;
+    int exit_code;
+    int signal;
+} dcoll_spawn_failure_t;
+
+/** Run fn(rank, arg) in @p nprocs processes of this machine, each with
+ *  RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR and
+ *  MASTER_PORT set, and wait for all of them. With @p nprocs 1, fn runs in
+ *  this process. The first process to fail (non-zero exit or a signal) is
+ *  reported, in *failure if not NULL, and the others are stopped (SIGTERM,
+ *  then SIGKILL), with everything they started; nothing is left running.
+ *  Call it before dcoll_init, from a process no MPI launcher started.
+ *  @return DCOLL_ERR_CHILD_FAILED naming the rank and its exit code or
+ *          signal; DCOLL_ERR_TIMEOUT after params->timeout. */
+DCOLL_API dcoll_status_t dcoll_spawn(dcoll_spawn_fn fn, void *arg, int nprocs,
+                                     const dcoll_spawn_params_t *params,
+                                     dcoll_spawn_failure_t *failure);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
