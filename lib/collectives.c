@@ -18,29 +18,7 @@ static const char *const kind_fn[DCOLL_COLL_KIND_COUNT_] = {
     [DCOLL_COLL_RECV] = "dcoll_recv",
 };
 
-/* What a finished no-op is made of: the work a NON-MEMBER gets back. */
-static dcoll_status_t noop_test(struct dcoll_work *w, int *done)
-{
-    (void)w;
-    *done = 1;
-    return DCOLL_SUCCESS;
-}
-
-static dcoll_status_t noop_wait(struct dcoll_work *w)
-{
-    (void)w;
-    return DCOLL_SUCCESS;
-}
-
-static void noop_release(struct dcoll_work *w)
-{
-    free(w);
-}
-
-static const struct dcoll_backend noop_backend = {
-    "none", NULL, noop_test, noop_wait, noop_release,
-};
-
+/* A NON-MEMBER's work: finished as soon as it is made. */
 static dcoll_status_t noop_work(struct dcoll_group *g, const char *fn,
                                 dcoll_work_t **work)
 {
@@ -48,7 +26,7 @@ static dcoll_status_t noop_work(struct dcoll_group *g, const char *fn,
     if (!w)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for a work "
                            "handle", fn);
-    dcoll_work_init(w, g, &noop_backend);
+    dcoll_work_init(w, g, &dcoll_done_backend);
     *work = w;
     return DCOLL_SUCCESS;
 }
@@ -289,12 +267,14 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
 
     int src = -1, device = -1;
     const struct dcoll_cuda_plugin *cu = dcoll_cuda();
-    /* GPU buffers: NCCL where the group can use it, else staged. */
+    c->fn = fn;
+    /* GPU buffers: NCCL where the group can use it, else staged; a
+     * program's backend takes them as they are. */
     if (DCOLL_UNLIKELY(cu != NULL) && c->kind != DCOLL_COLL_BARRIER &&
+        g->backend->route != DCOLL_ROUTE_NONE &&
         (st = dcoll_route(cu, fn, c, &device)))
         return st;
     if (DCOLL_UNLIKELY(device >= 0)) {
-        c->fn = fn;
         st = dcoll_gpu_run(g, c, device, work, &src);
     } else {
         st = g->backend->coll(g, c, work, &src);

@@ -116,8 +116,7 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "dcoll_new_group: %d ranks asked for, more than "
                            "the world's %d", nranks, world);
-    const struct dcoll_backend *be = dcoll_world.backend;
-    const char *bname = dcoll_world.backend_name;
+    const struct dcoll_backend_entry *be = dcoll_world.bentry;
     if (params) {
         if (params->mask & ~DCOLL_GROUP_PARAM_BACKEND)
             return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
@@ -125,7 +124,7 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
                                "unknown bits",
                                (unsigned long long)params->mask);
         if (params->mask & DCOLL_GROUP_PARAM_BACKEND) {
-            st = dcoll_backend_lookup(params->backend, &be, &bname);
+            st = dcoll_backend_lookup(params->backend, &be);
             if (st)
                 return st;
         }
@@ -179,9 +178,13 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
     g->rank = me;
     g->size = n;
     g->ranks = sorted;
-    g->backend = be;
-    g->backend_name = bname;
     g->comm = comm;
+    if ((st = dcoll_backend_attach(g, be, "dcoll_new_group"))) {
+        dcoll_mpi_comm_free(comm);
+        free(sorted);
+        free(g);
+        return st;
+    }
     g->next = live_groups;
     if (live_groups)
         live_groups->prev = g;
@@ -199,6 +202,7 @@ static void group_free(struct dcoll_group *g)
     if (g->next)
         g->next->prev = g->prev;
     dcoll_group_nccl_free(g);
+    dcoll_backend_detach(g);
     dcoll_mpi_comm_free(g->comm);
     dcoll_group_stage_free(g);
     dcoll_group_pinned_free(g);

@@ -92,6 +92,14 @@ void dcoll_kept_free(struct dcoll_kept *k, void (*release)(void *));
 
 /* A backend: one table of function pointers, the only door from lib/ into
  * mpi_layer/ or cuda_layer/. Backends never call the public API. */
+/* Where a group's GPU buffers go (see dcoll_coll_run). */
+enum dcoll_route {
+    DCOLL_ROUTE_AUTO = 0,    /* NCCL where the group can, else staged */
+    DCOLL_ROUTE_STAGED,      /* "mpi": staged through host memory */
+    DCOLL_ROUTE_GPU_ONLY,    /* "nccl": GPU buffers only */
+    DCOLL_ROUTE_NONE,        /* a program's backend takes every buffer */
+};
+
 struct dcoll_backend {
     const char *name;
     /* Run c on g. work NULL: block; else store a new work in *work. A
@@ -101,7 +109,10 @@ struct dcoll_backend {
     dcoll_status_t (*work_test)(struct dcoll_work *w, int *done);
     dcoll_status_t (*work_wait)(struct dcoll_work *w);
     void (*work_release)(struct dcoll_work *w);
+    enum dcoll_route route;
 };
+
+struct dcoll_backend_entry;
 
 struct dcoll_group {
     uint32_t magic;
@@ -110,7 +121,9 @@ struct dcoll_group {
     int *ranks;            /* group rank -> world rank, sorted; NULL: world */
     const char *backend_name;
     const struct dcoll_backend *backend;
-    void *comm;            /* the backend's communicator */
+    const struct dcoll_backend_entry *bentry;  /* its registry entry */
+    void *bstate;          /* a program's backend's state for the group */
+    void *comm;            /* the MPI communicator */
     int inflight;          /* work handles not yet finished */
     int local_rank, local_size; /* the world only: this node's share */
     struct dcoll_kept stage;   /* coalesced packing, from malloc */
@@ -203,9 +216,16 @@ void dcoll_group_nccl_free(struct dcoll_group *g);
 dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
                               int root, dcoll_work_t **work, int *source);
 
-/* backend.c: names "auto" and "mpi". */
+/* backend.c: the registry. lookup finds a name; attach sets the group's
+ * backend (collective over a program's backend's group), detach undoes
+ * it. */
 dcoll_status_t dcoll_backend_lookup(const char *name,
-                                    const struct dcoll_backend **be,
-                                    const char **canonical);
+                                    const struct dcoll_backend_entry **out);
+dcoll_status_t dcoll_backend_attach(struct dcoll_group *g,
+                                    const struct dcoll_backend_entry *e,
+                                    const char *fn);
+void dcoll_backend_detach(struct dcoll_group *g);
+/* Works that are finished when made (test: done; release: free). */
+extern const struct dcoll_backend dcoll_done_backend;
 
 #endif

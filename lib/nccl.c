@@ -56,7 +56,7 @@ static void work_release(struct dcoll_work *bw)
 }
 
 static const struct dcoll_backend nccl_backend = {
-    "nccl", NULL, work_test, work_wait, work_release,
+    "nccl", NULL, work_test, work_wait, work_release, DCOLL_ROUTE_AUTO,
 };
 
 /* The group's NCCL communicator on device, made on first use. */
@@ -121,6 +121,7 @@ dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,
     /* Point to point never makes the communicator (that is collective
      * over the group) and never uses it: see nccl_coll. */
     if (!p->nccl_bytes || g->nccl_state == NCCL_SHARED ||
+        g->backend->route == DCOLL_ROUTE_STAGED ||
         c->kind == DCOLL_COLL_SEND || c->kind == DCOLL_COLL_RECV)
         return dcoll_staged_run(g, c, device, work, source);
     if (g->nccl_state == NCCL_UNTRIED && (st = setup(g, device, fn)))

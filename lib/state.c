@@ -13,6 +13,7 @@ struct dcoll_group dcoll_non_member = {
     .rank = DCOLL_NON_MEMBER,
     .size = DCOLL_NON_MEMBER,
     .backend_name = "auto",
+    .backend = &dcoll_mpi_backend,
 };
 
 #define INIT_KNOWN_MASK                                                     \
@@ -77,15 +78,12 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "dcoll_init: url is NULL but its mask bit is set");
     bool launched = dcoll_mpi_launched();
-    const struct dcoll_backend *be;
-    const char *bname;
+    const struct dcoll_backend_entry *be;
     dcoll_status_t st = dcoll_backend_lookup(
-        (p.mask & DCOLL_INIT_PARAM_BACKEND) ? p.backend : "auto", &be, &bname);
+        (p.mask & DCOLL_INIT_PARAM_BACKEND) ? p.backend : "auto", &be);
     if (st)
         return st;
-    struct dcoll_group w = {
-        .magic = DCOLL_GROUP_MAGIC, .backend = be, .backend_name = bname,
-    };
+    struct dcoll_group w = {.magic = DCOLL_GROUP_MAGIC};
     struct dcoll_rdzv rdzv = {0};
     if (launched) {
         /* MPI first, so that a rendezvous failing on some processes fails
@@ -130,8 +128,18 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         dcoll_store_destroy(&rdzv.store);
         return st;
     }
-    world_store = rdzv.store;
     dcoll_plugins_load(w.local_rank);
+    /* The backend last: "nccl" needs the plugin, a program's backend the
+     * world's communicator. */
+    if ((st = dcoll_backend_attach(&w, be, "dcoll_init"))) {
+        char msg[1024];
+        snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+        dcoll_plugins_unload();
+        dcoll_mpi_stop(&w, false);
+        dcoll_store_destroy(&rdzv.store);
+        return dcoll_error(st, "%s", msg);
+    }
+    world_store = rdzv.store;
     dcoll_world = w;
     dcoll_state = DCOLL_STATE_READY;
     return DCOLL_SUCCESS;
@@ -149,6 +157,7 @@ dcoll_status_t dcoll_finalize(void)
                            "wait for their work handles first", inflight);
     dcoll_groups_free_all();
     dcoll_group_nccl_free(&dcoll_world);
+    dcoll_backend_detach(&dcoll_world);
     dcoll_group_stage_free(&dcoll_world);
     dcoll_group_pinned_free(&dcoll_world);
     dcoll_plugins_unload();

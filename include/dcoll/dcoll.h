@@ -12,5 +12,6 @@
 #include "dcoll/store.h"
 #include "dcoll/rendezvous.h"
 #include "dcoll/spawn.h"
+#include "dcoll/backend.h"
 
 #endif

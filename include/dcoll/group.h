@@ -19,7 +19,11 @@ typedef struct dcoll_group dcoll_group_t;
 
 typedef struct dcoll_group_params {
     uint64_t mask;        /**< which fields below are set */
-    const char *backend;  /**< "auto" (default) or "mpi", case-insensitive */
+    const char *backend;  /**< default: the world's. "auto" (GPU buffers to
+                               NCCL where it can), "mpi" (GPU buffers
+                               staged through host memory), "nccl" (GPU
+                               buffers only), or a registered name;
+                               case-insensitive */
 } dcoll_group_params_t;
 
 #define DCOLL_GROUP_PARAMS_INIT {0, NULL}
@@ -64,7 +68,7 @@ DCOLL_API dcoll_status_t dcoll_group_global_rank(const dcoll_group_t *group,
 DCOLL_API dcoll_status_t dcoll_group_group_rank(const dcoll_group_t *group,
                                                 int global_rank, int *group_rank);
 
-/** Name of the backend that serves @p group ("auto" or "mpi"); static. */
+/** Name of the backend that serves @p group, as registered; static. */
 DCOLL_API dcoll_status_t dcoll_group_backend(const dcoll_group_t *group,
                                              const char **name);
 

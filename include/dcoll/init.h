@@ -43,8 +43,9 @@ typedef struct dcoll_init_params {
                                  dcoll duplicates it. */
     int thread_level;       /**< dcoll_thread_level_t requested if dcoll
                                  starts MPI; default SERIALIZED */
-    const char *backend;    /**< world backend: "auto" (default) or "mpi",
-                                 case-insensitive */
+    const char *backend;    /**< world backend: "auto" (default), "mpi",
+                                 "nccl" or a registered name (see
+                                 dcoll_group_params_t), case-insensitive */
     double timeout;         /**< seconds the rendezvous may take; default
                                  300 */
 } dcoll_init_params_t;
