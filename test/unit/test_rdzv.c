@@ -1,0 +1,293 @@
+/* Rendezvous without MPI: every refusal of the URL handlers, the scheme
+ * registry, tcp:// and file:// rendezvous of one process, and the backend
+ * registry's refusals. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "dcoll/dcoll.h"
+
+#define OK(call) assert_int_equal((call), DCOLL_SUCCESS)
+
+static void refused(const char *url, dcoll_status_t want, const char *text)
+{
+    dcoll_store_t *s = NULL;
+    int rank = 7, size = 7;
+    dcoll_status_t st = dcoll_rendezvous(url, 2, &s, &rank, &size);
+    if (st != want || !strstr(dcoll_last_error(), text))
+        fail_msg("%s -> %s '%s', want %s '%s'", url, dcoll_status_string(st),
+                 dcoll_last_error(), dcoll_status_string(want), text);
+    assert_null(s);
+}
+
+#define BAD DCOLL_ERR_INVALID_ARGUMENT
+
+static void clear_env(void)
+{
+    static const char *const vars[] = {"RANK", "WORLD_SIZE", "MASTER_ADDR",
+                                       "MASTER_PORT", "SLURM_PROCID",
+                                       "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS",
+                                       "DCOLL_STORE_TOKEN"};
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+        unsetenv(vars[i]);
+}
+
+static void url_refusals(void **state)
+{
+    (void)state;
+    clear_env();
+    refused("nourl", BAD, "'nourl' has no scheme");
+    refused("://x", BAD, "has no scheme");
+    refused("1tcp://x", BAD, "has no scheme");
+    refused("gloo://x", BAD, "no rendezvous handler for gloo://");
+    refused("mpi://", BAD, "mpi:// meets through MPI");
+    /* tcp:// */
+    refused("tcp://?rank=0&world_size=1", BAD, "tcp:// rendezvous: host "
+            "missing");
+    refused("tcp://127.0.0.1?rank=0&world_size=1", BAD, "tcp:// rendezvous: "
+            "port number missing");
+    refused("tcp://127.0.0.1:0?rank=0&world_size=1", BAD, "port number "
+            "missing");
+    refused("tcp://127.0.0.1:99999?rank=0", BAD, "port '99999' is not a "
+            "number from 0 to 65535");
+    refused("tcp://127.0.0.1:29500", BAD, "rank parameter missing");
+    refused("tcp://127.0.0.1:29500?world_size=2", BAD, "rank parameter "
+            "missing");
+    refused("tcp://127.0.0.1:29500?rank=0", BAD, "world size parameter "
+            "missing");
+    refused("tcp://127.0.0.1:29500?rank=0&rank=1&world_size=2", BAD,
+            "rank is given twice");
+    refused("tcp://127.0.0.1:29500?rank=0&world_size=2&world_size=2", BAD,
+            "world_size is given twice");
+    refused("tcp://127.0.0.1:29500?rank=2&world_size=2", BAD, "rank 2 (from "
+            "the URL) is not below the world size 2");
+    refused("tcp://127.0.0.1:29500?rank=-1&world_size=2", BAD, "'rank=-1' "
+            "is not a valid rank");
+    refused("tcp://127.0.0.1:29500?rank=0&world_size=0", BAD,
+            "'world_size=0' is not a valid world size");
+    refused("tcp://127.0.0.1:29500?rank=0&world_size=1&use_libuv=1", BAD,
+            "unknown query parameter 'use_libuv=1'");
+    refused("tcp://127.0.0.1:29500?rank=0&world_size=1&token=", BAD,
+            "the token must have");
+    refused("tcp://[::1:29500?rank=0&world_size=1", BAD, "lacks its ']'");
+    /* file:// */
+    refused("file://?rank=0&world_size=1", BAD, "file:// rendezvous: path "
+            "missing");
+    refused("file:///?rank=0&world_size=1", BAD, "path missing");
+    refused("file:///tmp/x", BAD, "rank parameter missing");
+    refused("file:///tmp/x?rank=0", BAD, "world size parameter missing");
+    refused("file://host/tmp/x?rank=0&world_size=1", BAD, "names a host");
+    refused("file:///tmp/x?rank=0&world_size=1&token=t", BAD, "takes no "
+            "token");
+    refused("file:///nonexistent/dir/x?rank=0&world_size=1", DCOLL_ERR_IO,
+            "/nonexistent/dir/x");
+    /* env:// */
+    refused("env://", BAD, "env:// rendezvous: environment variable RANK "
+            "expected, but not set");
+    setenv("RANK", "0", 1);
+    refused("env://", BAD, "environment variable WORLD_SIZE expected, but "
+            "not set");
+    setenv("WORLD_SIZE", "2", 1);
+    refused("env://", BAD, "environment variable MASTER_ADDR expected, but "
+            "not set");
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    refused("env://", BAD, "environment variable MASTER_PORT expected, but "
+            "not set");
+    setenv("MASTER_PORT", "port", 1);
+    refused("env://", BAD, "MASTER_PORT='port' is not a port number");
+    setenv("RANK", "x", 1);
+    refused("env://", BAD, "RANK='x' is not a number");
+    setenv("RANK", "3", 1);
+    refused("env://", BAD, "rank 3 (from RANK) is not below the world size "
+            "2 (from WORLD_SIZE)");
+    refused("env://host:1", BAD, "env:// takes no address");
+    clear_env();
+    /* Arguments. */
+    dcoll_store_t *s;
+    int r, n;
+    assert_int_equal(dcoll_rendezvous(NULL, 1, &s, &r, &n), BAD);
+    assert_int_equal(dcoll_rendezvous("env://", 1, NULL, &r, &n), BAD);
+    assert_int_equal(dcoll_rendezvous("env://", 1, &s, &r, NULL), BAD);
+}
+
+/* One process meets itself: a store comes back and works. */
+static void one_process(void **state)
+{
+    (void)state;
+    clear_env();
+    dcoll_store_t *s = NULL;
+    int rank = -1, size = -1;
+    /* Port 0 would give every rank its own server: refused. */
+    assert_int_equal(dcoll_rendezvous("tcp://127.0.0.1:0?rank=0&world_size=1",
+                                      5, &s, &rank, &size), BAD);
+    char path[] = "/tmp/dcoll-rdzv-XXXXXX", url[128];
+    close(mkstemp(path));
+    unlink(path);
+    snprintf(url, sizeof(url), "file://%s?world_size=1&rank=0", path);
+    OK(dcoll_rendezvous(url, 5, &s, &rank, &size));
+    assert_int_equal(rank, 0);
+    assert_int_equal(size, 1);
+    OK(dcoll_store_set(s, "k", "v", 1));
+    OK(dcoll_store_destroy(&s));
+    assert_int_equal(access(path, F_OK), -1);
+    setenv("RANK", "0", 1);
+    setenv("WORLD_SIZE", "1", 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", "29733", 1);
+    OK(dcoll_rendezvous("env://", 5, &s, &rank, &size));
+    int port = 0;
+    OK(dcoll_store_port(s, &port));
+    assert_int_equal(port, 29733);
+    OK(dcoll_store_destroy(&s));
+    /* The query wins over the environment. */
+    setenv("RANK", "junk", 1);
+    OK(dcoll_rendezvous("env://?rank=0", 5, &s, &rank, &size));
+    OK(dcoll_store_destroy(&s));
+    clear_env();
+}
+
+static char *seen_url;
+
+static dcoll_status_t my_handler(void *arg, const char *url, double timeout,
+                                 dcoll_store_t **store, int *rank,
+                                 int *world_size, const char **why)
+{
+    (void)timeout;
+    free(seen_url);
+    seen_url = strdup(url);
+    if (strstr(url, "fail")) {
+        *why = "the handler was told to fail";
+        return DCOLL_ERR_TIMEOUT;
+    }
+    if (strstr(url, "lie")) {
+        *rank = 3;
+        *world_size = 2;
+        return dcoll_store_file_create(store, (const char *)arg, NULL);
+    }
+    *rank = 0;
+    *world_size = 1;
+    return dcoll_store_file_create(store, (const char *)arg, NULL);
+}
+
+static void registry(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/dcoll-reg-XXXXXX";
+    close(mkstemp(path));
+    unlink(path);
+    OK(dcoll_register_rendezvous("mine+v1", my_handler, path));
+    assert_int_equal(dcoll_register_rendezvous("MINE+V1", my_handler, NULL),
+                     BAD);
+    assert_non_null(strstr(dcoll_last_error(), "mine+v1:// is registered "
+                                                "already"));
+    static const char *const builtin[] = {"env", "tcp", "file", "mpi"};
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(dcoll_register_rendezvous(builtin[i], my_handler,
+                                                   NULL), BAD);
+        assert_non_null(strstr(dcoll_last_error(), "registered already"));
+    }
+    assert_int_equal(dcoll_register_rendezvous("a b", my_handler, NULL), BAD);
+    assert_int_equal(dcoll_register_rendezvous("9x", my_handler, NULL), BAD);
+    assert_int_equal(dcoll_register_rendezvous(NULL, my_handler, NULL), BAD);
+    assert_int_equal(dcoll_register_rendezvous("x", NULL, NULL), BAD);
+    dcoll_store_t *s;
+    int r, n;
+    OK(dcoll_rendezvous("Mine+v1://anything?at=all", 1, &s, &r, &n));
+    assert_string_equal(seen_url, "Mine+v1://anything?at=all");
+    OK(dcoll_store_destroy(&s));
+    refused("mine+v1://fail", DCOLL_ERR_TIMEOUT, "mine+v1:// rendezvous: the "
+            "handler was told to fail");
+    refused("mine+v1://lie", DCOLL_ERR_INTERNAL, "yielded rank 3, world "
+            "size 2");
+    free(seen_url);
+}
+
+static dcoll_status_t b_create(void *arg, int rank, int size, int comm,
+                               void **st)
+{
+    (void)arg, (void)rank, (void)size, (void)comm, (void)st;
+    return DCOLL_SUCCESS;
+}
+
+static dcoll_status_t b_run(void *st, const dcoll_backend_call_t *c, int *s)
+{
+    (void)st, (void)c, (void)s;
+    return DCOLL_SUCCESS;
+}
+
+static void backend_registry(void **state)
+{
+    (void)state;
+    dcoll_backend_ops_t ops = {DCOLL_BACKEND_OPS_VERSION, b_create, b_run,
+                               NULL};
+    OK(dcoll_register_backend("gloo_like", &ops, NULL));
+    assert_int_equal(dcoll_register_backend("GLOO_LIKE", &ops, NULL), BAD);
+    assert_non_null(strstr(dcoll_last_error(), "registered already"));
+    assert_int_equal(dcoll_register_backend("MPI", &ops, NULL), BAD);
+    assert_int_equal(dcoll_register_backend("Nccl", &ops, NULL), BAD);
+    assert_int_equal(dcoll_register_backend("auto", &ops, NULL), BAD);
+    assert_int_equal(dcoll_register_backend("has space", &ops, NULL), BAD);
+    assert_non_null(strstr(dcoll_last_error(), "'has space' is not a "
+                                                "backend name"));
+    assert_int_equal(dcoll_register_backend(NULL, &ops, NULL), BAD);
+    assert_int_equal(dcoll_register_backend("x", NULL, NULL), BAD);
+    ops.version = 99;
+    assert_int_equal(dcoll_register_backend("v99", &ops, NULL), BAD);
+    assert_non_null(strstr(dcoll_last_error(), "ops->version 99"));
+    ops.version = DCOLL_BACKEND_OPS_VERSION;
+    ops.run = NULL;
+    assert_int_equal(dcoll_register_backend("norun", &ops, NULL), BAD);
+    assert_non_null(strstr(dcoll_last_error(), "ops->run is NULL"));
+}
+
+static int spawn_fn(int rank, void *arg)
+{
+    (void)arg;
+    const char *r = getenv("RANK"), *w = getenv("WORLD_SIZE");
+    if (!r || atoi(r) != rank || !w || atoi(w) != 1 || !getenv("MASTER_PORT"))
+        return 9;
+    return 5;
+}
+
+static void spawn_inline(void **state)
+{
+    (void)state;
+    dcoll_spawn_failure_t f;
+    assert_int_equal(dcoll_spawn(spawn_fn, NULL, 1, NULL, &f),
+                     DCOLL_ERR_CHILD_FAILED);
+    assert_int_equal(f.rank, 0);
+    assert_int_equal(f.exit_code, 5);
+    assert_int_equal(f.signal, 0);
+    assert_non_null(strstr(dcoll_last_error(), "process 0 exited with code "
+                                                "5"));
+    assert_int_equal(dcoll_spawn(NULL, NULL, 2, NULL, &f), BAD);
+    assert_int_equal(dcoll_spawn(spawn_fn, NULL, 0, NULL, &f), BAD);
+    assert_non_null(strstr(dcoll_last_error(), "nprocs 0"));
+    dcoll_spawn_params_t p = DCOLL_SPAWN_PARAMS_INIT;
+    p.mask = DCOLL_SPAWN_PARAM_MASTER_PORT;
+    p.master_port = 0;
+    assert_int_equal(dcoll_spawn(spawn_fn, NULL, 2, &p, &f), BAD);
+    p.mask = DCOLL_SPAWN_PARAM_TIMEOUT;
+    p.timeout = 0;
+    assert_int_equal(dcoll_spawn(spawn_fn, NULL, 2, &p, &f), BAD);
+    p.mask = 1u << 30;
+    assert_int_equal(dcoll_spawn(spawn_fn, NULL, 2, &p, &f), BAD);
+    clear_env();
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(url_refusals),
+        cmocka_unit_test(one_process),
+        cmocka_unit_test(registry),
+        cmocka_unit_test(backend_registry),
+        cmocka_unit_test(spawn_inline),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
