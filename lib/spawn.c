@@ -99,6 +99,18 @@ static void stop_all(pid_t *pids, int n)
         }
 }
 
+/* Return only once every child's process group is empty: what they
+ * started was killed, but may take a moment to go. */
+static void groups_gone(const pid_t *pids, int n)
+{
+    double deadline = dcoll_now() + GRACE;
+    for (int i = 0; i < n; i++) {
+        pid_t g = pids[i] < 0 ? pids[i] : -pids[i];
+        while (g && kill(g, 0) == 0 && dcoll_now() < deadline)
+            usleep(5000);
+    }
+}
+
 dcoll_status_t dcoll_spawn(dcoll_spawn_fn fn, void *arg, int nprocs,
                            const dcoll_spawn_params_t *params,
                            dcoll_spawn_failure_t *failure)
@@ -213,6 +225,7 @@ dcoll_status_t dcoll_spawn(dcoll_spawn_fn fn, void *arg, int nprocs,
                 kill(pids[r], SIGKILL);   /* groups of those done earlier */
         dcoll_error(st, "%s", msg);
     }
+    groups_gone(pids, nprocs);
     free(pids);
     return st;
 }

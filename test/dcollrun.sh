@@ -1,0 +1,36 @@
+#!/bin/sh
+# dcollrun: a job of 4 that meets by env://, a job whose rank 1 fails (its
+# exit code comes back, nothing stays running), and bad arguments.
+# dcollrun.sh DCOLLRUN TEST_JOIN
+set -u
+run=$1; prog=$2
+here=$(dirname "$0")
+fail=0
+out=$("$here/nolauncher.sh" 120 "$run" -n 4 "$prog" child env 2>&1)
+echo "$out"
+echo "$out" | grep -q "dcollrun job of 4: ok" || { echo "FAIL: job of 4"; fail=1; }
+
+# Rank 1 exits 5 at once; the others wait for it in dcoll_init.
+out=$(JOIN_FAIL_RANK=1 "$here/nolauncher.sh" 120 "$run" -n 3 --timeout 100 \
+      "$prog" child env 2>&1)
+rc=$?
+echo "$out"
+[ "$rc" = 5 ] || { echo "FAIL: exit code $rc, want 5"; fail=1; }
+echo "$out" | grep -q "process 1 exited with code 5" ||
+    { echo "FAIL: no report of process 1"; fail=1; }
+sleep 1
+if pgrep -f "$prog child" >/dev/null; then
+    echo "FAIL: processes left:"; pgrep -af "$prog child"; fail=1
+fi
+
+# A program that does not exist, and bad arguments: status 127 and 2.
+"$run" -n 2 /nonexistent/prog >/dev/null 2>&1
+rc=$?; [ "$rc" = 127 ] || { echo "FAIL: missing program gave $rc"; fail=1; }
+for bad in "-n 0 true" "-n x true" "-n 2" "--master-port 70000 -n 2 true" \
+           "--bogus -n 2 true"; do
+    # shellcheck disable=SC2086
+    msg=$("$run" $bad 2>&1); rc=$?
+    [ "$rc" = 2 ] || { echo "FAIL: '$bad' gave $rc"; fail=1; }
+    echo "dcollrun $bad -> $rc: $(echo "$msg" | head -1)"
+done
+exit $fail

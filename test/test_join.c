@@ -1,0 +1,272 @@
+/* Processes that no launcher started meet by URL and work as one MPI
+ * world; the same body also runs under mpirun.
+ *   test_join spawn env|tcp|file N   dcoll_spawn N processes that meet
+ *   test_join child env              one process of dcollrun's job
+ *   test_join mpirun                 under mpirun: mpi://, env://, tcp://
+ *   test_join fail | signal          a process fails: spawn reports it,
+ *                                    and nothing is left running */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <mpi.h>
+#include "dcoll/dcoll.h"
+
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            fprintf(stderr, "[%d] %s:%d: ", getpid(), __FILE__, __LINE__);   \
+            fprintf(stderr, __VA_ARGS__);                                    \
+            fprintf(stderr, " (%s)\n", dcoll_last_error());                  \
+            return 1;                                                        \
+        }                                                                    \
+    } while (0)
+
+static char file_path[256];
+
+/* The URL each scheme is reached by, for process rank. */
+static void url_of(const char *scheme, int rank, int n, char *url, size_t cap)
+{
+    if (!strcmp(scheme, "tcp"))
+        snprintf(url, cap, "tcp://127.0.0.1:%s?rank=%d&world_size=%d",
+                 getenv("MASTER_PORT"), rank, n);
+    else if (!strcmp(scheme, "file"))
+        snprintf(url, cap, "file://%s?rank=%d&world_size=%d", file_path,
+                 rank, n);
+    else
+        snprintf(url, cap, "%s://", scheme);
+}
+
+/* all_reduce, broadcast and new_group on the world the URL made. */
+static int body(const char *url, int want_rank, int want_size)
+{
+    dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
+    p.mask = DCOLL_INIT_PARAM_URL | DCOLL_INIT_PARAM_TIMEOUT;
+    p.url = url;
+    p.timeout = 60;
+    CHECK(dcoll_init(&p) == DCOLL_SUCCESS, "init %s", url);
+    dcoll_group_t *w;
+    int r, n;
+    dcoll_group_world(&w);
+    dcoll_group_rank(w, &r);
+    dcoll_group_size(w, &n);
+    CHECK(r == want_rank && n == want_size, "%s: rank %d of %d, want %d of "
+          "%d", url, r, n, want_rank, want_size);
+    enum { COUNT = 1000 };
+    static int x[COUNT];
+    for (int i = 0; i < COUNT; i++)
+        x[i] = (r + 1) * (i + 1);
+    CHECK(dcoll_all_reduce(w, x, x, COUNT, DCOLL_INT32, DCOLL_SUM, NULL,
+                           NULL) == DCOLL_SUCCESS, "all_reduce");
+    for (int i = 0; i < COUNT; i++)
+        CHECK(x[i] == n * (n + 1) / 2 * (i + 1), "all_reduce[%d] = %d", i,
+              x[i]);
+    double b[64];
+    for (int i = 0; i < 64; i++)
+        b[i] = r == n - 1 ? i * 0.5 : -1;
+    CHECK(dcoll_broadcast(w, b, 64, DCOLL_FLOAT64, n - 1, NULL, NULL) ==
+              DCOLL_SUCCESS, "broadcast");
+    for (int i = 0; i < 64; i++)
+        CHECK(b[i] == i * 0.5, "broadcast[%d] = %g", i, b[i]);
+    /* The even ranks. */
+    int ranks[64], k = 0;
+    for (int i = 0; i < n; i += 2)
+        ranks[k++] = i;
+    dcoll_group_t *g = NULL;
+    CHECK(dcoll_new_group(&g, ranks, k, NULL) == DCOLL_SUCCESS, "new_group");
+    int gr = -9, v = r, sum = 0;
+    dcoll_group_rank(g, &gr);
+    CHECK(gr == (r % 2 ? DCOLL_NON_MEMBER : r / 2), "group rank %d", gr);
+    CHECK(dcoll_all_reduce(g, &v, &sum, 1, DCOLL_INT32, DCOLL_SUM, NULL,
+                           NULL) == DCOLL_SUCCESS, "group all_reduce");
+    if (gr >= 0)
+        CHECK(sum == (k - 1) * k, "group sum %d, want %d", sum, (k - 1) * k);
+    CHECK(dcoll_group_destroy(&g) == DCOLL_SUCCESS, "group_destroy");
+    CHECK(dcoll_barrier(w, NULL, NULL) == DCOLL_SUCCESS, "barrier");
+    CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
+    return 0;
+}
+
+static int spawned(int rank, void *arg)
+{
+    char url[512];
+    int n = atoi(getenv("WORLD_SIZE"));
+    url_of(arg, rank, n, url, sizeof(url));
+    return body(url, rank, n);
+}
+
+/* A job whose process 2 fails (or 1 is killed) while the others wait. */
+static int failing(int rank, void *arg)
+{
+    const char *how = arg;
+    char path[300];
+    snprintf(path, sizeof(path), "%s/pid.%d", getenv("TMPDIR"), rank);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fprintf(f, "%d\n", getpid());
+        fclose(f);
+    }
+    if (!strcmp(how, "fail") && rank == 2) {
+        usleep(300000);
+        return 7;
+    }
+    if (!strcmp(how, "signal") && rank == 1) {
+        usleep(300000);
+        raise(SIGKILL);
+    }
+    /* The others wait in dcoll_init for the process that never comes. */
+    char url[64];
+    snprintf(url, sizeof(url), "env://");
+    return body(url, rank, 4);
+}
+
+/* Is any process left in one of the job's process groups? */
+static int leftovers(const char *dir, int n)
+{
+    int left = 0;
+    for (int r = 0; r < n; r++) {
+        char path[300];
+        snprintf(path, sizeof(path), "%s/pid.%d", dir, r);
+        FILE *f = fopen(path, "r");
+        int pid = 0;
+        if (!f)
+            continue;
+        if (fscanf(f, "%d", &pid) != 1)
+            pid = 0;
+        fclose(f);
+        if (pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH)) {
+            fprintf(stderr, "process %d (rank %d) is still there\n", pid, r);
+            left++;
+        }
+        /* Its process group: orted, ompi-server. */
+        DIR *d = opendir("/proc");
+        struct dirent *e;
+        while (d && (e = readdir(d))) {
+            char stat[300], buf[512];
+            snprintf(stat, sizeof(stat), "/proc/%s/stat", e->d_name);
+            FILE *s = fopen(stat, "r");
+            if (!s)
+                continue;
+            size_t got = fread(buf, 1, sizeof(buf) - 1, s);
+            fclose(s);
+            buf[got] = '\0';
+            char *close = strrchr(buf, ')'), state;
+            int ppid, pgrp;
+            if (close && sscanf(close + 2, "%c %d %d", &state, &ppid,
+                                &pgrp) == 3 &&
+                pgrp == pid && state != 'Z') {
+                fprintf(stderr, "process %s of rank %d's group is still "
+                        "there\n", e->d_name, r);
+                left++;
+            }
+        }
+        if (d)
+            closedir(d);
+    }
+    return left;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!strcmp(mode, "spawn") && argc == 4) {
+        int n = atoi(argv[3]);
+        snprintf(file_path, sizeof(file_path), "%s/dcoll-join-%d",
+                 getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", getpid());
+        dcoll_spawn_failure_t f;
+        dcoll_status_t st = dcoll_spawn(spawned, argv[2], n, NULL, &f);
+        printf("join %s, %d processes: %s\n", argv[2], n,
+               st ? dcoll_last_error() : "ok");
+        return st != DCOLL_SUCCESS;
+    }
+    if (!strcmp(mode, "child") && argc == 3) {
+        /* One process of a job dcollrun started. */
+        int rank = atoi(getenv("RANK")), n = atoi(getenv("WORLD_SIZE"));
+        const char *fail = getenv("JOIN_FAIL_RANK");
+        if (fail && atoi(fail) == rank)
+            return 5;
+        char url[512];
+        url_of(argv[2], rank, n, url, sizeof(url));
+        int rc = body(url, rank, n);
+        if (!rc && rank == 0)
+            printf("dcollrun job of %d: ok\n", n);
+        return rc;
+    }
+    if (!strcmp(mode, "mpirun")) {
+        /* The same body under a launcher. */
+        MPI_Init(NULL, NULL);
+        int r, n, rc = 0;
+        MPI_Comm_rank(MPI_COMM_WORLD, &r);
+        MPI_Comm_size(MPI_COMM_WORLD, &n);
+        /* Every rank of one mpirun has the same parent: one port. */
+        char port[16], url[256];
+        snprintf(port, sizeof(port), "%d", 20000 + (int)(getppid() % 30000));
+        MPI_Bcast(port, sizeof(port), MPI_CHAR, 0, MPI_COMM_WORLD);
+        setenv("MASTER_PORT", port, 1);
+        setenv("RANK", "x", 1);  /* the query wins */
+        const char *schemes[] = {"mpi", "tcp"};
+        for (int i = 0; i < 2 && !rc; i++) {
+            url_of(schemes[i], r, n, url, sizeof(url));
+            rc = body(url, r, n);
+        }
+        snprintf(url, sizeof(url), "env://?rank=%d&world_size=%d", r, n);
+        if (!rc)
+            rc = body(url, r, n);
+        /* A rank that disagrees with MPI's: refused on every rank. */
+        snprintf(url, sizeof(url), "tcp://127.0.0.1:%s?rank=%d&world_size=%d",
+                 port, (r + 1) % n, n);
+        dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
+        p.mask = DCOLL_INIT_PARAM_URL | DCOLL_INIT_PARAM_TIMEOUT;
+        p.url = url;
+        p.timeout = 30;
+        dcoll_status_t st = dcoll_init(&p);
+        if (n > 1 && (st != DCOLL_ERR_INVALID_ARGUMENT ||
+                      !strstr(dcoll_last_error(), "but MPI's rank"))) {
+            fprintf(stderr, "[%d] disagreeing rank: %s\n", r,
+                    dcoll_last_error());
+            rc = 1;
+        }
+        if (st == DCOLL_SUCCESS)
+            dcoll_finalize();
+        MPI_Allreduce(MPI_IN_PLACE, &rc, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (r == 0)
+            printf("join under mpirun, %d ranks: %s\n", n,
+                   rc ? "FAILED" : "ok");
+        MPI_Finalize();
+        return rc;
+    }
+    if (!strcmp(mode, "fail") || !strcmp(mode, "signal")) {
+        char dir[] = "/tmp/dcoll-fail-XXXXXX";
+        if (!mkdtemp(dir))
+            return 1;
+        setenv("TMPDIR", dir, 1);
+        dcoll_spawn_failure_t f;
+        time_t t0 = time(NULL);
+        dcoll_status_t st = dcoll_spawn(failing, (void *)mode, 4, NULL, &f);
+        double took = difftime(time(NULL), t0);
+        int bad = st != DCOLL_ERR_CHILD_FAILED;
+        if (!strcmp(mode, "fail"))
+            bad |= f.rank != 2 || f.exit_code != 7 || f.signal != 0 ||
+                   !strstr(dcoll_last_error(), "process 2 exited with code 7");
+        else
+            bad |= f.rank != 1 || f.signal != SIGKILL || f.exit_code != 0 ||
+                   !strstr(dcoll_last_error(), "process 1 was killed by "
+                                               "signal 9");
+        int left = leftovers(dir, 4);
+        printf("%s: %s, after %.1f s; %d process(es) left\n", mode,
+               dcoll_last_error(), took, left);
+        char cmd[300];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        if (system(cmd)) {
+        }
+        return bad || left;
+    }
+    fprintf(stderr, "usage: test_join spawn env|tcp|file N | child SCHEME | "
+            "mpirun | fail | signal\n");
+    return 2;
+}
