@@ -17,7 +17,7 @@ module dcoll
     private
 
     integer, parameter, public :: DCOLL_API_VERSION_MAJOR = 1
-    integer, parameter, public :: DCOLL_API_VERSION_MINOR = 0
+    integer, parameter, public :: DCOLL_API_VERSION_MINOR = 1
     integer, parameter, public :: DCOLL_API_VERSION_PATCH = 0
 
     ! Statuses (dcoll_status_t).
@@ -32,6 +32,9 @@ module dcoll
     integer, parameter, public :: DCOLL_ERR_TIMEOUT = 8
     integer, parameter, public :: DCOLL_ERR_INVALID_STATE = 9
     integer, parameter, public :: DCOLL_ERR_INTERNAL = 10
+    integer, parameter, public :: DCOLL_ERR_REFUSED = 11
+    integer, parameter, public :: DCOLL_ERR_IO = 12
+    integer, parameter, public :: DCOLL_ERR_CHILD_FAILED = 13
 
     ! Element types (dcoll_dtype_t), and Fortran names for them.
     integer, parameter, public :: DCOLL_INT8 = 0, DCOLL_UINT8 = 1
@@ -91,12 +94,72 @@ module dcoll
     ! arguments.
     integer(c_int64_t), parameter :: INIT_URL = 1, INIT_COMM = 2
     integer(c_int64_t), parameter :: INIT_THREAD_LEVEL = 4, INIT_BACKEND = 8
+    integer(c_int64_t), parameter :: INIT_TIMEOUT = 16
     type, bind(C) :: init_params
         integer(c_int64_t) :: mask = 0
         type(c_ptr) :: url = c_null_ptr
         integer(c_int) :: comm = 0
         integer(c_int) :: thread_level = 0
         type(c_ptr) :: backend = c_null_ptr
+        real(c_double) :: timeout = 0
+    end type
+
+    ! Stores (dcoll/store.h): a handle, and the C parameter struct.
+    type, bind(C), public :: dcoll_store
+        type(c_ptr) :: p = c_null_ptr
+    end type
+    integer, parameter, public :: DCOLL_STORE_MAX_KEY = 4096
+    integer, parameter, public :: DCOLL_STORE_MAX_VALUE = 4 * 1024 * 1024
+    integer(c_int64_t), parameter :: STORE_TIMEOUT = 1, STORE_TOKEN = 2
+    integer(c_int64_t), parameter :: STORE_SERVE = 4
+    type, bind(C) :: store_params
+        integer(c_int64_t) :: mask = 0
+        real(c_double) :: timeout = 0
+        type(c_ptr) :: token = c_null_ptr
+        integer(c_int) :: serve = 0
+    end type
+
+    ! dcoll_spawn (dcoll/spawn.h). The function it runs is a bind(C)
+    ! integer(c_int) function of (integer(c_int), value :: rank;
+    ! type(c_ptr), value :: arg), passed with c_funloc.
+    integer(c_int64_t), parameter :: SPAWN_ADDR = 1, SPAWN_PORT = 2
+    integer(c_int64_t), parameter :: SPAWN_TIMEOUT = 4
+    type, bind(C) :: spawn_params
+        integer(c_int64_t) :: mask = 0
+        type(c_ptr) :: master_addr = c_null_ptr
+        integer(c_int) :: master_port = 0
+        real(c_double) :: timeout = 0
+    end type
+    type, bind(C), public :: dcoll_spawn_failure
+        integer(c_int) :: rank = -1, exit_code = 0, signal = 0
+    end type
+
+    ! A program's backend (dcoll/backend.h): bind(C) procedures passed
+    ! with c_funloc, called with a dcoll_backend_call.
+    integer, parameter, public :: DCOLL_BACKEND_OPS_VERSION = 1
+    integer, parameter, public :: DCOLL_KIND_BROADCAST = 0
+    integer, parameter, public :: DCOLL_KIND_ALL_REDUCE = 1
+    integer, parameter, public :: DCOLL_KIND_REDUCE = 2
+    integer, parameter, public :: DCOLL_KIND_ALL_GATHER = 3
+    integer, parameter, public :: DCOLL_KIND_GATHER = 4
+    integer, parameter, public :: DCOLL_KIND_SCATTER = 5
+    integer, parameter, public :: DCOLL_KIND_REDUCE_SCATTER = 6
+    integer, parameter, public :: DCOLL_KIND_ALL_TO_ALL = 7
+    integer, parameter, public :: DCOLL_KIND_BARRIER = 8
+    integer, parameter, public :: DCOLL_KIND_SEND = 9
+    integer, parameter, public :: DCOLL_KIND_RECV = 10
+    type, bind(C), public :: dcoll_backend_ops
+        integer(c_int32_t) :: version = DCOLL_BACKEND_OPS_VERSION
+        type(c_funptr) :: group_create = c_null_funptr
+        type(c_funptr) :: run = c_null_funptr
+        type(c_funptr) :: group_destroy = c_null_funptr
+    end type
+    type, bind(C), public :: dcoll_backend_call
+        integer(c_int) :: kind
+        type(c_ptr) :: sendbuf, recvbuf
+        integer(c_int64_t) :: count
+        integer(c_int) :: dtype, op, root, tag
+        type(c_ptr) :: stream
     end type
 
     integer(c_int64_t), parameter :: GROUP_BACKEND = 1
@@ -120,6 +183,13 @@ module dcoll
     public :: dcoll_work_wait, dcoll_work_test, dcoll_work_source
     public :: dcoll_work_free, dcoll_barrier
     public :: dcoll_all_reduce_coalesced, dcoll_all_gather_coalesced
+    public :: dcoll_store_tcp_create, dcoll_store_file_create
+    public :: dcoll_store_prefix_create, dcoll_store_destroy, dcoll_store_port
+    public :: dcoll_store_set, dcoll_store_get, dcoll_store_add
+    public :: dcoll_store_compare_set, dcoll_store_wait, dcoll_store_check
+    public :: dcoll_store_delete_key, dcoll_store_num_keys
+    public :: dcoll_rendezvous, dcoll_register_rendezvous, dcoll_spawn
+    public :: dcoll_register_backend
 
     ! dcoll_init_comm and dcoll_group_comm take or give an INTEGER handle
     ! (use mpi) or a type(MPI_Comm) (use mpi_f08).
@@ -200,6 +270,167 @@ module dcoll
     public :: dcoll_irecv
 
     interface
+
+    function c_store_tcp_create(out, host, port, params) &
+            bind(C, name='dcoll_store_tcp_create') result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_store), intent(out) :: out
+        character(kind=c_char), intent(in) :: host(*)
+        integer(c_int), value :: port
+        type(store_params), intent(in) :: params
+    end function
+
+    function c_store_file_create(out, path, params) &
+            bind(C, name='dcoll_store_file_create') result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_store), intent(out) :: out
+        character(kind=c_char), intent(in) :: path(*)
+        type(store_params), intent(in) :: params
+    end function
+
+    function c_store_prefix_create(out, prefix, base) &
+            bind(C, name='dcoll_store_prefix_create') result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_store), intent(out) :: out
+        character(kind=c_char), intent(in) :: prefix(*)
+        type(c_ptr), value :: base
+    end function
+
+    function c_store_destroy(store) bind(C, name='dcoll_store_destroy') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_store), intent(inout) :: store
+    end function
+
+    function c_store_port(store, port) bind(C, name='dcoll_store_port') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: store
+        integer(c_int), intent(out) :: port
+    end function
+
+    function c_store_set(store, key, value, len) &
+            bind(C, name='dcoll_store_set') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: store
+        character(kind=c_char), intent(in) :: key(*), value(*)
+        integer(c_size_t), value :: len
+    end function
+
+    function c_store_get(store, key, buf, cap, len) &
+            bind(C, name='dcoll_store_get') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: store
+        character(kind=c_char), intent(in) :: key(*)
+        character(kind=c_char), intent(out) :: buf(*)
+        integer(c_size_t), value :: cap
+        integer(c_size_t), intent(out) :: len
+    end function
+
+    function c_store_add(store, key, delta, result) &
+            bind(C, name='dcoll_store_add') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: store
+        character(kind=c_char), intent(in) :: key(*)
+        integer(c_int64_t), value :: delta
+        integer(c_int64_t), intent(out) :: result
+    end function
+
+    function c_store_compare_set(store, key, expected, elen, desired, dlen, &
+            buf, cap, len) bind(C, name='dcoll_store_compare_set') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: store
+        character(kind=c_char), intent(in) :: key(*), expected(*), desired(*)
+        integer(c_size_t), value :: elen, dlen, cap
+        character(kind=c_char), intent(out) :: buf(*)
+        integer(c_size_t), intent(out) :: len
+    end function
+
+    function c_store_wait(store, keys, nkeys, timeout) &
+            bind(C, name='dcoll_store_wait') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: store
+        type(c_ptr), intent(in) :: keys(*)
+        integer(c_int), value :: nkeys
+        real(c_double), value :: timeout
+    end function
+
+    function c_store_check(store, keys, nkeys, exist) &
+            bind(C, name='dcoll_store_check') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: store
+        type(c_ptr), intent(in) :: keys(*)
+        integer(c_int), value :: nkeys
+        integer(c_int), intent(out) :: exist
+    end function
+
+    function c_store_delete_key(store, key, deleted) &
+            bind(C, name='dcoll_store_delete_key') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: store
+        character(kind=c_char), intent(in) :: key(*)
+        integer(c_int), intent(out) :: deleted
+    end function
+
+    function c_store_num_keys(store, count) &
+            bind(C, name='dcoll_store_num_keys') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: store
+        integer(c_int64_t), intent(out) :: count
+    end function
+
+    function c_rendezvous(url, timeout, store, rank, world_size) &
+            bind(C, name='dcoll_rendezvous') result(st)
+        import
+        integer(c_int) :: st
+        character(kind=c_char), intent(in) :: url(*)
+        real(c_double), value :: timeout
+        type(dcoll_store), intent(out) :: store
+        integer(c_int), intent(out) :: rank, world_size
+    end function
+
+    function c_register_rendezvous(scheme, handler, arg) &
+            bind(C, name='dcoll_register_rendezvous') result(st)
+        import
+        integer(c_int) :: st
+        character(kind=c_char), intent(in) :: scheme(*)
+        type(c_funptr), value :: handler
+        type(c_ptr), value :: arg
+    end function
+
+    function c_spawn(fn, arg, nprocs, params, failure) &
+            bind(C, name='dcoll_spawn') result(st)
+        import
+        integer(c_int) :: st
+        type(c_funptr), value :: fn
+        type(c_ptr), value :: arg
+        integer(c_int), value :: nprocs
+        type(spawn_params), intent(in) :: params
+        type(dcoll_spawn_failure), intent(out) :: failure
+    end function
+
+    function c_register_backend(name, ops, arg) &
+            bind(C, name='dcoll_register_backend') result(st)
+        import
+        integer(c_int) :: st
+        character(kind=c_char), intent(in) :: name(*)
+        type(dcoll_backend_ops), intent(in) :: ops
+        type(c_ptr), value :: arg
+    end function
+
     function c_strlen(s) bind(C, name='strlen') result(n)
         import
         type(c_ptr), value :: s
@@ -661,9 +892,10 @@ contains
 
     ! dcoll_init: every argument optional. comm is an INTEGER handle; a
     ! type(MPI_Comm) goes through dcoll_init_comm.
-    function dcoll_init(url, comm, thread_level, backend) result(st)
+    function dcoll_init(url, comm, thread_level, backend, timeout) result(st)
         character(len=*), intent(in), optional :: url, backend
         integer, intent(in), optional :: comm, thread_level
+        real(8), intent(in), optional :: timeout
         integer :: st
         type(init_params) :: p
         character(kind=c_char), allocatable, target :: curl(:), cbackend(:)
@@ -684,6 +916,10 @@ contains
             call c_string(backend, cbackend)
             p%backend = c_loc(cbackend)
             p%mask = ior(p%mask, INIT_BACKEND)
+        end if
+        if (present(timeout)) then
+            p%timeout = real(timeout, c_double)
+            p%mask = ior(p%mask, INIT_TIMEOUT)
         end if
         f_err_on = .false.
         st = c_init(p)
@@ -1434,6 +1670,305 @@ contains
         st = c_irecv(group%ptr, p_buf, int(count, c_int64_t), &
                 int(dtype, c_int), int(src, c_int), int(tag, c_int), opts, &
                 work)
+    end function
+
+    ! ---- stores: keys and values are Fortran strings ----
+
+    function dcoll_store_tcp_create(store, host, port, serve, timeout, &
+            token) result(st)
+        type(dcoll_store), intent(out) :: store
+        character(len=*), intent(in) :: host
+        integer, intent(in) :: port
+        logical, intent(in), optional :: serve
+        real(8), intent(in), optional :: timeout
+        character(len=*), intent(in), optional :: token
+        integer :: st
+        type(store_params) :: p
+        character(kind=c_char), allocatable :: chost(:)
+        character(kind=c_char), allocatable, target :: ctoken(:)
+        call c_string(host, chost)
+        if (present(serve)) then
+            if (serve) p%serve = 1
+            p%mask = ior(p%mask, STORE_SERVE)
+        end if
+        if (present(timeout)) then
+            p%timeout = real(timeout, c_double)
+            p%mask = ior(p%mask, STORE_TIMEOUT)
+        end if
+        if (present(token)) then
+            call c_string(token, ctoken)
+            p%token = c_loc(ctoken)
+            p%mask = ior(p%mask, STORE_TOKEN)
+        end if
+        f_err_on = .false.
+        st = c_store_tcp_create(store, chost, int(port, c_int), p)
+    end function
+
+    function dcoll_store_file_create(store, path, timeout) result(st)
+        type(dcoll_store), intent(out) :: store
+        character(len=*), intent(in) :: path
+        real(8), intent(in), optional :: timeout
+        integer :: st
+        type(store_params) :: p
+        character(kind=c_char), allocatable :: cpath(:)
+        call c_string(path, cpath)
+        if (present(timeout)) then
+            p%timeout = real(timeout, c_double)
+            p%mask = ior(p%mask, STORE_TIMEOUT)
+        end if
+        f_err_on = .false.
+        st = c_store_file_create(store, cpath, p)
+    end function
+
+    function dcoll_store_prefix_create(store, prefix, base) result(st)
+        type(dcoll_store), intent(out) :: store
+        character(len=*), intent(in) :: prefix
+        type(dcoll_store), intent(in) :: base
+        integer :: st
+        character(kind=c_char), allocatable :: cp(:)
+        call c_string(prefix, cp)
+        f_err_on = .false.
+        st = c_store_prefix_create(store, cp, base%p)
+    end function
+
+    function dcoll_store_destroy(store) result(st)
+        type(dcoll_store), intent(inout) :: store
+        integer :: st
+        f_err_on = .false.
+        st = c_store_destroy(store)
+    end function
+
+    function dcoll_store_port(store, port) result(st)
+        type(dcoll_store), intent(in) :: store
+        integer, intent(out) :: port
+        integer :: st
+        integer(c_int) :: p
+        f_err_on = .false.
+        st = c_store_port(store%p, p)
+        port = p
+    end function
+
+    ! The value is the whole string, trailing blanks included.
+    function dcoll_store_set(store, key, value) result(st)
+        type(dcoll_store), intent(in) :: store
+        character(len=*), intent(in) :: key, value
+        integer :: st
+        character(kind=c_char), allocatable :: ck(:)
+        call c_string(key, ck)
+        f_err_on = .false.
+        st = c_store_set(store%p, ck, value, int(len(value), c_size_t))
+    end function
+
+    ! Waits for key; value gets its first len(value) bytes, blank-padded,
+    ! and length (optional) the value's whole length.
+    function dcoll_store_get(store, key, value, length) result(st)
+        type(dcoll_store), intent(in) :: store
+        character(len=*), intent(in) :: key
+        character(len=*), intent(out) :: value
+        integer, intent(out), optional :: length
+        integer :: st
+        character(kind=c_char), allocatable :: ck(:)
+        integer(c_size_t) :: n
+        call c_string(key, ck)
+        value = ' '
+        n = 0
+        f_err_on = .false.
+        st = c_store_get(store%p, ck, value, int(len(value), c_size_t), n)
+        if (present(length)) length = int(n)
+    end function
+
+    function dcoll_store_add(store, key, delta, result) result(st)
+        type(dcoll_store), intent(in) :: store
+        character(len=*), intent(in) :: key
+        integer(8), intent(in) :: delta
+        integer(8), intent(out), optional :: result
+        integer :: st
+        character(kind=c_char), allocatable :: ck(:)
+        integer(c_int64_t) :: r
+        call c_string(key, ck)
+        f_err_on = .false.
+        st = c_store_add(store%p, ck, int(delta, c_int64_t), r)
+        if (present(result)) result = r
+    end function
+
+    ! Sets key to desired if its value is expected ('' for a missing key);
+    ! value and length get the value after the call, as in get.
+    function dcoll_store_compare_set(store, key, expected, desired, value, &
+            length) result(st)
+        type(dcoll_store), intent(in) :: store
+        character(len=*), intent(in) :: key, expected, desired
+        character(len=*), intent(out) :: value
+        integer, intent(out), optional :: length
+        integer :: st
+        character(kind=c_char), allocatable :: ck(:)
+        integer(c_size_t) :: n
+        call c_string(key, ck)
+        value = ' '
+        n = 0
+        f_err_on = .false.
+        st = c_store_compare_set(store%p, ck, expected, &
+                int(len(expected), c_size_t), desired, &
+                int(len(desired), c_size_t), value, &
+                int(len(value), c_size_t), n)
+        if (present(length)) length = int(n)
+    end function
+
+    ! NUL-terminated copies of keys (trailing blanks off), and their
+    ! addresses.
+    subroutine c_keys(keys, buf, ptrs)
+        character(len=*), intent(in) :: keys(:)
+        character(kind=c_char), allocatable, target, intent(out) :: buf(:,:)
+        type(c_ptr), allocatable, intent(out) :: ptrs(:)
+        integer :: i, j, n
+        allocate(buf(len(keys) + 1, size(keys)), ptrs(size(keys)))
+        do i = 1, size(keys)
+            n = len_trim(keys(i))
+            do j = 1, n
+                buf(j, i) = keys(i)(j:j)
+            end do
+            buf(n + 1, i) = c_null_char
+            ptrs(i) = c_loc(buf(1, i))
+        end do
+    end subroutine
+
+    ! Wait for every key; timeout in seconds (absent: the store's).
+    function dcoll_store_wait(store, keys, timeout) result(st)
+        type(dcoll_store), intent(in) :: store
+        character(len=*), intent(in) :: keys(:)
+        real(8), intent(in), optional :: timeout
+        integer :: st
+        character(kind=c_char), allocatable, target :: buf(:,:)
+        type(c_ptr), allocatable :: ptrs(:)
+        real(c_double) :: t
+        call c_keys(keys, buf, ptrs)
+        t = -1
+        if (present(timeout)) t = real(timeout, c_double)
+        f_err_on = .false.
+        st = c_store_wait(store%p, ptrs, int(size(keys), c_int), t)
+    end function
+
+    function dcoll_store_check(store, keys, exist) result(st)
+        type(dcoll_store), intent(in) :: store
+        character(len=*), intent(in) :: keys(:)
+        logical, intent(out) :: exist
+        integer :: st
+        character(kind=c_char), allocatable, target :: buf(:,:)
+        type(c_ptr), allocatable :: ptrs(:)
+        integer(c_int) :: e
+        call c_keys(keys, buf, ptrs)
+        e = 0
+        f_err_on = .false.
+        st = c_store_check(store%p, ptrs, int(size(keys), c_int), e)
+        exist = e /= 0
+    end function
+
+    function dcoll_store_delete_key(store, key, deleted) result(st)
+        type(dcoll_store), intent(in) :: store
+        character(len=*), intent(in) :: key
+        logical, intent(out), optional :: deleted
+        integer :: st
+        character(kind=c_char), allocatable :: ck(:)
+        integer(c_int) :: d
+        call c_string(key, ck)
+        d = 0
+        f_err_on = .false.
+        st = c_store_delete_key(store%p, ck, d)
+        if (present(deleted)) deleted = d /= 0
+    end function
+
+    function dcoll_store_num_keys(store, count) result(st)
+        type(dcoll_store), intent(in) :: store
+        integer(8), intent(out) :: count
+        integer :: st
+        integer(c_int64_t) :: n
+        f_err_on = .false.
+        st = c_store_num_keys(store%p, n)
+        count = n
+    end function
+
+    ! ---- rendezvous, spawn and the backend registry ----
+
+    function dcoll_rendezvous(url, store, rank, world_size, timeout) &
+            result(st)
+        character(len=*), intent(in) :: url
+        type(dcoll_store), intent(out) :: store
+        integer, intent(out) :: rank, world_size
+        real(8), intent(in), optional :: timeout
+        integer :: st
+        character(kind=c_char), allocatable :: cu(:)
+        integer(c_int) :: r, n
+        real(c_double) :: t
+        call c_string(url, cu)
+        t = 0
+        if (present(timeout)) t = real(timeout, c_double)
+        f_err_on = .false.
+        st = c_rendezvous(cu, t, store, r, n)
+        rank = r
+        world_size = n
+    end function
+
+    ! handler: c_funloc of a bind(C) function with dcoll_rendezvous_fn's
+    ! arguments (see dcoll/rendezvous.h).
+    function dcoll_register_rendezvous(scheme, handler, arg) result(st)
+        character(len=*), intent(in) :: scheme
+        type(c_funptr), intent(in) :: handler
+        type(c_ptr), intent(in), optional :: arg
+        integer :: st
+        character(kind=c_char), allocatable :: cs(:)
+        type(c_ptr) :: a
+        call c_string(scheme, cs)
+        a = c_null_ptr
+        if (present(arg)) a = arg
+        f_err_on = .false.
+        st = c_register_rendezvous(cs, handler, a)
+    end function
+
+    function dcoll_spawn(fn, nprocs, arg, master_addr, master_port, &
+            timeout, failure) result(st)
+        type(c_funptr), intent(in) :: fn
+        integer, intent(in) :: nprocs
+        type(c_ptr), intent(in), optional :: arg
+        character(len=*), intent(in), optional :: master_addr
+        integer, intent(in), optional :: master_port
+        real(8), intent(in), optional :: timeout
+        type(dcoll_spawn_failure), intent(out), optional :: failure
+        integer :: st
+        type(spawn_params) :: p
+        type(dcoll_spawn_failure) :: f
+        character(kind=c_char), allocatable, target :: caddr(:)
+        type(c_ptr) :: a
+        a = c_null_ptr
+        if (present(arg)) a = arg
+        if (present(master_addr)) then
+            call c_string(master_addr, caddr)
+            p%master_addr = c_loc(caddr)
+            p%mask = ior(p%mask, SPAWN_ADDR)
+        end if
+        if (present(master_port)) then
+            p%master_port = int(master_port, c_int)
+            p%mask = ior(p%mask, SPAWN_PORT)
+        end if
+        if (present(timeout)) then
+            p%timeout = real(timeout, c_double)
+            p%mask = ior(p%mask, SPAWN_TIMEOUT)
+        end if
+        f_err_on = .false.
+        st = c_spawn(fn, a, int(nprocs, c_int), p, f)
+        if (present(failure)) failure = f
+    end function
+
+    function dcoll_register_backend(name, ops, arg) result(st)
+        character(len=*), intent(in) :: name
+        type(dcoll_backend_ops), intent(in) :: ops
+        type(c_ptr), intent(in), optional :: arg
+        integer :: st
+        character(kind=c_char), allocatable :: cn(:)
+        type(c_ptr) :: a
+        call c_string(name, cn)
+        a = c_null_ptr
+        if (present(arg)) a = arg
+        f_err_on = .false.
+        st = c_register_backend(cn, ops, a)
     end function
 
 end module dcoll
