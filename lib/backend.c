@@ -244,18 +244,17 @@ dcoll_status_t dcoll_backend_attach(struct dcoll_group *g,
     if ((unsigned)st >= DCOLL_STATUS_COUNT_)
         st = DCOLL_ERR_INTERNAL;
     /* Every member learns whether every member's backend came up. */
-    int ok = st == DCOLL_SUCCESS;
+    int mine = st == DCOLL_SUCCESS, ok = mine;
     dcoll_status_t ast = dcoll_mpi_agree(g, &ok);
     if (!st && (ast || !ok))
         st = ast ? ast : DCOLL_ERR_INVALID_STATE;
     if (st) {
-        if (ok || st == DCOLL_ERR_INVALID_STATE)
+        if (mine)
             dcoll_backend_detach(g);
-        else
-            g->bentry = NULL;
+        g->bentry = NULL;
         return dcoll_error(st, "%s: backend '%s' could not set up the group "
                            "on %s", fn, e->name,
-                           ok ? "another rank" : "this rank");
+                           mine ? "another rank" : "this rank");
     }
     return DCOLL_SUCCESS;
 }

@@ -56,6 +56,10 @@ static int body(const char *url, int want_rank, int want_size)
     dcoll_group_size(w, &n);
     CHECK(r == want_rank && n == want_size, "%s: rank %d of %d, want %d of "
           "%d", url, r, n, want_rank, want_size);
+    /* One machine: the node's ranks are the world's, joined or not. */
+    int lr = -1, ln = -1;
+    CHECK(dcoll_local_rank(&lr, &ln) == DCOLL_SUCCESS && lr == r && ln == n,
+          "%s: local rank %d of %d", url, lr, ln);
     enum { COUNT = 1000 };
     static int x[COUNT];
     for (int i = 0; i < COUNT; i++)

@@ -1,0 +1,191 @@
+/* A program's own backend, registered and selected by name for the world
+ * and for a group: its calls reach it with group ranks, async works come
+ * back complete, and what it refuses comes back as its status. Built-in
+ * names: "mpi" works, "nccl" needs a GPU. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <mpi.h>
+#include "dcoll/dcoll.h"
+
+static int me, failures;
+
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            failures++;                                                      \
+            fprintf(stderr, "[rank %d] line %d: ", me, __LINE__);            \
+            fprintf(stderr, __VA_ARGS__);                                    \
+            fprintf(stderr, " (%s)\n", dcoll_last_error());                  \
+        }                                                                    \
+    } while (0)
+
+/* The backend: int32 SUM all_reduce, broadcast and barrier over the MPI
+ * communicator dcoll hands it; it counts what it ran. */
+struct state {
+    MPI_Comm comm;
+    int rank, size, calls;
+    int *destroyed;
+};
+
+static int destroyed;
+
+static dcoll_status_t b_create(void *arg, int rank, int size, int comm,
+                               void **out)
+{
+    struct state *s = calloc(1, sizeof(*s));
+    if (!s)
+        return DCOLL_ERR_NO_MEMORY;
+    s->comm = MPI_Comm_f2c(comm);
+    s->rank = rank;
+    s->size = size;
+    s->destroyed = arg;
+    *out = s;
+    return DCOLL_SUCCESS;
+}
+
+static dcoll_status_t b_run(void *st, const dcoll_backend_call_t *c,
+                            int *source)
+{
+    struct state *s = st;
+    (void)source;
+    s->calls++;
+    switch (c->kind) {
+    case DCOLL_KIND_ALL_REDUCE:
+        if (c->dtype != DCOLL_INT32 || c->op != DCOLL_SUM)
+            return DCOLL_ERR_UNSUPPORTED;
+        return MPI_Allreduce(c->sendbuf == c->recvbuf ? MPI_IN_PLACE
+                                                       : c->sendbuf,
+                             c->recvbuf, (int)c->count, MPI_INT, MPI_SUM,
+                             s->comm) ? DCOLL_ERR_MPI : DCOLL_SUCCESS;
+    case DCOLL_KIND_BROADCAST:
+        return MPI_Bcast(c->recvbuf, (int)c->count * 4, MPI_BYTE, c->root,
+                         s->comm) ? DCOLL_ERR_MPI : DCOLL_SUCCESS;
+    case DCOLL_KIND_BARRIER:
+        return MPI_Barrier(s->comm) ? DCOLL_ERR_MPI : DCOLL_SUCCESS;
+    default:
+        return DCOLL_ERR_UNSUPPORTED;
+    }
+}
+
+static void b_destroy(void *st)
+{
+    struct state *s = st;
+    (*s->destroyed)++;
+    free(s);
+}
+
+static dcoll_status_t bad_create(void *arg, int rank, int size, int comm,
+                                 void **out)
+{
+    (void)arg, (void)size, (void)comm, (void)out;
+    /* Fails on the last rank only: every rank must hear of it. */
+    return rank == size - 1 ? DCOLL_ERR_NO_MEMORY : DCOLL_SUCCESS;
+}
+
+int main(void)
+{
+    int n;
+    MPI_Init(NULL, NULL);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    dcoll_backend_ops_t ops = {DCOLL_BACKEND_OPS_VERSION, b_create, b_run,
+                               b_destroy};
+    CHECK(dcoll_register_backend("Counting", &ops, &destroyed) ==
+              DCOLL_SUCCESS, "register");
+    dcoll_backend_ops_t bad = {DCOLL_BACKEND_OPS_VERSION, bad_create, b_run,
+                               NULL};
+    CHECK(dcoll_register_backend("half-broken", &bad, NULL) == DCOLL_SUCCESS,
+          "register half-broken");
+
+    /* The world on it, chosen in another case. */
+    dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
+    p.mask = DCOLL_INIT_PARAM_BACKEND;
+    p.backend = "COUNTING";
+    CHECK(dcoll_init(&p) == DCOLL_SUCCESS, "init with backend");
+    const char *name = NULL;
+    dcoll_group_backend(NULL, &name);
+    CHECK(name && !strcmp(name, "Counting"), "world backend %s", name);
+    int x[3] = {me, me, me}, y[3];
+    CHECK(dcoll_all_reduce(NULL, x, y, 3, DCOLL_INT32, DCOLL_SUM, NULL,
+                           NULL) == DCOLL_SUCCESS, "all_reduce");
+    CHECK(y[0] == n * (n - 1) / 2 && y[2] == y[0], "sum %d", y[0]);
+    dcoll_work_t *w = NULL;
+    int v = me == 0 ? 42 : 0;
+    CHECK(dcoll_broadcast(NULL, &v, 1, DCOLL_INT32, 0, NULL, &w) ==
+              DCOLL_SUCCESS, "async broadcast");
+    int done = 0;
+    CHECK(dcoll_work_test(w, &done) == DCOLL_SUCCESS && done,
+          "work complete at once");
+    CHECK(dcoll_work_wait(w) == DCOLL_SUCCESS && v == 42, "bcast %d", v);
+    dcoll_work_free(&w);
+    /* What it does not do comes back as its status. */
+    float f = 1;
+    CHECK(dcoll_all_reduce(NULL, &f, &f, 1, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                           NULL) == DCOLL_ERR_UNSUPPORTED &&
+              strstr(dcoll_last_error(), "backend 'Counting' failed"),
+          "unsupported passes through");
+    /* dcoll's checks still come first. */
+    CHECK(dcoll_all_reduce(NULL, x, y, -1, DCOLL_INT32, DCOLL_SUM, NULL,
+                           NULL) == DCOLL_ERR_INVALID_ARGUMENT, "count -1");
+
+    /* A group on the built-in mpi backend, another on ours. */
+    dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
+    gp.mask = DCOLL_GROUP_PARAM_BACKEND;
+    gp.backend = "MPI";
+    dcoll_group_t *g = NULL, *h = NULL;
+    CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_SUCCESS, "mpi group");
+    dcoll_group_backend(g, &name);
+    CHECK(!strcmp(name, "mpi"), "group backend %s", name);
+    f = (float)me;
+    float fs = 0;
+    CHECK(dcoll_all_reduce(g, &f, &fs, 1, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                           NULL) == DCOLL_SUCCESS &&
+              fs == (float)(n * (n - 1) / 2), "float sum on mpi");
+    dcoll_group_destroy(&g);
+    int last = n - 1;
+    gp.backend = "counting";
+    CHECK(dcoll_new_group(&h, &last, 1, &gp) == DCOLL_SUCCESS, "group");
+    if (me == last) {
+        v = 5;
+        CHECK(dcoll_all_reduce(h, &v, &v, 1, DCOLL_INT32, DCOLL_SUM, NULL,
+                               NULL) == DCOLL_SUCCESS && v == 5, "alone");
+    }
+    int before = destroyed;
+    dcoll_group_destroy(&h);
+    CHECK(destroyed == before + (me == last), "group state freed");
+
+    /* A backend that fails on one rank fails the group on all. */
+    gp.backend = "half-broken";
+    CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_ERR_NO_MEMORY ||
+              (n > 1 && me != n - 1),
+          "half-broken on the last rank");
+    if (me != n - 1)
+        CHECK(n == 1 || strstr(dcoll_last_error(), "another rank"),
+              "others hear of it");
+    CHECK(g == NULL, "no group made");
+    /* nccl needs a GPU; unknown names are refused. */
+    gp.backend = "nccl";
+    dcoll_status_t st = dcoll_new_group(&g, NULL, 0, &gp);
+    CHECK(st == DCOLL_ERR_UNSUPPORTED || st == DCOLL_SUCCESS, "nccl: %d", st);
+    if (st == DCOLL_SUCCESS) {
+        CHECK(dcoll_all_reduce(g, x, y, 1, DCOLL_INT32, DCOLL_SUM, NULL,
+                               NULL) == DCOLL_ERR_INVALID_ARGUMENT,
+              "nccl refuses host buffers");
+        dcoll_group_destroy(&g);
+    }
+    gp.backend = "gloo";
+    CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_ERR_INVALID_ARGUMENT &&
+              strstr(dcoll_last_error(), "invalid backend 'gloo'"), "gloo");
+    before = destroyed;
+    CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
+    CHECK(destroyed == before + 1, "world state freed");
+
+    MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM,
+                  MPI_COMM_WORLD);
+    if (me == 0)
+        printf("backend registry on %d rank(s): %s\n", n,
+               failures ? "FAILED" : "ok");
+    MPI_Finalize();
+    return failures != 0;
+}
