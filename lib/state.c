@@ -85,6 +85,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         return st;
     struct dcoll_group w = {.magic = DCOLL_GROUP_MAGIC};
     struct dcoll_rdzv rdzv = {0};
+    bool join = false;
     if (launched) {
         /* MPI first, so that a rendezvous failing on some processes fails
          * on all of them instead of leaving the rest in a collective. */
@@ -105,7 +106,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
     } else {
         if ((st = dcoll_rdzv_run(p.url, p.timeout, false, &rdzv)))
             return st;
-        bool join = !rdzv.mpi && rdzv.world_size > 1;
+        join = !rdzv.mpi && rdzv.world_size > 1;
         int fcomm = 0;
         if (join)
             st = dcoll_mpi_join(rdzv.store, rdzv.rank, rdzv.world_size,
@@ -123,7 +124,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         dcoll_store_destroy(&rdzv.store);
         return dcoll_error(st, "%s", msg);
     }
-    if ((st = dcoll_mpi_local(&w))) {
+    if ((st = dcoll_mpi_local(&w, join))) {
         dcoll_mpi_stop(&w, false);
         dcoll_store_destroy(&rdzv.store);
         return st;

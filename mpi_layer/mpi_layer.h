@@ -32,8 +32,9 @@ dcoll_status_t dcoll_mpi_join(dcoll_store_t *store, int rank, int size,
 void dcoll_mpi_join_free(int fcomm);
 /* Stop what dcoll_mpi_join started; after MPI_Finalize. */
 void dcoll_mpi_join_end(void);
-/* Fill world->local_rank and local_size (collective over the world). */
-dcoll_status_t dcoll_mpi_local(struct dcoll_group *world);
+/* Fill world->local_rank and local_size (collective over the world):
+ * from MPI's shared-memory split, or by host name for a @p joined world. */
+dcoll_status_t dcoll_mpi_local(struct dcoll_group *world, bool joined);
 /* Byte exchanges over a group's communicator, for bootstrapping NCCL. */
 dcoll_status_t dcoll_mpi_bcast_bytes(struct dcoll_group *g, void *buf,
                                      size_t len, int root);
