@@ -124,6 +124,9 @@ dcoll_status_t dcoll_mpi_join(dcoll_store_t *store, int rank, int size,
 {
     char uri[1024], port[MPI_MAX_PORT_NAME + 1], key[64];
     dcoll_status_t st;
+#ifdef OPEN_MPI
+    /* OpenMPI 4 singletons reach each other only through ompi-server;
+     * MPICH's need nothing. */
     if (rank == 0) {
         st = server_start(timeout, uri, sizeof(uri));
         /* The others wait on this key: tell them either way. */
@@ -139,6 +142,7 @@ dcoll_status_t dcoll_mpi_join(dcoll_store_t *store, int rank, int size,
                                "processes without an MPI launcher need");
     }
     setenv("OMPI_MCA_pmix_server_uri", uri, 1);
+#endif
     if ((st = dcoll_mpi_init(thread_level)))
         return st;
     int n = 0;

@@ -23,6 +23,16 @@ if pgrep -f "$prog child" >/dev/null; then
     echo "FAIL: processes left:"; pgrep -af "$prog child"; fail=1
 fi
 
+# No ompi-server to be found: a clear refusal, not a hang.
+out=$(env PATH=/nonexistent OMPI_ALLOW_RUN_AS_ROOT=1 \
+      OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_oob_tcp_if_include=lo \
+      OMPI_MCA_btl_tcp_if_include=lo /usr/bin/timeout 60 \
+      "$run" -n 2 "$prog" child env 2>&1)
+rc=$?
+echo "$out" | tail -2
+[ "$rc" = 1 ] && echo "$out" | grep -q "ompi-server" ||
+    { echo "FAIL: no ompi-server gave $rc"; fail=1; }
+
 # A program that does not exist, and bad arguments: status 127 and 2.
 "$run" -n 2 /nonexistent/prog >/dev/null 2>&1
 rc=$?; [ "$rc" = 127 ] || { echo "FAIL: missing program gave $rc"; fail=1; }

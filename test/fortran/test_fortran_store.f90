@@ -13,6 +13,7 @@ contains
         integer(c_int) :: code
         integer :: x(4), n
         code = 1
+        if (c_associated(arg)) return   ! none is passed
         if (dcoll_init(url='env://', timeout=60d0) /= DCOLL_SUCCESS) return
         if (dcoll_group_size(DCOLL_WORLD, n) /= DCOLL_SUCCESS) return
         x = rank + 1
@@ -28,6 +29,7 @@ contains
         type(c_ptr), value :: arg
         integer(c_int) :: code
         code = 0
+        if (c_associated(arg)) code = 1   ! none is passed
         if (rank == 1) code = 4
     end function
 end module
@@ -44,6 +46,7 @@ program test_fortran_store
     integer(8) :: r, count
     logical :: flag
     character(len=64) :: path
+    type(c_funptr) :: fn
     failures = 0
 
     call ok(dcoll_store_tcp_create(s, '127.0.0.1', 0, serve=.true., &
@@ -95,8 +98,10 @@ program test_fortran_store
             'no port message')
 
     ! Spawned processes.
-    call ok(dcoll_spawn(c_funloc(child), 3, failure=f), 'spawn')
-    call expect(dcoll_spawn(c_funloc(failing), 2, failure=f) == &
+    fn = c_funloc(child)
+    call ok(dcoll_spawn(fn, 3, failure=f), 'spawn')
+    fn = c_funloc(failing)
+    call expect(dcoll_spawn(fn, 2, failure=f) == &
             DCOLL_ERR_CHILD_FAILED, 'spawn failure')
     call expect(f%rank == 1 .and. f%exit_code == 4, 'spawn failure report')
 
