@@ -4,6 +4,7 @@
  * on missing keys park the client, without blocking anyone else, until the
  * keys appear or its timeout fires. */
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -488,7 +489,15 @@ dcoll_status_t dcoll_store_server_start(const char *host, int port,
                            "%s", host, port, uv_strerror(rc));
     }
     s->stop.data = s;
-    if (pthread_create(&s->thread, NULL, run, s)) {
+    /* The thread starts with every signal blocked: the program's signals
+     * go to its own threads, and a write to a client that hung up returns
+     * EPIPE instead of raising SIGPIPE, which would end the process. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(&s->thread, NULL, run, s);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc) {
         on_stop(&s->stop);
         uv_run(&s->loop, UV_RUN_DEFAULT);
         uv_loop_close(&s->loop);

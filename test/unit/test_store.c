@@ -369,6 +369,27 @@ static void tcp_client_dies(void **state)
     raw_request(fd, WIRE_GET, 1, &k);
     usleep(50000);
     close(fd);
+    /* Replies the client never reads: 40 MB of them queue in the server,
+     * then a bad frame stops its reading, and the client resets the
+     * connection with the replies still queued. The server drops it and
+     * goes on. (The fuzz target is what catches a SIGPIPE from a write to
+     * a dead client: see lib/store_server.c.) */
+    {
+        size_t big = DCOLL_STORE_MAX_VALUE;
+        char *v = calloc(1, big);
+        OK(dcoll_store_set(s, "big", v, big));
+        free(v);
+        fd = raw_connect(port);
+        struct wire_str bk = {(const uint8_t *)"big", 3};
+        for (int i = 0; i < 10; i++)
+            raw_request(fd, WIRE_GET, 1, &bk);
+        raw_request(fd, 99, 0, NULL);
+        usleep(200000);
+        struct linger hard = {1, 0};
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &hard, sizeof(hard));
+        close(fd);
+        usleep(200000);
+    }
     /* A forked child killed in the middle of a wait. */
     pid_t pid = fork();
     if (pid == 0) {
