@@ -5,12 +5,15 @@
  *   test_join mpirun                 under mpirun: mpi://, env://, tcp://
  *   test_join fail | signal          a process fails: spawn reports it,
  *                                    and nothing is left running */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 #include <mpi.h>
@@ -29,6 +32,21 @@
 static char file_path[256];
 
 /* The URL each scheme is reached by, for process rank. */
+/* A port nobody listens on now: bind to 0 and read back what was given. */
+static int free_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
+        !getsockname(fd, (struct sockaddr *)&a, &len))
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}
+
 static void url_of(const char *scheme, int rank, int n, char *url, size_t cap)
 {
     if (!strcmp(scheme, "tcp"))
@@ -207,9 +225,11 @@ int main(int argc, char **argv)
         int r, n, rc = 0;
         MPI_Comm_rank(MPI_COMM_WORLD, &r);
         MPI_Comm_size(MPI_COMM_WORLD, &n);
-        /* Every rank of one mpirun has the same parent: one port. */
-        char port[16], url[256];
-        snprintf(port, sizeof(port), "%d", 20000 + (int)(getppid() % 30000));
+        /* Rank 0 asks the kernel for a free port and tells the others
+         * (a port made from a pid once met an ephemeral one in use). */
+        char port[16] = "", url[256];
+        if (r == 0)
+            snprintf(port, sizeof(port), "%d", free_port());
         MPI_Bcast(port, sizeof(port), MPI_CHAR, 0, MPI_COMM_WORLD);
         setenv("MASTER_PORT", port, 1);
         setenv("RANK", "x", 1);  /* the query wins */
