@@ -1,5 +1,6 @@
 /* The public collectives: validate, map roots, detect in-place use, then
  * hand one descriptor to the group's backend. */
+#include <math.h>
 #include <stdlib.h>
 #include "internal.h"
 #include "plugin.h"
@@ -17,6 +18,13 @@ static const char *const kind_fn[DCOLL_COLL_KIND_COUNT_] = {
     [DCOLL_COLL_SEND] = "dcoll_send",
     [DCOLL_COLL_RECV] = "dcoll_recv",
 };
+
+const char *dcoll_kind_name(enum dcoll_coll_kind k)
+{
+    if ((unsigned)k >= DCOLL_COLL_KIND_COUNT_)
+        return "unknown";
+    return kind_fn[k] + sizeof("dcoll_") - 1;
+}
 
 /* A NON-MEMBER's work: finished as soon as it is made. */
 static dcoll_status_t noop_work(struct dcoll_group *g, const char *fn,
@@ -268,6 +276,20 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
     int src = -1, device = -1;
     const struct dcoll_cuda_plugin *cu = dcoll_cuda();
     c->fn = fn;
+    /* Numbered, timed and recorded; send and recv are not numbered, since
+     * ranks make different numbers of them. */
+    if (c->kind != DCOLL_COLL_SEND && c->kind != DCOLL_COLL_RECV) {
+        c->seq = ++g->seq;
+        g->cur_kind = c->kind;
+    }
+    if (g->timeout > 0 || g->flight)
+        c->start = dcoll_now();
+    if (g->flight)
+        c->fid = dcoll_flight_begin(g->flight, c);
+    if (DCOLL_UNLIKELY(g->slow) && (st = dcoll_fault_check(g, c))) {
+        dcoll_flight_end(g->flight, c->fid, st);
+        return st;
+    }
     /* GPU buffers: NCCL where the group can use it, else staged; a
      * program's backend takes them as they are. */
     if (DCOLL_UNLIKELY(cu != NULL) && c->kind != DCOLL_COLL_BARRIER &&
@@ -278,6 +300,17 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
         st = dcoll_gpu_run(g, c, device, work, &src);
     } else {
         st = g->backend->coll(g, c, work, &src);
+    }
+    if (work && !st) {
+        struct dcoll_work *w = *work;
+        w->deadline = g->timeout > 0 ? c->start + g->timeout : INFINITY;
+        w->seq = c->kind == DCOLL_COLL_SEND || c->kind == DCOLL_COLL_RECV
+                     ? 0 : c->seq;
+        w->fid = c->fid;
+        w->kind = c->kind;
+        w->fn = fn;
+    } else if (c->fid) {
+        dcoll_flight_end(g->flight, c->fid, st);
     }
     if (!st && source && c->kind == DCOLL_COLL_RECV && !work)
         *source = g->ranks ? g->ranks[src] : src;

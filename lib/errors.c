@@ -18,6 +18,8 @@ static const char *const status_names[DCOLL_STATUS_COUNT_] = {
     [DCOLL_ERR_REFUSED] = "refused by the peer",
     [DCOLL_ERR_IO] = "connection or file error",
     [DCOLL_ERR_CHILD_FAILED] = "a spawned process failed",
+    [DCOLL_ERR_GROUP_FAILED] = "the group failed earlier and is unusable",
+    [DCOLL_ERR_MISMATCH] = "ranks called different collectives",
 };
 
 const char *dcoll_status_string(dcoll_status_t status)

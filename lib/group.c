@@ -5,6 +5,7 @@
 #include "mpi_layer.h"
 
 static struct dcoll_group *live_groups;
+int dcoll_groups_made;
 
 dcoll_status_t dcoll_group_resolve(struct dcoll_group *in,
                                    struct dcoll_group **out)
@@ -41,6 +42,18 @@ static const char *ranks_text(const struct dcoll_group *g, char *buf,
     }
     if (off < len)
         snprintf(buf + off, len - off, "}");
+    return buf;
+}
+
+const char *dcoll_group_name(const struct dcoll_group *g, char *buf,
+                             size_t len)
+{
+    char ranks[160];
+    if (!g->ranks)
+        snprintf(buf, len, "the world (%d ranks)", g->size);
+    else
+        snprintf(buf, len, "group %d (world %s)", g->id,
+                 ranks_text(g, ranks, sizeof(ranks)));
     return buf;
 }
 
@@ -117,8 +130,10 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
                            "dcoll_new_group: %d ranks asked for, more than "
                            "the world's %d", nranks, world);
     const struct dcoll_backend_entry *be = dcoll_world.bentry;
+    double timeout = dcoll_world.timeout;
     if (params) {
-        if (params->mask & ~DCOLL_GROUP_PARAM_BACKEND)
+        if (params->mask & ~(DCOLL_GROUP_PARAM_BACKEND |
+                             DCOLL_GROUP_PARAM_TIMEOUT))
             return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                                "dcoll_new_group: params->mask 0x%llx has "
                                "unknown bits",
@@ -128,7 +143,22 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
             if (st)
                 return st;
         }
+        if (params->mask & DCOLL_GROUP_PARAM_TIMEOUT) {
+            timeout = params->timeout;
+            if (!(timeout >= 0) || timeout > 1e9)
+                return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                                   "dcoll_new_group: timeout %g s is not a "
+                                   "number of seconds from 0 (wait "
+                                   "forever) to 1e9", timeout);
+        }
     }
+    /* The split runs on the world's communicator, where a timed-out call
+     * may still be pending: it could match the wrong operation. */
+    if (dcoll_world.failed)
+        return dcoll_error(DCOLL_ERR_GROUP_FAILED, "dcoll_new_group: new "
+                           "groups are made from the world, which is "
+                           "unusable after an earlier failure: %s",
+                           dcoll_world.failed);
 
     bool all = !ranks && nranks == 0;
     int n = all ? world : nranks;
@@ -161,6 +191,8 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
 
     void *comm = NULL;
     st = dcoll_mpi_split(&dcoll_world, me >= 0, me, &comm);
+    /* Every world rank counts the group, member or not: ids agree. */
+    int id = ++dcoll_groups_made;
     if (st || me < 0) {
         free(sorted);
         if (!st)
@@ -179,7 +211,10 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
     g->size = n;
     g->ranks = sorted;
     g->comm = comm;
-    if ((st = dcoll_backend_attach(g, be, "dcoll_new_group"))) {
+    g->id = id;
+    if ((st = dcoll_fault_group_init(g, timeout)) ||
+        (st = dcoll_backend_attach(g, be, "dcoll_new_group"))) {
+        dcoll_fault_group_free(g);
         dcoll_mpi_comm_free(comm);
         free(sorted);
         free(g);
@@ -206,6 +241,7 @@ static void group_free(struct dcoll_group *g)
     dcoll_mpi_comm_free(g->comm);
     dcoll_group_stage_free(g);
     dcoll_group_pinned_free(g);
+    dcoll_fault_group_free(g);
     free(g->ranks);
     g->magic = DCOLL_DEAD_MAGIC;
     free(g);

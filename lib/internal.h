@@ -67,7 +67,14 @@ struct dcoll_coll {
     bool in_place;          /* the public call's in-place pattern was used */
     const dcoll_coll_opts_t *opts;
     const char *fn;         /* public name for messages; NULL: by kind */
+    double start;           /* dcoll_now() when it began, 0 if unread */
+    uint64_t seq;           /* its number among the group's collectives
+                               (send and recv are not counted) */
+    uint64_t fid;           /* its flight recorder entry, 0: none */
 };
+
+/* collectives.c: "all_reduce" and so on. */
+const char *dcoll_kind_name(enum dcoll_coll_kind k);
 
 struct dcoll_group;
 struct dcoll_work;
@@ -133,6 +140,14 @@ struct dcoll_group {
     int nccl_state;
     int nccl_device;
     struct dcoll_group *next, *prev; /* live user groups, for finalize */
+    /* Failure behaviour (fault.c, flight.c). */
+    int id;                /* 0: the world; then 1, 2, ... as made */
+    double timeout;        /* seconds a call may wait; 0: forever */
+    uint64_t seq;          /* calls started on the group */
+    int cur_kind;          /* the kind of call #seq, for roll calls */
+    bool slow;             /* failed, or debug checks: see fault.c */
+    char *failed;          /* why the group is unusable, or NULL */
+    struct dcoll_flight *flight;
 };
 
 /* Runs exactly once when the backend has finished, with its status, before
@@ -152,6 +167,12 @@ struct dcoll_work {
     dcoll_work_finish_fn finish;      /* lib/'s own post-processing */
     void *finish_data;
     char *errmsg;                     /* the failure's detail, for wait */
+    /* Set by dcoll_coll_run once the backend has made the work. */
+    double deadline;                  /* dcoll_now() limit; INFINITY: none */
+    uint64_t seq;                     /* the call's number in its group */
+    uint64_t fid;                     /* its flight recorder entry */
+    int kind;                         /* enum dcoll_coll_kind */
+    const char *fn;                   /* the public name, for messages */
 };
 
 /* work.c */
@@ -175,6 +196,7 @@ static inline dcoll_status_t dcoll_check_ready(void)
 }
 
 /* group.c */
+extern int dcoll_groups_made;  /* new_group calls so far: the next id */
 dcoll_status_t dcoll_group_resolve(struct dcoll_group *in,
                                    struct dcoll_group **out);
 dcoll_status_t dcoll_group_root_slow(const struct dcoll_group *g,
@@ -211,6 +233,52 @@ void dcoll_group_pinned_free(struct dcoll_group *g);
 dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,
                              int device, struct dcoll_work **work, int *source);
 void dcoll_group_nccl_free(struct dcoll_group *g);
+
+/* fault.c: timeouts, debug checks and the groups they make unusable. */
+extern double dcoll_default_timeout; /* seconds; 0: forever */
+extern bool dcoll_debug;             /* DCOLL_DEBUG=detail */
+extern unsigned dcoll_flight_size;   /* DCOLL_FLIGHT_RECORDER */
+/* Read DCOLL_TIMEOUT, DCOLL_DEBUG and DCOLL_FLIGHT_RECORDER (dcoll_init). */
+dcoll_status_t dcoll_fault_env(void);
+/* Give g its id, timeout and recorder (new_group, init). */
+dcoll_status_t dcoll_fault_group_init(struct dcoll_group *g, double timeout);
+void dcoll_fault_group_free(struct dcoll_group *g);
+/* "the world" or "group 3 (ranks {0,2,5})", into buf. */
+const char *dcoll_group_name(const struct dcoll_group *g, char *buf,
+                             size_t len);
+/* The slow path before a call on a group with g->slow set: refuse a
+ * failed group, or (debug) check that every rank called the same. */
+dcoll_status_t dcoll_fault_check(struct dcoll_group *g,
+                                 const struct dcoll_coll *c);
+/* How the ranks of a group stood when a call ran out of time. */
+enum dcoll_roll_state {
+    DCOLL_ROLL_SILENT,   /* no answer */
+    DCOLL_ROLL_SAME,     /* in the same call */
+    DCOLL_ROLL_OTHER,    /* in another call on the group: seq, kind */
+};
+struct dcoll_roll {
+    int n;
+    unsigned char *state;
+    uint64_t *seq;
+    int *kind;
+};
+/* A call (fn, seq, kind) ran out of time on g: make the group unusable,
+ * print its flight recorder and return DCOLL_ERR_TIMEOUT with a message
+ * naming the ranks that had not arrived. roll may be NULL. */
+dcoll_status_t dcoll_fault_timed_out(struct dcoll_group *g, const char *fn,
+                                     uint64_t seq, int kind,
+                                     const struct dcoll_roll *roll);
+
+/* flight.c: each group's last calls. */
+struct dcoll_flight;
+struct dcoll_flight *dcoll_flight_new(unsigned n);
+void dcoll_flight_free(struct dcoll_flight *f);
+/* begin returns the entry's id for end (ids start at 1). */
+uint64_t dcoll_flight_begin(struct dcoll_flight *f,
+                            const struct dcoll_coll *c);
+void dcoll_flight_end(struct dcoll_flight *f, uint64_t id, dcoll_status_t st);
+/* Print g's recorder to stderr, headed by why. */
+void dcoll_flight_print(const struct dcoll_group *g, const char *why);
 
 /* collectives.c: validate c and run it on group (the public path). */
 dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,

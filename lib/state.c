@@ -19,7 +19,7 @@ struct dcoll_group dcoll_non_member = {
 #define INIT_KNOWN_MASK                                                     \
     (DCOLL_INIT_PARAM_URL | DCOLL_INIT_PARAM_COMM |                        \
      DCOLL_INIT_PARAM_THREAD_LEVEL | DCOLL_INIT_PARAM_BACKEND |             \
-     DCOLL_INIT_PARAM_TIMEOUT)
+     DCOLL_INIT_PARAM_TIMEOUT | DCOLL_INIT_PARAM_COLL_TIMEOUT)
 
 /* The store the world's rendezvous made, if any; it outlives MPI. */
 static dcoll_store_t *world_store;
@@ -32,6 +32,25 @@ dcoll_status_t dcoll_check_ready_slow(void)
     return dcoll_error(DCOLL_ERR_FINALIZED,
                        "dcoll has been finalized: no call may follow "
                        "dcoll_finalize but dcoll_init");
+}
+
+/* The debug checks are collectives of their own: a process without them
+ * would leave the others waiting, so every process must agree. */
+static dcoll_status_t debug_agreed(struct dcoll_group *w)
+{
+    int on = dcoll_debug, off = !dcoll_debug;
+    dcoll_status_t st = dcoll_mpi_agree(w, &on);
+    if (!st)
+        st = dcoll_mpi_agree(w, &off);
+    if (st)
+        return st;
+    if (!on && !off)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_init: DCOLL_DEBUG is 'detail' on some "
+                           "processes and not on others (this one: %s); "
+                           "set it the same everywhere",
+                           dcoll_debug ? "detail" : "off");
+    return DCOLL_SUCCESS;
 }
 
 dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
@@ -60,6 +79,19 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
             p.backend = params->backend;
         if (p.mask & DCOLL_INIT_PARAM_TIMEOUT)
             p.timeout = params->timeout;
+        if (p.mask & DCOLL_INIT_PARAM_COLL_TIMEOUT)
+            p.coll_timeout = params->coll_timeout;
+    }
+    dcoll_status_t st = dcoll_fault_env();
+    if (st)
+        return st;
+    if (p.mask & DCOLL_INIT_PARAM_COLL_TIMEOUT) {
+        if (!(p.coll_timeout >= 0) || p.coll_timeout > 1e9)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "dcoll_init: coll_timeout %g s is not a "
+                               "number of seconds from 0 (wait forever) "
+                               "to 1e9", p.coll_timeout);
+        dcoll_default_timeout = p.coll_timeout;
     }
     if (!(p.mask & DCOLL_INIT_PARAM_TIMEOUT))
         p.timeout = 300.0;
@@ -79,7 +111,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
                            "dcoll_init: url is NULL but its mask bit is set");
     bool launched = dcoll_mpi_launched();
     const struct dcoll_backend_entry *be;
-    dcoll_status_t st = dcoll_backend_lookup(
+    st = dcoll_backend_lookup(
         (p.mask & DCOLL_INIT_PARAM_BACKEND) ? p.backend : "auto", &be);
     if (st)
         return st;
@@ -124,11 +156,17 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         dcoll_store_destroy(&rdzv.store);
         return dcoll_error(st, "%s", msg);
     }
-    if ((st = dcoll_mpi_local(&w, join))) {
+    if ((st = dcoll_mpi_local(&w, join)) || (st = debug_agreed(&w)) ||
+        (st = dcoll_fault_group_init(&w, dcoll_default_timeout))) {
+        char msg[1024];
+        snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+        dcoll_fault_group_free(&w);
         dcoll_mpi_stop(&w, false);
         dcoll_store_destroy(&rdzv.store);
-        return st;
+        return dcoll_error(st, "%s", msg);
     }
+    w.id = 0;
+    dcoll_groups_made = 0;
     dcoll_plugins_load(w.local_rank);
     /* The backend last: "nccl" needs the plugin, a program's backend the
      * world's communicator. */
@@ -136,6 +174,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         char msg[1024];
         snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
         dcoll_plugins_unload();
+        dcoll_fault_group_free(&w);
         dcoll_mpi_stop(&w, false);
         dcoll_store_destroy(&rdzv.store);
         return dcoll_error(st, "%s", msg);
@@ -161,6 +200,7 @@ dcoll_status_t dcoll_finalize(void)
     dcoll_backend_detach(&dcoll_world);
     dcoll_group_stage_free(&dcoll_world);
     dcoll_group_pinned_free(&dcoll_world);
+    dcoll_fault_group_free(&dcoll_world);
     dcoll_plugins_unload();
     st = dcoll_mpi_stop(&dcoll_world, true);
     dcoll_store_destroy(&world_store);

@@ -1,4 +1,5 @@
 /* Work handles: the public wait/test/source/free over a backend's work. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -18,6 +19,11 @@ void dcoll_work_init(struct dcoll_work *w, struct dcoll_group *g,
     w->finish = NULL;
     w->finish_data = NULL;
     w->errmsg = NULL;
+    w->deadline = INFINITY;
+    w->seq = 0;
+    w->fid = 0;
+    w->kind = 0;
+    w->fn = NULL;
     g->inflight++;
     atomic_fetch_add_explicit(&dcoll_work_inflight, 1, memory_order_relaxed);
 }
@@ -39,6 +45,8 @@ static dcoll_status_t complete(struct dcoll_work *w, dcoll_status_t st)
         w->source = w->group->ranks[w->source];
     w->status = dcoll_work_fail(w, st);
     w->done = true;
+    if (w->fid)
+        dcoll_flight_end(w->group->flight, w->fid, st);
     w->group->inflight--;
     atomic_fetch_sub_explicit(&dcoll_work_inflight, 1, memory_order_relaxed);
     return st;

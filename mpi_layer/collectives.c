@@ -1,8 +1,11 @@
-/* Host collectives over MPI. Blocking calls go to blocking MPI (its tuned
- * algorithms are faster than a nonblocking call plus a wait); async calls
- * go to the nonblocking forms. Counts above INT_MAX become derived types,
- * or chunks for reductions (MPI's built-in ops take built-in types only). */
+/* Host collectives over MPI. A group with a timeout posts the nonblocking
+ * forms and polls them against its deadline (watch.c); a group without
+ * one (timeout 0) makes blocking calls, which skip the nonblocking
+ * schedule and are a little faster for small messages. Counts above
+ * INT_MAX become derived types, or chunks for reductions (MPI's built-in
+ * ops take built-in types only). */
 #include <limits.h>
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,7 +262,8 @@ static void run_after(struct mpi_work *w)
 }
 
 static dcoll_status_t post(struct dcoll_group *g, const struct dcoll_coll *c,
-                           struct post *p, MPI_Status *status)
+                           struct post *p, MPI_Status *status,
+                           const char **callp)
 {
     MPI_Comm comm = dcoll_mpi_comm_of(g);
     const char *call = "MPI";
@@ -283,6 +287,7 @@ static dcoll_status_t post(struct dcoll_group *g, const struct dcoll_coll *c,
         rc = post_one(p, c, comm, status, &call);
         break;
     }
+    *callp = call;
     if (rc == MPI_SUCCESS)
         return DCOLL_SUCCESS;
     dcoll_status_t st = dcoll_mpi_error(rc, call);
@@ -315,15 +320,64 @@ void dcoll_mpi_work_cache_free(void)
     free(atomic_exchange(&spare, NULL));
 }
 
+static struct dcoll_watch watch_of(const struct dcoll_group *g,
+                                   const struct dcoll_coll *c,
+                                   const char *call)
+{
+    bool p2p = c->kind == DCOLL_COLL_SEND || c->kind == DCOLL_COLL_RECV;
+    struct dcoll_watch wt = {
+        .deadline = c->start + g->timeout,
+        .seq = p2p ? 0 : c->seq,
+        .kind = c->kind,
+        .fn = c->fn,
+        .call = call,
+    };
+    return wt;
+}
+
+/* A blocking call on a group with a timeout: post, then poll. */
+static dcoll_status_t run_watched(struct dcoll_group *g,
+                                  const struct dcoll_coll *c, int *source)
+{
+    struct mpi_work w;
+    MPI_Request few[4];
+    int nreq = requests_needed(g, c);
+    w.reqs = nreq <= 4 ? few : malloc(sizeof(MPI_Request) * (size_t)nreq);
+    if (!w.reqs)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for %d requests",
+                           nreq);
+    struct post p = {&w, 0};
+    const char *call = "MPI";
+    dcoll_status_t st = post(g, c, &p, NULL, &call);
+    if (!st) {
+        struct dcoll_watch wt = watch_of(g, c, call);
+        st = dcoll_mpi_poll(g, &wt, p.used, w.reqs, &w.status);
+    }
+    if (w.reqs != few)
+        free(w.reqs);
+    if (st)
+        return st;
+    if (c->kind == DCOLL_COLL_RECV)
+        *source = w.status.MPI_SOURCE;
+    if (c->op == DCOLL_AVG || c->kind == DCOLL_COLL_REDUCE_SCATTER) {
+        plan_after(&w, g, c);
+        run_after(&w);
+    }
+    return DCOLL_SUCCESS;
+}
+
 static dcoll_status_t mpi_coll(struct dcoll_group *g,
                                const struct dcoll_coll *c,
                                struct dcoll_work **work, int *source)
 {
+    if (!work && g->timeout > 0)
+        return run_watched(g, c, source);
     if (!work) {
         struct post p = {NULL, 0};
         struct mpi_work after;
         MPI_Status status;
-        dcoll_status_t st = post(g, c, &p, &status);
+        const char *call;
+        dcoll_status_t st = post(g, c, &p, &status, &call);
         if (st)
             return st;
         if (c->kind == DCOLL_COLL_RECV)
@@ -346,7 +400,8 @@ static dcoll_status_t mpi_coll(struct dcoll_group *g,
     }
     w->nreq = nreq;
     struct post p = {w, 0};
-    dcoll_status_t st = post(g, c, &p, NULL);
+    const char *call;
+    dcoll_status_t st = post(g, c, &p, NULL, &call);
     if (st) {
         if (w->reqs != &w->one)
             free(w->reqs);
@@ -376,6 +431,19 @@ static dcoll_status_t finished(struct mpi_work *w, int rc, const char *call)
     return DCOLL_SUCCESS;
 }
 
+static struct dcoll_watch work_watch(const struct dcoll_work *w,
+                                     const char *call)
+{
+    struct dcoll_watch wt = {
+        .deadline = w->deadline,
+        .seq = w->seq,
+        .kind = w->kind,
+        .fn = w->fn,
+        .call = call,
+    };
+    return wt;
+}
+
 static dcoll_status_t mpi_work_test(struct dcoll_work *bw, int *done)
 {
     struct mpi_work *w = (struct mpi_work *)bw;
@@ -387,12 +455,27 @@ static dcoll_status_t mpi_work_test(struct dcoll_work *bw, int *done)
         *done = 1;
         return dcoll_mpi_error(rc, "MPI_Test");
     }
-    return *done ? finished(w, rc, "MPI_Test") : DCOLL_SUCCESS;
+    if (*done)
+        return finished(w, rc, "MPI_Test");
+    if (!isinf(w->base.deadline) && dcoll_now() >= w->base.deadline) {
+        struct dcoll_watch wt = work_watch(&w->base, "MPI_Test");
+        *done = 1;
+        return dcoll_mpi_timed_out(w->base.group, &wt);
+    }
+    return DCOLL_SUCCESS;
 }
 
 static dcoll_status_t mpi_work_wait(struct dcoll_work *bw)
 {
     struct mpi_work *w = (struct mpi_work *)bw;
+    if (!isinf(w->base.deadline)) {
+        struct dcoll_watch wt = work_watch(&w->base, "MPI_Test");
+        dcoll_status_t st = dcoll_mpi_poll(w->base.group, &wt, w->nreq,
+                                           w->reqs, w->base.is_recv
+                                                        ? &w->status
+                                                        : NULL);
+        return st ? st : finished(w, MPI_SUCCESS, "MPI_Test");
+    }
     /* MPI_Wait for one request: MPI_Waitall costs twice the instructions. */
     int rc = w->base.is_recv ? MPI_Wait(w->reqs, &w->status)
              : w->nreq == 1  ? MPI_Wait(w->reqs, MPI_STATUS_IGNORE)

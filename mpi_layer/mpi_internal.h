@@ -7,12 +7,37 @@
 
 struct dcoll_mpi_comm {
     MPI_Comm comm;
+    MPI_Comm ctl;   /* its twin for roll calls and debug checks, so that
+                       they never match the program's own calls */
 };
 
 static inline MPI_Comm dcoll_mpi_comm_of(const struct dcoll_group *g)
 {
     return ((const struct dcoll_mpi_comm *)g->comm)->comm;
 }
+
+static inline MPI_Comm dcoll_mpi_ctl_of(const struct dcoll_group *g)
+{
+    return ((const struct dcoll_mpi_comm *)g->comm)->ctl;
+}
+
+/* watch.c: wait for n requests until deadline (a dcoll_now() time;
+ * INFINITY: plain MPI_Wait). On time out, ask the group's ranks where they
+ * are, make g unusable and return DCOLL_ERR_TIMEOUT naming call fn, the
+ * group's collective #seq of the given kind (seq 0: a send or receive). */
+struct dcoll_watch {
+    double deadline;
+    uint64_t seq;
+    int kind;
+    const char *fn;
+    const char *call;  /* the MPI call, for MPI errors */
+};
+dcoll_status_t dcoll_mpi_poll(struct dcoll_group *g,
+                              const struct dcoll_watch *wt, int n,
+                              MPI_Request *reqs, MPI_Status *status);
+/* The same, once the deadline has passed without the requests ending. */
+dcoll_status_t dcoll_mpi_timed_out(struct dcoll_group *g,
+                                   const struct dcoll_watch *wt);
 
 /* dtypes.c: filled by dcoll_mpi_types_create at start. */
 extern MPI_Datatype dcoll_mpi_dtype[DCOLL_DTYPE_COUNT_];

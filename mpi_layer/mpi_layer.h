@@ -43,6 +43,11 @@ dcoll_status_t dcoll_mpi_agree(struct dcoll_group *g, int *ok);
 dcoll_status_t dcoll_mpi_allgather_bytes(struct dcoll_group *g,
                                          const void *in, void *out,
                                          size_t len);
+/* Allgather len bytes from every rank of g over its control
+ * communicator, bounded by g's timeout like the call c it checks. */
+dcoll_status_t dcoll_mpi_exchange(struct dcoll_group *g, const void *mine,
+                                  void *all, size_t len,
+                                  const struct dcoll_coll *c);
 /* Free what start made; with @p finalize, finalize MPI if dcoll started
  * it. A failed dcoll_init does not: MPI cannot start twice, and a later
  * dcoll_init may use it (its dcoll_finalize ends it). */

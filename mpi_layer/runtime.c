@@ -26,6 +26,13 @@ static dcoll_status_t comm_wrap(MPI_Comm comm, void **out)
     }
     /* Errors must come back as codes: the default handler aborts the job. */
     MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    int rc = MPI_Comm_dup(comm, &c->ctl);
+    if (rc != MPI_SUCCESS) {
+        MPI_Comm_free(&comm);
+        free(c);
+        return dcoll_mpi_error(rc, "MPI_Comm_dup (control twin)");
+    }
+    MPI_Comm_set_errhandler(c->ctl, MPI_ERRORS_RETURN);
     c->comm = comm;
     *out = c;
     return DCOLL_SUCCESS;
@@ -36,6 +43,7 @@ void dcoll_mpi_comm_free(void *comm)
     struct dcoll_mpi_comm *c = comm;
     if (!c)
         return;
+    MPI_Comm_free(&c->ctl);
     MPI_Comm_free(&c->comm);
     free(c);
 }

@@ -6,7 +6,6 @@
  *   test_join fail | signal          a process fails: spawn reports it,
  *                                    and nothing is left running */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 #include <mpi.h>
 #include "dcoll/dcoll.h"
+#include "procs.h"
 
 #define CHECK(cond, ...)                                                     \
     do {                                                                     \
@@ -125,13 +125,7 @@ static int spawned(int rank, void *arg)
 static int failing(int rank, void *arg)
 {
     const char *how = arg;
-    char path[300];
-    snprintf(path, sizeof(path), "%s/pid.%d", getenv("TMPDIR"), rank);
-    FILE *f = fopen(path, "w");
-    if (f) {
-        fprintf(f, "%d\n", getpid());
-        fclose(f);
-    }
+    procs_note_pid(rank);
     if (!strcmp(how, "fail") && rank == 2) {
         usleep(300000);
         return 7;
@@ -144,52 +138,6 @@ static int failing(int rank, void *arg)
     char url[64];
     snprintf(url, sizeof(url), "env://");
     return body(url, rank, 4);
-}
-
-/* Is any process left in one of the job's process groups? */
-static int leftovers(const char *dir, int n)
-{
-    int left = 0;
-    for (int r = 0; r < n; r++) {
-        char path[300];
-        snprintf(path, sizeof(path), "%s/pid.%d", dir, r);
-        FILE *f = fopen(path, "r");
-        int pid = 0;
-        if (!f)
-            continue;
-        if (fscanf(f, "%d", &pid) != 1)
-            pid = 0;
-        fclose(f);
-        if (pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH)) {
-            fprintf(stderr, "process %d (rank %d) is still there\n", pid, r);
-            left++;
-        }
-        /* Its process group: orted, ompi-server. */
-        DIR *d = opendir("/proc");
-        struct dirent *e;
-        while (d && (e = readdir(d))) {
-            char stat[300], buf[512];
-            snprintf(stat, sizeof(stat), "/proc/%s/stat", e->d_name);
-            FILE *s = fopen(stat, "r");
-            if (!s)
-                continue;
-            size_t got = fread(buf, 1, sizeof(buf) - 1, s);
-            fclose(s);
-            buf[got] = '\0';
-            char *close = strrchr(buf, ')'), state;
-            int ppid, pgrp;
-            if (close && sscanf(close + 2, "%c %d %d", &state, &ppid,
-                                &pgrp) == 3 &&
-                pgrp == pid && state != 'Z') {
-                fprintf(stderr, "process %s of rank %d's group is still "
-                        "there\n", e->d_name, r);
-                left++;
-            }
-        }
-        if (d)
-            closedir(d);
-    }
-    return left;
 }
 
 int main(int argc, char **argv)
@@ -281,7 +229,7 @@ int main(int argc, char **argv)
             bad |= f.rank != 1 || f.signal != SIGKILL || f.exit_code != 0 ||
                    !strstr(dcoll_last_error(), "process 1 was killed by "
                                                "signal 9");
-        int left = leftovers(dir, 4);
+        int left = procs_left(dir, 4);
         printf("%s: %s, after %.1f s; %d process(es) left\n", mode,
                dcoll_last_error(), took, left);
         char cmd[300];

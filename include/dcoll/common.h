@@ -11,7 +11,7 @@ extern "C" {
 
 /* The major version is the soname: it changes only when the ABI breaks. */
 #define DCOLL_API_VERSION_MAJOR 1
-#define DCOLL_API_VERSION_MINOR 1
+#define DCOLL_API_VERSION_MINOR 2
 #define DCOLL_API_VERSION_PATCH 0
 
 #if defined(_WIN32)
@@ -38,7 +38,10 @@ typedef enum dcoll_status {
     DCOLL_ERR_REFUSED = 11,           /* a peer refused: wrong token, bad request */
     DCOLL_ERR_IO = 12,                /* a connection or file failed */
     DCOLL_ERR_CHILD_FAILED = 13,      /* a process dcoll_spawn started failed */
-    DCOLL_STATUS_COUNT_ = 14          /* not a status: one past the last */
+    DCOLL_ERR_GROUP_FAILED = 14,      /* the group timed out before: unusable */
+    DCOLL_ERR_MISMATCH = 15,          /* ranks called different collectives
+                                         (found in debug mode) */
+    DCOLL_STATUS_COUNT_ = 16         /* not a status: one past the last */
 } dcoll_status_t;
 
 /** A static, never NULL, English name for @p status. */

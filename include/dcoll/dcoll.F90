@@ -35,6 +35,8 @@ module dcoll
     integer, parameter, public :: DCOLL_ERR_REFUSED = 11
     integer, parameter, public :: DCOLL_ERR_IO = 12
     integer, parameter, public :: DCOLL_ERR_CHILD_FAILED = 13
+    integer, parameter, public :: DCOLL_ERR_GROUP_FAILED = 14
+    integer, parameter, public :: DCOLL_ERR_MISMATCH = 15
 
     ! Element types (dcoll_dtype_t), and Fortran names for them.
     integer, parameter, public :: DCOLL_INT8 = 0, DCOLL_UINT8 = 1
@@ -95,6 +97,7 @@ module dcoll
     integer(c_int64_t), parameter :: INIT_URL = 1, INIT_COMM = 2
     integer(c_int64_t), parameter :: INIT_THREAD_LEVEL = 4, INIT_BACKEND = 8
     integer(c_int64_t), parameter :: INIT_TIMEOUT = 16
+    integer(c_int64_t), parameter :: INIT_COLL_TIMEOUT = 32
     type, bind(C) :: init_params
         integer(c_int64_t) :: mask = 0
         type(c_ptr) :: url = c_null_ptr
@@ -102,6 +105,7 @@ module dcoll
         integer(c_int) :: thread_level = 0
         type(c_ptr) :: backend = c_null_ptr
         real(c_double) :: timeout = 0
+        real(c_double) :: coll_timeout = 0
     end type
 
     ! Stores (dcoll/store.h): a handle, and the C parameter struct.
@@ -162,10 +166,11 @@ module dcoll
         type(c_ptr) :: stream
     end type
 
-    integer(c_int64_t), parameter :: GROUP_BACKEND = 1
+    integer(c_int64_t), parameter :: GROUP_BACKEND = 1, GROUP_TIMEOUT = 2
     type, bind(C) :: group_params
         integer(c_int64_t) :: mask = 0
         type(c_ptr) :: backend = c_null_ptr
+        real(c_double) :: timeout = 0
     end type
 
     ! A refusal made here, before C is reached (a buffer that is not
@@ -891,11 +896,13 @@ contains
     end function
 
     ! dcoll_init: every argument optional. comm is an INTEGER handle; a
-    ! type(MPI_Comm) goes through dcoll_init_comm.
-    function dcoll_init(url, comm, thread_level, backend, timeout) result(st)
+    ! type(MPI_Comm) goes through dcoll_init_comm. timeout bounds the
+    ! rendezvous, coll_timeout each collective (0: wait forever).
+    function dcoll_init(url, comm, thread_level, backend, timeout, &
+            coll_timeout) result(st)
         character(len=*), intent(in), optional :: url, backend
         integer, intent(in), optional :: comm, thread_level
-        real(8), intent(in), optional :: timeout
+        real(8), intent(in), optional :: timeout, coll_timeout
         integer :: st
         type(init_params) :: p
         character(kind=c_char), allocatable, target :: curl(:), cbackend(:)
@@ -920,6 +927,10 @@ contains
         if (present(timeout)) then
             p%timeout = real(timeout, c_double)
             p%mask = ior(p%mask, INIT_TIMEOUT)
+        end if
+        if (present(coll_timeout)) then
+            p%coll_timeout = real(coll_timeout, c_double)
+            p%mask = ior(p%mask, INIT_COLL_TIMEOUT)
         end if
         f_err_on = .false.
         st = c_init(p)
@@ -1015,11 +1026,13 @@ contains
     end function
 
     ! A group of the world ranks in ranks(:), zero-based as everywhere in
-    ! dcoll. Collective over the world.
-    function dcoll_new_group(group, ranks, backend) result(st)
+    ! dcoll. Collective over the world. timeout: seconds a collective on
+    ! it may wait (0: forever); default the world's.
+    function dcoll_new_group(group, ranks, backend, timeout) result(st)
         type(dcoll_group), intent(out) :: group
         integer, intent(in) :: ranks(:)
         character(len=*), intent(in), optional :: backend
+        real(8), intent(in), optional :: timeout
         integer :: st
         type(group_params) :: p
         integer(c_int) :: cranks(max(size(ranks), 1))
@@ -1029,6 +1042,10 @@ contains
             call c_string(backend, cbackend)
             p%backend = c_loc(cbackend)
             p%mask = GROUP_BACKEND
+        end if
+        if (present(timeout)) then
+            p%timeout = real(timeout, c_double)
+            p%mask = ior(p%mask, GROUP_TIMEOUT)
         end if
         f_err_on = .false.
         st = c_new_group(group, cranks, int(size(ranks), c_int), p)

@@ -16,6 +16,7 @@ typedef struct dcoll_group dcoll_group_t;
 
 /* Bits of dcoll_group_params_t.mask. */
 #define DCOLL_GROUP_PARAM_BACKEND (UINT64_C(1) << 0)
+#define DCOLL_GROUP_PARAM_TIMEOUT (UINT64_C(1) << 1)
 
 typedef struct dcoll_group_params {
     uint64_t mask;        /**< which fields below are set */
@@ -24,9 +25,15 @@ typedef struct dcoll_group_params {
                                staged through host memory), "nccl" (GPU
                                buffers only), or a registered name;
                                case-insensitive */
+    double timeout;       /**< seconds a host collective on the group may
+                               wait for the other ranks before it returns
+                               DCOLL_ERR_TIMEOUT and the group becomes
+                               unusable; default: the world's. 0: wait
+                               forever, through blocking MPI calls (a
+                               little faster for small messages) */
 } dcoll_group_params_t;
 
-#define DCOLL_GROUP_PARAMS_INIT {0, NULL}
+#define DCOLL_GROUP_PARAMS_INIT {0, NULL, 0.0}
 
 /* Rank a process that is not in a group sees for itself. */
 #define DCOLL_NON_MEMBER (-1)

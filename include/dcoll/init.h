@@ -23,6 +23,7 @@ typedef enum dcoll_thread_level {
 #define DCOLL_INIT_PARAM_THREAD_LEVEL (UINT64_C(1) << 2)
 #define DCOLL_INIT_PARAM_BACKEND      (UINT64_C(1) << 3)
 #define DCOLL_INIT_PARAM_TIMEOUT      (UINT64_C(1) << 4)
+#define DCOLL_INIT_PARAM_COLL_TIMEOUT (UINT64_C(1) << 5)
 
 typedef struct dcoll_init_params {
     uint64_t mask;          /**< which fields below are set; 0: all defaults */
@@ -48,9 +49,24 @@ typedef struct dcoll_init_params {
                                  dcoll_group_params_t), case-insensitive */
     double timeout;         /**< seconds the rendezvous may take; default
                                  300 */
+    double coll_timeout;    /**< seconds a host collective on the world
+                                 (and by default on new groups) may wait
+                                 for the other ranks; then it returns
+                                 DCOLL_ERR_TIMEOUT naming the ranks that
+                                 had not arrived, and the group is
+                                 unusable (DCOLL_ERR_GROUP_FAILED). Default
+                                 $DCOLL_TIMEOUT, else 1800. 0: wait
+                                 forever, through blocking MPI calls.
+                                 Environment, read at dcoll_init:
+                                 DCOLL_DEBUG=detail checks before every
+                                 collective that all ranks called the same
+                                 one (DCOLL_ERR_MISMATCH otherwise);
+                                 DCOLL_FLIGHT_RECORDER=N keeps each group's
+                                 last N calls (default 16, 0: none) and
+                                 prints them on a timeout or mismatch */
 } dcoll_init_params_t;
 
-#define DCOLL_INIT_PARAMS_INIT {0, NULL, 0, 0, NULL, 0.0}
+#define DCOLL_INIT_PARAMS_INIT {0, NULL, 0, 0, NULL, 0.0, 0.0}
 
 /** Make the world group. Starts MPI (MPI_Init_thread) only if it is not
  *  running yet, and then finalizes it in dcoll_finalize (also after a

@@ -38,7 +38,7 @@ program test_fortran
     ! Every other rank from the top, listed in descending order: {3,1} of
     ! 4, {2,0} of 3. dcoll sorts them.
     members = [(i, i = world - 1, 0, -2)]
-    call ok(dcoll_new_group(sub, members), 'new_group')
+    call ok(dcoll_new_group(sub, members, timeout=600d0), 'new_group')
     members = members(size(members):1:-1)
     call r4_1(sub, members, 'sub-group real(4) rank 1')
     call r8_2(sub, members, 'sub-group real(8) rank 2')
@@ -89,6 +89,8 @@ program test_fortran
                 'the Fortran-side message clears on the next call')
     call refused(dcoll_new_group(bad, [world]), DCOLL_ERR_INVALID_ARGUMENT, &
                  'ranks[0]', 'rank out of range')
+    call refused(dcoll_new_group(bad, [0], timeout=-1d0), &
+                 DCOLL_ERR_INVALID_ARGUMENT, 'timeout -1 s', 'bad timeout')
     call refused(dcoll_init_comm(MPI_COMM_WORLD), &
                  DCOLL_ERR_ALREADY_INITIALIZED, 'init', 'init twice')
     call refused(dcoll_group_destroy(bad), DCOLL_SUCCESS, '', &

@@ -1,0 +1,423 @@
+/* Failure behaviour, under mpirun and under dcoll_spawn:
+ *   test_fault absent        the last rank never calls an all_reduce: the
+ *                            others time out, naming it; the group is then
+ *                            unusable and the rest of dcoll works
+ *   test_fault killed        the last rank dies mid-collective (mpirun with
+ *                            recovery on, so the others live): they get an
+ *                            error within the timeout plus 2 s
+ *   test_fault mismatch      DCOLL_DEBUG=detail: rank 1 disagrees in count,
+ *                            type, op, root or operation; every rank gets
+ *                            DCOLL_ERR_MISMATCH, and no buffer changes
+ *   test_fault config        bad settings are refused (1 rank)
+ *   test_fault spawn absent|killed|mismatch N
+ *                            the same in N processes from dcoll_spawn */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "dcoll/dcoll.h"
+#include "procs.h"
+
+#define TIMEOUT 2.0
+
+static int failures;
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        if (!(cond)) {                                                    \
+            fprintf(stderr, "[%d] %s:%d: ", getpid(), __FILE__, __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                                 \
+            fprintf(stderr, " (last error: %s)\n", dcoll_last_error());   \
+            failures++;                                                   \
+        }                                                                 \
+    } while (0)
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* stderr into a file while a failure prints its flight recorder. */
+struct capture {
+    int saved;
+    FILE *f;
+};
+
+static void capture_begin(struct capture *c)
+{
+    fflush(stderr);
+    c->f = tmpfile();
+    c->saved = dup(2);
+    if (c->f)
+        dup2(fileno(c->f), 2);
+}
+
+static char *capture_end(struct capture *c)
+{
+    static char text[16384];
+    fflush(stderr);
+    dup2(c->saved, 2);
+    close(c->saved);
+    text[0] = '\0';
+    if (c->f) {
+        rewind(c->f);
+        size_t n = fread(text, 1, sizeof(text) - 1, c->f);
+        text[n] = '\0';
+        fclose(c->f);
+    }
+    return text;
+}
+
+static dcoll_group_t *group_with_timeout(double seconds)
+{
+    dcoll_group_t *g = NULL;
+    dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
+    gp.mask = DCOLL_GROUP_PARAM_TIMEOUT;
+    gp.timeout = seconds;
+    CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_SUCCESS, "new_group");
+    return g;
+}
+
+/* A checked all_reduce: the rest of dcoll still works. */
+static void sum_works(dcoll_group_t *g, int r, int n, const char *where)
+{
+    int x[64];
+    for (int i = 0; i < 64; i++)
+        x[i] = r + i;
+    CHECK(dcoll_all_reduce(g, x, x, 64, DCOLL_INT32, DCOLL_SUM, NULL,
+                           NULL) == DCOLL_SUCCESS, "%s: all_reduce", where);
+    for (int i = 0; i < 64; i++)
+        CHECK(x[i] == n * (n - 1) / 2 + n * i, "%s: x[%d] = %d", where, i,
+              x[i]);
+}
+
+static int absent(int r, int n)
+{
+    int last = n - 1;
+    dcoll_group_t *g = group_with_timeout(TIMEOUT), *ga =
+        group_with_timeout(TIMEOUT / 2);
+    sum_works(g, r, n, "before");
+    int x[256];
+    for (int i = 0; i < 256; i++)
+        x[i] = r;
+    if (r != last) {
+        /* Blocking: the poll loop's deadline. */
+        struct capture cap;
+        capture_begin(&cap);
+        double t0 = now();
+        dcoll_status_t st = dcoll_all_reduce(g, x, x, 256, DCOLL_INT32,
+                                             DCOLL_SUM, NULL, NULL);
+        double took = now() - t0;
+        char msg[1024];
+        snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+        const char *err = capture_end(&cap);
+        CHECK(st == DCOLL_ERR_TIMEOUT, "absent rank: status %d", st);
+        CHECK(took >= TIMEOUT - 0.01 && took <= TIMEOUT + 2,
+              "timed out after %.2f s", took);
+        char want[96];
+        snprintf(want, sizeof(want), "rank %d (world %d) did not arrive",
+                 last, last);
+        CHECK(strstr(msg, "dcoll_all_reduce on group 1 (world ranks {") &&
+                  strstr(msg, "collective #2, all_reduce") &&
+                  strstr(msg, want) && strstr(msg, "unusable"),
+              "message: %s", msg);
+        CHECK(strstr(err, "flight recorder of group 1") &&
+                  strstr(err, "#1 all_reduce int32 SUM count 64: started") &&
+                  strstr(err, "#2 all_reduce int32 SUM count 256: started") &&
+                  strstr(err, "unfinished"),
+              "flight recorder: %s", err);
+        if (r == 0)
+            printf("absent, blocking: DCOLL_ERR_TIMEOUT after %.2f s "
+                   "(timeout %.0f s): %s\n", took, TIMEOUT, msg);
+        /* The group is unusable now, and says so at once. */
+        t0 = now();
+        CHECK(dcoll_all_reduce(g, x, x, 256, DCOLL_INT32, DCOLL_SUM, NULL,
+                               NULL) == DCOLL_ERR_GROUP_FAILED &&
+                  strstr(dcoll_last_error(), "unusable after an earlier "
+                                             "failure") &&
+                  now() - t0 < 0.1,
+              "failed group");
+        dcoll_work_t *w = NULL;
+        CHECK(dcoll_barrier(g, NULL, &w) == DCOLL_ERR_GROUP_FAILED && !w,
+              "failed group, async");
+        /* Async, polled with test: the work's own deadline. */
+        capture_begin(&cap);
+        t0 = now();
+        st = dcoll_all_reduce(ga, x, x, 256, DCOLL_INT32, DCOLL_SUM, NULL,
+                              &w);
+        int done = 0;
+        while (!st && !done)
+            st = dcoll_work_test(w, &done);
+        took = now() - t0;
+        capture_end(&cap);
+        CHECK(st == DCOLL_ERR_TIMEOUT && took <= TIMEOUT / 2 + 2 &&
+                  strstr(dcoll_last_error(), "did not arrive"),
+              "async: status %d after %.2f s", st, took);
+        CHECK(dcoll_work_wait(w) == DCOLL_ERR_TIMEOUT, "wait replays");
+        CHECK(dcoll_work_free(&w) == DCOLL_ERR_TIMEOUT || !w, "free");
+        if (r == 0)
+            printf("absent, async + test: DCOLL_ERR_TIMEOUT after %.2f s "
+                   "(timeout %.0f s)\n", took, TIMEOUT / 2);
+    }
+    /* The world and new groups still work, the absent rank included. */
+    sum_works(NULL, r, n, "world after");
+    int pair[2] = {0, last};
+    dcoll_group_t *p = NULL;
+    CHECK(dcoll_new_group(&p, pair, 2, NULL) == DCOLL_SUCCESS, "new pair");
+    if (r == 0 || r == last)
+        sum_works(p, r == 0 ? 0 : 1, 2, "new group after");
+    CHECK(dcoll_group_destroy(&p) == DCOLL_SUCCESS, "destroy pair");
+    CHECK(dcoll_group_destroy(&g) == DCOLL_SUCCESS, "destroy failed group");
+    CHECK(dcoll_group_destroy(&ga) == DCOLL_SUCCESS, "destroy group");
+    return 0;
+}
+
+static int killed(int r, int n)
+{
+    enum { BIG = 1 << 20 };
+    dcoll_group_t *g = group_with_timeout(TIMEOUT);
+    sum_works(g, r, n, "before");
+    int *x = calloc(BIG, sizeof(int));
+    if (r == n - 1) {
+        dcoll_work_t *w;
+        dcoll_all_reduce(g, x, x, BIG, DCOLL_INT32, DCOLL_SUM, NULL, &w);
+        usleep(20000);
+        raise(SIGKILL);
+    }
+    struct capture cap;
+    capture_begin(&cap);
+    double t0 = now();
+    dcoll_status_t st = dcoll_all_reduce(g, x, x, BIG, DCOLL_INT32,
+                                         DCOLL_SUM, NULL, NULL);
+    double took = now() - t0;
+    capture_end(&cap);
+    CHECK(st == DCOLL_ERR_TIMEOUT || st == DCOLL_ERR_MPI,
+          "survivor: status %d", st);
+    CHECK(took <= TIMEOUT + 2, "error after %.2f s", took);
+    if (r == 0)
+        printf("killed: %s after %.2f s (timeout %.0f s): %s\n",
+               dcoll_status_string(st), took, TIMEOUT, dcoll_last_error());
+    fflush(stdout);
+    free(x);
+    /* MPI cannot finalize with a dead peer: report and leave. */
+    _exit(failures ? 1 : 0);
+}
+
+/* Run one disagreeing call on the world; rank 1 differs by how. */
+static void disagree(int r, int n, const char *how, const char *want)
+{
+    enum { N = 256 };
+    int in[N], out[N];
+    for (int i = 0; i < N; i++)
+        in[i] = r * 1000 + i, out[i] = -7;
+    int count = N, root = 0;
+    dcoll_dtype_t dt = DCOLL_INT32;
+    dcoll_op_t op = DCOLL_SUM;
+    bool odd = r == 1;
+    if (odd && !strcmp(how, "count"))
+        count = N / 2;
+    if (odd && !strcmp(how, "type"))
+        dt = DCOLL_FLOAT32;
+    if (odd && !strcmp(how, "op"))
+        op = DCOLL_MAX;
+    if (odd && !strcmp(how, "root"))
+        root = 1;
+    struct capture cap;
+    capture_begin(&cap);
+    double t0 = now();
+    dcoll_status_t st;
+    if (!strcmp(how, "root") || (odd && !strcmp(how, "operation")))
+        st = dcoll_broadcast(NULL, out, count, dt, root, NULL, NULL);
+    else
+        st = dcoll_all_reduce(NULL, in, out, count, dt, op, NULL, NULL);
+    double took = now() - t0;
+    const char *err = capture_end(&cap);
+    CHECK(st == DCOLL_ERR_MISMATCH, "%s: status %d", how, st);
+    CHECK(strstr(dcoll_last_error(), "the ranks called different "
+                                     "collectives, so none ran") &&
+              strstr(dcoll_last_error(), want),
+          "%s: message lacks '%s': %s", how, want, dcoll_last_error());
+    CHECK(strstr(err, "flight recorder of the world"), "%s: recorder: %s",
+          how, err);
+    for (int i = 0; i < N; i++) {
+        CHECK(in[i] == r * 1000 + i && out[i] == -7,
+              "%s: buffer changed at %d: in %d out %d", how, i, in[i],
+              out[i]);
+        if (in[i] != r * 1000 + i || out[i] != -7)
+            break;
+    }
+    if (r == 0)
+        printf("mismatch in %s: DCOLL_ERR_MISMATCH after %.1f ms: %s\n",
+               how, took * 1e3, dcoll_last_error());
+    sum_works(NULL, r, n, how);
+}
+
+static int mismatch(int r, int n)
+{
+    disagree(r, n, "count", "rank 1 called all_reduce(int32, SUM, count "
+                            "128)");
+    disagree(r, n, "type", "rank 1 called all_reduce(float32, SUM, count "
+                           "256)");
+    disagree(r, n, "op", "rank 1 called all_reduce(int32, MAX, count 256)");
+    disagree(r, n, "root", "rank 1 called broadcast(int32, count 256, "
+                           "root 1)");
+    disagree(r, n, "operation", "rank 1 called broadcast(int32, count "
+                                "256, root 0)");
+    /* Agreeing calls of every kind run as usual in debug mode. */
+    int a[8] = {0}, b[64] = {0};
+    CHECK(dcoll_all_gather(NULL, a, b, 8, DCOLL_INT32, NULL, NULL) == 0,
+          "all_gather");
+    CHECK(dcoll_barrier(NULL, NULL, NULL) == 0, "barrier");
+    return 0;
+}
+
+static int config(void)
+{
+    struct {
+        const char *var, *value, *want;
+    } bad[] = {
+        {"DCOLL_TIMEOUT", "soon", "DCOLL_TIMEOUT='soon' is not a number"},
+        {"DCOLL_TIMEOUT", "-1", "DCOLL_TIMEOUT='-1'"},
+        {"DCOLL_DEBUG", "verbose", "DCOLL_DEBUG='verbose' is not 'detail'"},
+        {"DCOLL_FLIGHT_RECORDER", "-3", "DCOLL_FLIGHT_RECORDER='-3'"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        setenv(bad[i].var, bad[i].value, 1);
+        CHECK(dcoll_init(NULL) == DCOLL_ERR_INVALID_ARGUMENT &&
+                  strstr(dcoll_last_error(), bad[i].want),
+              "%s=%s", bad[i].var, bad[i].value);
+        unsetenv(bad[i].var);
+    }
+    dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
+    p.mask = DCOLL_INIT_PARAM_COLL_TIMEOUT;
+    p.coll_timeout = -2;
+    CHECK(dcoll_init(&p) == DCOLL_ERR_INVALID_ARGUMENT &&
+              strstr(dcoll_last_error(), "coll_timeout -2 s"),
+          "coll_timeout -2");
+    /* 0 waits forever through blocking calls; groups take the world's. */
+    p.coll_timeout = 0;
+    setenv("DCOLL_FLIGHT_RECORDER", "0", 1);
+    CHECK(dcoll_init(&p) == DCOLL_SUCCESS, "coll_timeout 0");
+    sum_works(NULL, 0, 1, "coll_timeout 0");
+    dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
+    dcoll_group_t *g = NULL;
+    gp.mask = DCOLL_GROUP_PARAM_TIMEOUT;
+    gp.timeout = -1;
+    CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_ERR_INVALID_ARGUMENT &&
+              strstr(dcoll_last_error(), "timeout -1 s"),
+          "group timeout -1");
+    gp.timeout = 0.5;
+    CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_SUCCESS, "group 0.5 s");
+    sum_works(g, 0, 1, "group 0.5 s");
+    dcoll_group_destroy(&g);
+    /* A receive nobody sends: a send/recv times out too, and says which. */
+    gp.timeout = 0.3;
+    CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_SUCCESS, "group");
+    int v;
+    dcoll_work_t *w;
+    CHECK(dcoll_irecv(g, &v, 1, DCOLL_INT32, 0, 9, NULL, &w) == 0, "irecv");
+    struct capture cap;
+    capture_begin(&cap);
+    double t0 = now();
+    dcoll_status_t st = dcoll_work_wait(w);
+    const char *err = capture_end(&cap);
+    CHECK(st == DCOLL_ERR_TIMEOUT && now() - t0 < 2.5 &&
+              strstr(dcoll_last_error(), "dcoll_recv on group 2") &&
+              strstr(err, "no flight recorder"),
+          "recv timeout: %d", st);
+    dcoll_work_free(&w);
+    dcoll_group_destroy(&g);
+    CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
+    return 0;
+}
+
+static int run(const char *mode, int r, int n)
+{
+    if (!strcmp(mode, "absent"))
+        return absent(r, n);
+    if (!strcmp(mode, "killed"))
+        return killed(r, n);
+    return mismatch(r, n);
+}
+
+/* A spawned process: meet by env://, then the mode. */
+static int child(int rank, void *arg)
+{
+    procs_note_pid(rank);
+    dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
+    p.mask = DCOLL_INIT_PARAM_URL;
+    p.url = "env://";
+    CHECK(dcoll_init(&p) == DCOLL_SUCCESS, "init env://");
+    int n = atoi(getenv("WORLD_SIZE"));
+    run(arg, rank, n);
+    if (strcmp(arg, "killed"))
+        CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
+    return failures ? 1 : 0;
+}
+
+static int spawned(const char *mode, int n)
+{
+    char dir[] = "/tmp/dcoll-fault-XXXXXX";
+    if (!mkdtemp(dir))
+        return 1;
+    setenv("TMPDIR", dir, 1);
+    if (!strcmp(mode, "mismatch"))
+        setenv("DCOLL_DEBUG", "detail", 1);
+    dcoll_spawn_failure_t f;
+    double t0 = now();
+    dcoll_status_t st = dcoll_spawn(child, (void *)mode, n, NULL, &f);
+    double took = now() - t0;
+    if (!strcmp(mode, "killed")) {
+        /* spawn reports the dead rank and stops the rest. */
+        CHECK(st == DCOLL_ERR_CHILD_FAILED && f.rank == n - 1 &&
+                  f.signal == SIGKILL,
+              "spawn: status %d, rank %d, signal %d", st, f.rank, f.signal);
+        printf("spawn, killed: %s after %.2f s\n", dcoll_last_error(), took);
+    } else {
+        CHECK(st == DCOLL_SUCCESS, "spawn %s: status %d", mode, st);
+    }
+    int left = procs_left(dir, n);
+    CHECK(!left, "%d process(es) left", left);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    if (system(cmd)) {
+    }
+    return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!strcmp(mode, "spawn") && argc > 3)
+        return spawned(argv[2], atoi(argv[3]));
+    if (!strcmp(mode, "config"))
+        return config() || failures;
+    if (strcmp(mode, "absent") && strcmp(mode, "killed") &&
+        strcmp(mode, "mismatch")) {
+        fprintf(stderr, "usage: test_fault absent|killed|mismatch|config | "
+                "spawn absent|killed|mismatch N\n");
+        return 2;
+    }
+    if (!strcmp(mode, "mismatch"))
+        setenv("DCOLL_DEBUG", "detail", 1);
+    CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init");
+    int r, n;
+    dcoll_group_rank(NULL, &r);
+    dcoll_group_size(NULL, &n);
+    if (n < 2) {
+        printf("%s needs 2 ranks or more; skipping\n", mode);
+        dcoll_finalize();
+        return 77;
+    }
+    run(mode, r, n);
+    CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
+    if (failures)
+        fprintf(stderr, "test_fault %s: %d failure(s)\n", mode, failures);
+    return failures ? 1 : 0;
+}
