@@ -340,6 +340,15 @@ static dcoll_status_t run_watched(struct dcoll_group *g,
                                   const struct dcoll_coll *c, int *source)
 {
     struct mpi_work w;
+    if (dcoll_mpi_small_fits(g, c)) {
+        struct dcoll_watch wt = watch_of(g, c, "small collective");
+        dcoll_status_t st = dcoll_mpi_small(g, c, &wt);
+        if (!st && c->op == DCOLL_AVG) {
+            plan_after(&w, g, c);
+            run_after(&w);
+        }
+        return st;
+    }
     MPI_Request few[4];
     int nreq = requests_needed(g, c);
     w.reqs = nreq <= 4 ? few : malloc(sizeof(MPI_Request) * (size_t)nreq);

@@ -35,6 +35,13 @@ struct dcoll_watch {
 dcoll_status_t dcoll_mpi_poll(struct dcoll_group *g,
                               const struct dcoll_watch *wt, int n,
                               MPI_Request *reqs, MPI_Status *status);
+/* small.c: whether c is a small all_reduce, broadcast or barrier that
+ * dcoll_mpi_small runs over point-to-point messages, under wt. */
+bool dcoll_mpi_small_fits(const struct dcoll_group *g,
+                          const struct dcoll_coll *c);
+dcoll_status_t dcoll_mpi_small(struct dcoll_group *g,
+                               const struct dcoll_coll *c,
+                               const struct dcoll_watch *wt);
 /* The same, once the deadline has passed without the requests ending. */
 dcoll_status_t dcoll_mpi_timed_out(struct dcoll_group *g,
                                    const struct dcoll_watch *wt);
