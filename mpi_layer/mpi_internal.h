@@ -7,8 +7,10 @@
 
 struct dcoll_mpi_comm {
     MPI_Comm comm;
-    MPI_Comm ctl;   /* its twin for roll calls and debug checks, so that
-                       they never match the program's own calls */
+    MPI_Comm ctl;   /* its twin for roll calls, debug checks and small
+                       collectives, so that they never match the
+                       program's own calls */
+    char *scratch;  /* small.c's receive buffer, made on first use */
 };
 
 static inline MPI_Comm dcoll_mpi_comm_of(const struct dcoll_group *g)

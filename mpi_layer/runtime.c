@@ -34,6 +34,7 @@ static dcoll_status_t comm_wrap(MPI_Comm comm, void **out)
     }
     MPI_Comm_set_errhandler(c->ctl, MPI_ERRORS_RETURN);
     c->comm = comm;
+    c->scratch = NULL;
     *out = c;
     return DCOLL_SUCCESS;
 }
@@ -45,6 +46,7 @@ void dcoll_mpi_comm_free(void *comm)
         return;
     MPI_Comm_free(&c->ctl);
     MPI_Comm_free(&c->comm);
+    free(c->scratch);
     free(c);
 }
 

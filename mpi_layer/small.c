@@ -7,6 +7,7 @@
  * polled against the deadline, cost what the blocking calls cost. Every
  * rank of a group makes the same calls in the same order, so messages
  * between two ranks match in order, as in MPI's own collectives. */
+#include <stdlib.h>
 #include <string.h>
 #include "mpi_internal.h"
 
@@ -73,7 +74,13 @@ static dcoll_status_t all_reduce(struct dcoll_group *g,
                                  const struct dcoll_watch *wt)
 {
     size_t bytes = (size_t)c->count * dcoll_dtype_sizes[c->dtype];
-    char *buf = c->recvbuf, tmp[SMALL_BYTES];
+    struct dcoll_mpi_comm *mc = g->comm;
+    char *buf = c->recvbuf, *tmp;
+    /* Kept with the group, not on the stack: threads may have small ones. */
+    if (!mc->scratch && !(mc->scratch = malloc(SMALL_BYTES)))
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for %d "
+                           "bytes of scratch", c->fn, SMALL_BYTES);
+    tmp = mc->scratch;
     int n = (int)c->count, r = g->rank, p = g->size;
     MPI_Datatype t = dcoll_mpi_dtype[c->dtype];
     MPI_Op op = dcoll_mpi_op(c->dtype, c->op);
