@@ -138,17 +138,10 @@ static dcoll_status_t check_layout(const char *fn, struct dcoll_group *g,
     return DCOLL_SUCCESS;
 }
 
-static bool has_op(enum dcoll_coll_kind k)
-{
-    return k == DCOLL_COLL_ALL_REDUCE || k == DCOLL_COLL_REDUCE ||
-           k == DCOLL_COLL_REDUCE_SCATTER;
-}
-
 static bool is_rooted(enum dcoll_coll_kind k)
 {
-    return k == DCOLL_COLL_BROADCAST || k == DCOLL_COLL_REDUCE ||
-           k == DCOLL_COLL_GATHER || k == DCOLL_COLL_SCATTER ||
-           k == DCOLL_COLL_SEND || k == DCOLL_COLL_RECV;
+    return dcoll_kind_has_root(k) || k == DCOLL_COLL_SEND ||
+           k == DCOLL_COLL_RECV;
 }
 
 /* How many count-sized blocks the largest buffer of a kind holds. */
@@ -180,7 +173,7 @@ static inline bool dtype_op_ok(const struct dcoll_coll *c)
 {
     if ((unsigned)c->dtype >= DCOLL_DTYPE_COUNT_)
         return false;
-    if (!has_op(c->kind))
+    if (!dcoll_kind_has_op(c->kind))
         return true;
     return (unsigned)c->op < DCOLL_BAND ||
            ((unsigned)c->op < DCOLL_OP_COUNT_ && !dcoll_dtype_is_float(c->dtype));
@@ -204,7 +197,8 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
                            "does not know", fn,
                            (unsigned long long)c->opts->mask);
     if (DCOLL_UNLIKELY(!dtype_op_ok(c)) &&
-        (st = dcoll_check_dtype_op(fn, c->dtype, c->op, has_op(c->kind))))
+        (st = dcoll_check_dtype_op(fn, c->dtype, c->op,
+                                   dcoll_kind_has_op(c->kind))))
         return st;
     size_t esz = dcoll_dtype_sizes[c->dtype];
     if (DCOLL_UNLIKELY(c->count < 0))

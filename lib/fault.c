@@ -216,18 +216,6 @@ static bool pick_same(const void *arg, int r)
     return !memcmp(&p->all[r], &p->all[p->like], sizeof(struct call));
 }
 
-static bool has_root(int kind)
-{
-    return kind == DCOLL_COLL_BROADCAST || kind == DCOLL_COLL_REDUCE ||
-           kind == DCOLL_COLL_GATHER || kind == DCOLL_COLL_SCATTER;
-}
-
-static bool has_op(int kind)
-{
-    return kind == DCOLL_COLL_ALL_REDUCE || kind == DCOLL_COLL_REDUCE ||
-           kind == DCOLL_COLL_REDUCE_SCATTER;
-}
-
 static dcoll_status_t check_same(struct dcoll_group *g,
                                  const struct dcoll_coll *c)
 {
@@ -237,8 +225,8 @@ static dcoll_status_t check_same(struct dcoll_group *g,
     me.count = c->kind == DCOLL_COLL_BARRIER ? 0 : c->count;
     me.kind = c->kind;
     me.dtype = c->kind == DCOLL_COLL_BARRIER ? 0 : c->dtype;
-    me.op = has_op(c->kind) ? (int32_t)c->op : -1;
-    me.root = has_root(c->kind) ? world_of(g, c->root) : -1;
+    me.op = dcoll_kind_has_op(c->kind) ? (int32_t)c->op : -1;
+    me.root = dcoll_kind_has_root(c->kind) ? world_of(g, c->root) : -1;
     struct call *all = malloc(sizeof(me) * (size_t)g->size);
     if (!all)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "

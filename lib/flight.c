@@ -37,19 +37,6 @@ void dcoll_flight_free(struct dcoll_flight *f)
     free(f);
 }
 
-static bool has_op(int kind)
-{
-    return kind == DCOLL_COLL_ALL_REDUCE || kind == DCOLL_COLL_REDUCE ||
-           kind == DCOLL_COLL_REDUCE_SCATTER;
-}
-
-static bool has_root(int kind)
-{
-    return kind == DCOLL_COLL_BROADCAST || kind == DCOLL_COLL_REDUCE ||
-           kind == DCOLL_COLL_GATHER || kind == DCOLL_COLL_SCATTER ||
-           kind == DCOLL_COLL_SEND || kind == DCOLL_COLL_RECV;
-}
-
 uint64_t dcoll_flight_begin(struct dcoll_flight *f,
                             const struct dcoll_coll *c)
 {
@@ -61,8 +48,11 @@ uint64_t dcoll_flight_begin(struct dcoll_flight *f,
     e->count = c->count;
     e->kind = (signed char)c->kind;
     e->dtype = (signed char)c->dtype;
-    e->op = has_op(c->kind) ? (signed char)c->op : -1;
-    e->root = has_root(c->kind) ? c->root : -1;
+    e->op = dcoll_kind_has_op(c->kind) ? (signed char)c->op : -1;
+    e->root = dcoll_kind_has_root(c->kind) || c->kind == DCOLL_COLL_SEND ||
+                      c->kind == DCOLL_COLL_RECV
+                  ? c->root
+                  : -1;
     e->status = DCOLL_SUCCESS;
     return e->id;
 }

@@ -73,6 +73,19 @@ struct dcoll_coll {
     uint64_t fid;           /* its flight recorder entry, 0: none */
 };
 
+/* Kinds that take an op, and collectives with a root (send and recv name
+ * a peer instead). */
+static inline bool dcoll_kind_has_op(int k)
+{
+    return k == DCOLL_COLL_ALL_REDUCE || k == DCOLL_COLL_REDUCE ||
+           k == DCOLL_COLL_REDUCE_SCATTER;
+}
+static inline bool dcoll_kind_has_root(int k)
+{
+    return k == DCOLL_COLL_BROADCAST || k == DCOLL_COLL_REDUCE ||
+           k == DCOLL_COLL_GATHER || k == DCOLL_COLL_SCATTER;
+}
+
 /* collectives.c: "all_reduce" and so on. */
 const char *dcoll_kind_name(enum dcoll_coll_kind k);
 

@@ -335,6 +335,21 @@ static struct dcoll_watch watch_of(const struct dcoll_group *g,
     return wt;
 }
 
+/* A blocking call's end: the receive's source, then AVG's division or
+ * reduce_scatter's move. */
+static void blocking_done(const struct dcoll_group *g,
+                          const struct dcoll_coll *c,
+                          const MPI_Status *status, int *source)
+{
+    if (c->kind == DCOLL_COLL_RECV)
+        *source = status->MPI_SOURCE;
+    if (c->op == DCOLL_AVG || c->kind == DCOLL_COLL_REDUCE_SCATTER) {
+        struct mpi_work after;
+        plan_after(&after, g, c);
+        run_after(&after);
+    }
+}
+
 /* A blocking call on a group with a timeout: post, then poll. */
 static dcoll_status_t run_watched(struct dcoll_group *g,
                                   const struct dcoll_coll *c, int *source)
@@ -343,10 +358,8 @@ static dcoll_status_t run_watched(struct dcoll_group *g,
     if (dcoll_mpi_small_fits(g, c)) {
         struct dcoll_watch wt = watch_of(g, c, "small collective");
         dcoll_status_t st = dcoll_mpi_small(g, c, &wt);
-        if (!st && c->op == DCOLL_AVG) {
-            plan_after(&w, g, c);
-            run_after(&w);
-        }
+        if (!st)
+            blocking_done(g, c, NULL, source);
         return st;
     }
     MPI_Request few[4];
@@ -364,15 +377,9 @@ static dcoll_status_t run_watched(struct dcoll_group *g,
     }
     if (w.reqs != few)
         free(w.reqs);
-    if (st)
-        return st;
-    if (c->kind == DCOLL_COLL_RECV)
-        *source = w.status.MPI_SOURCE;
-    if (c->op == DCOLL_AVG || c->kind == DCOLL_COLL_REDUCE_SCATTER) {
-        plan_after(&w, g, c);
-        run_after(&w);
-    }
-    return DCOLL_SUCCESS;
+    if (!st)
+        blocking_done(g, c, &w.status, source);
+    return st;
 }
 
 static dcoll_status_t mpi_coll(struct dcoll_group *g,
@@ -383,19 +390,12 @@ static dcoll_status_t mpi_coll(struct dcoll_group *g,
         return run_watched(g, c, source);
     if (!work) {
         struct post p = {NULL, 0};
-        struct mpi_work after;
         MPI_Status status;
         const char *call;
         dcoll_status_t st = post(g, c, &p, &status, &call);
-        if (st)
-            return st;
-        if (c->kind == DCOLL_COLL_RECV)
-            *source = status.MPI_SOURCE;
-        if (c->op == DCOLL_AVG || c->kind == DCOLL_COLL_REDUCE_SCATTER) {
-            plan_after(&after, g, c);
-            run_after(&after);
-        }
-        return DCOLL_SUCCESS;
+        if (!st)
+            blocking_done(g, c, &status, source);
+        return st;
     }
     int nreq = requests_needed(g, c);
     struct mpi_work *w = work_take();
