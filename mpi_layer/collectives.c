@@ -336,16 +336,20 @@ static struct dcoll_watch watch_of(const struct dcoll_group *g,
 }
 
 /* A blocking call's end: the receive's source, then AVG's division or
- * reduce_scatter's move. */
+ * the move of an in-place reduce_scatter's block from the front, where
+ * MPI leaves it (@p mpi_layout; small.c puts it in place itself). */
 static void blocking_done(const struct dcoll_group *g,
                           const struct dcoll_coll *c,
-                          const MPI_Status *status, int *source)
+                          const MPI_Status *status, int *source,
+                          bool mpi_layout)
 {
     if (c->kind == DCOLL_COLL_RECV)
         *source = status->MPI_SOURCE;
     if (c->op == DCOLL_AVG || c->kind == DCOLL_COLL_REDUCE_SCATTER) {
         struct mpi_work after;
         plan_after(&after, g, c);
+        if (!mpi_layout)
+            after.move_bytes = 0;
         run_after(&after);
     }
 }
@@ -355,11 +359,15 @@ static dcoll_status_t run_watched(struct dcoll_group *g,
                                   const struct dcoll_coll *c, int *source)
 {
     struct mpi_work w;
+    /* Nothing to move: MPI's blocking calls return at once too. */
+    if (c->count == 0 && c->kind != DCOLL_COLL_BARRIER &&
+        c->kind != DCOLL_COLL_SEND && c->kind != DCOLL_COLL_RECV)
+        return DCOLL_SUCCESS;
     if (dcoll_mpi_small_fits(g, c)) {
         struct dcoll_watch wt = watch_of(g, c, "small collective");
         dcoll_status_t st = dcoll_mpi_small(g, c, &wt);
         if (!st)
-            blocking_done(g, c, NULL, source);
+            blocking_done(g, c, NULL, source, false);
         return st;
     }
     MPI_Request few[4];
@@ -378,7 +386,7 @@ static dcoll_status_t run_watched(struct dcoll_group *g,
     if (w.reqs != few)
         free(w.reqs);
     if (!st)
-        blocking_done(g, c, &w.status, source);
+        blocking_done(g, c, &w.status, source, true);
     return st;
 }
 
@@ -394,7 +402,7 @@ static dcoll_status_t mpi_coll(struct dcoll_group *g,
         const char *call;
         dcoll_status_t st = post(g, c, &p, &status, &call);
         if (!st)
-            blocking_done(g, c, &status, source);
+            blocking_done(g, c, &status, source, true);
         return st;
     }
     int nreq = requests_needed(g, c);

@@ -1,5 +1,5 @@
-/* Small blocking all_reduce, broadcast and barrier for groups with a
- * deadline, over point-to-point messages on the group's twin
+/* Small blocking all_reduce, reduce, broadcast and barrier for groups
+ * with a deadline, over point-to-point messages on the group's twin
  * communicator. OpenMPI's nonblocking collectives build a schedule on
  * every call, which doubles a small all_reduce on 4 ranks; the same
  * algorithms its blocking calls use for small messages (recursive
@@ -13,7 +13,7 @@
 
 /* The largest calls served here: above them OpenMPI's own algorithms win
  * (bench/README.md, "Timeouts"). */
-#define SMALL_BYTES 32768  /* all_reduce */
+#define SMALL_BYTES 32768  /* all_reduce, reduce */
 #define SMALL_BCAST 4096   /* broadcast */
 #define TAG_REDUCE 16
 #define TAG_BCAST 17
@@ -23,9 +23,10 @@ bool dcoll_mpi_small_fits(const struct dcoll_group *g,
                           const struct dcoll_coll *c)
 {
     size_t bytes = (size_t)c->count * dcoll_dtype_sizes[c->dtype];
-    (void)g;
+    (void)g; /* the limits do not depend on the group yet */
     switch (c->kind) {
     case DCOLL_COLL_ALL_REDUCE:
+    case DCOLL_COLL_REDUCE:
         return bytes <= SMALL_BYTES;
     case DCOLL_COLL_BROADCAST:
         return bytes <= SMALL_BCAST;
@@ -65,28 +66,28 @@ static dcoll_status_t fold(const void *in, void *inout, int n,
                              : dcoll_mpi_error(rc, "MPI_Reduce_local");
 }
 
-/* Recursive doubling; a group that is not a power of two first folds its
- * extra ranks into their neighbours and gives them the result at the end.
- * The ops are commutative, so both partners of a step hold the same bits
- * after it, and every rank ends with the same result. */
-static dcoll_status_t all_reduce(struct dcoll_group *g,
-                                 const struct dcoll_coll *c,
-                                 const struct dcoll_watch *wt)
+/* Two scratch blocks of SMALL_BYTES, kept with the group's communicator
+ * rather than on the stack: threads may have small ones. */
+static char *scratch(struct dcoll_group *g, const char *fn)
 {
-    size_t bytes = (size_t)c->count * dcoll_dtype_sizes[c->dtype];
     struct dcoll_mpi_comm *mc = g->comm;
-    char *buf = c->recvbuf, *tmp;
-    /* Kept with the group, not on the stack: threads may have small ones. */
-    if (!mc->scratch && !(mc->scratch = malloc(SMALL_BYTES)))
-        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for %d "
-                           "bytes of scratch", c->fn, SMALL_BYTES);
-    tmp = mc->scratch;
-    int n = (int)c->count, r = g->rank, p = g->size;
-    MPI_Datatype t = dcoll_mpi_dtype[c->dtype];
-    MPI_Op op = dcoll_mpi_op(c->dtype, c->op);
+    if (!mc->scratch && !(mc->scratch = malloc(2 * SMALL_BYTES)))
+        dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for %d bytes of "
+                    "scratch", fn, 2 * SMALL_BYTES);
+    return mc->scratch;
+}
+
+/* Recursive doubling on buf (n elements), tmp for what arrives; a group
+ * that is not a power of two first folds its extra ranks into their
+ * neighbours and gives them the result at the end. The ops are
+ * commutative, so both partners of a step hold the same bits after it,
+ * and every rank ends with the same result. */
+static dcoll_status_t doubling(struct dcoll_group *g,
+                               const struct dcoll_watch *wt, char *buf,
+                               char *tmp, int n, MPI_Datatype t, MPI_Op op)
+{
+    int r = g->rank, p = g->size;
     dcoll_status_t st = DCOLL_SUCCESS;
-    if (!c->in_place && bytes)
-        memcpy(buf, c->sendbuf, bytes);
     int pof2 = 1;
     while (pof2 * 2 <= p)
         pof2 *= 2;
@@ -114,6 +115,55 @@ static dcoll_status_t all_reduce(struct dcoll_group *g,
     if (!st && r < 2 * extra)
         st = r % 2 ? swap(g, wt, buf, NULL, n, t, r - 1, -1, TAG_REDUCE)
                    : swap(g, wt, NULL, buf, n, t, -1, r + 1, TAG_REDUCE);
+    return st;
+}
+
+static dcoll_status_t all_reduce(struct dcoll_group *g,
+                                 const struct dcoll_coll *c,
+                                 const struct dcoll_watch *wt)
+{
+    size_t bytes = (size_t)c->count * dcoll_dtype_sizes[c->dtype];
+    char *tmp = scratch(g, c->fn);
+    if (!tmp)
+        return DCOLL_ERR_NO_MEMORY;
+    if (!c->in_place && bytes)
+        memcpy(c->recvbuf, c->sendbuf, bytes);
+    return doubling(g, wt, c->recvbuf, tmp, (int)c->count,
+                    dcoll_mpi_dtype[c->dtype],
+                    dcoll_mpi_op(c->dtype, c->op));
+}
+
+/* A binomial tree towards c->root: each rank folds in its children's
+ * partial results, then sends its own to its parent. */
+static dcoll_status_t reduce(struct dcoll_group *g,
+                             const struct dcoll_coll *c,
+                             const struct dcoll_watch *wt)
+{
+    size_t bytes = (size_t)c->count * dcoll_dtype_sizes[c->dtype];
+    int p = g->size, root = c->root, vr = (g->rank - root + p) % p;
+    int n = (int)c->count;
+    MPI_Datatype t = dcoll_mpi_dtype[c->dtype];
+    MPI_Op op = dcoll_mpi_op(c->dtype, c->op);
+    char *sc = scratch(g, c->fn);
+    if (!sc)
+        return DCOLL_ERR_NO_MEMORY;
+    /* The root adds into its result; a leaf sends its input as it is. */
+    bool leaf = vr & 1 || p == 1;
+    char *acc = vr == 0 ? c->recvbuf : leaf ? (char *)c->sendbuf : sc;
+    if (acc != c->sendbuf && !(vr == 0 && c->in_place) && bytes)
+        memcpy(acc, c->sendbuf, bytes);
+    dcoll_status_t st = DCOLL_SUCCESS;
+    for (int mask = 1; !st && mask < p; mask <<= 1) {
+        if (vr & mask)
+            return swap(g, wt, acc, NULL, n, t, (vr - mask + root) % p, -1,
+                        TAG_REDUCE);
+        if (vr + mask < p) {
+            st = swap(g, wt, NULL, sc + SMALL_BYTES, n, t, -1,
+                      (vr + mask + root) % p, TAG_REDUCE);
+            if (!st)
+                st = fold(sc + SMALL_BYTES, acc, n, t, op);
+        }
+    }
     return st;
 }
 
@@ -164,6 +214,8 @@ dcoll_status_t dcoll_mpi_small(struct dcoll_group *g,
     switch (c->kind) {
     case DCOLL_COLL_ALL_REDUCE:
         return all_reduce(g, c, wt);
+    case DCOLL_COLL_REDUCE:
+        return reduce(g, c, wt);
     case DCOLL_COLL_BROADCAST:
         return broadcast(g, c, wt);
     default:
