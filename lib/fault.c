@@ -67,6 +67,25 @@ dcoll_status_t dcoll_fault_group_init(struct dcoll_group *g, double timeout)
     return DCOLL_SUCCESS;
 }
 
+dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn)
+{
+    int mine = (dcoll_debug ? 1 : 0) | (g->timeout > 0 ? 2 : 0);
+    int lo = mine, neg = -mine;
+    dcoll_status_t st = dcoll_mpi_agree(g, &lo);
+    if (!st)
+        st = dcoll_mpi_agree(g, &neg);
+    if (st || lo == -neg)
+        return st;
+    bool debug = (lo ^ -neg) & 1;
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                       "%s: the ranks disagree on %s (this one: %s); set "
+                       "it alike on every rank", fn,
+                       debug ? "DCOLL_DEBUG" : "whether there is a timeout "
+                                               "(0 on some, not others)",
+                       debug ? (dcoll_debug ? "detail" : "off")
+                             : (g->timeout > 0 ? "a timeout" : "none"));
+}
+
 void dcoll_fault_group_free(struct dcoll_group *g)
 {
     free(g->failed);

@@ -213,6 +213,7 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
     g->comm = comm;
     g->id = id;
     if ((st = dcoll_fault_group_init(g, timeout)) ||
+        (st = dcoll_fault_agree(g, "dcoll_new_group")) ||
         (st = dcoll_backend_attach(g, be, "dcoll_new_group"))) {
         dcoll_fault_group_free(g);
         dcoll_mpi_comm_free(comm);

@@ -256,6 +256,10 @@ dcoll_status_t dcoll_fault_env(void);
 /* Give g its id, timeout and recorder (new_group, init). */
 dcoll_status_t dcoll_fault_group_init(struct dcoll_group *g, double timeout);
 void dcoll_fault_group_free(struct dcoll_group *g);
+/* Collective over g: every rank must share the debug mode and whether g
+ * has a timeout, or some would talk over the twin communicator while
+ * others wait in MPI's own calls. */
+dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn);
 /* "the world" or "group 3 (ranks {0,2,5})", into buf. */
 const char *dcoll_group_name(const struct dcoll_group *g, char *buf,
                              size_t len);

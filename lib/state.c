@@ -34,25 +34,6 @@ dcoll_status_t dcoll_check_ready_slow(void)
                        "dcoll_finalize but dcoll_init");
 }
 
-/* The debug checks are collectives of their own: a process without them
- * would leave the others waiting, so every process must agree. */
-static dcoll_status_t debug_agreed(struct dcoll_group *w)
-{
-    int on = dcoll_debug, off = !dcoll_debug;
-    dcoll_status_t st = dcoll_mpi_agree(w, &on);
-    if (!st)
-        st = dcoll_mpi_agree(w, &off);
-    if (st)
-        return st;
-    if (!on && !off)
-        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                           "dcoll_init: DCOLL_DEBUG is 'detail' on some "
-                           "processes and not on others (this one: %s); "
-                           "set it the same everywhere",
-                           dcoll_debug ? "detail" : "off");
-    return DCOLL_SUCCESS;
-}
-
 dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
 {
     dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
@@ -156,8 +137,9 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         dcoll_store_destroy(&rdzv.store);
         return dcoll_error(st, "%s", msg);
     }
-    if ((st = dcoll_mpi_local(&w, join)) || (st = debug_agreed(&w)) ||
-        (st = dcoll_fault_group_init(&w, dcoll_default_timeout))) {
+    if ((st = dcoll_mpi_local(&w, join)) ||
+        (st = dcoll_fault_group_init(&w, dcoll_default_timeout)) ||
+        (st = dcoll_fault_agree(&w, "dcoll_init"))) {
         char msg[1024];
         snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
         dcoll_fault_group_free(&w);

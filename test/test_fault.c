@@ -9,6 +9,8 @@
  *                            type, op, root or operation; every rank gets
  *                            DCOLL_ERR_MISMATCH, and no buffer changes
  *   test_fault config        bad settings are refused (1 rank)
+ *   test_fault partial       settings only some ranks have are refused on
+ *                            every rank (DCOLL_DEBUG, a timeout of 0)
  *   test_fault spawn absent|killed|mismatch N
  *                            the same in N processes from dcoll_spawn */
 #include <fcntl.h>
@@ -336,6 +338,41 @@ static int config(void)
     return 0;
 }
 
+/* Under mpirun: rank 0 alone changes a setting; every rank is refused. */
+static int partial(void)
+{
+    const char *env = getenv("OMPI_COMM_WORLD_RANK");
+    int first = env && atoi(env) == 0;
+    if (first)
+        setenv("DCOLL_DEBUG", "detail", 1);
+    CHECK(dcoll_init(NULL) == DCOLL_ERR_INVALID_ARGUMENT &&
+              strstr(dcoll_last_error(), "the ranks disagree on "
+                                         "DCOLL_DEBUG"),
+          "DCOLL_DEBUG on rank 0 only");
+    unsetenv("DCOLL_DEBUG");
+    if (first)
+        setenv("DCOLL_TIMEOUT", "0", 1);
+    CHECK(dcoll_init(NULL) == DCOLL_ERR_INVALID_ARGUMENT &&
+              strstr(dcoll_last_error(), "whether there is a timeout"),
+          "DCOLL_TIMEOUT=0 on rank 0 only");
+    unsetenv("DCOLL_TIMEOUT");
+    CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init alike");
+    dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
+    gp.mask = DCOLL_GROUP_PARAM_TIMEOUT;
+    gp.timeout = first ? 0 : 5;
+    dcoll_group_t *g = NULL;
+    CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_ERR_INVALID_ARGUMENT &&
+              !g && strstr(dcoll_last_error(), "dcoll_new_group: the ranks "
+                                               "disagree"),
+          "group timeout 0 on rank 0 only");
+    int r, n;
+    dcoll_group_rank(NULL, &r);
+    dcoll_group_size(NULL, &n);
+    sum_works(NULL, r, n, "after the refusals");
+    CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
+    return 0;
+}
+
 static int run(const char *mode, int r, int n)
 {
     if (!strcmp(mode, "absent"))
@@ -398,9 +435,12 @@ int main(int argc, char **argv)
         return spawned(argv[2], atoi(argv[3]));
     if (!strcmp(mode, "config"))
         return config() || failures;
+    if (!strcmp(mode, "partial"))
+        return partial() || failures;
     if (strcmp(mode, "absent") && strcmp(mode, "killed") &&
         strcmp(mode, "mismatch")) {
-        fprintf(stderr, "usage: test_fault absent|killed|mismatch|config | "
+        fprintf(stderr, "usage: test_fault absent|killed|mismatch|config|"
+                "partial | "
                 "spawn absent|killed|mismatch N\n");
         return 2;
     }
