@@ -298,8 +298,7 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
     if (work && !st) {
         struct dcoll_work *w = *work;
         w->deadline = g->timeout > 0 ? c->start + g->timeout : INFINITY;
-        w->seq = c->kind == DCOLL_COLL_SEND || c->kind == DCOLL_COLL_RECV
-                     ? 0 : c->seq;
+        w->seq = c->seq;
         w->fid = c->fid;
         w->kind = c->kind;
         w->fn = fn;

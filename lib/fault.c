@@ -20,6 +20,21 @@ static dcoll_status_t bad_env(const char *name, const char *value,
                        "dcoll_init: %s='%s' is not %s", name, value, want);
 }
 
+static bool timeout_ok(double t)
+{
+    return t >= 0 && t <= 1e9; /* false for NaN too */
+}
+
+dcoll_status_t dcoll_fault_timeout_ok(const char *fn, const char *name,
+                                      double seconds)
+{
+    if (timeout_ok(seconds))
+        return DCOLL_SUCCESS;
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                       "%s: %s %g s is not a number of seconds from 0 (wait "
+                       "forever) to 1e9", fn, name, seconds);
+}
+
 dcoll_status_t dcoll_fault_env(void)
 {
     const char *v = getenv("DCOLL_TIMEOUT");
@@ -28,7 +43,7 @@ dcoll_status_t dcoll_fault_env(void)
         char *end;
         errno = 0;
         double t = strtod(v, &end);
-        if (errno || *end || !(t >= 0) || t > 1e9)
+        if (errno || *end || !timeout_ok(t))
             return bad_env("DCOLL_TIMEOUT", v, "a number of seconds from 0 "
                            "(wait forever) to 1e9");
         dcoll_default_timeout = t;

@@ -145,11 +145,9 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
         }
         if (params->mask & DCOLL_GROUP_PARAM_TIMEOUT) {
             timeout = params->timeout;
-            if (!(timeout >= 0) || timeout > 1e9)
-                return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                                   "dcoll_new_group: timeout %g s is not a "
-                                   "number of seconds from 0 (wait "
-                                   "forever) to 1e9", timeout);
+            if ((st = dcoll_fault_timeout_ok("dcoll_new_group", "timeout",
+                                             timeout)))
+                return st;
         }
     }
     /* The split runs on the world's communicator, where a timed-out call

@@ -68,8 +68,8 @@ struct dcoll_coll {
     const dcoll_coll_opts_t *opts;
     const char *fn;         /* public name for messages; NULL: by kind */
     double start;           /* dcoll_now() when it began, 0 if unread */
-    uint64_t seq;           /* its number among the group's collectives
-                               (send and recv are not counted) */
+    uint64_t seq;           /* its number among the group's collectives;
+                               0 for send and recv, which are not counted */
     uint64_t fid;           /* its flight recorder entry, 0: none */
 };
 
@@ -182,7 +182,8 @@ struct dcoll_work {
     char *errmsg;                     /* the failure's detail, for wait */
     /* Set by dcoll_coll_run once the backend has made the work. */
     double deadline;                  /* dcoll_now() limit; INFINITY: none */
-    uint64_t seq;                     /* the call's number in its group */
+    uint64_t seq;                     /* the call's number in its group,
+                                         0: a send or receive */
     uint64_t fid;                     /* its flight recorder entry */
     int kind;                         /* enum dcoll_coll_kind */
     const char *fn;                   /* the public name, for messages */
@@ -251,6 +252,9 @@ void dcoll_group_nccl_free(struct dcoll_group *g);
 extern double dcoll_default_timeout; /* seconds; 0: forever */
 extern bool dcoll_debug;             /* DCOLL_DEBUG=detail */
 extern unsigned dcoll_flight_size;   /* DCOLL_FLIGHT_RECORDER */
+/* A timeout given by a program (fn's field name): 0 to 1e9 seconds. */
+dcoll_status_t dcoll_fault_timeout_ok(const char *fn, const char *name,
+                                      double seconds);
 /* Read DCOLL_TIMEOUT, DCOLL_DEBUG and DCOLL_FLIGHT_RECORDER (dcoll_init). */
 dcoll_status_t dcoll_fault_env(void);
 /* Give g its id, timeout and recorder (new_group, init). */

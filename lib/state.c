@@ -67,11 +67,9 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
     if (st)
         return st;
     if (p.mask & DCOLL_INIT_PARAM_COLL_TIMEOUT) {
-        if (!(p.coll_timeout >= 0) || p.coll_timeout > 1e9)
-            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                               "dcoll_init: coll_timeout %g s is not a "
-                               "number of seconds from 0 (wait forever) "
-                               "to 1e9", p.coll_timeout);
+        if ((st = dcoll_fault_timeout_ok("dcoll_init", "coll_timeout",
+                                         p.coll_timeout)))
+            return st;
         dcoll_default_timeout = p.coll_timeout;
     }
     if (!(p.mask & DCOLL_INIT_PARAM_TIMEOUT))

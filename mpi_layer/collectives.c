@@ -1,7 +1,7 @@
 /* Host collectives over MPI. A group with a timeout posts the nonblocking
- * forms and polls them against its deadline (watch.c); a group without
- * one (timeout 0) makes blocking calls, which skip the nonblocking
- * schedule and are a little faster for small messages. Counts above
+ * forms, or small.c's point-to-point ones for small calls, and polls them
+ * against its deadline (watch.c); a group without one (timeout 0) makes
+ * blocking calls. Counts above
  * INT_MAX become derived types, or chunks for reductions (MPI's built-in
  * ops take built-in types only). */
 #include <limits.h>
@@ -324,10 +324,9 @@ static struct dcoll_watch watch_of(const struct dcoll_group *g,
                                    const struct dcoll_coll *c,
                                    const char *call)
 {
-    bool p2p = c->kind == DCOLL_COLL_SEND || c->kind == DCOLL_COLL_RECV;
     struct dcoll_watch wt = {
         .deadline = c->start + g->timeout,
-        .seq = p2p ? 0 : c->seq,
+        .seq = c->seq,
         .kind = c->kind,
         .fn = c->fn,
         .call = call,

@@ -37,8 +37,8 @@ struct dcoll_watch {
 dcoll_status_t dcoll_mpi_poll(struct dcoll_group *g,
                               const struct dcoll_watch *wt, int n,
                               MPI_Request *reqs, MPI_Status *status);
-/* small.c: whether c is a small all_reduce, broadcast or barrier that
- * dcoll_mpi_small runs over point-to-point messages, under wt. */
+/* small.c: whether c is a small all_reduce, reduce, broadcast or barrier
+ * that dcoll_mpi_small runs over point-to-point messages, under wt. */
 bool dcoll_mpi_small_fits(const struct dcoll_group *g,
                           const struct dcoll_coll *c);
 dcoll_status_t dcoll_mpi_small(struct dcoll_group *g,

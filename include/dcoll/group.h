@@ -29,8 +29,8 @@ typedef struct dcoll_group_params {
                                wait for the other ranks before it returns
                                DCOLL_ERR_TIMEOUT and the group becomes
                                unusable; default: the world's. 0: wait
-                               forever, through blocking MPI calls (a
-                               little faster for small messages) */
+                               forever, through blocking MPI calls. Every
+                               member must agree on whether it is 0 */
 } dcoll_group_params_t;
 
 #define DCOLL_GROUP_PARAMS_INIT {0, NULL, 0.0}
