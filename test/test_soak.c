@@ -5,27 +5,15 @@
  * Every rank draws the same random sequence, so all agree on each call's
  * group, kind, count and root without talking. */
 #include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/resource.h>
-#include "dcoll/dcoll.h"
+#include "testutil.h"
 
 #define POOL 6          /* random sub-groups beside the world */
 #define MAXN 512        /* elements per rank at most */
 #define REMAKE 5000     /* one sub-group is remade every this many calls */
 
-static int failures;
-#define CHECK(cond, ...)                                                 \
-    do {                                                                 \
-        if (!(cond) && failures++ < 10) {                                \
-            fprintf(stderr, "[%d] %s:%d: ", wrank, __FILE__, __LINE__);  \
-            fprintf(stderr, __VA_ARGS__);                                \
-            fprintf(stderr, " (last error: %s)\n", dcoll_last_error());  \
-        }                                                                \
-    } while (0)
-
-static int wrank, wsize;
+int t_rank, t_failures;
+static int wsize;
 static uint64_t rng = 0x9e3779b97f4a7c15u;
 
 static uint32_t draw(uint32_t below)
@@ -59,6 +47,15 @@ static void make(struct grp *p)
 static int32_t in(long k, int r, int i)
 {
     return (int32_t)((k * 7 + r * 13 + i) % 1000) - 500;
+}
+
+/* Block r of d holds rank r's input (all_gather, gather). */
+static void check_gathered(long k, const int32_t *d, int n, int size,
+                           const char *what)
+{
+    for (int r = 0; r < size; r++)
+        for (int i = 0; i < n; i++)
+            CHECK(d[r * n + i] == in(k, r, i), "#%ld %s", k, what);
 }
 
 static long peak_kib(void)
@@ -116,16 +113,13 @@ static void one(long k, struct grp *p)
         break;
     case 4:
         st = dcoll_all_gather(g, s, d, n, DCOLL_INT32, NULL, NULL);
-        for (int r = 0; r < size; r++)
-            for (int i = 0; i < n; i++)
-                CHECK(d[r * n + i] == in(k, r, i), "#%ld all_gather", k);
+        check_gathered(k, d, n, size, "all_gather");
         break;
     case 5:
         st = dcoll_gather(g, s, me == root ? d : NULL, n, DCOLL_INT32, wroot,
                           NULL, NULL);
-        for (int r = 0; r < size && me == root; r++)
-            for (int i = 0; i < n; i++)
-                CHECK(d[r * n + i] == in(k, r, i), "#%ld gather", k);
+        if (me == root)
+            check_gathered(k, d, n, size, "gather");
         break;
     case 6:
         st = dcoll_scatter(g, me == root ? s : NULL, d, n, DCOLL_INT32,
@@ -154,7 +148,8 @@ static void one(long k, struct grp *p)
         st = dcoll_barrier(g, NULL, NULL);
         break;
     }
-    CHECK(st == DCOLL_SUCCESS, "#%ld kind %d status %d", k, kind, st);
+    CHECK(st == DCOLL_SUCCESS, "#%ld kind %d status %d: %s", k, kind, st,
+          dcoll_last_error());
     if (w)
         dcoll_work_free(&w);
 }
@@ -166,14 +161,16 @@ int main(int argc, char **argv)
         fprintf(stderr, "init: %s\n", dcoll_last_error());
         return 1;
     }
-    dcoll_group_rank(NULL, &wrank);
+    dcoll_group_rank(NULL, &t_rank);
     dcoll_group_size(NULL, &wsize);
     struct grp pool[POOL + 1];
-    pool[0] = (struct grp){NULL, wrank, wsize};
+    pool[0] = (struct grp){NULL, t_rank, wsize};
     for (int i = 1; i <= POOL; i++)
         make(&pool[i]);
     long early = 0;
-    for (long k = 0; k < calls && failures < 10; k++) {
+    /* Every rank runs every call even after a failure: leaving early would
+     * strand the others in a collective. */
+    for (long k = 0; k < calls; k++) {
         if (k && k % REMAKE == 0) {
             int i = 1 + (int)draw(POOL);
             CHECK(dcoll_group_destroy(&pool[i].g) == DCOLL_SUCCESS,
@@ -189,10 +186,10 @@ int main(int argc, char **argv)
         early = end;
     CHECK(end <= early + early / 20, "peak resident %ld KiB at the end, "
           "%ld KiB after 1000 calls: more than 5%% growth", end, early);
-    int bad = failures;
+    int bad = t_failures;
     dcoll_all_reduce(NULL, &bad, &bad, 1, DCOLL_INT32, DCOLL_MAX, NULL,
                      NULL);
-    if (wrank == 0)
+    if (t_rank == 0)
         printf("soak: %ld calls on %d ranks, %d random sub-groups (one "
                "remade every %d calls): %s; peak resident %ld KiB after "
                "1000 calls, %ld KiB at the end (%+.2f%%)\n",
