@@ -8,9 +8,9 @@
 #include <time.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
-#include "internal.h"
+#include "dcoll/backend.h"
 #include "nccl_plugin.h"
-#include "plugin.h"
+#include "plugin_abi.h"
 
 struct comm {
     ncclComm_t nc;
@@ -135,7 +135,7 @@ static const size_t sizes[DCOLL_DTYPE_COUNT_] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
             rc = nccl_failed(#call, r_);                                     \
     } while (0)
 
-int dcoll_nccl_coll(void *comm, const struct dcoll_coll *k, int rank,
+int dcoll_nccl_coll(void *comm, const struct dcoll_plugin_call *k, int rank,
                     int size, void *stream, double timeout)
 {
     struct comm *c = comm;
@@ -145,9 +145,9 @@ int dcoll_nccl_coll(void *comm, const struct dcoll_coll *k, int rank,
     size_t b = n * sizes[k->dtype];
     const char *in = k->sendbuf;
     char *out = k->recvbuf;
-    bool reduces = k->kind == DCOLL_COLL_ALL_REDUCE ||
-                   k->kind == DCOLL_COLL_REDUCE ||
-                   k->kind == DCOLL_COLL_REDUCE_SCATTER;
+    bool reduces = k->kind == DCOLL_KIND_ALL_REDUCE ||
+                   k->kind == DCOLL_KIND_REDUCE ||
+                   k->kind == DCOLL_KIND_REDUCE_SCATTER;
     /* Ops NCCL lacks go back to the staged path: every rank of a
      * collective names the same op, so all take the same path. A choice
      * one rank makes alone (an all_to_all in place) cannot: refused. */
@@ -156,40 +156,40 @@ int dcoll_nccl_coll(void *comm, const struct dcoll_coll *k, int rank,
     /* Point to point too: an NCCL receive is a kernel that holds its
      * stream until the message comes, so an irecv posted before an isend
      * on two ranks would deadlock both. MPI matches them in any order. */
-    if (k->kind == DCOLL_COLL_SEND || k->kind == DCOLL_COLL_RECV)
+    if (k->kind == DCOLL_KIND_SEND || k->kind == DCOLL_KIND_RECV)
         return 1;
-    if (k->kind == DCOLL_COLL_ALL_TO_ALL && k->in_place)
+    if (k->kind == DCOLL_KIND_ALL_TO_ALL && k->in_place)
         return 2;
     ncclRedOp_t op = reduces ? ops[k->op] : ncclSum;
     int rc = 0, old = dcoll_cuda_enter(c->device);
     switch (k->kind) {
-    case DCOLL_COLL_BROADCAST:
+    case DCOLL_KIND_BROADCAST:
         ENQ(ncclBroadcast(out, out, n, t, k->root, c->nc, s));
         break;
-    case DCOLL_COLL_ALL_REDUCE:
+    case DCOLL_KIND_ALL_REDUCE:
         ENQ(ncclAllReduce(in, out, n, t, op, c->nc, s));
         break;
-    case DCOLL_COLL_REDUCE:
+    case DCOLL_KIND_REDUCE:
         ENQ(ncclReduce(in, out, n, t, op, k->root, c->nc, s));
         break;
-    case DCOLL_COLL_ALL_GATHER:
+    case DCOLL_KIND_ALL_GATHER:
         ENQ(ncclAllGather(in, out, n, t, c->nc, s));
         break;
-    case DCOLL_COLL_REDUCE_SCATTER:
+    case DCOLL_KIND_REDUCE_SCATTER:
         ENQ(ncclReduceScatter(in, out, n, t, op, c->nc, s));
         break;
-    case DCOLL_COLL_ALL_TO_ALL:
-    case DCOLL_COLL_GATHER:
-    case DCOLL_COLL_SCATTER:
+    case DCOLL_KIND_ALL_TO_ALL:
+    case DCOLL_KIND_GATHER:
+    case DCOLL_KIND_SCATTER:
         /* Point to point in one group; in place, the root's own block is
          * already where it belongs. */
         ENQ(ncclGroupStart());
         for (int p = 0; p < size && !rc; p++) {
             bool mine = p == rank;
-            if (k->kind == DCOLL_COLL_ALL_TO_ALL) {
+            if (k->kind == DCOLL_KIND_ALL_TO_ALL) {
                 ENQ(ncclSend(in + p * b, n, t, p, c->nc, s));
                 ENQ(ncclRecv(out + p * b, n, t, p, c->nc, s));
-            } else if (k->kind == DCOLL_COLL_GATHER) {
+            } else if (k->kind == DCOLL_KIND_GATHER) {
                 if (p == k->root && !(mine && k->in_place))
                     ENQ(ncclSend(in, n, t, p, c->nc, s));
                 if (rank == k->root && !(mine && k->in_place))

@@ -3,7 +3,7 @@
 #ifndef DCOLL_CUDA_NCCL_PLUGIN_H
 #define DCOLL_CUDA_NCCL_PLUGIN_H
 
-struct dcoll_coll;
+struct dcoll_plugin_call;
 
 int dcoll_cuda_fail(const char *call, const char *why);
 
@@ -18,7 +18,7 @@ int dcoll_nccl_id(void *id);
 int dcoll_nccl_comm(const void *id, int nranks, int rank, int device,
                     double timeout, void **comm);
 void dcoll_nccl_free(void *comm);
-int dcoll_nccl_coll(void *comm, const struct dcoll_coll *c, int rank,
+int dcoll_nccl_coll(void *comm, const struct dcoll_plugin_call *c, int rank,
                     int size, void *stream, double timeout);
 int dcoll_nccl_wait(void *comm, void *stream, double timeout);
 int dcoll_nccl_event_record(void *comm, void *stream, void **event);

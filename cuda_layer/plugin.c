@@ -13,7 +13,7 @@
 #include <nccl.h>
 #endif
 #include "nccl_plugin.h"
-#include "plugin.h"
+#include "plugin_abi.h"
 #include "select.h"
 
 static void probe(int *ngpus, char *why, size_t whylen)
@@ -254,9 +254,9 @@ static const struct dcoll_cuda_plugin table = {
 };
 
 __attribute__((visibility("default")))
-const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v1(void);
+const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v5(void);
 
-const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v1(void)
+const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v5(void)
 {
     return &table;
 }

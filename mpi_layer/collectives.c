@@ -301,6 +301,8 @@ static dcoll_status_t post(struct dcoll_group *g, const struct dcoll_coll *c,
  * then costs no malloc and free. A single atomic slot, so any thread may
  * free a handle while another starts one. */
 static _Atomic(struct mpi_work *) spare;
+/* After stop, a handle freed late goes back to the allocator. */
+static atomic_bool closed;
 
 static struct mpi_work *work_take(void)
 {
@@ -311,18 +313,26 @@ static struct mpi_work *work_take(void)
 static void work_put(struct mpi_work *w)
 {
     struct mpi_work *none = NULL;
-    if (!atomic_compare_exchange_strong(&spare, &none, w))
+    if (atomic_load(&closed) ||
+        !atomic_compare_exchange_strong(&spare, &none, w))
         free(w);
 }
 
 void dcoll_mpi_work_cache_free(void)
 {
+    atomic_store(&closed, true);
     free(atomic_exchange(&spare, NULL));
+}
+
+void dcoll_mpi_work_cache_open(void)
+{
+    atomic_store(&closed, false);
 }
 
 static struct dcoll_watch watch_of(const struct dcoll_group *g,
                                    const struct dcoll_coll *c,
-                                   const char *call)
+                                   const char *call,
+                                   struct dcoll_outcome *out)
 {
     struct dcoll_watch wt = {
         .deadline = c->start + g->timeout,
@@ -330,6 +340,7 @@ static struct dcoll_watch watch_of(const struct dcoll_group *g,
         .kind = c->kind,
         .fn = c->fn,
         .call = call,
+        .out = out,
     };
     return wt;
 }
@@ -355,7 +366,8 @@ static void blocking_done(const struct dcoll_group *g,
 
 /* A blocking call on a group with a timeout: post, then poll. */
 static dcoll_status_t run_watched(struct dcoll_group *g,
-                                  const struct dcoll_coll *c, int *source)
+                                  const struct dcoll_coll *c,
+                                  struct dcoll_outcome *out)
 {
     struct mpi_work w;
     /* Nothing to move: MPI's blocking calls return at once too. */
@@ -363,10 +375,10 @@ static dcoll_status_t run_watched(struct dcoll_group *g,
         c->kind != DCOLL_COLL_SEND && c->kind != DCOLL_COLL_RECV)
         return DCOLL_SUCCESS;
     if (dcoll_mpi_small_fits(g, c)) {
-        struct dcoll_watch wt = watch_of(g, c, "small collective");
+        struct dcoll_watch wt = watch_of(g, c, "small collective", out);
         dcoll_status_t st = dcoll_mpi_small(g, c, &wt);
         if (!st)
-            blocking_done(g, c, NULL, source, false);
+            blocking_done(g, c, NULL, &out->source, false);
         return st;
     }
     MPI_Request few[4];
@@ -379,29 +391,30 @@ static dcoll_status_t run_watched(struct dcoll_group *g,
     const char *call = "MPI";
     dcoll_status_t st = post(g, c, &p, NULL, &call);
     if (!st) {
-        struct dcoll_watch wt = watch_of(g, c, call);
+        struct dcoll_watch wt = watch_of(g, c, call, out);
         st = dcoll_mpi_poll(g, &wt, p.used, w.reqs, &w.status);
     }
     if (w.reqs != few)
         free(w.reqs);
     if (!st)
-        blocking_done(g, c, &w.status, source, true);
+        blocking_done(g, c, &w.status, &out->source, true);
     return st;
 }
 
 static dcoll_status_t mpi_coll(struct dcoll_group *g,
                                const struct dcoll_coll *c,
-                               struct dcoll_work **work, int *source)
+                               struct dcoll_work **work,
+                               struct dcoll_outcome *out)
 {
     if (!work && g->timeout > 0)
-        return run_watched(g, c, source);
+        return run_watched(g, c, out);
     if (!work) {
         struct post p = {NULL, 0};
         MPI_Status status;
         const char *call;
         dcoll_status_t st = post(g, c, &p, &status, &call);
         if (!st)
-            blocking_done(g, c, &status, source, true);
+            blocking_done(g, c, &status, &out->source, true);
         return st;
     }
     int nreq = requests_needed(g, c);
@@ -448,7 +461,8 @@ static dcoll_status_t finished(struct mpi_work *w, int rc, const char *call)
 }
 
 static struct dcoll_watch work_watch(const struct dcoll_work *w,
-                                     const char *call)
+                                     const char *call,
+                                     struct dcoll_outcome *out)
 {
     struct dcoll_watch wt = {
         .deadline = w->deadline,
@@ -456,11 +470,13 @@ static struct dcoll_watch work_watch(const struct dcoll_work *w,
         .kind = w->kind,
         .fn = w->fn,
         .call = call,
+        .out = out,
     };
     return wt;
 }
 
-static dcoll_status_t mpi_work_test(struct dcoll_work *bw, int *done)
+static dcoll_status_t mpi_work_test(struct dcoll_work *bw, int *done,
+                                    struct dcoll_outcome *out)
 {
     struct mpi_work *w = (struct mpi_work *)bw;
     int rc = w->base.is_recv ? MPI_Test(w->reqs, done, &w->status)
@@ -474,18 +490,19 @@ static dcoll_status_t mpi_work_test(struct dcoll_work *bw, int *done)
     if (*done)
         return finished(w, rc, "MPI_Test");
     if (!isinf(w->base.deadline) && dcoll_now() >= w->base.deadline) {
-        struct dcoll_watch wt = work_watch(&w->base, "MPI_Test");
+        struct dcoll_watch wt = work_watch(&w->base, "MPI_Test", out);
         *done = 1;
         return dcoll_mpi_timed_out(w->base.group, &wt);
     }
     return DCOLL_SUCCESS;
 }
 
-static dcoll_status_t mpi_work_wait(struct dcoll_work *bw)
+static dcoll_status_t mpi_work_wait(struct dcoll_work *bw,
+                                    struct dcoll_outcome *out)
 {
     struct mpi_work *w = (struct mpi_work *)bw;
     if (!isinf(w->base.deadline)) {
-        struct dcoll_watch wt = work_watch(&w->base, "MPI_Test");
+        struct dcoll_watch wt = work_watch(&w->base, "MPI_Test", out);
         dcoll_status_t st = dcoll_mpi_poll(w->base.group, &wt, w->nreq,
                                            w->reqs, w->base.is_recv
                                                         ? &w->status

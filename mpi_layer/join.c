@@ -1,9 +1,10 @@
-/* Joining processes that no MPI launcher started. Each starts MPI alone
- * (a singleton); they then connect one at a time to a port rank 0 opens,
- * merging into one communicator. OpenMPI 4 singletons can connect only
- * through an ompi-server, which rank 0 runs for the job's lifetime and
- * whose address every process sets in OMPI_MCA_pmix_server_uri before
- * MPI_Init. The store carries the address, the port and the turns. */
+/* The MPI half of joining processes that no launcher started (the store
+ * half, which orders the turns, is lib/launch/join.c). Each starts MPI
+ * alone (a singleton); they then connect one at a time to a port rank 0
+ * opens, merging into one communicator. OpenMPI 4 singletons can connect
+ * only through an ompi-server, which rank 0 runs for the job's lifetime
+ * and whose address every process sets in OMPI_MCA_pmix_server_uri before
+ * MPI_Init. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,7 +14,6 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include "mpi_internal.h"
-#include "dcoll/store.h"
 
 static pid_t server_pid = -1;
 static char uri_path[256];
@@ -33,7 +33,7 @@ bool dcoll_mpi_launched(void)
     return false;
 }
 
-void dcoll_mpi_join_end(void)
+void dcoll_mpi_join_stop(void)
 {
     if (server_pid > 0) {
         kill(server_pid, SIGTERM);
@@ -103,112 +103,127 @@ static dcoll_status_t server_start(double timeout, char *uri, size_t cap)
     }
 }
 
-static dcoll_status_t get_str(dcoll_store_t *s, const char *key, char *buf,
-                              size_t cap)
+dcoll_status_t dcoll_mpi_join_server(double timeout, char *uri, size_t cap)
 {
-    size_t len = 0;
-    dcoll_status_t st = dcoll_store_get(s, key, buf, cap - 1, &len);
-    if (!st)
-        buf[len] = '\0';
-    return st;
-}
-
-static dcoll_status_t set_str(dcoll_store_t *s, const char *key,
-                              const char *v)
-{
-    return dcoll_store_set(s, key, v, strlen(v));
-}
-
-dcoll_status_t dcoll_mpi_join(dcoll_store_t *store, int rank, int size,
-                              int thread_level, double timeout, int *fcomm)
-{
-    char uri[1024], port[MPI_MAX_PORT_NAME + 1], key[64];
-    dcoll_status_t st;
 #ifdef OPEN_MPI
-    /* OpenMPI 4 singletons reach each other only through ompi-server;
-     * MPICH's need nothing. */
-    if (rank == 0) {
-        st = server_start(timeout, uri, sizeof(uri));
-        /* The others wait on this key: tell them either way. */
-        set_str(store, "dcoll/join/server", st ? "" : uri);
-        if (st)
-            return st;
-    } else {
-        if ((st = get_str(store, "dcoll/join/server", uri, sizeof(uri))))
-            return st;
-        if (!uri[0])
-            return dcoll_error(DCOLL_ERR_UNSUPPORTED, "dcoll_init: rank 0 "
-                               "could not start ompi-server, which "
-                               "processes without an MPI launcher need");
-    }
-    setenv("OMPI_MCA_pmix_server_uri", uri, 1);
+    /* OpenMPI 4 singletons reach each other only through ompi-server. */
+    dcoll_status_t st = server_start(timeout, uri, cap);
+    if (st)
+        dcoll_mpi_join_stop();
+    return st;
+#else
+    /* MPICH's singletons need nothing. */
+    (void)timeout;
+    if (cap)
+        uri[0] = '\0';
+    return DCOLL_SUCCESS;
 #endif
-    if ((st = dcoll_mpi_init(thread_level)))
+}
+
+dcoll_status_t dcoll_mpi_join_use(const char *uri)
+{
+    if (uri[0] && setenv("OMPI_MCA_pmix_server_uri", uri, 1))
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_init: cannot set "
+                           "OMPI_MCA_pmix_server_uri: %s", strerror(errno));
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_mpi_join_begin(int thread_level, void **self)
+{
+    dcoll_status_t st;
+    int inited = 0;
+    MPI_Initialized(&inited);
+    if (!inited && (st = dcoll_mpi_init(thread_level)))
         return st;
     int n = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     if (n != 1)
         return dcoll_error(DCOLL_ERR_INVALID_STATE, "dcoll_init: MPI started "
                            "%d processes, but no launcher was seen", n);
-    MPI_Comm world, inter, merged;
-    MPI_Comm_dup(MPI_COMM_SELF, &world);
-    MPI_Comm_set_errhandler(world, MPI_ERRORS_RETURN);
-    int rc = MPI_SUCCESS;
-    if (rank == 0) {
-        rc = MPI_Open_port(MPI_INFO_NULL, port);
-        set_str(store, "dcoll/join/port", rc ? "" : port);
-        if (rc)
-            return dcoll_mpi_error(rc, "MPI_Open_port");
-    } else if ((st = get_str(store, "dcoll/join/port", port, sizeof(port)))) {
-        return st;
-    } else if (!port[0]) {
-        return dcoll_error(DCOLL_ERR_MPI, "dcoll_init: rank 0 could not "
-                           "open an MPI port to join at");
+    MPI_Comm *c = malloc(sizeof(*c));
+    if (!c)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_init: no memory");
+    int rc = MPI_Comm_dup(MPI_COMM_SELF, c);
+    if (rc != MPI_SUCCESS) {
+        free(c);
+        return dcoll_mpi_error(rc, "MPI_Comm_dup (join)");
     }
-    /* Ranks join in order, each accepted by all who joined before it. */
-    int have = rank == 0 ? 1 : 0;
-    if (rank > 0) {
-        snprintf(key, sizeof(key), "dcoll/join/turn/%d", rank);
-        char ignored[8];
-        if ((st = get_str(store, key, ignored, sizeof(ignored))))
-            return st;
-        rc = MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter);
-        if (rc)
-            return dcoll_mpi_error(rc, "MPI_Comm_connect");
-        MPI_Intercomm_merge(inter, 1, &merged);
-        MPI_Comm_free(&inter);
-        MPI_Comm_free(&world);
-        world = merged;
-        have = rank + 1;
-    }
-    for (; have < size; have++) {
-        if (rank == 0) {
-            snprintf(key, sizeof(key), "dcoll/join/turn/%d", have);
-            if ((st = set_str(store, key, "1")))
-                return st;
-        }
-        rc = MPI_Comm_accept(port, MPI_INFO_NULL, 0, world, &inter);
-        if (rc)
-            return dcoll_mpi_error(rc, "MPI_Comm_accept");
-        MPI_Intercomm_merge(inter, 0, &merged);
-        MPI_Comm_free(&inter);
-        MPI_Comm_free(&world);
-        world = merged;
-    }
-    if (rank == 0)
-        MPI_Close_port(port);
-    int r = -1;
-    MPI_Comm_rank(world, &r);
-    MPI_Comm_size(world, &n);
-    if (r != rank || n != size)
-        return dcoll_error(DCOLL_ERR_INTERNAL, "dcoll_init: joined as rank "
-                           "%d of %d, expected %d of %d", r, n, rank, size);
-    *fcomm = (int)MPI_Comm_c2f(world);
+    MPI_Comm_set_errhandler(*c, MPI_ERRORS_RETURN);
+    *self = c;
     return DCOLL_SUCCESS;
 }
 
-void dcoll_mpi_join_free(int fcomm)
+dcoll_status_t dcoll_mpi_join_open(char *port, size_t cap)
 {
-    MPI_Comm c = MPI_Comm_f2c((MPI_Fint)fcomm);
-    MPI_Comm_free(&c);
+    char name[MPI_MAX_PORT_NAME + 1];
+    int rc = MPI_Open_port(MPI_INFO_NULL, name);
+    if (rc != MPI_SUCCESS)
+        return dcoll_mpi_error(rc, "MPI_Open_port");
+    if (strlen(name) >= cap) {
+        MPI_Close_port(name);
+        return dcoll_error(DCOLL_ERR_INTERNAL, "dcoll_init: MPI's port name "
+                           "is longer than %zu bytes", cap - 1);
+    }
+    strcpy(port, name);
+    return DCOLL_SUCCESS;
+}
+
+/* Replace *comm by the merge of inter, which then goes. */
+static dcoll_status_t merge(MPI_Comm inter, bool high, void **comm)
+{
+    MPI_Comm merged, *c = *comm;
+    int rc = MPI_Intercomm_merge(inter, high, &merged);
+    MPI_Comm_free(&inter);
+    if (rc != MPI_SUCCESS)
+        return dcoll_mpi_error(rc, "MPI_Intercomm_merge");
+    MPI_Comm_set_errhandler(merged, MPI_ERRORS_RETURN);
+    MPI_Comm_free(c);
+    *c = merged;
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_mpi_join_connect(const char *port, void **comm)
+{
+    MPI_Comm inter;
+    int rc = MPI_Comm_connect(port, MPI_INFO_NULL, 0, MPI_COMM_SELF, &inter);
+    if (rc != MPI_SUCCESS)
+        return dcoll_mpi_error(rc, "MPI_Comm_connect");
+    return merge(inter, true, comm);
+}
+
+dcoll_status_t dcoll_mpi_join_accept(const char *port, void **comm)
+{
+    MPI_Comm inter;
+    int rc = MPI_Comm_accept(port, MPI_INFO_NULL, 0, *(MPI_Comm *)*comm,
+                             &inter);
+    if (rc != MPI_SUCCESS)
+        return dcoll_mpi_error(rc, "MPI_Comm_accept");
+    return merge(inter, false, comm);
+}
+
+dcoll_status_t dcoll_mpi_join_end(const char *port, void *comm, int rank,
+                                  int size, int *fcomm)
+{
+    if (port && port[0])
+        MPI_Close_port(port);
+    if (!comm)
+        return DCOLL_SUCCESS;
+    MPI_Comm c = *(MPI_Comm *)comm;
+    int r = -1, n = 0;
+    MPI_Comm_rank(c, &r);
+    MPI_Comm_size(c, &n);
+    if (r != rank || n != size)
+        return dcoll_error(DCOLL_ERR_INTERNAL, "dcoll_init: joined as rank "
+                           "%d of %d, expected %d of %d", r, n, rank, size);
+    *fcomm = (int)MPI_Comm_c2f(c);
+    return DCOLL_SUCCESS;
+}
+
+void dcoll_mpi_join_free(void *comm)
+{
+    MPI_Comm *c = comm;
+    if (!c)
+        return;
+    MPI_Comm_free(c);
+    free(c);
 }

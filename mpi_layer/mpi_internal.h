@@ -1,9 +1,70 @@
-/* Inside the MPI layer: MPI types are allowed here and nowhere above. */
+/* Inside the MPI layer: MPI types are allowed here and nowhere above.
+ * Seen from above, the layer is two tables, dcoll_mpi_backend and
+ * dcoll_mpi_services (declared in lib/base/tables.h); everything here is
+ * its own. */
 #ifndef DCOLL_MPI_INTERNAL_H
 #define DCOLL_MPI_INTERNAL_H
 
 #include <mpi.h>
-#include "mpi_layer.h"
+#include "tables.h"
+
+/* Start MPI if needed and make the world from MPI_COMM_WORLD or from the
+ * Fortran handle fcomm (have_comm): fills world->rank, size and comm. */
+dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
+                               struct dcoll_group *world);
+/* Rendezvous under an MPI launcher: check every process's rank and world
+ * size (collective, so all reach the same verdict) and renumber the world
+ * so that its ranks are the ones given; @p strict: the ranks must be MPI's
+ * already. */
+dcoll_status_t dcoll_mpi_order_world(struct dcoll_group *world,
+                                     const char *scheme, bool strict,
+                                     int rank, int world_size);
+/* MPI_Init_thread, remembered so that dcoll_mpi_stop finalizes. */
+dcoll_status_t dcoll_mpi_init(int thread_level);
+/* Whether an MPI launcher started this process (or MPI is running). */
+bool dcoll_mpi_launched(void);
+/* Fill world->local_rank and local_size (collective over the world):
+ * from MPI's shared-memory split, or by host name for a @p joined world. */
+dcoll_status_t dcoll_mpi_local(struct dcoll_group *world, bool joined);
+/* Byte exchanges over a group's communicator, for bootstrapping NCCL. */
+dcoll_status_t dcoll_mpi_bcast_bytes(struct dcoll_group *g, void *buf,
+                                     size_t len, int root);
+/* *ok = the minimum of every rank's *ok. */
+dcoll_status_t dcoll_mpi_agree(struct dcoll_group *g, int *ok);
+dcoll_status_t dcoll_mpi_allgather_bytes(struct dcoll_group *g,
+                                         const void *in, void *out,
+                                         size_t len);
+/* Allgather len bytes from every rank of g over its control
+ * communicator, bounded by g's timeout like the call c it checks. */
+dcoll_status_t dcoll_mpi_exchange(struct dcoll_group *g, const void *mine,
+                                  void *all, size_t len,
+                                  const struct dcoll_coll *c,
+                                  struct dcoll_outcome *out);
+/* Free what start made; with @p finalize, finalize MPI if dcoll started
+ * it. A failed dcoll_init does not: MPI cannot start twice, and a later
+ * dcoll_init may use it (its dcoll_finalize ends it). */
+dcoll_status_t dcoll_mpi_stop(struct dcoll_group *world, bool finalize);
+/* Collective over the world: members get a new communicator in *comm,
+ * ordered by key; non-members get NULL. */
+dcoll_status_t dcoll_mpi_split(struct dcoll_group *world, bool member,
+                               int key, void **comm);
+void dcoll_mpi_comm_free(void *comm);
+/* The Fortran handle of a member's communicator. */
+int dcoll_mpi_comm_fint(const struct dcoll_group *g);
+
+/* join.c: the MPI steps of joining singletons (see struct
+ * dcoll_comm_ops). */
+dcoll_status_t dcoll_mpi_join_server(double timeout, char *uri, size_t cap);
+dcoll_status_t dcoll_mpi_join_use(const char *uri);
+dcoll_status_t dcoll_mpi_join_begin(int thread_level, void **self);
+dcoll_status_t dcoll_mpi_join_open(char *port, size_t cap);
+dcoll_status_t dcoll_mpi_join_connect(const char *port, void **comm);
+dcoll_status_t dcoll_mpi_join_accept(const char *port, void **comm);
+dcoll_status_t dcoll_mpi_join_end(const char *port, void *comm, int rank,
+                                  int size, int *fcomm);
+void dcoll_mpi_join_free(void *comm);
+void dcoll_mpi_join_stop(void);
+
 
 struct dcoll_mpi_comm {
     MPI_Comm comm;
@@ -33,6 +94,7 @@ struct dcoll_watch {
     int kind;
     const char *fn;
     const char *call;  /* the MPI call, for MPI errors */
+    struct dcoll_outcome *out;  /* where a timeout and its roll go */
 };
 dcoll_status_t dcoll_mpi_poll(struct dcoll_group *g,
                               const struct dcoll_watch *wt, int n,
@@ -44,9 +106,14 @@ bool dcoll_mpi_small_fits(const struct dcoll_group *g,
 dcoll_status_t dcoll_mpi_small(struct dcoll_group *g,
                                const struct dcoll_coll *c,
                                const struct dcoll_watch *wt);
-/* The same, once the deadline has passed without the requests ending. */
+/* The same, once the deadline has passed without the requests ending:
+ * ask the ranks where they are and report it in wt->out. */
 dcoll_status_t dcoll_mpi_timed_out(struct dcoll_group *g,
                                    const struct dcoll_watch *wt);
+/* After a failed post: let the n requests already posted end (until the
+ * deadline, then free them), keeping the failure's message. */
+void dcoll_mpi_settle(struct dcoll_group *g, const struct dcoll_watch *wt,
+                      int n, MPI_Request *reqs);
 
 /* dtypes.c: filled by dcoll_mpi_types_create at start. */
 extern MPI_Datatype dcoll_mpi_dtype[DCOLL_DTYPE_COUNT_];
@@ -75,6 +142,7 @@ void dcoll_mpi_divide(void *buf, int64_t n, dcoll_dtype_t dt, int divisor);
 
 /* collectives.c: free the cached work handle (at stop). */
 void dcoll_mpi_work_cache_free(void);
+void dcoll_mpi_work_cache_open(void);
 
 /* Turn an MPI error code into a dcoll status and message. */
 dcoll_status_t dcoll_mpi_error(int rc, const char *call);

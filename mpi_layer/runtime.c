@@ -50,16 +50,37 @@ void dcoll_mpi_comm_free(void *comm)
     free(c);
 }
 
+static const int levels[] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED,
+                             MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE};
+static const char *const level_names[] = {"single", "funneled",
+                                          "serialized", "multiple"};
+
+/* The level MPI gives must cover the one asked for: a program that calls
+ * dcoll from several threads under a lower one corrupts MPI's state. */
+static dcoll_status_t check_level(int thread_level, int provided,
+                                  const char *who)
+{
+    if (provided >= levels[thread_level])
+        return DCOLL_SUCCESS;
+    int have = 0;
+    while (have < 3 && levels[have + 1] <= provided)
+        have++;
+    return dcoll_error(DCOLL_ERR_UNSUPPORTED, "dcoll_init: thread_level %s "
+                       "was asked for, but %s provides only %s", level_names
+                       [thread_level], who, level_names[have]);
+}
+
 dcoll_status_t dcoll_mpi_init(int thread_level)
 {
-    static const int levels[] = {MPI_THREAD_SINGLE, MPI_THREAD_FUNNELED,
-                                 MPI_THREAD_SERIALIZED, MPI_THREAD_MULTIPLE};
     int provided;
-    int rc = MPI_Init_thread(NULL, NULL, levels[thread_level], &provided);
+    int want = thread_level < 0 ? DCOLL_THREAD_SERIALIZED : thread_level;
+    int rc = MPI_Init_thread(NULL, NULL, levels[want], &provided);
     if (rc != MPI_SUCCESS)
         return dcoll_mpi_error(rc, "MPI_Init_thread");
     started_mpi = true;
-    return DCOLL_SUCCESS;
+    return thread_level < 0 ? DCOLL_SUCCESS
+                            : check_level(thread_level, provided,
+                                          "MPI_Init_thread");
 }
 
 dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
@@ -75,6 +96,13 @@ dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
     MPI_Initialized(&inited);
     if (!inited && (st = dcoll_mpi_init(thread_level)))
         return st;
+    if (inited && thread_level >= 0) {
+        int provided = MPI_THREAD_SINGLE;
+        MPI_Query_thread(&provided);
+        if ((st = check_level(thread_level, provided,
+                              "the MPI the program started")))
+            return st;
+    }
     MPI_Comm base = MPI_COMM_WORLD;
     if (have_comm) {
         /* A bad handle is reported on MPI_COMM_WORLD, whose handler
@@ -102,6 +130,7 @@ dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
     if ((rc = MPI_Comm_dup(base, &dup)) != MPI_SUCCESS)
         return dcoll_mpi_error(rc, "MPI_Comm_dup");
     st = dcoll_mpi_types_create();
+    dcoll_mpi_work_cache_open();
     if (st) {
         MPI_Comm_free(&dup);
         return st;
@@ -128,7 +157,7 @@ dcoll_status_t dcoll_mpi_stop(struct dcoll_group *world, bool finalize)
         int rc = MPI_Finalize();
         /* Only now may a helper the join started go: MPI_Finalize is
          * collective over every process connected to this one. */
-        dcoll_mpi_join_end();
+        dcoll_mpi_join_stop();
         if (rc != MPI_SUCCESS)
             return dcoll_mpi_error(rc, "MPI_Finalize");
     }

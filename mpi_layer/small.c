@@ -186,12 +186,22 @@ static dcoll_status_t broadcast(struct dcoll_group *g,
     }
     MPI_Request rq[32];
     int k = 0, rc = MPI_SUCCESS;
-    for (mask >>= 1; !st && mask > 0 && rc == MPI_SUCCESS; mask >>= 1)
-        if (vr + mask < p)
-            rc = MPI_Isend(c->recvbuf, n, t, (vr + mask + root) % p,
-                           TAG_BCAST, dcoll_mpi_ctl_of(g), &rq[k++]);
-    if (rc != MPI_SUCCESS)
-        return dcoll_mpi_error(rc, "MPI_Isend (small broadcast)");
+    for (mask >>= 1; !st && mask > 0; mask >>= 1) {
+        if (vr + mask >= p)
+            continue;
+        rc = MPI_Isend(c->recvbuf, n, t, (vr + mask + root) % p, TAG_BCAST,
+                       dcoll_mpi_ctl_of(g), &rq[k]);
+        if (rc != MPI_SUCCESS)
+            break;
+        k++;
+    }
+    if (rc != MPI_SUCCESS) {
+        /* The sends already posted read the buffer the caller gets back:
+         * they must end first. */
+        st = dcoll_mpi_error(rc, "MPI_Isend (small broadcast)");
+        dcoll_mpi_settle(g, wt, k, rq);
+        return st;
+    }
     return st || !k ? st : dcoll_mpi_poll(g, wt, k, rq, NULL);
 }
 

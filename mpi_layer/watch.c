@@ -9,6 +9,7 @@
  * sender reached that call, so ranks timing out together count each other
  * even when one has already returned. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "mpi_internal.h"
@@ -116,14 +117,30 @@ static bool roll_call(struct dcoll_group *g, uint64_t seq,
 dcoll_status_t dcoll_mpi_timed_out(struct dcoll_group *g,
                                    const struct dcoll_watch *wt)
 {
-    struct dcoll_roll roll = {0};
-    bool have = wt->seq && roll_call(g, wt->seq, &roll);
-    dcoll_status_t st = dcoll_fault_timed_out(g, wt->fn, wt->seq, wt->kind,
-                                              have ? &roll : NULL);
-    free(roll.state);
-    free(roll.seq);
-    free(roll.kind);
-    return st;
+    struct dcoll_outcome *out = wt->out;
+    out->timed_out = true;
+    if (!wt->seq || !roll_call(g, wt->seq, &out->roll))
+        dcoll_roll_free(&out->roll);
+    return dcoll_error(DCOLL_ERR_TIMEOUT, "%s: timed out", wt->fn);
+}
+
+void dcoll_mpi_settle(struct dcoll_group *g, const struct dcoll_watch *wt,
+                      int n, MPI_Request *reqs)
+{
+    if (n <= 0)
+        return;
+    char msg[DCOLL_ERROR_MAX];
+    snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+    dcoll_status_t st = dcoll_mpi_poll(g, wt, n, reqs, NULL);
+    if (st) {
+        /* Past the deadline: MPI ends them when it can. */
+        for (int i = 0; i < n; i++)
+            if (reqs[i] != MPI_REQUEST_NULL)
+                MPI_Request_free(&reqs[i]);
+        wt->out->timed_out = false;
+        dcoll_roll_free(&wt->out->roll);
+    }
+    dcoll_error(DCOLL_ERR_MPI, "%s", msg);
 }
 
 dcoll_status_t dcoll_mpi_poll(struct dcoll_group *g,
@@ -161,7 +178,8 @@ dcoll_status_t dcoll_mpi_poll(struct dcoll_group *g,
 
 dcoll_status_t dcoll_mpi_exchange(struct dcoll_group *g, const void *mine,
                                   void *all, size_t len,
-                                  const struct dcoll_coll *c)
+                                  const struct dcoll_coll *c,
+                                  struct dcoll_outcome *out)
 {
     MPI_Request rq;
     struct dcoll_watch wt = {
@@ -170,6 +188,7 @@ dcoll_status_t dcoll_mpi_exchange(struct dcoll_group *g, const void *mine,
         .kind = c->kind,
         .fn = c->fn,
         .call = "MPI_Iallgather (debug check)",
+        .out = out,
     };
     int rc = MPI_Iallgather(mine, (int)len, MPI_BYTE, all, (int)len,
                             MPI_BYTE, dcoll_mpi_ctl_of(g), &rq);

@@ -2,6 +2,7 @@
  * or finalize MPI then, may be initialised again after finalize, and its
  * world is that communicator. Run under mpirun, 1 to 4 ranks. */
 #include <mpi.h>
+#include <string.h>
 #include "dcoll/dcoll_mpi.h"
 #include "testutil.h"
 
@@ -54,6 +55,35 @@ int main(int argc, char **argv)
     int n = 0;
     CHECK_OK(dcoll_group_size(NULL, &n));
     CHECK(n == wsize, "mpi:// world size %d, want %d", n, wsize);
+    /* A work handle outlives finalize: freeing it after is not an error
+     * (finalize refuses while one is in flight, so it has finished). */
+    dcoll_work_t *w = NULL;
+    int one = 1, all = 0;
+    CHECK_OK(dcoll_all_reduce(NULL, &one, &all, 1, DCOLL_INT32, DCOLL_SUM,
+                              NULL, &w));
+    CHECK_OK(dcoll_work_wait(w));
+    CHECK_OK(dcoll_finalize());
+    CHECK(dcoll_work_free(&w) == DCOLL_SUCCESS && w == NULL,
+          "work_free after finalize: %s", dcoll_last_error());
+    CHECK(all == wsize, "async sum %d", all);
+
+    /* A thread level asked for is what MPI must provide: the program
+     * started MPI at serialized, so multiple is refused unless MPI gave
+     * more than it was asked; single is always fine. */
+    int have = 0;
+    MPI_Query_thread(&have);
+    p.mask = DCOLL_INIT_PARAM_THREAD_LEVEL;
+    p.thread_level = DCOLL_THREAD_MULTIPLE;
+    dcoll_status_t st = dcoll_init(&p);
+    if (have < MPI_THREAD_MULTIPLE)
+        CHECK(st == DCOLL_ERR_UNSUPPORTED &&
+                  strstr(dcoll_last_error(), "multiple was asked for"),
+              "thread level above MPI's: %s", dcoll_last_error());
+    else
+        CHECK(st == DCOLL_SUCCESS && dcoll_finalize() == DCOLL_SUCCESS,
+              "multiple when MPI gives it: %s", dcoll_last_error());
+    p.thread_level = DCOLL_THREAD_SINGLE;
+    CHECK_OK(dcoll_init(&p));
     int total = t_failures;
     MPI_Allreduce(&t_failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     CHECK_OK(dcoll_finalize());

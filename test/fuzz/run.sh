@@ -12,14 +12,16 @@ if ! echo 'int LLVMFuzzerTestOneInput(const char *d, long n){return 0;}' |
     echo "libFuzzer not found (libclang-rt-14-dev): skipping"; exit 77
 fi
 flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-       -I$src/include -I$src/lib -D_GNU_SOURCE"
+       -I$src/include -I$src/lib/base -I$src/lib/store -I$src/lib/launch
+       -D_GNU_SOURCE"
 # shellcheck disable=SC2086
-"$cc" $flags "$src/test/fuzz/fuzz_url.c" "$src/lib/url.c" -o "$out/fuzz_url"
+"$cc" $flags "$src/test/fuzz/fuzz_url.c" "$src/lib/launch/url.c" -o "$out/fuzz_url"
 # shellcheck disable=SC2086
-"$cc" $flags "$src/test/fuzz/fuzz_store.c" "$src/lib/store.c" \
-    "$src/lib/store_server.c" "$src/lib/store_table.c" \
-    "$src/lib/store_tcp.c" "$src/lib/store_file.c" "$src/lib/store_wire.c" \
-    "$src/lib/errors.c" -luv -lpthread -o "$out/fuzz_store"
+st=$src/lib/store
+"$cc" $flags "$src/test/fuzz/fuzz_store.c" "$st/store.c" \
+    "$st/store_server.c" "$st/store_table.c" "$st/store_tcp.c" \
+    "$st/store_file.c" "$st/store_wire.c" "$src/lib/base/errors.c" \
+    "$src/lib/base/clock.c" -luv -lpthread -o "$out/fuzz_store"
 status=0
 for t in url store; do
     corpus="$out/corpus_$t"

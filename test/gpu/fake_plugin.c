@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include "plugin.h"
+#include "plugin_abi.h"
 
 #define ARENA ((size_t)64 << 20)
 static char *arena;
@@ -89,8 +89,8 @@ static const struct dcoll_cuda_plugin table = {
 };
 
 __attribute__((visibility("default")))
-const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v1(void);
-const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v1(void) { return &table; }
+const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v5(void);
+const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v5(void) { return &table; }
 
 /* For the test: "device" memory, and copies in and out of it. */
 __attribute__((visibility("default"))) void *fake_device_alloc(size_t bytes);

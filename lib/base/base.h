@@ -1,0 +1,134 @@
+/* What every layer of dcoll shares: statuses and the last error, the
+ * clock, element types, the per-kind facts of each call, and kept buffers.
+ * Below everything else; includes nothing but the public headers. */
+#ifndef DCOLL_BASE_H
+#define DCOLL_BASE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "dcoll/dcoll.h"
+
+#define DCOLL_GROUP_MAGIC 0x64636731u /* "dcg1" */
+#define DCOLL_WORK_MAGIC  0x64637731u /* "dcw1" */
+#define DCOLL_DEAD_MAGIC  0xdeadd0c1u
+
+#if defined(__GNUC__)
+#define DCOLL_LIKELY(x) __builtin_expect(!!(x), 1)
+#define DCOLL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define DCOLL_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define DCOLL_LIKELY(x) (x)
+#define DCOLL_UNLIKELY(x) (x)
+#define DCOLL_PRINTF(a, b)
+#endif
+
+/* The longest last-error message, with its terminator. */
+#define DCOLL_ERROR_MAX 1024
+
+/* errors.c: set the thread's last error and return its status. */
+dcoll_status_t dcoll_error(dcoll_status_t st, const char *fmt, ...)
+    DCOLL_PRINTF(2, 3);
+void dcoll_error_clear(void);
+
+/* clock.c: seconds since an arbitrary start, from CLOCK_MONOTONIC. */
+double dcoll_now(void);
+
+/* dtype.c */
+extern const size_t dcoll_dtype_sizes[DCOLL_DTYPE_COUNT_];
+const char *dcoll_dtype_name(dcoll_dtype_t dtype);
+const char *dcoll_op_name(dcoll_op_t op);
+static inline bool dcoll_dtype_is_float(dcoll_dtype_t dtype)
+{
+    return dtype >= DCOLL_FLOAT16 && dtype <= DCOLL_FLOAT64;
+}
+dcoll_status_t dcoll_check_dtype_op(const char *fn, dcoll_dtype_t dtype,
+                                    dcoll_op_t op, bool has_op);
+
+/* The kinds of call a backend is asked to run; the numbers are the public
+ * dcoll_call_kind_t's (dcoll/backend.h). */
+enum dcoll_coll_kind {
+    DCOLL_COLL_BROADCAST,
+    DCOLL_COLL_ALL_REDUCE,
+    DCOLL_COLL_REDUCE,
+    DCOLL_COLL_ALL_GATHER,
+    DCOLL_COLL_GATHER,
+    DCOLL_COLL_SCATTER,
+    DCOLL_COLL_REDUCE_SCATTER,
+    DCOLL_COLL_ALL_TO_ALL,
+    DCOLL_COLL_BARRIER,
+    DCOLL_COLL_SEND,
+    DCOLL_COLL_RECV,
+    DCOLL_COLL_KIND_COUNT_
+};
+
+/* kinds.c: what each kind needs, in one table that validation, routing,
+ * the flight recorder and the debug check all read. */
+enum {
+    DCOLL_KIND_OP = 1u << 0,       /* takes a reduction op */
+    DCOLL_KIND_ROOT = 1u << 1,     /* has a root */
+    DCOLL_KIND_PEER = 1u << 2,     /* names a peer (send, recv) */
+    DCOLL_KIND_COUNTED = 1u << 3,  /* numbered among a group's collectives */
+    DCOLL_KIND_ONE_BUF = 1u << 4,  /* one buffer, read on the root and
+                                      written elsewhere (broadcast) */
+    DCOLL_KIND_STRICT_ROOT = 1u << 5, /* the root's own buffer must be NULL
+                                         on the other ranks */
+    DCOLL_KIND_ELEMENTWISE = 1u << 6, /* may be cut into chunks */
+};
+
+/* Blocks of count elements a buffer spans: none, one, or one per rank. */
+enum { DCOLL_SPAN_NONE = 0, DCOLL_SPAN_ONE = 1, DCOLL_SPAN_ALL = 2 };
+
+/* Where the buffers sit when a call is in place: the same address, or
+ * one inside the other at block (rank or root). */
+enum dcoll_inplace {
+    DCOLL_IP_NONE,
+    DCOLL_IP_SAME,
+    DCOLL_IP_SEND_IN_RECV,   /* sendbuf == recvbuf + block * count */
+    DCOLL_IP_RECV_IN_SEND,   /* recvbuf == sendbuf + block * count */
+};
+
+struct dcoll_kind_info {
+    const char *name;        /* "all_reduce" */
+    const char *fn;          /* "dcoll_all_reduce" */
+    unsigned flags;
+    unsigned char in[2];     /* span read: [0] another rank, [1] the root */
+    unsigned char out[2];    /* span written, likewise */
+    unsigned char inplace;   /* enum dcoll_inplace */
+    const char *rule;        /* the in-place pattern, for messages */
+};
+
+extern const struct dcoll_kind_info dcoll_kinds[DCOLL_COLL_KIND_COUNT_];
+
+/* "all_reduce", or "unknown" outside the table. */
+const char *dcoll_kind_name(int kind);
+static inline bool dcoll_kind_has(int kind, unsigned flag)
+{
+    return (dcoll_kinds[kind].flags & flag) != 0;
+}
+/* Bytes a span covers for count-byte blocks in a group of size. */
+static inline size_t dcoll_span_bytes(unsigned span, size_t block, int size)
+{
+    return span == DCOLL_SPAN_ALL ? block * (size_t)size
+                                  : span == DCOLL_SPAN_ONE ? block : 0;
+}
+
+/* A buffer a group keeps between calls: fresh megabytes from an allocator
+ * arrive through mmap (or cudaMallocHost) and cost page faults or a
+ * driver call every time. One user at a time (an async call holds it
+ * until its work finishes); a call meanwhile gets a buffer of its own. */
+struct dcoll_kept {
+    char *buf;
+    size_t bytes;
+    bool busy;
+};
+
+/* kept.c. take: the kept buffer if free (grown to fit), else a fresh one,
+ * *own saying which; NULL when out of memory. give: the end of a take. */
+char *dcoll_kept_take(struct dcoll_kept *k, size_t bytes, bool *own,
+                      void *(*alloc)(size_t), void (*release)(void *));
+void dcoll_kept_give(struct dcoll_kept *k, char *buf, bool own,
+                     void (*release)(void *));
+void dcoll_kept_free(struct dcoll_kept *k, void (*release)(void *));
+
+#endif

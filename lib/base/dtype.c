@@ -1,0 +1,60 @@
+/* Element types and reduction ops: sizes, names, which pairs are valid. */
+#include "base.h"
+
+const size_t dcoll_dtype_sizes[DCOLL_DTYPE_COUNT_] = {
+    [DCOLL_INT8] = 1,    [DCOLL_UINT8] = 1,    [DCOLL_INT32] = 4,
+    [DCOLL_UINT32] = 4,  [DCOLL_INT64] = 8,    [DCOLL_UINT64] = 8,
+    [DCOLL_FLOAT16] = 2, [DCOLL_BFLOAT16] = 2, [DCOLL_FLOAT32] = 4,
+    [DCOLL_FLOAT64] = 8,
+};
+
+static const char *const dtype_names[DCOLL_DTYPE_COUNT_] = {
+    "int8", "uint8", "int32", "uint32", "int64", "uint64",
+    "float16", "bfloat16", "float32", "float64",
+};
+
+static const char *const op_names[DCOLL_OP_COUNT_] = {
+    "SUM", "PRODUCT", "MIN", "MAX", "AVG", "BAND", "BOR", "BXOR",
+};
+
+const char *dcoll_dtype_name(dcoll_dtype_t dtype)
+{
+    return (unsigned)dtype < DCOLL_DTYPE_COUNT_ ? dtype_names[dtype] : "?";
+}
+
+const char *dcoll_op_name(dcoll_op_t op)
+{
+    return (unsigned)op < DCOLL_OP_COUNT_ ? op_names[op] : "?";
+}
+
+dcoll_status_t dcoll_check_dtype_op(const char *fn, dcoll_dtype_t dtype,
+                                    dcoll_op_t op, bool has_op)
+{
+    if ((unsigned)dtype >= DCOLL_DTYPE_COUNT_)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: dtype %d is not a dcoll_dtype_t (0..%d)",
+                           fn, (int)dtype, DCOLL_DTYPE_COUNT_ - 1);
+    if (!has_op)
+        return DCOLL_SUCCESS;
+    if ((unsigned)op >= DCOLL_OP_COUNT_)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: op %d is not a dcoll_op_t (0..%d)", fn, (int)op,
+                           DCOLL_OP_COUNT_ - 1);
+    if (op >= DCOLL_BAND && dcoll_dtype_is_float(dtype))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: op %s is bitwise and needs an integer "
+                           "type, not %s", fn, op_names[op], dtype_names[dtype]);
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_dtype_size(dcoll_dtype_t dtype, size_t *size)
+{
+    dcoll_status_t st = dcoll_check_dtype_op(__func__, dtype, DCOLL_SUM, false);
+    if (st)
+        return st;
+    if (!size)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_dtype_size: size is NULL");
+    *size = dcoll_dtype_sizes[dtype];
+    return DCOLL_SUCCESS;
+}

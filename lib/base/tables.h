@@ -1,0 +1,234 @@
+/* The records and tables between the core and the layers it drives: the
+ * call descriptor, groups and works, a backend's collectives, and the
+ * communicator services the core asks of the MPI layer. The core decides
+ * what an outcome means; a backend only reports it. */
+#ifndef DCOLL_TABLES_H
+#define DCOLL_TABLES_H
+
+#include <math.h>
+#include <stdlib.h>
+#include "base.h"
+
+/* One descriptor for every call. */
+struct dcoll_coll {
+    enum dcoll_coll_kind kind;
+    const void *sendbuf;    /* NULL where the kind has none */
+    void *recvbuf;
+    int64_t count;          /* elements per rank, as in the public call */
+    dcoll_dtype_t dtype;
+    dcoll_op_t op;
+    int root;               /* GROUP rank of root/src/dst, or ANY_SOURCE */
+    int tag;
+    bool in_place;          /* the public call's in-place pattern was used */
+    const dcoll_coll_opts_t *opts;
+    const char *fn;         /* public name for messages; NULL: by kind */
+    double start;           /* dcoll_now() when it began, 0 if unread */
+    uint64_t seq;           /* its number among the group's collectives;
+                               0 for send and recv, which are not counted */
+    uint64_t fid;           /* its flight recorder entry, 0: none */
+};
+
+/* How the ranks of a group stood when a call ran out of time. */
+enum dcoll_roll_state {
+    DCOLL_ROLL_SILENT,   /* no answer */
+    DCOLL_ROLL_SAME,     /* in the same call */
+    DCOLL_ROLL_OTHER,    /* in another call on the group: seq, kind */
+};
+struct dcoll_roll {
+    int n;               /* 0: no roll call was made */
+    unsigned char *state;
+    uint64_t *seq;
+    int *kind;
+};
+
+static inline void dcoll_roll_free(struct dcoll_roll *r)
+{
+    free(r->state);
+    free(r->seq);
+    free(r->kind);
+    r->n = 0;
+    r->state = NULL;
+    r->seq = NULL;
+    r->kind = NULL;
+}
+
+/* What a backend reports beside its status. With timed_out set (status
+ * DCOLL_ERR_TIMEOUT), the call's deadline passed and roll holds what the
+ * ranks answered; the core frees it. */
+struct dcoll_outcome {
+    int source;          /* a blocking receive's sender, group rank */
+    bool timed_out;
+    struct dcoll_roll roll;
+};
+
+/* Where a group's GPU buffers go (see dcoll_coll_run). */
+enum dcoll_route {
+    DCOLL_ROUTE_AUTO = 0,    /* NCCL where the group can, else staged */
+    DCOLL_ROUTE_STAGED,      /* "mpi": staged through host memory */
+    DCOLL_ROUTE_GPU_ONLY,    /* "nccl": GPU buffers only */
+    DCOLL_ROUTE_NONE,        /* a program's backend takes every buffer */
+};
+
+struct dcoll_group;
+struct dcoll_work;
+
+/* A backend: the only door from the core into mpi_layer/ or cuda_layer/.
+ * Backends never call the public API. */
+struct dcoll_backend {
+    const char *name;
+    /* Run c on g. work NULL: block; else store a new work in *work. */
+    dcoll_status_t (*coll)(struct dcoll_group *g, const struct dcoll_coll *c,
+                           struct dcoll_work **work,
+                           struct dcoll_outcome *out);
+    dcoll_status_t (*work_test)(struct dcoll_work *w, int *done,
+                                struct dcoll_outcome *out);
+    dcoll_status_t (*work_wait)(struct dcoll_work *w,
+                                struct dcoll_outcome *out);
+    void (*work_release)(struct dcoll_work *w);
+    enum dcoll_route route;
+};
+
+/* Communicator services: what the core, diagnostics, launch and GPU
+ * layers ask of the MPI layer, through one table as UCC's core asks its
+ * team layer for service collectives. Every call returns a status and
+ * leaves a message on failure. */
+struct dcoll_comm_ops {
+    /* Whether an MPI launcher started this process (or MPI is running). */
+    bool (*launched)(void);
+    /* Start MPI if needed and make the world from MPI_COMM_WORLD or the
+     * Fortran handle fcomm (have_comm): fills world->rank, size and comm.
+     * thread_level: what the program asked for, refused if MPI provides
+     * less; -1: none asked, serialized where dcoll starts MPI. */
+    dcoll_status_t (*start)(bool have_comm, int fcomm, int thread_level,
+                            struct dcoll_group *world);
+    /* Check every process's rank and world size against MPI's
+     * (collective) and renumber the world to them; strict: they must be
+     * MPI's already. */
+    dcoll_status_t (*order_world)(struct dcoll_group *world,
+                                  const char *scheme, bool strict, int rank,
+                                  int world_size);
+    /* Fill world->local_rank and local_size (collective): from MPI's
+     * shared-memory split, or by host name for a joined world. */
+    dcoll_status_t (*local)(struct dcoll_group *world, bool joined);
+    /* Free what start made; with finalize, end MPI if dcoll started it. */
+    dcoll_status_t (*stop)(struct dcoll_group *world, bool finalize);
+    /* Collective over the world: members get a communicator ordered by
+     * key, non-members NULL. */
+    dcoll_status_t (*split)(struct dcoll_group *world, bool member, int key,
+                            void **comm);
+    void (*comm_free)(void *comm);
+    /* The Fortran handle of a member's communicator. */
+    int (*comm_fint)(const struct dcoll_group *g);
+    /* *ok = the minimum over the group of every rank's *ok. */
+    dcoll_status_t (*agree)(struct dcoll_group *g, int *ok);
+    dcoll_status_t (*bcast_bytes)(struct dcoll_group *g, void *buf,
+                                  size_t len, int root);
+    dcoll_status_t (*allgather_bytes)(struct dcoll_group *g, const void *in,
+                                      void *out, size_t len);
+    /* Allgather len bytes over g's control twin, bounded by the deadline
+     * of the call c it checks; a timeout is reported in out. */
+    dcoll_status_t (*exchange)(struct dcoll_group *g, const void *mine,
+                               void *all, size_t len,
+                               const struct dcoll_coll *c,
+                               struct dcoll_outcome *out);
+
+    /* Joining processes no launcher started (launch/join.c drives it).
+     * join_server: rank 0 starts what this MPI needs for singletons to
+     * meet and writes its address in uri ("" if nothing is needed);
+     * join_use: the others use that address (before MPI starts). */
+    dcoll_status_t (*join_server)(double timeout, char *uri, size_t cap);
+    dcoll_status_t (*join_use)(const char *uri);
+    /* Start MPI alone; *self is a communicator of this process. */
+    dcoll_status_t (*join_begin)(int thread_level, void **self);
+    /* Rank 0: open a port to accept at, its name in port. */
+    dcoll_status_t (*join_open)(char *port, size_t cap);
+    /* Connect *comm to port (the newcomer), or accept a newcomer into
+     * *comm; either way *comm becomes the merged communicator. */
+    dcoll_status_t (*join_connect)(const char *port, void **comm);
+    dcoll_status_t (*join_accept)(const char *port, void **comm);
+    /* Close the port (rank 0), check the joined communicator is rank of
+     * size and give its Fortran handle; *comm is then the caller's to
+     * free with join_free after start has duplicated it. */
+    dcoll_status_t (*join_end)(const char *port, void *comm, int rank,
+                               int size, int *fcomm);
+    void (*join_free)(void *comm);
+    /* Stop what join_server started; after stop. */
+    void (*join_stop)(void);
+};
+
+/* The MPI layer's tables: the only names the core knows it by. */
+extern const struct dcoll_backend dcoll_mpi_backend;
+extern const struct dcoll_comm_ops dcoll_mpi_services;
+
+struct dcoll_backend_entry;
+struct dcoll_flight;
+
+struct dcoll_group {
+    uint32_t magic;
+    int rank;              /* DCOLL_NON_MEMBER for the non-member handle */
+    int size;
+    int *ranks;            /* group rank -> world rank, sorted; NULL: world */
+    const char *backend_name;
+    const struct dcoll_backend *backend;
+    const struct dcoll_backend *host;    /* where staged GPU calls run */
+    const struct dcoll_comm_ops *svc;    /* services for comm */
+    const struct dcoll_backend_entry *bentry;  /* its registry entry */
+    void *bstate;          /* a program's backend's state for the group */
+    void *comm;            /* the MPI communicator */
+    int inflight;          /* work handles not yet finished */
+    int local_rank, local_size; /* the world only: this node's share */
+    struct dcoll_kept stage;   /* coalesced packing, from malloc */
+    struct dcoll_kept pinned;  /* GPU staging, pinned by the CUDA plugin */
+    /* The group's NCCL communicator (lib/gpu/nccl.c), made on first use. */
+    void *nccl;
+    int nccl_state;
+    int nccl_device;
+    struct dcoll_group *next, *prev; /* live user groups, for finalize */
+    /* Failure behaviour (lib/diag/). */
+    int id;                /* 0: the world; then 1, 2, ... as made */
+    double timeout;        /* seconds a call may wait; 0: forever */
+    uint64_t seq;          /* calls started on the group */
+    int cur_kind;          /* the kind of call #seq, for roll calls */
+    bool slow;             /* failed, or debug checks: see diag/fault.c */
+    char *failed;          /* why the group is unusable, or NULL */
+    struct dcoll_flight *flight;
+};
+
+/* Runs exactly once when the backend has finished, with its status, before
+ * wait reports done; returns the operation's final status. */
+typedef dcoll_status_t (*dcoll_work_finish_fn)(struct dcoll_work *w,
+                                               dcoll_status_t st);
+
+struct dcoll_work {
+    uint32_t magic;
+    bool done;
+    bool is_recv;
+    dcoll_status_t status;
+    int source;                       /* receive's sender: group rank while
+                                         running, world rank once done */
+    struct dcoll_group *group;
+    const struct dcoll_backend *backend;
+    dcoll_work_finish_fn finish;      /* the core's own post-processing */
+    void *finish_data;
+    char *errmsg;                     /* the failure's detail, for wait */
+    /* Set by dcoll_coll_run once the backend has made the work. */
+    double deadline;                  /* dcoll_now() limit; INFINITY: none */
+    uint64_t seq;                     /* the call's number in its group,
+                                         0: a send or receive */
+    uint64_t fid;                     /* its flight recorder entry */
+    int kind;                         /* enum dcoll_coll_kind */
+    const char *fn;                   /* the public name, for messages */
+};
+
+/* A backend fills a new work's common part; the core counts it in flight
+ * once the call has been posted. */
+static inline void dcoll_work_init(struct dcoll_work *w, struct dcoll_group *g,
+                                   const struct dcoll_backend *be)
+{
+    *w = (struct dcoll_work){
+        .magic = DCOLL_WORK_MAGIC, .source = -1, .group = g, .backend = be,
+        .deadline = INFINITY,
+    };
+}
+
+#endif

@@ -1,0 +1,297 @@
+/* The backend registry: "auto", "mpi" and "nccl" are registered through
+ * the same table as a program's own backends (dcoll_register_backend).
+ * Names match case-insensitively; a second registration of a name, and an
+ * unknown name, are errors. */
+#include <ctype.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "core.h"
+#include "gpu.h"
+
+#define MAX_BACKENDS 32
+#define NAME_MAX_LEN 31
+
+struct dcoll_backend_entry {
+    char name[NAME_MAX_LEN + 1];
+    const struct dcoll_backend *be;
+    dcoll_backend_ops_t ops;     /* a program's backend */
+    void *arg;
+};
+
+static struct dcoll_backend_entry reg[MAX_BACKENDS];
+static int nreg;
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* "mpi" chosen by name: MPI for host buffers, and GPU buffers through the
+ * staged path, never NCCL. */
+static struct dcoll_backend mpi_forced;
+
+/* "nccl" chosen by name: GPU buffers only (a barrier goes through MPI). */
+static dcoll_status_t nccl_host(struct dcoll_group *g,
+                                const struct dcoll_coll *c,
+                                struct dcoll_work **work,
+                                struct dcoll_outcome *out)
+{
+    if (c->kind == DCOLL_COLL_BARRIER)
+        return g->host->coll(g, c, work, out);
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                       "%s: the group's backend is nccl, which takes GPU "
+                       "buffers, and these are in host memory (use the "
+                       "mpi or auto backend for them)",
+                       c->fn ? c->fn : "dcoll");
+}
+
+static const struct dcoll_backend nccl_forced = {
+    "nccl", nccl_host, NULL, NULL, NULL, DCOLL_ROUTE_GPU_ONLY,
+};
+
+/* ---- works finished when made: a NON-MEMBER's, a program backend's ---- */
+
+static dcoll_status_t done_test(struct dcoll_work *w, int *done,
+                                struct dcoll_outcome *out)
+{
+    (void)w;
+    (void)out;
+    *done = 1;
+    return DCOLL_SUCCESS;
+}
+
+static dcoll_status_t done_wait(struct dcoll_work *w,
+                                struct dcoll_outcome *out)
+{
+    (void)w;
+    (void)out;
+    return DCOLL_SUCCESS;
+}
+
+static void done_release(struct dcoll_work *w)
+{
+    free(w);
+}
+
+const struct dcoll_backend dcoll_done_backend = {
+    "user", NULL, done_test, done_wait, done_release, DCOLL_ROUTE_NONE,
+};
+
+/* ---- a program's backend ---- */
+
+_Static_assert((int)DCOLL_COLL_RECV == (int)DCOLL_KIND_RECV &&
+                   (int)DCOLL_COLL_BROADCAST == (int)DCOLL_KIND_BROADCAST &&
+                   (int)DCOLL_COLL_BARRIER == (int)DCOLL_KIND_BARRIER,
+               "the public kinds mirror the internal ones");
+
+static dcoll_status_t user_coll(struct dcoll_group *g,
+                                const struct dcoll_coll *c,
+                                struct dcoll_work **work,
+                                struct dcoll_outcome *out)
+{
+    const struct dcoll_backend_entry *e = g->bentry;
+    const char *fn = c->fn ? c->fn : "dcoll";
+    dcoll_backend_call_t call = {
+        .kind = (dcoll_call_kind_t)c->kind, .sendbuf = c->sendbuf,
+        .recvbuf = c->recvbuf, .count = c->count, .dtype = c->dtype,
+        .op = c->op, .root = c->root, .tag = c->tag,
+        .stream = c->opts && (c->opts->mask & DCOLL_COLL_OPT_STREAM)
+                      ? c->opts->stream : NULL,
+    };
+    struct dcoll_work *w = NULL;
+    if (work && !(w = malloc(sizeof(*w))))
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for a work "
+                           "handle", fn);
+    int src = -1;
+    dcoll_status_t st = e->ops.run(g->bstate, &call, &src);
+    if (st) {
+        free(w);
+        if ((unsigned)st >= DCOLL_STATUS_COUNT_)
+            st = DCOLL_ERR_INTERNAL;
+        if (st == DCOLL_ERR_UNSUPPORTED)
+            return dcoll_error(st, "%s: backend '%s' does not support %s",
+                               fn, e->name, dcoll_kind_name(c->kind));
+        return dcoll_error(st, "%s: backend '%s' failed (%s)", fn, e->name,
+                           dcoll_status_string(st));
+    }
+    if (c->kind == DCOLL_COLL_RECV && (src < 0 || src >= g->size)) {
+        free(w);
+        return dcoll_error(DCOLL_ERR_INTERNAL, "%s: backend '%s' gave source "
+                           "%d for a receive in a group of %d", fn, e->name,
+                           src, g->size);
+    }
+    if (w) {
+        dcoll_work_init(w, g, &dcoll_done_backend);
+        w->is_recv = c->kind == DCOLL_COLL_RECV;
+        w->source = src;
+        *work = w;
+    }
+    out->source = src;
+    return DCOLL_SUCCESS;
+}
+
+static const struct dcoll_backend user_backend = {
+    "user", user_coll, done_test, done_wait, done_release, DCOLL_ROUTE_NONE,
+};
+
+/* ---- the registry ---- */
+
+static bool name_ok(const char *name)
+{
+    size_t n = strlen(name);
+    if (n == 0 || n > NAME_MAX_LEN)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)name[i]) && name[i] != '_' &&
+            name[i] != '-')
+            return false;
+    return true;
+}
+
+static dcoll_status_t add(const char *name, const struct dcoll_backend *be,
+                          const dcoll_backend_ops_t *ops, void *arg)
+{
+    dcoll_status_t st = DCOLL_SUCCESS;
+    pthread_mutex_lock(&reg_lock);
+    for (int i = 0; i < nreg && !st; i++)
+        if (!strcasecmp(reg[i].name, name))
+            st = dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                             "dcoll_register_backend: backend '%s' is "
+                             "registered already (as '%s')", name,
+                             reg[i].name);
+    if (!st && nreg == MAX_BACKENDS)
+        st = dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_register_backend: all "
+                         "%d backend slots are taken", MAX_BACKENDS);
+    if (!st) {
+        struct dcoll_backend_entry *e = &reg[nreg++];
+        strcpy(e->name, name);
+        e->be = be;
+        if (ops)
+            e->ops = *ops;
+        e->arg = arg;
+    }
+    pthread_mutex_unlock(&reg_lock);
+    return st;
+}
+
+/* The size of each version of dcoll_backend_ops_t, to copy an older
+ * program's table without reading past its end. */
+struct ops_v1 {
+    uint32_t version;
+    dcoll_status_t (*group_create)(void *, int, int, int, void **);
+    dcoll_status_t (*run)(void *, const dcoll_backend_call_t *, int *);
+    void (*group_destroy)(void *);
+};
+static const size_t ops_size[DCOLL_BACKEND_OPS_VERSION + 1] = {
+    [1] = sizeof(struct ops_v1),
+};
+_Static_assert(sizeof(struct ops_v1) <= sizeof(dcoll_backend_ops_t),
+               "a newer table only grows");
+
+static void builtins(void)
+{
+    mpi_forced = dcoll_mpi_backend;
+    mpi_forced.route = DCOLL_ROUTE_STAGED;
+    add("auto", &dcoll_mpi_backend, NULL, NULL);
+    add("mpi", &mpi_forced, NULL, NULL);
+    add("nccl", &nccl_forced, NULL, NULL);
+}
+
+dcoll_status_t dcoll_register_backend(const char *name,
+                                      const dcoll_backend_ops_t *ops,
+                                      void *arg)
+{
+    static const char fn[] = "dcoll_register_backend";
+    pthread_once(&once, builtins);
+    if (!name || !ops)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
+                           name ? "ops" : "name");
+    if (!name_ok(name))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: '%.64s' is not a backend name (1 to %d "
+                           "letters, digits, '_' or '-')", fn, name,
+                           NAME_MAX_LEN);
+    if (ops->version < 1 || ops->version > DCOLL_BACKEND_OPS_VERSION)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: ops->version %u is not one this library "
+                           "knows (1 to %d)", fn, ops->version,
+                           DCOLL_BACKEND_OPS_VERSION);
+    /* An older table is copied by its own size; the fields it lacks stay
+     * zero, which every later version must take as "not given". */
+    dcoll_backend_ops_t mine;
+    memset(&mine, 0, sizeof(mine));
+    memcpy(&mine, ops, ops_size[ops->version]);
+    if (!mine.group_create || !mine.run)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: ops->%s is NULL", fn,
+                           mine.group_create ? "run" : "group_create");
+    return add(name, &user_backend, &mine, arg);
+}
+
+dcoll_status_t dcoll_backend_lookup(const char *name,
+                                    const struct dcoll_backend_entry **out)
+{
+    pthread_once(&once, builtins);
+    if (!name)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "backend name is NULL but its mask bit is set");
+    const struct dcoll_backend_entry *e = NULL;
+    pthread_mutex_lock(&reg_lock);
+    for (int i = 0; i < nreg && !e; i++)
+        if (!strcasecmp(reg[i].name, name))
+            e = &reg[i];
+    pthread_mutex_unlock(&reg_lock);
+    if (!e)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "invalid backend '%.64s' (built in: auto, mpi, "
+                           "nccl; others must be registered first)", name);
+    *out = e;
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_backend_attach(struct dcoll_group *g,
+                                    const struct dcoll_backend_entry *e,
+                                    const char *fn)
+{
+    g->bentry = e;
+    g->backend = e->be;
+    g->backend_name = e->name;
+    g->bstate = NULL;
+    g->host = &dcoll_mpi_backend;
+    if (e->be == &nccl_forced && !dcoll_gpu_has_nccl()) {
+        int avail = 0;
+        const char *text = "";
+        dcoll_backend_status("nccl", &avail, &text);
+        return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: backend 'nccl' is not "
+                           "available here: %s", fn, text);
+    }
+    if (e->be != &user_backend)
+        return DCOLL_SUCCESS;
+    dcoll_status_t st = e->ops.group_create(e->arg, g->rank, g->size,
+                                            g->svc->comm_fint(g),
+                                            &g->bstate);
+    if ((unsigned)st >= DCOLL_STATUS_COUNT_)
+        st = DCOLL_ERR_INTERNAL;
+    /* Every member learns whether every member's backend came up. */
+    int mine = st == DCOLL_SUCCESS, ok = mine;
+    dcoll_status_t ast = g->svc->agree(g, &ok);
+    if (!st && (ast || !ok))
+        st = ast ? ast : DCOLL_ERR_INVALID_STATE;
+    if (st) {
+        if (mine)
+            dcoll_backend_detach(g);
+        g->bentry = NULL;
+        return dcoll_error(st, "%s: backend '%s' could not set up the group "
+                           "on %s", fn, e->name,
+                           mine ? "another rank" : "this rank");
+    }
+    return DCOLL_SUCCESS;
+}
+
+void dcoll_backend_detach(struct dcoll_group *g)
+{
+    const struct dcoll_backend_entry *e = g->bentry;
+    if (e && e->be == &user_backend && e->ops.group_destroy)
+        e->ops.group_destroy(g->bstate);
+    g->bentry = NULL;
+    g->bstate = NULL;
+}

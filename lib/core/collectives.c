@@ -1,0 +1,399 @@
+/* The public collectives: validate, map roots, detect in-place use, then
+ * hand one descriptor to the group's backend. */
+#include <math.h>
+#include <stdlib.h>
+#include "core.h"
+#include "diag.h"
+#include "gpu.h"
+
+/* A NON-MEMBER's work: finished as soon as it is made. */
+static dcoll_status_t noop_work(struct dcoll_group *g, const char *fn,
+                                dcoll_work_t **work)
+{
+    struct dcoll_work *w = malloc(sizeof(*w));
+    if (!w)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for a work "
+                           "handle", fn);
+    dcoll_work_init(w, g, &dcoll_done_backend);
+    dcoll_work_track(w);
+    *work = w;
+    return DCOLL_SUCCESS;
+}
+
+static bool overlap(const void *a, size_t alen, const void *b, size_t blen)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return alen && blen && x < y + blen && y < x + alen;
+}
+
+static dcoll_status_t need_buf(const char *fn, const char *name,
+                               const void *p, int64_t count)
+{
+    if (DCOLL_UNLIKELY(!p && count > 0))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: %s is NULL with count %lld", fn, name,
+                           (long long)count);
+    return DCOLL_SUCCESS;
+}
+
+static dcoll_status_t aliased(const char *fn, const char *rule)
+{
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                       "%s: sendbuf and recvbuf overlap; in place needs %s",
+                       fn, rule);
+}
+
+/* Checks that need the caller's group rank and the root's; only members
+ * get here. Sets c->in_place. */
+static dcoll_status_t check_layout(const char *fn, struct dcoll_group *g,
+                                   struct dcoll_coll *c, size_t bytes)
+{
+    const struct dcoll_kind_info *k = &dcoll_kinds[c->kind];
+    if (k->flags & DCOLL_KIND_ONE_BUF)
+        return DCOLL_SUCCESS;
+    const char *s = c->sendbuf;
+    char *r = c->recvbuf;
+    bool rooted = k->flags & DCOLL_KIND_ROOT;
+    int role = rooted && g->rank == c->root;
+    /* The root's own buffer (gather's recvbuf, scatter's sendbuf). */
+    if (k->in[0] != k->in[1] || k->out[0] != k->out[1]) {
+        bool on_send = k->in[0] != k->in[1];
+        const void *own = on_send ? s : r;
+        const char *name = on_send ? "sendbuf" : "recvbuf";
+        if (role && !own)
+            return (k->flags & DCOLL_KIND_STRICT_ROOT)
+                       ? dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                                     "%s: %s must be given on the root", fn,
+                                     name)
+                       : need_buf(fn, "recvbuf (on the root)", own, c->count);
+        if (!role && own && (k->flags & DCOLL_KIND_STRICT_ROOT))
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "%s: %s must be NULL on ranks other than the "
+                               "root", fn, name);
+    }
+    size_t in = dcoll_span_bytes(k->in[role], bytes, g->size);
+    size_t out = dcoll_span_bytes(k->out[role], bytes, g->size);
+    if (!in || !out)
+        return DCOLL_SUCCESS;
+    size_t at = bytes * (size_t)(rooted ? c->root : g->rank);
+    switch (k->inplace) {
+    case DCOLL_IP_SAME:
+        c->in_place = s == r;
+        break;
+    case DCOLL_IP_SEND_IN_RECV:
+        c->in_place = r && s == r + at;
+        break;
+    case DCOLL_IP_RECV_IN_SEND:
+        c->in_place = s && r == s + at;
+        break;
+    default:
+        break;
+    }
+    if (!c->in_place && overlap(s, in, r, out))
+        return aliased(fn, k->rule);
+    return DCOLL_SUCCESS;
+}
+
+static const char *root_name(enum dcoll_coll_kind k)
+{
+    return k == DCOLL_COLL_SEND ? "dst" : k == DCOLL_COLL_RECV ? "src"
+                                                                : "root";
+}
+
+#define KNOWN_OPTS DCOLL_COLL_OPT_STREAM
+
+/* The common answer of dcoll_check_dtype_op, without a call: a valid type,
+ * and a valid op where the kind reduces (bitwise ones on integers only). */
+static inline bool dtype_op_ok(const struct dcoll_coll *c)
+{
+    if ((unsigned)c->dtype >= DCOLL_DTYPE_COUNT_)
+        return false;
+    if (!dcoll_kind_has(c->kind, DCOLL_KIND_OP))
+        return true;
+    return (unsigned)c->op < DCOLL_BAND ||
+           ((unsigned)c->op < DCOLL_OP_COUNT_ && !dcoll_dtype_is_float(c->dtype));
+}
+
+dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
+                              int root, dcoll_work_t **work, int *source)
+{
+    const struct dcoll_kind_info *k = &dcoll_kinds[c->kind];
+    const char *fn = c->fn ? c->fn : k->fn;
+    struct dcoll_group *g;
+    dcoll_status_t st = dcoll_check_ready();
+    if (DCOLL_UNLIKELY(st))
+        return st;
+    if (work)
+        *work = NULL;
+    if (DCOLL_UNLIKELY((st = dcoll_group_resolve(group, &g))))
+        return st;
+    if (DCOLL_UNLIKELY(c->opts && (c->opts->mask & ~KNOWN_OPTS)))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: opts->mask 0x%llx has bits this library "
+                           "does not know", fn,
+                           (unsigned long long)c->opts->mask);
+    if (DCOLL_UNLIKELY(!dtype_op_ok(c)) &&
+        (st = dcoll_check_dtype_op(fn, c->dtype, c->op,
+                                   (k->flags & DCOLL_KIND_OP) != 0)))
+        return st;
+    size_t esz = dcoll_dtype_sizes[c->dtype];
+    if (DCOLL_UNLIKELY(c->count < 0))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: count %lld is negative", fn,
+                           (long long)c->count);
+    /* How many count-sized blocks the largest buffer holds. */
+    int64_t nb = (k->in[0] | k->in[1] | k->out[0] | k->out[1]) &
+                         DCOLL_SPAN_ALL ? (g->size > 0 ? g->size : 1) : 1;
+    /* Divide only for counts that could overflow: most never come near. */
+    if (DCOLL_UNLIKELY(c->count > (INT64_C(1) << 40) / nb &&
+                       c->count > INT64_MAX / (int64_t)esz / nb))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: count %lld is too large: %lld block(s) of "
+                           "that many %s elements overflow a 64-bit size",
+                           fn, (long long)c->count, (long long)nb,
+                           dcoll_dtype_name(c->dtype));
+    /* Buffers every rank must pass; the root's own are checked later. */
+    bool one = k->flags & DCOLL_KIND_ONE_BUF;
+    if (one)
+        st = need_buf(fn, "buf", c->kind == DCOLL_COLL_SEND ? c->sendbuf
+                                                            : c->recvbuf,
+                      c->count);
+    else if (k->in[0] && k->in[1])
+        st = need_buf(fn, "sendbuf", c->sendbuf, c->count);
+    if (!st && !one && k->out[0] && k->out[1])
+        st = need_buf(fn, "recvbuf", c->recvbuf, c->count);
+    if (DCOLL_UNLIKELY(st))
+        return st;
+    if (k->flags & DCOLL_KIND_PEER) {
+        if (DCOLL_UNLIKELY(c->tag < 0))
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "%s: tag %d is negative", fn, c->tag);
+    }
+
+    if (DCOLL_UNLIKELY(g->rank == DCOLL_NON_MEMBER))
+        return work ? noop_work(g, fn, work) : DCOLL_SUCCESS;
+
+    if (k->flags & (DCOLL_KIND_ROOT | DCOLL_KIND_PEER)) {
+        if (c->kind == DCOLL_COLL_RECV && root == DCOLL_ANY_SOURCE) {
+            c->root = DCOLL_ANY_SOURCE;
+        } else {
+            st = dcoll_group_root(g, root, fn, root_name(c->kind), &c->root);
+            if (DCOLL_UNLIKELY(st))
+                return st;
+        }
+        if ((c->kind == DCOLL_COLL_SEND || c->kind == DCOLL_COLL_RECV) &&
+            !work && c->root == g->rank)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "%s: %s %d is this process's own rank; a "
+                               "blocking self-%s would never finish (use "
+                               "isend/irecv)", fn, root_name(c->kind), root,
+                               c->kind == DCOLL_COLL_SEND ? "send" : "recv");
+    }
+    if (DCOLL_UNLIKELY((st = check_layout(fn, g, c, (size_t)c->count * esz))))
+        return st;
+
+    int device = -1;
+    struct dcoll_outcome out = {.source = -1};
+    c->fn = fn;
+    /* Numbered, timed and recorded; send and recv are not numbered, since
+     * ranks make different numbers of them. */
+    if (k->flags & DCOLL_KIND_COUNTED) {
+        c->seq = ++g->seq;
+        g->cur_kind = c->kind;
+    }
+    if (g->timeout > 0 || g->flight)
+        c->start = dcoll_now();
+    if (g->flight)
+        c->fid = dcoll_flight_begin(g->flight, c);
+    if (DCOLL_UNLIKELY(g->slow) && (st = dcoll_fault_check(g, c))) {
+        dcoll_flight_end(g->flight, c->fid, st);
+        return st;
+    }
+    /* GPU buffers: NCCL where the group can use it, else staged; a
+     * program's backend takes them as they are. */
+    if (DCOLL_UNLIKELY(dcoll_gpu_present()) && c->kind != DCOLL_COLL_BARRIER &&
+        g->backend->route != DCOLL_ROUTE_NONE &&
+        (st = dcoll_route(fn, c, &device))) {
+        dcoll_flight_end(g->flight, c->fid, st);
+        return st;
+    }
+    if (DCOLL_UNLIKELY(device >= 0))
+        st = dcoll_gpu_run(g, c, device, work, &out);
+    else
+        st = g->backend->coll(g, c, work, &out);
+    if (DCOLL_UNLIKELY(out.timed_out))
+        st = dcoll_coll_outcome(g, st, &out, fn, c->seq, c->kind);
+    if (work && !st) {
+        struct dcoll_work *w = *work;
+        w->deadline = g->timeout > 0 ? c->start + g->timeout : INFINITY;
+        w->seq = c->seq;
+        w->fid = c->fid;
+        w->kind = c->kind;
+        w->fn = fn;
+        dcoll_work_track(w);
+    } else if (c->fid) {
+        dcoll_flight_end(g->flight, c->fid, st);
+    }
+    if (!st && source && c->kind == DCOLL_COLL_RECV && !work)
+        *source = g->ranks ? g->ranks[out.source] : out.source;
+    return st;
+}
+
+dcoll_status_t dcoll_coll_outcome(struct dcoll_group *g, dcoll_status_t st,
+                                  struct dcoll_outcome *out, const char *fn,
+                                  uint64_t seq, int kind)
+{
+    (void)st; /* the backend's own view of a timeout: the roll says more */
+    st = dcoll_fault_timed_out(g, fn, seq, kind,
+                               out->roll.n ? &out->roll : NULL);
+    dcoll_roll_free(&out->roll);
+    out->timed_out = false;
+    return st;
+}
+
+#define COLL(...) struct dcoll_coll c = {__VA_ARGS__}
+
+dcoll_status_t dcoll_broadcast(dcoll_group_t *group, void *buf, int64_t count,
+                               dcoll_dtype_t dtype, int root,
+                               const dcoll_coll_opts_t *opts,
+                               dcoll_work_t **work)
+{
+    COLL(.kind = DCOLL_COLL_BROADCAST, .recvbuf = buf, .count = count,
+         .dtype = dtype, .opts = opts);
+    return dcoll_coll_run(group, &c, root, work, NULL);
+}
+
+dcoll_status_t dcoll_all_reduce(dcoll_group_t *group, const void *sendbuf,
+                                void *recvbuf, int64_t count,
+                                dcoll_dtype_t dtype, dcoll_op_t op,
+                                const dcoll_coll_opts_t *opts,
+                                dcoll_work_t **work)
+{
+    COLL(.kind = DCOLL_COLL_ALL_REDUCE, .sendbuf = sendbuf,
+         .recvbuf = recvbuf, .count = count, .dtype = dtype, .op = op,
+         .opts = opts);
+    return dcoll_coll_run(group, &c, 0, work, NULL);
+}
+
+dcoll_status_t dcoll_reduce(dcoll_group_t *group, const void *sendbuf,
+                            void *recvbuf, int64_t count, dcoll_dtype_t dtype,
+                            dcoll_op_t op, int root,
+                            const dcoll_coll_opts_t *opts, dcoll_work_t **work)
+{
+    COLL(.kind = DCOLL_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+         .count = count, .dtype = dtype, .op = op, .opts = opts);
+    return dcoll_coll_run(group, &c, root, work, NULL);
+}
+
+dcoll_status_t dcoll_all_gather(dcoll_group_t *group, const void *sendbuf,
+                                void *recvbuf, int64_t count,
+                                dcoll_dtype_t dtype,
+                                const dcoll_coll_opts_t *opts,
+                                dcoll_work_t **work)
+{
+    COLL(.kind = DCOLL_COLL_ALL_GATHER, .sendbuf = sendbuf,
+         .recvbuf = recvbuf, .count = count, .dtype = dtype, .opts = opts);
+    return dcoll_coll_run(group, &c, 0, work, NULL);
+}
+
+dcoll_status_t dcoll_gather(dcoll_group_t *group, const void *sendbuf,
+                            void *recvbuf, int64_t count, dcoll_dtype_t dtype,
+                            int root, const dcoll_coll_opts_t *opts,
+                            dcoll_work_t **work)
+{
+    COLL(.kind = DCOLL_COLL_GATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
+         .count = count, .dtype = dtype, .opts = opts);
+    return dcoll_coll_run(group, &c, root, work, NULL);
+}
+
+dcoll_status_t dcoll_scatter(dcoll_group_t *group, const void *sendbuf,
+                             void *recvbuf, int64_t count, dcoll_dtype_t dtype,
+                             int root, const dcoll_coll_opts_t *opts,
+                             dcoll_work_t **work)
+{
+    COLL(.kind = DCOLL_COLL_SCATTER, .sendbuf = sendbuf, .recvbuf = recvbuf,
+         .count = count, .dtype = dtype, .opts = opts);
+    return dcoll_coll_run(group, &c, root, work, NULL);
+}
+
+dcoll_status_t dcoll_reduce_scatter(dcoll_group_t *group, const void *sendbuf,
+                                    void *recvbuf, int64_t count,
+                                    dcoll_dtype_t dtype, dcoll_op_t op,
+                                    const dcoll_coll_opts_t *opts,
+                                    dcoll_work_t **work)
+{
+    COLL(.kind = DCOLL_COLL_REDUCE_SCATTER, .sendbuf = sendbuf,
+         .recvbuf = recvbuf, .count = count, .dtype = dtype, .op = op,
+         .opts = opts);
+    return dcoll_coll_run(group, &c, 0, work, NULL);
+}
+
+dcoll_status_t dcoll_all_to_all(dcoll_group_t *group, const void *sendbuf,
+                                void *recvbuf, int64_t count,
+                                dcoll_dtype_t dtype,
+                                const dcoll_coll_opts_t *opts,
+                                dcoll_work_t **work)
+{
+    COLL(.kind = DCOLL_COLL_ALL_TO_ALL, .sendbuf = sendbuf,
+         .recvbuf = recvbuf, .count = count, .dtype = dtype, .opts = opts);
+    return dcoll_coll_run(group, &c, 0, work, NULL);
+}
+
+dcoll_status_t dcoll_barrier(dcoll_group_t *group,
+                             const dcoll_coll_opts_t *opts,
+                             dcoll_work_t **work)
+{
+    COLL(.kind = DCOLL_COLL_BARRIER, .dtype = DCOLL_UINT8, .opts = opts);
+    return dcoll_coll_run(group, &c, 0, work, NULL);
+}
+
+dcoll_status_t dcoll_send(dcoll_group_t *group, const void *buf,
+                          int64_t count, dcoll_dtype_t dtype, int dst,
+                          int tag, const dcoll_coll_opts_t *opts,
+                          dcoll_work_t **work)
+{
+    COLL(.kind = DCOLL_COLL_SEND, .sendbuf = buf, .count = count,
+         .dtype = dtype, .tag = tag, .opts = opts);
+    return dcoll_coll_run(group, &c, dst, work, NULL);
+}
+
+dcoll_status_t dcoll_recv(dcoll_group_t *group, void *buf, int64_t count,
+                          dcoll_dtype_t dtype, int src, int tag,
+                          const dcoll_coll_opts_t *opts, dcoll_work_t **work,
+                          int *source)
+{
+    COLL(.kind = DCOLL_COLL_RECV, .recvbuf = buf, .count = count,
+         .dtype = dtype, .tag = tag, .opts = opts);
+    return dcoll_coll_run(group, &c, src, work, source);
+}
+
+static dcoll_status_t need_work(const char *fn, dcoll_work_t **work)
+{
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    if (!work)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: work is NULL; it must receive the handle",
+                           fn);
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_isend(dcoll_group_t *group, const void *buf,
+                           int64_t count, dcoll_dtype_t dtype, int dst,
+                           int tag, const dcoll_coll_opts_t *opts,
+                           dcoll_work_t **work)
+{
+    dcoll_status_t st = need_work(__func__, work);
+    return st ? st : dcoll_send(group, buf, count, dtype, dst, tag, opts,
+                                work);
+}
+
+dcoll_status_t dcoll_irecv(dcoll_group_t *group, void *buf, int64_t count,
+                           dcoll_dtype_t dtype, int src, int tag,
+                           const dcoll_coll_opts_t *opts, dcoll_work_t **work)
+{
+    dcoll_status_t st = need_work(__func__, work);
+    return st ? st : dcoll_recv(group, buf, count, dtype, src, tag, opts,
+                                work, NULL);
+}

@@ -1,0 +1,76 @@
+/* Inside the core: library state, groups, the public path's dispatch and
+ * the backend registry. Nothing outside lib/core/ includes this. */
+#ifndef DCOLL_CORE_H
+#define DCOLL_CORE_H
+
+#include <stdatomic.h>
+#include "tables.h"
+
+/* work.c: works made and not yet finished, every group together. */
+extern atomic_int dcoll_work_inflight;
+/* Record a failure inside an operation: kept for wait to report. */
+dcoll_status_t dcoll_work_fail(struct dcoll_work *w, dcoll_status_t st);
+/* The core's side of a new work: counted in flight until it ends. */
+static inline void dcoll_work_track(struct dcoll_work *w)
+{
+    w->group->inflight++;
+    atomic_fetch_add_explicit(&dcoll_work_inflight, 1, memory_order_relaxed);
+}
+
+/* state.c: library life cycle. */
+enum dcoll_state { DCOLL_STATE_NEW, DCOLL_STATE_READY, DCOLL_STATE_DONE };
+extern enum dcoll_state dcoll_state;
+extern struct dcoll_group dcoll_world;
+extern struct dcoll_group dcoll_non_member;
+dcoll_status_t dcoll_check_ready_slow(void);
+static inline dcoll_status_t dcoll_check_ready(void)
+{
+    if (DCOLL_LIKELY(dcoll_state == DCOLL_STATE_READY))
+        return DCOLL_SUCCESS;
+    return dcoll_check_ready_slow();
+}
+
+/* group.c */
+extern int dcoll_groups_made;  /* new_group calls so far: the next id */
+dcoll_status_t dcoll_group_resolve(struct dcoll_group *in,
+                                   struct dcoll_group **out);
+dcoll_status_t dcoll_group_root_slow(const struct dcoll_group *g,
+                                     int global, const char *fn,
+                                     const char *what, int *group_rank);
+/* Group rank of world rank global, or an error that names fn and what. */
+static inline dcoll_status_t dcoll_group_root(const struct dcoll_group *g,
+                                              int global, const char *fn,
+                                              const char *what,
+                                              int *group_rank)
+{
+    if (!g->ranks && global >= 0 && global < g->size) {
+        *group_rank = global; /* the world: ranks are the identity */
+        return DCOLL_SUCCESS;
+    }
+    return dcoll_group_root_slow(g, global, fn, what, group_rank);
+}
+void dcoll_groups_free_all(void);
+/* Free a group's coalescing buffer (group destroy, finalize). */
+void dcoll_group_stage_free(struct dcoll_group *g);
+
+/* collectives.c: validate c and run it on group (the public path). */
+dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
+                              int root, dcoll_work_t **work, int *source);
+/* A backend's report of a timeout, turned into the group's failure. */
+dcoll_status_t dcoll_coll_outcome(struct dcoll_group *g, dcoll_status_t st,
+                                  struct dcoll_outcome *out, const char *fn,
+                                  uint64_t seq, int kind);
+
+/* backend.c: the registry. lookup finds a name; attach sets the group's
+ * backend (collective over a program's backend's group), detach undoes
+ * it. */
+dcoll_status_t dcoll_backend_lookup(const char *name,
+                                    const struct dcoll_backend_entry **out);
+dcoll_status_t dcoll_backend_attach(struct dcoll_group *g,
+                                    const struct dcoll_backend_entry *e,
+                                    const char *fn);
+void dcoll_backend_detach(struct dcoll_group *g);
+/* Works that are finished when made (test: done; release: free). */
+extern const struct dcoll_backend dcoll_done_backend;
+
+#endif

@@ -1,0 +1,388 @@
+/* Groups: the world, new_group through the MPI layer, rank mapping. */
+#include <stdio.h>
+#include <stdlib.h>
+#include "core.h"
+#include "diag.h"
+#include "gpu.h"
+
+static struct dcoll_group *live_groups;
+int dcoll_groups_made;
+
+dcoll_status_t dcoll_group_resolve(struct dcoll_group *in,
+                                   struct dcoll_group **out)
+{
+    if (!in) {
+        *out = &dcoll_world;
+        return DCOLL_SUCCESS;
+    }
+    if (DCOLL_UNLIKELY(in->magic != DCOLL_GROUP_MAGIC))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "group %p is not a live dcoll group (destroyed "
+                           "or never made)", (void *)in);
+    *out = in;
+    return DCOLL_SUCCESS;
+}
+
+/* Print a group's world ranks into buf, shortened for big groups. */
+static const char *ranks_text(const struct dcoll_group *g, char *buf,
+                              size_t len)
+{
+    if (!g->ranks) {
+        snprintf(buf, len, "the world, ranks 0..%d", g->size - 1);
+        return buf;
+    }
+    size_t off = (size_t)snprintf(buf, len, "ranks {");
+    for (int i = 0; i < g->size && off < len; i++) {
+        if (i == 8 && g->size > 9) {
+            off += (size_t)snprintf(buf + off, len - off, ", ... %d more",
+                                    g->size - 8);
+            break;
+        }
+        off += (size_t)snprintf(buf + off, len - off, "%s%d", i ? "," : "",
+                                g->ranks[i]);
+    }
+    if (off < len)
+        snprintf(buf + off, len - off, "}");
+    return buf;
+}
+
+const char *dcoll_group_name(const struct dcoll_group *g, char *buf,
+                             size_t len)
+{
+    char ranks[160];
+    if (!g->ranks)
+        snprintf(buf, len, "the world (%d ranks)", g->size);
+    else
+        snprintf(buf, len, "group %d (world %s)", g->id,
+                 ranks_text(g, ranks, sizeof(ranks)));
+    return buf;
+}
+
+static int find_rank(const struct dcoll_group *g, int global)
+{
+    if (!g->ranks)
+        return global >= 0 && global < g->size ? global : -1;
+    int lo = 0, hi = g->size - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (g->ranks[mid] == global)
+            return mid;
+        if (g->ranks[mid] < global)
+            lo = mid + 1;
+        else
+            hi = mid - 1;
+    }
+    return -1;
+}
+
+dcoll_status_t dcoll_group_root_slow(const struct dcoll_group *g,
+                                     int global, const char *fn,
+                                     const char *what, int *group_rank)
+{
+    int r = find_rank(g, global);
+    if (DCOLL_UNLIKELY(r < 0)) {
+        char buf[160];
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: %s %d is not a rank of the group (%s)", fn,
+                           what, global, ranks_text(g, buf, sizeof(buf)));
+    }
+    *group_rank = r;
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_group_world(dcoll_group_t **out)
+{
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    if (!out)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_group_world: out is NULL");
+    *out = &dcoll_world;
+    return DCOLL_SUCCESS;
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
+                               int nranks, const dcoll_group_params_t *params)
+{
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    if (!out)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_new_group: out is NULL");
+    *out = NULL;
+    int world = dcoll_world.size;
+    if (nranks < 0)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_new_group: nranks %d is negative", nranks);
+    if (nranks > 0 && !ranks)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_new_group: ranks is NULL but nranks is %d",
+                           nranks);
+    if (nranks > world)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_new_group: %d ranks asked for, more than "
+                           "the world's %d", nranks, world);
+    const struct dcoll_backend_entry *be = dcoll_world.bentry;
+    double timeout = dcoll_world.timeout;
+    if (params) {
+        if (params->mask & ~(DCOLL_GROUP_PARAM_BACKEND |
+                             DCOLL_GROUP_PARAM_TIMEOUT))
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "dcoll_new_group: params->mask 0x%llx has "
+                               "unknown bits",
+                               (unsigned long long)params->mask);
+        if (params->mask & DCOLL_GROUP_PARAM_BACKEND) {
+            st = dcoll_backend_lookup(params->backend, &be);
+            if (st)
+                return st;
+        }
+        if (params->mask & DCOLL_GROUP_PARAM_TIMEOUT) {
+            timeout = params->timeout;
+            if ((st = dcoll_fault_timeout_ok("dcoll_new_group", "timeout",
+                                             timeout)))
+                return st;
+        }
+    }
+    /* The split runs on the world's communicator, where a timed-out call
+     * may still be pending: it could match the wrong operation. */
+    if (dcoll_world.failed)
+        return dcoll_error(DCOLL_ERR_GROUP_FAILED, "dcoll_new_group: new "
+                           "groups are made from the world, which is "
+                           "unusable after an earlier failure: %s",
+                           dcoll_world.failed);
+
+    bool all = !ranks && nranks == 0;
+    int n = all ? world : nranks;
+    int *sorted = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    if (!sorted)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY,
+                           "dcoll_new_group: no memory for %d ranks", n);
+    for (int i = 0; i < n; i++) {
+        sorted[i] = all ? i : ranks[i];
+        if (sorted[i] < 0 || sorted[i] >= world) {
+            free(sorted);
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "dcoll_new_group: ranks[%d] = %d is outside "
+                               "the world (0..%d)", i, ranks[i], world - 1);
+        }
+    }
+    qsort(sorted, (size_t)n, sizeof(int), cmp_int);
+    int me = -1;
+    for (int i = 0; i < n; i++) {
+        if (i > 0 && sorted[i] == sorted[i - 1]) {
+            int dup = sorted[i];
+            free(sorted);
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "dcoll_new_group: rank %d is listed twice",
+                               dup);
+        }
+        if (sorted[i] == dcoll_world.rank)
+            me = i;
+    }
+
+    void *comm = NULL;
+    st = dcoll_world.svc->split(&dcoll_world, me >= 0, me, &comm);
+    /* Every world rank counts the group, member or not: ids agree. */
+    int id = ++dcoll_groups_made;
+    if (st || me < 0) {
+        free(sorted);
+        if (!st)
+            *out = &dcoll_non_member;
+        return st;
+    }
+    struct dcoll_group *g = calloc(1, sizeof(*g));
+    if (!g) {
+        dcoll_world.svc->comm_free(comm);
+        free(sorted);
+        return dcoll_error(DCOLL_ERR_NO_MEMORY,
+                           "dcoll_new_group: no memory for the group");
+    }
+    g->magic = DCOLL_GROUP_MAGIC;
+    g->rank = me;
+    g->size = n;
+    g->ranks = sorted;
+    g->comm = comm;
+    g->svc = dcoll_world.svc;
+    g->host = dcoll_world.host;
+    g->id = id;
+    if ((st = dcoll_fault_group_init(g, timeout)) ||
+        (st = dcoll_fault_agree(g, "dcoll_new_group")) ||
+        (st = dcoll_backend_attach(g, be, "dcoll_new_group"))) {
+        dcoll_fault_group_free(g);
+        dcoll_world.svc->comm_free(comm);
+        free(sorted);
+        free(g);
+        return st;
+    }
+    g->next = live_groups;
+    if (live_groups)
+        live_groups->prev = g;
+    live_groups = g;
+    *out = g;
+    return DCOLL_SUCCESS;
+}
+
+static void group_free(struct dcoll_group *g)
+{
+    if (g->prev)
+        g->prev->next = g->next;
+    else
+        live_groups = g->next;
+    if (g->next)
+        g->next->prev = g->prev;
+    dcoll_group_nccl_free(g);
+    dcoll_backend_detach(g);
+    dcoll_world.svc->comm_free(g->comm);
+    dcoll_group_stage_free(g);
+    dcoll_group_pinned_free(g);
+    dcoll_fault_group_free(g);
+    free(g->ranks);
+    g->magic = DCOLL_DEAD_MAGIC;
+    free(g);
+}
+
+void dcoll_group_stage_free(struct dcoll_group *g)
+{
+    dcoll_kept_free(&g->stage, free);
+}
+
+void dcoll_groups_free_all(void)
+{
+    while (live_groups)
+        group_free(live_groups);
+}
+
+dcoll_status_t dcoll_group_destroy(dcoll_group_t **group)
+{
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    if (!group)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_group_destroy: group is NULL");
+    struct dcoll_group *g = *group;
+    if (!g || g == &dcoll_non_member) {
+        *group = NULL;
+        return DCOLL_SUCCESS;
+    }
+    if (g == &dcoll_world)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_group_destroy: the world group belongs to "
+                           "dcoll; dcoll_finalize frees it");
+    st = dcoll_group_resolve(g, &g);
+    if (st)
+        return st;
+    if (g->inflight > 0)
+        return dcoll_error(DCOLL_ERR_INVALID_STATE,
+                           "dcoll_group_destroy: %d operation(s) on the "
+                           "group are still in flight; wait for them first",
+                           g->inflight);
+    group_free(g);
+    *group = NULL;
+    return DCOLL_SUCCESS;
+}
+
+/* Common head of the queries: library ready, output given, group live. */
+static dcoll_status_t query(const dcoll_group_t *in, const void *out,
+                            const char *fn, struct dcoll_group **g)
+{
+    *g = NULL;
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    if (!out)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: output is NULL",
+                           fn);
+    return dcoll_group_resolve((struct dcoll_group *)in, g);
+}
+
+dcoll_status_t dcoll_group_rank(const dcoll_group_t *group, int *rank)
+{
+    struct dcoll_group *g;
+    dcoll_status_t st = query(group, rank, __func__, &g);
+    if (st)
+        return st;
+    *rank = g->rank;
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_group_size(const dcoll_group_t *group, int *size)
+{
+    struct dcoll_group *g;
+    dcoll_status_t st = query(group, size, __func__, &g);
+    if (st)
+        return st;
+    *size = g->size;
+    return DCOLL_SUCCESS;
+}
+
+static dcoll_status_t no_mapping(const char *fn)
+{
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                       "%s: the group is a NON-MEMBER handle: this process "
+                       "is not in it, so it has no rank mapping", fn);
+}
+
+dcoll_status_t dcoll_group_global_rank(const dcoll_group_t *group,
+                                       int group_rank, int *global_rank)
+{
+    struct dcoll_group *g;
+    dcoll_status_t st = query(group, global_rank, __func__, &g);
+    if (st)
+        return st;
+    if (g == &dcoll_non_member)
+        return no_mapping(__func__);
+    if (group_rank < 0 || group_rank >= g->size)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: group rank %d is outside the group "
+                           "(0..%d)", __func__, group_rank, g->size - 1);
+    *global_rank = g->ranks ? g->ranks[group_rank] : group_rank;
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_group_group_rank(const dcoll_group_t *group,
+                                      int global_rank, int *group_rank)
+{
+    struct dcoll_group *g;
+    dcoll_status_t st = query(group, group_rank, __func__, &g);
+    if (st)
+        return st;
+    if (g == &dcoll_non_member)
+        return no_mapping(__func__);
+    return dcoll_group_root(g, global_rank, __func__, "world rank",
+                            group_rank);
+}
+
+dcoll_status_t dcoll_group_backend(const dcoll_group_t *group,
+                                   const char **name)
+{
+    struct dcoll_group *g;
+    dcoll_status_t st = query(group, name, __func__, &g);
+    if (st)
+        return st;
+    *name = g->backend_name;
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_group_comm(const dcoll_group_t *group, int *comm)
+{
+    struct dcoll_group *g;
+    dcoll_status_t st = query(group, comm, __func__, &g);
+    if (st)
+        return st;
+    if (g == &dcoll_non_member)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: the group is a NON-MEMBER handle: this "
+                           "process is not in it, so it has no "
+                           "communicator", __func__);
+    *comm = g->svc->comm_fint(g);
+    return DCOLL_SUCCESS;
+}

@@ -1,0 +1,212 @@
+/* Library life cycle: dcoll_init, dcoll_finalize and the world group. */
+#include <stdio.h>
+#include <string.h>
+#include "core.h"
+#include "diag.h"
+#include "gpu.h"
+#include "launch.h"
+
+enum dcoll_state dcoll_state = DCOLL_STATE_NEW;
+struct dcoll_group dcoll_world;
+struct dcoll_group dcoll_non_member = {
+    .magic = DCOLL_GROUP_MAGIC,
+    .rank = DCOLL_NON_MEMBER,
+    .size = DCOLL_NON_MEMBER,
+    .backend_name = "auto",
+    .backend = &dcoll_mpi_backend,
+    .host = &dcoll_mpi_backend,
+    .svc = &dcoll_mpi_services,
+};
+
+#define INIT_KNOWN_MASK                                                     \
+    (DCOLL_INIT_PARAM_URL | DCOLL_INIT_PARAM_COMM |                        \
+     DCOLL_INIT_PARAM_THREAD_LEVEL | DCOLL_INIT_PARAM_BACKEND |             \
+     DCOLL_INIT_PARAM_TIMEOUT | DCOLL_INIT_PARAM_COLL_TIMEOUT)
+
+/* The store the world's rendezvous made, if any; it outlives MPI. */
+static dcoll_store_t *world_store;
+
+dcoll_status_t dcoll_check_ready_slow(void)
+{
+    if (dcoll_state == DCOLL_STATE_NEW)
+        return dcoll_error(DCOLL_ERR_NOT_INITIALIZED,
+                           "dcoll is not initialised: call dcoll_init first");
+    return dcoll_error(DCOLL_ERR_FINALIZED,
+                       "dcoll has been finalized: no call may follow "
+                       "dcoll_finalize but dcoll_init");
+}
+
+dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
+{
+    dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
+    if (dcoll_state == DCOLL_STATE_READY)
+        return dcoll_error(DCOLL_ERR_ALREADY_INITIALIZED,
+                           "dcoll_init: dcoll is already initialised; call "
+                           "dcoll_finalize before initialising again");
+    if (params) {
+        if (params->mask & ~INIT_KNOWN_MASK)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "dcoll_init: params->mask 0x%llx has bits "
+                               "this library does not know (0x%llx)",
+                               (unsigned long long)params->mask,
+                               (unsigned long long)(params->mask &
+                                                    ~INIT_KNOWN_MASK));
+        p.mask = params->mask;
+        if (p.mask & DCOLL_INIT_PARAM_URL)
+            p.url = params->url;
+        if (p.mask & DCOLL_INIT_PARAM_COMM)
+            p.comm = params->comm;
+        if (p.mask & DCOLL_INIT_PARAM_THREAD_LEVEL)
+            p.thread_level = params->thread_level;
+        if (p.mask & DCOLL_INIT_PARAM_BACKEND)
+            p.backend = params->backend;
+        if (p.mask & DCOLL_INIT_PARAM_TIMEOUT)
+            p.timeout = params->timeout;
+        if (p.mask & DCOLL_INIT_PARAM_COLL_TIMEOUT)
+            p.coll_timeout = params->coll_timeout;
+    }
+    dcoll_status_t st = dcoll_fault_env();
+    if (st)
+        return st;
+    if (p.mask & DCOLL_INIT_PARAM_COLL_TIMEOUT) {
+        if ((st = dcoll_fault_timeout_ok("dcoll_init", "coll_timeout",
+                                         p.coll_timeout)))
+            return st;
+        dcoll_default_timeout = p.coll_timeout;
+    }
+    if (!(p.mask & DCOLL_INIT_PARAM_TIMEOUT))
+        p.timeout = 300.0;
+    if (!(p.timeout > 0) || p.timeout > 1e9)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_init: timeout %g s is not a positive "
+                           "number of seconds", p.timeout);
+    /* -1: none asked for; MPI gets serialized if dcoll starts it. */
+    if (!(p.mask & DCOLL_INIT_PARAM_THREAD_LEVEL))
+        p.thread_level = -1;
+    else if (p.thread_level < DCOLL_THREAD_SINGLE ||
+             p.thread_level > DCOLL_THREAD_MULTIPLE)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_init: thread_level %d is not a "
+                           "dcoll_thread_level_t (0..3)", p.thread_level);
+    if ((p.mask & DCOLL_INIT_PARAM_URL) && !p.url)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_init: url is NULL but its mask bit is set");
+    const struct dcoll_comm_ops *svc = &dcoll_mpi_services;
+    bool launched = svc->launched();
+    const struct dcoll_backend_entry *be;
+    st = dcoll_backend_lookup(
+        (p.mask & DCOLL_INIT_PARAM_BACKEND) ? p.backend : "auto", &be);
+    if (st)
+        return st;
+    struct dcoll_group w = {.magic = DCOLL_GROUP_MAGIC, .svc = svc,
+                            .host = &dcoll_mpi_backend};
+    struct dcoll_rdzv rdzv = {0};
+    bool join = false;
+    if (launched) {
+        /* MPI first, so that a rendezvous failing on some processes fails
+         * on all of them instead of leaving the rest in a collective. */
+        if ((st = svc->start(p.mask & DCOLL_INIT_PARAM_COMM, p.comm,
+                             p.thread_level, &w)))
+            return st;
+        st = dcoll_rdzv_run(p.url, p.timeout, true, &rdzv);
+        int ok = st == DCOLL_SUCCESS;
+        dcoll_status_t ast = svc->agree(&w, &ok);
+        if (!st && (ast || !ok))
+            st = ast ? ast : dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                                         "dcoll_init: the rendezvous failed "
+                                         "on another process");
+        /* The rendezvous must agree with MPI. */
+        if (!st && !rdzv.mpi)
+            st = svc->order_world(&w, rdzv.scheme, !rdzv.renumber,
+                                  rdzv.rank, rdzv.world_size);
+    } else {
+        if ((st = dcoll_rdzv_run(p.url, p.timeout, false, &rdzv)))
+            return st;
+        join = !rdzv.mpi && rdzv.world_size > 1;
+        int fcomm = 0;
+        void *joined = NULL;
+        if (join)
+            st = dcoll_launch_join(svc, rdzv.store, rdzv.rank,
+                                   rdzv.world_size, p.thread_level,
+                                   p.timeout, &joined, &fcomm);
+        if (!st)
+            st = svc->start(join, fcomm, p.thread_level, &w);
+        /* start works on a duplicate, made or not. */
+        svc->join_free(joined);
+    }
+    if (!st && !(st = svc->local(&w, join)) &&
+        !(st = dcoll_fault_group_init(&w, dcoll_default_timeout)) &&
+        !(st = dcoll_fault_agree(&w, "dcoll_init"))) {
+        w.id = 0;
+        dcoll_groups_made = 0;
+        dcoll_plugins_load(w.local_rank);
+        /* The backend last: "nccl" needs the plugin, a program's backend
+         * the world's communicator. */
+        if ((st = dcoll_backend_attach(&w, be, "dcoll_init")))
+            dcoll_plugins_unload();
+    }
+    if (st) {
+        /* Undo everything, keeping the first failure's message. */
+        char msg[DCOLL_ERROR_MAX];
+        snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+        dcoll_fault_group_free(&w);
+        svc->stop(&w, false);
+        if (join)
+            svc->join_stop();
+        dcoll_store_destroy(&rdzv.store);
+        return dcoll_error(st, "%s", msg);
+    }
+    world_store = rdzv.store;
+    dcoll_world = w;
+    dcoll_state = DCOLL_STATE_READY;
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_finalize(void)
+{
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    int inflight = atomic_load(&dcoll_work_inflight);
+    if (inflight > 0)
+        return dcoll_error(DCOLL_ERR_INVALID_STATE,
+                           "dcoll_finalize: %d operation(s) still in flight; "
+                           "wait for their work handles first", inflight);
+    dcoll_groups_free_all();
+    dcoll_group_nccl_free(&dcoll_world);
+    dcoll_backend_detach(&dcoll_world);
+    dcoll_group_stage_free(&dcoll_world);
+    dcoll_group_pinned_free(&dcoll_world);
+    dcoll_fault_group_free(&dcoll_world);
+    dcoll_plugins_unload();
+    st = dcoll_world.svc->stop(&dcoll_world, true);
+    dcoll_store_destroy(&world_store);
+    dcoll_world.magic = DCOLL_DEAD_MAGIC;
+    dcoll_state = DCOLL_STATE_DONE;
+    return st;
+}
+
+dcoll_status_t dcoll_local_rank(int *local_rank, int *local_size)
+{
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    if (!local_rank && !local_size)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_local_rank: local_rank and local_size "
+                           "are both NULL");
+    if (local_rank)
+        *local_rank = dcoll_world.local_rank;
+    if (local_size)
+        *local_size = dcoll_world.local_size;
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_initialized(int *flag)
+{
+    if (!flag)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_initialized: flag is NULL");
+    *flag = dcoll_state == DCOLL_STATE_READY;
+    return DCOLL_SUCCESS;
+}

@@ -1,0 +1,327 @@
+/* Failure behaviour: the timeout every group has, the unusable state a
+ * timeout leaves behind, and the debug mode that checks, before a
+ * collective runs, that every rank of the group called the same one. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "diag.h"
+
+double dcoll_default_timeout = 1800;
+bool dcoll_debug;
+unsigned dcoll_flight_size = 16;
+
+static dcoll_status_t bad_env(const char *name, const char *value,
+                              const char *want)
+{
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                       "dcoll_init: %s='%s' is not %s", name, value, want);
+}
+
+static bool timeout_ok(double t)
+{
+    return t >= 0 && t <= 1e9; /* false for NaN too */
+}
+
+dcoll_status_t dcoll_fault_timeout_ok(const char *fn, const char *name,
+                                      double seconds)
+{
+    if (timeout_ok(seconds))
+        return DCOLL_SUCCESS;
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                       "%s: %s %g s is not a number of seconds from 0 (wait "
+                       "forever) to 1e9", fn, name, seconds);
+}
+
+dcoll_status_t dcoll_fault_env(void)
+{
+    const char *v = getenv("DCOLL_TIMEOUT");
+    dcoll_default_timeout = 1800;
+    if (v && *v) {
+        char *end;
+        errno = 0;
+        double t = strtod(v, &end);
+        if (errno || *end || !timeout_ok(t))
+            return bad_env("DCOLL_TIMEOUT", v, "a number of seconds from 0 "
+                           "(wait forever) to 1e9");
+        dcoll_default_timeout = t;
+    }
+    v = getenv("DCOLL_DEBUG");
+    dcoll_debug = false;
+    if (v && *v && strcmp(v, "off") && strcmp(v, "OFF") && strcmp(v, "0")) {
+        if (strcmp(v, "detail") && strcmp(v, "DETAIL"))
+            return bad_env("DCOLL_DEBUG", v, "'detail' or 'off'");
+        dcoll_debug = true;
+    }
+    v = getenv("DCOLL_FLIGHT_RECORDER");
+    dcoll_flight_size = 16;
+    if (v && *v) {
+        char *end;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (errno || *end || n < 0 || n > 1000000)
+            return bad_env("DCOLL_FLIGHT_RECORDER", v, "a number of calls "
+                           "from 0 to 1000000");
+        dcoll_flight_size = (unsigned)n;
+    }
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_fault_group_init(struct dcoll_group *g, double timeout)
+{
+    g->timeout = timeout;
+    g->seq = 0;
+    g->failed = NULL;
+    g->slow = dcoll_debug;
+    g->flight = dcoll_flight_new(dcoll_flight_size);
+    if (dcoll_flight_size && !g->flight)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for a flight "
+                           "recorder of %u calls", dcoll_flight_size);
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn)
+{
+    int mine = (dcoll_debug ? 1 : 0) | (g->timeout > 0 ? 2 : 0);
+    int lo = mine, neg = -mine;
+    dcoll_status_t st = g->svc->agree(g, &lo);
+    if (!st)
+        st = g->svc->agree(g, &neg);
+    if (st || lo == -neg)
+        return st;
+    bool debug = (lo ^ -neg) & 1;
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                       "%s: the ranks disagree on %s (this one: %s); set "
+                       "it alike on every rank", fn,
+                       debug ? "DCOLL_DEBUG" : "whether there is a timeout "
+                                               "(0 on some, not others)",
+                       debug ? (dcoll_debug ? "detail" : "off")
+                             : (g->timeout > 0 ? "a timeout" : "none"));
+}
+
+void dcoll_fault_group_free(struct dcoll_group *g)
+{
+    free(g->failed);
+    g->failed = NULL;
+    dcoll_flight_free(g->flight);
+    g->flight = NULL;
+}
+
+static int world_of(const struct dcoll_group *g, int r)
+{
+    return g->ranks ? g->ranks[r] : r;
+}
+
+/* Append ", rank r" or ", group rank r (world w)" lists to a buffer. */
+struct text {
+    char *buf;
+    size_t cap, off;
+};
+
+static void put(struct text *t, const char *fmt, ...) DCOLL_PRINTF(2, 3);
+
+static void put(struct text *t, const char *fmt, ...)
+{
+    if (t->off >= t->cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->buf + t->off, t->cap - t->off, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        t->off += (size_t)n;
+}
+
+/* "rank 3" or "ranks 0,1,2" for the group ranks r with pick(r) true,
+ * and their world ranks after them in a sub-group. */
+static void put_ranks(struct text *t, const struct dcoll_group *g,
+                      bool (*pick)(const void *, int), const void *arg)
+{
+    int n = 0;
+    for (int r = 0; r < g->size; r++)
+        n += pick(arg, r);
+    for (int pass = 0; pass < (g->ranks ? 2 : 1); pass++) {
+        put(t, "%s", pass ? " (world " : n == 1 ? "rank " : "ranks ");
+        int shown = 0;
+        for (int r = 0; r < g->size; r++) {
+            if (!pick(arg, r))
+                continue;
+            if (shown == 16) {
+                put(t, ", ... %d more", n - 16);
+                break;
+            }
+            put(t, "%s%d", shown++ ? "," : "",
+                pass ? g->ranks[r] : r);
+        }
+        if (pass)
+            put(t, ")");
+    }
+}
+
+/* ---- timeouts ---- */
+
+struct roll_pick {
+    const struct dcoll_roll *roll;
+    int state;
+};
+
+static bool pick_state(const void *arg, int r)
+{
+    const struct roll_pick *p = arg;
+    return p->roll->state[r] == p->state;
+}
+
+dcoll_status_t dcoll_fault_timed_out(struct dcoll_group *g, const char *fn,
+                                     uint64_t seq, int kind,
+                                     const struct dcoll_roll *roll)
+{
+    char name[200], msg[900];
+    struct text t = {msg, sizeof(msg), 0};
+    dcoll_group_name(g, name, sizeof(name));
+    put(&t, "%s on %s timed out after %g s (", fn, name, g->timeout);
+    if (seq)
+        put(&t, "collective #%llu, %s", (unsigned long long)seq,
+            dcoll_kind_name(kind));
+    else
+        put(&t, "%s", dcoll_kind_name(kind));
+    put(&t, ")");
+    if (roll) {
+        struct roll_pick p = {roll, DCOLL_ROLL_SILENT};
+        int silent = 0;
+        for (int r = 0; r < g->size; r++)
+            silent += roll->state[r] == DCOLL_ROLL_SILENT;
+        put(&t, ": ");
+        if (silent) {
+            put_ranks(&t, g, pick_state, &p);
+            put(&t, " did not arrive (no answer: not in a dcoll call on "
+                "the group, stopped, or gone); ");
+        }
+        for (int r = 0; r < g->size; r++)
+            if (roll->state[r] == DCOLL_ROLL_OTHER)
+                put(&t, "rank %d (world %d) is in collective #%llu (%s); ",
+                    r, world_of(g, r), (unsigned long long)roll->seq[r],
+                    dcoll_kind_name(roll->kind[r]));
+        p.state = DCOLL_ROLL_SAME;
+        put_ranks(&t, g, pick_state, &p);
+        put(&t, " arrived");
+    }
+    put(&t, ". The group is unusable from now on; other groups still "
+        "work");
+    char *why = strdup(msg);
+    if (why) {
+        free(g->failed);
+        g->failed = why;
+    }
+    g->slow = true;
+    dcoll_flight_print(g, msg);
+    return dcoll_error(DCOLL_ERR_TIMEOUT, "%s", msg);
+}
+
+/* ---- debug mode: every rank called the same collective? ---- */
+
+/* What a rank says it called; equal bytes mean the same call. */
+struct call {
+    int64_t seq, count;
+    int32_t kind, dtype, op, root; /* op, root -1 where the kind has none */
+};
+
+static void describe(const struct call *c, struct text *t)
+{
+    put(t, "%s(%s", dcoll_kind_name(c->kind),
+        dcoll_dtype_name((dcoll_dtype_t)c->dtype));
+    if (c->op >= 0)
+        put(t, ", %s", dcoll_op_name((dcoll_op_t)c->op));
+    put(t, ", count %lld", (long long)c->count);
+    if (c->root >= 0)
+        put(t, ", root %d", c->root);
+    put(t, ") as collective #%lld", (long long)c->seq);
+}
+
+struct same_pick {
+    const struct call *all;
+    int like;
+};
+
+static bool pick_same(const void *arg, int r)
+{
+    const struct same_pick *p = arg;
+    return !memcmp(&p->all[r], &p->all[p->like], sizeof(struct call));
+}
+
+static dcoll_status_t check_same(struct dcoll_group *g,
+                                 const struct dcoll_coll *c)
+{
+    struct call me;
+    memset(&me, 0, sizeof(me));
+    me.seq = (int64_t)c->seq;
+    me.count = c->kind == DCOLL_COLL_BARRIER ? 0 : c->count;
+    me.kind = c->kind;
+    me.dtype = c->kind == DCOLL_COLL_BARRIER ? 0 : c->dtype;
+    me.op = dcoll_kind_has(c->kind, DCOLL_KIND_OP) ? (int32_t)c->op : -1;
+    me.root = dcoll_kind_has(c->kind, DCOLL_KIND_ROOT) ? world_of(g, c->root) : -1;
+    struct call *all = malloc(sizeof(me) * (size_t)g->size);
+    if (!all)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
+                           "debug check of %d ranks", c->fn, g->size);
+    struct dcoll_outcome out = {.source = -1};
+    dcoll_status_t st = g->svc->exchange(g, &me, all, sizeof(me), c, &out);
+    if (out.timed_out) {
+        st = dcoll_fault_timed_out(g, c->fn, c->seq, c->kind,
+                                   out.roll.n ? &out.roll : NULL);
+        dcoll_roll_free(&out.roll);
+    }
+    if (st) {
+        free(all);
+        return st;
+    }
+    int first_other = -1;
+    for (int r = 0; r < g->size && first_other < 0; r++)
+        if (memcmp(&all[r], &all[0], sizeof(me)))
+            first_other = r;
+    if (first_other < 0) {
+        free(all);
+        return DCOLL_SUCCESS;
+    }
+    /* Every rank has the same table, so every rank says the same. */
+    char name[200], msg[1000];
+    struct text t = {msg, sizeof(msg), 0};
+    dcoll_group_name(g, name, sizeof(name));
+    put(&t, "%s on %s: the ranks called different collectives, so none "
+        "ran (found by DCOLL_DEBUG=detail): ", c->fn, name);
+    unsigned char *told = calloc((size_t)g->size, 1);
+    for (int r = 0; r < g->size; r++) {
+        if (told && told[r])
+            continue;
+        struct same_pick p = {all, r};
+        if (r)
+            put(&t, "; ");
+        put_ranks(&t, g, pick_same, &p);
+        put(&t, " called ");
+        describe(&all[r], &t);
+        for (int q = r; told && q < g->size; q++)
+            if (pick_same(&p, q))
+                told[q] = 1;
+        if (!told)
+            break;
+    }
+    free(told);
+    free(all);
+    dcoll_flight_print(g, msg);
+    return dcoll_error(DCOLL_ERR_MISMATCH, "%s", msg);
+}
+
+dcoll_status_t dcoll_fault_check(struct dcoll_group *g,
+                                 const struct dcoll_coll *c)
+{
+    if (g->failed) {
+        char name[200];
+        return dcoll_error(DCOLL_ERR_GROUP_FAILED, "%s: %s is unusable "
+                           "after an earlier failure: %s", c->fn,
+                           dcoll_group_name(g, name, sizeof(name)),
+                           g->failed);
+    }
+    if (dcoll_debug && c->seq)
+        return check_same(g, c);
+    return DCOLL_SUCCESS;
+}

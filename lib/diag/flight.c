@@ -1,0 +1,132 @@
+/* The flight recorder: a ring of each group's last calls, printed when a
+ * call times out or the ranks disagree, so that the report shows what led
+ * up to it on every rank. Writing an entry is a few stores; no locks, as
+ * one thread at a time issues calls on a group. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "diag.h"
+
+struct entry {
+    uint64_t id, seq;      /* seq 0: a send or receive */
+    double start, end;     /* end 0: not finished */
+    int64_t count;
+    signed char kind, dtype, op;
+    int root;              /* group rank, or -1 */
+    dcoll_status_t status;
+};
+
+struct dcoll_flight {
+    unsigned cap;
+    uint64_t n;            /* entries ever written */
+    struct entry e[];
+};
+
+struct dcoll_flight *dcoll_flight_new(unsigned n)
+{
+    if (!n)
+        return NULL;
+    struct dcoll_flight *f = calloc(1, sizeof(*f) + n * sizeof(struct entry));
+    if (f)
+        f->cap = n;
+    return f;
+}
+
+void dcoll_flight_free(struct dcoll_flight *f)
+{
+    free(f);
+}
+
+uint64_t dcoll_flight_begin(struct dcoll_flight *f,
+                            const struct dcoll_coll *c)
+{
+    struct entry *e = &f->e[f->n++ % f->cap];
+    e->id = f->n;
+    e->seq = c->seq;
+    e->start = c->start;
+    e->end = 0;
+    e->count = c->count;
+    e->kind = (signed char)c->kind;
+    e->dtype = (signed char)c->dtype;
+    e->op = dcoll_kind_has(c->kind, DCOLL_KIND_OP) ? (signed char)c->op : -1;
+    e->root = dcoll_kind_has(c->kind, DCOLL_KIND_ROOT | DCOLL_KIND_PEER)
+                  ? c->root
+                  : -1;
+    e->status = DCOLL_SUCCESS;
+    return e->id;
+}
+
+void dcoll_flight_end(struct dcoll_flight *f, uint64_t id, dcoll_status_t st)
+{
+    if (!f || !id)
+        return;
+    struct entry *e = &f->e[(id - 1) % f->cap];
+    if (e->id != id)
+        return; /* written over by later calls */
+    e->end = dcoll_now();
+    e->status = st;
+}
+
+static const char *duration(double s, char *buf, size_t len)
+{
+    if (s < 1e-3)
+        snprintf(buf, len, "%.0f us", s * 1e6);
+    else if (s < 1)
+        snprintf(buf, len, "%.1f ms", s * 1e3);
+    else
+        snprintf(buf, len, "%.2f s", s);
+    return buf;
+}
+
+void dcoll_flight_print(const struct dcoll_group *g, const char *why)
+{
+    const struct dcoll_flight *f = g->flight;
+    char name[200];
+    int world = g->ranks ? g->ranks[g->rank] : g->rank;
+    dcoll_group_name(g, name, sizeof(name));
+    if (!f) {
+        fprintf(stderr, "dcoll[%d]: %s; no flight recorder "
+                "(DCOLL_FLIGHT_RECORDER=0)\n", world, why);
+        return;
+    }
+    uint64_t shown = f->n < f->cap ? f->n : f->cap;
+    double now = dcoll_now();
+    /* One buffer, one write: ranks printing at once do not interleave. */
+    size_t cap = 512 + shown * 160, off = 0;
+    char *out = malloc(cap);
+    if (!out)
+        return;
+    off += (size_t)snprintf(out, cap, "dcoll[%d]: %s\ndcoll[%d]: flight "
+                            "recorder of %s, last %llu of %llu call(s):\n",
+                            world, why, world, name,
+                            (unsigned long long)shown,
+                            (unsigned long long)f->n);
+    for (uint64_t i = f->n - shown; i < f->n && off < cap; i++) {
+        const struct entry *e = &f->e[i % f->cap];
+        char a[32], b[32], num[32], what[96];
+        int w = snprintf(what, sizeof(what), "%s %s",
+                         dcoll_kind_name(e->kind),
+                         dcoll_dtype_name((dcoll_dtype_t)e->dtype));
+        if (e->op >= 0 && w > 0 && (size_t)w < sizeof(what))
+            w += snprintf(what + w, sizeof(what) - (size_t)w, " %s",
+                          dcoll_op_name((dcoll_op_t)e->op));
+        if (e->root >= 0 && w > 0 && (size_t)w < sizeof(what))
+            snprintf(what + w, sizeof(what) - (size_t)w, " %s %d",
+                     e->seq ? "root" : "peer", e->root);
+        if (e->seq)
+            snprintf(num, sizeof(num), "#%llu", (unsigned long long)e->seq);
+        else
+            snprintf(num, sizeof(num), "p2p");
+        off += (size_t)snprintf(
+            out + off, cap - off,
+            "dcoll[%d]:   %s %s count %lld: started %s ago, %s%s%s\n",
+            world, num, what, (long long)e->count,
+            duration(now - e->start, a, sizeof(a)),
+            e->end > 0 ? "took " : "unfinished",
+            e->end > 0 ? duration(e->end - e->start, b, sizeof(b)) : "",
+            e->end > 0 && e->status ? ", failed" : "");
+    }
+    fputs(out, stderr);
+    fflush(stderr);
+    free(out);
+}

@@ -1,0 +1,1818 @@
+! dcoll for Fortran: `use dcoll`. Every public C function of dcoll has a
+! bind(C) interface here; the public names wrap them so that Fortran code
+! passes arrays of any type and rank, default integers, and handles as
+! derived types. Buffers are assumed-size (`type(*), dimension(*)`): an
+! array goes through as its first element's address, so async buffers must
+! be contiguous (no array sections with strides) and left alone until the
+! work is done, as with MPI's nonblocking calls.
+!
+! Every function returns an integer status (DCOLL_SUCCESS = 0);
+! dcoll_last_error() says what was wrong. Counts may be of kind 4 or 8.
+module dcoll
+    use, intrinsic :: iso_c_binding
+#ifdef DCOLL_HAVE_MPI_F08
+    use mpi_f08, only: MPI_Comm
+#endif
+    implicit none
+    private
+
+    ! Every constant of the C headers, generated from them at build time.
+#include "dcoll_constants.inc"
+
+    ! Statuses (dcoll_status_t).
+
+    ! Element types (dcoll_dtype_t), and Fortran names for them.
+    integer, parameter, public :: DCOLL_INTEGER1 = DCOLL_INT8
+    integer, parameter, public :: DCOLL_INTEGER4 = DCOLL_INT32
+    integer, parameter, public :: DCOLL_INTEGER8 = DCOLL_INT64
+    integer, parameter, public :: DCOLL_REAL4 = DCOLL_FLOAT32
+    integer, parameter, public :: DCOLL_REAL8 = DCOLL_FLOAT64
+    ! Default INTEGER and REAL follow the compiler's flags (-fdefault-*).
+    integer, parameter, public :: DCOLL_INTEGER = &
+        merge(DCOLL_INT64, DCOLL_INT32, storage_size(0) == 64)
+    integer, parameter, public :: DCOLL_REAL = &
+        merge(DCOLL_FLOAT64, DCOLL_FLOAT32, storage_size(0.0) == 64)
+    integer, parameter, public :: DCOLL_DOUBLE_PRECISION = DCOLL_FLOAT64
+
+    ! Reduction operations (dcoll_op_t).
+
+    ! MPI thread levels dcoll asks for when it starts MPI itself.
+
+
+    ! Handles: one C pointer each, so that a handle passed by reference is
+    ! exactly C's dcoll_group_t ** or dcoll_work_t **.
+    type, bind(C), public :: dcoll_group
+        type(c_ptr) :: ptr = c_null_ptr   ! null: the world
+    end type
+
+    type, bind(C), public :: dcoll_work
+        type(c_ptr) :: ptr = c_null_ptr
+    end type
+
+    ! The world group, for any argument that takes a group.
+    type(dcoll_group), parameter, public :: DCOLL_WORLD = &
+        dcoll_group(c_null_ptr)
+
+    ! dcoll_coll_opts_t: a CUDA stream for device buffers.
+    type, bind(C), public :: dcoll_coll_opts
+        integer(c_int64_t) :: mask = 0
+        type(c_ptr) :: stream = c_null_ptr
+    end type
+
+    ! The C parameter structs, filled by the wrappers from optional
+    ! arguments.
+    type, bind(C) :: init_params
+        integer(c_int64_t) :: mask = 0
+        type(c_ptr) :: url = c_null_ptr
+        integer(c_int) :: comm = 0
+        integer(c_int) :: thread_level = 0
+        type(c_ptr) :: backend = c_null_ptr
+        real(c_double) :: timeout = 0
+        real(c_double) :: coll_timeout = 0
+    end type
+
+    ! Stores (dcoll/store.h): a handle, and the C parameter struct.
+    type, bind(C), public :: dcoll_store
+        type(c_ptr) :: p = c_null_ptr
+    end type
+    type, bind(C) :: store_params
+        integer(c_int64_t) :: mask = 0
+        real(c_double) :: timeout = 0
+        type(c_ptr) :: token = c_null_ptr
+        integer(c_int) :: serve = 0
+    end type
+
+    ! dcoll_spawn (dcoll/spawn.h). The function it runs is a bind(C)
+    ! integer(c_int) function of (integer(c_int), value :: rank;
+    ! type(c_ptr), value :: arg), passed with c_funloc.
+    type, bind(C) :: spawn_params
+        integer(c_int64_t) :: mask = 0
+        type(c_ptr) :: master_addr = c_null_ptr
+        integer(c_int) :: master_port = 0
+        real(c_double) :: timeout = 0
+    end type
+    type, bind(C), public :: dcoll_spawn_failure
+        integer(c_int) :: rank = -1, exit_code = 0, signal = 0
+    end type
+
+    ! A program's backend (dcoll/backend.h): bind(C) procedures passed
+    ! with c_funloc, called with a dcoll_backend_call.
+    type, bind(C), public :: dcoll_backend_ops
+        integer(c_int32_t) :: version = DCOLL_BACKEND_OPS_VERSION
+        type(c_funptr) :: group_create = c_null_funptr
+        type(c_funptr) :: run = c_null_funptr
+        type(c_funptr) :: group_destroy = c_null_funptr
+    end type
+    type, bind(C), public :: dcoll_backend_call
+        integer(c_int) :: kind
+        type(c_ptr) :: sendbuf, recvbuf
+        integer(c_int64_t) :: count
+        integer(c_int) :: dtype, op, root, tag
+        type(c_ptr) :: stream
+    end type
+
+    type, bind(C) :: group_params
+        integer(c_int64_t) :: mask = 0
+        type(c_ptr) :: backend = c_null_ptr
+        real(c_double) :: timeout = 0
+    end type
+
+    ! A refusal made here, before C is reached (a buffer that is not
+    ! contiguous): dcoll_last_error() returns it until the next call
+    ! through this module. Kept per process, not per thread.
+    logical, save :: f_err_on = .false.
+    character(len=:), allocatable, save :: f_err
+
+    public :: dcoll_status_string, dcoll_last_error, dcoll_version
+    public :: dcoll_init, dcoll_finalize, dcoll_initialized, dcoll_dtype_size
+    public :: dcoll_local_rank, dcoll_backend_status, dcoll_device
+    public :: dcoll_group_world, dcoll_new_group, dcoll_group_destroy
+    public :: dcoll_group_rank, dcoll_group_size, dcoll_group_global_rank
+    public :: dcoll_group_group_rank, dcoll_group_backend
+    public :: dcoll_work_wait, dcoll_work_test, dcoll_work_source
+    public :: dcoll_work_free, dcoll_barrier
+    public :: dcoll_all_reduce_coalesced, dcoll_all_gather_coalesced
+    public :: dcoll_store_tcp_create, dcoll_store_file_create
+    public :: dcoll_store_prefix_create, dcoll_store_destroy, dcoll_store_port
+    public :: dcoll_store_set, dcoll_store_get, dcoll_store_add
+    public :: dcoll_store_compare_set, dcoll_store_wait, dcoll_store_check
+    public :: dcoll_store_delete_key, dcoll_store_num_keys
+    public :: dcoll_rendezvous, dcoll_register_rendezvous, dcoll_spawn
+    public :: dcoll_register_backend
+
+    ! dcoll_init_comm and dcoll_group_comm take or give an INTEGER handle
+    ! (use mpi) or a type(MPI_Comm) (use mpi_f08).
+    interface dcoll_init_comm
+        module procedure init_comm_int
+#ifdef DCOLL_HAVE_MPI_F08
+        module procedure init_comm_f08
+#endif
+    end interface
+    public :: dcoll_init_comm
+
+    interface dcoll_group_comm
+        module procedure group_comm_int
+#ifdef DCOLL_HAVE_MPI_F08
+        module procedure group_comm_f08
+#endif
+    end interface
+    public :: dcoll_group_comm
+
+    interface dcoll_broadcast
+        module procedure broadcast_i4, broadcast_i8
+    end interface
+    public :: dcoll_broadcast
+
+    interface dcoll_all_reduce
+        module procedure all_reduce_i4, all_reduce_i8
+    end interface
+    public :: dcoll_all_reduce
+
+    interface dcoll_reduce
+        module procedure reduce_i4, reduce_i8
+    end interface
+    public :: dcoll_reduce
+
+    interface dcoll_all_gather
+        module procedure all_gather_i4, all_gather_i8
+    end interface
+    public :: dcoll_all_gather
+
+    interface dcoll_gather
+        module procedure gather_i4, gather_i8
+    end interface
+    public :: dcoll_gather
+
+    interface dcoll_scatter
+        module procedure scatter_i4, scatter_i8
+    end interface
+    public :: dcoll_scatter
+
+    interface dcoll_reduce_scatter
+        module procedure reduce_scatter_i4, reduce_scatter_i8
+    end interface
+    public :: dcoll_reduce_scatter
+
+    interface dcoll_all_to_all
+        module procedure all_to_all_i4, all_to_all_i8
+    end interface
+    public :: dcoll_all_to_all
+
+    interface dcoll_send
+        module procedure send_i4, send_i8
+    end interface
+    public :: dcoll_send
+
+    interface dcoll_recv
+        module procedure recv_i4, recv_i8
+    end interface
+    public :: dcoll_recv
+
+    interface dcoll_isend
+        module procedure isend_i4, isend_i8
+    end interface
+    public :: dcoll_isend
+
+    interface dcoll_irecv
+        module procedure irecv_i4, irecv_i8
+    end interface
+    public :: dcoll_irecv
+
+    interface
+
+    function c_store_tcp_create(out, host, port, params) &
+            bind(C, name='dcoll_store_tcp_create') result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_store), intent(out) :: out
+        character(kind=c_char), intent(in) :: host(*)
+        integer(c_int), value :: port
+        type(store_params), intent(in) :: params
+    end function
+
+    function c_store_file_create(out, path, params) &
+            bind(C, name='dcoll_store_file_create') result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_store), intent(out) :: out
+        character(kind=c_char), intent(in) :: path(*)
+        type(store_params), intent(in) :: params
+    end function
+
+    function c_store_prefix_create(out, prefix, base) &
+            bind(C, name='dcoll_store_prefix_create') result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_store), intent(out) :: out
+        character(kind=c_char), intent(in) :: prefix(*)
+        type(c_ptr), value :: base
+    end function
+
+    function c_store_destroy(store) bind(C, name='dcoll_store_destroy') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_store), intent(inout) :: store
+    end function
+
+    function c_store_port(store, port) bind(C, name='dcoll_store_port') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: store
+        integer(c_int), intent(out) :: port
+    end function
+
+    function c_store_set(store, key, value, len) &
+            bind(C, name='dcoll_store_set') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: store
+        character(kind=c_char), intent(in) :: key(*), value(*)
+        integer(c_size_t), value :: len
+    end function
+
+    function c_store_get(store, key, buf, cap, len) &
+            bind(C, name='dcoll_store_get') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: store
+        character(kind=c_char), intent(in) :: key(*)
+        character(kind=c_char), intent(out) :: buf(*)
+        integer(c_size_t), value :: cap
+        integer(c_size_t), intent(out) :: len
+    end function
+
+    function c_store_add(store, key, delta, result) &
+            bind(C, name='dcoll_store_add') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: store
+        character(kind=c_char), intent(in) :: key(*)
+        integer(c_int64_t), value :: delta
+        integer(c_int64_t), intent(out) :: result
+    end function
+
+    function c_store_compare_set(store, key, expected, elen, desired, dlen, &
+            buf, cap, len) bind(C, name='dcoll_store_compare_set') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: store
+        character(kind=c_char), intent(in) :: key(*), expected(*), desired(*)
+        integer(c_size_t), value :: elen, dlen, cap
+        character(kind=c_char), intent(out) :: buf(*)
+        integer(c_size_t), intent(out) :: len
+    end function
+
+    function c_store_wait(store, keys, nkeys, timeout) &
+            bind(C, name='dcoll_store_wait') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: store
+        type(c_ptr), intent(in) :: keys(*)
+        integer(c_int), value :: nkeys
+        real(c_double), value :: timeout
+    end function
+
+    function c_store_check(store, keys, nkeys, exist) &
+            bind(C, name='dcoll_store_check') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: store
+        type(c_ptr), intent(in) :: keys(*)
+        integer(c_int), value :: nkeys
+        integer(c_int), intent(out) :: exist
+    end function
+
+    function c_store_delete_key(store, key, deleted) &
+            bind(C, name='dcoll_store_delete_key') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: store
+        character(kind=c_char), intent(in) :: key(*)
+        integer(c_int), intent(out) :: deleted
+    end function
+
+    function c_store_num_keys(store, count) &
+            bind(C, name='dcoll_store_num_keys') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: store
+        integer(c_int64_t), intent(out) :: count
+    end function
+
+    function c_rendezvous(url, timeout, store, rank, world_size) &
+            bind(C, name='dcoll_rendezvous') result(st)
+        import
+        integer(c_int) :: st
+        character(kind=c_char), intent(in) :: url(*)
+        real(c_double), value :: timeout
+        type(dcoll_store), intent(out) :: store
+        integer(c_int), intent(out) :: rank, world_size
+    end function
+
+    function c_register_rendezvous(scheme, handler, arg) &
+            bind(C, name='dcoll_register_rendezvous') result(st)
+        import
+        integer(c_int) :: st
+        character(kind=c_char), intent(in) :: scheme(*)
+        type(c_funptr), value :: handler
+        type(c_ptr), value :: arg
+    end function
+
+    function c_spawn(fn, arg, nprocs, params, failure) &
+            bind(C, name='dcoll_spawn') result(st)
+        import
+        integer(c_int) :: st
+        type(c_funptr), value :: fn
+        type(c_ptr), value :: arg
+        integer(c_int), value :: nprocs
+        type(spawn_params), intent(in) :: params
+        type(dcoll_spawn_failure), intent(out) :: failure
+    end function
+
+    function c_register_backend(name, ops, arg) &
+            bind(C, name='dcoll_register_backend') result(st)
+        import
+        integer(c_int) :: st
+        character(kind=c_char), intent(in) :: name(*)
+        type(dcoll_backend_ops), intent(in) :: ops
+        type(c_ptr), value :: arg
+    end function
+
+    function c_strlen(s) bind(C, name='strlen') result(n)
+        import
+        type(c_ptr), value :: s
+        integer(c_size_t) :: n
+    end function
+
+    function c_status_string(status) bind(C, name='dcoll_status_string') &
+            result(p)
+        import
+        integer(c_int), value :: status
+        type(c_ptr) :: p
+    end function
+
+    function c_last_error() bind(C, name='dcoll_last_error') result(p)
+        import
+        type(c_ptr) :: p
+    end function
+
+    function c_version(major, minor, patch) bind(C, name='dcoll_version') &
+            result(st)
+        import
+        integer(c_int) :: st
+        integer(c_int), intent(out) :: major, minor, patch
+    end function
+
+    function c_init(params) bind(C, name='dcoll_init') result(st)
+        import
+        integer(c_int) :: st
+        type(init_params), intent(in) :: params
+    end function
+
+    function c_finalize() bind(C, name='dcoll_finalize') result(st)
+        import
+        integer(c_int) :: st
+    end function
+
+    function c_initialized(flag) bind(C, name='dcoll_initialized') result(st)
+        import
+        integer(c_int) :: st
+        integer(c_int), intent(out) :: flag
+    end function
+
+    function c_local_rank(local_rank, local_size) &
+            bind(C, name='dcoll_local_rank') result(st)
+        import
+        integer(c_int) :: st
+        integer(c_int), intent(out) :: local_rank, local_size
+    end function
+
+    function c_backend_status(name, available, text) &
+            bind(C, name='dcoll_backend_status') result(st)
+        import
+        integer(c_int) :: st
+        character(kind=c_char), intent(in) :: name(*)
+        integer(c_int), intent(out) :: available
+        type(c_ptr), intent(out) :: text
+    end function
+
+    function c_device(device) bind(C, name='dcoll_device') result(st)
+        import
+        integer(c_int) :: st
+        integer(c_int), intent(out) :: device
+    end function
+
+    function c_dtype_size(dtype, size) bind(C, name='dcoll_dtype_size') &
+            result(st)
+        import
+        integer(c_int) :: st
+        integer(c_int), value :: dtype
+        integer(c_size_t), intent(out) :: size
+    end function
+
+    function c_group_world(out) bind(C, name='dcoll_group_world') result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_group), intent(out) :: out
+    end function
+
+    function c_new_group(out, ranks, nranks, params) &
+            bind(C, name='dcoll_new_group') result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_group), intent(out) :: out
+        integer(c_int), intent(in) :: ranks(*)
+        integer(c_int), value :: nranks
+        type(group_params), intent(in) :: params
+    end function
+
+    function c_group_destroy(group) bind(C, name='dcoll_group_destroy') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_group), intent(inout) :: group
+    end function
+
+    function c_group_rank(group, rank) bind(C, name='dcoll_group_rank') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        integer(c_int), intent(out) :: rank
+    end function
+
+    function c_group_size(group, size) bind(C, name='dcoll_group_size') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        integer(c_int), intent(out) :: size
+    end function
+
+    function c_group_global_rank(group, group_rank, global_rank) &
+            bind(C, name='dcoll_group_global_rank') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        integer(c_int), value :: group_rank
+        integer(c_int), intent(out) :: global_rank
+    end function
+
+    function c_group_group_rank(group, global_rank, group_rank) &
+            bind(C, name='dcoll_group_group_rank') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        integer(c_int), value :: global_rank
+        integer(c_int), intent(out) :: group_rank
+    end function
+
+    function c_group_backend(group, name) &
+            bind(C, name='dcoll_group_backend') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), intent(out) :: name
+    end function
+
+    function c_group_comm(group, comm) bind(C, name='dcoll_group_comm') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        integer(c_int), intent(out) :: comm
+    end function
+
+    function c_work_wait(work) bind(C, name='dcoll_work_wait') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: work
+    end function
+
+    function c_work_test(work, done) bind(C, name='dcoll_work_test') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: work
+        integer(c_int), intent(out) :: done
+    end function
+
+    function c_work_source(work, source) bind(C, name='dcoll_work_source') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: work
+        integer(c_int), intent(out) :: source
+    end function
+
+    function c_work_free(work) bind(C, name='dcoll_work_free') result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_work), intent(inout) :: work
+    end function
+
+    function c_barrier(group, opts, work) bind(C, name='dcoll_barrier') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_all_reduce_coalesced(group, bufs, counts, n, dtype, op, opts, &
+            work) bind(C, name='dcoll_all_reduce_coalesced') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), intent(in) :: bufs(*)
+        integer(c_int64_t), intent(in) :: counts(*)
+        integer(c_int), value :: n, dtype, op
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_all_gather_coalesced(group, sendbufs, recvbufs, counts, n, &
+            dtype, opts, work) bind(C, name='dcoll_all_gather_coalesced') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), intent(in) :: sendbufs(*), recvbufs(*)
+        integer(c_int64_t), intent(in) :: counts(*)
+        integer(c_int), value :: n, dtype
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_broadcast(group, buf, count, dtype, root, opts, work) &
+            bind(C, name='dcoll_broadcast') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), value :: buf
+        integer(c_int64_t), value :: count
+        integer(c_int), value :: dtype
+        integer(c_int), value :: root
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_all_reduce(group, sendbuf, recvbuf, count, dtype, op, opts, &
+            work) &
+            bind(C, name='dcoll_all_reduce') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), value :: sendbuf
+        type(c_ptr), value :: recvbuf
+        integer(c_int64_t), value :: count
+        integer(c_int), value :: dtype
+        integer(c_int), value :: op
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_reduce(group, sendbuf, recvbuf, count, dtype, op, root, opts, &
+            work) &
+            bind(C, name='dcoll_reduce') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), value :: sendbuf
+        type(c_ptr), value :: recvbuf
+        integer(c_int64_t), value :: count
+        integer(c_int), value :: dtype
+        integer(c_int), value :: op
+        integer(c_int), value :: root
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_all_gather(group, sendbuf, recvbuf, count, dtype, opts, work) &
+            bind(C, name='dcoll_all_gather') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), value :: sendbuf
+        type(c_ptr), value :: recvbuf
+        integer(c_int64_t), value :: count
+        integer(c_int), value :: dtype
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_gather(group, sendbuf, recvbuf, count, dtype, root, opts, &
+            work) &
+            bind(C, name='dcoll_gather') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), value :: sendbuf
+        type(c_ptr), value :: recvbuf
+        integer(c_int64_t), value :: count
+        integer(c_int), value :: dtype
+        integer(c_int), value :: root
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_scatter(group, sendbuf, recvbuf, count, dtype, root, opts, &
+            work) &
+            bind(C, name='dcoll_scatter') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), value :: sendbuf
+        type(c_ptr), value :: recvbuf
+        integer(c_int64_t), value :: count
+        integer(c_int), value :: dtype
+        integer(c_int), value :: root
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_reduce_scatter(group, sendbuf, recvbuf, count, dtype, op, &
+            opts, work) &
+            bind(C, name='dcoll_reduce_scatter') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), value :: sendbuf
+        type(c_ptr), value :: recvbuf
+        integer(c_int64_t), value :: count
+        integer(c_int), value :: dtype
+        integer(c_int), value :: op
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_all_to_all(group, sendbuf, recvbuf, count, dtype, opts, work) &
+            bind(C, name='dcoll_all_to_all') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), value :: sendbuf
+        type(c_ptr), value :: recvbuf
+        integer(c_int64_t), value :: count
+        integer(c_int), value :: dtype
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_send(group, buf, count, dtype, dst, tag, opts, work) &
+            bind(C, name='dcoll_send') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), value :: buf
+        integer(c_int64_t), value :: count
+        integer(c_int), value :: dtype
+        integer(c_int), value :: dst
+        integer(c_int), value :: tag
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_recv(group, buf, count, dtype, src, tag, opts, work, source) &
+            bind(C, name='dcoll_recv') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), value :: buf
+        integer(c_int64_t), value :: count
+        integer(c_int), value :: dtype
+        integer(c_int), value :: src
+        integer(c_int), value :: tag
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        integer(c_int), intent(out), optional :: source
+    end function
+
+    function c_isend(group, buf, count, dtype, dst, tag, opts, work) &
+            bind(C, name='dcoll_isend') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), value :: buf
+        integer(c_int64_t), value :: count
+        integer(c_int), value :: dtype
+        integer(c_int), value :: dst
+        integer(c_int), value :: tag
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out) :: work
+    end function
+
+    function c_irecv(group, buf, count, dtype, src, tag, opts, work) &
+            bind(C, name='dcoll_irecv') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), value :: buf
+        integer(c_int64_t), value :: count
+        integer(c_int), value :: dtype
+        integer(c_int), value :: src
+        integer(c_int), value :: tag
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out) :: work
+    end function
+    end interface
+
+    ! For tests: c_sizeof of each bind(C) type, by its C name.
+    public :: dcoll_fortran_sizeof
+
+contains
+
+#include "dcoll_count_i4.inc"
+
+    ! The size Fortran gives each bind(C) type that mirrors a C struct
+    ! (-1: a name it does not know). A test holds these against C's sizeof.
+    function dcoll_fortran_sizeof(name) result(n)
+        character(len=*), intent(in) :: name
+        integer :: n
+        type(dcoll_group) :: g
+        type(dcoll_work) :: w
+        type(dcoll_coll_opts) :: o
+        type(init_params) :: ip
+        type(dcoll_store) :: st
+        type(store_params) :: sp
+        type(spawn_params) :: pp
+        type(dcoll_spawn_failure) :: sf
+        type(dcoll_backend_ops) :: bo
+        type(dcoll_backend_call) :: bc
+        type(group_params) :: gp
+        select case (name)
+        case ('dcoll_group_t *')
+            n = int(c_sizeof(g))
+        case ('dcoll_work_t *')
+            n = int(c_sizeof(w))
+        case ('dcoll_coll_opts_t')
+            n = int(c_sizeof(o))
+        case ('dcoll_init_params_t')
+            n = int(c_sizeof(ip))
+        case ('dcoll_store_t *')
+            n = int(c_sizeof(st))
+        case ('dcoll_store_params_t')
+            n = int(c_sizeof(sp))
+        case ('dcoll_spawn_params_t')
+            n = int(c_sizeof(pp))
+        case ('dcoll_spawn_failure_t')
+            n = int(c_sizeof(sf))
+        case ('dcoll_backend_ops_t')
+            n = int(c_sizeof(bo))
+        case ('dcoll_backend_call_t')
+            n = int(c_sizeof(bc))
+        case ('dcoll_group_params_t')
+            n = int(c_sizeof(gp))
+        case default
+            n = -1
+        end select
+    end function
+
+    ! A C string as a Fortran string (empty for NULL).
+    function f_string(p) result(s)
+        type(c_ptr), intent(in) :: p
+        character(len=:), allocatable :: s
+        character(kind=c_char), pointer :: chars(:)
+        integer :: i, n
+        if (.not. c_associated(p)) then
+            s = ''
+            return
+        end if
+        n = int(c_strlen(p))
+        call c_f_pointer(p, chars, [n])
+        allocate(character(len=n) :: s)
+        do i = 1, n
+            s(i:i) = chars(i)
+        end do
+    end function
+
+    ! A Fortran string as a NUL-terminated C array (trailing blanks kept
+    ! off, as Fortran pads).
+    subroutine c_string(s, buf)
+        character(len=*), intent(in) :: s
+        character(kind=c_char), allocatable, intent(out) :: buf(:)
+        integer :: i, n
+        n = len_trim(s)
+        allocate(buf(n + 1))
+        do i = 1, n
+            buf(i) = s(i:i)
+        end do
+        buf(n + 1) = c_null_char
+    end subroutine
+
+    function dcoll_status_string(status) result(s)
+        integer, intent(in) :: status
+        character(len=:), allocatable :: s
+        s = f_string(c_status_string(int(status, c_int)))
+    end function
+
+    function dcoll_last_error() result(s)
+        character(len=:), allocatable :: s
+        if (f_err_on) then
+            s = f_err
+        else
+            s = f_string(c_last_error())
+        end if
+    end function
+
+    ! The address of a buffer for C; a buffer that is not contiguous (an
+    ! array section with strides) is refused, since C would read it as if
+    ! it were, and a copy would not outlive an async call.
+    function addr(buf, fn, name, p) result(ok)
+        type(*), dimension(..), target, intent(in) :: buf
+        character(len=*), intent(in) :: fn, name
+        type(c_ptr), intent(out) :: p
+        logical :: ok
+        ok = is_contiguous(buf)
+        p = c_null_ptr
+        if (ok) then
+            p = c_loc(buf)
+        else
+            f_err = fn // ': ' // name // ' is not contiguous (an array ' // &
+                    'section with strides?); pass a contiguous copy'
+            f_err_on = .true.
+        end if
+    end function
+
+    function dcoll_version(major, minor, patch) result(st)
+        integer, intent(out) :: major, minor, patch
+        integer :: st
+        integer(c_int) :: a, b, c
+        f_err_on = .false.
+        st = c_version(a, b, c)
+        major = a
+        minor = b
+        patch = c
+    end function
+
+    ! dcoll_init: every argument optional. comm is an INTEGER handle; a
+    ! type(MPI_Comm) goes through dcoll_init_comm. timeout bounds the
+    ! rendezvous, coll_timeout each collective (0: wait forever).
+    function dcoll_init(url, comm, thread_level, backend, timeout, &
+            coll_timeout) result(st)
+        character(len=*), intent(in), optional :: url, backend
+        integer, intent(in), optional :: comm, thread_level
+        real(8), intent(in), optional :: timeout, coll_timeout
+        integer :: st
+        type(init_params) :: p
+        character(kind=c_char), allocatable, target :: curl(:), cbackend(:)
+        if (present(url)) then
+            call c_string(url, curl)
+            p%url = c_loc(curl)
+            p%mask = ior(p%mask, DCOLL_INIT_PARAM_URL)
+        end if
+        if (present(comm)) then
+            p%comm = int(comm, c_int)
+            p%mask = ior(p%mask, DCOLL_INIT_PARAM_COMM)
+        end if
+        if (present(thread_level)) then
+            p%thread_level = int(thread_level, c_int)
+            p%mask = ior(p%mask, DCOLL_INIT_PARAM_THREAD_LEVEL)
+        end if
+        if (present(backend)) then
+            call c_string(backend, cbackend)
+            p%backend = c_loc(cbackend)
+            p%mask = ior(p%mask, DCOLL_INIT_PARAM_BACKEND)
+        end if
+        if (present(timeout)) then
+            p%timeout = real(timeout, c_double)
+            p%mask = ior(p%mask, DCOLL_INIT_PARAM_TIMEOUT)
+        end if
+        if (present(coll_timeout)) then
+            p%coll_timeout = real(coll_timeout, c_double)
+            p%mask = ior(p%mask, DCOLL_INIT_PARAM_COLL_TIMEOUT)
+        end if
+        f_err_on = .false.
+        st = c_init(p)
+    end function
+
+    function init_comm_int(comm) result(st)
+        integer, intent(in) :: comm
+        integer :: st
+        st = dcoll_init(comm=comm)
+    end function
+
+#ifdef DCOLL_HAVE_MPI_F08
+    function init_comm_f08(comm) result(st)
+        type(MPI_Comm), intent(in) :: comm
+        integer :: st
+        st = dcoll_init(comm=comm%MPI_VAL)
+    end function
+#endif
+
+    function dcoll_finalize() result(st)
+        integer :: st
+        f_err_on = .false.
+        st = c_finalize()
+    end function
+
+    function dcoll_initialized(flag) result(st)
+        logical, intent(out) :: flag
+        integer :: st
+        integer(c_int) :: f
+        f_err_on = .false.
+        st = c_initialized(f)
+        flag = f /= 0
+    end function
+
+    ! This process's rank among the world's processes on its node, and
+    ! their number (to pick a GPU, say).
+    function dcoll_local_rank(local_rank, local_size) result(st)
+        integer, intent(out) :: local_rank
+        integer, intent(out), optional :: local_size
+        integer :: st
+        integer(c_int) :: r, n
+        f_err_on = .false.
+        st = c_local_rank(r, n)
+        if (st /= DCOLL_SUCCESS) return
+        local_rank = r
+        if (present(local_size)) local_size = n
+    end function
+
+    ! Whether backend name ("mpi", "nccl") can serve collectives here, and
+    ! what dcoll found for it.
+    function dcoll_backend_status(name, available, text) result(st)
+        character(len=*), intent(in) :: name
+        logical, intent(out) :: available
+        character(len=:), allocatable, intent(out), optional :: text
+        integer :: st
+        character(kind=c_char), allocatable :: cname(:)
+        integer(c_int) :: a
+        type(c_ptr) :: p
+        call c_string(name, cname)
+        a = 0
+        p = c_null_ptr
+        f_err_on = .false.
+        st = c_backend_status(cname, a, p)
+        available = a /= 0
+        if (present(text)) text = f_string(p)
+    end function
+
+    ! The GPU this process uses, or -1 without one.
+    function dcoll_device(device) result(st)
+        integer, intent(out) :: device
+        integer :: st
+        integer(c_int) :: d
+        f_err_on = .false.
+        st = c_device(d)
+        if (st == DCOLL_SUCCESS) device = d
+    end function
+
+    function dcoll_dtype_size(dtype, size) result(st)
+        integer, intent(in) :: dtype
+        integer, intent(out) :: size
+        integer :: st
+        integer(c_size_t) :: n
+        f_err_on = .false.
+        st = c_dtype_size(int(dtype, c_int), n)
+        size = int(n)
+    end function
+
+    function dcoll_group_world(group) result(st)
+        type(dcoll_group), intent(out) :: group
+        integer :: st
+        f_err_on = .false.
+        st = c_group_world(group)
+    end function
+
+    ! A group of the world ranks in ranks(:), zero-based as everywhere in
+    ! dcoll. Collective over the world. timeout: seconds a collective on
+    ! it may wait (0: forever); default the world's.
+    function dcoll_new_group(group, ranks, backend, timeout) result(st)
+        type(dcoll_group), intent(out) :: group
+        integer, intent(in) :: ranks(:)
+        character(len=*), intent(in), optional :: backend
+        real(8), intent(in), optional :: timeout
+        integer :: st
+        type(group_params) :: p
+        integer(c_int) :: cranks(max(size(ranks), 1))
+        character(kind=c_char), allocatable, target :: cbackend(:)
+        cranks(1:size(ranks)) = int(ranks, c_int)
+        if (present(backend)) then
+            call c_string(backend, cbackend)
+            p%backend = c_loc(cbackend)
+            p%mask = DCOLL_GROUP_PARAM_BACKEND
+        end if
+        if (present(timeout)) then
+            p%timeout = real(timeout, c_double)
+            p%mask = ior(p%mask, DCOLL_GROUP_PARAM_TIMEOUT)
+        end if
+        f_err_on = .false.
+        st = c_new_group(group, cranks, int(size(ranks), c_int), p)
+    end function
+
+    function dcoll_group_destroy(group) result(st)
+        type(dcoll_group), intent(inout) :: group
+        integer :: st
+        f_err_on = .false.
+        st = c_group_destroy(group)
+    end function
+
+    function dcoll_group_rank(group, rank) result(st)
+        type(dcoll_group), intent(in) :: group
+        integer, intent(out) :: rank
+        integer :: st
+        integer(c_int) :: r
+        f_err_on = .false.
+        st = c_group_rank(group%ptr, r)
+        rank = r
+    end function
+
+    function dcoll_group_size(group, size) result(st)
+        type(dcoll_group), intent(in) :: group
+        integer, intent(out) :: size
+        integer :: st
+        integer(c_int) :: n
+        f_err_on = .false.
+        st = c_group_size(group%ptr, n)
+        size = n
+    end function
+
+    function dcoll_group_global_rank(group, group_rank, global_rank) result(st)
+        type(dcoll_group), intent(in) :: group
+        integer, intent(in) :: group_rank
+        integer, intent(out) :: global_rank
+        integer :: st
+        integer(c_int) :: r
+        f_err_on = .false.
+        st = c_group_global_rank(group%ptr, int(group_rank, c_int), r)
+        if (st == DCOLL_SUCCESS) global_rank = r
+    end function
+
+    function dcoll_group_group_rank(group, global_rank, group_rank) result(st)
+        type(dcoll_group), intent(in) :: group
+        integer, intent(in) :: global_rank
+        integer, intent(out) :: group_rank
+        integer :: st
+        integer(c_int) :: r
+        f_err_on = .false.
+        st = c_group_group_rank(group%ptr, int(global_rank, c_int), r)
+        if (st == DCOLL_SUCCESS) group_rank = r
+    end function
+
+    function dcoll_group_backend(group, name) result(st)
+        type(dcoll_group), intent(in) :: group
+        character(len=:), allocatable, intent(out) :: name
+        integer :: st
+        type(c_ptr) :: p
+        p = c_null_ptr
+        f_err_on = .false.
+        st = c_group_backend(group%ptr, p)
+        name = f_string(p)
+    end function
+
+    function group_comm_int(group, comm) result(st)
+        type(dcoll_group), intent(in) :: group
+        integer, intent(out) :: comm
+        integer :: st
+        integer(c_int) :: c
+        f_err_on = .false.
+        st = c_group_comm(group%ptr, c)
+        if (st == DCOLL_SUCCESS) comm = c
+    end function
+
+#ifdef DCOLL_HAVE_MPI_F08
+    function group_comm_f08(group, comm) result(st)
+        type(dcoll_group), intent(in) :: group
+        type(MPI_Comm), intent(out) :: comm
+        integer :: st
+        integer(c_int) :: c
+        f_err_on = .false.
+        st = c_group_comm(group%ptr, c)
+        if (st == DCOLL_SUCCESS) comm%MPI_VAL = c
+    end function
+#endif
+
+    function dcoll_work_wait(work) result(st)
+        type(dcoll_work), intent(in) :: work
+        integer :: st
+        f_err_on = .false.
+        st = c_work_wait(work%ptr)
+    end function
+
+    function dcoll_work_test(work, done) result(st)
+        type(dcoll_work), intent(in) :: work
+        logical, intent(out) :: done
+        integer :: st
+        integer(c_int) :: d
+        d = 0
+        f_err_on = .false.
+        st = c_work_test(work%ptr, d)
+        done = d /= 0
+    end function
+
+    function dcoll_work_source(work, source) result(st)
+        type(dcoll_work), intent(in) :: work
+        integer, intent(out) :: source
+        integer :: st
+        integer(c_int) :: s
+        f_err_on = .false.
+        st = c_work_source(work%ptr, s)
+        if (st == DCOLL_SUCCESS) source = s
+    end function
+
+    function dcoll_work_free(work) result(st)
+        type(dcoll_work), intent(inout) :: work
+        integer :: st
+        f_err_on = .false.
+        st = c_work_free(work)
+    end function
+
+    function dcoll_barrier(group, opts, work) result(st)
+        type(dcoll_group), intent(in) :: group
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        integer :: st
+        f_err_on = .false.
+        st = c_barrier(group%ptr, opts, work)
+    end function
+
+    ! Coalesced forms, as in C: n tensors given by their C addresses (c_loc
+    ! of arrays with the TARGET attribute) and their element counts.
+    function dcoll_all_reduce_coalesced(group, bufs, counts, n, dtype, op, &
+            opts, work) result(st)
+        type(dcoll_group), intent(in) :: group
+        type(c_ptr), intent(in) :: bufs(*)
+        integer(c_int64_t), intent(in) :: counts(*)
+        integer, intent(in) :: n, dtype, op
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        integer :: st
+        f_err_on = .false.
+        st = c_all_reduce_coalesced(group%ptr, bufs, counts, int(n, c_int), &
+                int(dtype, c_int), int(op, c_int), opts, work)
+    end function
+
+    function dcoll_all_gather_coalesced(group, sendbufs, recvbufs, counts, &
+            n, dtype, opts, work) result(st)
+        type(dcoll_group), intent(in) :: group
+        type(c_ptr), intent(in) :: sendbufs(*), recvbufs(*)
+        integer(c_int64_t), intent(in) :: counts(*)
+        integer, intent(in) :: n, dtype
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        integer :: st
+        f_err_on = .false.
+        st = c_all_gather_coalesced(group%ptr, sendbufs, recvbufs, counts, &
+                int(n, c_int), int(dtype, c_int), opts, work)
+    end function
+
+
+    function broadcast_i8(group, buf, count, dtype, root, opts, &
+            work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target :: buf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype
+        integer, intent(in) :: root
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        type(c_ptr) :: p_buf
+        f_err_on = .false.
+        if (.not. addr(buf, 'dcoll_broadcast', 'buf', p_buf)) then
+            st = DCOLL_ERR_INVALID_ARGUMENT
+            return
+        end if
+        st = c_broadcast(group%ptr, p_buf, int(count, c_int64_t), &
+                int(dtype, c_int), int(root, c_int), opts, work)
+    end function
+
+
+    function all_reduce_i8(group, sendbuf, recvbuf, count, dtype, op, opts, &
+            work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in) :: sendbuf
+        type(*), dimension(..), target :: recvbuf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype
+        integer, intent(in) :: op
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        type(c_ptr) :: p_sendbuf, p_recvbuf
+        f_err_on = .false.
+        if (.not. addr(sendbuf, 'dcoll_all_reduce', 'sendbuf', p_sendbuf)) then
+            st = DCOLL_ERR_INVALID_ARGUMENT
+            return
+        end if
+        if (.not. addr(recvbuf, 'dcoll_all_reduce', 'recvbuf', p_recvbuf)) then
+            st = DCOLL_ERR_INVALID_ARGUMENT
+            return
+        end if
+        st = c_all_reduce(group%ptr, p_sendbuf, p_recvbuf, &
+                int(count, c_int64_t), int(dtype, c_int), int(op, c_int), &
+                opts, work)
+    end function
+
+
+    function reduce_i8(group, sendbuf, recvbuf, count, dtype, op, root, &
+            opts, work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in) :: sendbuf
+        type(*), dimension(..), target, optional :: recvbuf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype
+        integer, intent(in) :: op
+        integer, intent(in) :: root
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        type(c_ptr) :: p_sendbuf, p_recvbuf
+        f_err_on = .false.
+        if (.not. addr(sendbuf, 'dcoll_reduce', 'sendbuf', p_sendbuf)) then
+            st = DCOLL_ERR_INVALID_ARGUMENT
+            return
+        end if
+        p_recvbuf = c_null_ptr
+        if (present(recvbuf)) then
+            if (.not. addr(recvbuf, 'dcoll_reduce', 'recvbuf', p_recvbuf)) then
+                st = DCOLL_ERR_INVALID_ARGUMENT
+                return
+            end if
+        end if
+        st = c_reduce(group%ptr, p_sendbuf, p_recvbuf, &
+                int(count, c_int64_t), int(dtype, c_int), int(op, c_int), &
+                int(root, c_int), opts, work)
+    end function
+
+
+    function all_gather_i8(group, sendbuf, recvbuf, count, dtype, opts, &
+            work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in) :: sendbuf
+        type(*), dimension(..), target :: recvbuf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        type(c_ptr) :: p_sendbuf, p_recvbuf
+        f_err_on = .false.
+        if (.not. addr(sendbuf, 'dcoll_all_gather', 'sendbuf', p_sendbuf)) then
+            st = DCOLL_ERR_INVALID_ARGUMENT
+            return
+        end if
+        if (.not. addr(recvbuf, 'dcoll_all_gather', 'recvbuf', p_recvbuf)) then
+            st = DCOLL_ERR_INVALID_ARGUMENT
+            return
+        end if
+        st = c_all_gather(group%ptr, p_sendbuf, p_recvbuf, &
+                int(count, c_int64_t), int(dtype, c_int), opts, work)
+    end function
+
+
+    function gather_i8(group, sendbuf, recvbuf, count, dtype, root, opts, &
+            work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in) :: sendbuf
+        type(*), dimension(..), target, optional :: recvbuf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype
+        integer, intent(in) :: root
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        type(c_ptr) :: p_sendbuf, p_recvbuf
+        f_err_on = .false.
+        if (.not. addr(sendbuf, 'dcoll_gather', 'sendbuf', p_sendbuf)) then
+            st = DCOLL_ERR_INVALID_ARGUMENT
+            return
+        end if
+        p_recvbuf = c_null_ptr
+        if (present(recvbuf)) then
+            if (.not. addr(recvbuf, 'dcoll_gather', 'recvbuf', p_recvbuf)) then
+                st = DCOLL_ERR_INVALID_ARGUMENT
+                return
+            end if
+        end if
+        st = c_gather(group%ptr, p_sendbuf, p_recvbuf, &
+                int(count, c_int64_t), int(dtype, c_int), int(root, c_int), &
+                opts, work)
+    end function
+
+
+    function scatter_i8(group, sendbuf, recvbuf, count, dtype, root, opts, &
+            work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in), optional :: sendbuf
+        type(*), dimension(..), target :: recvbuf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype
+        integer, intent(in) :: root
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        type(c_ptr) :: p_sendbuf, p_recvbuf
+        f_err_on = .false.
+        p_sendbuf = c_null_ptr
+        if (present(sendbuf)) then
+            if (.not. addr(sendbuf, 'dcoll_scatter', 'sendbuf', p_sendbuf)) then
+                st = DCOLL_ERR_INVALID_ARGUMENT
+                return
+            end if
+        end if
+        if (.not. addr(recvbuf, 'dcoll_scatter', 'recvbuf', p_recvbuf)) then
+            st = DCOLL_ERR_INVALID_ARGUMENT
+            return
+        end if
+        st = c_scatter(group%ptr, p_sendbuf, p_recvbuf, &
+                int(count, c_int64_t), int(dtype, c_int), int(root, c_int), &
+                opts, work)
+    end function
+
+
+    function reduce_scatter_i8(group, sendbuf, recvbuf, count, dtype, op, &
+            opts, work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in) :: sendbuf
+        type(*), dimension(..), target :: recvbuf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype
+        integer, intent(in) :: op
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        type(c_ptr) :: p_sendbuf, p_recvbuf
+        f_err_on = .false.
+        if (.not. addr(sendbuf, 'dcoll_reduce_scatter', 'sendbuf', p_sendbuf)) then
+            st = DCOLL_ERR_INVALID_ARGUMENT
+            return
+        end if
+        if (.not. addr(recvbuf, 'dcoll_reduce_scatter', 'recvbuf', p_recvbuf)) then
+            st = DCOLL_ERR_INVALID_ARGUMENT
+            return
+        end if
+        st = c_reduce_scatter(group%ptr, p_sendbuf, p_recvbuf, &
+                int(count, c_int64_t), int(dtype, c_int), int(op, c_int), &
+                opts, work)
+    end function
+
+
+    function all_to_all_i8(group, sendbuf, recvbuf, count, dtype, opts, &
+            work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in) :: sendbuf
+        type(*), dimension(..), target :: recvbuf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        type(c_ptr) :: p_sendbuf, p_recvbuf
+        f_err_on = .false.
+        if (.not. addr(sendbuf, 'dcoll_all_to_all', 'sendbuf', p_sendbuf)) then
+            st = DCOLL_ERR_INVALID_ARGUMENT
+            return
+        end if
+        if (.not. addr(recvbuf, 'dcoll_all_to_all', 'recvbuf', p_recvbuf)) then
+            st = DCOLL_ERR_INVALID_ARGUMENT
+            return
+        end if
+        st = c_all_to_all(group%ptr, p_sendbuf, p_recvbuf, &
+                int(count, c_int64_t), int(dtype, c_int), opts, work)
+    end function
+
+
+    function send_i8(group, buf, count, dtype, dst, tag, opts, work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in) :: buf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype
+        integer, intent(in) :: dst
+        integer, intent(in) :: tag
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        type(c_ptr) :: p_buf
+        f_err_on = .false.
+        if (.not. addr(buf, 'dcoll_send', 'buf', p_buf)) then
+            st = DCOLL_ERR_INVALID_ARGUMENT
+            return
+        end if
+        st = c_send(group%ptr, p_buf, int(count, c_int64_t), &
+                int(dtype, c_int), int(dst, c_int), int(tag, c_int), opts, &
+                work)
+    end function
+
+
+    function recv_i8(group, buf, count, dtype, src, tag, opts, work, &
+            source) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target :: buf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype
+        integer, intent(in) :: src
+        integer, intent(in) :: tag
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        integer, intent(out), optional :: source
+        type(c_ptr) :: p_buf
+        integer(c_int) :: src_c
+        f_err_on = .false.
+        if (.not. addr(buf, 'dcoll_recv', 'buf', p_buf)) then
+            st = DCOLL_ERR_INVALID_ARGUMENT
+            return
+        end if
+        if (present(source)) then
+            st = c_recv(group%ptr, p_buf, int(count, c_int64_t), &
+                    int(dtype, c_int), int(src, c_int), int(tag, c_int), &
+                    opts, work, src_c)
+            source = int(src_c)
+        else
+            st = c_recv(group%ptr, p_buf, int(count, c_int64_t), &
+                    int(dtype, c_int), int(src, c_int), int(tag, c_int), &
+                    opts, work)
+        end if
+    end function
+
+
+    function isend_i8(group, buf, count, dtype, dst, tag, opts, &
+            work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in) :: buf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype
+        integer, intent(in) :: dst
+        integer, intent(in) :: tag
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out) :: work
+        type(c_ptr) :: p_buf
+        f_err_on = .false.
+        if (.not. addr(buf, 'dcoll_isend', 'buf', p_buf)) then
+            st = DCOLL_ERR_INVALID_ARGUMENT
+            return
+        end if
+        st = c_isend(group%ptr, p_buf, int(count, c_int64_t), &
+                int(dtype, c_int), int(dst, c_int), int(tag, c_int), opts, &
+                work)
+    end function
+
+
+    function irecv_i8(group, buf, count, dtype, src, tag, opts, &
+            work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target :: buf
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype
+        integer, intent(in) :: src
+        integer, intent(in) :: tag
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out) :: work
+        type(c_ptr) :: p_buf
+        f_err_on = .false.
+        if (.not. addr(buf, 'dcoll_irecv', 'buf', p_buf)) then
+            st = DCOLL_ERR_INVALID_ARGUMENT
+            return
+        end if
+        st = c_irecv(group%ptr, p_buf, int(count, c_int64_t), &
+                int(dtype, c_int), int(src, c_int), int(tag, c_int), opts, &
+                work)
+    end function
+
+    ! ---- stores: keys and values are Fortran strings ----
+
+    function dcoll_store_tcp_create(store, host, port, serve, timeout, &
+            token) result(st)
+        type(dcoll_store), intent(out) :: store
+        character(len=*), intent(in) :: host
+        integer, intent(in) :: port
+        logical, intent(in), optional :: serve
+        real(8), intent(in), optional :: timeout
+        character(len=*), intent(in), optional :: token
+        integer :: st
+        type(store_params) :: p
+        character(kind=c_char), allocatable :: chost(:)
+        character(kind=c_char), allocatable, target :: ctoken(:)
+        call c_string(host, chost)
+        if (present(serve)) then
+            if (serve) p%serve = 1
+            p%mask = ior(p%mask, DCOLL_STORE_PARAM_SERVE)
+        end if
+        if (present(timeout)) then
+            p%timeout = real(timeout, c_double)
+            p%mask = ior(p%mask, DCOLL_STORE_PARAM_TIMEOUT)
+        end if
+        if (present(token)) then
+            call c_string(token, ctoken)
+            p%token = c_loc(ctoken)
+            p%mask = ior(p%mask, DCOLL_STORE_PARAM_TOKEN)
+        end if
+        f_err_on = .false.
+        st = c_store_tcp_create(store, chost, int(port, c_int), p)
+    end function
+
+    function dcoll_store_file_create(store, path, timeout) result(st)
+        type(dcoll_store), intent(out) :: store
+        character(len=*), intent(in) :: path
+        real(8), intent(in), optional :: timeout
+        integer :: st
+        type(store_params) :: p
+        character(kind=c_char), allocatable :: cpath(:)
+        call c_string(path, cpath)
+        if (present(timeout)) then
+            p%timeout = real(timeout, c_double)
+            p%mask = ior(p%mask, DCOLL_STORE_PARAM_TIMEOUT)
+        end if
+        f_err_on = .false.
+        st = c_store_file_create(store, cpath, p)
+    end function
+
+    function dcoll_store_prefix_create(store, prefix, base) result(st)
+        type(dcoll_store), intent(out) :: store
+        character(len=*), intent(in) :: prefix
+        type(dcoll_store), intent(in) :: base
+        integer :: st
+        character(kind=c_char), allocatable :: cp(:)
+        call c_string(prefix, cp)
+        f_err_on = .false.
+        st = c_store_prefix_create(store, cp, base%p)
+    end function
+
+    function dcoll_store_destroy(store) result(st)
+        type(dcoll_store), intent(inout) :: store
+        integer :: st
+        f_err_on = .false.
+        st = c_store_destroy(store)
+    end function
+
+    function dcoll_store_port(store, port) result(st)
+        type(dcoll_store), intent(in) :: store
+        integer, intent(out) :: port
+        integer :: st
+        integer(c_int) :: p
+        f_err_on = .false.
+        st = c_store_port(store%p, p)
+        port = p
+    end function
+
+    ! The value is the whole string, trailing blanks included.
+    function dcoll_store_set(store, key, value) result(st)
+        type(dcoll_store), intent(in) :: store
+        character(len=*), intent(in) :: key, value
+        integer :: st
+        character(kind=c_char), allocatable :: ck(:)
+        call c_string(key, ck)
+        f_err_on = .false.
+        st = c_store_set(store%p, ck, value, int(len(value), c_size_t))
+    end function
+
+    ! Waits for key; value gets its first len(value) bytes, blank-padded,
+    ! and length (optional) the value's whole length.
+    function dcoll_store_get(store, key, value, length) result(st)
+        type(dcoll_store), intent(in) :: store
+        character(len=*), intent(in) :: key
+        character(len=*), intent(out) :: value
+        integer, intent(out), optional :: length
+        integer :: st
+        character(kind=c_char), allocatable :: ck(:)
+        integer(c_size_t) :: n
+        call c_string(key, ck)
+        value = ' '
+        n = 0
+        f_err_on = .false.
+        st = c_store_get(store%p, ck, value, int(len(value), c_size_t), n)
+        if (present(length)) length = int(n)
+    end function
+
+    function dcoll_store_add(store, key, delta, result) result(st)
+        type(dcoll_store), intent(in) :: store
+        character(len=*), intent(in) :: key
+        integer(8), intent(in) :: delta
+        integer(8), intent(out), optional :: result
+        integer :: st
+        character(kind=c_char), allocatable :: ck(:)
+        integer(c_int64_t) :: r
+        call c_string(key, ck)
+        f_err_on = .false.
+        st = c_store_add(store%p, ck, int(delta, c_int64_t), r)
+        if (present(result)) result = r
+    end function
+
+    ! Sets key to desired if its value is expected ('' for a missing key);
+    ! value and length get the value after the call, as in get.
+    function dcoll_store_compare_set(store, key, expected, desired, value, &
+            length) result(st)
+        type(dcoll_store), intent(in) :: store
+        character(len=*), intent(in) :: key, expected, desired
+        character(len=*), intent(out) :: value
+        integer, intent(out), optional :: length
+        integer :: st
+        character(kind=c_char), allocatable :: ck(:)
+        integer(c_size_t) :: n
+        call c_string(key, ck)
+        value = ' '
+        n = 0
+        f_err_on = .false.
+        st = c_store_compare_set(store%p, ck, expected, &
+                int(len(expected), c_size_t), desired, &
+                int(len(desired), c_size_t), value, &
+                int(len(value), c_size_t), n)
+        if (present(length)) length = int(n)
+    end function
+
+    ! NUL-terminated copies of keys (trailing blanks off), and their
+    ! addresses.
+    subroutine c_keys(keys, buf, ptrs)
+        character(len=*), intent(in) :: keys(:)
+        character(kind=c_char), allocatable, target, intent(out) :: buf(:,:)
+        type(c_ptr), allocatable, intent(out) :: ptrs(:)
+        integer :: i, j, n
+        allocate(buf(len(keys) + 1, size(keys)), ptrs(size(keys)))
+        do i = 1, size(keys)
+            n = len_trim(keys(i))
+            do j = 1, n
+                buf(j, i) = keys(i)(j:j)
+            end do
+            buf(n + 1, i) = c_null_char
+            ptrs(i) = c_loc(buf(1, i))
+        end do
+    end subroutine
+
+    ! Wait for every key; timeout in seconds (absent: the store's).
+    function dcoll_store_wait(store, keys, timeout) result(st)
+        type(dcoll_store), intent(in) :: store
+        character(len=*), intent(in) :: keys(:)
+        real(8), intent(in), optional :: timeout
+        integer :: st
+        character(kind=c_char), allocatable, target :: buf(:,:)
+        type(c_ptr), allocatable :: ptrs(:)
+        real(c_double) :: t
+        call c_keys(keys, buf, ptrs)
+        t = -1
+        if (present(timeout)) t = real(timeout, c_double)
+        f_err_on = .false.
+        st = c_store_wait(store%p, ptrs, int(size(keys), c_int), t)
+    end function
+
+    function dcoll_store_check(store, keys, exist) result(st)
+        type(dcoll_store), intent(in) :: store
+        character(len=*), intent(in) :: keys(:)
+        logical, intent(out) :: exist
+        integer :: st
+        character(kind=c_char), allocatable, target :: buf(:,:)
+        type(c_ptr), allocatable :: ptrs(:)
+        integer(c_int) :: e
+        call c_keys(keys, buf, ptrs)
+        e = 0
+        f_err_on = .false.
+        st = c_store_check(store%p, ptrs, int(size(keys), c_int), e)
+        exist = e /= 0
+    end function
+
+    function dcoll_store_delete_key(store, key, deleted) result(st)
+        type(dcoll_store), intent(in) :: store
+        character(len=*), intent(in) :: key
+        logical, intent(out), optional :: deleted
+        integer :: st
+        character(kind=c_char), allocatable :: ck(:)
+        integer(c_int) :: d
+        call c_string(key, ck)
+        d = 0
+        f_err_on = .false.
+        st = c_store_delete_key(store%p, ck, d)
+        if (present(deleted)) deleted = d /= 0
+    end function
+
+    function dcoll_store_num_keys(store, count) result(st)
+        type(dcoll_store), intent(in) :: store
+        integer(8), intent(out) :: count
+        integer :: st
+        integer(c_int64_t) :: n
+        f_err_on = .false.
+        st = c_store_num_keys(store%p, n)
+        count = n
+    end function
+
+    ! ---- rendezvous, spawn and the backend registry ----
+
+    function dcoll_rendezvous(url, store, rank, world_size, timeout) &
+            result(st)
+        character(len=*), intent(in) :: url
+        type(dcoll_store), intent(out) :: store
+        integer, intent(out) :: rank, world_size
+        real(8), intent(in), optional :: timeout
+        integer :: st
+        character(kind=c_char), allocatable :: cu(:)
+        integer(c_int) :: r, n
+        real(c_double) :: t
+        call c_string(url, cu)
+        t = 0
+        if (present(timeout)) t = real(timeout, c_double)
+        f_err_on = .false.
+        st = c_rendezvous(cu, t, store, r, n)
+        rank = r
+        world_size = n
+    end function
+
+    ! handler: c_funloc of a bind(C) function with dcoll_rendezvous_fn's
+    ! arguments (see dcoll/rendezvous.h).
+    function dcoll_register_rendezvous(scheme, handler, arg) result(st)
+        character(len=*), intent(in) :: scheme
+        type(c_funptr), intent(in) :: handler
+        type(c_ptr), intent(in), optional :: arg
+        integer :: st
+        character(kind=c_char), allocatable :: cs(:)
+        type(c_ptr) :: a
+        call c_string(scheme, cs)
+        a = c_null_ptr
+        if (present(arg)) a = arg
+        f_err_on = .false.
+        st = c_register_rendezvous(cs, handler, a)
+    end function
+
+    function dcoll_spawn(fn, nprocs, arg, master_addr, master_port, &
+            timeout, failure) result(st)
+        type(c_funptr), intent(in) :: fn
+        integer, intent(in) :: nprocs
+        type(c_ptr), intent(in), optional :: arg
+        character(len=*), intent(in), optional :: master_addr
+        integer, intent(in), optional :: master_port
+        real(8), intent(in), optional :: timeout
+        type(dcoll_spawn_failure), intent(out), optional :: failure
+        integer :: st
+        type(spawn_params) :: p
+        type(dcoll_spawn_failure) :: f
+        character(kind=c_char), allocatable, target :: caddr(:)
+        type(c_ptr) :: a
+        a = c_null_ptr
+        if (present(arg)) a = arg
+        if (present(master_addr)) then
+            call c_string(master_addr, caddr)
+            p%master_addr = c_loc(caddr)
+            p%mask = ior(p%mask, DCOLL_SPAWN_PARAM_MASTER_ADDR)
+        end if
+        if (present(master_port)) then
+            p%master_port = int(master_port, c_int)
+            p%mask = ior(p%mask, DCOLL_SPAWN_PARAM_MASTER_PORT)
+        end if
+        if (present(timeout)) then
+            p%timeout = real(timeout, c_double)
+            p%mask = ior(p%mask, DCOLL_SPAWN_PARAM_TIMEOUT)
+        end if
+        f_err_on = .false.
+        st = c_spawn(fn, a, int(nprocs, c_int), p, f)
+        if (present(failure)) failure = f
+    end function
+
+    function dcoll_register_backend(name, ops, arg) result(st)
+        character(len=*), intent(in) :: name
+        type(dcoll_backend_ops), intent(in) :: ops
+        type(c_ptr), intent(in), optional :: arg
+        integer :: st
+        character(kind=c_char), allocatable :: cn(:)
+        type(c_ptr) :: a
+        call c_string(name, cn)
+        a = c_null_ptr
+        if (present(arg)) a = arg
+        f_err_on = .false.
+        st = c_register_backend(cn, ops, a)
+    end function
+
+end module dcoll

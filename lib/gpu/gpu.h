@@ -1,0 +1,44 @@
+/* GPU routing as the core sees it: where a call's buffers live, the
+ * staged path through pinned host memory, NCCL, and the plugin loader.
+ * Reaches the CUDA plugin only through its ABI header, and MPI only
+ * through the group's tables. */
+#ifndef DCOLL_GPU_H
+#define DCOLL_GPU_H
+
+#include "tables.h"
+
+/* plugin.c: load at init, unload at finalize. Loading never fails
+ * dcoll_init; it records what it found for dcoll_backend_status. */
+void dcoll_plugins_load(int local_rank);
+void dcoll_plugins_unload(void);
+/* Whether a plugin that sees a GPU is loaded (NCCL too, with nccl). Read
+ * on every collective: a variable, not a call. */
+extern const struct dcoll_cuda_plugin *dcoll_gpu_plugin;
+static inline bool dcoll_gpu_present(void)
+{
+    return dcoll_gpu_plugin != NULL;
+}
+bool dcoll_gpu_has_nccl(void);
+/* The GPU chosen at load (-1: none), and what the loader found. */
+int dcoll_gpu_device(void);
+const char *dcoll_gpu_detail(void);
+
+/* staged.c: *device = the GPU that c's buffers are on, or -1 for host
+ * memory; mixed buffers are an error naming both. */
+dcoll_status_t dcoll_route(const char *fn, const struct dcoll_coll *c,
+                           int *device);
+bool dcoll_on_device(const void *p);
+/* Run c, whose buffers are on GPU device, through pinned host memory and
+ * the group's host table. */
+dcoll_status_t dcoll_staged_run(struct dcoll_group *g,
+                                const struct dcoll_coll *c, int device,
+                                struct dcoll_work **work,
+                                struct dcoll_outcome *out);
+void dcoll_group_pinned_free(struct dcoll_group *g);
+/* nccl.c: device buffers through NCCL where the group can, else staged. */
+dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,
+                             int device, struct dcoll_work **work,
+                             struct dcoll_outcome *out);
+void dcoll_group_nccl_free(struct dcoll_group *g);
+
+#endif

@@ -1,0 +1,173 @@
+/* Device buffers through NCCL: one communicator per group, made on the
+ * group's first GPU collective (the id goes over the group's MPI
+ * communicator) and freed with the group. Groups whose ranks share a GPU
+ * cannot use NCCL ("Duplicate GPU detected"): the device UUIDs are
+ * compared first, and such groups, like ops NCCL lacks, take the staged
+ * path. */
+#include <stdlib.h>
+#include <string.h>
+#include "gpu.h"
+#include "plugin_abi.h"
+
+/* How long a GPU operation may take before its communicator is aborted.
+ * Fixed until groups get their own timeouts. */
+#define GPU_TIMEOUT 600.0
+
+enum { NCCL_UNTRIED, NCCL_READY, NCCL_SHARED };
+
+struct nccl_work {
+    struct dcoll_work base;
+    void *comm;
+    void *event;
+};
+
+static dcoll_status_t plugin_error(const char *fn, int rc)
+{
+    return dcoll_error(rc == -2 ? DCOLL_ERR_TIMEOUT : DCOLL_ERR_INTERNAL,
+                       "%s: %s", fn, dcoll_gpu_plugin->last_error());
+}
+
+static dcoll_status_t work_test(struct dcoll_work *bw, int *done,
+                                struct dcoll_outcome *out)
+{
+    (void)out;
+    struct nccl_work *w = (struct nccl_work *)bw;
+    int rc = dcoll_gpu_plugin->event_poll(w->comm, w->event, done);
+    if (rc) {
+        *done = 1;
+        return plugin_error("dcoll_work_test", rc);
+    }
+    return DCOLL_SUCCESS;
+}
+
+static dcoll_status_t work_wait(struct dcoll_work *bw,
+                                struct dcoll_outcome *out)
+{
+    (void)out;
+    struct nccl_work *w = (struct nccl_work *)bw;
+    /* Polled, so that a failed peer ends in NCCL's error or a timeout. */
+    int rc = dcoll_gpu_plugin->event_wait(w->comm, w->event, GPU_TIMEOUT);
+    return rc ? plugin_error("dcoll_work_wait", rc) : DCOLL_SUCCESS;
+}
+
+static void work_release(struct dcoll_work *bw)
+{
+    struct nccl_work *w = (struct nccl_work *)bw;
+    if (dcoll_gpu_plugin && w->event)
+        dcoll_gpu_plugin->event_free(w->event);
+    free(w);
+}
+
+static const struct dcoll_backend nccl_backend = {
+    "nccl", NULL, work_test, work_wait, work_release, DCOLL_ROUTE_AUTO,
+};
+
+/* The group's NCCL communicator on device, made on first use. */
+static dcoll_status_t setup(struct dcoll_group *g, int device, const char *fn)
+{
+    const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
+    unsigned char mine[16] = {0};
+    unsigned char *all = malloc(16 * (size_t)g->size);
+    char *id = malloc(p->nccl_bytes);
+    int ok = all && id && p->device_uuid(device, mine) == 0;
+    /* Every rank learns whether every rank can go on, before any of them
+     * depends on the others' buffers. */
+    dcoll_status_t st = g->svc->agree(g, &ok);
+    if (!st && !ok)
+        st = dcoll_error(DCOLL_ERR_INTERNAL, "%s: a rank of the group "
+                         "could not read its GPU's identity (%s)", fn,
+                         p->last_error());
+    if (!st)
+        st = g->svc->allgather_bytes(g, mine, all, 16);
+    bool shared = false;
+    for (int a = 0; !st && a < g->size && !shared; a++)
+        for (int b = a + 1; b < g->size && !shared; b++)
+            shared = memcmp(all + 16 * a, all + 16 * b, 16) == 0;
+    if (!st && shared) {
+        g->nccl_state = NCCL_SHARED;
+    } else if (!st) {
+        int made = g->rank != 0 || p->nccl_id(id) == 0;
+        if ((st = g->svc->bcast_bytes(g, &made, sizeof(made), 0)) == 0 &&
+            !made)
+            st = dcoll_error(DCOLL_ERR_INTERNAL, "%s: rank 0 could not "
+                             "make an NCCL id", fn);
+        if (!st)
+            st = g->svc->bcast_bytes(g, id, p->nccl_bytes, 0);
+        int rc = st ? 0 : p->nccl_comm(id, g->size, g->rank, device,
+                                       GPU_TIMEOUT, &g->nccl);
+        if (rc)
+            st = plugin_error(fn, rc);
+        if (!st) {
+            g->nccl_state = NCCL_READY;
+            g->nccl_device = device;
+        }
+    }
+    free(all);
+    free(id);
+    return st;
+}
+
+void dcoll_group_nccl_free(struct dcoll_group *g)
+{
+    if (g->nccl && dcoll_gpu_plugin)
+        dcoll_gpu_plugin->nccl_free(g->nccl);
+    g->nccl = NULL;
+    g->nccl_state = NCCL_UNTRIED;
+}
+
+dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,
+                             int device, struct dcoll_work **work,
+                             struct dcoll_outcome *out)
+{
+    const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
+    const char *fn = c->fn ? c->fn : "dcoll";
+    dcoll_status_t st;
+    /* Point to point never makes the communicator (that is collective
+     * over the group) and never uses it: see nccl_coll. */
+    if (!p->nccl_bytes || g->nccl_state == NCCL_SHARED ||
+        g->backend->route == DCOLL_ROUTE_STAGED ||
+        c->kind == DCOLL_COLL_SEND || c->kind == DCOLL_COLL_RECV)
+        return dcoll_staged_run(g, c, device, work, out);
+    if (g->nccl_state == NCCL_UNTRIED && (st = setup(g, device, fn)))
+        return st;
+    if (g->nccl_state == NCCL_SHARED)
+        return dcoll_staged_run(g, c, device, work, out);
+    if (device != g->nccl_device)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: the buffers are on GPU %d, but this "
+                           "group's GPU is %d", fn, device, g->nccl_device);
+    void *stream = c->opts && (c->opts->mask & DCOLL_COLL_OPT_STREAM)
+                       ? c->opts->stream : NULL;
+    struct dcoll_plugin_call call = {
+        .kind = c->kind, .sendbuf = c->sendbuf, .recvbuf = c->recvbuf,
+        .count = c->count, .dtype = c->dtype, .op = c->op, .root = c->root,
+        .in_place = c->in_place,
+    };
+    int rc = p->nccl_coll(g->nccl, &call, g->rank, g->size, stream,
+                          GPU_TIMEOUT);
+    if (rc == 1) /* an op NCCL lacks: the same on every rank */
+        return dcoll_staged_run(g, c, device, work, out);
+    if (rc == 2)
+        return dcoll_error(DCOLL_ERR_UNSUPPORTED,
+                           "%s: an all_to_all in place on GPU buffers goes "
+                           "through NCCL, which cannot do it; give separate "
+                           "send and receive buffers", fn);
+    if (rc)
+        return plugin_error(fn, rc);
+    if (!work) {
+        rc = p->nccl_wait(g->nccl, stream, GPU_TIMEOUT);
+        return rc ? plugin_error(fn, rc) : DCOLL_SUCCESS;
+    }
+    struct nccl_work *w = calloc(1, sizeof(*w));
+    if (!w)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for a work "
+                           "handle", fn);
+    w->comm = g->nccl;
+    if ((rc = p->event_record(g->nccl, stream, &w->event))) {
+        free(w);
+        return plugin_error(fn, rc);
+    }
+    dcoll_work_init(&w->base, g, &nccl_backend);
+    *work = &w->base;
+    return DCOLL_SUCCESS;
+}

@@ -1,0 +1,252 @@
+/* GPU buffers: where each buffer lives (asked of the CUDA plugin), and the
+ * staged path that serves device buffers through pinned host memory: copy
+ * in on the caller's stream, run the MPI collective on the host copies,
+ * copy out. It works for any placement of ranks on GPUs, shared ones
+ * included, and for every type and op. */
+#include <math.h>
+#include <stdlib.h>
+#include "gpu.h"
+#include "plugin_abi.h"
+
+static const char *const kind_name[] = {
+    [DCOLL_MEM_HOST] = "host", [DCOLL_MEM_PINNED] = "pinned host",
+    [DCOLL_MEM_DEVICE] = "device", [DCOLL_MEM_MANAGED] = "managed",
+};
+
+dcoll_status_t dcoll_route(const char *fn, const struct dcoll_coll *c,
+                           int *device)
+{
+    const struct dcoll_cuda_plugin *cu = dcoll_gpu_plugin;
+    int sdev = -1, rdev = -1;
+    enum dcoll_mem_kind sk = DCOLL_MEM_HOST, rk = DCOLL_MEM_HOST;
+    *device = -1;
+    if (c->sendbuf)
+        sk = cu->mem_kind(c->sendbuf, &sdev);
+    if (c->recvbuf)
+        rk = cu->mem_kind(c->recvbuf, &rdev);
+    bool sd = sk == DCOLL_MEM_DEVICE, rd = rk == DCOLL_MEM_DEVICE;
+    if (c->sendbuf && c->recvbuf && sd != rd)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: sendbuf is %s memory%s but recvbuf is %s "
+                           "memory; both must be on the GPU or both on the "
+                           "host", fn, kind_name[sk], sd ? " (on the GPU)" : "",
+                           kind_name[rk]);
+    if (sd && rd && sdev != rdev)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: sendbuf is on GPU %d but recvbuf on GPU %d",
+                           fn, sdev, rdev);
+    if (sd || rd)
+        *device = sd ? sdev : rdev;
+    return DCOLL_SUCCESS;
+}
+
+bool dcoll_on_device(const void *p)
+{
+    const struct dcoll_cuda_plugin *cu = dcoll_gpu_plugin;
+    int dev;
+    return cu && p && cu->mem_kind(p, &dev) == DCOLL_MEM_DEVICE;
+}
+
+/* What this rank sends and receives, in bytes, for a kind. */
+static void extents(const struct dcoll_group *g, const struct dcoll_coll *c,
+                    size_t *in, size_t *out)
+{
+    const struct dcoll_kind_info *k = &dcoll_kinds[c->kind];
+    size_t b = (size_t)c->count * dcoll_dtype_sizes[c->dtype];
+    int role = (k->flags & DCOLL_KIND_ROOT) && g->rank == c->root;
+    *in = dcoll_span_bytes(k->in[role], b, g->size);
+    *out = dcoll_span_bytes(k->out[role], b, g->size);
+}
+
+/* The copy-out half, run when the host collective is done. */
+struct staged {
+    const struct dcoll_cuda_plugin *cu;
+    struct dcoll_group *group;
+    char *block;            /* the pinned block; group->pinned's or our own */
+    bool own;
+    char *dev_out;          /* device destination, NULL: nothing to copy */
+    const char *host_out;
+    size_t out_bytes;
+    int device;
+    void *stream;
+};
+
+static void staged_release(struct staged *s)
+{
+    dcoll_kept_give(&s->group->pinned, s->block, s->own, s->cu->host_free);
+    free(s);
+}
+
+static dcoll_status_t copy_out(struct staged *s, dcoll_status_t st)
+{
+    if (!st && s->out_bytes &&
+        (s->cu->copy(s->dev_out, s->host_out, s->out_bytes, s->device,
+                     s->stream) ||
+         s->cu->sync(s->device, s->stream)))
+        st = dcoll_error(DCOLL_ERR_INTERNAL, "copying the result back to "
+                         "GPU %d: %s", s->device, s->cu->last_error());
+    staged_release(s);
+    return st;
+}
+
+static dcoll_status_t finish_staged(struct dcoll_work *w, dcoll_status_t st)
+{
+    return copy_out(w->finish_data, st);
+}
+
+void dcoll_group_pinned_free(struct dcoll_group *g)
+{
+    /* Only made where the plugin sees a GPU; it is still loaded here. */
+    const struct dcoll_cuda_plugin *cu = dcoll_gpu_plugin;
+    if (cu)
+        dcoll_kept_free(&g->pinned, cu->host_free);
+}
+
+/* Elementwise calls big enough to split: in chunks, so that copying one
+ * chunk on the GPU overlaps the MPI transfer of the one before. */
+#define CHUNK ((size_t)1 << 20)
+
+static bool pipelined(const struct dcoll_coll *c, size_t bytes, bool async)
+{
+    return !async && bytes >= 2 * CHUNK &&
+           dcoll_kind_has(c->kind, DCOLL_KIND_ELEMENTWISE);
+}
+
+/* Blocking only. h holds the host copies (hsend, hrecv), dsend/drecv the
+ * device ranges (NULL where this rank has no input or output). */
+static dcoll_status_t run_chunks(struct dcoll_group *g, const struct dcoll_coll *h,
+                                 const char *dsend, char *dhost_in,
+                                 char *drecv, const char *hrecv_out,
+                                 struct staged *s, const char *fn,
+                                 struct dcoll_outcome *out)
+{
+    const struct dcoll_cuda_plugin *cu = s->cu;
+    size_t esz = dcoll_dtype_sizes[h->dtype];
+    int64_t per = (int64_t)(CHUNK / esz), n = h->count;
+    int64_t k = (n + per - 1) / per;
+    dcoll_status_t st = DCOLL_SUCCESS;
+    const struct dcoll_backend *be = g->host;
+    struct dcoll_work *w = NULL;
+#define SPAN(i) ((size_t)(i) * (size_t)per * esz)
+#define LEN(i) ((size_t)((i) + 1 < k ? per : n - (i) * per) * esz)
+    if (dsend && (cu->copy(dhost_in, dsend, LEN(0), s->device, s->stream) ||
+                  cu->sync(s->device, s->stream))) {
+        st = dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying the input off "
+                         "GPU %d: %s", fn, s->device, cu->last_error());
+        staged_release(s);
+        return st;
+    }
+    for (int64_t i = 0; i < k && !st; i++) {
+        struct dcoll_coll part = *h;
+        part.count = (int64_t)(LEN(i) / esz);
+        if (part.sendbuf)
+            part.sendbuf = (const char *)h->sendbuf + SPAN(i);
+        if (part.recvbuf)
+            part.recvbuf = (char *)h->recvbuf + SPAN(i);
+        if ((st = be->coll(g, &part, &w, out)))
+            break;
+        /* Each chunk keeps the whole call's deadline. */
+        w->deadline = g->timeout > 0 ? h->start + g->timeout : INFINITY;
+        w->seq = h->seq;
+        w->kind = h->kind;
+        w->fn = fn;
+        /* While MPI moves chunk i, the GPU copies chunk i+1 out. */
+        int bad = dsend && i + 1 < k &&
+                  cu->copy(dhost_in + SPAN(i + 1), dsend + SPAN(i + 1),
+                           LEN(i + 1), s->device, s->stream);
+        st = be->work_wait(w, out);
+        be->work_release(w);
+        w = NULL;
+        if (!st && (bad || cu->sync(s->device, s->stream)))
+            st = dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying to or from "
+                             "GPU %d: %s", fn, s->device, cu->last_error());
+        /* Chunk i's result goes back while the next chunk is reduced. */
+        if (!st && drecv &&
+            cu->copy(drecv + SPAN(i), hrecv_out + SPAN(i), LEN(i), s->device,
+                     s->stream))
+            st = dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying the result "
+                             "back to GPU %d: %s", fn, s->device,
+                             cu->last_error());
+    }
+#undef SPAN
+#undef LEN
+    if (!st && cu->sync(s->device, s->stream))
+        st = dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying the result back "
+                         "to GPU %d: %s", fn, s->device, cu->last_error());
+    staged_release(s);
+    return st;
+}
+
+dcoll_status_t dcoll_staged_run(struct dcoll_group *g,
+                                const struct dcoll_coll *c, int device,
+                                struct dcoll_work **work,
+                                struct dcoll_outcome *oc)
+{
+    const struct dcoll_cuda_plugin *cu = dcoll_gpu_plugin;
+    const char *fn = c->fn ? c->fn : "dcoll";
+    void *stream = c->opts && (c->opts->mask & DCOLL_COLL_OPT_STREAM)
+                       ? c->opts->stream : NULL;
+    size_t in, out;
+    extents(g, c, &in, &out);
+    /* The device ranges; in place, one holds the other, and the host
+     * copy keeps the same layout. */
+    const char *dsend = in ? c->sendbuf : NULL;
+    char *drecv = out ? c->recvbuf : NULL;
+    if (c->kind == DCOLL_COLL_BROADCAST)
+        dsend = in ? c->recvbuf : NULL;
+    const char *lo = dsend, *hi_end = dsend ? dsend + in : NULL;
+    if (drecv && (!lo || drecv < lo))
+        lo = drecv;
+    if (drecv && (!hi_end || drecv + out > hi_end))
+        hi_end = drecv + out;
+    bool overlap = dsend && drecv && dsend < drecv + out && drecv < dsend + in;
+    size_t bytes = overlap ? (size_t)(hi_end - lo) : in + out;
+
+    struct staged *s = calloc(1, sizeof(*s));
+    bool own = false;
+    char *block = s ? dcoll_kept_take(&g->pinned, bytes ? bytes : 1, &own,
+                                      cu->host_alloc, cu->host_free)
+                    : NULL;
+    if (!block) {
+        free(s);
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no pinned host memory "
+                           "for %zu bytes of staging: %s", fn, bytes,
+                           cu->last_error());
+    }
+    *s = (struct staged){cu, g, block, own, NULL, NULL, 0, device, stream};
+    char *hsend = dsend ? (overlap ? block + (dsend - lo) : block) : NULL;
+    char *hrecv = drecv ? (overlap ? block + (drecv - lo) : block + in)
+                        : NULL;
+    /* The same call on the host copies. */
+    struct dcoll_coll h = *c;
+    if (c->kind == DCOLL_COLL_BROADCAST) {
+        h.recvbuf = in ? hsend : hrecv;
+    } else {
+        h.sendbuf = c->sendbuf ? (hsend ? hsend : block) : NULL;
+        h.recvbuf = c->recvbuf ? (hrecv ? hrecv : block) : NULL;
+    }
+    const char *host_out = c->kind == DCOLL_COLL_BROADCAST ? h.recvbuf : hrecv;
+    if (pipelined(c, in > out ? in : out, work != NULL))
+        return run_chunks(g, &h, dsend, hsend, drecv, host_out, s, fn,
+                          oc);
+    /* Copy in: everything the collective reads, ordered after the
+     * caller's earlier work on the stream. */
+    const char *from = overlap ? lo : dsend;
+    size_t in_bytes = overlap ? bytes : in;
+    if (from && in_bytes &&
+        (cu->copy(overlap ? block : hsend, from, in_bytes, device, stream) ||
+         cu->sync(device, stream))) {
+        staged_release(s);
+        return dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying the input off "
+                           "GPU %d: %s", fn, device, cu->last_error());
+    }
+    s->dev_out = drecv;
+    s->host_out = host_out;
+    s->out_bytes = out;
+    dcoll_status_t st = g->host->coll(g, &h, work, oc);
+    if (st || !work)
+        return copy_out(s, st);
+    (*work)->finish = finish_staged;
+    (*work)->finish_data = s;
+    return DCOLL_SUCCESS;
+}

@@ -1,0 +1,104 @@
+/* Joining processes that no MPI launcher started, through the store the
+ * rendezvous made: rank 0 publishes what the MPI layer needs (a server's
+ * address, a port), then admits the others one at a time, each accepted
+ * by all who joined before it. Every MPI step goes through the
+ * communicator services table. */
+#include <stdio.h>
+#include <string.h>
+#include "launch.h"
+
+#define PORT_MAX 1024
+
+static dcoll_status_t get_str(dcoll_store_t *s, const char *key, char *buf,
+                              size_t cap)
+{
+    size_t len = 0;
+    dcoll_status_t st = dcoll_store_get(s, key, buf, cap - 1, &len);
+    if (!st)
+        buf[len] = '\0';
+    return st;
+}
+
+static dcoll_status_t set_str(dcoll_store_t *s, const char *key,
+                              const char *v)
+{
+    return dcoll_store_set(s, key, v, strlen(v));
+}
+
+/* Every step after MPI has started; on failure the caller frees *comm. */
+static dcoll_status_t admit(const struct dcoll_comm_ops *svc,
+                            dcoll_store_t *store, int rank, int size,
+                            char *port, void **comm)
+{
+    dcoll_status_t st;
+    char key[64];
+    if (rank == 0) {
+        st = svc->join_open(port, PORT_MAX);
+        /* The others wait on this key: tell them either way. */
+        set_str(store, "dcoll/join/port", st ? "" : port);
+        if (st)
+            return st;
+    } else if ((st = get_str(store, "dcoll/join/port", port, PORT_MAX))) {
+        return st;
+    } else if (!port[0]) {
+        return dcoll_error(DCOLL_ERR_MPI, "dcoll_init: rank 0 could not "
+                           "open an MPI port to join at");
+    }
+    int have = 1;
+    if (rank > 0) {
+        snprintf(key, sizeof(key), "dcoll/join/turn/%d", rank);
+        char ignored[8];
+        if ((st = get_str(store, key, ignored, sizeof(ignored))) ||
+            (st = svc->join_connect(port, comm)))
+            return st;
+        have = rank + 1;
+    }
+    for (; have < size; have++) {
+        if (rank == 0) {
+            snprintf(key, sizeof(key), "dcoll/join/turn/%d", have);
+            if ((st = set_str(store, key, "1")))
+                return st;
+        }
+        if ((st = svc->join_accept(port, comm)))
+            return st;
+    }
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_launch_join(const struct dcoll_comm_ops *svc,
+                                 dcoll_store_t *store, int rank, int size,
+                                 int thread_level, double timeout,
+                                 void **joined, int *fcomm)
+{
+    char uri[1024], port[PORT_MAX] = "";
+    dcoll_status_t st;
+    *joined = NULL;
+    if (rank == 0) {
+        st = svc->join_server(timeout, uri, sizeof(uri));
+        /* The others wait on this key: tell them either way ("-": rank 0
+         * failed; "": this MPI needs no server). */
+        set_str(store, "dcoll/join/server", st ? "-" : uri);
+        if (st)
+            return st;
+    } else {
+        if ((st = get_str(store, "dcoll/join/server", uri, sizeof(uri))))
+            return st;
+        if (!strcmp(uri, "-"))
+            return dcoll_error(DCOLL_ERR_UNSUPPORTED, "dcoll_init: rank 0 "
+                               "could not start ompi-server, which "
+                               "processes without an MPI launcher need");
+    }
+    if (!(st = svc->join_use(uri)) &&
+        !(st = svc->join_begin(thread_level, joined)) &&
+        !(st = admit(svc, store, rank, size, port, joined)))
+        st = svc->join_end(rank == 0 ? port : NULL, *joined, rank, size,
+                           fcomm);
+    else if (rank == 0)
+        svc->join_end(port, NULL, rank, size, fcomm);
+    if (st) {
+        svc->join_free(*joined);
+        *joined = NULL;
+        svc->join_stop();
+    }
+    return st;
+}

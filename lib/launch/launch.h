@@ -1,0 +1,18 @@
+/* Launch: rendezvous URLs, the join of processes no launcher started, and
+ * spawn. Uses the store's public API, and MPI only through the
+ * communicator services table the core passes in. */
+#ifndef DCOLL_LAUNCH_H
+#define DCOLL_LAUNCH_H
+
+#include "rendezvous.h"
+
+/* Join size processes, ordered by rank, into one MPI communicator through
+ * store: its Fortran handle goes to *fcomm, and *joined must go to
+ * svc->join_free once svc->start has duplicated it. On failure nothing is
+ * left behind: no communicator, port or server. */
+dcoll_status_t dcoll_launch_join(const struct dcoll_comm_ops *svc,
+                                 dcoll_store_t *store, int rank, int size,
+                                 int thread_level, double timeout,
+                                 void **joined, int *fcomm);
+
+#endif

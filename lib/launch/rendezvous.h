@@ -1,0 +1,24 @@
+/* Rendezvous for dcoll_init: what its URL asks for. Not installed. */
+#ifndef DCOLL_LIB_RENDEZVOUS_H
+#define DCOLL_LIB_RENDEZVOUS_H
+
+#include "tables.h"
+#include "dcoll/store.h"
+
+struct dcoll_rdzv {
+    bool mpi;                  /* mpi:// (or no URL): MPI alone */
+    char scheme[32];
+    int rank, world_size;      /* -1 for mpi:// */
+    bool renumber;             /* env://: the world takes these ranks */
+    const char *rank_from, *size_from;  /* "RANK", "the URL", ... */
+    dcoll_store_t *store;      /* NULL for mpi://, and for env:// under a
+                                  launcher without MASTER_ADDR/PORT */
+};
+
+/* Rendezvous for dcoll_init. Under an MPI launcher (@p launched), env://
+ * without MASTER_ADDR and MASTER_PORT reads rank and size alone; every
+ * other scheme runs its handler and yields a store. */
+dcoll_status_t dcoll_rdzv_run(const char *url, double timeout, bool launched,
+                              struct dcoll_rdzv *r);
+
+#endif

@@ -1,0 +1,8 @@
+#!/bin/sh
+# Install what is missing, build, and run every test suite.
+set -eu
+cd "$(dirname "$0")/.."
+./scripts/deps.sh
+[ -d build ] || meson setup build
+ninja -C build
+meson test -C build --print-errorlogs "$@"
