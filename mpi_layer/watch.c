@@ -119,6 +119,7 @@ dcoll_status_t dcoll_mpi_timed_out(struct dcoll_group *g,
 {
     struct dcoll_outcome *out = wt->out;
     out->timed_out = true;
+    out->roll = (struct dcoll_roll){0};
     if (!wt->seq || !roll_call(g, wt->seq, &out->roll))
         dcoll_roll_free(&out->roll);
     return dcoll_error(DCOLL_ERR_TIMEOUT, "%s: timed out", wt->fn);

@@ -52,9 +52,9 @@ static inline void dcoll_roll_free(struct dcoll_roll *r)
     r->kind = NULL;
 }
 
-/* What a backend reports beside its status. With timed_out set (status
- * DCOLL_ERR_TIMEOUT), the call's deadline passed and roll holds what the
- * ranks answered; the core frees it. */
+/* What a backend reports beside its status. The caller sets source and
+ * timed_out; a backend that sets timed_out (status DCOLL_ERR_TIMEOUT)
+ * also fills roll with what the ranks answered, and the core frees it. */
 struct dcoll_outcome {
     int source;          /* a blocking receive's sender, group rank */
     bool timed_out;

@@ -193,7 +193,9 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
         return st;
 
     int device = -1;
-    struct dcoll_outcome out = {.source = -1};
+    struct dcoll_outcome out;
+    out.source = -1;
+    out.timed_out = false;
     c->fn = fn;
     /* Numbered, timed and recorded; send and recv are not numbered, since
      * ranks make different numbers of them. */

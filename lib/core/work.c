@@ -72,7 +72,9 @@ dcoll_status_t dcoll_work_wait(dcoll_work_t *w)
         return st;
     if (w->done)
         return replay(w);
-    struct dcoll_outcome out = {.source = -1};
+    struct dcoll_outcome out;
+    out.source = -1;
+    out.timed_out = false;
     st = w->backend->work_wait(w, &out);
     return complete(w, ended(w, st, &out));
 }
@@ -90,7 +92,9 @@ dcoll_status_t dcoll_work_test(dcoll_work_t *w, int *done)
         return replay(w);
     }
     int flag = 0;
-    struct dcoll_outcome out = {.source = -1};
+    struct dcoll_outcome out;
+    out.source = -1;
+    out.timed_out = false;
     st = ended(w, w->backend->work_test(w, &flag, &out), &out);
     if (!st && !flag) {
         *done = 0;
@@ -137,7 +141,9 @@ dcoll_status_t dcoll_work_free(dcoll_work_t **work)
     if (st)
         return st;
     if (!w->done) {
-        struct dcoll_outcome out = {.source = -1};
+        struct dcoll_outcome out;
+        out.source = -1;
+        out.timed_out = false;
         st = w->backend->work_wait(w, &out);
         st = complete(w, ended(w, st, &out));
     }

@@ -84,6 +84,14 @@ def wrap(args, first, cont='        '):
     return out, line
 
 
+with open(f'{hdr_dir}/collectives.h') as f:
+    raw = f.read()
+# A buffer the C header says only the root passes is optional in Fortran.
+root_only = {}
+for doc, fn in re.findall(r'/\*\*((?:(?!\*/).)*)\*/\s*DCOLL_API\s+\w+\s+dcoll_(\w+)',
+                         raw, flags=re.S):
+    doc = re.sub(r'\s*\*\s*', ' ', doc)
+    root_only[fn] = set(re.findall(r'(\w+) must be given on the root', doc))
 text = read('collectives.h')
 code = ['! Generated from dcoll/collectives.h by gen-fortran.py: do not '
         'edit.', '! Each takes a default-kind count and forwards to the '
@@ -106,7 +114,10 @@ for m in re.finditer(r'DCOLL_API\s+dcoll_status_t\s+dcoll_(\w+)\s*\(([^)]*)\)',
     code.append(tail + ') result(st)')
     code.append('        integer :: st')
     for ctype, n in typed:
-        code.append('        ' + DECL[ctype].format(n))
+        decl = DECL[ctype].format(n)
+        if n in root_only.get(name, ()):
+            decl = decl.replace(' :: ', ', optional :: ')
+        code.append('        ' + decl)
     fwd = [('int(count, c_int64_t)' if n == 'count' else n) for n in names]
     lines, tail = wrap(fwd, f'        st = {name}_i8(')
     code += lines
