@@ -63,17 +63,18 @@ enum dcoll_coll_kind {
 };
 
 /* kinds.c: what each kind needs, in one table that validation, routing,
- * the flight recorder and the debug check all read. */
+ * the flight recorder and the debug check all read. Its flags (KF: kind
+ * facts) are apart from the public DCOLL_KIND_* call kinds. */
 enum {
-    DCOLL_KIND_OP = 1u << 0,       /* takes a reduction op */
-    DCOLL_KIND_ROOT = 1u << 1,     /* has a root */
-    DCOLL_KIND_PEER = 1u << 2,     /* names a peer (send, recv) */
-    DCOLL_KIND_COUNTED = 1u << 3,  /* numbered among a group's collectives */
-    DCOLL_KIND_ONE_BUF = 1u << 4,  /* one buffer, read on the root and
+    DCOLL_KF_OP = 1u << 0,       /* takes a reduction op */
+    DCOLL_KF_ROOT = 1u << 1,     /* has a root */
+    DCOLL_KF_PEER = 1u << 2,     /* names a peer (send, recv) */
+    DCOLL_KF_COUNTED = 1u << 3,  /* numbered among a group's collectives */
+    DCOLL_KF_ONE_BUF = 1u << 4,  /* one buffer, read on the root and
                                       written elsewhere (broadcast) */
-    DCOLL_KIND_STRICT_ROOT = 1u << 5, /* the root's own buffer must be NULL
+    DCOLL_KF_STRICT_ROOT = 1u << 5, /* the root's own buffer must be NULL
                                          on the other ranks */
-    DCOLL_KIND_ELEMENTWISE = 1u << 6, /* may be cut into chunks */
+    DCOLL_KF_ELEMENTWISE = 1u << 6, /* may be cut into chunks */
 };
 
 /* Blocks of count elements a buffer spans: none, one, or one per rank. */

@@ -220,6 +220,19 @@ struct dcoll_work {
     const char *fn;                   /* the public name, for messages */
 };
 
+/* A new work takes the call's deadline, number and names, wherever it
+ * was posted from (the public path, a staged chunk). */
+static inline void dcoll_work_stamp(struct dcoll_work *w,
+                                    const struct dcoll_group *g,
+                                    const struct dcoll_coll *c)
+{
+    w->deadline = g->timeout > 0 ? c->start + g->timeout : INFINITY;
+    w->seq = c->seq;
+    w->fid = c->fid;
+    w->kind = c->kind;
+    w->fn = c->fn;
+}
+
 /* A backend fills a new work's common part; the core counts it in flight
  * once the call has been posted. */
 static inline void dcoll_work_init(struct dcoll_work *w, struct dcoll_group *g,

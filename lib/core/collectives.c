@@ -1,6 +1,5 @@
 /* The public collectives: validate, map roots, detect in-place use, then
  * hand one descriptor to the group's backend. */
-#include <math.h>
 #include <stdlib.h>
 #include "core.h"
 #include "diag.h"
@@ -49,11 +48,11 @@ static dcoll_status_t check_layout(const char *fn, struct dcoll_group *g,
                                    struct dcoll_coll *c, size_t bytes)
 {
     const struct dcoll_kind_info *k = &dcoll_kinds[c->kind];
-    if (k->flags & DCOLL_KIND_ONE_BUF)
+    if (k->flags & DCOLL_KF_ONE_BUF)
         return DCOLL_SUCCESS;
     const char *s = c->sendbuf;
     char *r = c->recvbuf;
-    bool rooted = k->flags & DCOLL_KIND_ROOT;
+    bool rooted = k->flags & DCOLL_KF_ROOT;
     int role = rooted && g->rank == c->root;
     /* The root's own buffer (gather's recvbuf, scatter's sendbuf). */
     if (k->in[0] != k->in[1] || k->out[0] != k->out[1]) {
@@ -61,12 +60,14 @@ static dcoll_status_t check_layout(const char *fn, struct dcoll_group *g,
         const void *own = on_send ? s : r;
         const char *name = on_send ? "sendbuf" : "recvbuf";
         if (role && !own)
-            return (k->flags & DCOLL_KIND_STRICT_ROOT)
+            return (k->flags & DCOLL_KF_STRICT_ROOT)
                        ? dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                                      "%s: %s must be given on the root", fn,
                                      name)
-                       : need_buf(fn, "recvbuf (on the root)", own, c->count);
-        if (!role && own && (k->flags & DCOLL_KIND_STRICT_ROOT))
+                       : need_buf(fn, on_send ? "sendbuf (on the root)"
+                                              : "recvbuf (on the root)",
+                                  own, c->count);
+        if (!role && own && (k->flags & DCOLL_KF_STRICT_ROOT))
             return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                                "%s: %s must be NULL on ranks other than the "
                                "root", fn, name);
@@ -108,7 +109,7 @@ static inline bool dtype_op_ok(const struct dcoll_coll *c)
 {
     if ((unsigned)c->dtype >= DCOLL_DTYPE_COUNT_)
         return false;
-    if (!dcoll_kind_has(c->kind, DCOLL_KIND_OP))
+    if (!dcoll_kind_has(c->kind, DCOLL_KF_OP))
         return true;
     return (unsigned)c->op < DCOLL_BAND ||
            ((unsigned)c->op < DCOLL_OP_COUNT_ && !dcoll_dtype_is_float(c->dtype));
@@ -134,7 +135,7 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
                            (unsigned long long)c->opts->mask);
     if (DCOLL_UNLIKELY(!dtype_op_ok(c)) &&
         (st = dcoll_check_dtype_op(fn, c->dtype, c->op,
-                                   (k->flags & DCOLL_KIND_OP) != 0)))
+                                   (k->flags & DCOLL_KF_OP) != 0)))
         return st;
     size_t esz = dcoll_dtype_sizes[c->dtype];
     if (DCOLL_UNLIKELY(c->count < 0))
@@ -153,7 +154,7 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
                            fn, (long long)c->count, (long long)nb,
                            dcoll_dtype_name(c->dtype));
     /* Buffers every rank must pass; the root's own are checked later. */
-    bool one = k->flags & DCOLL_KIND_ONE_BUF;
+    bool one = k->flags & DCOLL_KF_ONE_BUF;
     if (one)
         st = need_buf(fn, "buf", c->kind == DCOLL_COLL_SEND ? c->sendbuf
                                                             : c->recvbuf,
@@ -164,7 +165,7 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
         st = need_buf(fn, "recvbuf", c->recvbuf, c->count);
     if (DCOLL_UNLIKELY(st))
         return st;
-    if (k->flags & DCOLL_KIND_PEER) {
+    if (k->flags & DCOLL_KF_PEER) {
         if (DCOLL_UNLIKELY(c->tag < 0))
             return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                                "%s: tag %d is negative", fn, c->tag);
@@ -173,7 +174,7 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
     if (DCOLL_UNLIKELY(g->rank == DCOLL_NON_MEMBER))
         return work ? noop_work(g, fn, work) : DCOLL_SUCCESS;
 
-    if (k->flags & (DCOLL_KIND_ROOT | DCOLL_KIND_PEER)) {
+    if (k->flags & (DCOLL_KF_ROOT | DCOLL_KF_PEER)) {
         if (c->kind == DCOLL_COLL_RECV && root == DCOLL_ANY_SOURCE) {
             c->root = DCOLL_ANY_SOURCE;
         } else {
@@ -199,7 +200,7 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
     c->fn = fn;
     /* Numbered, timed and recorded; send and recv are not numbered, since
      * ranks make different numbers of them. */
-    if (k->flags & DCOLL_KIND_COUNTED) {
+    if (k->flags & DCOLL_KF_COUNTED) {
         c->seq = ++g->seq;
         g->cur_kind = c->kind;
     }
@@ -224,32 +225,15 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
     else
         st = g->backend->coll(g, c, work, &out);
     if (DCOLL_UNLIKELY(out.timed_out))
-        st = dcoll_coll_outcome(g, st, &out, fn, c->seq, c->kind);
+        st = dcoll_fault_outcome(g, &out, fn, c->seq, c->kind);
     if (work && !st) {
-        struct dcoll_work *w = *work;
-        w->deadline = g->timeout > 0 ? c->start + g->timeout : INFINITY;
-        w->seq = c->seq;
-        w->fid = c->fid;
-        w->kind = c->kind;
-        w->fn = fn;
-        dcoll_work_track(w);
+        dcoll_work_stamp(*work, g, c);
+        dcoll_work_track(*work);
     } else if (c->fid) {
         dcoll_flight_end(g->flight, c->fid, st);
     }
     if (!st && source && c->kind == DCOLL_COLL_RECV && !work)
         *source = g->ranks ? g->ranks[out.source] : out.source;
-    return st;
-}
-
-dcoll_status_t dcoll_coll_outcome(struct dcoll_group *g, dcoll_status_t st,
-                                  struct dcoll_outcome *out, const char *fn,
-                                  uint64_t seq, int kind)
-{
-    (void)st; /* the backend's own view of a timeout: the roll says more */
-    st = dcoll_fault_timed_out(g, fn, seq, kind,
-                               out->roll.n ? &out->roll : NULL);
-    dcoll_roll_free(&out->roll);
-    out->timed_out = false;
     return st;
 }
 

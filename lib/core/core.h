@@ -56,10 +56,6 @@ void dcoll_group_stage_free(struct dcoll_group *g);
 /* collectives.c: validate c and run it on group (the public path). */
 dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
                               int root, dcoll_work_t **work, int *source);
-/* A backend's report of a timeout, turned into the group's failure. */
-dcoll_status_t dcoll_coll_outcome(struct dcoll_group *g, dcoll_status_t st,
-                                  struct dcoll_outcome *out, const char *fn,
-                                  uint64_t seq, int kind);
 
 /* backend.c: the registry. lookup finds a name; attach sets the group's
  * backend (collective over a program's backend's group), detach undoes

@@ -211,7 +211,6 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
     g->ranks = sorted;
     g->comm = comm;
     g->svc = dcoll_world.svc;
-    g->host = dcoll_world.host;
     g->id = id;
     if ((st = dcoll_fault_group_init(g, timeout)) ||
         (st = dcoll_fault_agree(g, "dcoll_new_group")) ||

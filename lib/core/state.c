@@ -98,8 +98,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         (p.mask & DCOLL_INIT_PARAM_BACKEND) ? p.backend : "auto", &be);
     if (st)
         return st;
-    struct dcoll_group w = {.magic = DCOLL_GROUP_MAGIC, .svc = svc,
-                            .host = &dcoll_mpi_backend};
+    struct dcoll_group w = {.magic = DCOLL_GROUP_MAGIC, .svc = svc};
     struct dcoll_rdzv rdzv = {0};
     bool join = false;
     if (launched) {

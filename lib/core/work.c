@@ -37,7 +37,7 @@ static dcoll_status_t ended(struct dcoll_work *w, dcoll_status_t st,
                             struct dcoll_outcome *out)
 {
     if (DCOLL_UNLIKELY(out->timed_out))
-        st = dcoll_coll_outcome(w->group, st, out, w->fn, w->seq, w->kind);
+        st = dcoll_fault_outcome(w->group, out, w->fn, w->seq, w->kind);
     return st;
 }
 

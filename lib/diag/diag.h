@@ -34,6 +34,11 @@ dcoll_status_t dcoll_fault_check(struct dcoll_group *g,
 dcoll_status_t dcoll_fault_timed_out(struct dcoll_group *g, const char *fn,
                                      uint64_t seq, int kind,
                                      const struct dcoll_roll *roll);
+/* The same for a backend that reported a timeout in out (timed_out set):
+ * its roll is used, then freed. */
+dcoll_status_t dcoll_fault_outcome(struct dcoll_group *g,
+                                   struct dcoll_outcome *out, const char *fn,
+                                   uint64_t seq, int kind);
 
 /* flight.c: each group's last calls. */
 struct dcoll_flight *dcoll_flight_new(unsigned n);

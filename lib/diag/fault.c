@@ -218,6 +218,18 @@ dcoll_status_t dcoll_fault_timed_out(struct dcoll_group *g, const char *fn,
     return dcoll_error(DCOLL_ERR_TIMEOUT, "%s", msg);
 }
 
+dcoll_status_t dcoll_fault_outcome(struct dcoll_group *g,
+                                   struct dcoll_outcome *out, const char *fn,
+                                   uint64_t seq, int kind)
+{
+    dcoll_status_t st = dcoll_fault_timed_out(g, fn, seq, kind,
+                                              out->roll.n ? &out->roll
+                                                          : NULL);
+    dcoll_roll_free(&out->roll);
+    out->timed_out = false;
+    return st;
+}
+
 /* ---- debug mode: every rank called the same collective? ---- */
 
 /* What a rank says it called; equal bytes mean the same call. */
@@ -258,19 +270,16 @@ static dcoll_status_t check_same(struct dcoll_group *g,
     me.count = c->kind == DCOLL_COLL_BARRIER ? 0 : c->count;
     me.kind = c->kind;
     me.dtype = c->kind == DCOLL_COLL_BARRIER ? 0 : c->dtype;
-    me.op = dcoll_kind_has(c->kind, DCOLL_KIND_OP) ? (int32_t)c->op : -1;
-    me.root = dcoll_kind_has(c->kind, DCOLL_KIND_ROOT) ? world_of(g, c->root) : -1;
+    me.op = dcoll_kind_has(c->kind, DCOLL_KF_OP) ? (int32_t)c->op : -1;
+    me.root = dcoll_kind_has(c->kind, DCOLL_KF_ROOT) ? world_of(g, c->root) : -1;
     struct call *all = malloc(sizeof(me) * (size_t)g->size);
     if (!all)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
                            "debug check of %d ranks", c->fn, g->size);
     struct dcoll_outcome out = {.source = -1};
     dcoll_status_t st = g->svc->exchange(g, &me, all, sizeof(me), c, &out);
-    if (out.timed_out) {
-        st = dcoll_fault_timed_out(g, c->fn, c->seq, c->kind,
-                                   out.roll.n ? &out.roll : NULL);
-        dcoll_roll_free(&out.roll);
-    }
+    if (out.timed_out)
+        st = dcoll_fault_outcome(g, &out, c->fn, c->seq, c->kind);
     if (st) {
         free(all);
         return st;

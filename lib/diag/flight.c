@@ -48,8 +48,8 @@ uint64_t dcoll_flight_begin(struct dcoll_flight *f,
     e->count = c->count;
     e->kind = (signed char)c->kind;
     e->dtype = (signed char)c->dtype;
-    e->op = dcoll_kind_has(c->kind, DCOLL_KIND_OP) ? (signed char)c->op : -1;
-    e->root = dcoll_kind_has(c->kind, DCOLL_KIND_ROOT | DCOLL_KIND_PEER)
+    e->op = dcoll_kind_has(c->kind, DCOLL_KF_OP) ? (signed char)c->op : -1;
+    e->root = dcoll_kind_has(c->kind, DCOLL_KF_ROOT | DCOLL_KF_PEER)
                   ? c->root
                   : -1;
     e->status = DCOLL_SUCCESS;

@@ -58,7 +58,7 @@ static const struct dcoll_cuda_plugin *adapt_v4(
     v4_table = *p;
     v4_table.abi = DCOLL_PLUGIN_ABI;
     if (p->nccl_coll) {
-        *(void **)&nccl_coll_v4 = *(void *const *)&p->nccl_coll;
+        nccl_coll_v4 = (nccl_coll_v4_fn)p->nccl_coll;
         v4_table.nccl_coll = nccl_coll_v4_shim;
     }
     return &v4_table;

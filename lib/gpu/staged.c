@@ -3,7 +3,6 @@
  * in on the caller's stream, run the MPI collective on the host copies,
  * copy out. It works for any placement of ranks on GPUs, shared ones
  * included, and for every type and op. */
-#include <math.h>
 #include <stdlib.h>
 #include "gpu.h"
 #include "plugin_abi.h"
@@ -53,7 +52,7 @@ static void extents(const struct dcoll_group *g, const struct dcoll_coll *c,
 {
     const struct dcoll_kind_info *k = &dcoll_kinds[c->kind];
     size_t b = (size_t)c->count * dcoll_dtype_sizes[c->dtype];
-    int role = (k->flags & DCOLL_KIND_ROOT) && g->rank == c->root;
+    int role = (k->flags & DCOLL_KF_ROOT) && g->rank == c->root;
     *in = dcoll_span_bytes(k->in[role], b, g->size);
     *out = dcoll_span_bytes(k->out[role], b, g->size);
 }
@@ -109,7 +108,7 @@ void dcoll_group_pinned_free(struct dcoll_group *g)
 static bool pipelined(const struct dcoll_coll *c, size_t bytes, bool async)
 {
     return !async && bytes >= 2 * CHUNK &&
-           dcoll_kind_has(c->kind, DCOLL_KIND_ELEMENTWISE);
+           dcoll_kind_has(c->kind, DCOLL_KF_ELEMENTWISE);
 }
 
 /* Blocking only. h holds the host copies (hsend, hrecv), dsend/drecv the
@@ -146,10 +145,7 @@ static dcoll_status_t run_chunks(struct dcoll_group *g, const struct dcoll_coll 
         if ((st = be->coll(g, &part, &w, out)))
             break;
         /* Each chunk keeps the whole call's deadline. */
-        w->deadline = g->timeout > 0 ? h->start + g->timeout : INFINITY;
-        w->seq = h->seq;
-        w->kind = h->kind;
-        w->fn = fn;
+        dcoll_work_stamp(w, g, h);
         /* While MPI moves chunk i, the GPU copies chunk i+1 out. */
         int bad = dsend && i + 1 < k &&
                   cu->copy(dhost_in + SPAN(i + 1), dsend + SPAN(i + 1),
