@@ -301,8 +301,6 @@ static dcoll_status_t post(struct dcoll_group *g, const struct dcoll_coll *c,
  * then costs no malloc and free. A single atomic slot, so any thread may
  * free a handle while another starts one. */
 static _Atomic(struct mpi_work *) spare;
-/* After stop, a handle freed late goes back to the allocator. */
-static atomic_bool closed;
 
 static struct mpi_work *work_take(void)
 {
@@ -313,20 +311,15 @@ static struct mpi_work *work_take(void)
 static void work_put(struct mpi_work *w)
 {
     struct mpi_work *none = NULL;
-    if (atomic_load(&closed) ||
-        !atomic_compare_exchange_strong(&spare, &none, w))
+    /* After stop too: a handle freed late waits in the slot for the next
+     * start's calls, or the end of the process. */
+    if (!atomic_compare_exchange_strong(&spare, &none, w))
         free(w);
 }
 
 void dcoll_mpi_work_cache_free(void)
 {
-    atomic_store(&closed, true);
     free(atomic_exchange(&spare, NULL));
-}
-
-void dcoll_mpi_work_cache_open(void)
-{
-    atomic_store(&closed, false);
 }
 
 static struct dcoll_watch watch_of(const struct dcoll_group *g,
@@ -460,9 +453,7 @@ static dcoll_status_t finished(struct mpi_work *w, int rc, const char *call)
     return DCOLL_SUCCESS;
 }
 
-static struct dcoll_watch work_watch(const struct dcoll_work *w,
-                                     const char *call,
-                                     struct dcoll_outcome *out)
+static struct dcoll_watch work_watch(struct dcoll_work *w, const char *call)
 {
     struct dcoll_watch wt = {
         .deadline = w->deadline,
@@ -470,13 +461,12 @@ static struct dcoll_watch work_watch(const struct dcoll_work *w,
         .kind = w->kind,
         .fn = w->fn,
         .call = call,
-        .out = out,
+        .out = &w->report,
     };
     return wt;
 }
 
-static dcoll_status_t mpi_work_test(struct dcoll_work *bw, int *done,
-                                    struct dcoll_outcome *out)
+static dcoll_status_t mpi_work_test(struct dcoll_work *bw, int *done)
 {
     struct mpi_work *w = (struct mpi_work *)bw;
     int rc = w->base.is_recv ? MPI_Test(w->reqs, done, &w->status)
@@ -490,19 +480,18 @@ static dcoll_status_t mpi_work_test(struct dcoll_work *bw, int *done,
     if (*done)
         return finished(w, rc, "MPI_Test");
     if (!isinf(w->base.deadline) && dcoll_now() >= w->base.deadline) {
-        struct dcoll_watch wt = work_watch(&w->base, "MPI_Test", out);
+        struct dcoll_watch wt = work_watch(&w->base, "MPI_Test");
         *done = 1;
         return dcoll_mpi_timed_out(w->base.group, &wt);
     }
     return DCOLL_SUCCESS;
 }
 
-static dcoll_status_t mpi_work_wait(struct dcoll_work *bw,
-                                    struct dcoll_outcome *out)
+static dcoll_status_t mpi_work_wait(struct dcoll_work *bw)
 {
     struct mpi_work *w = (struct mpi_work *)bw;
     if (!isinf(w->base.deadline)) {
-        struct dcoll_watch wt = work_watch(&w->base, "MPI_Test", out);
+        struct dcoll_watch wt = work_watch(&w->base, "MPI_Test");
         dcoll_status_t st = dcoll_mpi_poll(w->base.group, &wt, w->nreq,
                                            w->reqs, w->base.is_recv
                                                         ? &w->status

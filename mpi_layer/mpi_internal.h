@@ -142,7 +142,6 @@ void dcoll_mpi_divide(void *buf, int64_t n, dcoll_dtype_t dt, int divisor);
 
 /* collectives.c: free the cached work handle (at stop). */
 void dcoll_mpi_work_cache_free(void);
-void dcoll_mpi_work_cache_open(void);
 
 /* Turn an MPI error code into a dcoll status and message. */
 dcoll_status_t dcoll_mpi_error(int rc, const char *call);

@@ -130,7 +130,6 @@ dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
     if ((rc = MPI_Comm_dup(base, &dup)) != MPI_SUCCESS)
         return dcoll_mpi_error(rc, "MPI_Comm_dup");
     st = dcoll_mpi_types_create();
-    dcoll_mpi_work_cache_open();
     if (st) {
         MPI_Comm_free(&dup);
         return st;

@@ -89,6 +89,13 @@ enum dcoll_inplace {
     DCOLL_IP_RECV_IN_SEND,   /* recvbuf == sendbuf + block * count */
 };
 
+/* Which buffer a kind's spans ask for on every rank, and which the root
+ * alone passes: derived from the spans when the table is compiled. */
+enum {
+    DCOLL_BUF_SEND = 1,
+    DCOLL_BUF_RECV = 2,
+};
+
 struct dcoll_kind_info {
     const char *name;        /* "all_reduce" */
     const char *fn;          /* "dcoll_all_reduce" */
@@ -97,6 +104,13 @@ struct dcoll_kind_info {
     unsigned char out[2];    /* span written, likewise */
     unsigned char inplace;   /* enum dcoll_inplace */
     const char *rule;        /* the in-place pattern, for messages */
+    const char *peer;        /* what its root argument is called: "root",
+                                "dst", "src"; NULL: none */
+    /* Derived from in and out (kinds.c): */
+    unsigned char every;     /* DCOLL_BUF_*: buffers every rank passes
+                                (a one-buffer kind's is called "buf") */
+    unsigned char root_own;  /* DCOLL_BUF_*: the buffer only the root has */
+    bool wide;               /* some buffer spans a block per rank */
 };
 
 extern const struct dcoll_kind_info dcoll_kinds[DCOLL_COLL_KIND_COUNT_];

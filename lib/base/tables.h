@@ -52,8 +52,9 @@ static inline void dcoll_roll_free(struct dcoll_roll *r)
     r->kind = NULL;
 }
 
-/* What a backend reports beside its status. The caller sets source and
- * timed_out; a backend that sets timed_out (status DCOLL_ERR_TIMEOUT)
+/* What a backend reports beside its status: for a call, in the outcome
+ * its caller passes; for a work, in the work's own report. The caller
+ * clears timed_out; a backend that sets it (status DCOLL_ERR_TIMEOUT)
  * also fills roll with what the ranks answered, and the core frees it. */
 struct dcoll_outcome {
     int source;          /* a blocking receive's sender, group rank */
@@ -80,10 +81,9 @@ struct dcoll_backend {
     dcoll_status_t (*coll)(struct dcoll_group *g, const struct dcoll_coll *c,
                            struct dcoll_work **work,
                            struct dcoll_outcome *out);
-    dcoll_status_t (*work_test)(struct dcoll_work *w, int *done,
-                                struct dcoll_outcome *out);
-    dcoll_status_t (*work_wait)(struct dcoll_work *w,
-                                struct dcoll_outcome *out);
+    /* A timeout goes in w->report. */
+    dcoll_status_t (*work_test)(struct dcoll_work *w, int *done);
+    dcoll_status_t (*work_wait)(struct dcoll_work *w);
     void (*work_release)(struct dcoll_work *w);
     enum dcoll_route route;
 };
@@ -218,6 +218,7 @@ struct dcoll_work {
     uint64_t fid;                     /* its flight recorder entry */
     int kind;                         /* enum dcoll_coll_kind */
     const char *fn;                   /* the public name, for messages */
+    struct dcoll_outcome report;      /* a timeout seen by test or wait */
 };
 
 /* A new work takes the call's deadline, number and names, wherever it
@@ -238,10 +239,24 @@ static inline void dcoll_work_stamp(struct dcoll_work *w,
 static inline void dcoll_work_init(struct dcoll_work *w, struct dcoll_group *g,
                                    const struct dcoll_backend *be)
 {
-    *w = (struct dcoll_work){
-        .magic = DCOLL_WORK_MAGIC, .source = -1, .group = g, .backend = be,
-        .deadline = INFINITY,
-    };
+    /* Field by field: the report's roll is read only once timed_out is
+     * set, so it needs no clearing on this path. */
+    w->magic = DCOLL_WORK_MAGIC;
+    w->done = false;
+    w->is_recv = false;
+    w->status = DCOLL_SUCCESS;
+    w->source = -1;
+    w->group = g;
+    w->backend = be;
+    w->finish = NULL;
+    w->finish_data = NULL;
+    w->errmsg = NULL;
+    w->deadline = INFINITY;
+    w->seq = 0;
+    w->fid = 0;
+    w->kind = 0;
+    w->fn = NULL;
+    w->report.timed_out = false;
 }
 
 #endif

@@ -35,6 +35,18 @@ static dcoll_status_t need_buf(const char *fn, const char *name,
     return DCOLL_SUCCESS;
 }
 
+/* The message for a buffer every rank must pass that is NULL. */
+static dcoll_status_t missing_buf(const char *fn,
+                                  const struct dcoll_kind_info *k,
+                                  const struct dcoll_coll *c)
+{
+    bool send = (k->every & DCOLL_BUF_SEND) && !c->sendbuf;
+    return need_buf(fn, (k->flags & DCOLL_KF_ONE_BUF) ? "buf"
+                        : send                        ? "sendbuf"
+                                                      : "recvbuf",
+                    send ? c->sendbuf : c->recvbuf, c->count);
+}
+
 static dcoll_status_t aliased(const char *fn, const char *rule)
 {
     return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
@@ -42,63 +54,69 @@ static dcoll_status_t aliased(const char *fn, const char *rule)
                        fn, rule);
 }
 
-/* Checks that need the caller's group rank and the root's; only members
- * get here. Sets c->in_place. */
-static dcoll_status_t check_layout(const char *fn, struct dcoll_group *g,
+/* Why the root's own buffer (reduce's and gather's recvbuf, scatter's
+ * sendbuf) is refused: missing on the root, or given elsewhere where the
+ * kind wants NULL there. */
+static dcoll_status_t bad_root_own(const char *fn,
+                                   const struct dcoll_kind_info *k,
+                                   const struct dcoll_coll *c, bool root)
+{
+    bool on_send = k->root_own == DCOLL_BUF_SEND;
+    const char *name = on_send ? "sendbuf" : "recvbuf";
+    if (!root)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: %s must be NULL on ranks other than the "
+                           "root", fn, name);
+    if (k->flags & DCOLL_KF_STRICT_ROOT)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: %s must be given on the root", fn, name);
+    return need_buf(fn, on_send ? "sendbuf (on the root)"
+                                : "recvbuf (on the root)",
+                    NULL, c->count);
+}
+
+/* Checks that need the caller's group rank and the root's, for kinds with
+ * a send and a receive buffer; only members get here. Sets c->in_place.
+ * Inlined with coll_run, so that k is a constant there. */
+static inline __attribute__((always_inline)) dcoll_status_t check_layout(const char *fn,
+                                   const struct dcoll_kind_info *k,
+                                   struct dcoll_group *g,
                                    struct dcoll_coll *c, size_t bytes)
 {
-    const struct dcoll_kind_info *k = &dcoll_kinds[c->kind];
-    if (k->flags & DCOLL_KF_ONE_BUF)
-        return DCOLL_SUCCESS;
     const char *s = c->sendbuf;
     char *r = c->recvbuf;
-    bool rooted = k->flags & DCOLL_KF_ROOT;
-    int role = rooted && g->rank == c->root;
-    /* The root's own buffer (gather's recvbuf, scatter's sendbuf). */
-    if (k->in[0] != k->in[1] || k->out[0] != k->out[1]) {
-        bool on_send = k->in[0] != k->in[1];
-        const void *own = on_send ? s : r;
-        const char *name = on_send ? "sendbuf" : "recvbuf";
-        if (role && !own)
-            return (k->flags & DCOLL_KF_STRICT_ROOT)
-                       ? dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                                     "%s: %s must be given on the root", fn,
-                                     name)
-                       : need_buf(fn, on_send ? "sendbuf (on the root)"
-                                              : "recvbuf (on the root)",
-                                  own, c->count);
-        if (!role && own && (k->flags & DCOLL_KF_STRICT_ROOT))
-            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                               "%s: %s must be NULL on ranks other than the "
-                               "root", fn, name);
+    int role = 0, at = g->rank;  /* in place: the block at rank or root */
+    if (k->flags & DCOLL_KF_ROOT) {
+        role = g->rank == c->root;
+        at = c->root;
+        const void *own = k->root_own == DCOLL_BUF_SEND ? s : r;
+        /* A root without it (unless it moves nothing), or another rank
+         * with it where the kind is strict. */
+        if (k->root_own &&
+            DCOLL_UNLIKELY(role ? !own && (c->count > 0 ||
+                                           (k->flags & DCOLL_KF_STRICT_ROOT))
+                                : own && (k->flags & DCOLL_KF_STRICT_ROOT)))
+            return bad_root_own(fn, k, c, role);
     }
-    size_t in = dcoll_span_bytes(k->in[role], bytes, g->size);
-    size_t out = dcoll_span_bytes(k->out[role], bytes, g->size);
+    unsigned in = k->in[role], out = k->out[role];
     if (!in || !out)
-        return DCOLL_SUCCESS;
-    size_t at = bytes * (size_t)(rooted ? c->root : g->rank);
+        return DCOLL_SUCCESS;   /* one buffer on this rank: nothing to alias */
     switch (k->inplace) {
     case DCOLL_IP_SAME:
         c->in_place = s == r;
         break;
     case DCOLL_IP_SEND_IN_RECV:
-        c->in_place = r && s == r + at;
+        c->in_place = r && s == r + bytes * (size_t)at;
         break;
-    case DCOLL_IP_RECV_IN_SEND:
-        c->in_place = s && r == s + at;
-        break;
-    default:
+    default: /* DCOLL_IP_RECV_IN_SEND */
+        c->in_place = s && r == s + bytes * (size_t)at;
         break;
     }
-    if (!c->in_place && overlap(s, in, r, out))
-        return aliased(fn, k->rule);
-    return DCOLL_SUCCESS;
-}
-
-static const char *root_name(enum dcoll_coll_kind k)
-{
-    return k == DCOLL_COLL_SEND ? "dst" : k == DCOLL_COLL_RECV ? "src"
-                                                                : "root";
+    if (c->in_place ||
+        !overlap(s, dcoll_span_bytes(in, bytes, g->size), r,
+                 dcoll_span_bytes(out, bytes, g->size)))
+        return DCOLL_SUCCESS;
+    return aliased(fn, k->rule);
 }
 
 #define KNOWN_OPTS DCOLL_COLL_OPT_STREAM
@@ -115,8 +133,12 @@ static inline bool dtype_op_ok(const struct dcoll_coll *c)
            ((unsigned)c->op < DCOLL_OP_COUNT_ && !dcoll_dtype_is_float(c->dtype));
 }
 
-dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
-                              int root, dcoll_work_t **work, int *source)
+/* The public path, inlined into each public collective: there the kind is
+ * a constant, so the compiler folds every look-up in dcoll_kinds and the
+ * branches on it, and the table costs nothing per call. */
+static inline __attribute__((always_inline)) dcoll_status_t
+coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
+         dcoll_work_t **work, int *source)
 {
     const struct dcoll_kind_info *k = &dcoll_kinds[c->kind];
     const char *fn = c->fn ? c->fn : k->fn;
@@ -142,29 +164,22 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: count %lld is negative", fn,
                            (long long)c->count);
-    /* How many count-sized blocks the largest buffer holds. */
-    int64_t nb = (k->in[0] | k->in[1] | k->out[0] | k->out[1]) &
-                         DCOLL_SPAN_ALL ? (g->size > 0 ? g->size : 1) : 1;
-    /* Divide only for counts that could overflow: most never come near. */
-    if (DCOLL_UNLIKELY(c->count > (INT64_C(1) << 40) / nb &&
-                       c->count > INT64_MAX / (int64_t)esz / nb))
-        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                           "%s: count %lld is too large: %lld block(s) of "
-                           "that many %s elements overflow a 64-bit size",
-                           fn, (long long)c->count, (long long)nb,
-                           dcoll_dtype_name(c->dtype));
+    /* Below 2^28 elements no buffer overflows a 64-bit size (8-byte
+     * elements, fewer than 2^31 blocks): most calls skip the division. */
+    if (DCOLL_UNLIKELY(c->count >= (INT64_C(1) << 28))) {
+        int64_t nb = k->wide && g->size > 0 ? g->size : 1;
+        if (c->count > INT64_MAX / (int64_t)esz / nb)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "%s: count %lld is too large: %lld block(s) "
+                               "of that many %s elements overflow a 64-bit "
+                               "size", fn, (long long)c->count,
+                               (long long)nb, dcoll_dtype_name(c->dtype));
+    }
     /* Buffers every rank must pass; the root's own are checked later. */
-    bool one = k->flags & DCOLL_KF_ONE_BUF;
-    if (one)
-        st = need_buf(fn, "buf", c->kind == DCOLL_COLL_SEND ? c->sendbuf
-                                                            : c->recvbuf,
-                      c->count);
-    else if (k->in[0] && k->in[1])
-        st = need_buf(fn, "sendbuf", c->sendbuf, c->count);
-    if (!st && !one && k->out[0] && k->out[1])
-        st = need_buf(fn, "recvbuf", c->recvbuf, c->count);
-    if (DCOLL_UNLIKELY(st))
-        return st;
+    if (c->count > 0 &&
+        DCOLL_UNLIKELY(((k->every & DCOLL_BUF_SEND) && !c->sendbuf) ||
+                       ((k->every & DCOLL_BUF_RECV) && !c->recvbuf)))
+        return missing_buf(fn, k, c);
     if (k->flags & DCOLL_KF_PEER) {
         if (DCOLL_UNLIKELY(c->tag < 0))
             return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
@@ -178,7 +193,7 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
         if (c->kind == DCOLL_COLL_RECV && root == DCOLL_ANY_SOURCE) {
             c->root = DCOLL_ANY_SOURCE;
         } else {
-            st = dcoll_group_root(g, root, fn, root_name(c->kind), &c->root);
+            st = dcoll_group_root(g, root, fn, k->peer, &c->root);
             if (DCOLL_UNLIKELY(st))
                 return st;
         }
@@ -187,16 +202,17 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
             return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                                "%s: %s %d is this process's own rank; a "
                                "blocking self-%s would never finish (use "
-                               "isend/irecv)", fn, root_name(c->kind), root,
+                               "isend/irecv)", fn, k->peer, root,
                                c->kind == DCOLL_COLL_SEND ? "send" : "recv");
     }
-    if (DCOLL_UNLIKELY((st = check_layout(fn, g, c, (size_t)c->count * esz))))
+    if (!(k->flags & DCOLL_KF_ONE_BUF) &&
+        DCOLL_UNLIKELY((st = check_layout(fn, k, g, c,
+                                          (size_t)c->count * esz))))
         return st;
 
     int device = -1;
     struct dcoll_outcome out;
-    out.source = -1;
-    out.timed_out = false;
+    out.timed_out = false;  /* source: set by a receive that succeeded */
     c->fn = fn;
     /* Numbered, timed and recorded; send and recv are not numbered, since
      * ranks make different numbers of them. */
@@ -237,6 +253,12 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
     return st;
 }
 
+dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
+                              int root, dcoll_work_t **work, int *source)
+{
+    return coll_run(group, c, root, work, source);
+}
+
 #define COLL(...) struct dcoll_coll c = {__VA_ARGS__}
 
 dcoll_status_t dcoll_broadcast(dcoll_group_t *group, void *buf, int64_t count,
@@ -246,7 +268,7 @@ dcoll_status_t dcoll_broadcast(dcoll_group_t *group, void *buf, int64_t count,
 {
     COLL(.kind = DCOLL_COLL_BROADCAST, .recvbuf = buf, .count = count,
          .dtype = dtype, .opts = opts);
-    return dcoll_coll_run(group, &c, root, work, NULL);
+    return coll_run(group, &c, root, work, NULL);
 }
 
 dcoll_status_t dcoll_all_reduce(dcoll_group_t *group, const void *sendbuf,
@@ -258,7 +280,7 @@ dcoll_status_t dcoll_all_reduce(dcoll_group_t *group, const void *sendbuf,
     COLL(.kind = DCOLL_COLL_ALL_REDUCE, .sendbuf = sendbuf,
          .recvbuf = recvbuf, .count = count, .dtype = dtype, .op = op,
          .opts = opts);
-    return dcoll_coll_run(group, &c, 0, work, NULL);
+    return coll_run(group, &c, 0, work, NULL);
 }
 
 dcoll_status_t dcoll_reduce(dcoll_group_t *group, const void *sendbuf,
@@ -268,7 +290,7 @@ dcoll_status_t dcoll_reduce(dcoll_group_t *group, const void *sendbuf,
 {
     COLL(.kind = DCOLL_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
          .count = count, .dtype = dtype, .op = op, .opts = opts);
-    return dcoll_coll_run(group, &c, root, work, NULL);
+    return coll_run(group, &c, root, work, NULL);
 }
 
 dcoll_status_t dcoll_all_gather(dcoll_group_t *group, const void *sendbuf,
@@ -279,7 +301,7 @@ dcoll_status_t dcoll_all_gather(dcoll_group_t *group, const void *sendbuf,
 {
     COLL(.kind = DCOLL_COLL_ALL_GATHER, .sendbuf = sendbuf,
          .recvbuf = recvbuf, .count = count, .dtype = dtype, .opts = opts);
-    return dcoll_coll_run(group, &c, 0, work, NULL);
+    return coll_run(group, &c, 0, work, NULL);
 }
 
 dcoll_status_t dcoll_gather(dcoll_group_t *group, const void *sendbuf,
@@ -289,7 +311,7 @@ dcoll_status_t dcoll_gather(dcoll_group_t *group, const void *sendbuf,
 {
     COLL(.kind = DCOLL_COLL_GATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
          .count = count, .dtype = dtype, .opts = opts);
-    return dcoll_coll_run(group, &c, root, work, NULL);
+    return coll_run(group, &c, root, work, NULL);
 }
 
 dcoll_status_t dcoll_scatter(dcoll_group_t *group, const void *sendbuf,
@@ -299,7 +321,7 @@ dcoll_status_t dcoll_scatter(dcoll_group_t *group, const void *sendbuf,
 {
     COLL(.kind = DCOLL_COLL_SCATTER, .sendbuf = sendbuf, .recvbuf = recvbuf,
          .count = count, .dtype = dtype, .opts = opts);
-    return dcoll_coll_run(group, &c, root, work, NULL);
+    return coll_run(group, &c, root, work, NULL);
 }
 
 dcoll_status_t dcoll_reduce_scatter(dcoll_group_t *group, const void *sendbuf,
@@ -311,7 +333,7 @@ dcoll_status_t dcoll_reduce_scatter(dcoll_group_t *group, const void *sendbuf,
     COLL(.kind = DCOLL_COLL_REDUCE_SCATTER, .sendbuf = sendbuf,
          .recvbuf = recvbuf, .count = count, .dtype = dtype, .op = op,
          .opts = opts);
-    return dcoll_coll_run(group, &c, 0, work, NULL);
+    return coll_run(group, &c, 0, work, NULL);
 }
 
 dcoll_status_t dcoll_all_to_all(dcoll_group_t *group, const void *sendbuf,
@@ -322,7 +344,7 @@ dcoll_status_t dcoll_all_to_all(dcoll_group_t *group, const void *sendbuf,
 {
     COLL(.kind = DCOLL_COLL_ALL_TO_ALL, .sendbuf = sendbuf,
          .recvbuf = recvbuf, .count = count, .dtype = dtype, .opts = opts);
-    return dcoll_coll_run(group, &c, 0, work, NULL);
+    return coll_run(group, &c, 0, work, NULL);
 }
 
 dcoll_status_t dcoll_barrier(dcoll_group_t *group,
@@ -330,7 +352,7 @@ dcoll_status_t dcoll_barrier(dcoll_group_t *group,
                              dcoll_work_t **work)
 {
     COLL(.kind = DCOLL_COLL_BARRIER, .dtype = DCOLL_UINT8, .opts = opts);
-    return dcoll_coll_run(group, &c, 0, work, NULL);
+    return coll_run(group, &c, 0, work, NULL);
 }
 
 dcoll_status_t dcoll_send(dcoll_group_t *group, const void *buf,
@@ -340,7 +362,7 @@ dcoll_status_t dcoll_send(dcoll_group_t *group, const void *buf,
 {
     COLL(.kind = DCOLL_COLL_SEND, .sendbuf = buf, .count = count,
          .dtype = dtype, .tag = tag, .opts = opts);
-    return dcoll_coll_run(group, &c, dst, work, NULL);
+    return coll_run(group, &c, dst, work, NULL);
 }
 
 dcoll_status_t dcoll_recv(dcoll_group_t *group, void *buf, int64_t count,
@@ -350,7 +372,7 @@ dcoll_status_t dcoll_recv(dcoll_group_t *group, void *buf, int64_t count,
 {
     COLL(.kind = DCOLL_COLL_RECV, .recvbuf = buf, .count = count,
          .dtype = dtype, .tag = tag, .opts = opts);
-    return dcoll_coll_run(group, &c, src, work, source);
+    return coll_run(group, &c, src, work, source);
 }
 
 static dcoll_status_t need_work(const char *fn, dcoll_work_t **work)

@@ -31,13 +31,16 @@ static dcoll_status_t complete(struct dcoll_work *w, dcoll_status_t st)
     return st;
 }
 
-/* A backend's end of a work, with a timeout turned into the group's
- * failure. */
-static dcoll_status_t ended(struct dcoll_work *w, dcoll_status_t st,
-                            struct dcoll_outcome *out)
+/* Wait for, or test, the backend's side of w; a timeout it reports
+ * becomes the group's failure. */
+static inline __attribute__((always_inline)) dcoll_status_t
+backend_end(struct dcoll_work *w, int *done)
 {
-    if (DCOLL_UNLIKELY(out->timed_out))
-        st = dcoll_fault_outcome(w->group, out, w->fn, w->seq, w->kind);
+    dcoll_status_t st = done ? w->backend->work_test(w, done)
+                             : w->backend->work_wait(w);
+    if (DCOLL_UNLIKELY(w->report.timed_out))
+        st = dcoll_fault_outcome(w->group, &w->report, w->fn, w->seq,
+                                 w->kind);
     return st;
 }
 
@@ -72,11 +75,7 @@ dcoll_status_t dcoll_work_wait(dcoll_work_t *w)
         return st;
     if (w->done)
         return replay(w);
-    struct dcoll_outcome out;
-    out.source = -1;
-    out.timed_out = false;
-    st = w->backend->work_wait(w, &out);
-    return complete(w, ended(w, st, &out));
+    return complete(w, backend_end(w, NULL));
 }
 
 dcoll_status_t dcoll_work_test(dcoll_work_t *w, int *done)
@@ -92,10 +91,7 @@ dcoll_status_t dcoll_work_test(dcoll_work_t *w, int *done)
         return replay(w);
     }
     int flag = 0;
-    struct dcoll_outcome out;
-    out.source = -1;
-    out.timed_out = false;
-    st = ended(w, w->backend->work_test(w, &flag, &out), &out);
+    st = backend_end(w, &flag);
     if (!st && !flag) {
         *done = 0;
         return DCOLL_SUCCESS;
@@ -136,17 +132,14 @@ dcoll_status_t dcoll_work_free(dcoll_work_t **work)
     dcoll_status_t st = check_work(w, __func__);
     /* After finalize every work has finished (finalize refuses while any
      * is in flight): its handle is still the program's to free. */
-    if (st == DCOLL_ERR_FINALIZED && w->magic == DCOLL_WORK_MAGIC && w->done)
+    if (DCOLL_UNLIKELY(st)) {
+        if (st != DCOLL_ERR_FINALIZED || w->magic != DCOLL_WORK_MAGIC ||
+            !w->done)
+            return st;
         st = DCOLL_SUCCESS;
-    if (st)
-        return st;
-    if (!w->done) {
-        struct dcoll_outcome out;
-        out.source = -1;
-        out.timed_out = false;
-        st = w->backend->work_wait(w, &out);
-        st = complete(w, ended(w, st, &out));
     }
+    if (!w->done)
+        st = complete(w, backend_end(w, NULL));
     if (w->errmsg)
         free(w->errmsg);
     w->magic = DCOLL_DEAD_MAGIC;

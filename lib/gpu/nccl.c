@@ -27,10 +27,8 @@ static dcoll_status_t plugin_error(const char *fn, int rc)
                        "%s: %s", fn, dcoll_gpu_plugin->last_error());
 }
 
-static dcoll_status_t work_test(struct dcoll_work *bw, int *done,
-                                struct dcoll_outcome *out)
+static dcoll_status_t work_test(struct dcoll_work *bw, int *done)
 {
-    (void)out;
     struct nccl_work *w = (struct nccl_work *)bw;
     int rc = dcoll_gpu_plugin->event_poll(w->comm, w->event, done);
     if (rc) {
@@ -40,10 +38,8 @@ static dcoll_status_t work_test(struct dcoll_work *bw, int *done,
     return DCOLL_SUCCESS;
 }
 
-static dcoll_status_t work_wait(struct dcoll_work *bw,
-                                struct dcoll_outcome *out)
+static dcoll_status_t work_wait(struct dcoll_work *bw)
 {
-    (void)out;
     struct nccl_work *w = (struct nccl_work *)bw;
     /* Polled, so that a failed peer ends in NCCL's error or a timeout. */
     int rc = dcoll_gpu_plugin->event_wait(w->comm, w->event, GPU_TIMEOUT);

@@ -150,7 +150,9 @@ static dcoll_status_t run_chunks(struct dcoll_group *g, const struct dcoll_coll 
         int bad = dsend && i + 1 < k &&
                   cu->copy(dhost_in + SPAN(i + 1), dsend + SPAN(i + 1),
                            LEN(i + 1), s->device, s->stream);
-        st = be->work_wait(w, out);
+        st = be->work_wait(w);
+        if (w->report.timed_out)
+            *out = w->report; /* the roll goes with it */
         be->work_release(w);
         w = NULL;
         if (!st && (bad || cu->sync(s->device, s->stream)))
