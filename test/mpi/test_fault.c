@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "dcoll/dcoll.h"
+#include "capture.h"
 #include "procs.h"
 
 #define TIMEOUT 2.0
@@ -42,37 +43,6 @@ static double now(void)
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* stderr into a file while a failure prints its flight recorder. */
-struct capture {
-    int saved;
-    FILE *f;
-};
-
-static void capture_begin(struct capture *c)
-{
-    fflush(stderr);
-    c->f = tmpfile();
-    c->saved = dup(2);
-    if (c->f)
-        dup2(fileno(c->f), 2);
-}
-
-static char *capture_end(struct capture *c)
-{
-    static char text[16384];
-    fflush(stderr);
-    dup2(c->saved, 2);
-    close(c->saved);
-    text[0] = '\0';
-    if (c->f) {
-        rewind(c->f);
-        size_t n = fread(text, 1, sizeof(text) - 1, c->f);
-        text[n] = '\0';
-        fclose(c->f);
-    }
-    return text;
 }
 
 static dcoll_group_t *group_with_timeout(double seconds)

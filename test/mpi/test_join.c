@@ -4,7 +4,10 @@
  *   test_join child env              one process of dcollrun's job
  *   test_join mpirun                 under mpirun: mpi://, env://, tcp://
  *   test_join fail | signal          a process fails: spawn reports it,
- *                                    and nothing is left running */
+ *                                    and nothing is left running
+ *   test_join refused                the join succeeds, then dcoll_init
+ *                                    fails: nothing it started is left */
+#include <dirent.h>
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -140,6 +143,61 @@ static int failing(int rank, void *arg)
     return body(url, rank, 4);
 }
 
+/* Processes named comm whose parent is this one. */
+static int children(const char *comm)
+{
+    int n = 0;
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[300], buf[512];
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        int ppid = -1;
+        char state = 0;
+        /* pid (comm) state ppid: comm may hold spaces, so after ')'. */
+        if (fgets(buf, sizeof(buf), f)) {
+            const char *close = strrchr(buf, ')');
+            if (close)
+                sscanf(close + 1, " %c %d", &state, &ppid);
+        }
+        fclose(f);
+        char name[64];
+        snprintf(name, sizeof(name), "(%s)", comm);
+        if (ppid == getpid() && state != 'Z' && strstr(buf, name)) {
+            fprintf(stderr, "[%d] child left: %s", getpid(), buf);
+            n++;
+        }
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* A joined world refused after the join (the ranks disagree on the debug
+ * mode): dcoll_init fails on each, leaving no server running. */
+static int refused(int rank, void *arg)
+{
+    (void)arg;
+    if (rank == 1)
+        setenv("DCOLL_DEBUG", "detail", 1);
+    dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
+    p.mask = DCOLL_INIT_PARAM_URL | DCOLL_INIT_PARAM_TIMEOUT;
+    p.url = "env://";
+    p.timeout = 60;
+    dcoll_status_t st = dcoll_init(&p);
+    CHECK(st == DCOLL_ERR_INVALID_ARGUMENT &&
+              strstr(dcoll_last_error(), "disagree on DCOLL_DEBUG"),
+          "rank %d: init status %d", rank, st);
+    /* OpenMPI's own orted stays, as for any singleton; dcoll's server
+     * must not. */
+    CHECK(children("ompi-server") == 0, "rank %d: dcoll_init failed but "
+          "left its ompi-server running", rank);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
@@ -211,6 +269,13 @@ int main(int argc, char **argv)
                    rc ? "FAILED" : "ok");
         MPI_Finalize();
         return rc;
+    }
+    if (!strcmp(mode, "refused")) {
+        dcoll_spawn_failure_t f;
+        dcoll_status_t st = dcoll_spawn(refused, NULL, 2, NULL, &f);
+        printf("refused after the join: %s\n",
+               st ? dcoll_last_error() : "ok");
+        return st != DCOLL_SUCCESS;
     }
     if (!strcmp(mode, "fail") || !strcmp(mode, "signal")) {
         char dir[] = "/tmp/dcoll-fail-XXXXXX";
