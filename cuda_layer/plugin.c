@@ -1,5 +1,5 @@
 /* The CUDA plugin's entry: what the core asks of CUDA and NCCL. Built as
- * its own shared object (libdcoll_cuda.so) and loaded by lib/plugin.c, so
+ * its own shared object (libdcoll_cuda.so) and loaded by lib/gpu/plugin.c, so
  * the core never links CUDA; on a machine without a GPU it loads, probes,
  * and reports why it has nothing to offer. */
 #include <dlfcn.h>

@@ -86,8 +86,9 @@ static inline MPI_Comm dcoll_mpi_ctl_of(const struct dcoll_group *g)
 
 /* watch.c: wait for n requests until deadline (a dcoll_now() time;
  * INFINITY: plain MPI_Wait). On time out, ask the group's ranks where they
- * are, make g unusable and return DCOLL_ERR_TIMEOUT naming call fn, the
- * group's collective #seq of the given kind (seq 0: a send or receive). */
+ * are about the group's collective #seq (seq 0: a send or receive: no one
+ * is asked), report it in *out and return DCOLL_ERR_TIMEOUT; the core
+ * decides what that does to the group. */
 struct dcoll_watch {
     double deadline;
     uint64_t seq;

@@ -89,12 +89,14 @@ dcoll_status_t dcoll_launch_join(const struct dcoll_comm_ops *svc,
                                "processes without an MPI launcher need");
     }
     if (!(st = svc->join_use(uri)) &&
-        !(st = svc->join_begin(thread_level, joined)) &&
-        !(st = admit(svc, store, rank, size, port, joined)))
-        st = svc->join_end(rank == 0 ? port : NULL, *joined, rank, size,
-                           fcomm);
-    else if (rank == 0)
-        svc->join_end(port, NULL, rank, size, fcomm);
+        !(st = svc->join_begin(thread_level, joined)))
+        st = admit(svc, store, rank, size, port, joined);
+    /* Rank 0's port closes either way; a joined world is checked. */
+    dcoll_status_t est = svc->join_end(rank == 0 ? port : NULL,
+                                       st ? NULL : *joined, rank, size,
+                                       fcomm);
+    if (!st)
+        st = est;
     if (st) {
         svc->join_free(*joined);
         *joined = NULL;
