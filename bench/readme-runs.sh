@@ -1,6 +1,7 @@
 #!/bin/sh
-# Re-make every figure in bench/README.md into bench/results/ (about fifteen
-# minutes on a 2-core machine; nothing else should run meanwhile).
+# Re-make every figure in bench/README.md into bench/results/ (about
+# twenty-five minutes on a 2-core machine; nothing else should run
+# meanwhile).
 #   bench/readme-runs.sh [BUILD_DIR]
 set -eu
 build=${1:-build}
@@ -29,6 +30,38 @@ for t in float32 float16 bfloat16; do
     $run 4 600 "$perf" -b 16M -e 16M -R 7 -d $t -o "$res/np4-$t-16M.csv" \
         all_reduce
 done >"$res/np4-half.txt"
-# Instructions per call (callgrind), twice to show they repeat.
+# The same 16-bit calls with the vector kernels off (a setting changed).
+for t in float16 bfloat16; do
+    DCOLL_NO_HALF_VEC=1 $run 4 600 "$perf" -b 16M -e 16M -R 7 -d $t all_reduce
+done >"$res/np4-half-scalar.txt"
+# Timeouts: the same binary with and without a deadline.
+for t in 0 1800; do
+    for np in 2 4; do
+        DCOLL_TIMEOUT=$t $run $np 300 "$perf" -b 8 -e 16M -f 8 -R 9 \
+            all_reduce broadcast >"$res/timeout-np$np-t$t.txt"
+    done
+    DCOLL_TIMEOUT=$t $run 4 300 "$perf" -b 8 -e 32K -f 8 -R 7 reduce \
+        all_gather gather scatter reduce_scatter all_to_all barrier \
+        >"$res/timeout-other-np4-t$t.txt"
+done
+# No deadline, no recorder, against the A/A noise, on 2 ranks.
+{
+    echo "# DCOLL_TIMEOUT=0 DCOLL_FLIGHT_RECORDER=0 test/mpirun.sh 2 300" \
+         "build/bench/dcoll-perf -b 8 -e 4K -f 8 -R 11 [-A] all_reduce" \
+         "broadcast"
+    echo "# columns: [-A] size(B) redop dcoll(us) raw(us) ratio +us"
+    for a in "" -A; do
+        DCOLL_TIMEOUT=0 DCOLL_FLIGHT_RECORDER=0 $run 2 300 "$perf" $a -b 8 \
+            -e 4K -f 8 -R 11 all_reduce broadcast |
+            awk -v a="$a" '!/^#/ && NF { print a, $1, $4, $6, $10, $13, $14 }'
+    done
+} >"$res/debug-off-np2.txt"
+# Instructions per call (callgrind), twice to show they repeat; then with
+# the deadline and recorder switched off and on.
 "$here/overhead.sh" "$build" 2 >"$res/overhead.txt"
+for env in "DCOLL_TIMEOUT=0 DCOLL_FLIGHT_RECORDER=0" "DCOLL_TIMEOUT=0" \
+           "DCOLL_TIMEOUT=1800"; do
+    echo "== $env"
+    env $env "$here/overhead.sh" "$build" 1 | sed 1d
+done >"$res/overhead-fault.txt"
 "$here/plot.sh" "$res/np4-float32.csv" "$res/np4"
