@@ -44,7 +44,11 @@ typedef struct dcoll_backend_call {
 } dcoll_backend_call_t;
 
 /** A backend: a versioned table of functions. dcoll calls them from the
- *  thread that called dcoll. */
+ *  thread that called dcoll. A table of an older version is accepted and
+ *  read by that version's size; fields a later version adds are taken as
+ *  absent. Later versions may also add call kinds: a backend answers
+ *  DCOLL_ERR_UNSUPPORTED for a kind it does not know, and the caller gets
+ *  that status with a message naming the backend and the kind. */
 typedef struct dcoll_backend_ops {
     uint32_t version;   /**< DCOLL_BACKEND_OPS_VERSION */
     /** Collective over a group that selects the backend (the world at
@@ -67,7 +71,8 @@ typedef struct dcoll_backend_ops {
  *  then select. dcoll copies @p ops; @p arg goes to group_create. Built
  *  in: "auto", "mpi" and "nccl".
  *  @return DCOLL_ERR_INVALID_ARGUMENT for a name registered already, or an
- *          ops table of another version or lacking a function. */
+ *          ops table of a version this library does not know (0, or newer
+ *          than DCOLL_BACKEND_OPS_VERSION) or lacking a function. */
 DCOLL_API dcoll_status_t dcoll_register_backend(const char *name,
                                                 const dcoll_backend_ops_t *ops,
                                                 void *arg);
