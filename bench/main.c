@@ -351,7 +351,9 @@ int main(int argc, char **argv)
         .check = true, .ntensors = 1000,
     };
     int world, provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided);
+    /* What dcoll_init asks for when it starts MPI: the watchdog needs it
+     * to ask other ranks where they are. Both sides run under it. */
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world);
 
@@ -383,6 +385,13 @@ int main(int argc, char **argv)
 
     if (dcoll_init_comm(MPI_COMM_WORLD))
         die("dcoll_init", "");
+    if (world_rank == 0) {
+        const char *t = getenv("DCOLL_TIMEOUT"), *m = getenv("DCOLL_ON_TIMEOUT");
+        printf("# settings: DCOLL_TIMEOUT=%s, DCOLL_ON_TIMEOUT=%s, MPI thread "
+               "level %s\n", t && *t ? t : "(unset: 1800 s)",
+               m && *m ? m : "(unset: abort)",
+               provided == MPI_THREAD_MULTIPLE ? "multiple" : "below multiple");
+    }
     struct perf_ctx c = {.o = &o, .group = NULL};
     char gname[64] = "the world";
     if (o.members) {

@@ -1,7 +1,8 @@
-/* Host collectives over MPI. A group with a timeout posts the nonblocking
- * forms, or small.c's point-to-point ones for small calls, and polls them
- * against its deadline (watch.c); a group without one (timeout 0) makes
- * blocking calls. Counts above
+/* Host collectives over MPI. A blocking call is MPI's blocking call (the
+ * core's watchdog watches it), except on a group that returns from a
+ * timeout (DCOLL_ON_TIMEOUT_RETURN): there it posts the nonblocking form,
+ * or small.c's point-to-point ones for small calls, and polls them
+ * against its deadline (watch.c). Counts above
  * INT_MAX become derived types, or chunks for reductions (MPI's built-in
  * ops take built-in types only). */
 #include <limits.h>
@@ -399,7 +400,7 @@ static dcoll_status_t mpi_coll(struct dcoll_group *g,
                                struct dcoll_work **work,
                                struct dcoll_outcome *out)
 {
-    if (!work && g->timeout > 0)
+    if (!work && g->timeout > 0 && g->recoverable)
         return run_watched(g, c, out);
     if (!work) {
         struct post p = {NULL, 0};

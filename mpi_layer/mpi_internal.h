@@ -111,6 +111,15 @@ dcoll_status_t dcoll_mpi_small(struct dcoll_group *g,
  * ask the ranks where they are and report it in wt->out. */
 dcoll_status_t dcoll_mpi_timed_out(struct dcoll_group *g,
                                    const struct dcoll_watch *wt);
+/* The watchdog's services (struct dcoll_comm_ops). */
+bool dcoll_mpi_threaded(void);
+bool dcoll_mpi_serve(struct dcoll_group *g, struct dcoll_verdict *v);
+void dcoll_mpi_ack(struct dcoll_group *g, int to);
+dcoll_status_t dcoll_mpi_roll_call(struct dcoll_group *g, uint64_t seq,
+                                   struct dcoll_roll *roll);
+bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,
+                    const struct dcoll_roll *roll);
+void dcoll_mpi_abort_job(struct dcoll_group *world, int code);
 /* After a failed post: let the n requests already posted end (until the
  * deadline, then free them), keeping the failure's message. */
 void dcoll_mpi_settle(struct dcoll_group *g, const struct dcoll_watch *wt,

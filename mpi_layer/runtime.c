@@ -73,7 +73,9 @@ static dcoll_status_t check_level(int thread_level, int provided,
 dcoll_status_t dcoll_mpi_init(int thread_level)
 {
     int provided;
-    int want = thread_level < 0 ? DCOLL_THREAD_SERIALIZED : thread_level;
+    /* None asked: multiple, so that the watchdog may ask other ranks
+     * where they are (it costs OpenMPI 4 nothing measurable). */
+    int want = thread_level < 0 ? DCOLL_THREAD_MULTIPLE : thread_level;
     int rc = MPI_Init_thread(NULL, NULL, levels[want], &provided);
     if (rc != MPI_SUCCESS)
         return dcoll_mpi_error(rc, "MPI_Init_thread");

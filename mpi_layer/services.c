@@ -24,4 +24,10 @@ const struct dcoll_comm_ops dcoll_mpi_services = {
     .join_end = dcoll_mpi_join_end,
     .join_free = dcoll_mpi_join_free,
     .join_stop = dcoll_mpi_join_stop,
+    .threaded = dcoll_mpi_threaded,
+    .serve = dcoll_mpi_serve,
+    .ack = dcoll_mpi_ack,
+    .roll_call = dcoll_mpi_roll_call,
+    .tell = dcoll_mpi_tell,
+    .abort_job = dcoll_mpi_abort_job,
 };

@@ -3,11 +3,19 @@
  *
  * The roll call runs on the group's control twin, in point-to-point
  * messages that never match the program's: the rank whose call timed out
- * asks every other rank where it is; a rank that has waited on the group
- * for a while answers from its own poll loop; a rank that never answers
- * within the grace time did not arrive. An ask also proves that its
- * sender reached that call, so ranks timing out together count each other
- * even when one has already returned. */
+ * asks every other rank where it is, and each answers with its latest
+ * call on the group, that call's form and whether it is waiting in it.
+ * Asks are answered by the watchdog thread where MPI allows one
+ * (MPI_THREAD_MULTIPLE), whatever the rank is doing, and by a rank that
+ * has waited on the group for a while from its own poll loop; a rank that
+ * never answers within the grace time is silent (stopped or gone). An ask
+ * also proves that its sender reached that call, so ranks timing out
+ * together count each other even when one has already returned. Matched
+ * probes (MPI_Improbe) keep two threads serving one twin apart.
+ *
+ * In DCOLL_ON_TIMEOUT_ABORT mode the rank that found the hang then tells
+ * the others (a verdict), each prints its side and acknowledges, and the
+ * job ends. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,8 +24,39 @@
 
 #define TAG_ASK 1
 #define TAG_ANSWER 2
+#define TAG_VERDICT 3
+#define TAG_ACK 4
 #define GRACE 1.0     /* seconds a roll call waits for answers */
 #define QUIET 0.05    /* seconds of waiting before a rank answers asks */
+#define ANSWER_LEN 5  /* asked seq, latest seq, kind, form, busy */
+
+/* What this rank says of itself about g. The fields are the calling
+ * thread's, read here perhaps from the watchdog's: each is read once. */
+static void answer_of(struct dcoll_group *g, int64_t asked, int64_t *a)
+{
+    a[0] = asked;
+    a[1] = (int64_t)DCOLL_PEEK(g->seq);
+    a[2] = DCOLL_PEEK(g->cur_kind);
+    a[3] = DCOLL_PEEK(g->cur_form);
+    a[4] = DCOLL_PEEK(g->busy_start) > 0;
+}
+
+/* Receive one message of tag from anyone, if there is one: a matched
+ * probe, so another thread serving the same twin cannot take it between
+ * the probe and the receive. */
+static bool take(MPI_Comm ctl, int tag, int64_t *buf, int n, int *from)
+{
+    int flag = 0;
+    MPI_Message m;
+    MPI_Status s;
+    if (MPI_Improbe(MPI_ANY_SOURCE, tag, ctl, &flag, &m, &s) !=
+            MPI_SUCCESS || !flag)
+        return false;
+    if (MPI_Mrecv(buf, n, MPI_INT64_T, &m, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+        return false;
+    *from = s.MPI_SOURCE;
+    return true;
+}
 
 /* Answer every pending ask; with roll, also note the askers that were in
  * call #seq themselves. */
@@ -25,23 +64,93 @@ static void serve_asks(struct dcoll_group *g, struct dcoll_roll *roll,
                        uint64_t seq)
 {
     MPI_Comm ctl = dcoll_mpi_ctl_of(g);
-    for (;;) {
-        int flag = 0;
-        MPI_Status s;
-        if (MPI_Iprobe(MPI_ANY_SOURCE, TAG_ASK, ctl, &flag, &s) != MPI_SUCCESS
-            || !flag)
-            return;
-        int64_t asked;
-        if (MPI_Recv(&asked, 1, MPI_INT64_T, s.MPI_SOURCE, TAG_ASK, ctl,
-                     MPI_STATUS_IGNORE) != MPI_SUCCESS)
-            return;
-        int64_t answer[3] = {asked, (int64_t)g->seq, g->cur_kind};
+    int64_t asked;
+    int from;
+    while (take(ctl, TAG_ASK, &asked, 1, &from)) {
+        int64_t answer[ANSWER_LEN];
+        answer_of(g, asked, answer);
         /* Small enough to go eagerly: the asker is polling for it. */
-        MPI_Send(answer, 3, MPI_INT64_T, s.MPI_SOURCE, TAG_ANSWER, ctl);
+        MPI_Send(answer, ANSWER_LEN, MPI_INT64_T, from, TAG_ANSWER, ctl);
         if (roll && (uint64_t)asked == seq &&
-            roll->state[s.MPI_SOURCE] == DCOLL_ROLL_SILENT)
-            roll->state[s.MPI_SOURCE] = DCOLL_ROLL_SAME;
+            roll->state[from] == DCOLL_ROLL_SILENT) {
+            roll->state[from] = DCOLL_ROLL_SAME;
+            roll->seq[from] = seq;
+            roll->kind[from] = -1;   /* known only to be in it */
+        }
     }
+}
+
+/* A verdict on the wire: seq, kind, n, then per rank state, seq, kind,
+ * form, busy. */
+#define VERDICT_HEAD 3
+#define VERDICT_EACH 5
+
+bool dcoll_mpi_serve(struct dcoll_group *g, struct dcoll_verdict *v)
+{
+    serve_asks(g, NULL, 0);
+    MPI_Comm ctl = dcoll_mpi_ctl_of(g);
+    int flag = 0, len = 0;
+    MPI_Message m;
+    MPI_Status s;
+    if (MPI_Improbe(MPI_ANY_SOURCE, TAG_VERDICT, ctl, &flag, &m, &s) !=
+            MPI_SUCCESS || !flag)
+        return false;
+    MPI_Get_count(&s, MPI_INT64_T, &len);
+    int64_t *said = malloc(sizeof(int64_t) * (size_t)(len > 0 ? len : 1));
+    if (!said) {
+        int64_t none;
+        MPI_Mrecv(&none, 0, MPI_INT64_T, &m, MPI_STATUS_IGNORE);
+        return false;
+    }
+    if (MPI_Mrecv(said, len, MPI_INT64_T, &m, MPI_STATUS_IGNORE) !=
+            MPI_SUCCESS || len < VERDICT_HEAD) {
+        free(said);
+        return false;
+    }
+    v->from = s.MPI_SOURCE;
+    v->seq = (uint64_t)said[0];
+    v->kind = (int)said[1];
+    v->roll = (struct dcoll_roll){0};
+    int n = (int)said[2];
+    struct dcoll_roll *r = &v->roll;
+    if (n == g->size && len == VERDICT_HEAD + VERDICT_EACH * n &&
+        (r->state = calloc((size_t)n, 1)) &&
+        (r->seq = calloc((size_t)n, sizeof(uint64_t))) &&
+        (r->kind = calloc((size_t)n, sizeof(int))) &&
+        (r->form = calloc((size_t)n, 1)) && (r->busy = calloc((size_t)n, 1))) {
+        r->n = n;
+        for (int i = 0; i < n; i++) {
+            const int64_t *e = said + VERDICT_HEAD + VERDICT_EACH * i;
+            r->state[i] = (unsigned char)e[0];
+            r->seq[i] = (uint64_t)e[1];
+            r->kind[i] = (int)e[2];
+            r->form[i] = (unsigned char)e[3];
+            r->busy[i] = (unsigned char)e[4];
+        }
+    } else {
+        dcoll_roll_free(r);
+    }
+    free(said);
+    return true;
+}
+
+void dcoll_mpi_ack(struct dcoll_group *g, int to)
+{
+    int64_t one = 1;
+    MPI_Send(&one, 1, MPI_INT64_T, to, TAG_ACK, dcoll_mpi_ctl_of(g));
+}
+
+bool dcoll_mpi_threaded(void)
+{
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&provided);
+    return provided == MPI_THREAD_MULTIPLE;
+}
+
+void dcoll_mpi_abort_job(struct dcoll_group *world, int code)
+{
+    MPI_Abort(world->comm ? dcoll_mpi_comm_of(world) : MPI_COMM_WORLD,
+              code);
 }
 
 static int silent(const struct dcoll_roll *roll)
@@ -62,44 +171,58 @@ static bool roll_call(struct dcoll_group *g, uint64_t seq,
     roll->state = calloc((size_t)n, 1);
     roll->seq = calloc((size_t)n, sizeof(uint64_t));
     roll->kind = calloc((size_t)n, sizeof(int));
+    roll->form = calloc((size_t)n, 1);
+    roll->busy = calloc((size_t)n, 1);
     /* The ask outlives this call if a send never completes. */
     int64_t *ask = malloc(sizeof(*ask));
     MPI_Request *rq = malloc(sizeof(MPI_Request) * (size_t)n);
-    if (!roll->state || !roll->seq || !roll->kind || !ask || !rq) {
+    if (!roll->state || !roll->seq || !roll->kind || !roll->form ||
+        !roll->busy || !ask || !rq) {
         free(ask);
         free(rq);
         return false;
     }
     *ask = (int64_t)seq;
+    int64_t me[ANSWER_LEN];
+    answer_of(g, (int64_t)seq, me);
     roll->state[g->rank] = DCOLL_ROLL_SAME;
+    roll->seq[g->rank] = seq;
+    roll->kind[g->rank] = (int)me[2];
+    roll->form[g->rank] = (unsigned char)me[3];
+    roll->busy[g->rank] = 1;
     int nrq = 0;
     for (int r = 0; r < n; r++)
         if (r != g->rank &&
             MPI_Isend(ask, 1, MPI_INT64_T, r, TAG_ASK, ctl, &rq[nrq]) ==
                 MPI_SUCCESS)
             nrq++;
-    double end = dcoll_now() + GRACE;
-    while (silent(roll) && dcoll_now() < end) {
+    /* Until every rank has answered for itself (an ask only proves the
+     * asker was in the call), or the grace time is up. */
+    unsigned char *got = calloc((size_t)n, 1);
+    int answered = 1;
+    double t0 = dcoll_now(), end = t0 + GRACE;
+    for (double now = t0; got && answered < n && now < end;
+         now = dcoll_now()) {
+        /* Everyone accounted for, some only by their own asks: a short
+         * while more for their answers, which carry the call's form. */
+        if (!silent(roll) && now > t0 + GRACE / 4)
+            break;
         serve_asks(g, roll, seq);
-        int flag = 0;
-        MPI_Status s;
-        if (MPI_Iprobe(MPI_ANY_SOURCE, TAG_ANSWER, ctl, &flag, &s) !=
-            MPI_SUCCESS)
-            break;
-        if (!flag)
-            continue;
-        int64_t a[3];
-        if (MPI_Recv(a, 3, MPI_INT64_T, s.MPI_SOURCE, TAG_ANSWER, ctl,
-                     MPI_STATUS_IGNORE) != MPI_SUCCESS)
-            break;
-        if ((uint64_t)a[0] != seq)
-            continue; /* an answer to an older roll call */
-        int r = s.MPI_SOURCE;
+        int64_t a[ANSWER_LEN];
+        int r;
+        if (!take(ctl, TAG_ANSWER, a, ANSWER_LEN, &r) ||
+            (uint64_t)a[0] != seq || got[r])
+            continue; /* nothing, or an answer to an older roll call */
+        got[r] = 1;
+        answered++;
         roll->state[r] = (uint64_t)a[1] == seq ? DCOLL_ROLL_SAME
                                                : DCOLL_ROLL_OTHER;
         roll->seq[r] = (uint64_t)a[1];
         roll->kind[r] = (int)a[2];
+        roll->form[r] = (unsigned char)a[3];
+        roll->busy[r] = (unsigned char)a[4];
     }
+    free(got);
     int done = 0;
     MPI_Testall(nrq, rq, &done, MPI_STATUSES_IGNORE);
     if (done) {
@@ -112,6 +235,88 @@ static bool roll_call(struct dcoll_group *g, uint64_t seq,
     }
     free(rq);
     return true;
+}
+
+dcoll_status_t dcoll_mpi_roll_call(struct dcoll_group *g, uint64_t seq,
+                                   struct dcoll_roll *roll)
+{
+    *roll = (struct dcoll_roll){0};
+    if (roll_call(g, seq, roll))
+        return DCOLL_SUCCESS;
+    dcoll_roll_free(roll);
+    return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for a roll call of "
+                       "%d ranks", g->size);
+}
+
+bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,
+                    const struct dcoll_roll *roll)
+{
+    MPI_Comm ctl = dcoll_mpi_ctl_of(g);
+    int n = g->size, nrq = 0, waiting = 0;
+    int len = VERDICT_HEAD + (roll->n == n ? VERDICT_EACH * n : 0);
+    /* Outlives this call if a send never completes. */
+    int64_t *said = malloc(sizeof(int64_t) * (size_t)len);
+    unsigned char *told = calloc((size_t)n, 1);
+    MPI_Request *rq = malloc(sizeof(MPI_Request) * (size_t)n);
+    if (!said || !told || !rq) {
+        free(said);
+        free(told);
+        free(rq);
+        return false;
+    }
+    said[0] = (int64_t)seq;
+    said[1] = kind;
+    said[2] = len > VERDICT_HEAD ? n : 0;
+    for (int i = 0; len > VERDICT_HEAD && i < n; i++) {
+        int64_t *e = said + VERDICT_HEAD + VERDICT_EACH * i;
+        e[0] = roll->state[i];
+        e[1] = (int64_t)roll->seq[i];
+        e[2] = roll->kind[i];
+        e[3] = roll->form[i];
+        e[4] = roll->busy[i];
+    }
+    for (int r = 0; r < n; r++) {
+        /* A silent rank would never take it. */
+        if (r == g->rank || (roll->n && roll->state[r] == DCOLL_ROLL_SILENT))
+            continue;
+        if (MPI_Isend(said, len, MPI_INT64_T, r, TAG_VERDICT, ctl,
+                      &rq[nrq]) == MPI_SUCCESS) {
+            nrq++;
+            told[r] = 1;
+            waiting++;
+        }
+    }
+    double end = dcoll_now() + GRACE;
+    bool defer = false;
+    while (waiting && dcoll_now() < end) {
+        serve_asks(g, NULL, 0);
+        int64_t one;
+        int from;
+        if (take(ctl, TAG_ACK, &one, 1, &from) && told[from]) {
+            told[from] = 0;
+            waiting--;
+        }
+        /* Another rank found the same hang at once: acknowledge it, and
+         * leave ending the job to the lower rank (one MPI_Abort). */
+        struct dcoll_verdict v;
+        if (dcoll_mpi_serve(g, &v)) {
+            dcoll_roll_free(&v.roll);
+            dcoll_mpi_ack(g, v.from);
+            defer |= v.from < g->rank;
+        }
+    }
+    int done = 0;
+    MPI_Testall(nrq, rq, &done, MPI_STATUSES_IGNORE);
+    if (done) {
+        free(said);
+    } else {
+        for (int i = 0; i < nrq; i++)
+            if (rq[i] != MPI_REQUEST_NULL)
+                MPI_Request_free(&rq[i]);
+    }
+    free(rq);
+    free(told);
+    return defer;
 }
 
 dcoll_status_t dcoll_mpi_timed_out(struct dcoll_group *g,

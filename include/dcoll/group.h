@@ -17,6 +17,7 @@ typedef struct dcoll_group dcoll_group_t;
 /* Bits of dcoll_group_params_t.mask. */
 #define DCOLL_GROUP_PARAM_BACKEND (UINT64_C(1) << 0)
 #define DCOLL_GROUP_PARAM_TIMEOUT (UINT64_C(1) << 1)
+#define DCOLL_GROUP_PARAM_ON_TIMEOUT (UINT64_C(1) << 2)
 
 typedef struct dcoll_group_params {
     uint64_t mask;        /**< which fields below are set */
@@ -26,14 +27,18 @@ typedef struct dcoll_group_params {
                                buffers only), or a registered name;
                                case-insensitive */
     double timeout;       /**< seconds a host collective on the group may
-                               wait for the other ranks before it returns
-                               DCOLL_ERR_TIMEOUT and the group becomes
-                               unusable; default: the world's. 0: wait
-                               forever, through blocking MPI calls. Every
-                               member must agree on whether it is 0 */
+                               wait for the other ranks before on_timeout
+                               applies; default: the world's. 0: wait
+                               forever. Every member must agree on whether
+                               it is 0 */
+    int on_timeout;       /**< dcoll_on_timeout_t (init.h): end the job
+                               with a report (ABORT), or return
+                               DCOLL_ERR_TIMEOUT and make the group
+                               unusable (RETURN); default: the world's.
+                               Every member must choose the same */
 } dcoll_group_params_t;
 
-#define DCOLL_GROUP_PARAMS_INIT {0, NULL, 0.0}
+#define DCOLL_GROUP_PARAMS_INIT {0, NULL, 0.0, 0}
 
 /* Rank a process that is not in a group sees for itself. */
 #define DCOLL_NON_MEMBER (-1)

@@ -24,6 +24,24 @@ typedef enum dcoll_thread_level {
 #define DCOLL_INIT_PARAM_BACKEND      (UINT64_C(1) << 3)
 #define DCOLL_INIT_PARAM_TIMEOUT      (UINT64_C(1) << 4)
 #define DCOLL_INIT_PARAM_COLL_TIMEOUT (UINT64_C(1) << 5)
+#define DCOLL_INIT_PARAM_ON_TIMEOUT   (UINT64_C(1) << 6)
+
+/* What a collective that outlasts its group's timeout does. */
+typedef enum dcoll_on_timeout {
+    /* Blocking calls are MPI's own blocking calls; a watchdog thread
+     * notices one that has passed its deadline, asks the group's ranks
+     * where they are, prints the report and the flight recorder on every
+     * rank, and ends the job (exit code DCOLL_HANG_EXIT_CODE). */
+    DCOLL_ON_TIMEOUT_ABORT = 0,
+    /* Blocking calls post MPI's nonblocking ones (or dcoll's own
+     * point-to-point ones for small calls) and poll them: a timed-out call
+     * returns DCOLL_ERR_TIMEOUT and the program carries on, the group
+     * unusable. Costs up to several times the latency of small calls. */
+    DCOLL_ON_TIMEOUT_RETURN = 1
+} dcoll_on_timeout_t;
+
+/* The exit code of a job that the watchdog ended (DCOLL_ON_TIMEOUT_ABORT). */
+#define DCOLL_HANG_EXIT_CODE 3
 
 typedef struct dcoll_init_params {
     uint64_t mask;          /**< which fields below are set; 0: all defaults */
@@ -43,7 +61,10 @@ typedef struct dcoll_init_params {
                                  (MPI_Comm_c2f); default MPI_COMM_WORLD.
                                  dcoll duplicates it. */
     int thread_level;       /**< dcoll_thread_level_t requested if dcoll
-                                 starts MPI; default SERIALIZED */
+                                 starts MPI; default MULTIPLE, which the
+                                 watchdog needs to ask other ranks where
+                                 they are (below it, a hang is reported
+                                 from the stuck rank alone) */
     const char *backend;    /**< world backend: "auto" (default), "mpi",
                                  "nccl" or a registered name (see
                                  dcoll_group_params_t), case-insensitive */
@@ -51,9 +72,11 @@ typedef struct dcoll_init_params {
                                  300 */
     double coll_timeout;    /**< seconds a host collective on the world
                                  (and by default on new groups) may wait
-                                 for the other ranks; then it returns
-                                 DCOLL_ERR_TIMEOUT naming the ranks that
-                                 had not arrived, and the group is
+                                 for the other ranks; then the report
+                                 names the ranks that had not arrived and
+                                 on_timeout says what follows: the job
+                                 ends, or the call returns
+                                 DCOLL_ERR_TIMEOUT and the group is
                                  unusable (DCOLL_ERR_GROUP_FAILED). Default
                                  $DCOLL_TIMEOUT, else 1800. 0: wait
                                  forever, through blocking MPI calls.
@@ -64,9 +87,15 @@ typedef struct dcoll_init_params {
                                  DCOLL_FLIGHT_RECORDER=N keeps each group's
                                  last N calls (default 16, 0: none) and
                                  prints them on a timeout or mismatch */
+    int on_timeout;         /**< dcoll_on_timeout_t for the world and, by
+                                 default, new groups: what a call that
+                                 outlasts coll_timeout does. Default
+                                 $DCOLL_ON_TIMEOUT ("abort" or "return"),
+                                 else DCOLL_ON_TIMEOUT_ABORT. Every rank
+                                 must choose the same */
 } dcoll_init_params_t;
 
-#define DCOLL_INIT_PARAMS_INIT {0, NULL, 0, 0, NULL, 0.0, 0.0}
+#define DCOLL_INIT_PARAMS_INIT {0, NULL, 0, 0, NULL, 0.0, 0.0, 0}
 
 /** Make the world group. Starts MPI (MPI_Init_thread) only if it is not
  *  running yet, and then finalizes it in dcoll_finalize (also after a

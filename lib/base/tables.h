@@ -20,6 +20,7 @@ struct dcoll_coll {
     int root;               /* GROUP rank of root/src/dst, or ANY_SOURCE */
     int tag;
     bool in_place;          /* the public call's in-place pattern was used */
+    bool async;             /* posted with a work handle */
     const dcoll_coll_opts_t *opts;
     const char *fn;         /* public name for messages; NULL: by kind */
     double start;           /* dcoll_now() when it began, 0 if unread */
@@ -28,17 +29,23 @@ struct dcoll_coll {
     uint64_t fid;           /* its flight recorder entry, 0: none */
 };
 
+/* The form a counted call took on a rank (roll calls, debug checks):
+ * MPI never matches a blocking collective with a nonblocking one. */
+enum dcoll_form { DCOLL_FORM_NONE, DCOLL_FORM_BLOCKING, DCOLL_FORM_ASYNC };
+
 /* How the ranks of a group stood when a call ran out of time. */
 enum dcoll_roll_state {
     DCOLL_ROLL_SILENT,   /* no answer */
     DCOLL_ROLL_SAME,     /* in the same call */
-    DCOLL_ROLL_OTHER,    /* in another call on the group: seq, kind */
+    DCOLL_ROLL_OTHER,    /* at another call on the group: seq, kind */
 };
 struct dcoll_roll {
     int n;               /* 0: no roll call was made */
     unsigned char *state;
-    uint64_t *seq;
+    uint64_t *seq;       /* each rank's latest call on the group */
     int *kind;
+    unsigned char *form; /* enum dcoll_form of that call */
+    unsigned char *busy; /* waiting inside a blocking call on the group */
 };
 
 static inline void dcoll_roll_free(struct dcoll_roll *r)
@@ -46,11 +53,20 @@ static inline void dcoll_roll_free(struct dcoll_roll *r)
     free(r->state);
     free(r->seq);
     free(r->kind);
-    r->n = 0;
-    r->state = NULL;
-    r->seq = NULL;
-    r->kind = NULL;
+    free(r->form);
+    free(r->busy);
+    *r = (struct dcoll_roll){0};
 }
+
+/* Call #seq was declared hung by rank from (a group rank), with what its
+ * roll call found: sent to the other ranks before the job ends, so that
+ * each prints the same report beside its own recorder. */
+struct dcoll_verdict {
+    int from;
+    uint64_t seq;
+    int kind;
+    struct dcoll_roll roll;   /* the receiver frees it */
+};
 
 /* What a backend reports beside its status: for a call, in the outcome
  * its caller passes; for a work, in the work's own report. The caller
@@ -154,6 +170,26 @@ struct dcoll_comm_ops {
     void (*join_free)(void *comm);
     /* Stop what join_server started; after stop. */
     void (*join_stop)(void);
+
+    /* The watchdog's side (diag/watchdog.c). threaded: whether MPI lets
+     * a second thread call it (MPI_THREAD_MULTIPLE); the calls below are
+     * made from the watchdog thread only where it does. */
+    bool (*threaded)(void);
+    /* Answer g's pending roll-call asks; true with *v filled when another
+     * rank has declared one of g's calls hung (then answer with ack). */
+    bool (*serve)(struct dcoll_group *g, struct dcoll_verdict *v);
+    void (*ack)(struct dcoll_group *g, int to);
+    /* Ask g's ranks where they stand about call #seq (a second of grace
+     * for answers); fills roll. */
+    dcoll_status_t (*roll_call)(struct dcoll_group *g, uint64_t seq,
+                                struct dcoll_roll *roll);
+    /* Tell the ranks that answered roll that call #seq hung, and wait a
+     * little for each to say it has printed its side; true if a lower
+     * rank found the same hang meanwhile (it ends the job). */
+    bool (*tell)(struct dcoll_group *g, uint64_t seq, int kind,
+                 const struct dcoll_roll *roll);
+    /* End the whole job with code (MPI_Abort). */
+    void (*abort_job)(struct dcoll_group *world, int code);
 };
 
 /* The MPI layer's tables: the only names the core knows it by. */
@@ -187,8 +223,17 @@ struct dcoll_group {
     /* Failure behaviour (lib/diag/). */
     int id;                /* 0: the world; then 1, 2, ... as made */
     double timeout;        /* seconds a call may wait; 0: forever */
+    bool recoverable;      /* DCOLL_ON_TIMEOUT_RETURN: blocking calls are
+                              polled and a timeout returns; else MPI's
+                              blocking calls under the watchdog */
+    /* Written by the calling thread, read by the watchdog's (atomics):
+     * call #seq's kind, form and public name, and, while a watched
+     * blocking call runs, when it began (0: none). */
     uint64_t seq;          /* calls started on the group */
-    int cur_kind;          /* the kind of call #seq, for roll calls */
+    int cur_kind;
+    int cur_form;
+    const char *cur_fn;
+    double busy_start;
     bool slow;             /* failed, or debug checks: see diag/fault.c */
     char *failed;          /* why the group is unusable, or NULL */
     struct dcoll_flight *flight;
@@ -220,6 +265,20 @@ struct dcoll_work {
     const char *fn;                   /* the public name, for messages */
     struct dcoll_outcome report;      /* a timeout seen by test or wait */
 };
+
+/* Release stores and acquire loads of the fields the watchdog thread
+ * reads: plain moves on x86, so the hot path pays nothing for them. */
+#define DCOLL_PUBLISH(field, v)                                             \
+    do {                                                                    \
+        __typeof__(field) pub_ = (v);                                       \
+        __atomic_store(&(field), &pub_, __ATOMIC_RELEASE);                  \
+    } while (0)
+#define DCOLL_PEEK(field)                                                   \
+    __extension__({                                                         \
+        __typeof__(field) peek_;                                            \
+        __atomic_load(&(field), &peek_, __ATOMIC_ACQUIRE);                  \
+        peek_;                                                              \
+    })
 
 /* A new work takes the call's deadline, number and names, wherever it
  * was posted from (the public path, a staged chunk). */

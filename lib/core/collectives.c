@@ -217,9 +217,14 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
     /* Numbered, timed and recorded; send and recv are not numbered, since
      * ranks make different numbers of them. */
     if (k->flags & DCOLL_KF_COUNTED) {
-        c->seq = ++g->seq;
-        g->cur_kind = c->kind;
+        c->seq = g->seq + 1;
+        /* Read by the watchdog thread when another rank asks. */
+        DCOLL_PUBLISH(g->seq, c->seq);
+        DCOLL_PUBLISH(g->cur_kind, (int)c->kind);
+        DCOLL_PUBLISH(g->cur_form, work ? DCOLL_FORM_ASYNC
+                                        : DCOLL_FORM_BLOCKING);
     }
+    c->async = work != NULL;
     if (g->timeout > 0 || g->flight)
         c->start = dcoll_now();
     if (g->flight)
@@ -236,12 +241,23 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
         dcoll_flight_end(g->flight, c->fid, st);
         return st;
     }
+    /* A blocking call in abort mode sits in MPI's own blocking call: the
+     * watchdog sees when it began, and ends the job if it hangs. */
+    bool watched = !work && dcoll_watched(g);
+    if (watched) {
+        DCOLL_PUBLISH(g->cur_fn, fn);
+        DCOLL_PUBLISH(g->busy_start, c->start);
+    }
     if (DCOLL_UNLIKELY(device >= 0))
         st = dcoll_gpu_run(g, c, device, work, &out);
     else
         st = g->backend->coll(g, c, work, &out);
+    if (watched)
+        DCOLL_PUBLISH(g->busy_start, 0.0);
     if (DCOLL_UNLIKELY(out.timed_out))
-        st = dcoll_fault_outcome(g, &out, fn, c->seq, c->kind);
+        st = dcoll_fault_outcome(g, &out, fn, c->seq, c->kind,
+                                 work ? DCOLL_FORM_ASYNC
+                                      : DCOLL_FORM_BLOCKING);
     if (work && !st) {
         dcoll_work_stamp(*work, g, c);
         dcoll_work_track(*work);

@@ -132,9 +132,11 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
                            "the world's %d", nranks, world);
     const struct dcoll_backend_entry *be = dcoll_world.bentry;
     double timeout = dcoll_world.timeout;
+    bool recoverable = dcoll_world.recoverable;
     if (params) {
         if (params->mask & ~(DCOLL_GROUP_PARAM_BACKEND |
-                             DCOLL_GROUP_PARAM_TIMEOUT))
+                             DCOLL_GROUP_PARAM_TIMEOUT |
+                             DCOLL_GROUP_PARAM_ON_TIMEOUT))
             return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                                "dcoll_new_group: params->mask 0x%llx has "
                                "unknown bits",
@@ -149,6 +151,12 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
             if ((st = dcoll_fault_timeout_ok("dcoll_new_group", "timeout",
                                              timeout)))
                 return st;
+        }
+        if (params->mask & DCOLL_GROUP_PARAM_ON_TIMEOUT) {
+            if ((st = dcoll_fault_mode_ok("dcoll_new_group", "on_timeout",
+                                          params->on_timeout)))
+                return st;
+            recoverable = params->on_timeout == DCOLL_ON_TIMEOUT_RETURN;
         }
     }
     /* The split runs on the world's communicator, where a timed-out call
@@ -212,9 +220,10 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
     g->comm = comm;
     g->svc = dcoll_world.svc;
     g->id = id;
-    if ((st = dcoll_fault_group_init(g, timeout)) ||
+    if ((st = dcoll_fault_group_init(g, timeout, recoverable)) ||
         (st = dcoll_fault_agree(g, "dcoll_new_group")) ||
-        (st = dcoll_backend_attach(g, be, "dcoll_new_group"))) {
+        (st = dcoll_backend_attach(g, be, "dcoll_new_group")) ||
+        ((st = dcoll_watchdog_add(g)) && (dcoll_backend_detach(g), 1))) {
         dcoll_fault_group_free(g);
         dcoll_world.svc->comm_free(comm);
         free(sorted);
@@ -231,6 +240,8 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
 
 static void group_free(struct dcoll_group *g)
 {
+    /* Before its communicator goes: the watchdog may be using it. */
+    dcoll_watchdog_remove(g);
     if (g->prev)
         g->prev->next = g->next;
     else

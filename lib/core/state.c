@@ -21,7 +21,8 @@ struct dcoll_group dcoll_non_member = {
 #define INIT_KNOWN_MASK                                                     \
     (DCOLL_INIT_PARAM_URL | DCOLL_INIT_PARAM_COMM |                        \
      DCOLL_INIT_PARAM_THREAD_LEVEL | DCOLL_INIT_PARAM_BACKEND |             \
-     DCOLL_INIT_PARAM_TIMEOUT | DCOLL_INIT_PARAM_COLL_TIMEOUT)
+     DCOLL_INIT_PARAM_TIMEOUT | DCOLL_INIT_PARAM_COLL_TIMEOUT |           \
+     DCOLL_INIT_PARAM_ON_TIMEOUT)
 
 /* The store the world's rendezvous made, if any; it outlives MPI. */
 static dcoll_store_t *world_store;
@@ -34,6 +35,21 @@ dcoll_status_t dcoll_check_ready_slow(void)
     return dcoll_error(DCOLL_ERR_FINALIZED,
                        "dcoll has been finalized: no call may follow "
                        "dcoll_finalize but dcoll_init");
+}
+
+/* Free the world and what it holds, ending MPI if dcoll started it. */
+static dcoll_status_t world_end(void)
+{
+    dcoll_group_nccl_free(&dcoll_world);
+    dcoll_backend_detach(&dcoll_world);
+    dcoll_group_stage_free(&dcoll_world);
+    dcoll_group_pinned_free(&dcoll_world);
+    dcoll_fault_group_free(&dcoll_world);
+    dcoll_plugins_unload();
+    dcoll_status_t st = dcoll_world.svc->stop(&dcoll_world, true);
+    dcoll_store_destroy(&world_store);
+    dcoll_world.magic = DCOLL_DEAD_MAGIC;
+    return st;
 }
 
 dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
@@ -64,6 +80,8 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
             p.timeout = params->timeout;
         if (p.mask & DCOLL_INIT_PARAM_COLL_TIMEOUT)
             p.coll_timeout = params->coll_timeout;
+        if (p.mask & DCOLL_INIT_PARAM_ON_TIMEOUT)
+            p.on_timeout = params->on_timeout;
     }
     dcoll_status_t st = dcoll_fault_env();
     if (st)
@@ -74,13 +92,19 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
             return st;
         dcoll_default_timeout = p.coll_timeout;
     }
+    if (p.mask & DCOLL_INIT_PARAM_ON_TIMEOUT) {
+        if ((st = dcoll_fault_mode_ok("dcoll_init", "on_timeout",
+                                      p.on_timeout)))
+            return st;
+        dcoll_default_recoverable = p.on_timeout == DCOLL_ON_TIMEOUT_RETURN;
+    }
     if (!(p.mask & DCOLL_INIT_PARAM_TIMEOUT))
         p.timeout = 300.0;
     if (!(p.timeout > 0) || p.timeout > 1e9)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "dcoll_init: timeout %g s is not a positive "
                            "number of seconds", p.timeout);
-    /* -1: none asked for; MPI gets serialized if dcoll starts it. */
+    /* -1: none asked for; MPI gets multiple if dcoll starts it. */
     if (!(p.mask & DCOLL_INIT_PARAM_THREAD_LEVEL))
         p.thread_level = -1;
     else if (p.thread_level < DCOLL_THREAD_SINGLE ||
@@ -134,7 +158,8 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         svc->join_free(joined);
     }
     if (!st && !(st = svc->local(&w, join)) &&
-        !(st = dcoll_fault_group_init(&w, dcoll_default_timeout)) &&
+        !(st = dcoll_fault_group_init(&w, dcoll_default_timeout,
+                                      dcoll_default_recoverable)) &&
         !(st = dcoll_fault_agree(&w, "dcoll_init"))) {
         w.id = 0;
         dcoll_groups_made = 0;
@@ -157,6 +182,14 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
     }
     world_store = rdzv.store;
     dcoll_world = w;
+    if ((st = dcoll_watchdog_start(&dcoll_world)) ||
+        (st = dcoll_watchdog_add(&dcoll_world))) {
+        char msg[DCOLL_ERROR_MAX];
+        snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+        dcoll_watchdog_stop();
+        world_end();
+        return dcoll_error(st, "%s", msg);
+    }
     dcoll_state = DCOLL_STATE_READY;
     return DCOLL_SUCCESS;
 }
@@ -171,16 +204,9 @@ dcoll_status_t dcoll_finalize(void)
         return dcoll_error(DCOLL_ERR_INVALID_STATE,
                            "dcoll_finalize: %d operation(s) still in flight; "
                            "wait for their work handles first", inflight);
+    dcoll_watchdog_stop();
     dcoll_groups_free_all();
-    dcoll_group_nccl_free(&dcoll_world);
-    dcoll_backend_detach(&dcoll_world);
-    dcoll_group_stage_free(&dcoll_world);
-    dcoll_group_pinned_free(&dcoll_world);
-    dcoll_fault_group_free(&dcoll_world);
-    dcoll_plugins_unload();
-    st = dcoll_world.svc->stop(&dcoll_world, true);
-    dcoll_store_destroy(&world_store);
-    dcoll_world.magic = DCOLL_DEAD_MAGIC;
+    st = world_end();
     dcoll_state = DCOLL_STATE_DONE;
     return st;
 }

@@ -40,7 +40,7 @@ backend_end(struct dcoll_work *w, int *done)
                              : w->backend->work_wait(w);
     if (DCOLL_UNLIKELY(w->report.timed_out))
         st = dcoll_fault_outcome(w->group, &w->report, w->fn, w->seq,
-                                 w->kind);
+                                 w->kind, DCOLL_FORM_ASYNC);
     return st;
 }
 

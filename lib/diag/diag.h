@@ -7,19 +7,28 @@
 #include "tables.h"
 
 extern double dcoll_default_timeout; /* seconds; 0: forever */
+extern bool dcoll_default_recoverable; /* DCOLL_ON_TIMEOUT=return */
 extern bool dcoll_debug;             /* DCOLL_DEBUG=detail */
 extern unsigned dcoll_flight_size;   /* DCOLL_FLIGHT_RECORDER */
 /* A timeout given by a program (fn's field name): 0 to 1e9 seconds. */
 dcoll_status_t dcoll_fault_timeout_ok(const char *fn, const char *name,
                                       double seconds);
-/* Read DCOLL_TIMEOUT, DCOLL_DEBUG and DCOLL_FLIGHT_RECORDER (dcoll_init). */
+/* An on_timeout value given by a program (fn's field name). */
+dcoll_status_t dcoll_fault_mode_ok(const char *fn, const char *name,
+                                   int mode);
+/* "abort" or "return" as a dcoll_on_timeout_t, else -1. */
+int dcoll_fault_mode_parse(const char *v);
+/* Read DCOLL_TIMEOUT, DCOLL_ON_TIMEOUT, DCOLL_DEBUG and
+ * DCOLL_FLIGHT_RECORDER (dcoll_init). */
 dcoll_status_t dcoll_fault_env(void);
-/* Give g its timeout and recorder (new_group, init). */
-dcoll_status_t dcoll_fault_group_init(struct dcoll_group *g, double timeout);
+/* Give g its timeout, what a timeout does, and its recorder (new_group,
+ * init). */
+dcoll_status_t dcoll_fault_group_init(struct dcoll_group *g, double timeout,
+                                      bool recoverable);
 void dcoll_fault_group_free(struct dcoll_group *g);
-/* Collective over g: every rank must share the debug mode and whether g
- * has a timeout, or some would talk over the twin communicator while
- * others wait in MPI's own calls. */
+/* Collective over g: every rank must share the debug mode, whether g
+ * has a timeout and what it does, or some would talk over the twin
+ * communicator or poll while others wait in MPI's own calls. */
 dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn);
 /* "the world" or "group 3 (ranks {0,2,5})", into buf. */
 const char *dcoll_group_name(const struct dcoll_group *g, char *buf,
@@ -28,17 +37,49 @@ const char *dcoll_group_name(const struct dcoll_group *g, char *buf,
  * failed group, or (debug) check that every rank called the same. */
 dcoll_status_t dcoll_fault_check(struct dcoll_group *g,
                                  const struct dcoll_coll *c);
-/* A call (fn, seq, kind) ran out of time on g: make the group unusable,
- * print its flight recorder and return DCOLL_ERR_TIMEOUT with a message
- * naming the ranks that had not arrived. roll may be NULL or empty. */
+/* A call (fn, seq, kind, form: enum dcoll_form) ran out of time on g.
+ * Abort mode: end the job with the report (dcoll_fault_hung). Return
+ * mode: make the group unusable, print its flight recorder and return
+ * DCOLL_ERR_TIMEOUT with a message naming the ranks that had not arrived.
+ * roll may be NULL or empty. */
 dcoll_status_t dcoll_fault_timed_out(struct dcoll_group *g, const char *fn,
-                                     uint64_t seq, int kind,
-                                     const struct dcoll_roll *roll);
+                                     uint64_t seq, int kind, int form,
+                                     struct dcoll_roll *roll);
 /* The same for a backend that reported a timeout in out (timed_out set):
  * its roll is used, then freed. */
 dcoll_status_t dcoll_fault_outcome(struct dcoll_group *g,
                                    struct dcoll_outcome *out, const char *fn,
-                                   uint64_t seq, int kind);
+                                   uint64_t seq, int kind, int form);
+/* A hang in abort mode: print the report (what roll found; without mpi,
+ * what this rank alone knows, having waited waited s) and end the job. */
+_Noreturn void dcoll_fault_hung(struct dcoll_group *g, const char *fn,
+                                uint64_t seq, int kind, int form,
+                                struct dcoll_roll *roll, bool mpi,
+                                double waited);
+
+/* Print, with g's recorder, the report another rank sent before ending
+ * the job, and where this rank stands. */
+void dcoll_fault_told(struct dcoll_group *g, struct dcoll_verdict *v);
+
+/* watchdog.c: the thread that watches blocking calls (see there). start
+ * after the world is made, stop before MPI ends. add and remove a group
+ * before its communicator is used or freed. */
+dcoll_status_t dcoll_watchdog_start(struct dcoll_group *world);
+void dcoll_watchdog_stop(void);
+dcoll_status_t dcoll_watchdog_add(struct dcoll_group *g);
+void dcoll_watchdog_remove(struct dcoll_group *g);
+/* Print why and g's recorder, tell the ranks roll found (mpi: MPI may be
+ * called from this thread) and end the job; once per process. */
+_Noreturn void dcoll_watchdog_end(struct dcoll_group *g, const char *why,
+                                  uint64_t seq, int kind,
+                                  const struct dcoll_roll *roll, bool mpi);
+
+/* A call on g that blocks in MPI while the watchdog watches it, on a
+ * group whose timeouts end the job. */
+static inline bool dcoll_watched(const struct dcoll_group *g)
+{
+    return g->timeout > 0 && !g->recoverable;
+}
 
 /* flight.c: each group's last calls. */
 struct dcoll_flight *dcoll_flight_new(unsigned n);

@@ -1,6 +1,7 @@
-/* Failure behaviour: the timeout every group has, the unusable state a
- * timeout leaves behind, and the debug mode that checks, before a
- * collective runs, that every rank of the group called the same one. */
+/* Failure behaviour: the timeout every group has, what a timeout does
+ * (end the job with a report, or leave the group unusable), and the debug
+ * mode that checks, before a collective runs, that every rank of the
+ * group called the same one. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -9,6 +10,7 @@
 #include "diag.h"
 
 double dcoll_default_timeout = 1800;
+bool dcoll_default_recoverable;
 bool dcoll_debug;
 unsigned dcoll_flight_size = 16;
 
@@ -34,6 +36,26 @@ dcoll_status_t dcoll_fault_timeout_ok(const char *fn, const char *name,
                        "forever) to 1e9", fn, name, seconds);
 }
 
+int dcoll_fault_mode_parse(const char *v)
+{
+    if (!strcmp(v, "abort") || !strcmp(v, "ABORT"))
+        return DCOLL_ON_TIMEOUT_ABORT;
+    if (!strcmp(v, "return") || !strcmp(v, "RETURN"))
+        return DCOLL_ON_TIMEOUT_RETURN;
+    return -1;
+}
+
+dcoll_status_t dcoll_fault_mode_ok(const char *fn, const char *name,
+                                   int mode)
+{
+    if (mode == DCOLL_ON_TIMEOUT_ABORT || mode == DCOLL_ON_TIMEOUT_RETURN)
+        return DCOLL_SUCCESS;
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                       "%s: %s %d is not a dcoll_on_timeout_t "
+                       "(DCOLL_ON_TIMEOUT_ABORT 0 or DCOLL_ON_TIMEOUT_RETURN "
+                       "1)", fn, name, mode);
+}
+
 dcoll_status_t dcoll_fault_env(void)
 {
     const char *v = getenv("DCOLL_TIMEOUT");
@@ -46,6 +68,14 @@ dcoll_status_t dcoll_fault_env(void)
             return bad_env("DCOLL_TIMEOUT", v, "a number of seconds from 0 "
                            "(wait forever) to 1e9");
         dcoll_default_timeout = t;
+    }
+    v = getenv("DCOLL_ON_TIMEOUT");
+    dcoll_default_recoverable = false;
+    if (v && *v) {
+        int mode = dcoll_fault_mode_parse(v);
+        if (mode < 0)
+            return bad_env("DCOLL_ON_TIMEOUT", v, "'abort' or 'return'");
+        dcoll_default_recoverable = mode == DCOLL_ON_TIMEOUT_RETURN;
     }
     v = getenv("DCOLL_DEBUG");
     dcoll_debug = false;
@@ -68,10 +98,16 @@ dcoll_status_t dcoll_fault_env(void)
     return DCOLL_SUCCESS;
 }
 
-dcoll_status_t dcoll_fault_group_init(struct dcoll_group *g, double timeout)
+dcoll_status_t dcoll_fault_group_init(struct dcoll_group *g, double timeout,
+                                      bool recoverable)
 {
     g->timeout = timeout;
+    g->recoverable = recoverable;
     g->seq = 0;
+    g->cur_kind = 0;
+    g->cur_form = DCOLL_FORM_NONE;
+    g->cur_fn = NULL;
+    g->busy_start = 0;
     g->failed = NULL;
     g->slow = dcoll_debug;
     g->flight = dcoll_flight_new(dcoll_flight_size);
@@ -83,21 +119,32 @@ dcoll_status_t dcoll_fault_group_init(struct dcoll_group *g, double timeout)
 
 dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn)
 {
-    int mine = (dcoll_debug ? 1 : 0) | (g->timeout > 0 ? 2 : 0);
+    bool has = g->timeout > 0;
+    int mine = (dcoll_debug ? 1 : 0) | (has ? 2 : 0) |
+               (has && g->recoverable ? 4 : 0);
     int lo = mine, neg = -mine;
     dcoll_status_t st = g->svc->agree(g, &lo);
     if (!st)
         st = g->svc->agree(g, &neg);
     if (st || lo == -neg)
         return st;
-    bool debug = (lo ^ -neg) & 1;
+    int differ = lo ^ -neg;
+    const char *what, *here;
+    if (differ & 1) {
+        what = "DCOLL_DEBUG";
+        here = dcoll_debug ? "detail" : "off";
+    } else if (differ & 2) {
+        what = "whether there is a timeout (0 on some, not others)";
+        here = has ? "a timeout" : "none";
+    } else {
+        /* Some would poll their own algorithms while others sit in MPI's
+         * blocking calls: they would never meet. */
+        what = "what a timeout does (DCOLL_ON_TIMEOUT, on_timeout)";
+        here = g->recoverable ? "return" : "abort";
+    }
     return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                        "%s: the ranks disagree on %s (this one: %s); set "
-                       "it alike on every rank", fn,
-                       debug ? "DCOLL_DEBUG" : "whether there is a timeout "
-                                               "(0 on some, not others)",
-                       debug ? (dcoll_debug ? "detail" : "off")
-                             : (g->timeout > 0 ? "a timeout" : "none"));
+                       "it alike on every rank", fn, what, here);
 }
 
 void dcoll_fault_group_free(struct dcoll_group *g)
@@ -172,40 +219,174 @@ static bool pick_state(const void *arg, int r)
     return p->roll->state[r] == p->state;
 }
 
-dcoll_status_t dcoll_fault_timed_out(struct dcoll_group *g, const char *fn,
-                                     uint64_t seq, int kind,
-                                     const struct dcoll_roll *roll)
+static const char *form_name(int form)
 {
-    char name[200], msg[900];
-    struct text t = {msg, sizeof(msg), 0};
+    return form == DCOLL_FORM_ASYNC      ? "async"
+           : form == DCOLL_FORM_BLOCKING ? "blocking"
+                                         : "-";
+}
+
+static bool pick_behind(const void *arg, int r)
+{
+    const struct roll_pick *p = arg;
+    return p->roll->state[r] == DCOLL_ROLL_OTHER &&
+           p->roll->seq[r] < (uint64_t)p->state;
+}
+
+struct form_pick {
+    const struct dcoll_roll *roll;
+    int form;
+};
+
+static bool pick_form(const void *arg, int r)
+{
+    const struct form_pick *p = arg;
+    return p->roll->state[r] == DCOLL_ROLL_SAME && p->roll->form[r] == p->form;
+}
+
+/* What the roll call found, after "...timed out after T s (...)". */
+static void put_roll(struct text *t, const struct dcoll_group *g,
+                     uint64_t seq, const struct dcoll_roll *roll)
+{
+    struct roll_pick p = {roll, DCOLL_ROLL_SILENT};
+    int silent = 0, behind = 0, forms[3] = {0};
+    for (int r = 0; r < g->size; r++) {
+        silent += roll->state[r] == DCOLL_ROLL_SILENT;
+        behind += roll->state[r] == DCOLL_ROLL_OTHER && roll->seq[r] < seq;
+        if (roll->state[r] == DCOLL_ROLL_SAME && roll->form[r] < 3)
+            forms[roll->form[r]]++;
+    }
+    put(t, ": ");
+    if (silent) {
+        put_ranks(t, g, pick_state, &p);
+        put(t, " did not arrive (no answer: not in a dcoll call on the "
+            "group, stopped, or gone); ");
+    }
+    if (behind) {
+        struct roll_pick b = {roll, (int)seq};
+        put_ranks(t, g, pick_behind, &b);
+        put(t, " did not arrive (");
+        int shown = 0;
+        for (int r = 0; r < g->size && shown < 8; r++) {
+            if (!pick_behind(&b, r))
+                continue;
+            put(t, "%srank %d: latest call #%llu, %s, %s, %s", shown++ ? "; "
+                                                                    : "",
+                r, (unsigned long long)roll->seq[r],
+                roll->seq[r] ? dcoll_kind_name(roll->kind[r]) : "none",
+                form_name(roll->form[r]),
+                roll->busy[r] ? "waiting in it"
+                              : "not waiting in a call on the group");
+        }
+        put(t, "); ");
+    }
+    for (int r = 0; r < g->size; r++)
+        if (roll->state[r] == DCOLL_ROLL_OTHER && roll->seq[r] > seq)
+            put(t, "rank %d (world %d) is at collective #%llu (%s); ",
+                r, world_of(g, r), (unsigned long long)roll->seq[r],
+                dcoll_kind_name(roll->kind[r]));
+    p.state = DCOLL_ROLL_SAME;
+    put_ranks(t, g, pick_state, &p);
+    put(t, " arrived");
+    if (forms[DCOLL_FORM_BLOCKING] && forms[DCOLL_FORM_ASYNC]) {
+        struct form_pick f = {roll, DCOLL_FORM_BLOCKING};
+        put(t, ", but in different forms: ");
+        put_ranks(t, g, pick_form, &f);
+        put(t, " called it blocking and ");
+        f.form = DCOLL_FORM_ASYNC;
+        put_ranks(t, g, pick_form, &f);
+        put(t, " async (with a work handle); MPI never matches a blocking "
+            "collective with a nonblocking one, so call it the same way on "
+            "every rank");
+    }
+}
+
+/* The report's head and the roll call, into t. */
+static void put_report(struct text *t, struct dcoll_group *g, const char *fn,
+                       uint64_t seq, int kind, int form,
+                       const struct dcoll_roll *roll)
+{
+    char name[200];
     dcoll_group_name(g, name, sizeof(name));
-    put(&t, "%s on %s timed out after %g s (", fn, name, g->timeout);
+    put(t, "%s on %s timed out after %g s (", fn, name, g->timeout);
     if (seq)
-        put(&t, "collective #%llu, %s", (unsigned long long)seq,
+        put(t, "collective #%llu, %s", (unsigned long long)seq,
             dcoll_kind_name(kind));
     else
-        put(&t, "%s", dcoll_kind_name(kind));
-    put(&t, ")");
-    if (roll) {
-        struct roll_pick p = {roll, DCOLL_ROLL_SILENT};
-        int silent = 0;
-        for (int r = 0; r < g->size; r++)
-            silent += roll->state[r] == DCOLL_ROLL_SILENT;
-        put(&t, ": ");
-        if (silent) {
-            put_ranks(&t, g, pick_state, &p);
-            put(&t, " did not arrive (no answer: not in a dcoll call on "
-                "the group, stopped, or gone); ");
-        }
-        for (int r = 0; r < g->size; r++)
-            if (roll->state[r] == DCOLL_ROLL_OTHER)
-                put(&t, "rank %d (world %d) is in collective #%llu (%s); ",
-                    r, world_of(g, r), (unsigned long long)roll->seq[r],
-                    dcoll_kind_name(roll->kind[r]));
-        p.state = DCOLL_ROLL_SAME;
-        put_ranks(&t, g, pick_state, &p);
-        put(&t, " arrived");
+        put(t, "%s", dcoll_kind_name(kind));
+    if (form)
+        put(t, ", %s", form_name(form));
+    put(t, ")");
+    if (roll && roll->n == g->size) {
+        roll->state[g->rank] = DCOLL_ROLL_SAME;
+        roll->seq[g->rank] = seq;
+        if (form)
+            roll->form[g->rank] = (unsigned char)form;
+        put_roll(t, g, seq, roll);
     }
+}
+
+void dcoll_fault_told(struct dcoll_group *g, struct dcoll_verdict *v)
+{
+    char name[200], msg[1600];
+    struct text t = {msg, sizeof(msg), 0};
+    const char *fn = v->kind >= 0 && v->kind < DCOLL_COLL_KIND_COUNT_
+                         ? dcoll_kinds[v->kind].fn
+                         : "a collective";
+    dcoll_group_name(g, name, sizeof(name));
+    put(&t, "%s on %s timed out after %g s on rank %d (world %d) "
+        "(collective #%llu, %s)", fn, name, g->timeout, v->from,
+        world_of(g, v->from), (unsigned long long)v->seq,
+        dcoll_kind_name(v->kind));
+    if (v->roll.n == g->size)
+        put_roll(&t, g, v->seq, &v->roll);
+    put(&t, ". Rank %d ends the job (DCOLL_ON_TIMEOUT=abort, exit code "
+        "%d). This rank ", v->from, DCOLL_HANG_EXIT_CODE);
+    uint64_t seq = DCOLL_PEEK(g->seq);
+    int kind = DCOLL_PEEK(g->cur_kind), form = DCOLL_PEEK(g->cur_form);
+    bool busy = DCOLL_PEEK(g->busy_start) > 0;
+    if (seq == v->seq)
+        put(&t, "%s it (%s)", busy ? "is waiting in" : "posted",
+            form_name(form));
+    else if (seq < v->seq)
+        put(&t, "never reached it: its latest call on the group is #%llu "
+            "(%s, %s), %s", (unsigned long long)seq,
+            seq ? dcoll_kind_name(kind) : "none", form_name(form),
+            busy ? "waiting in it" : "not waiting in a call on the group");
+    else
+        put(&t, "is already at #%llu (%s)", (unsigned long long)seq,
+            dcoll_kind_name(kind));
+    dcoll_flight_print(g, msg);
+}
+
+void dcoll_fault_hung(struct dcoll_group *g, const char *fn, uint64_t seq,
+                      int kind, int form, struct dcoll_roll *roll, bool mpi,
+                      double waited)
+{
+    char msg[1400];
+    struct text t = {msg, sizeof(msg), 0};
+    put_report(&t, g, fn, seq, kind, form, roll);
+    if (!mpi)
+        put(&t, " after waiting %.1f s. The other ranks could not be asked "
+            "where they are: MPI runs without MPI_THREAD_MULTIPLE, so the "
+            "watchdog may not call it (start MPI with it, or let dcoll_init "
+            "start MPI)", waited);
+    put(&t, ". dcoll ends the job (DCOLL_ON_TIMEOUT=abort) with exit code "
+        "%d", DCOLL_HANG_EXIT_CODE);
+    dcoll_watchdog_end(g, msg, seq, kind, roll, mpi);
+}
+
+dcoll_status_t dcoll_fault_timed_out(struct dcoll_group *g, const char *fn,
+                                     uint64_t seq, int kind, int form,
+                                     struct dcoll_roll *roll)
+{
+    /* Found by the calling thread (a wait, a test, a debug check): in
+     * abort mode the job ends as when the watchdog finds a hang. */
+    if (!g->recoverable)
+        dcoll_fault_hung(g, fn, seq, kind, form, roll, true, g->timeout);
+    char msg[1400];
+    struct text t = {msg, sizeof(msg), 0};
+    put_report(&t, g, fn, seq, kind, form, roll);
     put(&t, ". The group is unusable from now on; other groups still "
         "work");
     char *why = strdup(msg);
@@ -220,9 +401,10 @@ dcoll_status_t dcoll_fault_timed_out(struct dcoll_group *g, const char *fn,
 
 dcoll_status_t dcoll_fault_outcome(struct dcoll_group *g,
                                    struct dcoll_outcome *out, const char *fn,
-                                   uint64_t seq, int kind)
+                                   uint64_t seq, int kind, int form)
 {
     dcoll_status_t st = dcoll_fault_timed_out(g, fn, seq, kind,
+                                              seq ? form : DCOLL_FORM_NONE,
                                               out->roll.n ? &out->roll
                                                           : NULL);
     dcoll_roll_free(&out->roll);
@@ -236,6 +418,7 @@ dcoll_status_t dcoll_fault_outcome(struct dcoll_group *g,
 struct call {
     int64_t seq, count;
     int32_t kind, dtype, op, root; /* op, root -1 where the kind has none */
+    int32_t async, pad;            /* MPI never matches the two forms */
 };
 
 static void describe(const struct call *c, struct text *t)
@@ -247,7 +430,8 @@ static void describe(const struct call *c, struct text *t)
     put(t, ", count %lld", (long long)c->count);
     if (c->root >= 0)
         put(t, ", root %d", c->root);
-    put(t, ") as collective #%lld", (long long)c->seq);
+    put(t, "%s) as collective #%lld", c->async ? ", async" : "",
+        (long long)c->seq);
 }
 
 struct same_pick {
@@ -272,6 +456,7 @@ static dcoll_status_t check_same(struct dcoll_group *g,
     me.dtype = c->kind == DCOLL_COLL_BARRIER ? 0 : c->dtype;
     me.op = dcoll_kind_has(c->kind, DCOLL_KF_OP) ? (int32_t)c->op : -1;
     me.root = dcoll_kind_has(c->kind, DCOLL_KF_ROOT) ? world_of(g, c->root) : -1;
+    me.async = c->async;
     struct call *all = malloc(sizeof(me) * (size_t)g->size);
     if (!all)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
@@ -279,7 +464,9 @@ static dcoll_status_t check_same(struct dcoll_group *g,
     struct dcoll_outcome out = {.source = -1};
     dcoll_status_t st = g->svc->exchange(g, &me, all, sizeof(me), c, &out);
     if (out.timed_out)
-        st = dcoll_fault_outcome(g, &out, c->fn, c->seq, c->kind);
+        st = dcoll_fault_outcome(g, &out, c->fn, c->seq, c->kind,
+                                 c->async ? DCOLL_FORM_ASYNC
+                                          : DCOLL_FORM_BLOCKING);
     if (st) {
         free(all);
         return st;

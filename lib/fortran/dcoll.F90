@@ -69,6 +69,7 @@ module dcoll
         type(c_ptr) :: backend = c_null_ptr
         real(c_double) :: timeout = 0
         real(c_double) :: coll_timeout = 0
+        integer(c_int) :: on_timeout = 0
     end type
 
     ! Stores (dcoll/store.h): a handle, and the C parameter struct.
@@ -115,6 +116,7 @@ module dcoll
         integer(c_int64_t) :: mask = 0
         type(c_ptr) :: backend = c_null_ptr
         real(c_double) :: timeout = 0
+        integer(c_int) :: on_timeout = 0
     end type
 
     ! A refusal made here, before C is reached (a buffer that is not
@@ -890,11 +892,12 @@ contains
 
     ! dcoll_init: every argument optional. comm is an INTEGER handle; a
     ! type(MPI_Comm) goes through dcoll_init_comm. timeout bounds the
-    ! rendezvous, coll_timeout each collective (0: wait forever).
+    ! rendezvous, coll_timeout each collective (0: wait forever), and
+    ! on_timeout (DCOLL_ON_TIMEOUT_ABORT or _RETURN) what a timeout does.
     function dcoll_init(url, comm, thread_level, backend, timeout, &
-            coll_timeout) result(st)
+            coll_timeout, on_timeout) result(st)
         character(len=*), intent(in), optional :: url, backend
-        integer, intent(in), optional :: comm, thread_level
+        integer, intent(in), optional :: comm, thread_level, on_timeout
         real(8), intent(in), optional :: timeout, coll_timeout
         integer :: st
         type(init_params) :: p
@@ -924,6 +927,10 @@ contains
         if (present(coll_timeout)) then
             p%coll_timeout = real(coll_timeout, c_double)
             p%mask = ior(p%mask, DCOLL_INIT_PARAM_COLL_TIMEOUT)
+        end if
+        if (present(on_timeout)) then
+            p%on_timeout = int(on_timeout, c_int)
+            p%mask = ior(p%mask, DCOLL_INIT_PARAM_ON_TIMEOUT)
         end if
         f_err_on = .false.
         st = c_init(p)
@@ -1020,12 +1027,15 @@ contains
 
     ! A group of the world ranks in ranks(:), zero-based as everywhere in
     ! dcoll. Collective over the world. timeout: seconds a collective on
-    ! it may wait (0: forever); default the world's.
-    function dcoll_new_group(group, ranks, backend, timeout) result(st)
+    ! it may wait (0: forever) and on_timeout what a timeout does;
+    ! default the world's.
+    function dcoll_new_group(group, ranks, backend, timeout, on_timeout) &
+            result(st)
         type(dcoll_group), intent(out) :: group
         integer, intent(in) :: ranks(:)
         character(len=*), intent(in), optional :: backend
         real(8), intent(in), optional :: timeout
+        integer, intent(in), optional :: on_timeout
         integer :: st
         type(group_params) :: p
         integer(c_int) :: cranks(max(size(ranks), 1))
@@ -1039,6 +1049,10 @@ contains
         if (present(timeout)) then
             p%timeout = real(timeout, c_double)
             p%mask = ior(p%mask, DCOLL_GROUP_PARAM_TIMEOUT)
+        end if
+        if (present(on_timeout)) then
+            p%on_timeout = int(on_timeout, c_int)
+            p%mask = ior(p%mask, DCOLL_GROUP_PARAM_ON_TIMEOUT)
         end if
         f_err_on = .false.
         st = c_new_group(group, cranks, int(size(ranks), c_int), p)

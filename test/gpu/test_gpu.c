@@ -278,8 +278,9 @@ int main(int argc, char **argv)
     if (n > 1) {
         dcoll_group_t *g = NULL;
         dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
-        gp.mask = DCOLL_GROUP_PARAM_TIMEOUT;
+        gp.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
         gp.timeout = 0.5;
+        gp.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
         OK(dcoll_new_group(&g, NULL, 0, &gp));
         CHECK(dcoll_all_reduce(g, s, hbuf, N, DCOLL_FLOAT32, DCOLL_SUM, NULL,
                                NULL) == DCOLL_ERR_INVALID_ARGUMENT,

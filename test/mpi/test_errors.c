@@ -117,8 +117,13 @@ static void bad_groups(int size)
     gp.mask = DCOLL_GROUP_PARAM_BACKEND;
     gp.backend = "tcp";
     EXPECT(dcoll_new_group(&g, ranks, 1, &gp), BAD, "'tcp'");
-    gp.mask = 6;
-    EXPECT(dcoll_new_group(&g, ranks, 1, &gp), BAD, "0x6");
+    gp.mask = 10;
+    EXPECT(dcoll_new_group(&g, ranks, 1, &gp), BAD, "0xa");
+    gp.mask = DCOLL_GROUP_PARAM_ON_TIMEOUT;
+    gp.on_timeout = 2;
+    EXPECT(dcoll_new_group(&g, ranks, 1, &gp), BAD, "on_timeout 2 is not");
+    gp.on_timeout = -1;
+    EXPECT(dcoll_new_group(&g, ranks, 1, &gp), BAD, "on_timeout -1 is not");
     gp.mask = DCOLL_GROUP_PARAM_BACKEND;
     gp.backend = "MpI"; /* names are case-insensitive */
     CHECK_OK(dcoll_new_group(&g, ranks, 1, &gp));

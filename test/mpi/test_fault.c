@@ -12,7 +12,19 @@
  *   test_fault partial       settings only some ranks have are refused on
  *                            every rank (DCOLL_DEBUG, a timeout of 0)
  *   test_fault spawn absent|killed|mismatch N
- *                            the same in N processes from dcoll_spawn */
+ *                            the same in N processes from dcoll_spawn
+ * Those modes use groups whose timeouts return (on_timeout RETURN); the
+ * default ends the job, which fault-hang.sh checks from outside:
+ *   test_fault hang absent|busy|killed|mixed|nothreads
+ *                            at default settings, a group with a 2-s
+ *                            timeout and a blocking all_reduce that never
+ *                            completes: the last rank sleeps outside
+ *                            dcoll (absent), waits in an all_reduce on the
+ *                            world (busy) or dies (killed; mpirun with
+ *                            recovery on); in mixed, odd ranks call it
+ *                            async; nothreads starts MPI without
+ *                            MPI_THREAD_MULTIPLE. Every rank prints when
+ *                            it calls; the job must end with the report. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -45,12 +57,15 @@ static double now(void)
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
 
+/* A group whose timeouts return (DCOLL_ON_TIMEOUT_RETURN), as the modes
+ * that check what the program sees after one need. */
 static dcoll_group_t *group_with_timeout(double seconds)
 {
     dcoll_group_t *g = NULL;
     dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
-    gp.mask = DCOLL_GROUP_PARAM_TIMEOUT;
+    gp.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
     gp.timeout = seconds;
+    gp.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
     CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_SUCCESS, "new_group");
     return g;
 }
@@ -203,10 +218,13 @@ static void disagree(int r, int n, const char *how, const char *want)
     capture_begin(&cap);
     double t0 = now();
     dcoll_status_t st;
+    dcoll_work_t *w = NULL;
     if (!strcmp(how, "root") || (odd && !strcmp(how, "operation")))
         st = dcoll_broadcast(NULL, out, count, dt, root, NULL, NULL);
     else
-        st = dcoll_all_reduce(NULL, in, out, count, dt, op, NULL, NULL);
+        st = dcoll_all_reduce(NULL, in, out, count, dt, op, NULL,
+                              odd && !strcmp(how, "form") ? &w : NULL);
+    CHECK(!w, "%s: a work handle for a call that did not run", how);
     double took = now() - t0;
     const char *err = capture_end(&cap);
     CHECK(st == DCOLL_ERR_MISMATCH, "%s: status %d", how, st);
@@ -240,6 +258,9 @@ static int mismatch(int r, int n)
                            "root 1)");
     disagree(r, n, "operation", "rank 1 called broadcast(int32, count "
                                 "256, root 0)");
+    /* MPI never matches a blocking collective with a nonblocking one. */
+    disagree(r, n, "form", "rank 1 called all_reduce(int32, SUM, count "
+                           "256, async)");
     /* Agreeing calls of every kind run as usual in debug mode. */
     int a[8] = {0}, b[64] = {0};
     CHECK(dcoll_all_gather(NULL, a, b, 8, DCOLL_INT32, NULL, NULL) == 0,
@@ -257,6 +278,8 @@ static int config(void)
         {"DCOLL_TIMEOUT", "-1", "DCOLL_TIMEOUT='-1'"},
         {"DCOLL_DEBUG", "verbose", "DCOLL_DEBUG='verbose' is not 'detail'"},
         {"DCOLL_FLIGHT_RECORDER", "-3", "DCOLL_FLIGHT_RECORDER='-3'"},
+        {"DCOLL_ON_TIMEOUT", "exit", "DCOLL_ON_TIMEOUT='exit' is not "
+                                     "'abort' or 'return'"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         setenv(bad[i].var, bad[i].value, 1);
@@ -271,6 +294,13 @@ static int config(void)
     CHECK(dcoll_init(&p) == DCOLL_ERR_INVALID_ARGUMENT &&
               strstr(dcoll_last_error(), "coll_timeout -2 s"),
           "coll_timeout -2");
+    p.mask = DCOLL_INIT_PARAM_ON_TIMEOUT;
+    p.on_timeout = 7;
+    CHECK(dcoll_init(&p) == DCOLL_ERR_INVALID_ARGUMENT &&
+              strstr(dcoll_last_error(), "dcoll_init: on_timeout 7 is not a "
+                                         "dcoll_on_timeout_t"),
+          "on_timeout 7");
+    p.mask = DCOLL_INIT_PARAM_COLL_TIMEOUT;
     /* 0 waits forever through blocking calls; groups take the world's. */
     p.coll_timeout = 0;
     setenv("DCOLL_FLIGHT_RECORDER", "0", 1);
@@ -288,6 +318,8 @@ static int config(void)
     sum_works(g, 0, 1, "group 0.5 s");
     dcoll_group_destroy(&g);
     /* A receive nobody sends: a send/recv times out too, and says which. */
+    gp.mask |= DCOLL_GROUP_PARAM_ON_TIMEOUT;
+    gp.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
     gp.timeout = 0.3;
     CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_SUCCESS, "group");
     int v;
@@ -326,6 +358,13 @@ static int partial(void)
               strstr(dcoll_last_error(), "whether there is a timeout"),
           "DCOLL_TIMEOUT=0 on rank 0 only");
     unsetenv("DCOLL_TIMEOUT");
+    if (first)
+        setenv("DCOLL_ON_TIMEOUT", "return", 1);
+    CHECK(dcoll_init(NULL) == DCOLL_ERR_INVALID_ARGUMENT &&
+              strstr(dcoll_last_error(), "the ranks disagree on what a "
+                                         "timeout does"),
+          "DCOLL_ON_TIMEOUT=return on rank 0 only");
+    unsetenv("DCOLL_ON_TIMEOUT");
     CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init alike");
     dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
     gp.mask = DCOLL_GROUP_PARAM_TIMEOUT;
@@ -335,12 +374,79 @@ static int partial(void)
               !g && strstr(dcoll_last_error(), "dcoll_new_group: the ranks "
                                                "disagree"),
           "group timeout 0 on rank 0 only");
+    gp.mask = DCOLL_GROUP_PARAM_ON_TIMEOUT;
+    gp.on_timeout = first ? DCOLL_ON_TIMEOUT_RETURN : DCOLL_ON_TIMEOUT_ABORT;
+    CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_ERR_INVALID_ARGUMENT &&
+              !g && strstr(dcoll_last_error(), "disagree on what a timeout "
+                                               "does"),
+          "group on_timeout return on rank 0 only");
     int r, n;
     dcoll_group_rank(NULL, &r);
     dcoll_group_size(NULL, &n);
     sum_works(NULL, r, n, "after the refusals");
     CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
     return 0;
+}
+
+static double wall(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Default settings (abort mode): none of these calls may return. */
+static int hang(const char *how, const char *url)
+{
+    dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
+    if (url) {
+        p.mask = DCOLL_INIT_PARAM_URL;
+        p.url = url;
+    }
+    if (!strcmp(how, "nothreads")) {
+        p.mask = DCOLL_INIT_PARAM_THREAD_LEVEL;
+        p.thread_level = DCOLL_THREAD_SERIALIZED;
+    }
+    CHECK(dcoll_init(&p) == DCOLL_SUCCESS, "init");
+    int r, n;
+    dcoll_group_rank(NULL, &r);
+    dcoll_group_size(NULL, &n);
+    dcoll_group_t *g = NULL;
+    dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
+    gp.mask = DCOLL_GROUP_PARAM_TIMEOUT;
+    gp.timeout = TIMEOUT;
+    CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_SUCCESS, "new_group");
+    sum_works(g, r, n, "before");
+    enum { BIG = 1 << 20 };
+    int *x = calloc(BIG, sizeof(int));
+    bool last = r == n - 1;
+    printf("rank %d calls at %.3f\n", r, wall());
+    fflush(stdout);
+    if (last && !strcmp(how, "killed")) {
+        dcoll_work_t *w;
+        dcoll_all_reduce(g, x, x, BIG, DCOLL_INT32, DCOLL_SUM, NULL, &w);
+        usleep(20000);
+        raise(SIGKILL);
+    }
+    if (last && !strcmp(how, "busy"))
+        dcoll_all_reduce(NULL, x, x, 1, DCOLL_INT32, DCOLL_SUM, NULL, NULL);
+    if (last && strcmp(how, "mixed")) {
+        sleep(60);
+        return 1;
+    }
+    dcoll_status_t st;
+    if (!strcmp(how, "mixed") && r % 2) {
+        dcoll_work_t *w = NULL;
+        st = dcoll_all_reduce(g, x, x, BIG, DCOLL_INT32, DCOLL_SUM, NULL, &w);
+        if (!st)
+            st = dcoll_work_wait(w);
+    } else {
+        st = dcoll_all_reduce(g, x, x, BIG, DCOLL_INT32, DCOLL_SUM, NULL,
+                              NULL);
+    }
+    printf("FAIL: rank %d: the hung all_reduce returned %d: %s\n", r, st,
+           dcoll_last_error());
+    return 1;
 }
 
 static int run(const char *mode, int r, int n)
@@ -356,6 +462,8 @@ static int run(const char *mode, int r, int n)
 static int child(int rank, void *arg)
 {
     procs_note_pid(rank);
+    if (!strcmp(arg, "hang"))
+        return hang("absent", "env://");
     dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
     p.mask = DCOLL_INIT_PARAM_URL;
     p.url = "env://";
@@ -376,10 +484,34 @@ static int spawned(const char *mode, int n)
     if (!strcmp(mode, "mismatch"))
         setenv("DCOLL_DEBUG", "detail", 1);
     dcoll_spawn_failure_t f;
+    struct capture cap;
+    bool hung = !strcmp(mode, "hang");
+    if (hung)
+        capture_begin(&cap);
     double t0 = now();
     dcoll_status_t st = dcoll_spawn(child, (void *)mode, n, NULL, &f);
     double took = now() - t0;
-    if (!strcmp(mode, "killed")) {
+    if (hung) {
+        /* At default settings the first rank to end the job exits with
+         * DCOLL_HANG_EXIT_CODE; spawn reports it and stops the rest. */
+        const char *err = capture_end(&cap);
+        char want[64];
+        snprintf(want, sizeof(want), "rank %d (world %d) did not arrive",
+                 n - 1, n - 1);
+        CHECK(st == DCOLL_ERR_CHILD_FAILED && f.rank < n - 1 &&
+                  f.exit_code == DCOLL_HANG_EXIT_CODE,
+              "spawn hang: status %d, rank %d, exit %d", st, f.rank,
+              f.exit_code);
+        for (int r = 0; r < n - 1; r++) {
+            char head[64];
+            snprintf(head, sizeof(head), "dcoll[%d]: dcoll_all_reduce on "
+                     "group 1", r);
+            const char *at = strstr(err, head);
+            CHECK(at && strstr(at, want) && strstr(at, "ends the job"),
+                  "rank %d's report: %s", r, err);
+        }
+        printf("spawn, hang: %s after %.2f s\n", dcoll_last_error(), took);
+    } else if (!strcmp(mode, "killed")) {
         /* spawn reports the dead rank and stops the rest. */
         CHECK(st == DCOLL_ERR_CHILD_FAILED && f.rank == n - 1 &&
                   f.signal == SIGKILL,
@@ -407,6 +539,8 @@ int main(int argc, char **argv)
         return config() || failures;
     if (!strcmp(mode, "partial"))
         return partial() || failures;
+    if (!strcmp(mode, "hang") && argc > 2)
+        return hang(argv[2], NULL);
     if (strcmp(mode, "absent") && strcmp(mode, "killed") &&
         strcmp(mode, "mismatch")) {
         fprintf(stderr, "usage: test_fault absent|killed|mismatch|config|"

@@ -109,8 +109,10 @@ int main(int argc, char **argv)
     CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init");
     dcoll_group_t *g = NULL;
     dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
-    gp.mask = DCOLL_GROUP_PARAM_TIMEOUT;
+    /* small.c's algorithms run where timeouts return. */
+    gp.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
     gp.timeout = 1;
+    gp.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
     CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_SUCCESS, "new_group");
     int buf[16];
     for (int i = 0; i < 16; i++)

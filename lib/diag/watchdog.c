@@ -1,0 +1,197 @@
+/* The watchdog: one thread per process, from dcoll_init to
+ * dcoll_finalize. Blocking calls run as MPI's own blocking calls, so the
+ * calling thread cannot notice that one has hung; this thread does. Every
+ * tenth of a second it looks at each group with a timeout:
+ *  - it answers other ranks' roll-call asks (where MPI allows a second
+ *    thread), so a rank busy elsewhere still says where it is;
+ *  - a verdict from another rank (a call on the group hung) makes it print
+ *    this rank's side and flight recorder, and acknowledge;
+ *  - a blocking call past its deadline on a group in abort mode is a hang:
+ *    it asks the ranks where they are, prints the report, tells the
+ *    others, and ends the job.
+ * Without MPI_THREAD_MULTIPLE it makes no MPI call, and a hang is reported
+ * from the stuck rank alone. It sleeps between looks: a rank waiting for a
+ * slow peer spends its CPU in MPI's wait, not here. */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "diag.h"
+
+#define PERIOD 0.1    /* seconds between looks */
+#define LINGER 3.0    /* seconds a told rank waits for the job to end */
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
+static pthread_t thread;
+static bool running, stopping;
+static bool threaded;                  /* MPI_THREAD_MULTIPLE */
+static struct dcoll_group *world;
+/* The groups it looks at, under lock. */
+static struct dcoll_group **watched;
+static int nwatched, capwatched;
+static atomic_bool ending;
+/* The hang another rank reported here, which this rank leaves to it. */
+static struct dcoll_group *told_g;
+static uint64_t told_seq;
+
+dcoll_status_t dcoll_watchdog_add(struct dcoll_group *g)
+{
+    if (g->timeout <= 0)
+        return DCOLL_SUCCESS;   /* nothing to watch, no roll calls */
+    pthread_mutex_lock(&lock);
+    if (nwatched == capwatched) {
+        int cap = capwatched ? 2 * capwatched : 16;
+        struct dcoll_group **p = realloc(watched, sizeof(*p) * (size_t)cap);
+        if (!p) {
+            pthread_mutex_unlock(&lock);
+            return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for the "
+                               "watchdog's list of %d groups", cap);
+        }
+        watched = p;
+        capwatched = cap;
+    }
+    watched[nwatched++] = g;
+    pthread_mutex_unlock(&lock);
+    return DCOLL_SUCCESS;
+}
+
+void dcoll_watchdog_remove(struct dcoll_group *g)
+{
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < nwatched; i++)
+        if (watched[i] == g) {
+            watched[i] = watched[--nwatched];
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+}
+
+_Noreturn void dcoll_watchdog_end(struct dcoll_group *g, const char *why,
+                                  uint64_t seq, int kind,
+                                  const struct dcoll_roll *roll, bool mpi)
+{
+    /* One ending per process: a second thread that finds a hang waits
+     * for the first to finish the job. */
+    if (atomic_exchange(&ending, true))
+        for (;;)
+            pause();
+    dcoll_flight_print(g, why);
+    /* A lower rank that found the same hang ends the job: wait for it a
+     * while, so that the launcher sees one abort, answering the other
+     * ranks' messages meanwhile. */
+    if (mpi && seq && roll && g->svc->tell(g, seq, kind, roll)) {
+        double end = dcoll_now() + LINGER;
+        while (dcoll_now() < end) {
+            struct dcoll_verdict v;
+            if (g->svc->serve(g, &v)) {
+                dcoll_roll_free(&v.roll);
+                g->svc->ack(g, v.from);
+            }
+            usleep(10000);
+        }
+    }
+    if (mpi)
+        g->svc->abort_job(world, DCOLL_HANG_EXIT_CODE);
+    _exit(DCOLL_HANG_EXIT_CODE);
+}
+
+/* A watched blocking call on g began at start and is past its deadline. */
+static void declare(struct dcoll_group *g, double start)
+{
+    uint64_t seq = DCOLL_PEEK(g->seq);
+    int kind = DCOLL_PEEK(g->cur_kind);
+    const char *fn = DCOLL_PEEK(g->cur_fn);
+    if (DCOLL_PEEK(g->busy_start) != start)
+        return;   /* it ended while we looked */
+    struct dcoll_roll roll = {0};
+    if (threaded && seq)
+        g->svc->roll_call(g, seq, &roll);
+    dcoll_fault_hung(g, fn ? fn : dcoll_kind_name(kind), seq, kind,
+                     DCOLL_FORM_BLOCKING, roll.n ? &roll : NULL, threaded,
+                     dcoll_now() - start);
+}
+
+static void *run(void *arg)
+{
+    (void)arg;
+    double linger = 0;   /* when a told rank ends the job itself */
+    pthread_mutex_lock(&lock);
+    while (!stopping) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += (long)(PERIOD * 1e9);
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&wake, &lock, &until);
+        if (stopping)
+            break;
+        double now = dcoll_now();
+        for (int i = 0; i < nwatched; i++) {
+            struct dcoll_group *g = watched[i];
+            struct dcoll_verdict v;
+            while (threaded && g->svc->serve(g, &v)) {
+                /* Print the report once; later ones only get an ack. */
+                if (!linger)
+                    dcoll_fault_told(g, &v);
+                dcoll_roll_free(&v.roll);
+                g->svc->ack(g, v.from);
+                if (!linger) {
+                    linger = now + LINGER;
+                    told_g = g;
+                    told_seq = v.seq;
+                }
+            }
+            double start = DCOLL_PEEK(g->busy_start);
+            /* A hang another rank reported is being ended by it. */
+            if (start > 0 && !g->recoverable && now >= start + g->timeout &&
+                !(g == told_g && DCOLL_PEEK(g->seq) == told_seq))
+                declare(g, start);
+        }
+        /* Told of a hang, and the job still runs (the rank that found it
+         * could not end it): end it from here. */
+        if (linger && now >= linger) {
+            fprintf(stderr, "dcoll[%d]: the job did not end after a hang "
+                    "was reported; ending it from here\n", world->rank);
+            if (!atomic_exchange(&ending, true))
+                world->svc->abort_job(world, DCOLL_HANG_EXIT_CODE);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return NULL;
+}
+
+dcoll_status_t dcoll_watchdog_start(struct dcoll_group *w)
+{
+    world = w;
+    threaded = w->svc->threaded();
+    stopping = false;
+    told_g = NULL;
+    atomic_store(&ending, false);
+    int rc = pthread_create(&thread, NULL, run, NULL);
+    if (rc)
+        return dcoll_error(DCOLL_ERR_INTERNAL, "dcoll_init: cannot start "
+                           "the watchdog thread: %s", strerror(rc));
+    running = true;
+    return DCOLL_SUCCESS;
+}
+
+void dcoll_watchdog_stop(void)
+{
+    if (!running)
+        return;
+    pthread_mutex_lock(&lock);
+    stopping = true;
+    pthread_cond_signal(&wake);
+    pthread_mutex_unlock(&lock);
+    pthread_join(thread, NULL);
+    running = false;
+    free(watched);
+    watched = NULL;
+    nwatched = capwatched = 0;
+}

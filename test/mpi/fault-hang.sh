@@ -1,0 +1,71 @@
+#!/bin/sh
+# A hang at default settings (DCOLL_ON_TIMEOUT=abort) ends the job: every
+# surviving rank prints the report naming the missing rank (or, for mixed,
+# the ranks' forms) within the 2-s timeout + 2 s of calling, the job
+# exits non-zero, and no rank is left running.
+# fault-hang.sh MPIRUN_SH TEST_FAULT HOW NP
+mpirun_sh=$1; prog=$2; how=$3; np=$4
+out=$(mktemp); err=$(mktemp)
+trap 'rm -f "$out" "$err"' EXIT
+# Each stderr line stamped with when it came, to time the reports.
+rcf=$(mktemp)
+{ "$mpirun_sh" "$np" 60 "$prog" hang "$how" 2>&1 >"$out"; echo $? >"$rcf"; } |
+    while IFS= read -r line; do
+        printf '%s %s\n' "$(date +%s.%N)" "$line"
+    done >"$err"
+rc=$(cat "$rcf"); rm -f "$rcf"
+end=$(date +%s.%N)
+[ "$rc" = 77 ] && exit 77
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+last=$((np - 1))
+# OpenMPI 4 with orte_enable_recovery (which the killed case needs, or
+# mpirun ends the job itself at the death) exits 0 after MPI_Abort once
+# a rank has died: its exit code is lost there, not here.
+[ "$rc" != 0 ] || [ "$how" = killed ] || bad "mpirun exited 0"
+[ "$rc" != 124 ] && [ "$rc" != 137 ] || bad "the job ran into the test's time limit"
+grep "FAIL" "$out" && bad "a hung call returned"
+case $how in
+    killed) alive=$last ;;   # ranks 0..last-1 survive
+    mixed) alive=$np ;;
+    *) alive=$last ;;
+esac
+r=0
+while [ "$r" -lt "$alive" ]; do
+    called=$(sed -n "s/^rank $r calls at //p" "$out")
+    [ -n "$called" ] || bad "rank $r never called"
+    # Each surviving rank's report: its own, or the one it was told.
+    lines=$(grep "^[0-9.]* dcoll\[$r\]: .*timed out after 2 s" "$err")
+    [ -n "$lines" ] || bad "rank $r printed no report"
+    case $how in
+        mixed)
+            echo "$lines" | grep -q "called it blocking and .* async" ||
+                bad "rank $r's report does not name the forms" ;;
+        nothreads)
+            echo "$lines" | grep -q "could not be asked" ||
+                bad "rank $r's report does not say why it could not ask" ;;
+        *)
+            echo "$lines" | grep -q "rank $last (world $last) did not arrive\|ranks .*$last.* did not arrive" ||
+                bad "rank $r's report does not name rank $last" ;;
+    esac
+    [ "$how" = nothreads ] || echo "$lines" | grep -q "ends the job" ||
+        bad "rank $r's report does not say the job ends"
+    grep -q "^[0-9.]* dcoll\[$r\]: flight recorder of group 1" "$err" ||
+        bad "rank $r printed no flight recorder"
+    at=$(echo "$lines" | head -n 1 | cut -d' ' -f1)
+    said=$(awk -v a="${at:-0}" -v b="$called" 'BEGIN { printf "%.2f", a - b }')
+    took=$(awk -v a="$end" -v b="$called" 'BEGIN { printf "%.2f", a - b }')
+    echo "rank $r: report $said s after it called, job ended after $took s"
+    awk -v t="$said" 'BEGIN { exit !(t <= 4.0) }' ||
+        bad "rank $r's report came $said s after it called (timeout 2 s)"
+    awk -v t="$took" 'BEGIN { exit !(t <= 8.0) }' ||
+        bad "rank $r's job ended $took s after it called"
+    r=$((r + 1))
+done
+sleep 1
+left=$(ps -eo stat=,comm=,args= | awk -v h="hang $how" '$1 !~ /^Z/ && $2 == "test_fault" && index($0, h)' | wc -l)
+[ "$left" = 0 ] || bad "$left rank(s) still running"
+if [ $fail = 1 ]; then echo "--- stdout"; cat "$out"; echo "--- stderr"; cat "$err"; fi
+echo "hang ($how, $np ranks): exit $rc, $left left"
+grep -m1 "timed out after" "$err" | cut -d' ' -f2-
+exit $fail
