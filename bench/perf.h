@@ -19,6 +19,7 @@ struct perf_opts {
     int root;               /* world rank */
     bool async;             /* async call + wait, against MPI_I* + wait */
     bool calibrate;         /* -A: raw against raw, the noise floor */
+    bool apart;             /* -S: each side's calls in a block of their own */
     bool check;
     int ntensors;           /* coalesced forms */
     const char *colls;      /* comma list, or "all" */

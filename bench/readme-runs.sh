@@ -1,7 +1,6 @@
 #!/bin/sh
 # Re-make every figure in bench/README.md into bench/results/ (about
-# twenty-five minutes on a 2-core machine; nothing else should run
-# meanwhile).
+# forty minutes on a 2-core machine; nothing else should run meanwhile).
 #   bench/readme-runs.sh [BUILD_DIR]
 set -eu
 build=${1:-build}
@@ -34,15 +33,25 @@ done >"$res/np4-half.txt"
 for t in float16 bfloat16; do
     DCOLL_NO_HALF_VEC=1 $run 4 600 "$perf" -b 16M -e 16M -R 7 -d $t all_reduce
 done >"$res/np4-half-scalar.txt"
-# Timeouts: the same binary with and without a deadline.
-for t in 0 1800; do
-    for np in 2 4; do
-        DCOLL_TIMEOUT=$t $run $np 300 "$perf" -b 8 -e 16M -f 8 -R 9 \
-            all_reduce broadcast >"$res/timeout-np$np-t$t.txt"
-    done
-    DCOLL_TIMEOUT=$t $run 4 300 "$perf" -b 8 -e 32K -f 8 -R 7 reduce \
-        all_gather gather scatter reduce_scatter all_to_all barrier \
-        >"$res/timeout-other-np4-t$t.txt"
+# Every collective at default settings (MPI's blocking calls under the
+# watchdog), beside the A/A noise floor, and in the opt-in mode whose
+# timeouts return (polled; dcoll's own algorithms for small calls), that
+# one also in rounds that do not interleave the two sides (-S).
+colls="all_reduce broadcast reduce all_gather gather scatter reduce_scatter all_to_all barrier"
+for np in 2 4; do
+    $run $np 1200 "$perf" -b 8 -e 16M -f 8 -R 11 $colls \
+        >"$res/modes-np$np-default.txt"
+    $run $np 1200 "$perf" -A -b 8 -e 16M -f 8 -R 11 $colls \
+        >"$res/modes-np$np-calibrate.txt"
+    DCOLL_ON_TIMEOUT=return $run $np 1200 "$perf" -b 8 -e 16M -f 8 -R 11 \
+        $colls >"$res/modes-np$np-return.txt"
+    DCOLL_ON_TIMEOUT=return $run $np 1200 "$perf" -S -b 8 -e 16M -f 8 \
+        -R 11 $colls >"$res/modes-np$np-return-apart.txt"
+done
+# CPU a rank burns while it waits 1 s for a late peer, raw and dcoll.
+for np in 2 3 4; do
+    $run $np 300 "$build/bench/dcoll-waitcpu" -s 1 -r 3 \
+        >"$res/waitcpu-np$np.txt"
 done
 # No deadline, no recorder, against the A/A noise, on 2 ranks.
 {

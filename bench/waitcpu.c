@@ -63,8 +63,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "dcoll_new_group: %s\n", dcoll_last_error());
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
-    MPI_Comm comm;
-    dcoll_group_mpi_comm(NULL, &comm);
+    MPI_Comm comm = MPI_COMM_WORLD;
+    if (dcoll_group_mpi_comm(NULL, &comm))
+        MPI_Abort(MPI_COMM_WORLD, 1);
     bool last = rank == n - 1;
     if (rank == 0)
         printf("# %d ranks, the last %.1f s late, %d round(s), MPI thread "

@@ -395,6 +395,61 @@ static dcoll_status_t run_watched(struct dcoll_group *g,
     return st;
 }
 
+/* The common blocking call, straight to MPI: one call of at most INT_MAX
+ * elements with nothing to do after it. Returns MPI's code, or -1 where
+ * the general path is needed (big counts, AVG, send and recv, an in-place
+ * reduce_scatter). */
+static inline int direct(const struct dcoll_coll *c, MPI_Comm comm, int me,
+                         const char **call)
+{
+    if (c->count > INT_MAX || c->op == DCOLL_AVG)
+        return -1;
+    int n = (int)c->count;
+    MPI_Datatype t = dcoll_mpi_dtype[c->dtype];
+    const void *s = c->in_place ? MPI_IN_PLACE : c->sendbuf;
+    void *r = c->recvbuf;
+    switch (c->kind) {
+    case DCOLL_COLL_ALL_REDUCE:
+        *call = "MPI_Allreduce";
+        return MPI_Allreduce(s, r, n, t, dcoll_mpi_op(c->dtype, c->op), comm);
+    case DCOLL_COLL_REDUCE:
+        *call = "MPI_Reduce";
+        if (me != c->root) {
+            s = c->sendbuf;
+            r = NULL;
+        }
+        return MPI_Reduce(s, r, n, t, dcoll_mpi_op(c->dtype, c->op), c->root,
+                          comm);
+    case DCOLL_COLL_BROADCAST:
+        *call = "MPI_Bcast";
+        return MPI_Bcast(r, n, t, c->root, comm);
+    case DCOLL_COLL_ALL_GATHER:
+        *call = "MPI_Allgather";
+        return MPI_Allgather(s, n, t, r, n, t, comm);
+    case DCOLL_COLL_GATHER:
+        *call = "MPI_Gather";
+        return MPI_Gather(s, n, t, r, n, t, c->root, comm);
+    case DCOLL_COLL_SCATTER:
+        *call = "MPI_Scatter";
+        return MPI_Scatter(c->sendbuf, n, t, c->in_place ? MPI_IN_PLACE : r,
+                           n, t, c->root, comm);
+    case DCOLL_COLL_ALL_TO_ALL:
+        *call = "MPI_Alltoall";
+        return MPI_Alltoall(s, n, t, r, n, t, comm);
+    case DCOLL_COLL_REDUCE_SCATTER:
+        if (c->in_place)
+            return -1;
+        *call = "MPI_Reduce_scatter_block";
+        return MPI_Reduce_scatter_block(s, r, n, t,
+                                        dcoll_mpi_op(c->dtype, c->op), comm);
+    case DCOLL_COLL_BARRIER:
+        *call = "MPI_Barrier";
+        return MPI_Barrier(comm);
+    default:
+        return -1;
+    }
+}
+
 static dcoll_status_t mpi_coll(struct dcoll_group *g,
                                const struct dcoll_coll *c,
                                struct dcoll_work **work,
@@ -403,9 +458,14 @@ static dcoll_status_t mpi_coll(struct dcoll_group *g,
     if (!work && g->timeout > 0 && g->recoverable)
         return run_watched(g, c, out);
     if (!work) {
+        const char *call = "MPI";
+        int rc = direct(c, dcoll_mpi_comm_of(g), g->rank, &call);
+        if (DCOLL_LIKELY(rc == MPI_SUCCESS))
+            return DCOLL_SUCCESS;
+        if (rc > 0)
+            return dcoll_mpi_error(rc, call);
         struct post p = {NULL, 0};
         MPI_Status status;
-        const char *call;
         dcoll_status_t st = post(g, c, &p, &status, &call);
         if (!st)
             blocking_done(g, c, &status, &out->source, true);

@@ -4,6 +4,12 @@
 #include "core.h"
 #include "diag.h"
 #include "gpu.h"
+#include "kinds.h"
+
+/* The kinds table, visible here so that each public collective, whose
+ * kind is a constant, reads its facts at compile time. */
+static const struct dcoll_kind_info kinds[DCOLL_COLL_KIND_COUNT_] =
+    DCOLL_KINDS_INIT;
 
 /* A NON-MEMBER's work: finished as soon as it is made. */
 static dcoll_status_t noop_work(struct dcoll_group *g, const char *fn,
@@ -127,20 +133,20 @@ static inline bool dtype_op_ok(const struct dcoll_coll *c)
 {
     if ((unsigned)c->dtype >= DCOLL_DTYPE_COUNT_)
         return false;
-    if (!dcoll_kind_has(c->kind, DCOLL_KF_OP))
+    if (!(kinds[c->kind].flags & DCOLL_KF_OP))
         return true;
     return (unsigned)c->op < DCOLL_BAND ||
            ((unsigned)c->op < DCOLL_OP_COUNT_ && !dcoll_dtype_is_float(c->dtype));
 }
 
 /* The public path, inlined into each public collective: there the kind is
- * a constant, so the compiler folds every look-up in dcoll_kinds and the
+ * a constant, so the compiler folds every look-up in kinds and the
  * branches on it, and the table costs nothing per call. */
 static inline __attribute__((always_inline)) dcoll_status_t
 coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
          dcoll_work_t **work, int *source)
 {
-    const struct dcoll_kind_info *k = &dcoll_kinds[c->kind];
+    const struct dcoll_kind_info *k = &kinds[c->kind];
     const char *fn = c->fn ? c->fn : k->fn;
     struct dcoll_group *g;
     dcoll_status_t st = dcoll_check_ready();
@@ -226,7 +232,7 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
     }
     c->async = work != NULL;
     if (g->timeout > 0 || g->flight)
-        c->start = dcoll_now();
+        c->start = dcoll_coarse_now();
     if (g->flight)
         c->fid = dcoll_flight_begin(g->flight, c);
     if (DCOLL_UNLIKELY(g->slow) && (st = dcoll_fault_check(g, c))) {

@@ -81,13 +81,54 @@ static inline bool dcoll_watched(const struct dcoll_group *g)
     return g->timeout > 0 && !g->recoverable;
 }
 
-/* flight.c: each group's last calls. */
+/* flight.c: each group's last calls. Writing an entry is a few stores,
+ * inlined into the public path; no locks, as one thread at a time issues
+ * calls on a group. */
+struct dcoll_flight_entry {
+    uint64_t id, seq;      /* seq 0: a send or receive */
+    double start, end;     /* coarse clock; end 0: not finished */
+    int64_t count;
+    signed char kind, dtype, op;  /* op and root as passed: the kind says */
+    int root;                     /* whether it has them (group rank) */
+    dcoll_status_t status;
+};
+struct dcoll_flight {
+    unsigned cap;          /* entries shown: the last cap */
+    uint64_t mask;         /* the ring's size, a power of two >= cap, - 1:
+                              a mask instead of a division per call */
+    uint64_t n;            /* entries ever written */
+    struct dcoll_flight_entry e[];
+};
 struct dcoll_flight *dcoll_flight_new(unsigned n);
 void dcoll_flight_free(struct dcoll_flight *f);
 /* begin returns the entry's id for end (ids start at 1). */
-uint64_t dcoll_flight_begin(struct dcoll_flight *f,
-                            const struct dcoll_coll *c);
-void dcoll_flight_end(struct dcoll_flight *f, uint64_t id, dcoll_status_t st);
+static inline uint64_t dcoll_flight_begin(struct dcoll_flight *f,
+                                          const struct dcoll_coll *c)
+{
+    struct dcoll_flight_entry *e = &f->e[f->n++ & f->mask];
+    e->id = f->n;
+    e->seq = c->seq;
+    e->start = c->start;
+    e->end = 0;
+    e->count = c->count;
+    e->kind = (signed char)c->kind;
+    e->dtype = (signed char)c->dtype;
+    e->op = (signed char)c->op;
+    e->root = c->root;
+    e->status = DCOLL_SUCCESS;
+    return e->id;
+}
+static inline void dcoll_flight_end(struct dcoll_flight *f, uint64_t id,
+                                    dcoll_status_t st)
+{
+    if (!f || !id)
+        return;
+    struct dcoll_flight_entry *e = &f->e[(id - 1) & f->mask];
+    if (e->id != id)
+        return; /* written over by later calls */
+    e->end = dcoll_coarse_now();
+    e->status = st;
+}
 /* Print g's recorder to stderr, headed by why. */
 void dcoll_flight_print(const struct dcoll_group *g, const char *why);
 

@@ -7,28 +7,19 @@
 #include <string.h>
 #include "diag.h"
 
-struct entry {
-    uint64_t id, seq;      /* seq 0: a send or receive */
-    double start, end;     /* end 0: not finished */
-    int64_t count;
-    signed char kind, dtype, op;
-    int root;              /* group rank, or -1 */
-    dcoll_status_t status;
-};
-
-struct dcoll_flight {
-    unsigned cap;
-    uint64_t n;            /* entries ever written */
-    struct entry e[];
-};
-
 struct dcoll_flight *dcoll_flight_new(unsigned n)
 {
     if (!n)
         return NULL;
-    struct dcoll_flight *f = calloc(1, sizeof(*f) + n * sizeof(struct entry));
-    if (f)
+    uint64_t ring = 1;
+    while (ring < n)
+        ring <<= 1;
+    struct dcoll_flight *f = calloc(1, sizeof(*f) +
+                                           ring * sizeof(struct dcoll_flight_entry));
+    if (f) {
         f->cap = n;
+        f->mask = ring - 1;
+    }
     return f;
 }
 
@@ -37,39 +28,12 @@ void dcoll_flight_free(struct dcoll_flight *f)
     free(f);
 }
 
-uint64_t dcoll_flight_begin(struct dcoll_flight *f,
-                            const struct dcoll_coll *c)
-{
-    struct entry *e = &f->e[f->n++ % f->cap];
-    e->id = f->n;
-    e->seq = c->seq;
-    e->start = c->start;
-    e->end = 0;
-    e->count = c->count;
-    e->kind = (signed char)c->kind;
-    e->dtype = (signed char)c->dtype;
-    e->op = dcoll_kind_has(c->kind, DCOLL_KF_OP) ? (signed char)c->op : -1;
-    e->root = dcoll_kind_has(c->kind, DCOLL_KF_ROOT | DCOLL_KF_PEER)
-                  ? c->root
-                  : -1;
-    e->status = DCOLL_SUCCESS;
-    return e->id;
-}
-
-void dcoll_flight_end(struct dcoll_flight *f, uint64_t id, dcoll_status_t st)
-{
-    if (!f || !id)
-        return;
-    struct entry *e = &f->e[(id - 1) % f->cap];
-    if (e->id != id)
-        return; /* written over by later calls */
-    e->end = dcoll_now();
-    e->status = st;
-}
-
 static const char *duration(double s, char *buf, size_t len)
 {
-    if (s < 1e-3)
+    /* Starts and ends come from the coarse clock. */
+    if (s < DCOLL_COARSE_S)
+        snprintf(buf, len, "under %.0f ms", DCOLL_COARSE_S * 1e3);
+    else if (s < 1e-3)
         snprintf(buf, len, "%.0f us", s * 1e6);
     else if (s < 1)
         snprintf(buf, len, "%.1f ms", s * 1e3);
@@ -102,15 +66,17 @@ void dcoll_flight_print(const struct dcoll_group *g, const char *why)
                             (unsigned long long)shown,
                             (unsigned long long)f->n);
     for (uint64_t i = f->n - shown; i < f->n && off < cap; i++) {
-        const struct entry *e = &f->e[i % f->cap];
+        const struct dcoll_flight_entry *e = &f->e[i & f->mask];
         char a[32], b[32], num[32], what[96];
         int w = snprintf(what, sizeof(what), "%s %s",
                          dcoll_kind_name(e->kind),
                          dcoll_dtype_name((dcoll_dtype_t)e->dtype));
-        if (e->op >= 0 && w > 0 && (size_t)w < sizeof(what))
+        bool has_op = dcoll_kind_has(e->kind, DCOLL_KF_OP);
+        bool has_root = dcoll_kind_has(e->kind, DCOLL_KF_ROOT | DCOLL_KF_PEER);
+        if (has_op && w > 0 && (size_t)w < sizeof(what))
             w += snprintf(what + w, sizeof(what) - (size_t)w, " %s",
                           dcoll_op_name((dcoll_op_t)e->op));
-        if (e->root >= 0 && w > 0 && (size_t)w < sizeof(what))
+        if (has_root && e->root >= 0 && w > 0 && (size_t)w < sizeof(what))
             snprintf(what + w, sizeof(what) - (size_t)w, " %s %d",
                      e->seq ? "root" : "peer", e->root);
         if (e->seq)
