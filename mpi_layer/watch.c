@@ -38,7 +38,8 @@ static void answer_of(struct dcoll_group *g, int64_t asked, int64_t *a)
     a[1] = (int64_t)DCOLL_PEEK(g->seq);
     a[2] = DCOLL_PEEK(g->cur_kind);
     a[3] = DCOLL_PEEK(g->cur_form);
-    a[4] = DCOLL_PEEK(g->busy_start) > 0;
+    a[4] = DCOLL_PEEK(g->busy_start) > 0 &&
+           DCOLL_PEEK(g->busy_seq) == (uint64_t)a[1];
 }
 
 /* Receive one message of tag from anyone, if there is one: a matched

@@ -227,11 +227,14 @@ struct dcoll_group {
                               polled and a timeout returns; else MPI's
                               blocking calls under the watchdog */
     /* Written by the calling thread, read by the watchdog's (atomics):
-     * call #seq's kind, form and public name, and, while a watched
-     * blocking call runs, when it began (0: none). */
+     * call #seq's kind and form, and, while a watched blocking call runs,
+     * its number (0: a send or receive), kind, public name and when it
+     * began (busy_start 0: none). */
     uint64_t seq;          /* calls started on the group */
     int cur_kind;
     int cur_form;
+    uint64_t busy_seq;
+    int busy_kind;
     const char *cur_fn;
     double busy_start;
     bool slow;             /* failed, or debug checks: see diag/fault.c */

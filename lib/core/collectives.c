@@ -251,6 +251,8 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
      * watchdog sees when it began, and ends the job if it hangs. */
     bool watched = !work && dcoll_watched(g);
     if (watched) {
+        DCOLL_PUBLISH(g->busy_seq, c->seq);
+        DCOLL_PUBLISH(g->busy_kind, (int)c->kind);
         DCOLL_PUBLISH(g->cur_fn, fn);
         DCOLL_PUBLISH(g->busy_start, c->start);
     }

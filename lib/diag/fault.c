@@ -108,6 +108,8 @@ dcoll_status_t dcoll_fault_group_init(struct dcoll_group *g, double timeout,
     g->cur_form = DCOLL_FORM_NONE;
     g->cur_fn = NULL;
     g->busy_start = 0;
+    g->busy_seq = 0;
+    g->busy_kind = 0;
     g->failed = NULL;
     g->slow = dcoll_debug;
     g->flight = dcoll_flight_new(dcoll_flight_size);
@@ -344,7 +346,8 @@ void dcoll_fault_told(struct dcoll_group *g, struct dcoll_verdict *v)
         "%d). This rank ", v->from, DCOLL_HANG_EXIT_CODE);
     uint64_t seq = DCOLL_PEEK(g->seq);
     int kind = DCOLL_PEEK(g->cur_kind), form = DCOLL_PEEK(g->cur_form);
-    bool busy = DCOLL_PEEK(g->busy_start) > 0;
+    bool busy = DCOLL_PEEK(g->busy_start) > 0 &&
+                DCOLL_PEEK(g->busy_seq) == seq;
     if (seq == v->seq)
         put(&t, "%s it (%s)", busy ? "is waiting in" : "posted",
             form_name(form));

@@ -102,8 +102,8 @@ _Noreturn void dcoll_watchdog_end(struct dcoll_group *g, const char *why,
 /* A watched blocking call on g began at start and is past its deadline. */
 static void declare(struct dcoll_group *g, double start)
 {
-    uint64_t seq = DCOLL_PEEK(g->seq);
-    int kind = DCOLL_PEEK(g->cur_kind);
+    uint64_t seq = DCOLL_PEEK(g->busy_seq);
+    int kind = DCOLL_PEEK(g->busy_kind);
     const char *fn = DCOLL_PEEK(g->cur_fn);
     if (DCOLL_PEEK(g->busy_start) != start)
         return;   /* it ended while we looked */
@@ -150,7 +150,7 @@ static void *run(void *arg)
             double start = DCOLL_PEEK(g->busy_start);
             /* A hang another rank reported is being ended by it. */
             if (start > 0 && !g->recoverable && now >= start + g->timeout &&
-                !(g == told_g && DCOLL_PEEK(g->seq) == told_seq))
+                !(g == told_g && DCOLL_PEEK(g->busy_seq) == told_seq))
                 declare(g, start);
         }
         /* Told of a hang, and the job still runs (the rank that found it

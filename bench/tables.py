@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""The Markdown tables of bench/README.md, from dcoll-perf's text outputs
+in bench/results/ (made by bench/readme-runs.sh):
+    bench/tables.py full RESULT CALIBRATION   per-size table of a 4-rank run
+    bench/tables.py small NP2 NP1             small calls, 2 ranks and 1
+    bench/tables.py modes RESULT...           every collective, ratio (+us)
+"""
+import sys
+
+
+def parse(path):
+    """{collective: {size: row}}, in the file's order."""
+    coll, out = None, {}
+    for line in open(path):
+        f = line.split()
+        if line.startswith('#') and ' on ' in line and 'rank(s)' in line:
+            coll = f[1]
+        elif f and not line.startswith('#') and coll and f[0].isdigit():
+            out.setdefault(coll, {})[int(f[0])] = {
+                'us': float(f[5]), 'busbw': float(f[7]), 'raw': float(f[9]),
+                'raw_busbw': float(f[11]), 'ratio': float(f[12]),
+                'add': float(f[13])}
+    return out
+
+
+def size_name(b):
+    for unit, n in (('MiB', 1 << 20), ('KiB', 1 << 10)):
+        if b >= n and b % n == 0:
+            return '%d %s' % (b // n, unit)
+    return '%d B' % b
+
+
+def full(result, calib):
+    d, a = parse(result), parse(calib)
+    for coll, rows in d.items():
+        print('#### %s, float32, 4 ranks\n' % coll)
+        print('| size | dcoll µs | raw µs | dcoll busbw GB/s | raw busbw GB/s '
+              '| ratio | added µs | A/A ratio | A/A µs |')
+        print('| ---: |' + ' ---: |' * 8)
+        for s, r in rows.items():
+            c = a.get(coll, {}).get(s)
+            miss_q = s >= 65536 and r['ratio'] < 0.98
+            miss_a = s < 65536 and r['add'] > 0.3
+            print('| %s | %.3f | %.3f | %.3f | %.3f | %.3f%s | %+.3f%s | %s | %s |'
+                  % (size_name(s), r['us'], r['raw'], r['busbw'],
+                     r['raw_busbw'], r['ratio'], ' ✗' if miss_q else '',
+                     r['add'], ' ✗' if miss_a else '',
+                     '%.3f' % c['ratio'] if c else '',
+                     '%+.3f' % c['add'] if c else ''))
+        print()
+
+
+def small(np2, np1):
+    for title, path in (('2 ranks (one per core, no oversubscription)', np2),
+                        ('1 rank', np1)):
+        d = parse(path)
+        print('#### %s\n' % title)
+        colls = list(d)
+        print('| size | ' + ' | '.join('%s dcoll µs | raw µs | added µs' % c
+                                       for c in colls) + ' |')
+        print('| ---: |' + ' ---: | ---: | ---: |' * len(colls))
+        for s in d[colls[0]]:
+            cells = []
+            for c in colls:
+                r = d[c][s]
+                cells += ['%.3f' % r['us'], '%.3f' % r['raw'],
+                          '%+.3f' % r['add']]
+            print('| %s | %s |' % (size_name(s), ' | '.join(cells)))
+        print()
+
+
+def modes(paths):
+    for path in paths:
+        d = parse(path)
+        sizes = sorted({s for r in d.values() for s in r if s})
+        print('`results/%s`\n' % path.split('/')[-1])
+        print('| collective | ' + ' | '.join(size_name(s) for s in sizes)
+              + ' |')
+        print('| --- |' + ' ---: |' * len(sizes))
+        for coll, r in d.items():
+            if coll == 'barrier':
+                print('| barrier | %.2f (%+.3f) |' % (r[0]['ratio'],
+                                                     r[0]['add'])
+                      + ' |' * (len(sizes) - 1))
+                continue
+            cells = ['%.2f (%+.2f)' % (r[s]['ratio'], r[s]['add'])
+                     if s in r else '' for s in sizes]
+            print('| %s | %s |' % (coll, ' | '.join(cells)))
+        print()
+
+
+if __name__ == '__main__':
+    what = sys.argv[1] if len(sys.argv) > 1 else ''
+    if what == 'full' and len(sys.argv) == 4:
+        full(sys.argv[2], sys.argv[3])
+    elif what == 'small' and len(sys.argv) == 4:
+        small(sys.argv[2], sys.argv[3])
+    elif what == 'modes' and len(sys.argv) > 2:
+        modes(sys.argv[2:])
+    else:
+        sys.exit(__doc__)
