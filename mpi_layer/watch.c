@@ -162,6 +162,22 @@ static int silent(const struct dcoll_roll *roll)
     return n;
 }
 
+/* End n sends of buf: free buf once they are done, or, where a rank
+ * never receives, let MPI drop them and leave buf to them. Frees rq. */
+static void let_go(int n, MPI_Request *rq, void *buf)
+{
+    int done = 0;
+    MPI_Testall(n, rq, &done, MPI_STATUSES_IGNORE);
+    if (done) {
+        free(buf);
+    } else {
+        for (int i = 0; i < n; i++)
+            if (rq[i] != MPI_REQUEST_NULL)
+                MPI_Request_free(&rq[i]);
+    }
+    free(rq);
+}
+
 /* Ask every rank where it stands; fills roll, or returns false. */
 static bool roll_call(struct dcoll_group *g, uint64_t seq,
                       struct dcoll_roll *roll)
@@ -224,17 +240,7 @@ static bool roll_call(struct dcoll_group *g, uint64_t seq,
         roll->busy[r] = (unsigned char)a[4];
     }
     free(got);
-    int done = 0;
-    MPI_Testall(nrq, rq, &done, MPI_STATUSES_IGNORE);
-    if (done) {
-        free(ask);
-    } else {
-        /* A rank that never receives: let MPI drop the sends. */
-        for (int i = 0; i < nrq; i++)
-            if (rq[i] != MPI_REQUEST_NULL)
-                MPI_Request_free(&rq[i]);
-    }
-    free(rq);
+    let_go(nrq, rq, ask);
     return true;
 }
 
@@ -306,16 +312,7 @@ bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,
             defer |= v.from < g->rank;
         }
     }
-    int done = 0;
-    MPI_Testall(nrq, rq, &done, MPI_STATUSES_IGNORE);
-    if (done) {
-        free(said);
-    } else {
-        for (int i = 0; i < nrq; i++)
-            if (rq[i] != MPI_REQUEST_NULL)
-                MPI_Request_free(&rq[i]);
-    }
-    free(rq);
+    let_go(nrq, rq, said);
     free(told);
     return defer;
 }
