@@ -369,7 +369,7 @@ static dcoll_status_t run_watched(struct dcoll_group *g,
         c->kind != DCOLL_COLL_SEND && c->kind != DCOLL_COLL_RECV)
         return DCOLL_SUCCESS;
     if (dcoll_mpi_small_fits(g, c)) {
-        struct dcoll_watch wt = watch_of(g, c, "small collective", out);
+        struct dcoll_watch wt = watch_of(g, c, "MPI_Test (dcoll's own small-call algorithm)", out);
         dcoll_status_t st = dcoll_mpi_small(g, c, &wt);
         if (!st)
             blocking_done(g, c, NULL, &out->source, false);

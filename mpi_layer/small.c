@@ -15,9 +15,15 @@
  * (bench/README.md, "Timeouts"). */
 #define SMALL_BYTES 32768  /* all_reduce, reduce */
 #define SMALL_BCAST 4096   /* broadcast */
-#define TAG_REDUCE 16
-#define TAG_BCAST 17
-#define TAG_BARRIER 18
+/* Tags carry the call's number: a message a failed or mismatched call
+ * left behind can never complete a later one (watch.c's tags are below
+ * TAG_BASE). */
+#define TAG_BASE 16
+
+static int tag_of(const struct dcoll_watch *wt)
+{
+    return TAG_BASE + (int)(wt->seq % (uint64_t)(dcoll_mpi_tag_ub - TAG_BASE));
+}
 
 bool dcoll_mpi_small_fits(const struct dcoll_group *g,
                           const struct dcoll_coll *c)
@@ -53,7 +59,7 @@ static dcoll_status_t swap(struct dcoll_group *g, const struct dcoll_watch *wt,
     if (rc != MPI_SUCCESS) {
         if (k)
             MPI_Cancel(&rq[0]), MPI_Request_free(&rq[0]);
-        return dcoll_mpi_error(rc, "MPI_Isend/MPI_Irecv (small collective)");
+        return dcoll_mpi_error(rc, "MPI_Isend/MPI_Irecv");
     }
     return dcoll_mpi_poll(g, wt, k, rq, NULL);
 }
@@ -94,10 +100,10 @@ static dcoll_status_t doubling(struct dcoll_group *g,
     int extra = p - pof2, me;
     if (r < 2 * extra) {
         if (r % 2 == 0) {
-            st = swap(g, wt, buf, NULL, n, t, r + 1, -1, TAG_REDUCE);
+            st = swap(g, wt, buf, NULL, n, t, r + 1, -1, tag_of(wt));
             me = -1;
         } else {
-            st = swap(g, wt, NULL, tmp, n, t, -1, r - 1, TAG_REDUCE);
+            st = swap(g, wt, NULL, tmp, n, t, -1, r - 1, tag_of(wt));
             if (!st)
                 st = fold(tmp, buf, n, t, op);
             me = r / 2;
@@ -108,13 +114,13 @@ static dcoll_status_t doubling(struct dcoll_group *g,
     for (int mask = 1; !st && me >= 0 && mask < pof2; mask <<= 1) {
         int peer = me ^ mask;
         int real = peer < extra ? peer * 2 + 1 : peer + extra;
-        st = swap(g, wt, buf, tmp, n, t, real, real, TAG_REDUCE);
+        st = swap(g, wt, buf, tmp, n, t, real, real, tag_of(wt));
         if (!st)
             st = fold(tmp, buf, n, t, op);
     }
     if (!st && r < 2 * extra)
-        st = r % 2 ? swap(g, wt, buf, NULL, n, t, r - 1, -1, TAG_REDUCE)
-                   : swap(g, wt, NULL, buf, n, t, -1, r + 1, TAG_REDUCE);
+        st = r % 2 ? swap(g, wt, buf, NULL, n, t, r - 1, -1, tag_of(wt))
+                   : swap(g, wt, NULL, buf, n, t, -1, r + 1, tag_of(wt));
     return st;
 }
 
@@ -156,10 +162,10 @@ static dcoll_status_t reduce(struct dcoll_group *g,
     for (int mask = 1; !st && mask < p; mask <<= 1) {
         if (vr & mask)
             return swap(g, wt, acc, NULL, n, t, (vr - mask + root) % p, -1,
-                        TAG_REDUCE);
+                        tag_of(wt));
         if (vr + mask < p) {
             st = swap(g, wt, NULL, sc + SMALL_BYTES, n, t, -1,
-                      (vr + mask + root) % p, TAG_REDUCE);
+                      (vr + mask + root) % p, tag_of(wt));
             if (!st)
                 st = fold(sc + SMALL_BYTES, acc, n, t, op);
         }
@@ -179,7 +185,7 @@ static dcoll_status_t broadcast(struct dcoll_group *g,
     while (mask < p) {
         if (vr & mask) {
             st = swap(g, wt, NULL, c->recvbuf, n, t, -1,
-                      (vr - mask + root) % p, TAG_BCAST);
+                      (vr - mask + root) % p, tag_of(wt));
             break;
         }
         mask <<= 1;
@@ -189,7 +195,7 @@ static dcoll_status_t broadcast(struct dcoll_group *g,
     for (mask >>= 1; !st && mask > 0; mask >>= 1) {
         if (vr + mask >= p)
             continue;
-        rc = MPI_Isend(c->recvbuf, n, t, (vr + mask + root) % p, TAG_BCAST,
+        rc = MPI_Isend(c->recvbuf, n, t, (vr + mask + root) % p, tag_of(wt),
                        dcoll_mpi_ctl_of(g), &rq[k]);
         if (rc != MPI_SUCCESS)
             break;
@@ -213,7 +219,7 @@ static dcoll_status_t barrier(struct dcoll_group *g,
     dcoll_status_t st = DCOLL_SUCCESS;
     for (int k = 1; !st && k < p; k <<= 1)
         st = swap(g, wt, NULL, NULL, 0, MPI_BYTE, (r + k) % p,
-                  (r - k + p) % p, TAG_BARRIER);
+                  (r - k + p) % p, tag_of(wt));
     return st;
 }
 

@@ -394,6 +394,12 @@ dcoll_status_t dcoll_mpi_exchange(struct dcoll_group *g, const void *mine,
         .call = "MPI_Iallgather (debug check)",
         .out = out,
     };
+    /* all holds g->size records: never exchange over more ranks. */
+    int n = 0;
+    MPI_Comm_size(dcoll_mpi_ctl_of(g), &n);
+    if (n != g->size)
+        return dcoll_error(DCOLL_ERR_INTERNAL, "%s: the group has %d ranks "
+                           "but its communicator %d", c->fn, g->size, n);
     int rc = MPI_Iallgather(mine, (int)len, MPI_BYTE, all, (int)len,
                             MPI_BYTE, dcoll_mpi_ctl_of(g), &rq);
     if (rc != MPI_SUCCESS)

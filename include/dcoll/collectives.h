@@ -60,14 +60,15 @@ DCOLL_API dcoll_status_t dcoll_all_gather(dcoll_group_t *group,
         const dcoll_coll_opts_t *opts, dcoll_work_t **work);
 
 /** As all_gather, the result only on @p root. recvbuf must be given on the
- *  root and must be NULL on the other ranks. In place on root:
+ *  root; the other ranks' recvbuf is ignored, as in MPI. In place on root:
  *  sendbuf == recvbuf + root_group_rank * count. */
 DCOLL_API dcoll_status_t dcoll_gather(dcoll_group_t *group,
         const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
         int root, const dcoll_coll_opts_t *opts, dcoll_work_t **work);
 
 /** Group rank i gets block i (count elements) of the root's sendbuf.
- *  sendbuf must be given on the root and must be NULL on the other ranks.
+ *  sendbuf must be given on the root; the other ranks' sendbuf is ignored,
+ *  as in MPI.
  *  In place on root: recvbuf == sendbuf + root_group_rank * count. */
 DCOLL_API dcoll_status_t dcoll_scatter(dcoll_group_t *group,
         const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,

@@ -60,7 +60,11 @@ DCOLL_API dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
                                          const dcoll_group_params_t *params);
 
 /** Free a group made by dcoll_new_group and set *group to NULL. Collective
- *  over the group's members. A NON-MEMBER handle or NULL *group is fine. */
+ *  over the group's members. A NON-MEMBER handle or NULL *group is fine.
+ *  Beware: NULL is the world everywhere, so a call on the variable after
+ *  this runs on the world, not on the destroyed group. A copy of the
+ *  handle kept elsewhere is refused ("not a live dcoll group") as long as
+ *  its memory has not been reused. */
 DCOLL_API dcoll_status_t dcoll_group_destroy(dcoll_group_t **group);
 
 /** This process's rank in @p group, or DCOLL_NON_MEMBER. */

@@ -78,8 +78,8 @@ enum {
     DCOLL_KF_COUNTED = 1u << 3,  /* numbered among a group's collectives */
     DCOLL_KF_ONE_BUF = 1u << 4,  /* one buffer, read on the root and
                                       written elsewhere (broadcast) */
-    DCOLL_KF_STRICT_ROOT = 1u << 5, /* the root's own buffer must be NULL
-                                         on the other ranks */
+    DCOLL_KF_STRICT_ROOT = 1u << 5, /* the root must give its own buffer
+                                         even for count 0 */
     DCOLL_KF_ELEMENTWISE = 1u << 6, /* may be cut into chunks */
 };
 

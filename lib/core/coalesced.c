@@ -151,7 +151,7 @@ dcoll_status_t dcoll_all_reduce_coalesced(dcoll_group_t *group,
     struct dcoll_group *g;
     dcoll_status_t st = check_list(__func__, (const void *const *)bufs,
                                    "bufs", counts, n, dtype, &total);
-    if (st || (st = dcoll_group_resolve(group, &g)))
+    if (st || (st = dcoll_group_resolve(group, &g, __func__)))
         return st;
     struct dcoll_coll c = {.kind = DCOLL_COLL_ALL_REDUCE, .dtype = dtype,
                            .op = op, .opts = opts, .fn = __func__};
@@ -200,7 +200,7 @@ dcoll_status_t dcoll_all_gather_coalesced(dcoll_group_t *group,
     if (st || (st = check_list(__func__, (const void *const *)recvbufs,
                                "recvbufs", counts, n, dtype, &total)))
         return st;
-    if ((st = dcoll_group_resolve(group, &g)))
+    if ((st = dcoll_group_resolve(group, &g, __func__)))
         return st;
     struct dcoll_coll c = {.kind = DCOLL_COLL_ALL_GATHER, .dtype = dtype,
                            .opts = opts, .fn = __func__};

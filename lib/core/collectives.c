@@ -61,18 +61,13 @@ static dcoll_status_t aliased(const char *fn, const char *rule)
 }
 
 /* Why the root's own buffer (reduce's and gather's recvbuf, scatter's
- * sendbuf) is refused: missing on the root, or given elsewhere where the
- * kind wants NULL there. */
+ * sendbuf) is refused on the root: missing. */
 static dcoll_status_t bad_root_own(const char *fn,
                                    const struct dcoll_kind_info *k,
-                                   const struct dcoll_coll *c, bool root)
+                                   const struct dcoll_coll *c)
 {
     bool on_send = k->root_own == DCOLL_BUF_SEND;
     const char *name = on_send ? "sendbuf" : "recvbuf";
-    if (!root)
-        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                           "%s: %s must be NULL on ranks other than the "
-                           "root", fn, name);
     if (k->flags & DCOLL_KF_STRICT_ROOT)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: %s must be given on the root", fn, name);
@@ -96,13 +91,18 @@ static inline __attribute__((always_inline)) dcoll_status_t check_layout(const c
         role = g->rank == c->root;
         at = c->root;
         const void *own = k->root_own == DCOLL_BUF_SEND ? s : r;
-        /* A root without it (unless it moves nothing), or another rank
-         * with it where the kind is strict. */
-        if (k->root_own &&
-            DCOLL_UNLIKELY(role ? !own && (c->count > 0 ||
-                                           (k->flags & DCOLL_KF_STRICT_ROOT))
-                                : own && (k->flags & DCOLL_KF_STRICT_ROOT)))
-            return bad_root_own(fn, k, c, role);
+        /* A root without it (unless it moves nothing) is refused. On the
+         * other ranks it means nothing, as in MPI, and is dropped: a rank
+         * that refused it alone would leave the root waiting. */
+        if (k->root_own && role && !own &&
+            DCOLL_UNLIKELY(c->count > 0 || (k->flags & DCOLL_KF_STRICT_ROOT)))
+            return bad_root_own(fn, k, c);
+        if (k->root_own && !role && own) {
+            if (k->root_own == DCOLL_BUF_SEND)
+                c->sendbuf = s = NULL;
+            else
+                c->recvbuf = r = NULL;
+        }
     }
     unsigned in = k->in[role], out = k->out[role];
     if (!in || !out)
@@ -154,7 +154,7 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
         return st;
     if (work)
         *work = NULL;
-    if (DCOLL_UNLIKELY((st = dcoll_group_resolve(group, &g))))
+    if (DCOLL_UNLIKELY((st = dcoll_group_resolve(group, &g, fn))))
         return st;
     if (DCOLL_UNLIKELY(c->opts && (c->opts->mask & ~KNOWN_OPTS)))
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
@@ -192,8 +192,18 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
                                "%s: tag %d is negative", fn, c->tag);
     }
 
-    if (DCOLL_UNLIKELY(g->rank == DCOLL_NON_MEMBER))
+    if (DCOLL_UNLIKELY(g->rank == DCOLL_NON_MEMBER)) {
+        /* A collective is every rank's, and a non-member's part is none;
+         * a message to or from one would be silently lost. */
+        if (k->flags & DCOLL_KF_PEER)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "%s: this process is not a member of the "
+                               "group (its handle is the NON-MEMBER one), "
+                               "so it has no %s there", fn,
+                               c->kind == DCOLL_COLL_SEND ? "peer to send to"
+                                                          : "peer to receive from");
         return work ? noop_work(g, fn, work) : DCOLL_SUCCESS;
+    }
 
     if (k->flags & (DCOLL_KF_ROOT | DCOLL_KF_PEER)) {
         if (c->kind == DCOLL_COLL_RECV && root == DCOLL_ANY_SOURCE) {
@@ -266,6 +276,8 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
         st = dcoll_fault_outcome(g, &out, fn, c->seq, c->kind,
                                  work ? DCOLL_FORM_ASYNC
                                       : DCOLL_FORM_BLOCKING);
+    else if (DCOLL_UNLIKELY(st))
+        st = dcoll_fault_failed(g, fn, c->seq, st);
     if (work && !st) {
         dcoll_work_stamp(*work, g, c);
         dcoll_work_track(*work);

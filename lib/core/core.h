@@ -33,7 +33,7 @@ static inline dcoll_status_t dcoll_check_ready(void)
 /* group.c */
 extern int dcoll_groups_made;  /* new_group calls so far: the next id */
 dcoll_status_t dcoll_group_resolve(struct dcoll_group *in,
-                                   struct dcoll_group **out);
+                                   struct dcoll_group **out, const char *fn);
 dcoll_status_t dcoll_group_root_slow(const struct dcoll_group *g,
                                      int global, const char *fn,
                                      const char *what, int *group_rank);

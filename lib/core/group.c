@@ -9,7 +9,7 @@ static struct dcoll_group *live_groups;
 int dcoll_groups_made;
 
 dcoll_status_t dcoll_group_resolve(struct dcoll_group *in,
-                                   struct dcoll_group **out)
+                                   struct dcoll_group **out, const char *fn)
 {
     if (!in) {
         *out = &dcoll_world;
@@ -17,8 +17,8 @@ dcoll_status_t dcoll_group_resolve(struct dcoll_group *in,
     }
     if (DCOLL_UNLIKELY(in->magic != DCOLL_GROUP_MAGIC))
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                           "group %p is not a live dcoll group (destroyed "
-                           "or never made)", (void *)in);
+                           "%s: group %p is not a live dcoll group (destroyed "
+                           "or never made)", fn, (void *)in);
     *out = in;
     return DCOLL_SUCCESS;
 }
@@ -108,17 +108,25 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
-                               int nranks, const dcoll_group_params_t *params)
+/* What one rank's arguments to new_group come to, checked alone. */
+struct group_args {
+    const struct dcoll_backend_entry *be;
+    double timeout;
+    bool recoverable;
+    int *sorted, n, me;
+};
+
+static dcoll_status_t check_args(dcoll_group_t **out, const int *ranks,
+                                 int nranks,
+                                 const dcoll_group_params_t *params,
+                                 struct group_args *a)
 {
-    dcoll_status_t st = dcoll_check_ready();
-    if (st)
-        return st;
+    dcoll_status_t st;
+    int world = dcoll_world.size;
     if (!out)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "dcoll_new_group: out is NULL");
     *out = NULL;
-    int world = dcoll_world.size;
     if (nranks < 0)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "dcoll_new_group: nranks %d is negative", nranks);
@@ -130,9 +138,9 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "dcoll_new_group: %d ranks asked for, more than "
                            "the world's %d", nranks, world);
-    const struct dcoll_backend_entry *be = dcoll_world.bentry;
-    double timeout = dcoll_world.timeout;
-    bool recoverable = dcoll_world.recoverable;
+    a->be = dcoll_world.bentry;
+    a->timeout = dcoll_world.timeout;
+    a->recoverable = dcoll_world.recoverable;
     if (params) {
         if (params->mask & ~(DCOLL_GROUP_PARAM_BACKEND |
                              DCOLL_GROUP_PARAM_TIMEOUT |
@@ -141,32 +149,22 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
                                "dcoll_new_group: params->mask 0x%llx has "
                                "unknown bits",
                                (unsigned long long)params->mask);
-        if (params->mask & DCOLL_GROUP_PARAM_BACKEND) {
-            st = dcoll_backend_lookup(params->backend, &be);
-            if (st)
-                return st;
-        }
+        if ((params->mask & DCOLL_GROUP_PARAM_BACKEND) &&
+            (st = dcoll_backend_lookup(params->backend, &a->be)))
+            return st;
         if (params->mask & DCOLL_GROUP_PARAM_TIMEOUT) {
-            timeout = params->timeout;
+            a->timeout = params->timeout;
             if ((st = dcoll_fault_timeout_ok("dcoll_new_group", "timeout",
-                                             timeout)))
+                                             a->timeout)))
                 return st;
         }
         if (params->mask & DCOLL_GROUP_PARAM_ON_TIMEOUT) {
             if ((st = dcoll_fault_mode_ok("dcoll_new_group", "on_timeout",
                                           params->on_timeout)))
                 return st;
-            recoverable = params->on_timeout == DCOLL_ON_TIMEOUT_RETURN;
+            a->recoverable = params->on_timeout == DCOLL_ON_TIMEOUT_RETURN;
         }
     }
-    /* The split runs on the world's communicator, where a timed-out call
-     * may still be pending: it could match the wrong operation. */
-    if (dcoll_world.failed)
-        return dcoll_error(DCOLL_ERR_GROUP_FAILED, "dcoll_new_group: new "
-                           "groups are made from the world, which is "
-                           "unusable after an earlier failure: %s",
-                           dcoll_world.failed);
-
     bool all = !ranks && nranks == 0;
     int n = all ? world : nranks;
     int *sorted = malloc(sizeof(int) * (size_t)(n ? n : 1));
@@ -183,7 +181,7 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
         }
     }
     qsort(sorted, (size_t)n, sizeof(int), cmp_int);
-    int me = -1;
+    a->me = -1;
     for (int i = 0; i < n; i++) {
         if (i > 0 && sorted[i] == sorted[i - 1]) {
             int dup = sorted[i];
@@ -193,8 +191,124 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
                                dup);
         }
         if (sorted[i] == dcoll_world.rank)
-            me = i;
+            a->me = i;
     }
+    a->sorted = sorted;
+    a->n = n;
+    return DCOLL_SUCCESS;
+}
+
+/* FNV-1a over the sorted list: equal lists, equal hashes. */
+static uint64_t list_hash(const int *v, int n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int i = -1; i < n; i++) {
+        uint32_t x = (uint32_t)(i < 0 ? n : v[i]);
+        for (int b = 0; b < 4; b++) {
+            h ^= (x >> (8 * b)) & 0xff;
+            h *= 1099511628211ull;
+        }
+    }
+    return h;
+}
+
+/* Every world rank must pass the same list: one allgather of each list's
+ * hash, so that every rank reaches the same verdict and names the ranks
+ * that differ, instead of a group whose size and communicator disagree. */
+static dcoll_status_t same_lists(const struct group_args *a)
+{
+    int world = dcoll_world.size;
+    uint64_t h = list_hash(a->sorted, a->n);
+    uint64_t *all = malloc(sizeof(uint64_t) * (size_t)world);
+    int ok = all != NULL;
+    dcoll_status_t st = dcoll_world.svc->agree(&dcoll_world, &ok);
+    if (!st && !ok)
+        st = dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_new_group: no memory to "
+                         "compare the ranks' lists of %d ranks", world);
+    if (!st)
+        st = dcoll_world.svc->allgather_bytes(&dcoll_world, &h, all,
+                                              sizeof(h));
+    int first = -1;
+    for (int r = 0; !st && r < world && first < 0; r++)
+        if (all[r] != all[0])
+            first = r;
+    if (st || first < 0) {
+        free(all);
+        return st;
+    }
+    char msg[DCOLL_ERROR_MAX];
+    size_t off = (size_t)snprintf(msg, sizeof(msg), "dcoll_new_group: the "
+                                  "ranks passed different lists, so no group "
+                                  "was made (every world rank must pass the "
+                                  "same ranks): ");
+    for (int r = 0, k = 0; r < world && off < sizeof(msg); r++) {
+        bool seen = false;
+        for (int q = 0; q < r && !seen; q++)
+            seen = all[q] == all[r];
+        if (seen)
+            continue;
+        off += (size_t)snprintf(msg + off, sizeof(msg) - off, "%sworld "
+                                "rank(s) ", k++ ? "; " : "");
+        for (int q = r, shown = 0; q < world && off < sizeof(msg); q++)
+            if (all[q] == all[r])
+                off += (size_t)snprintf(msg + off, sizeof(msg) - off, "%s%d",
+                                        shown++ ? "," : "", q);
+        if (off < sizeof(msg))
+            off += (size_t)snprintf(msg + off, sizeof(msg) - off,
+                                    " passed list %c", 'A' + (k - 1) % 26);
+    }
+    if (off < sizeof(msg)) {
+        off += (size_t)snprintf(msg + off, sizeof(msg) - off, "; this rank "
+                                "passed {");
+        for (int i = 0; i < a->n && off < sizeof(msg); i++)
+            off += (size_t)snprintf(msg + off, sizeof(msg) - off, "%s%d",
+                                    i ? "," : "", a->sorted[i]);
+        if (off < sizeof(msg))
+            snprintf(msg + off, sizeof(msg) - off, "}");
+    }
+    free(all);
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s", msg);
+}
+
+dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
+                               int nranks, const dcoll_group_params_t *params)
+{
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    /* The split runs on the world's communicator, where a timed-out call
+     * may still be pending: it could match the wrong operation. Every
+     * rank knows the world failed. */
+    if (dcoll_world.failed)
+        return dcoll_error(DCOLL_ERR_GROUP_FAILED, "dcoll_new_group: new "
+                           "groups are made from the world, which is "
+                           "unusable after an earlier failure: %s",
+                           dcoll_world.failed);
+    /* A refusal one rank alone sees must reach the others, which would
+     * otherwise wait in the split. */
+    struct group_args a = {0};
+    dcoll_status_t local = check_args(out, ranks, nranks, params, &a);
+    char why[DCOLL_ERROR_MAX];
+    if (local)
+        snprintf(why, sizeof(why), "%s", dcoll_last_error());
+    int ok = !local;
+    if ((st = dcoll_world.svc->agree(&dcoll_world, &ok)) || local || !ok) {
+        free(a.sorted);
+        if (local)
+            return dcoll_error(local, "%s", why);
+        return st ? st : dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                                     "dcoll_new_group: another rank refused "
+                                     "its arguments (its message says why), "
+                                     "so no group was made");
+    }
+    if ((st = same_lists(&a))) {
+        free(a.sorted);
+        return st;
+    }
+    int *sorted = a.sorted, n = a.n, me = a.me;
+    const struct dcoll_backend_entry *be = a.be;
+    double timeout = a.timeout;
+    bool recoverable = a.recoverable;
 
     void *comm = NULL;
     st = dcoll_world.svc->split(&dcoll_world, me >= 0, me, &comm);
@@ -287,7 +401,7 @@ dcoll_status_t dcoll_group_destroy(dcoll_group_t **group)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "dcoll_group_destroy: the world group belongs to "
                            "dcoll; dcoll_finalize frees it");
-    st = dcoll_group_resolve(g, &g);
+    st = dcoll_group_resolve(g, &g, "dcoll_group_destroy");
     if (st)
         return st;
     if (g->inflight > 0)
@@ -311,7 +425,7 @@ static dcoll_status_t query(const dcoll_group_t *in, const void *out,
     if (!out)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: output is NULL",
                            fn);
-    return dcoll_group_resolve((struct dcoll_group *)in, g);
+    return dcoll_group_resolve((struct dcoll_group *)in, g, fn);
 }
 
 dcoll_status_t dcoll_group_rank(const dcoll_group_t *group, int *rank)

@@ -50,6 +50,10 @@ dcoll_status_t dcoll_fault_timed_out(struct dcoll_group *g, const char *fn,
 dcoll_status_t dcoll_fault_outcome(struct dcoll_group *g,
                                    struct dcoll_outcome *out, const char *fn,
                                    uint64_t seq, int kind, int form);
+/* A call (fn, seq) on g failed with st: name fn in the message; an MPI
+ * error inside a collective (seq > 0) also makes the group unusable. */
+dcoll_status_t dcoll_fault_failed(struct dcoll_group *g, const char *fn,
+                                  uint64_t seq, dcoll_status_t st);
 /* A hang in abort mode: print the report (what roll found; without mpi,
  * what this rank alone knows, having waited waited s) and end the job. */
 _Noreturn void dcoll_fault_hung(struct dcoll_group *g, const char *fn,

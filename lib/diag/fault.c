@@ -402,6 +402,30 @@ dcoll_status_t dcoll_fault_timed_out(struct dcoll_group *g, const char *fn,
     return dcoll_error(DCOLL_ERR_TIMEOUT, "%s", msg);
 }
 
+dcoll_status_t dcoll_fault_failed(struct dcoll_group *g, const char *fn,
+                                  uint64_t seq, dcoll_status_t st)
+{
+    char msg[DCOLL_ERROR_MAX], name[200];
+    snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+    bool named = !strncmp(msg, fn, strlen(fn)) && msg[strlen(fn)] == ':';
+    if (st != DCOLL_ERR_MPI || !seq)
+        return named ? st : dcoll_error(st, "%s: %s", fn, msg);
+    /* An MPI error inside a collective may leave messages behind that a
+     * later call would take for its own: no later call may run. */
+    char text[2 * DCOLL_ERROR_MAX];
+    snprintf(text, sizeof(text), "%s on %s failed (collective #%llu): %s. "
+             "The group is unusable from now on; other groups still work",
+             fn, dcoll_group_name(g, name, sizeof(name)),
+             (unsigned long long)seq, msg);
+    char *why = strdup(text);
+    if (why) {
+        free(g->failed);
+        g->failed = why;
+    }
+    g->slow = true;
+    return dcoll_error(st, "%s", text);
+}
+
 dcoll_status_t dcoll_fault_outcome(struct dcoll_group *g,
                                    struct dcoll_outcome *out, const char *fn,
                                    uint64_t seq, int kind, int form)

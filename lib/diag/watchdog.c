@@ -22,7 +22,7 @@
 #include "diag.h"
 
 #define PERIOD 0.1    /* seconds between looks */
-#define LINGER 3.0    /* seconds a told rank waits for the job to end */
+#define LINGER 1.0    /* seconds a told rank waits for the job to end */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;

@@ -260,11 +260,17 @@ static void test_p2p(struct grp *G, dcoll_dtype_t dt, int64_t count,
                      enum mode mode)
 {
     if (G->me < 0) {
-        /* Non-members: every call is a successful no-op. */
+        /* Non-members have no peer: a message would be lost, so send and
+         * receive are refused (collectives stay no-ops). */
         int src = -7;
         char b[8];
-        CHECK_OK(dcoll_send(G->g, b, 1, DCOLL_INT8, 0, 0, NULL, NULL));
-        CHECK_OK(dcoll_recv(G->g, b, 1, DCOLL_INT8, 0, 0, NULL, NULL, &src));
+        CHECK(dcoll_send(G->g, b, 1, DCOLL_INT8, 0, 0, NULL, NULL) ==
+                  DCOLL_ERR_INVALID_ARGUMENT &&
+                  strstr(dcoll_last_error(), "not a member"),
+              "send from a non-member: %s", dcoll_last_error());
+        CHECK(dcoll_recv(G->g, b, 1, DCOLL_INT8, 0, 0, NULL, NULL, &src) ==
+                  DCOLL_ERR_INVALID_ARGUMENT && src == -7,
+              "recv on a non-member: %s", dcoll_last_error());
         return;
     }
     size_t es = t_size(dt), n = (size_t)count;
