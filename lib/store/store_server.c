@@ -43,6 +43,7 @@ struct store_server {
     struct kv_table kv;
     struct client *clients;
     struct waiter *waiters;
+    bool waking, wake_again;   /* see wake */
 };
 
 #define LINK(head, x)                                                      \
@@ -158,14 +159,29 @@ static void on_timeout(uv_timer_t *t)
     process(c);
 }
 
+/* Answer every waiter whose keys are all there. Answering one serves its
+ * client's buffered frames, whose SET may call wake again: that nested
+ * call only asks for another pass, so no waiter is answered twice and the
+ * loop never follows a waiter another pass has ended. */
 static void wake(struct store_server *s)
 {
-    struct waiter *w = s->waiters, *next;
-    for (; w; w = next) {
-        next = w->next;
-        if (kv_all(&s->kv, w->n, w->keys))
-            waiter_answer(w);
+    if (s->waking) {
+        s->wake_again = true;
+        return;
     }
+    s->waking = true;
+    do {
+        s->wake_again = false;
+        struct waiter *w = s->waiters, *next;
+        for (; w; w = next) {
+            next = w->next;
+            if (kv_all(&s->kv, w->n, w->keys))
+                waiter_answer(w);
+            if (s->wake_again)
+                break;   /* the list may have changed under next */
+        }
+    } while (s->wake_again);
+    s->waking = false;
 }
 
 static bool park(struct client *c, const struct wire_msg *m)

@@ -299,6 +299,55 @@ static void raw_request(int fd, uint8_t op, int nstr,
     raw_send(fd, frame, wire_frame_size(nstr, str));
 }
 
+/* A waiter woken while another is being answered: client A parks on GET
+ * x; client B sends GET y and SET x in one write (B parks, its SET still
+ * buffered); a third client sets y. Answering B runs its SET, which wakes
+ * A from inside the first wake; each must be answered exactly once, and
+ * the server must go on (it aborted in libuv before). */
+static void tcp_pipelined_wake(void **state)
+{
+    (void)state;
+    dcoll_store_t *s = serve(NULL, 5);
+    int port = port_of(s);
+    char msg[128];
+    struct wire_str x = {(const uint8_t *)"x", 1},
+                    y = {(const uint8_t *)"y", 1};
+    struct wire_str set_x[2] = {x, {(const uint8_t *)"vx", 2}};
+    uint8_t frame[256];
+    int a = raw_connect(port), b = raw_connect(port);
+    wire_encode(frame, WIRE_GET, 5000, 1, &x);
+    raw_send(a, frame, wire_frame_size(1, &x));
+    size_t n1 = wire_frame_size(1, &y);
+    wire_encode(frame, WIRE_GET, 5000, 1, &y);
+    wire_encode(frame + n1, WIRE_SET, 0, 2, set_x);
+    raw_send(b, frame, n1 + wire_frame_size(2, set_x));
+    usleep(100000);   /* both parked */
+    dcoll_store_t *c = client(port, NULL, 5, DCOLL_SUCCESS);
+    OK(dcoll_store_set(c, "y", "vy", 2));
+    /* B: its GET, then its SET. */
+    assert_int_equal(raw_reply(b, msg, sizeof(msg)), WIRE_OK);
+    assert_string_equal(msg, "vy");
+    assert_int_equal(raw_reply(b, msg, sizeof(msg)), WIRE_OK);
+    /* A: once, with x's value, and nothing more. */
+    assert_int_equal(raw_reply(a, msg, sizeof(msg)), WIRE_OK);
+    assert_string_equal(msg, "vx");
+    struct timeval tv = {0, 200000};
+    setsockopt(a, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    char extra;
+    assert_int_equal(recv(a, &extra, 1, 0), -1);
+    /* Everyone is still served. */
+    raw_request(a, WIRE_NUMKEYS, 0, NULL);
+    assert_int_equal(raw_reply(a, msg, sizeof(msg)), WIRE_OK);
+    char buf[4];
+    size_t len;
+    OK(dcoll_store_get(c, "x", buf, sizeof(buf), &len));
+    assert_int_equal(len, 2);
+    close(a);
+    close(b);
+    dcoll_store_destroy(&c);
+    dcoll_store_destroy(&s);
+}
+
 static void tcp_bad_requests(void **state)
 {
     (void)state;
@@ -595,6 +644,7 @@ int main(void)
         cmocka_unit_test(tcp_no_server),
         cmocka_unit_test(tcp_many_clients),
         cmocka_unit_test(tcp_bad_requests),
+        cmocka_unit_test(tcp_pipelined_wake),
         cmocka_unit_test(tcp_client_dies),
         cmocka_unit_test(tcp_token),
         cmocka_unit_test(file_store),
