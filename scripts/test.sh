@@ -6,3 +6,5 @@ cd "$(dirname "$0")/.."
 [ -d build ] || meson setup build
 ninja -C build
 meson test -C build --print-errorlogs "$@"
+# With no tests named, the sanitizer pass too.
+[ $# -gt 0 ] || ./scripts/sanitize.sh

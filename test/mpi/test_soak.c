@@ -184,8 +184,14 @@ int main(int argc, char **argv)
     long end = peak_kib();
     if (!early)
         early = end;
+#ifndef __SANITIZE_ADDRESS__
     CHECK(end <= early + early / 20, "peak resident %ld KiB at the end, "
           "%ld KiB after 1000 calls: more than 5%% growth", end, early);
+#else
+    /* ASan holds freed memory in quarantine: the resident size grows by
+     * design there, and ASan itself looks for what this check stands in
+     * for. */
+#endif
     int bad = t_failures;
     dcoll_all_reduce(NULL, &bad, &bad, 1, DCOLL_INT32, DCOLL_MAX, NULL,
                      NULL);
