@@ -5,12 +5,55 @@
 #include "store.h"
 #include "store_table.h"
 
+static size_t hash(const uint8_t *p, uint32_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (uint32_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return (size_t)(h ^ (h >> 29));
+}
+
+static bool same(const struct kv *e, struct wire_str k)
+{
+    return e->klen == k.len && memcmp(e->key, k.p, k.len) == 0;
+}
+
+/* The index slot that holds k, or the empty one where it would go. */
+static size_t probe(const struct kv_table *t, struct wire_str k)
+{
+    size_t mask = t->nslot - 1, i = hash(k.p, k.len) & mask;
+    while (t->slot[i] && !same(&t->kv[t->slot[i] - 1], k))
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Room in the index for one more entry, at most half full. */
+static bool index_room(struct kv_table *t)
+{
+    if (2 * (t->n + 1) <= t->nslot)
+        return true;
+    size_t n = t->nslot ? 2 * t->nslot : 128;
+    uint32_t *slot = calloc(n, sizeof(*slot));
+    if (!slot)
+        return false;
+    free(t->slot);
+    t->slot = slot;
+    t->nslot = n;
+    for (size_t i = 0; i < t->n; i++) {
+        struct wire_str k = {t->kv[i].key, t->kv[i].klen};
+        t->slot[probe(t, k)] = (uint32_t)(i + 1);
+    }
+    return true;
+}
+
 struct kv *kv_find(struct kv_table *t, struct wire_str k)
 {
-    for (size_t i = 0; i < t->n; i++)
-        if (t->kv[i].klen == k.len && memcmp(t->kv[i].key, k.p, k.len) == 0)
-            return &t->kv[i];
-    return NULL;
+    if (!t->n)
+        return NULL;
+    uint32_t at = t->slot[probe(t, k)];
+    return at ? &t->kv[at - 1] : NULL;
 }
 
 bool kv_put(struct kv_table *t, struct wire_str k, struct wire_str v)
@@ -33,11 +76,13 @@ bool kv_put(struct kv_table *t, struct wire_str k, struct wire_str v)
             t->cap = cap;
         }
         uint8_t *key = malloc(k.len ? k.len : 1);
-        if (!key) {
+        if (!key || !index_room(t)) {
+            free(key);
             free(val);
             return false;
         }
         memcpy(key, k.p, k.len);
+        t->slot[probe(t, k)] = (uint32_t)(t->n + 1);
         e = &t->kv[t->n++];
         *e = (struct kv){key, NULL, k.len, 0};
     }
@@ -49,12 +94,34 @@ bool kv_put(struct kv_table *t, struct wire_str k, struct wire_str v)
 
 bool kv_erase(struct kv_table *t, struct wire_str k)
 {
-    struct kv *e = kv_find(t, k);
-    if (!e)
+    if (!t->n)
         return false;
+    size_t mask = t->nslot - 1, hole = probe(t, k);
+    uint32_t at = t->slot[hole];
+    if (!at)
+        return false;
+    /* Empty the slot, then pull back the rest of its run where their
+     * probe would now stop short of them. */
+    t->slot[hole] = 0;
+    for (size_t j = (hole + 1) & mask; t->slot[j]; j = (j + 1) & mask) {
+        const struct kv *o = &t->kv[t->slot[j] - 1];
+        size_t home = hash(o->key, o->klen) & mask;
+        if (((j - home) & mask) >= ((j - hole) & mask)) {
+            t->slot[hole] = t->slot[j];
+            t->slot[j] = 0;
+            hole = j;
+        }
+    }
+    struct kv *e = &t->kv[at - 1];
     free(e->key);
     free(e->val);
-    *e = t->kv[--t->n];
+    /* The last entry fills the gap in the array; its slot follows. */
+    size_t last = --t->n;
+    if (at - 1 != last) {
+        struct wire_str lk = {t->kv[last].key, t->kv[last].klen};
+        t->slot[probe(t, lk)] = at;
+        *e = t->kv[last];
+    }
     return true;
 }
 
@@ -73,6 +140,7 @@ void kv_free(struct kv_table *t)
         free(t->kv[i].val);
     }
     free(t->kv);
+    free(t->slot);
     *t = (struct kv_table){0};
 }
 

@@ -11,10 +11,14 @@ struct kv {
     uint32_t klen, vlen;
 };
 
-/* Linear: a job's rendezvous holds a few keys per rank. */
+/* The entries in one array, found through an open-addressing index of
+ * their positions (linear probing, no tombstones): a rendezvous of
+ * thousands of ranks holds a few keys for each. */
 struct kv_table {
     struct kv *kv;
     size_t n, cap;
+    uint32_t *slot;   /* position + 1, 0: empty; nslot a power of two */
+    size_t nslot;
 };
 
 struct kv *kv_find(struct kv_table *t, struct wire_str key);

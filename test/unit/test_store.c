@@ -18,6 +18,7 @@
 #include <cmocka.h>
 #include "dcoll/dcoll.h"
 #include "store_wire.h"
+#include "store_table.h"
 
 #define OK(call) assert_int_equal((call), DCOLL_SUCCESS)
 #define HAS(text) assert_non_null(strstr(dcoll_last_error(), (text)))
@@ -348,6 +349,47 @@ static void tcp_pipelined_wake(void **state)
     dcoll_store_destroy(&s);
 }
 
+/* The table's index: 20,000 keys, half erased in a scattered order
+ * (each erase shifts its probe run and moves the last entry), every
+ * other one still found with its value, and the erased ones gone. */
+static void table_index(void **state)
+{
+    (void)state;
+    enum { N = 20000 };
+    struct kv_table t = {0};
+    char key[32], val[32];
+    for (int i = 0; i < N; i++) {
+        int kl = snprintf(key, sizeof(key), "rank/%d/addr", i);
+        int vl = snprintf(val, sizeof(val), "v%d", i);
+        assert_true(kv_put(&t, (struct wire_str){(uint8_t *)key, (uint32_t)kl},
+                           (struct wire_str){(uint8_t *)val, (uint32_t)vl}));
+    }
+    assert_int_equal(t.n, N);
+    for (int i = 0; i < N; i++) {
+        int j = (int)(((int64_t)i * 7919) % N);
+        if (j % 2)
+            continue;
+        int kl = snprintf(key, sizeof(key), "rank/%d/addr", j);
+        assert_true(kv_erase(&t, (struct wire_str){(uint8_t *)key,
+                                                   (uint32_t)kl}));
+    }
+    assert_int_equal(t.n, N / 2);
+    for (int i = 0; i < N; i++) {
+        int kl = snprintf(key, sizeof(key), "rank/%d/addr", i);
+        struct kv *e = kv_find(&t, (struct wire_str){(uint8_t *)key,
+                                                     (uint32_t)kl});
+        if (i % 2 == 0) {
+            assert_null(e);
+            continue;
+        }
+        assert_non_null(e);
+        int vl = snprintf(val, sizeof(val), "v%d", i);
+        assert_int_equal(e->vlen, vl);
+        assert_memory_equal(e->val, val, (size_t)vl);
+    }
+    kv_free(&t);
+}
+
 static void tcp_bad_requests(void **state)
 {
     (void)state;
@@ -645,6 +687,7 @@ int main(void)
         cmocka_unit_test(tcp_many_clients),
         cmocka_unit_test(tcp_bad_requests),
         cmocka_unit_test(tcp_pipelined_wake),
+        cmocka_unit_test(table_index),
         cmocka_unit_test(tcp_client_dies),
         cmocka_unit_test(tcp_token),
         cmocka_unit_test(file_store),
