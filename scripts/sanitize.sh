@@ -2,7 +2,8 @@
 # The sanitizer pass (scripts/test.sh runs it after the tests): the unit,
 # mpi and fortran suites built with AddressSanitizer and
 # UndefinedBehaviorSanitizer, and the store's tests (the TCP server and
-# its clients, rendezvous) with ThreadSanitizer. Any report fails its test.
+# its clients, rendezvous, 4,096 clients meeting at once) with
+# ThreadSanitizer. Any report fails its test.
 set -eu
 cd "$(dirname "$0")/.."
 [ -d build-asan ] ||
@@ -17,6 +18,7 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 [ -d build-tsan ] ||
     meson setup build-tsan -Db_sanitize=thread -Dcuda=disabled \
         -Dfortran=disabled
-ninja -C build-tsan test/unit_store test/unit_rdzv
+ninja -C build-tsan test/unit_store test/unit_rdzv bench/dcoll-store-bench
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    meson test -C build-tsan --print-errorlogs --no-rebuild store rendezvous
+    meson test -C build-tsan --print-errorlogs --no-rebuild store rendezvous \
+    store-rendezvous-4096

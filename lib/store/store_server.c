@@ -25,12 +25,19 @@ struct client {
     bool authed, closing, close_after_write;
 };
 
+/* A waiter's place in the list of those waiting on one of its keys. */
+struct wnode {
+    struct waiter *w;
+    struct wnode *prev, *next;
+};
+
 struct waiter {
     uv_timer_t timer;
     struct client *c;
     struct waiter *prev, *next;
     enum wire_op op;
     int n;
+    struct wnode *node;      /* n of them, one per key */
     struct wire_str keys[];  /* copies, freed with the waiter */
 };
 
@@ -43,7 +50,13 @@ struct store_server {
     struct kv_table kv;
     struct client *clients;
     struct waiter *waiters;
-    bool waking, wake_again;   /* see wake */
+    /* key -> the first wnode waiting on it (the value is the pointer), so
+     * that a SET looks only at the waiters on its key */
+    struct kv_table waiting;
+    /* Keys changed while wake runs, for it to look at next (see wake). */
+    struct wire_str *pending;
+    size_t npending, cappending;
+    bool waking;
 };
 
 #define LINK(head, x)                                                      \
@@ -124,12 +137,74 @@ static void on_waiter_closed(uv_handle_t *h)
     struct waiter *w = h->data;
     for (int i = 0; i < w->n; i++)
         free((void *)w->keys[i].p);
+    free(w->node);
     free(w);
+}
+
+static struct wnode *head_of(struct kv *e)
+{
+    struct wnode *h;
+    memcpy(&h, e->val, sizeof(h));
+    return h;
+}
+
+static void set_head(struct kv *e, struct wnode *h)
+{
+    memcpy(e->val, &h, sizeof(h));
+}
+
+/* Take w off the list of each of its keys; a list left empty goes. */
+static void unindex(struct store_server *s, struct waiter *w)
+{
+    for (int i = 0; w->node && i < w->n; i++) {
+        struct wnode *x = &w->node[i];
+        struct kv *e = kv_find(&s->waiting, w->keys[i]);
+        if (!e)
+            continue;
+        if (x->next)
+            x->next->prev = x->prev;
+        if (x->prev)
+            x->prev->next = x->next;
+        else if (x->next)
+            set_head(e, x->next);
+        else
+            kv_erase(&s->waiting, w->keys[i]);
+    }
+}
+
+/* Put w on the list of each of its keys. */
+static bool index_waiter(struct store_server *s, struct waiter *w)
+{
+    w->node = calloc((size_t)w->n, sizeof(*w->node));
+    if (!w->node)
+        return false;
+    for (int i = 0; i < w->n; i++) {
+        struct wnode *x = &w->node[i];
+        x->w = w;
+        struct kv *e = kv_find(&s->waiting, w->keys[i]);
+        if (e) {
+            x->next = head_of(e);
+            x->next->prev = x;
+            set_head(e, x);
+            continue;
+        }
+        struct wire_str v = {(const uint8_t *)&x, sizeof(x)};
+        if (!kv_put(&s->waiting, w->keys[i], v)) {
+            /* Undo the keys already listed: node i is on no list. */
+            int n = w->n;
+            w->n = i;
+            unindex(s, w);
+            w->n = n;
+            return false;
+        }
+    }
+    return true;
 }
 
 static void waiter_end(struct waiter *w)
 {
     struct store_server *s = w->c->srv;
+    unindex(s, w);
     UNLINK(s->waiters, w);
     w->c->waiter = NULL;
     uv_timer_stop(&w->timer);
@@ -159,28 +234,59 @@ static void on_timeout(uv_timer_t *t)
     process(c);
 }
 
-/* Answer every waiter whose keys are all there. Answering one serves its
- * client's buffered frames, whose SET may call wake again: that nested
- * call only asks for another pass, so no waiter is answered twice and the
- * loop never follows a waiter another pass has ended. */
-static void wake(struct store_server *s)
+/* Answer the waiters on key k whose keys are all there. Answering one
+ * serves its client's buffered frames, whose SET calls wake again: that
+ * nested call only queues its key for the loop here, so no waiter is
+ * answered twice and no list changes while it is walked. */
+static void wake(struct store_server *s, struct wire_str k)
 {
-    if (s->waking) {
-        s->wake_again = true;
-        return;
+    if (s->npending == s->cappending) {
+        size_t cap = s->cappending ? 2 * s->cappending : 8;
+        struct wire_str *p = realloc(s->pending, cap * sizeof(*p));
+        if (!p)
+            return;   /* those waiters time out instead */
+        s->pending = p;
+        s->cappending = cap;
     }
+    uint8_t *copy = malloc(k.len ? k.len : 1);
+    if (!copy)
+        return;
+    memcpy(copy, k.p, k.len);
+    s->pending[s->npending++] = (struct wire_str){copy, k.len};
+    if (s->waking)
+        return;
     s->waking = true;
-    do {
-        s->wake_again = false;
-        struct waiter *w = s->waiters, *next;
-        for (; w; w = next) {
-            next = w->next;
-            if (kv_all(&s->kv, w->n, w->keys))
-                waiter_answer(w);
-            if (s->wake_again)
-                break;   /* the list may have changed under next */
+    for (size_t at = 0; at < s->npending; at++) {
+        struct wire_str key = s->pending[at];
+        struct kv *e = kv_find(&s->waiting, key);
+        /* The ready waiters first, then answered: answering changes the
+         * lists. A waiter on the same key twice is taken once. */
+        size_t nready = 0, cap = 0;
+        struct waiter **ready = NULL;
+        for (struct wnode *x = e ? head_of(e) : NULL; x; x = x->next) {
+            if (!kv_all(&s->kv, x->w->n, x->w->keys))
+                continue;
+            bool seen = false;
+            for (size_t i = 0; i < nready && !seen; i++)
+                seen = ready[i] == x->w;
+            if (seen)
+                continue;
+            if (nready == cap) {
+                cap = cap ? 2 * cap : 16;
+                struct waiter **r = realloc(ready, cap * sizeof(*r));
+                if (!r)
+                    break;
+                ready = r;
+            }
+            ready[nready++] = x->w;
         }
-    } while (s->wake_again);
+        for (size_t i = 0; i < nready; i++)
+            waiter_answer(ready[i]);
+        free(ready);
+    }
+    for (size_t at = 0; at < s->npending; at++)
+        free((void *)s->pending[at].p);
+    s->npending = 0;
     s->waking = false;
 }
 
@@ -201,6 +307,13 @@ static bool park(struct client *c, const struct wire_msg *m)
         }
         memcpy(k, m->str[w->n].p, m->str[w->n].len);
         w->keys[w->n] = (struct wire_str){k, m->str[w->n].len};
+    }
+    if (!index_waiter(c->srv, w)) {
+        for (int i = 0; i < w->n; i++)
+            free((void *)w->keys[i].p);
+        free(w->node);
+        free(w);
+        return false;
     }
     uv_timer_init(&c->srv->loop, &w->timer);
     w->timer.data = w;
@@ -282,7 +395,7 @@ static void handle(struct client *c, const struct wire_msg *m)
         if (!kv_put(&s->kv, m->str[0], m->str[1]))
             goto nomem;
         reply(c, WIRE_OK, 0, 0, NULL);
-        wake(s);
+        wake(s, m->str[0]);
         return;
     case WIRE_GET:
     case WIRE_WAIT:
@@ -309,7 +422,7 @@ static void handle(struct client *c, const struct wire_msg *m)
             break;
         }
         reply(c, WIRE_OK, v, 0, NULL);
-        wake(s);
+        wake(s, m->str[0]);
         return;
     case WIRE_CAS: {
         if (kv_cas(&s->kv, m->str[0], m->str[1], m->str[2], &e))
@@ -317,7 +430,7 @@ static void handle(struct client *c, const struct wire_msg *m)
         struct wire_str now = {e ? e->val : NULL, e ? e->vlen : 0};
         reply(c, WIRE_OK, 0, 1, &now);
         if (e)
-            wake(s);
+            wake(s, m->str[0]);
         return;
     }
     case WIRE_CHECK:
@@ -454,6 +567,8 @@ static void *run(void *arg)
 static void server_free(struct store_server *s)
 {
     kv_free(&s->kv);
+    kv_free(&s->waiting);
+    free(s->pending);
     free(s->token);
     free(s);
 }

@@ -349,6 +349,66 @@ static void tcp_pipelined_wake(void **state)
     dcoll_store_destroy(&s);
 }
 
+/* Waiters on many keys: a SET answers exactly the waiters on its key, a
+ * WAIT on a key listed twice is answered once, and a waiter on two keys
+ * only when both are there. */
+static void tcp_many_waiters(void **state)
+{
+    (void)state;
+    enum { W = 64 };
+    dcoll_store_t *s = serve(NULL, 5);
+    int port = port_of(s), fd[W];
+    char msg[128], key[16];
+    uint8_t frame[256];
+    for (int i = 0; i < W; i++) {
+        fd[i] = raw_connect(port);
+        int kl = snprintf(key, sizeof(key), "k%d", i);
+        struct wire_str k = {(const uint8_t *)key, (uint32_t)kl};
+        wire_encode(frame, WIRE_GET, 60000, 1, &k);
+        raw_send(fd[i], frame, wire_frame_size(1, &k));
+    }
+    struct wire_str ab[3] = {{(const uint8_t *)"a", 1},
+                             {(const uint8_t *)"a", 1},
+                             {(const uint8_t *)"b", 1}};
+    int two = raw_connect(port);
+    wire_encode(frame, WIRE_WAIT, 60000, 3, ab);
+    raw_send(two, frame, wire_frame_size(3, ab));
+    usleep(100000);
+    dcoll_store_t *c = client(port, NULL, 5, DCOLL_SUCCESS);
+    struct timeval brief = {0, 30000};
+    char extra;
+    for (int i = W - 1; i >= 0; i--) {
+        snprintf(key, sizeof(key), "k%d", i);
+        char val[16];
+        int vl = snprintf(val, sizeof(val), "v%d", i);
+        OK(dcoll_store_set(c, key, val, (size_t)vl));
+        assert_int_equal(raw_reply(fd[i], msg, sizeof(msg)), WIRE_OK);
+        assert_string_equal(msg, val);
+        /* The next one down is still parked. */
+        if (i > 0) {
+            setsockopt(fd[i - 1], SOL_SOCKET, SO_RCVTIMEO, &brief,
+                       sizeof(brief));
+            assert_int_equal(recv(fd[i - 1], &extra, 1, 0), -1);
+            struct timeval back = {5, 0};
+            setsockopt(fd[i - 1], SOL_SOCKET, SO_RCVTIMEO, &back,
+                       sizeof(back));
+        }
+        close(fd[i]);
+    }
+    OK(dcoll_store_set(c, "a", "1", 1));
+    setsockopt(two, SOL_SOCKET, SO_RCVTIMEO, &brief, sizeof(brief));
+    assert_int_equal(recv(two, &extra, 1, 0), -1);   /* b is missing */
+    OK(dcoll_store_set(c, "b", "1", 1));
+    struct timeval back = {5, 0};
+    setsockopt(two, SOL_SOCKET, SO_RCVTIMEO, &back, sizeof(back));
+    assert_int_equal(raw_reply(two, msg, sizeof(msg)), WIRE_OK);
+    setsockopt(two, SOL_SOCKET, SO_RCVTIMEO, &brief, sizeof(brief));
+    assert_int_equal(recv(two, &extra, 1, 0), -1);   /* once */
+    close(two);
+    dcoll_store_destroy(&c);
+    dcoll_store_destroy(&s);
+}
+
 /* The table's index: 20,000 keys, half erased in a scattered order
  * (each erase shifts its probe run and moves the last entry), every
  * other one still found with its value, and the erased ones gone. */
@@ -688,6 +748,7 @@ int main(void)
         cmocka_unit_test(tcp_bad_requests),
         cmocka_unit_test(tcp_pipelined_wake),
         cmocka_unit_test(table_index),
+        cmocka_unit_test(tcp_many_waiters),
         cmocka_unit_test(tcp_client_dies),
         cmocka_unit_test(tcp_token),
         cmocka_unit_test(file_store),
