@@ -110,6 +110,19 @@ static double rendezvous(int n)
     return t;
 }
 
+/* The server, in this process, on a free loopback port. */
+static dcoll_store_t *serve(void)
+{
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    p.mask = DCOLL_STORE_PARAM_SERVE;
+    p.serve = 1;
+    dcoll_store_t *s = NULL;
+    if (dcoll_store_tcp_create(&s, "127.0.0.1", 0, &p) ||
+        dcoll_store_port(s, &port))
+        die("serve");
+    return s;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "rdzv")) {
@@ -118,13 +131,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: dcoll-store-bench rdzv N (1..8192)\n");
             return 2;
         }
-        dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
-        p.mask = DCOLL_STORE_PARAM_SERVE;
-        p.serve = 1;
-        dcoll_store_t *s = NULL;
-        if (dcoll_store_tcp_create(&s, "127.0.0.1", 0, &p) ||
-            dcoll_store_port(s, &port))
-            die("serve");
+        dcoll_store_t *s = serve();
         double t = rendezvous(n);
         int64_t count = 0;
         if (dcoll_store_num_keys(s, &count))
@@ -140,13 +147,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: dcoll-store-bench [OPS>=2] [CLIENTS 1..256]\n");
         return 2;
     }
-    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
-    p.mask = DCOLL_STORE_PARAM_SERVE;
-    p.serve = 1;
-    dcoll_store_t *s = NULL;
-    if (dcoll_store_tcp_create(&s, "127.0.0.1", 0, &p) ||
-        dcoll_store_port(s, &port))
-        die("serve");
+    dcoll_store_t *s = serve();
     double one = run(1);
     printf("1 client:   %d round trips in %.3f s: %.1f us each\n", ops, one,
            one / ops * 1e6);
