@@ -81,6 +81,22 @@ static void serve_asks(struct dcoll_group *g, struct dcoll_roll *roll,
     }
 }
 
+/* Room for what n ranks answer, all silent; false (nothing kept) if
+ * there is no memory for it. */
+static bool roll_alloc(struct dcoll_roll *r, int n)
+{
+    r->state = calloc((size_t)n, 1);
+    r->seq = calloc((size_t)n, sizeof(uint64_t));
+    r->kind = calloc((size_t)n, sizeof(int));
+    r->form = calloc((size_t)n, 1);
+    r->busy = calloc((size_t)n, 1);
+    r->n = n;
+    if (r->state && r->seq && r->kind && r->form && r->busy)
+        return true;
+    dcoll_roll_free(r);
+    return false;
+}
+
 /* A verdict on the wire: seq, kind, n, then per rank state, seq, kind,
  * form, busy. */
 #define VERDICT_HEAD 3
@@ -115,11 +131,7 @@ bool dcoll_mpi_serve(struct dcoll_group *g, struct dcoll_verdict *v)
     int n = (int)said[2];
     struct dcoll_roll *r = &v->roll;
     if (n == g->size && len == VERDICT_HEAD + VERDICT_EACH * n &&
-        (r->state = calloc((size_t)n, 1)) &&
-        (r->seq = calloc((size_t)n, sizeof(uint64_t))) &&
-        (r->kind = calloc((size_t)n, sizeof(int))) &&
-        (r->form = calloc((size_t)n, 1)) && (r->busy = calloc((size_t)n, 1))) {
-        r->n = n;
+        roll_alloc(r, n)) {
         for (int i = 0; i < n; i++) {
             const int64_t *e = said + VERDICT_HEAD + VERDICT_EACH * i;
             r->state[i] = (unsigned char)e[0];
@@ -184,17 +196,11 @@ static bool roll_call(struct dcoll_group *g, uint64_t seq,
 {
     int n = g->size;
     MPI_Comm ctl = dcoll_mpi_ctl_of(g);
-    roll->n = n;
-    roll->state = calloc((size_t)n, 1);
-    roll->seq = calloc((size_t)n, sizeof(uint64_t));
-    roll->kind = calloc((size_t)n, sizeof(int));
-    roll->form = calloc((size_t)n, 1);
-    roll->busy = calloc((size_t)n, 1);
+    bool made = roll_alloc(roll, n);
     /* The ask outlives this call if a send never completes. */
     int64_t *ask = malloc(sizeof(*ask));
     MPI_Request *rq = malloc(sizeof(MPI_Request) * (size_t)n);
-    if (!roll->state || !roll->seq || !roll->kind || !roll->form ||
-        !roll->busy || !ask || !rq) {
+    if (!made || !ask || !rq) {
         free(ask);
         free(rq);
         return false;

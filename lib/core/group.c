@@ -114,6 +114,7 @@ struct group_args {
     double timeout;
     bool recoverable;
     int *sorted, n, me;
+    uint64_t *hashes;   /* room for every world rank's list hash */
 };
 
 static dcoll_status_t check_args(dcoll_group_t **out, const int *ranks,
@@ -193,6 +194,14 @@ static dcoll_status_t check_args(dcoll_group_t **out, const int *ranks,
         if (sorted[i] == dcoll_world.rank)
             a->me = i;
     }
+    /* Made here, so that running out of memory for it is a refusal the
+     * agreement step already carries to every rank. */
+    a->hashes = malloc(sizeof(uint64_t) * (size_t)world);
+    if (!a->hashes) {
+        free(sorted);
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_new_group: no memory "
+                           "to compare the ranks' lists of %d ranks", world);
+    }
     a->sorted = sorted;
     a->n = n;
     return DCOLL_SUCCESS;
@@ -218,24 +227,15 @@ static uint64_t list_hash(const int *v, int n)
 static dcoll_status_t same_lists(const struct group_args *a)
 {
     int world = dcoll_world.size;
-    uint64_t h = list_hash(a->sorted, a->n);
-    uint64_t *all = malloc(sizeof(uint64_t) * (size_t)world);
-    int ok = all != NULL;
-    dcoll_status_t st = dcoll_world.svc->agree(&dcoll_world, &ok);
-    if (!st && !ok)
-        st = dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_new_group: no memory to "
-                         "compare the ranks' lists of %d ranks", world);
-    if (!st)
-        st = dcoll_world.svc->allgather_bytes(&dcoll_world, &h, all,
-                                              sizeof(h));
+    uint64_t h = list_hash(a->sorted, a->n), *all = a->hashes;
+    dcoll_status_t st = dcoll_world.svc->allgather_bytes(&dcoll_world, &h,
+                                                         all, sizeof(h));
     int first = -1;
     for (int r = 0; !st && r < world && first < 0; r++)
         if (all[r] != all[0])
             first = r;
-    if (st || first < 0) {
-        free(all);
+    if (st || first < 0)
         return st;
-    }
     char msg[DCOLL_ERROR_MAX];
     size_t off = (size_t)snprintf(msg, sizeof(msg), "dcoll_new_group: the "
                                   "ranks passed different lists, so no group "
@@ -266,7 +266,6 @@ static dcoll_status_t same_lists(const struct group_args *a)
         if (off < sizeof(msg))
             snprintf(msg + off, sizeof(msg) - off, "}");
     }
-    free(all);
     return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s", msg);
 }
 
@@ -277,8 +276,9 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
     if (st)
         return st;
     /* The split runs on the world's communicator, where a timed-out call
-     * may still be pending: it could match the wrong operation. Every
-     * rank knows the world failed. */
+     * may still be pending: it could match the wrong operation. (A rank
+     * that does not know the world failed waits in the agreement below
+     * until the others call new_group too.) */
     if (dcoll_world.failed)
         return dcoll_error(DCOLL_ERR_GROUP_FAILED, "dcoll_new_group: new "
                            "groups are made from the world, which is "
@@ -294,6 +294,7 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
     int ok = !local;
     if ((st = dcoll_world.svc->agree(&dcoll_world, &ok)) || local || !ok) {
         free(a.sorted);
+        free(a.hashes);
         if (local)
             return dcoll_error(local, "%s", why);
         return st ? st : dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
@@ -301,7 +302,9 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
                                      "its arguments (its message says why), "
                                      "so no group was made");
     }
-    if ((st = same_lists(&a))) {
+    st = same_lists(&a);
+    free(a.hashes);
+    if (st) {
         free(a.sorted);
         return st;
     }

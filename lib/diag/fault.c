@@ -362,6 +362,17 @@ void dcoll_fault_told(struct dcoll_group *g, struct dcoll_verdict *v)
     dcoll_flight_print(g, msg);
 }
 
+/* g is unusable from now on, for why: its next call says so at once. */
+static void mark_failed(struct dcoll_group *g, const char *why)
+{
+    char *copy = strdup(why);
+    if (copy) {
+        free(g->failed);
+        g->failed = copy;
+    }
+    g->slow = true;
+}
+
 void dcoll_fault_hung(struct dcoll_group *g, const char *fn, uint64_t seq,
                       int kind, int form, struct dcoll_roll *roll, bool mpi,
                       double waited)
@@ -392,12 +403,7 @@ dcoll_status_t dcoll_fault_timed_out(struct dcoll_group *g, const char *fn,
     put_report(&t, g, fn, seq, kind, form, roll);
     put(&t, ". The group is unusable from now on; other groups still "
         "work");
-    char *why = strdup(msg);
-    if (why) {
-        free(g->failed);
-        g->failed = why;
-    }
-    g->slow = true;
+    mark_failed(g, msg);
     dcoll_flight_print(g, msg);
     return dcoll_error(DCOLL_ERR_TIMEOUT, "%s", msg);
 }
@@ -417,12 +423,7 @@ dcoll_status_t dcoll_fault_failed(struct dcoll_group *g, const char *fn,
              "The group is unusable from now on; other groups still work",
              fn, dcoll_group_name(g, name, sizeof(name)),
              (unsigned long long)seq, msg);
-    char *why = strdup(text);
-    if (why) {
-        free(g->failed);
-        g->failed = why;
-    }
-    g->slow = true;
+    mark_failed(g, text);
     return dcoll_error(st, "%s", text);
 }
 

@@ -137,15 +137,14 @@ static void *run(void *arg)
             struct dcoll_verdict v;
             while (threaded && g->svc->serve(g, &v)) {
                 /* Print the report once; later ones only get an ack. */
-                if (!linger)
-                    dcoll_fault_told(g, &v);
-                dcoll_roll_free(&v.roll);
-                g->svc->ack(g, v.from);
                 if (!linger) {
+                    dcoll_fault_told(g, &v);
                     linger = now + LINGER;
                     told_g = g;
                     told_seq = v.seq;
                 }
+                dcoll_roll_free(&v.roll);
+                g->svc->ack(g, v.from);
             }
             double start = DCOLL_PEEK(g->busy_start);
             /* A hang another rank reported is being ended by it. */
