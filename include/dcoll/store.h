@@ -20,6 +20,19 @@ typedef struct dcoll_store dcoll_store_t;
 #define DCOLL_STORE_PARAM_TIMEOUT (UINT64_C(1) << 0)
 #define DCOLL_STORE_PARAM_TOKEN   (UINT64_C(1) << 1)
 #define DCOLL_STORE_PARAM_SERVE   (UINT64_C(1) << 2)
+#define DCOLL_STORE_PARAM_MAX_CLIENTS    (UINT64_C(1) << 3)
+#define DCOLL_STORE_PARAM_MAX_UNAUTHED   (UINT64_C(1) << 4)
+#define DCOLL_STORE_PARAM_UNAUTHED_FRAME (UINT64_C(1) << 5)
+#define DCOLL_STORE_PARAM_IDLE_TIMEOUT   (UINT64_C(1) << 6)
+#define DCOLL_STORE_PARAM_MAX_MEMORY     (UINT64_C(1) << 7)
+
+/* The TCP server's limits, when a field is not set: first the
+ * environment variable named, then these. */
+#define DCOLL_STORE_DEFAULT_MAX_CLIENTS    16384   /* DCOLL_STORE_MAX_CLIENTS */
+#define DCOLL_STORE_DEFAULT_MAX_UNAUTHED   1024    /* DCOLL_STORE_MAX_UNAUTHED */
+#define DCOLL_STORE_DEFAULT_UNAUTHED_FRAME 8192    /* DCOLL_STORE_UNAUTHED_FRAME */
+#define DCOLL_STORE_DEFAULT_IDLE_TIMEOUT   30.0    /* DCOLL_STORE_IDLE_TIMEOUT */
+#define DCOLL_STORE_DEFAULT_MAX_MEMORY     (INT64_C(1) << 30) /* DCOLL_STORE_MAX_MEMORY */
 
 typedef struct dcoll_store_params {
     uint64_t mask;        /**< which fields below are set */
@@ -29,9 +42,25 @@ typedef struct dcoll_store_params {
                                it. Default: $DCOLL_STORE_TOKEN, else none */
     int serve;            /**< TCP: 1 to run the server in this process (on
                                its own thread) as well as a client */
+    /* The server's limits (API 1.4); they matter only where it serves. A
+     * client is authenticated once it has shown the token, or at once
+     * when the server has none. */
+    int max_clients;      /**< connections served at once; one more is
+                               refused with a message, and the client
+                               retries until its timeout */
+    int max_unauthed;     /**< of those, how many may be unauthenticated */
+    int unauthed_frame;   /**< largest request, in bytes, before the token
+                               (the token itself must fit) */
+    double idle_timeout;  /**< seconds a client may take to complete a
+                               request it started, to show its token after
+                               connecting, or to read a reply; then it is
+                               cut off */
+    int64_t max_memory;   /**< bytes of keys and values the store holds; a
+                               SET, ADD or compare_set past it fails with
+                               DCOLL_ERR_NO_MEMORY and changes nothing */
 } dcoll_store_params_t;
 
-#define DCOLL_STORE_PARAMS_INIT {0, 0.0, NULL, 0}
+#define DCOLL_STORE_PARAMS_INIT {0, 0.0, NULL, 0, 0, 0, 0, 0.0, 0}
 
 /* Largest key and value the stores accept, in bytes. */
 #define DCOLL_STORE_MAX_KEY   4096

@@ -81,6 +81,11 @@ module dcoll
         real(c_double) :: timeout = 0
         type(c_ptr) :: token = c_null_ptr
         integer(c_int) :: serve = 0
+        integer(c_int) :: max_clients = 0
+        integer(c_int) :: max_unauthed = 0
+        integer(c_int) :: unauthed_frame = 0
+        real(c_double) :: idle_timeout = 0
+        integer(c_int64_t) :: max_memory = 0
     end type
 
     ! dcoll_spawn (dcoll/spawn.h). The function it runs is a bind(C)
@@ -1532,14 +1537,21 @@ contains
 
     ! ---- stores: keys and values are Fortran strings ----
 
+    ! The server's limits (max_clients ... max_memory) are those of
+    ! dcoll_store_params_t; they matter only where serve is true.
     function dcoll_store_tcp_create(store, host, port, serve, timeout, &
-            token) result(st)
+            token, max_clients, max_unauthed, unauthed_frame, &
+            idle_timeout, max_memory) result(st)
         type(dcoll_store), intent(out) :: store
         character(len=*), intent(in) :: host
         integer, intent(in) :: port
         logical, intent(in), optional :: serve
         real(8), intent(in), optional :: timeout
         character(len=*), intent(in), optional :: token
+        integer, intent(in), optional :: max_clients, max_unauthed, &
+            unauthed_frame
+        real(8), intent(in), optional :: idle_timeout
+        integer(8), intent(in), optional :: max_memory
         integer :: st
         type(store_params) :: p
         character(kind=c_char), allocatable :: chost(:)
@@ -1557,6 +1569,26 @@ contains
             call c_string(token, ctoken)
             p%token = c_loc(ctoken)
             p%mask = ior(p%mask, DCOLL_STORE_PARAM_TOKEN)
+        end if
+        if (present(max_clients)) then
+            p%max_clients = int(max_clients, c_int)
+            p%mask = ior(p%mask, DCOLL_STORE_PARAM_MAX_CLIENTS)
+        end if
+        if (present(max_unauthed)) then
+            p%max_unauthed = int(max_unauthed, c_int)
+            p%mask = ior(p%mask, DCOLL_STORE_PARAM_MAX_UNAUTHED)
+        end if
+        if (present(unauthed_frame)) then
+            p%unauthed_frame = int(unauthed_frame, c_int)
+            p%mask = ior(p%mask, DCOLL_STORE_PARAM_UNAUTHED_FRAME)
+        end if
+        if (present(idle_timeout)) then
+            p%idle_timeout = real(idle_timeout, c_double)
+            p%mask = ior(p%mask, DCOLL_STORE_PARAM_IDLE_TIMEOUT)
+        end if
+        if (present(max_memory)) then
+            p%max_memory = int(max_memory, c_int64_t)
+            p%mask = ior(p%mask, DCOLL_STORE_PARAM_MAX_MEMORY)
         end if
         f_err_on = .false.
         st = c_store_tcp_create(store, chost, int(port, c_int), p)

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include "store.h"
+#include "store_wire.h"
 
 bool dcoll_store_parse_int(const uint8_t *p, size_t len, int64_t *v)
 {
@@ -23,7 +24,108 @@ bool dcoll_store_parse_int(const uint8_t *p, size_t len, int64_t *v)
 
 #define PARAMS_KNOWN                                                        \
     (DCOLL_STORE_PARAM_TIMEOUT | DCOLL_STORE_PARAM_TOKEN |                  \
-     DCOLL_STORE_PARAM_SERVE)
+     DCOLL_STORE_PARAM_SERVE | DCOLL_STORE_PARAM_MAX_CLIENTS |              \
+     DCOLL_STORE_PARAM_MAX_UNAUTHED | DCOLL_STORE_PARAM_UNAUTHED_FRAME |    \
+     DCOLL_STORE_PARAM_IDLE_TIMEOUT | DCOLL_STORE_PARAM_MAX_MEMORY)
+
+/* A limit not set in the params: its environment variable, else the
+ * default. The variable is checked as the field would be. */
+static dcoll_status_t limit_env(const char *fn, const char *var, double lo,
+                                double hi, double *v)
+{
+    const char *e = getenv(var);
+    if (!e || !*e)
+        return DCOLL_SUCCESS;
+    char *end;
+    errno = 0;
+    double x = strtod(e, &end);
+    if (errno || *end || !(x >= lo && x <= hi))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s='%s' is not "
+                           "a number from %g to %g", fn, var, e, lo, hi);
+    *v = x;
+    return DCOLL_SUCCESS;
+}
+
+struct limit {
+    uint64_t bit;
+    const char *field, *var;
+    double lo, hi;
+    bool whole;   /* an integer */
+};
+
+/* The server's limits, with the range each may take. The token must fit
+ * in the unauthenticated frame, so that one is at least 64 bytes over the
+ * longest token. */
+static const struct limit limits[] = {
+    {DCOLL_STORE_PARAM_MAX_CLIENTS, "max_clients", "DCOLL_STORE_MAX_CLIENTS",
+     1, 1 << 24, true},
+    {DCOLL_STORE_PARAM_MAX_UNAUTHED, "max_unauthed",
+     "DCOLL_STORE_MAX_UNAUTHED", 1, 1 << 24, true},
+    {DCOLL_STORE_PARAM_UNAUTHED_FRAME, "unauthed_frame",
+     "DCOLL_STORE_UNAUTHED_FRAME", 64, WIRE_MAX_BODY, true},
+    {DCOLL_STORE_PARAM_IDLE_TIMEOUT, "idle_timeout",
+     "DCOLL_STORE_IDLE_TIMEOUT", 0.001, 1e9, false},
+    {DCOLL_STORE_PARAM_MAX_MEMORY, "max_memory", "DCOLL_STORE_MAX_MEMORY",
+     1, 9.0e18, true},
+};
+
+static double limit_get(const dcoll_store_params_t *p, int i)
+{
+    switch (i) {
+    case 0: return p->max_clients;
+    case 1: return p->max_unauthed;
+    case 2: return p->unauthed_frame;
+    case 3: return p->idle_timeout;
+    default: return (double)p->max_memory;
+    }
+}
+
+static void limit_put(dcoll_store_params_t *p, int i, double v)
+{
+    switch (i) {
+    case 0: p->max_clients = (int)v; break;
+    case 1: p->max_unauthed = (int)v; break;
+    case 2: p->unauthed_frame = (int)v; break;
+    case 3: p->idle_timeout = v; break;
+    default: p->max_memory = (int64_t)v; break;
+    }
+}
+
+static dcoll_status_t read_limits(const char *fn,
+                                  const dcoll_store_params_t *params,
+                                  dcoll_store_params_t *p)
+{
+    p->max_clients = DCOLL_STORE_DEFAULT_MAX_CLIENTS;
+    p->max_unauthed = DCOLL_STORE_DEFAULT_MAX_UNAUTHED;
+    p->unauthed_frame = DCOLL_STORE_DEFAULT_UNAUTHED_FRAME;
+    p->idle_timeout = DCOLL_STORE_DEFAULT_IDLE_TIMEOUT;
+    p->max_memory = DCOLL_STORE_DEFAULT_MAX_MEMORY;
+    for (int i = 0; i < (int)(sizeof(limits) / sizeof(limits[0])); i++) {
+        const struct limit *l = &limits[i];
+        double v = limit_get(p, i);
+        if (params && (params->mask & l->bit)) {
+            v = limit_get(params, i);
+            if (!(v >= l->lo && v <= l->hi))
+                return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s %g is "
+                                   "out of range (%g to %g)", fn, l->field,
+                                   v, l->lo, l->hi);
+        } else {
+            dcoll_status_t st = limit_env(fn, l->var, l->lo, l->hi, &v);
+            if (st)
+                return st;
+        }
+        if (l->whole && v != (double)(int64_t)v)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s %g is not "
+                               "a whole number", fn, l->field, v);
+        limit_put(p, i, v);
+    }
+    if (p->token && strlen(p->token) + 64 > (size_t)p->unauthed_frame)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: the token (%zu "
+                           "bytes) does not fit in unauthed_frame %d, the "
+                           "largest request before the token is shown", fn,
+                           strlen(p->token), p->unauthed_frame);
+    return DCOLL_SUCCESS;
+}
 
 dcoll_status_t dcoll_store_params_read(const char *fn,
                                        const dcoll_store_params_t *params,
@@ -59,7 +161,7 @@ dcoll_status_t dcoll_store_params_read(const char *fn,
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: the token is longer than %d bytes", fn,
                            DCOLL_STORE_MAX_KEY);
-    return DCOLL_SUCCESS;
+    return read_limits(fn, params, p);
 }
 
 static dcoll_status_t check_store(const char *fn, const dcoll_store_t *s)

@@ -60,7 +60,7 @@ dcoll_status_t dcoll_store_file_open(dcoll_store_t **out, const char *path,
 /* store_server.c: the TCP store's server, on its own thread. */
 struct store_server;
 dcoll_status_t dcoll_store_server_start(const char *host, int port,
-                                        const char *token,
+                                        const dcoll_store_params_t *p,
                                         struct store_server **out, int *bound);
 void dcoll_store_server_stop(struct store_server *srv);
 

@@ -88,7 +88,7 @@ static dcoll_status_t refresh(struct file_store *f)
         }
         struct wire_str k = {buf + at + REC_HDR, kl};
         struct wire_str v = {buf + at + REC_HDR + kl, vl};
-        if (buf[at] == 'S' ? !kv_put(&f->kv, k, v)
+        if (buf[at] == 'S' ? kv_put(&f->kv, k, v) != KV_OK
                            : (kv_erase(&f->kv, k), false))
             st = dcoll_error(DCOLL_ERR_NO_MEMORY, "file store: no memory");
         at += REC_HDR + kl + vl;
@@ -142,7 +142,7 @@ static dcoll_status_t copy_out(struct kv *e, struct store_val *out)
 static dcoll_status_t put_logged(struct file_store *f, struct wire_str k,
                                  struct wire_str v)
 {
-    if (!kv_put(&f->kv, k, v))
+    if (kv_put(&f->kv, k, v) != KV_OK)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "file store: no memory");
     return append(f, 'S', k, v);
 }
@@ -178,6 +178,7 @@ static dcoll_status_t f_add_raw(struct file_store *f, struct wire_str k,
                              "value under the key is not an integer");
             break;
         case KV_NO_MEMORY:
+        case KV_FULL:   /* the file store has no limit */
             st = dcoll_error(DCOLL_ERR_NO_MEMORY, "file store: no memory");
             break;
         }

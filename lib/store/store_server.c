@@ -2,9 +2,17 @@
  * once. Requests are parsed strictly (store_wire.c); a malformed or
  * oversized one gets an error and the connection is closed. GET and WAIT
  * on missing keys park the client, without blocking anyone else, until the
- * keys appear or its timeout fires. */
+ * keys appear or its timeout fires.
+ *
+ * Whoever can reach the port can connect, so the server holds limits
+ * (dcoll_store_params_t): connections in all and before the token,
+ * the size of a request before the token, the time a client may take
+ * to finish a request or read its replies, and the bytes the store
+ * holds. A client over a limit is told why and cut off; the others go on
+ * being served. */
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,12 +25,17 @@ struct waiter;
 
 struct client {
     uv_tcp_t tcp;
+    uv_timer_t idle;        /* runs while the client owes us something */
+    int handles;            /* open handles; freed when none is left */
     struct store_server *srv;
     struct client *prev, *next;
     uint8_t *buf;
     size_t len, cap;
     struct waiter *waiter;
     bool authed, closing, close_after_write;
+    bool rejected;          /* over a connection cap: told, then dropped */
+    bool blocked;           /* its replies pile up unread: not served */
+    bool paused;            /* not read from */
 };
 
 /* A waiter's place in the list of those waiting on one of its keys. */
@@ -57,7 +70,18 @@ struct store_server {
     struct wire_str *pending;
     size_t npending, cappending;
     bool waking;
+    /* limits, and what counts against them */
+    int max_clients, max_unauthed, nclients, nunauthed, nrejected;
+    uint32_t unauthed_frame;
+    uint64_t idle_ms;
 };
+
+/* Replies queued for a client past this stop its requests being served
+ * until it reads them: a client that never reads cannot make the server
+ * buffer without end. */
+#define WRITE_HIGH (16u << 20)
+/* How long a client refused at connection may take to read why. */
+#define REJECT_LINGER_MS 2000
 
 #define LINK(head, x)                                                      \
     do {                                                                   \
@@ -82,20 +106,45 @@ struct store_server {
 static void on_closed(uv_handle_t *h)
 {
     struct client *c = h->data;
+    if (--c->handles)
+        return;
     free(c->buf);
     free(c);
 }
 
 static void close_client(struct client *c);
+static void process(struct client *c);
+static void watch(struct client *c, bool progressed);
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b);
+static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b);
+
+static void reading(struct client *c, bool on)
+{
+    if (c->paused != on)
+        return;
+    c->paused = !on;
+    if (on)
+        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    else
+        uv_read_stop((uv_stream_t *)&c->tcp);
+}
 
 static void on_written(uv_write_t *req, int status)
 {
     struct client *c = req->data;
     free(req);
-    if (status == UV_ECANCELED)
+    if (status == UV_ECANCELED || c->closing)
         return;
-    if (c->close_after_write || status < 0)
+    if (c->close_after_write || status < 0) {
         close_client(c);
+        return;
+    }
+    if (c->blocked && c->tcp.write_queue_size <= WRITE_HIGH / 2) {
+        c->blocked = false;
+        process(c);
+        return;
+    }
+    watch(c, true);   /* it reads, if slowly */
 }
 
 static void reply(struct client *c, enum wire_status code, int64_t num,
@@ -116,21 +165,69 @@ static void reply(struct client *c, enum wire_status code, int64_t num,
     if (uv_write(req, (uv_stream_t *)&c->tcp, &b, 1, on_written)) {
         free(req);
         close_client(c);
+        return;
     }
+    if (c->tcp.write_queue_size > WRITE_HIGH)
+        c->blocked = true;
+}
+
+static void say(struct client *c, enum wire_status code, const char *msg)
+{
+    struct wire_str m = {(const uint8_t *)msg, (uint32_t)strlen(msg)};
+    reply(c, code, 0, 1, &m);
 }
 
 /* Refuse and hang up: the stream cannot be trusted past a bad frame. */
 static void refuse(struct client *c, enum wire_status code, const char *msg)
 {
-    struct wire_str m = {(const uint8_t *)msg, (uint32_t)strlen(msg)};
     c->close_after_write = true;
-    reply(c, code, 0, 1, &m);
-    uv_read_stop((uv_stream_t *)&c->tcp);
+    say(c, code, msg);
+    reading(c, false);
+    watch(c, true);
+}
+
+/* ---- deadlines ---- */
+
+/* A client owes us its token, the rest of a request it started, or the
+ * reading of its replies; a parked client waits under its own timeout. */
+static bool owes(const struct client *c)
+{
+    return c->rejected || c->close_after_write || c->tcp.write_queue_size ||
+           (!c->waiter && (!c->authed || c->len > 0));
+}
+
+static void on_idle(uv_timer_t *t)
+{
+    struct client *c = t->data;
+    struct store_server *s = c->srv;
+    if (c->rejected || c->close_after_write || c->tcp.write_queue_size) {
+        close_client(c);   /* it does not read what we send */
+        return;
+    }
+    char msg[128];
+    snprintf(msg, sizeof(msg), c->authed
+             ? "no complete request within %g s: disconnected"
+             : "no token shown within %g s of connecting: disconnected",
+             (double)s->idle_ms / 1000);
+    refuse(c, WIRE_BAD_REQUEST, msg);
+}
+
+/* Start the client's deadline when it comes to owe something, again on
+ * progress; stop it when it owes nothing. */
+static void watch(struct client *c, bool progressed)
+{
+    if (c->closing)
+        return;
+    if (!owes(c)) {
+        uv_timer_stop(&c->idle);
+        return;
+    }
+    if (progressed || !uv_is_active((uv_handle_t *)&c->idle))
+        uv_timer_start(&c->idle, on_idle,
+                       c->rejected ? REJECT_LINGER_MS : c->srv->idle_ms, 0);
 }
 
 /* ---- waiters ---- */
-
-static void process(struct client *c);
 
 static void on_waiter_closed(uv_handle_t *h)
 {
@@ -189,7 +286,7 @@ static bool index_waiter(struct store_server *s, struct waiter *w)
             continue;
         }
         struct wire_str v = {(const uint8_t *)&x, sizeof(x)};
-        if (!kv_put(&s->waiting, w->keys[i], v)) {
+        if (kv_put(&s->waiting, w->keys[i], v) != KV_OK) {
             /* Undo the keys already listed: node i is on no list. */
             int n = w->n;
             w->n = i;
@@ -376,24 +473,32 @@ static void handle(struct client *c, const struct wire_msg *m)
         return;
     }
     if (m->code == WIRE_AUTH) {
+        if (s->token && !m->str[0].len) {
+            refuse(c, WIRE_UNAUTHORIZED, "this store needs a token and "
+                   "none was shown");
+            return;
+        }
         if (s->token && !token_ok(s->token, m->str[0])) {
             refuse(c, WIRE_UNAUTHORIZED, "wrong token");
             return;
         }
+        if (!c->authed)
+            s->nunauthed--;
         c->authed = true;
         reply(c, WIRE_OK, 0, 0, NULL);
         return;
     }
-    if (s->token && !c->authed) {
+    if (!c->authed) {
         refuse(c, WIRE_UNAUTHORIZED, "this store needs a token first");
         return;
     }
     struct kv *e;
     int64_t v;
+    enum kv_result r;
     switch ((enum wire_op)m->code) {
     case WIRE_SET:
-        if (!kv_put(&s->kv, m->str[0], m->str[1]))
-            goto nomem;
+        if ((r = kv_put(&s->kv, m->str[0], m->str[1])) != KV_OK)
+            goto failed;
         reply(c, WIRE_OK, 0, 0, NULL);
         wake(s, m->str[0]);
         return;
@@ -412,21 +517,18 @@ static void handle(struct client *c, const struct wire_msg *m)
         }
         return;
     case WIRE_ADD:
-        switch (kv_add(&s->kv, m->str[0], m->num, &v)) {
-        case KV_NOT_NUMBER:
+        if ((r = kv_add(&s->kv, m->str[0], m->num, &v)) == KV_NOT_NUMBER) {
             reply(c, WIRE_NOT_NUMBER, 0, 0, NULL);
             return;
-        case KV_NO_MEMORY:
-            goto nomem;
-        case KV_OK:
-            break;
         }
+        if (r != KV_OK)
+            goto failed;
         reply(c, WIRE_OK, v, 0, NULL);
         wake(s, m->str[0]);
         return;
     case WIRE_CAS: {
-        if (kv_cas(&s->kv, m->str[0], m->str[1], m->str[2], &e))
-            goto nomem;
+        if ((r = kv_cas(&s->kv, m->str[0], m->str[1], m->str[2], &e)))
+            goto failed;
         struct wire_str now = {e ? e->val : NULL, e ? e->vlen : 0};
         reply(c, WIRE_OK, 0, 1, &now);
         if (e)
@@ -447,20 +549,37 @@ static void handle(struct client *c, const struct wire_msg *m)
     }
 nomem:
     refuse(c, WIRE_BAD_REQUEST, "the server is out of memory");
+    return;
+failed:
+    if (r != KV_FULL)
+        goto nomem;
+    /* Over the store's limit: this request fails, the client stays. */
+    char msg[160];
+    snprintf(msg, sizeof(msg), "the store is full: it holds %zu bytes of "
+             "its limit of %zu, and this request would pass it",
+             s->kv.bytes, s->kv.limit);
+    say(c, WIRE_FULL, msg);
 }
 
 /* Serve every whole frame buffered, until the client is parked. */
 static void process(struct client *c)
 {
+    if (c->rejected) {
+        c->len = 0;   /* what it sends is not read */
+        return;
+    }
+    struct store_server *s = c->srv;
     size_t at = 0;
     struct wire_msg *m = NULL;
     while (!c->waiter && !c->closing && !c->close_after_write &&
-           c->len - at >= 4) {
+           !c->blocked && c->len - at >= 4) {
         uint32_t n = wire_get32(c->buf + at);
-        if (n > WIRE_MAX_BODY) {
-            char msg[96];
+        if (n > WIRE_MAX_BODY || (!c->authed && n > s->unauthed_frame)) {
+            char msg[128];
             snprintf(msg, sizeof(msg), "request of %u bytes is over the "
-                     "limit of %u", n, WIRE_MAX_BODY);
+                     "limit of %u%s", n,
+                     c->authed ? WIRE_MAX_BODY : s->unauthed_frame,
+                     c->authed ? "" : " before the token is shown");
             refuse(c, WIRE_BAD_REQUEST, msg);
             break;
         }
@@ -479,20 +598,32 @@ static void process(struct client *c)
         at += 4 + n;
     }
     free(m);
+    if (c->closing)
+        return;
     memmove(c->buf, c->buf + at, c->len - at);
     c->len -= at;
+    /* A blocked client is read again once its replies drain. */
+    reading(c, !c->blocked && !c->close_after_write);
+    watch(c, at > 0);
 }
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 {
     struct client *c = h->data;
     (void)hint;
-    if (c->cap - c->len < 65536) {
-        size_t cap = c->cap ? c->cap * 2 : 65536;
-        /* Never more than one largest frame and one read. */
-        if (cap > WIRE_MAX_BODY + 4 + 65536)
-            cap = WIRE_MAX_BODY + 4 + 65536;
-        uint8_t *p = cap > c->cap ? realloc(c->buf, cap) : NULL;
+    /* Before its token a client gets room for one small request; after,
+     * for one largest frame and one read. */
+    size_t chunk = c->authed ? 65536 : 512;
+    size_t most = c->rejected ? 512
+                  : c->authed ? WIRE_MAX_BODY + 4 + chunk
+                              : c->srv->unauthed_frame + 4;
+    if (c->cap - c->len < chunk && c->cap < most) {
+        size_t cap = c->cap ? 2 * c->cap : chunk;
+        if (cap < c->len + chunk)
+            cap = c->len + chunk;
+        if (cap > most)
+            cap = most;
+        uint8_t *p = realloc(c->buf, cap);
         if (p) {
             c->buf = p;
             c->cap = cap;
@@ -505,12 +636,14 @@ static void on_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 {
     struct client *c = st->data;
     (void)b;
-    if (n < 0) {
-        close_client(c);
+    if (n == UV_ENOBUFS) {
+        /* Its buffer is full, and no whole frame in it: only a parked
+         * client that goes on sending gets here. */
+        refuse(c, WIRE_BAD_REQUEST, "too much sent while waiting for a key");
         return;
     }
-    if (n == 0 && c->cap == c->len) {
-        refuse(c, WIRE_BAD_REQUEST, "the server is out of memory");
+    if (n < 0) {
+        close_client(c);
         return;
     }
     c->len += (size_t)n;
@@ -521,10 +654,18 @@ static void close_client(struct client *c)
 {
     if (c->closing)
         return;
+    struct store_server *s = c->srv;
     c->closing = true;
     if (c->waiter)
         waiter_end(c->waiter);
-    UNLINK(c->srv->clients, c);
+    if (c->rejected) {
+        s->nrejected--;
+    } else {
+        s->nclients--;
+        s->nunauthed -= !c->authed;
+    }
+    UNLINK(s->clients, c);
+    uv_close((uv_handle_t *)&c->idle, on_closed);
     uv_close((uv_handle_t *)&c->tcp, on_closed);
 }
 
@@ -537,15 +678,45 @@ static void on_connection(uv_stream_t *l, int status)
     if (!c)
         return;
     c->srv = s;
+    c->handles = 2;
+    c->authed = !s->token;
     uv_tcp_init(&s->loop, &c->tcp);
-    c->tcp.data = c;
+    uv_timer_init(&s->loop, &c->idle);
+    c->tcp.data = c->idle.data = c;
     if (uv_accept(l, (uv_stream_t *)&c->tcp)) {
+        uv_close((uv_handle_t *)&c->idle, on_closed);
         uv_close((uv_handle_t *)&c->tcp, on_closed);
         return;
     }
     uv_tcp_nodelay(&c->tcp, 1);
+    char msg[160] = "";
+    if (s->nclients >= s->max_clients)
+        snprintf(msg, sizeof(msg), "the store serves at most %d connections "
+                 "(max_clients) and has them all", s->max_clients);
+    else if (!c->authed && s->nunauthed >= s->max_unauthed)
+        snprintf(msg, sizeof(msg), "the store has %d connections that have "
+                 "not shown the token yet, its limit (max_unauthed)",
+                 s->max_unauthed);
+    if (*msg && s->nrejected >= s->max_unauthed) {
+        /* Refused ones waiting to read why are capped too. */
+        uv_close((uv_handle_t *)&c->idle, on_closed);
+        uv_close((uv_handle_t *)&c->tcp, on_closed);
+        return;
+    }
     LINK(s->clients, c);
+    if (*msg) {
+        /* Told at once, then read and dropped until it hangs up, so what
+         * it sent meanwhile does not reset the connection under the
+         * message. */
+        c->rejected = true;
+        s->nrejected++;
+        say(c, WIRE_BUSY, msg);
+    } else {
+        s->nclients++;
+        s->nunauthed += !c->authed;
+    }
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
+    watch(c, true);
 }
 
 static void on_stop(uv_async_t *a)
@@ -564,6 +735,18 @@ static void *run(void *arg)
     return NULL;
 }
 
+/* Room for the connections the limits allow, within the hard limit: a
+ * soft limit of 1024 files would cut a large job off first. */
+static void raise_files(const struct store_server *s)
+{
+    struct rlimit rl;
+    rlim_t want = (rlim_t)s->max_clients + (rlim_t)s->max_unauthed + 64;
+    if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= want)
+        return;
+    rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+    setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 static void server_free(struct store_server *s)
 {
     kv_free(&s->kv);
@@ -574,14 +757,22 @@ static void server_free(struct store_server *s)
 }
 
 dcoll_status_t dcoll_store_server_start(const char *host, int port,
-                                        const char *token,
+                                        const dcoll_store_params_t *p,
                                         struct store_server **out, int *bound)
 {
     struct store_server *s = calloc(1, sizeof(*s));
-    if (!s || (token && !(s->token = strdup(token)))) {
+    if (!s || (p->token && !(s->token = strdup(p->token)))) {
         free(s);
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "TCP store: no memory");
     }
+    s->max_clients = p->max_clients;
+    s->max_unauthed = p->max_unauthed;
+    s->unauthed_frame = (uint32_t)p->unauthed_frame;
+    s->idle_ms = (uint64_t)(p->idle_timeout * 1000 + 0.5);
+    if (!s->idle_ms)
+        s->idle_ms = 1;
+    s->kv.limit = (size_t)p->max_memory;
+    raise_files(s);
     char ps[8];
     snprintf(ps, sizeof(ps), "%d", port);
     struct addrinfo hints = {0}, *res = NULL;

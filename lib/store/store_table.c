@@ -56,21 +56,26 @@ struct kv *kv_find(struct kv_table *t, struct wire_str k)
     return at ? &t->kv[at - 1] : NULL;
 }
 
-bool kv_put(struct kv_table *t, struct wire_str k, struct wire_str v)
+enum kv_result kv_put(struct kv_table *t, struct wire_str k,
+                      struct wire_str v)
 {
+    struct kv *e = kv_find(t, k);
+    size_t bytes = t->bytes + KV_COST(k.len, v.len) -
+                   (e ? KV_COST(e->klen, e->vlen) : 0);
+    if (t->limit && bytes > t->limit && bytes > t->bytes)
+        return KV_FULL;
     uint8_t *val = malloc(v.len ? v.len : 1);
     if (!val)
-        return false;
+        return KV_NO_MEMORY;
     if (v.len)
         memcpy(val, v.p, v.len);
-    struct kv *e = kv_find(t, k);
     if (!e) {
         if (t->n == t->cap) {
             size_t cap = t->cap ? 2 * t->cap : 64;
             struct kv *kv = realloc(t->kv, cap * sizeof(*kv));
             if (!kv) {
                 free(val);
-                return false;
+                return KV_NO_MEMORY;
             }
             t->kv = kv;
             t->cap = cap;
@@ -79,7 +84,7 @@ bool kv_put(struct kv_table *t, struct wire_str k, struct wire_str v)
         if (!key || !index_room(t)) {
             free(key);
             free(val);
-            return false;
+            return KV_NO_MEMORY;
         }
         memcpy(key, k.p, k.len);
         t->slot[probe(t, k)] = (uint32_t)(t->n + 1);
@@ -89,7 +94,8 @@ bool kv_put(struct kv_table *t, struct wire_str k, struct wire_str v)
     free(e->val);
     e->val = val;
     e->vlen = v.len;
-    return true;
+    t->bytes = bytes;
+    return KV_OK;
 }
 
 bool kv_erase(struct kv_table *t, struct wire_str k)
@@ -113,6 +119,7 @@ bool kv_erase(struct kv_table *t, struct wire_str k)
         }
     }
     struct kv *e = &t->kv[at - 1];
+    t->bytes -= KV_COST(e->klen, e->vlen);
     free(e->key);
     free(e->val);
     /* The last entry fills the gap in the array; its slot follows. */
@@ -141,7 +148,9 @@ void kv_free(struct kv_table *t)
     }
     free(t->kv);
     free(t->slot);
+    size_t limit = t->limit;
     *t = (struct kv_table){0};
+    t->limit = limit;
 }
 
 enum kv_result kv_add(struct kv_table *t, struct wire_str key, int64_t delta,
@@ -155,10 +164,11 @@ enum kv_result kv_add(struct kv_table *t, struct wire_str key, int64_t delta,
         return KV_NOT_NUMBER;
     char text[24];
     int n = snprintf(text, sizeof(text), "%lld", (long long)v);
-    if (!kv_put(t, key, (struct wire_str){(uint8_t *)text, (uint32_t)n}))
-        return KV_NO_MEMORY;
-    *sum = v;
-    return KV_OK;
+    enum kv_result r = kv_put(t, key,
+                              (struct wire_str){(uint8_t *)text, (uint32_t)n});
+    if (r == KV_OK)
+        *sum = v;
+    return r;
 }
 
 enum kv_result kv_cas(struct kv_table *t, struct wire_str key,
@@ -170,8 +180,9 @@ enum kv_result kv_cas(struct kv_table *t, struct wire_str key,
                          (!e->vlen || !memcmp(e->val, expected.p, e->vlen))
                    : expected.len == 0;
     if (match) {
-        if (!kv_put(t, key, desired))
-            return KV_NO_MEMORY;
+        enum kv_result r = kv_put(t, key, desired);
+        if (r != KV_OK)
+            return r;
         e = kv_find(t, key);
     }
     *now = e;

@@ -19,15 +19,24 @@ struct kv_table {
     size_t n, cap;
     uint32_t *slot;   /* position + 1, 0: empty; nslot a power of two */
     size_t nslot;
+    size_t bytes;     /* what the entries hold, as KV_COST counts it */
+    size_t limit;     /* most bytes it may hold; 0: no limit */
 };
 
+/* What one entry costs against the limit: its key, its value and the
+ * table's own bookkeeping for it. */
+#define KV_COST(klen, vlen) ((size_t)(klen) + (vlen) + 48)
+
+enum kv_result { KV_OK, KV_NOT_NUMBER, KV_NO_MEMORY, KV_FULL };
+
 struct kv *kv_find(struct kv_table *t, struct wire_str key);
-bool kv_put(struct kv_table *t, struct wire_str key, struct wire_str val);
+/* Set key to val. KV_FULL: it would take the table past its limit, and
+ * nothing changed. */
+enum kv_result kv_put(struct kv_table *t, struct wire_str key,
+                      struct wire_str val);
 bool kv_erase(struct kv_table *t, struct wire_str key);
 bool kv_all(struct kv_table *t, int n, const struct wire_str *keys);
 void kv_free(struct kv_table *t);
-
-enum kv_result { KV_OK, KV_NOT_NUMBER, KV_NO_MEMORY };
 
 /* The integer under key (0 if missing) plus delta, stored as decimal
  * text; KV_NOT_NUMBER if the value is not an integer or the sum

@@ -133,9 +133,15 @@ static dcoll_status_t call(struct tcp_store *t, enum wire_op op, int64_t num,
         if (rm->nstr)
             snprintf(msg, sizeof(msg), "%.*s", (int)rm->str[0].len,
                      (const char *)rm->str[0].p);
+        if (rm->code == WIRE_FULL)   /* the connection is still good */
+            return dcoll_error(DCOLL_ERR_NO_MEMORY, "TCP store %s:%d: %s",
+                               t->host, t->base.port, msg);
         io_error(t, "");
-        return dcoll_error(DCOLL_ERR_REFUSED, "TCP store %s:%d refused the "
-                           "request: %s", t->host, t->base.port, msg);
+        return dcoll_error(rm->code == WIRE_BUSY ? DCOLL_ERR_IO
+                                                 : DCOLL_ERR_REFUSED,
+                           "TCP store %s:%d refused the %s: %s", t->host,
+                           t->base.port, rm->code == WIRE_BUSY
+                           ? "connection" : "request", msg);
     }
     }
 }
@@ -303,12 +309,20 @@ static const struct store_ops tcp_ops = {
     t_destroy,
 };
 
-/* Present the token before anything else: a server that wants one
- * answers nothing until it has it. */
-static dcoll_status_t t_auth(struct tcp_store *t, const char *token)
+/* Present the token (empty if none) before anything else: a server that
+ * wants one answers nothing until it has it, and one that is full says so
+ * here. *busy: it was full. */
+static dcoll_status_t t_auth(struct tcp_store *t, const char *token,
+                             double deadline, bool *busy)
 {
-    struct wire_str a[1] = {K(token)};
-    CALL(t, WIRE_AUTH, 0, 1, a, deadline_of(t));
+    struct wire_str a[1] = {K(token ? token : "")};
+    struct wire_msg *m = malloc(sizeof(*m));
+    uint8_t *body = NULL;
+    if (!m)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "TCP store: no memory");
+    m->code = WIRE_OK;   /* stays so unless a reply came */
+    dcoll_status_t st = call(t, WIRE_AUTH, 0, 1, a, deadline, m, &body);
+    *busy = st && m->code == WIRE_BUSY;
     free(body);
     free(m);
     return st;
@@ -368,12 +382,26 @@ dcoll_status_t dcoll_store_tcp_open(dcoll_store_t **out, const char *host,
     t->fd = -1;
     dcoll_status_t st = DCOLL_SUCCESS;
     if (p->serve)
-        st = dcoll_store_server_start(host, port, p->token, &t->server,
+        st = dcoll_store_server_start(host, port, p, &t->server,
                                       &t->base.port);
-    if (!st)
-        st = dial(t, deadline_of(t));
-    if (!st && p->token)
-        st = t_auth(t, p->token);
+    /* A server with all its connections taken says so at once: try again
+     * until the timeout, as for one that is not up yet. */
+    double deadline = deadline_of(t), pause = 0.01;
+    bool busy = false;
+    while (!st) {
+        if (!(st = dial(t, deadline)) &&
+            !(st = t_auth(t, p->token, deadline, &busy)))
+            break;
+        double left = deadline - dcoll_now();
+        if (!busy || left <= 0)
+            break;
+        usleep((useconds_t)((pause < left ? pause : left) * 1e6));
+        if (dcoll_now() >= deadline)
+            break;   /* with the server's refusal as the error */
+        if (pause < 0.5)
+            pause *= 2;
+        st = DCOLL_SUCCESS;
+    }
     if (st) {
         t_destroy(&t->base);
         return st;

@@ -18,7 +18,8 @@
 #define WIRE_MAX_BODY (2u * (4u << 20) + 8192u)
 
 enum wire_op {
-    WIRE_AUTH = 1,   /* [token] */
+    WIRE_AUTH = 1,   /* [token]: a client's first request, the token
+                        empty if it has none */
     WIRE_SET,        /* [key, value] */
     WIRE_GET,        /* [key], num = timeout ms: waits for the key */
     WIRE_ADD,        /* [key], num = delta -> num = sum */
@@ -36,6 +37,11 @@ enum wire_status {
     WIRE_BAD_REQUEST = 2,   /* [message]; the server then hangs up */
     WIRE_UNAUTHORIZED = 3,  /* [message]; the server then hangs up */
     WIRE_NOT_NUMBER = 4,    /* ADD on a value that is not an integer */
+    WIRE_FULL = 5,          /* [message]: the store's memory limit; the
+                               connection stays open */
+    WIRE_BUSY = 6,          /* [message]: too many connections; sent at
+                               once on connecting, then the server hangs
+                               up: try again later */
 };
 
 struct wire_str {

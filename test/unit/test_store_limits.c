@@ -1,0 +1,466 @@
+/* The TCP store server's limits, each tried the way an attacker or a
+ * broken client would, with a proper client served meanwhile: the size of
+ * a request before the token, the connection caps, the idle deadline, a
+ * client that does not read its replies, and the memory bound. Also how
+ * the limits are set and checked. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "dcoll/dcoll.h"
+#include "store_wire.h"
+#include "store_raw.h"
+
+#define OK(call) assert_int_equal((call), DCOLL_SUCCESS)
+#define HAS(text) assert_non_null(strstr(dcoll_last_error(), (text)))
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* A served store with the limits in p (mask bits set by the caller). */
+static dcoll_store_t *serve(dcoll_store_params_t p, const char *token)
+{
+    p.mask |= DCOLL_STORE_PARAM_SERVE | DCOLL_STORE_PARAM_TIMEOUT |
+              DCOLL_STORE_PARAM_TOKEN;
+    p.serve = 1;
+    p.timeout = 5;
+    p.token = token;
+    dcoll_store_t *s = NULL;
+    OK(dcoll_store_tcp_create(&s, "127.0.0.1", 0, &p));
+    return s;
+}
+
+static dcoll_status_t connect_to(dcoll_store_t **c, int port,
+                                 const char *token, double timeout)
+{
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    p.mask = DCOLL_STORE_PARAM_TIMEOUT | DCOLL_STORE_PARAM_TOKEN;
+    p.timeout = timeout;
+    p.token = token;
+    return dcoll_store_tcp_create(c, "127.0.0.1", port, &p);
+}
+
+static int port_of(dcoll_store_t *s)
+{
+    int port = 0;
+    OK(dcoll_store_port(s, &port));
+    return port;
+}
+
+/* The store still answers through handle s. */
+static void still_served(dcoll_store_t *s)
+{
+    char buf[8];
+    size_t len = 0;
+    OK(dcoll_store_set(s, "alive", "yes", 3));
+    OK(dcoll_store_get(s, "alive", buf, sizeof(buf), &len));
+    assert_int_equal(len, 3);
+}
+
+static void bad_limit(uint64_t bit, dcoll_store_params_t p, const char *want)
+{
+    p.mask = bit;
+    dcoll_store_t *s = NULL;
+    assert_int_equal(dcoll_store_tcp_create(&s, "127.0.0.1", 0, &p),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    if (!strstr(dcoll_last_error(), want))
+        fail_msg("wanted '%s' in: %s", want, dcoll_last_error());
+    assert_null(s);
+}
+
+static void limits_checked(void **state)
+{
+    (void)state;
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    p.max_clients = 0;
+    bad_limit(DCOLL_STORE_PARAM_MAX_CLIENTS, p, "max_clients 0 is out of range");
+    p.max_unauthed = -3;
+    bad_limit(DCOLL_STORE_PARAM_MAX_UNAUTHED, p, "max_unauthed -3");
+    p.unauthed_frame = 10;
+    bad_limit(DCOLL_STORE_PARAM_UNAUTHED_FRAME, p, "unauthed_frame 10");
+    p.idle_timeout = -1;
+    bad_limit(DCOLL_STORE_PARAM_IDLE_TIMEOUT, p, "idle_timeout -1");
+    p.idle_timeout = 0.0 / 0.0;
+    bad_limit(DCOLL_STORE_PARAM_IDLE_TIMEOUT, p, "idle_timeout");
+    p.max_memory = 0;
+    bad_limit(DCOLL_STORE_PARAM_MAX_MEMORY, p, "max_memory 0");
+    bad_limit(UINT64_C(1) << 8, p, "unknown bits");
+
+    /* The token must fit in a request made before it is shown. */
+    char token[201];
+    memset(token, 't', 200);
+    token[200] = '\0';
+    p = (dcoll_store_params_t)DCOLL_STORE_PARAMS_INIT;
+    p.token = token;
+    p.unauthed_frame = 128;
+    bad_limit(DCOLL_STORE_PARAM_TOKEN | DCOLL_STORE_PARAM_UNAUTHED_FRAME, p,
+              "does not fit in unauthed_frame 128");
+
+    /* From the environment, checked as the fields are. */
+    setenv("DCOLL_STORE_MAX_CLIENTS", "lots", 1);
+    bad_limit(0, p, "DCOLL_STORE_MAX_CLIENTS='lots'");
+    setenv("DCOLL_STORE_MAX_CLIENTS", "2.5", 1);
+    bad_limit(0, p, "max_clients 2.5 is not a whole number");
+    unsetenv("DCOLL_STORE_MAX_CLIENTS");
+    setenv("DCOLL_STORE_IDLE_TIMEOUT", "0", 1);
+    bad_limit(0, p, "DCOLL_STORE_IDLE_TIMEOUT='0'");
+    unsetenv("DCOLL_STORE_IDLE_TIMEOUT");
+
+    /* A set field wins over the environment. */
+    setenv("DCOLL_STORE_MAX_CLIENTS", "junk", 1);
+    p = (dcoll_store_params_t)DCOLL_STORE_PARAMS_INIT;
+    p.mask = DCOLL_STORE_PARAM_MAX_CLIENTS;
+    p.max_clients = 8;
+    dcoll_store_t *s = serve(p, NULL);
+    unsetenv("DCOLL_STORE_MAX_CLIENTS");
+    still_served(s);
+    dcoll_store_destroy(&s);
+}
+
+/* Before its token a peer may send only a small request. */
+static void unauthed_frame(void **state)
+{
+    (void)state;
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    p.mask = DCOLL_STORE_PARAM_UNAUTHED_FRAME;
+    p.unauthed_frame = 128;
+    dcoll_store_t *s = serve(p, "tok");
+    int port = port_of(s);
+    char msg[160];
+
+    /* A header announcing 8 MiB: refused on the header alone. */
+    int fd = raw_connect(port);
+    uint8_t big[4] = {0x00, 0x00, 0x80, 0x00};
+    raw_send(fd, big, 4);
+    assert_int_equal(raw_reply(fd, msg, sizeof(msg)), WIRE_BAD_REQUEST);
+    assert_string_equal(msg, "request of 8388608 bytes is over the limit of "
+                             "128 before the token is shown");
+    raw_closed(fd);
+
+    /* One byte over. */
+    fd = raw_connect(port);
+    uint8_t over[4] = {129, 0, 0, 0};
+    raw_send(fd, over, 4);
+    assert_int_equal(raw_reply(fd, msg, sizeof(msg)), WIRE_BAD_REQUEST);
+    assert_non_null(strstr(msg, "129 bytes is over the limit of 128"));
+    raw_closed(fd);
+
+    /* A small request that is not the token. */
+    fd = raw_connect(port);
+    struct wire_str kv[2] = {{(const uint8_t *)"k", 1},
+                             {(const uint8_t *)"v", 1}};
+    raw_request(fd, WIRE_SET, 2, kv);
+    assert_int_equal(raw_reply(fd, msg, sizeof(msg)), WIRE_UNAUTHORIZED);
+    assert_string_equal(msg, "this store needs a token first");
+    raw_closed(fd);
+
+    /* Once shown, large values pass. */
+    size_t n = 1 << 20;
+    char *v = calloc(1, n);
+    OK(dcoll_store_set(s, "large", v, n));
+    dcoll_store_t *c = NULL;
+    OK(connect_to(&c, port, "tok", 5));
+    size_t len = 0;
+    OK(dcoll_store_get(c, "large", v, n, &len));
+    assert_int_equal(len, n);
+    free(v);
+    dcoll_store_destroy(&c);
+    dcoll_store_destroy(&s);
+}
+
+struct late {
+    int port;
+    const char *token;
+    dcoll_status_t st;
+};
+
+static void *connect_late(void *arg)
+{
+    struct late *l = arg;
+    dcoll_store_t *c = NULL;
+    l->st = connect_to(&c, l->port, l->token, 10);
+    if (!l->st)
+        l->st = dcoll_store_set(c, "late", "in", 2);
+    dcoll_store_destroy(&c);
+    return NULL;
+}
+
+/* The server has its connection: a request on it gets an answer. */
+static void served(int fd)
+{
+    char msg[64];
+    raw_request(fd, WIRE_NUMKEYS, 0, NULL);
+    assert_int_equal(raw_reply(fd, msg, sizeof(msg)), WIRE_OK);
+}
+
+static void connection_cap(void **state)
+{
+    (void)state;
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    p.mask = DCOLL_STORE_PARAM_MAX_CLIENTS;
+    p.max_clients = 3;
+    dcoll_store_t *s = serve(p, NULL);   /* its own connection: 1 */
+    int port = port_of(s);
+    int a = raw_connect(port), b = raw_connect(port);
+    served(a);
+    served(b);
+
+    /* One more: told at once, before it sends anything. */
+    char msg[160];
+    int fd = raw_connect(port);
+    assert_int_equal(raw_reply(fd, msg, sizeof(msg)), WIRE_BUSY);
+    assert_string_equal(msg, "the store serves at most 3 connections "
+                             "(max_clients) and has them all");
+    close(fd);
+    /* A flood of them changes nothing for those served. */
+    int flood[64];
+    for (int i = 0; i < 64; i++)
+        flood[i] = raw_connect(port);
+    still_served(s);
+    served(a);
+    for (int i = 0; i < 64; i++)
+        close(flood[i]);
+
+    /* A client retries until its timeout, then says why. */
+    dcoll_store_t *c = NULL;
+    double t0 = now();
+    assert_int_equal(connect_to(&c, port, NULL, 0.5), DCOLL_ERR_IO);
+    HAS("refused the connection: the store serves at most 3 connections");
+    assert_true(now() - t0 >= 0.4 && now() - t0 < 3);
+
+    /* One leaves: a client retrying gets in. */
+    struct late l = {port, NULL, -1};
+    pthread_t th;
+    pthread_create(&th, NULL, connect_late, &l);
+    usleep(300000);
+    close(a);
+    pthread_join(th, NULL);
+    OK(l.st);
+    close(b);
+    dcoll_store_destroy(&s);
+}
+
+static void unauthed_cap(void **state)
+{
+    (void)state;
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    p.mask = DCOLL_STORE_PARAM_MAX_UNAUTHED;
+    p.max_unauthed = 2;
+    dcoll_store_t *s = serve(p, "tok");
+    int port = port_of(s);
+    dcoll_store_t *c = NULL;
+    OK(connect_to(&c, port, "tok", 5));
+
+    /* Two peers that never show a token fill the cap. */
+    int a = raw_connect(port), b = raw_connect(port);
+    char msg[160];
+    int fd = raw_connect(port);
+    assert_int_equal(raw_reply(fd, msg, sizeof(msg)), WIRE_BUSY);
+    assert_string_equal(msg, "the store has 2 connections that have not "
+                             "shown the token yet, its limit (max_unauthed)");
+    close(fd);
+    /* Clients already in go on. */
+    still_served(c);
+    still_served(s);
+
+    /* A peer that shows it leaves the cap; a new client then gets in. */
+    struct wire_str tok = {(const uint8_t *)"tok", 3};
+    raw_request(a, WIRE_AUTH, 1, &tok);
+    assert_int_equal(raw_reply(a, msg, sizeof(msg)), WIRE_OK);
+    dcoll_store_t *d = NULL;
+    OK(connect_to(&d, port, "tok", 5));
+    still_served(d);
+    close(a);
+    close(b);
+    dcoll_store_destroy(&d);
+    dcoll_store_destroy(&c);
+    dcoll_store_destroy(&s);
+}
+
+/* Cut off after about the idle timeout, told why. */
+static void cut_off(int fd, const char *want, double t0)
+{
+    char msg[160];
+    assert_int_equal(raw_reply(fd, msg, sizeof(msg)), WIRE_BAD_REQUEST);
+    assert_string_equal(msg, want);
+    double took = now() - t0;
+    assert_true(took >= 0.25 && took < 3);
+    raw_closed(fd);
+}
+
+static void idle_deadline(void **state)
+{
+    (void)state;
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    p.mask = DCOLL_STORE_PARAM_IDLE_TIMEOUT;
+    p.idle_timeout = 0.3;
+
+    /* With a token: a peer that connects and says nothing. */
+    dcoll_store_t *s = serve(p, "tok");
+    double t0 = now();
+    int fd = raw_connect(port_of(s));
+    cut_off(fd, "no token shown within 0.3 s of connecting: disconnected",
+            t0);
+    dcoll_store_destroy(&s);
+
+    s = serve(p, NULL);
+    int port = port_of(s);
+    /* Half a request, then nothing. */
+    fd = raw_connect(port);
+    uint8_t half[] = {40, 0, 0, 0, WIRE_SET, 2, 0};
+    t0 = now();
+    raw_send(fd, half, sizeof(half));
+    cut_off(fd, "no complete request within 0.3 s: disconnected", t0);
+
+    /* A byte at a time, each within the deadline: the request as a whole
+     * must come within it. */
+    fd = raw_connect(port);
+    t0 = now();
+    raw_send(fd, half, 1);
+    for (int i = 1; i < 4; i++) {
+        usleep(100000);
+        send(fd, half + i, 1, MSG_NOSIGNAL);
+    }
+    cut_off(fd, "no complete request within 0.3 s: disconnected", t0);
+
+    /* A client that is quiet between requests is not cut off, nor one
+     * waiting for a key longer than the deadline. */
+    dcoll_store_t *c = NULL;
+    OK(connect_to(&c, port, NULL, 5));
+    usleep(600000);
+    still_served(c);
+    char buf[8];
+    size_t len;
+    t0 = now();
+    OK(dcoll_store_set(c, "a", "1", 1));
+    assert_int_equal(dcoll_store_wait(c, (const char *[]){"never"}, 1, 0.8),
+                     DCOLL_ERR_TIMEOUT);
+    assert_true(now() - t0 >= 0.75);
+    OK(dcoll_store_get(c, "a", buf, sizeof(buf), &len));
+    dcoll_store_destroy(&c);
+    dcoll_store_destroy(&s);
+}
+
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[128];
+    long kib = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmRSS: %ld", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
+/* A client that asks for 64 MiB of replies and reads none. */
+static void slow_reader(void **state)
+{
+    (void)state;
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    p.mask = DCOLL_STORE_PARAM_IDLE_TIMEOUT;
+    p.idle_timeout = 0.5;
+    dcoll_store_t *s = serve(p, NULL);
+    int port = port_of(s);
+    size_t n = 1 << 20;
+    char *v = calloc(1, n);
+    OK(dcoll_store_set(s, "big", v, n));
+    free(v);
+    long before = rss_kib();
+
+    int fd = raw_connect(port);
+    struct wire_str k = {(const uint8_t *)"big", 3};
+    uint8_t frame[64];
+    size_t fl = wire_frame_size(1, &k);
+    wire_encode(frame, WIRE_GET, 0, 1, &k);
+    double t0 = now();
+    for (int i = 0; i < 64; i++)
+        raw_send(fd, frame, fl);
+    usleep(100000);
+    still_served(s);
+    long during = rss_kib();
+
+    /* Cut off after the deadline: what it reads now ends well short of
+     * the 64 replies. */
+    usleep(900000);
+    size_t got = 0;
+    char buf[65536];
+    ssize_t k2;
+    while ((k2 = recv(fd, buf, sizeof(buf), 0)) > 0)
+        got += (size_t)k2;
+    close(fd);
+    assert_true(got < 32 * n);
+    assert_true(now() - t0 < 5);
+    still_served(s);
+#ifndef __SANITIZE_ADDRESS__
+    /* Its replies were held back, not queued: well under 64 MiB. */
+    assert_true(during - before < 40 * 1024);
+#else
+    (void)before;
+    (void)during;
+#endif
+    dcoll_store_destroy(&s);
+}
+
+static void memory_bound(void **state)
+{
+    (void)state;
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    p.mask = DCOLL_STORE_PARAM_MAX_MEMORY;
+    p.max_memory = 10000;
+    dcoll_store_t *s = serve(p, NULL);
+    char *v = calloc(1, 9910);   /* 9910 + key + 48 counted: 9959 */
+    char buf[16];
+    size_t len;
+    int64_t sum, count;
+    OK(dcoll_store_set(s, "a", v, 9910));
+
+    /* Past the limit: each fails, says so, and changes nothing. */
+    assert_int_equal(dcoll_store_set(s, "b", "xy", 2), DCOLL_ERR_NO_MEMORY);
+    HAS("the store is full: it holds 9959 bytes of its limit of 10000");
+    assert_int_equal(dcoll_store_add(s, "n", 1, &sum), DCOLL_ERR_NO_MEMORY);
+    assert_int_equal(dcoll_store_compare_set(s, "c", "", 0, "x", 1, buf,
+                                             sizeof(buf), &len),
+                     DCOLL_ERR_NO_MEMORY);
+    assert_int_equal(dcoll_store_set(s, "a", v, 9990), DCOLL_ERR_NO_MEMORY);
+    OK(dcoll_store_num_keys(s, &count));
+    assert_int_equal(count, 1);
+    int found;
+    OK(dcoll_store_check(s, (const char *[]){"b"}, 1, &found));
+    assert_int_equal(found, 0);
+
+    /* The connection is still good, and room made is usable. */
+    OK(dcoll_store_set(s, "a", "small", 5));
+    OK(dcoll_store_set(s, "b", v, 5000));
+    OK(dcoll_store_add(s, "n", 1, &sum));
+    OK(dcoll_store_delete_key(s, "b", &found));
+    OK(dcoll_store_set(s, "c", v, 9000));
+    free(v);
+    dcoll_store_destroy(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(limits_checked),
+        cmocka_unit_test(unauthed_frame),
+        cmocka_unit_test(connection_cap),
+        cmocka_unit_test(unauthed_cap),
+        cmocka_unit_test(idle_deadline),
+        cmocka_unit_test(slow_reader),
+        cmocka_unit_test(memory_bound),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
