@@ -177,9 +177,14 @@ static void say(struct client *c, enum wire_status code, const char *msg)
     reply(c, code, 0, 1, &m);
 }
 
-/* Refuse and hang up: the stream cannot be trusted past a bad frame. */
+static void waiter_end(struct waiter *w);
+
+/* Refuse and hang up: the stream cannot be trusted past a bad frame. A
+ * request it waits in is dropped, so that nothing follows the refusal. */
 static void refuse(struct client *c, enum wire_status code, const char *msg)
 {
+    if (c->waiter)
+        waiter_end(c->waiter);
     c->close_after_write = true;
     say(c, code, msg);
     reading(c, false);

@@ -16,14 +16,16 @@ flags="-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
        -D_GNU_SOURCE"
 # shellcheck disable=SC2086
 "$cc" $flags "$src/test/fuzz/fuzz_url.c" "$src/lib/launch/url.c" -o "$out/fuzz_url"
-# shellcheck disable=SC2086
 st=$src/lib/store
-"$cc" $flags "$src/test/fuzz/fuzz_store.c" "$st/store.c" \
-    "$st/store_server.c" "$st/store_table.c" "$st/store_tcp.c" \
-    "$st/store_file.c" "$st/store_wire.c" "$src/lib/base/errors.c" \
-    "$src/lib/base/clock.c" -luv -lpthread -o "$out/fuzz_store"
+for t in store store_seq; do
+    # shellcheck disable=SC2086
+    "$cc" $flags "$src/test/fuzz/fuzz_$t.c" "$st/store.c" \
+        "$st/store_server.c" "$st/store_table.c" "$st/store_tcp.c" \
+        "$st/store_file.c" "$st/store_wire.c" "$src/lib/base/errors.c" \
+        "$src/lib/base/clock.c" -luv -lpthread -o "$out/fuzz_$t"
+done
 status=0
-for t in url store; do
+for t in url store store_seq; do
     corpus="$out/corpus_$t"
     mkdir -p "$corpus"
     cp "$src/test/fuzz/seeds_$t"/* "$corpus"/ 2>/dev/null || true
