@@ -311,7 +311,7 @@ static const struct store_ops tcp_ops = {
 
 /* Present the token (empty if none) before anything else: a server that
  * wants one answers nothing until it has it, and one that is full says so
- * here. *busy: it was full. */
+ * here. *busy: it was full, or hung up. */
 static dcoll_status_t t_auth(struct tcp_store *t, const char *token,
                              double deadline, bool *busy)
 {
@@ -322,7 +322,8 @@ static dcoll_status_t t_auth(struct tcp_store *t, const char *token,
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "TCP store: no memory");
     m->code = WIRE_OK;   /* stays so unless a reply came */
     dcoll_status_t st = call(t, WIRE_AUTH, 0, 1, a, deadline, m, &body);
-    *busy = st && m->code == WIRE_BUSY;
+    /* Full, or so full it hung up without a word: try again. */
+    *busy = st && (m->code == WIRE_BUSY || st == DCOLL_ERR_IO);
     free(body);
     free(m);
     return st;

@@ -218,8 +218,10 @@ static void connection_cap(void **state)
 
     /* One more: told at once, before it sends anything. */
     char msg[160];
+    double t0 = now();
     int fd = raw_connect(port);
     assert_int_equal(raw_reply(fd, msg, sizeof(msg)), WIRE_BUSY);
+    print_message("refused in %.1f ms: %s\n", (now() - t0) * 1e3, msg);
     assert_string_equal(msg, "the store serves at most 3 connections "
                              "(max_clients) and has them all");
     close(fd);
@@ -234,7 +236,7 @@ static void connection_cap(void **state)
 
     /* A client retries until its timeout, then says why. */
     dcoll_store_t *c = NULL;
-    double t0 = now();
+    t0 = now();
     assert_int_equal(connect_to(&c, port, NULL, 0.5), DCOLL_ERR_IO);
     HAS("refused the connection: the store serves at most 3 connections");
     assert_true(now() - t0 >= 0.4 && now() - t0 < 3);
@@ -295,6 +297,7 @@ static void cut_off(int fd, const char *want, double t0)
     assert_int_equal(raw_reply(fd, msg, sizeof(msg)), WIRE_BAD_REQUEST);
     assert_string_equal(msg, want);
     double took = now() - t0;
+    print_message("cut off after %.3f s: %s\n", took, msg);
     assert_true(took >= 0.25 && took < 3);
     raw_closed(fd);
 }
@@ -401,6 +404,9 @@ static void slow_reader(void **state)
     while ((k2 = recv(fd, buf, sizeof(buf), 0)) > 0)
         got += (size_t)k2;
     close(fd);
+    print_message("cut off; it got %.1f MiB of 64; the server grew by "
+                  "%.1f MiB meanwhile\n", got / 1048576.0,
+                  (during - before) / 1024.0);
     assert_true(got < 32 * n);
     assert_true(now() - t0 < 5);
     still_served(s);
