@@ -86,6 +86,19 @@ program test_fortran_store
             token='guess') == DCOLL_ERR_REFUSED, 'wrong token refused')
     call ok(dcoll_store_destroy(s), 'destroy')
 
+    ! The server's limits reach it: a store of 200 bytes refuses 300.
+    call ok(dcoll_store_tcp_create(s, '127.0.0.1', 0, serve=.true., &
+            max_clients=4, max_unauthed=2, unauthed_frame=256, &
+            idle_timeout=5d0, max_memory=200_8), 'serve with limits')
+    call ok(dcoll_store_set(s, 'small', 'fits'), 'set under the limit')
+    call expect(dcoll_store_set(s, 'big', repeat('x', 300)) == &
+            DCOLL_ERR_NO_MEMORY, 'set past max_memory')
+    call expect(index(dcoll_last_error(), 'limit of 200') > 0, &
+            'max_memory message')
+    call expect(dcoll_store_tcp_create(c, '127.0.0.1', 0, serve=.true., &
+            max_clients=0) == DCOLL_ERR_INVALID_ARGUMENT, 'max_clients 0')
+    call ok(dcoll_store_destroy(s), 'limits destroy')
+
     ! file:// rendezvous of one process.
     write (path, '(a,i0)') 'file:///tmp/dcoll-fstore-', getpid()
     call ok(dcoll_rendezvous(trim(path) // '?rank=0&world_size=1', s, rank, &
