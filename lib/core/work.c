@@ -1,5 +1,6 @@
 /* Work handles: the public wait/test/source/free over a backend's work. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core.h"
@@ -147,5 +148,109 @@ dcoll_status_t dcoll_work_free(dcoll_work_t **work)
     w->magic = DCOLL_DEAD_MAGIC;
     w->backend->work_release(w);
     *work = NULL;
+    return st;
+}
+
+/* ---- many works ---- */
+
+/* A list of works: n in range, the array given, every entry NULL or live. */
+static dcoll_status_t check_list(dcoll_work_t *const *works, int n,
+                                 const void *out, const char *fn)
+{
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    if (n < 0)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: n %d is "
+                           "negative", fn, n);
+    if (!works && n > 0)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: works is NULL "
+                           "with n %d", fn, n);
+    if (!out)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: the output is "
+                           "NULL", fn);
+    for (int i = 0; i < n; i++)
+        if (works[i] && works[i]->magic != DCOLL_WORK_MAGIC)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: works[%d] "
+                               "(%p) is not a live work handle (freed or "
+                               "never made)", fn, i, (const void *)works[i]);
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_work_wait_all(dcoll_work_t *const *works, int n,
+                                   int *failed)
+{
+    int dummy;
+    dcoll_status_t st = check_list(works, n, &dummy, __func__);
+    if (failed)
+        *failed = -1;
+    if (st)
+        return st;
+    /* Each wait makes progress on all of them (MPI progresses every
+     * request in any wait), so waiting in order costs no more than
+     * MPI_Waitall. The first failure's message is kept over later ones. */
+    dcoll_status_t first = DCOLL_SUCCESS;
+    char msg[DCOLL_ERROR_MAX];
+    for (int i = 0; i < n; i++) {
+        if (!works[i])
+            continue;
+        st = works[i]->done ? replay(works[i])
+                            : complete(works[i], backend_end(works[i], NULL));
+        if (st && !first) {
+            first = st;
+            snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+            if (failed)
+                *failed = i;
+        }
+    }
+    return first ? dcoll_error(first, "%s", msg) : DCOLL_SUCCESS;
+}
+
+/* One pass over the unfinished works: the first that is done now. */
+static dcoll_status_t any_pass(dcoll_work_t *const *works, int n,
+                               int *index, int *done)
+{
+    bool active = false;
+    for (int i = 0; i < n; i++) {
+        struct dcoll_work *w = works[i];
+        if (!w || w->done)
+            continue;
+        active = true;
+        int flag = 0;
+        dcoll_status_t st = backend_end(w, &flag);
+        if (st || flag) {
+            *index = i;
+            *done = 1;
+            return complete(w, st);
+        }
+    }
+    *index = DCOLL_NO_WORK;
+    *done = !active;
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_work_test_any(dcoll_work_t *const *works, int n,
+                                   int *index, int *done)
+{
+    dcoll_status_t st = check_list(works, n, index, __func__);
+    if (!st && !done)
+        st = dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                         "dcoll_work_test_any: done is NULL");
+    if (st)
+        return st;
+    return any_pass(works, n, index, done);
+}
+
+dcoll_status_t dcoll_work_wait_any(dcoll_work_t *const *works, int n,
+                                   int *index)
+{
+    dcoll_status_t st = check_list(works, n, index, __func__);
+    if (st)
+        return st;
+    /* Polled, as MPI_Waitany polls; each test checks its own deadline. */
+    int done = 0;
+    do
+        st = any_pass(works, n, index, &done);
+    while (!done);
     return st;
 }

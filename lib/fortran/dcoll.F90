@@ -138,6 +138,7 @@ module dcoll
     public :: dcoll_group_group_rank, dcoll_group_backend
     public :: dcoll_work_wait, dcoll_work_test, dcoll_work_source
     public :: dcoll_work_free, dcoll_barrier
+    public :: dcoll_work_wait_all, dcoll_work_test_any, dcoll_work_wait_any
     public :: dcoll_all_reduce_coalesced, dcoll_all_gather_coalesced
     public :: dcoll_store_tcp_create, dcoll_store_file_create
     public :: dcoll_store_prefix_create, dcoll_store_destroy, dcoll_store_port
@@ -558,6 +559,33 @@ module dcoll
         import
         integer(c_int) :: st
         type(dcoll_work), intent(inout) :: work
+    end function
+
+    function c_work_wait_all(works, n, failed) &
+            bind(C, name='dcoll_work_wait_all') result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_work), intent(in) :: works(*)
+        integer(c_int), value :: n
+        integer(c_int), intent(out) :: failed
+    end function
+
+    function c_work_test_any(works, n, index, done) &
+            bind(C, name='dcoll_work_test_any') result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_work), intent(in) :: works(*)
+        integer(c_int), value :: n
+        integer(c_int), intent(out) :: index, done
+    end function
+
+    function c_work_wait_any(works, n, index) &
+            bind(C, name='dcoll_work_wait_any') result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_work), intent(in) :: works(*)
+        integer(c_int), value :: n
+        integer(c_int), intent(out) :: index
     end function
 
     function c_barrier(group, opts, work) bind(C, name='dcoll_barrier') &
@@ -1178,6 +1206,43 @@ contains
         integer :: st
         f_err_on = .false.
         st = c_work_free(work)
+    end function
+
+    ! Many works at once. Indices are Fortran's, from 1; DCOLL_NO_WORK
+    ! (-1) stands for none. An unset work (dcoll_work()) is skipped.
+    function dcoll_work_wait_all(works, failed) result(st)
+        type(dcoll_work), intent(in) :: works(:)
+        integer, intent(out), optional :: failed
+        integer :: st
+        integer(c_int) :: f
+        f_err_on = .false.
+        st = c_work_wait_all(works, int(size(works), c_int), f)
+        if (present(failed)) failed = merge(int(f) + 1, DCOLL_NO_WORK, f >= 0)
+    end function
+
+    function dcoll_work_test_any(works, index, done) result(st)
+        type(dcoll_work), intent(in) :: works(:)
+        integer, intent(out) :: index
+        logical, intent(out) :: done
+        integer :: st
+        integer(c_int) :: i, d
+        i = DCOLL_NO_WORK
+        d = 0
+        f_err_on = .false.
+        st = c_work_test_any(works, int(size(works), c_int), i, d)
+        index = merge(int(i) + 1, DCOLL_NO_WORK, i >= 0)
+        done = d /= 0
+    end function
+
+    function dcoll_work_wait_any(works, index) result(st)
+        type(dcoll_work), intent(in) :: works(:)
+        integer, intent(out) :: index
+        integer :: st
+        integer(c_int) :: i
+        i = DCOLL_NO_WORK
+        f_err_on = .false.
+        st = c_work_wait_any(works, int(size(works), c_int), i)
+        index = merge(int(i) + 1, DCOLL_NO_WORK, i >= 0)
     end function
 
     function dcoll_barrier(group, opts, work) result(st)
