@@ -46,7 +46,7 @@ dcoll_status_t dcoll_mpi_exchange(struct dcoll_group *g, const void *mine,
 dcoll_status_t dcoll_mpi_stop(struct dcoll_group *world, bool finalize);
 /* Collective over the world: members get a new communicator in *comm,
  * ordered by key; non-members get NULL. */
-dcoll_status_t dcoll_mpi_split(struct dcoll_group *world, bool member,
+dcoll_status_t dcoll_mpi_split(struct dcoll_group *parent, int color,
                                int key, void **comm);
 void dcoll_mpi_comm_free(void *comm);
 /* The Fortran handle of a member's communicator. */

@@ -165,12 +165,12 @@ dcoll_status_t dcoll_mpi_stop(struct dcoll_group *world, bool finalize)
     return DCOLL_SUCCESS;
 }
 
-dcoll_status_t dcoll_mpi_split(struct dcoll_group *world, bool member,
+dcoll_status_t dcoll_mpi_split(struct dcoll_group *parent, int color,
                                int key, void **comm)
 {
     MPI_Comm out = MPI_COMM_NULL;
-    int rc = MPI_Comm_split(dcoll_mpi_comm_of(world),
-                            member ? 0 : MPI_UNDEFINED, key, &out);
+    int rc = MPI_Comm_split(dcoll_mpi_comm_of(parent),
+                            color < 0 ? MPI_UNDEFINED : color, key, &out);
     *comm = NULL;
     if (rc != MPI_SUCCESS)
         return dcoll_mpi_error(rc, "MPI_Comm_split");

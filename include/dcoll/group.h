@@ -59,6 +59,24 @@ DCOLL_API dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
                                          int nranks,
                                          const dcoll_group_params_t *params);
 
+/* The color of a process that joins none of dcoll_split_group's groups. */
+#define DCOLL_SPLIT_NONE (-1)
+
+/** Split @p parent (NULL: the world) into one group per color, as
+ *  MPI_Comm_split and torch's split_group / new_subgroups do. Collective
+ *  over the parent's members: each passes a @p color (>= 0, or
+ *  DCOLL_SPLIT_NONE) and a @p key; those of one color form a group, in
+ *  which ranks follow key, ties broken by rank in the parent. Every
+ *  member gets its own group in *out (the NON-MEMBER handle for
+ *  DCOLL_SPLIT_NONE, and on a parent this process is not in), so one
+ *  call makes every row of a process grid. @p params may be NULL; the
+ *  members of one new group must agree on it as for dcoll_new_group.
+ *  Groups from both are destroyed with dcoll_group_destroy (API 1.4). */
+DCOLL_API dcoll_status_t dcoll_split_group(dcoll_group_t **out,
+                                           dcoll_group_t *parent, int color,
+                                           int key,
+                                           const dcoll_group_params_t *params);
+
 /** Free a group made by dcoll_new_group and set *group to NULL. Collective
  *  over the group's members. A NON-MEMBER handle or NULL *group is fine.
  *  Beware: NULL is the world everywhere, so a call on the variable after

@@ -128,9 +128,9 @@ struct dcoll_comm_ops {
     dcoll_status_t (*local)(struct dcoll_group *world, bool joined);
     /* Free what start made; with finalize, end MPI if dcoll started it. */
     dcoll_status_t (*stop)(struct dcoll_group *world, bool finalize);
-    /* Collective over the world: members get a communicator ordered by
-     * key, non-members NULL. */
-    dcoll_status_t (*split)(struct dcoll_group *world, bool member, int key,
+    /* Collective over parent's members: those of one color get a
+     * communicator ordered by key, those of color -1 NULL. */
+    dcoll_status_t (*split)(struct dcoll_group *parent, int color, int key,
                             void **comm);
     void (*comm_free)(void *comm);
     /* The Fortran handle of a member's communicator. */
@@ -203,7 +203,9 @@ struct dcoll_group {
     uint32_t magic;
     int rank;              /* DCOLL_NON_MEMBER for the non-member handle */
     int size;
-    int *ranks;            /* group rank -> world rank, sorted; NULL: world */
+    int *ranks;            /* group rank -> world rank; NULL: the world */
+    int *order;            /* group ranks by world rank; NULL: ranks is
+                              ascending (every new_group) */
     const char *backend_name;
     const struct dcoll_backend *backend;
     const struct dcoll_backend *host;    /* where staged GPU calls run */

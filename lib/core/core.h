@@ -50,6 +50,21 @@ static inline dcoll_status_t dcoll_group_root(const struct dcoll_group *g,
     return dcoll_group_root_slow(g, global, fn, what, group_rank);
 }
 void dcoll_groups_free_all(void);
+/* What a group's params come to (new_group, split_group). */
+struct dcoll_group_opts {
+    const struct dcoll_backend_entry *be;
+    double timeout;
+    bool recoverable;
+};
+dcoll_status_t dcoll_group_params_read(const dcoll_group_params_t *params,
+                                       const char *fn,
+                                       struct dcoll_group_opts *o);
+/* Make a member's group on comm (collective over its members): ranks
+ * (group rank -> world rank, any order) and comm become the group's; on
+ * failure both are freed. */
+dcoll_status_t dcoll_group_make(void *comm, int me, int n, int *ranks, int id,
+                                const struct dcoll_group_opts *o,
+                                const char *fn, struct dcoll_group **out);
 /* Free a group's coalescing buffer (group destroy, finalize). */
 void dcoll_group_stage_free(struct dcoll_group *g);
 

@@ -62,12 +62,14 @@ static int find_rank(const struct dcoll_group *g, int global)
 {
     if (!g->ranks)
         return global >= 0 && global < g->size ? global : -1;
+    /* By world rank: ranks itself when ascending, else through order. */
     int lo = 0, hi = g->size - 1;
     while (lo <= hi) {
         int mid = lo + (hi - lo) / 2;
-        if (g->ranks[mid] == global)
-            return mid;
-        if (g->ranks[mid] < global)
+        int at = g->order ? g->order[mid] : mid;
+        if (g->ranks[at] == global)
+            return at;
+        if (g->ranks[at] < global)
             lo = mid + 1;
         else
             hi = mid - 1;
@@ -108,11 +110,40 @@ static int cmp_int(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+dcoll_status_t dcoll_group_params_read(const dcoll_group_params_t *params,
+                                       const char *fn,
+                                       struct dcoll_group_opts *o)
+{
+    dcoll_status_t st;
+    o->be = dcoll_world.bentry;
+    o->timeout = dcoll_world.timeout;
+    o->recoverable = dcoll_world.recoverable;
+    if (!params)
+        return DCOLL_SUCCESS;
+    if (params->mask & ~(DCOLL_GROUP_PARAM_BACKEND | DCOLL_GROUP_PARAM_TIMEOUT |
+                         DCOLL_GROUP_PARAM_ON_TIMEOUT))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: params->mask "
+                           "0x%llx has unknown bits", fn,
+                           (unsigned long long)params->mask);
+    if ((params->mask & DCOLL_GROUP_PARAM_BACKEND) &&
+        (st = dcoll_backend_lookup(params->backend, &o->be)))
+        return st;
+    if (params->mask & DCOLL_GROUP_PARAM_TIMEOUT) {
+        o->timeout = params->timeout;
+        if ((st = dcoll_fault_timeout_ok(fn, "timeout", o->timeout)))
+            return st;
+    }
+    if (params->mask & DCOLL_GROUP_PARAM_ON_TIMEOUT) {
+        if ((st = dcoll_fault_mode_ok(fn, "on_timeout", params->on_timeout)))
+            return st;
+        o->recoverable = params->on_timeout == DCOLL_ON_TIMEOUT_RETURN;
+    }
+    return DCOLL_SUCCESS;
+}
+
 /* What one rank's arguments to new_group come to, checked alone. */
 struct group_args {
-    const struct dcoll_backend_entry *be;
-    double timeout;
-    bool recoverable;
+    struct dcoll_group_opts o;
     int *sorted, n, me;
     uint64_t *hashes;   /* room for every world rank's list hash */
 };
@@ -139,33 +170,8 @@ static dcoll_status_t check_args(dcoll_group_t **out, const int *ranks,
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "dcoll_new_group: %d ranks asked for, more than "
                            "the world's %d", nranks, world);
-    a->be = dcoll_world.bentry;
-    a->timeout = dcoll_world.timeout;
-    a->recoverable = dcoll_world.recoverable;
-    if (params) {
-        if (params->mask & ~(DCOLL_GROUP_PARAM_BACKEND |
-                             DCOLL_GROUP_PARAM_TIMEOUT |
-                             DCOLL_GROUP_PARAM_ON_TIMEOUT))
-            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                               "dcoll_new_group: params->mask 0x%llx has "
-                               "unknown bits",
-                               (unsigned long long)params->mask);
-        if ((params->mask & DCOLL_GROUP_PARAM_BACKEND) &&
-            (st = dcoll_backend_lookup(params->backend, &a->be)))
-            return st;
-        if (params->mask & DCOLL_GROUP_PARAM_TIMEOUT) {
-            a->timeout = params->timeout;
-            if ((st = dcoll_fault_timeout_ok("dcoll_new_group", "timeout",
-                                             a->timeout)))
-                return st;
-        }
-        if (params->mask & DCOLL_GROUP_PARAM_ON_TIMEOUT) {
-            if ((st = dcoll_fault_mode_ok("dcoll_new_group", "on_timeout",
-                                          params->on_timeout)))
-                return st;
-            a->recoverable = params->on_timeout == DCOLL_ON_TIMEOUT_RETURN;
-        }
-    }
+    if ((st = dcoll_group_params_read(params, "dcoll_new_group", &a->o)))
+        return st;
     bool all = !ranks && nranks == 0;
     int n = all ? world : nranks;
     int *sorted = malloc(sizeof(int) * (size_t)(n ? n : 1));
@@ -309,12 +315,8 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
         return st;
     }
     int *sorted = a.sorted, n = a.n, me = a.me;
-    const struct dcoll_backend_entry *be = a.be;
-    double timeout = a.timeout;
-    bool recoverable = a.recoverable;
-
     void *comm = NULL;
-    st = dcoll_world.svc->split(&dcoll_world, me >= 0, me, &comm);
+    st = dcoll_world.svc->split(&dcoll_world, me >= 0 ? 0 : -1, me, &comm);
     /* Every world rank counts the group, member or not: ids agree. */
     int id = ++dcoll_groups_made;
     if (st || me < 0) {
@@ -323,27 +325,58 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
             *out = &dcoll_non_member;
         return st;
     }
+    return dcoll_group_make(comm, me, n, sorted, id, &a.o, "dcoll_new_group",
+                            out);
+}
+
+static int by_world(const void *a, const void *b, void *ranks)
+{
+    int x = ((const int *)ranks)[*(const int *)a];
+    int y = ((const int *)ranks)[*(const int *)b];
+    return (x > y) - (x < y);
+}
+
+dcoll_status_t dcoll_group_make(void *comm, int me, int n, int *ranks, int id,
+                                const struct dcoll_group_opts *o,
+                                const char *fn, struct dcoll_group **out)
+{
+    dcoll_status_t st;
     struct dcoll_group *g = calloc(1, sizeof(*g));
-    if (!g) {
+    int *order = NULL;
+    bool ascending = true;
+    for (int i = 1; i < n && ascending; i++)
+        ascending = ranks[i - 1] < ranks[i];
+    if (g && !ascending)
+        order = malloc(sizeof(int) * (size_t)n);
+    if (!g || (!ascending && !order)) {
         dcoll_world.svc->comm_free(comm);
-        free(sorted);
-        return dcoll_error(DCOLL_ERR_NO_MEMORY,
-                           "dcoll_new_group: no memory for the group");
+        free(ranks);
+        free(g);
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
+                           "group", fn);
     }
     g->magic = DCOLL_GROUP_MAGIC;
     g->rank = me;
     g->size = n;
-    g->ranks = sorted;
+    g->ranks = ranks;
+    g->order = order;
     g->comm = comm;
     g->svc = dcoll_world.svc;
     g->id = id;
-    if ((st = dcoll_fault_group_init(g, timeout, recoverable)) ||
-        (st = dcoll_fault_agree(g, "dcoll_new_group")) ||
-        (st = dcoll_backend_attach(g, be, "dcoll_new_group")) ||
+    if (order) {
+        /* Group ranks by world rank, for find_rank's binary search. */
+        for (int i = 0; i < n; i++)
+            order[i] = i;
+        qsort_r(order, (size_t)n, sizeof(int), by_world, ranks);
+    }
+    if ((st = dcoll_fault_group_init(g, o->timeout, o->recoverable)) ||
+        (st = dcoll_fault_agree(g, fn)) ||
+        (st = dcoll_backend_attach(g, o->be, fn)) ||
         ((st = dcoll_watchdog_add(g)) && (dcoll_backend_detach(g), 1))) {
         dcoll_fault_group_free(g);
         dcoll_world.svc->comm_free(comm);
-        free(sorted);
+        free(ranks);
+        free(order);
         free(g);
         return st;
     }
@@ -372,6 +405,7 @@ static void group_free(struct dcoll_group *g)
     dcoll_group_pinned_free(g);
     dcoll_fault_group_free(g);
     free(g->ranks);
+    free(g->order);
     g->magic = DCOLL_DEAD_MAGIC;
     free(g);
 }

@@ -1,0 +1,122 @@
+/* dcoll_split_group: one group per color out of a parent group, ranked by
+ * key, as MPI_Comm_split. One agreement and one allgather of (color, key)
+ * over the parent tell every member its group's ranks; the split itself
+ * is MPI's, which orders the same way. */
+#include <stdio.h>
+#include <stdlib.h>
+#include "core.h"
+
+struct member {
+    int key, prank;
+};
+
+static int by_key(const void *a, const void *b)
+{
+    const struct member *x = a, *y = b;
+    if (x->key != y->key)
+        return (x->key > y->key) - (x->key < y->key);
+    return (x->prank > y->prank) - (x->prank < y->prank);
+}
+
+/* What each parent member sends: its color and key, and how many groups
+ * it has numbered, so that the new groups share one number. */
+struct entry {
+    int color, key, made;
+};
+
+dcoll_status_t dcoll_split_group(dcoll_group_t **out, dcoll_group_t *parent,
+                                 int color, int key,
+                                 const dcoll_group_params_t *params)
+{
+    static const char fn[] = "dcoll_split_group";
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    if (!out)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: out is NULL",
+                           fn);
+    *out = NULL;
+    struct dcoll_group *p;
+    if ((st = dcoll_group_resolve(parent, &p, fn)))
+        return st;
+    if (p->rank == DCOLL_NON_MEMBER) {
+        /* Not in the parent: in none of its parts, as for a collective. */
+        *out = &dcoll_non_member;
+        return DCOLL_SUCCESS;
+    }
+    if (p->failed)
+        return dcoll_error(DCOLL_ERR_GROUP_FAILED, "%s: the parent group is "
+                           "unusable after an earlier failure: %s", fn,
+                           p->failed);
+
+    /* Checked alone, then agreed: a refusal one member sees must reach
+     * the others, which would otherwise wait in the exchange. */
+    struct dcoll_group_opts o;
+    size_t np = (size_t)p->size;
+    struct entry *all = malloc(sizeof(*all) * np);
+    struct member *m = malloc(sizeof(*m) * np);
+    int *ranks = malloc(sizeof(int) * np);
+    dcoll_status_t local = DCOLL_SUCCESS;
+    if (color < DCOLL_SPLIT_NONE)
+        local = dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: color %d is "
+                            "negative (DCOLL_SPLIT_NONE, -1, joins no "
+                            "group)", fn, color);
+    else if (!(local = dcoll_group_params_read(params, fn, &o)) &&
+             (!all || !m || !ranks))
+        local = dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
+                            "colors of %d ranks", fn, p->size);
+    char why[DCOLL_ERROR_MAX];
+    if (local)
+        snprintf(why, sizeof(why), "%s", dcoll_last_error());
+    int ok = !local;
+    if ((st = p->svc->agree(p, &ok)) || local || !ok) {
+        free(all);
+        free(m);
+        free(ranks);
+        if (local)
+            return dcoll_error(local, "%s", why);
+        return st ? st : dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: "
+                                     "another rank refused its arguments "
+                                     "(its message says why), so no group "
+                                     "was made", fn);
+    }
+    struct entry mine = {color, key, dcoll_groups_made};
+    if ((st = p->svc->allgather_bytes(p, &mine, all, sizeof(mine)))) {
+        free(all);
+        free(m);
+        free(ranks);
+        return st;
+    }
+    int made = 0, n = 0;
+    for (int r = 0; r < p->size; r++) {
+        made = all[r].made > made ? all[r].made : made;
+        n += color >= 0 && all[r].color == color;
+    }
+    int id = dcoll_groups_made = made + 1;
+
+    void *comm = NULL;
+    st = p->svc->split(p, color, key, &comm);
+    if (st || color < 0) {
+        if (comm)
+            p->svc->comm_free(comm);
+        free(all);
+        free(m);
+        free(ranks);
+        if (!st)
+            *out = &dcoll_non_member;
+        return st;
+    }
+    for (int r = 0, k = 0; r < p->size; r++)
+        if (all[r].color == color)
+            m[k++] = (struct member){all[r].key, r};
+    free(all);
+    qsort(m, (size_t)n, sizeof(*m), by_key);
+    int me = -1;
+    for (int i = 0; i < n; i++) {
+        ranks[i] = p->ranks ? p->ranks[m[i].prank] : m[i].prank;
+        if (m[i].prank == p->rank)
+            me = i;
+    }
+    free(m);
+    return dcoll_group_make(comm, me, n, ranks, id, &o, fn, out);
+}
