@@ -4,11 +4,12 @@
  * A periodic NX x NY plate is split over a PR x PC grid of ranks, one
  * block each. Every step:
  *   1. halo exchange: each rank swaps its edge rows and columns with its
- *      four neighbours (isend/irecv, then wait for all eight);
+ *      four neighbours (isend/irecv, then one wait_all for the eight);
  *   2. the explicit heat stencil on the block;
  *   3. the global residual, max |change|, with one all_reduce (MAX).
- * Each row of the process grid is also a sub-group (new_group), used for
- * a per-row diagnostic: the heat in that band of the plate.
+ * Each row and each column of the process grid is also a group, made by
+ * two split_group calls, used for a per-band diagnostic: the heat in this
+ * rank's band of rows, and in its band of columns.
  *
  * The start is 1 + sin(2 pi x / NX) sin(2 pi y / NY), an eigenmode of the
  * discrete stencil, so the answer is known: the sine's amplitude shrinks
@@ -76,21 +77,11 @@ int main(void)
     int up = ((myr + pr - 1) % pr) * pc + myc, down = ((myr + 1) % pr) * pc + myc;
     int left = myr * pc + (myc + pc - 1) % pc, right = myr * pc + (myc + 1) % pc;
 
-    /* This rank's row of the process grid as a sub-group. Every rank calls
-     * new_group for every row, in the same order; each is a member of one
-     * and gets NON-MEMBER handles (no-ops) for the rest. */
-    dcoll_group_t *row = NULL;
-    for (int r = 0; r < pr; r++) {
-        int members[64], n = 0;
-        for (int c = 0; c < pc && n < 64; c++)
-            members[n++] = r * pc + c;
-        dcoll_group_t *g;
-        TRY(dcoll_new_group(&g, members, n, NULL));
-        if (r == myr)
-            row = g;
-        else
-            TRY(dcoll_group_destroy(&g));
-    }
+    /* This rank's row and column of the process grid as groups: one
+     * split each (color: which row or column; key: the place in it). */
+    dcoll_group_t *row = NULL, *column = NULL;
+    TRY(dcoll_split_group(&row, NULL, myr, myc, NULL));
+    TRY(dcoll_split_group(&column, NULL, myc, myr, NULL));
 
     double residual = 0;
     for (int step = 0; step < STEPS; step++) {
@@ -108,10 +99,9 @@ int main(void)
         TRY(dcoll_isend(NULL, &U(u, 0, 0), nx, DCOLL_FLOAT64, up, 1, NULL, &wk[5]));
         TRY(dcoll_isend(NULL, col[1], ny, DCOLL_FLOAT64, right, 2, NULL, &wk[6]));
         TRY(dcoll_isend(NULL, col[0], ny, DCOLL_FLOAT64, left, 3, NULL, &wk[7]));
-        for (int k = 0; k < 8; k++) {
-            TRY(dcoll_work_wait(wk[k]));
+        TRY(dcoll_work_wait_all(wk, 8, NULL));
+        for (int k = 0; k < 8; k++)
             TRY(dcoll_work_free(&wk[k]));
-        }
         for (int j = 0; j < ny; j++) {
             U(u, -1, j) = col[2][j];
             U(u, nx, j) = col[3][j];
@@ -135,7 +125,7 @@ int main(void)
 
     /* Checks. The exact amplitude after STEPS steps: */
     double f = 1 - 4 * A * (pow(sin(pi / NX), 2) + pow(sin(pi / NY), 2));
-    double amp = pow(f, STEPS), err = 0, band = 0;
+    double amp = pow(f, STEPS), err = 0, band = 0, cband;
     for (int j = 0; j < ny; j++)
         for (int i = 0; i < nx; i++) {
             double exact = 1 + amp * sin(2 * pi * (x0 + i) / NX) *
@@ -144,10 +134,15 @@ int main(void)
             band += U(u, i, j);
         }
     /* Heat in this band of rows: the sine sums to zero along x, so it is
-     * the band's area. Summed over the row group only. */
+     * the band's area. Summed over the row group only; the same for the
+     * band of columns over the column group. */
+    cband = band;
     TRY(dcoll_all_reduce(row, &band, &band, 1, DCOLL_FLOAT64, DCOLL_SUM,
                          NULL, NULL));
-    int ok = err < 1e-9 && fabs(band - (double)NX * ny) < 1e-8 * NX * ny;
+    TRY(dcoll_all_reduce(column, &cband, &cband, 1, DCOLL_FLOAT64, DCOLL_SUM,
+                         NULL, NULL));
+    int ok = err < 1e-9 && fabs(band - (double)NX * ny) < 1e-8 * NX * ny &&
+             fabs(cband - (double)NY * nx) < 1e-8 * NY * nx;
     int all_ok;
     TRY(dcoll_all_reduce(NULL, &ok, &all_ok, 1, DCOLL_INT32, DCOLL_MIN,
                          NULL, NULL));
@@ -156,6 +151,7 @@ int main(void)
                "%.2g, band heat %.6g (want %d): %s\n", pr, pc, STEPS,
                residual, err, band, NX * ny, all_ok ? "ok" : "FAILED");
     TRY(dcoll_group_destroy(&row));
+    TRY(dcoll_group_destroy(&column));
     for (int k = 0; k < 4; k++)
         free(col[k]);
     free(u);

@@ -1,9 +1,10 @@
 ! grid.f90: examples/grid.c in Fortran, through `use dcoll`.
 !
 ! A periodic NX x NY plate on a PR x PC grid of ranks. Each step: halo
-! exchange with the four neighbours (isend/irecv), the explicit heat
-! stencil, and the global residual with all_reduce (MAX). Each row of the
-! process grid is a sub-group (dcoll_new_group) that sums its band's heat.
+! exchange with the four neighbours (isend/irecv, one wait_all), the
+! explicit heat stencil, and the global residual with all_reduce (MAX).
+! Each row and each column of the process grid is a group (two calls of
+! dcoll_split_group) that sums its band's heat.
 ! The start is an eigenmode of the stencil, so the program checks its
 ! result against the exact answer.
 !
@@ -15,11 +16,11 @@ program grid
     real(8), parameter :: a = 0.2d0, pi = acos(-1.0d0)
     real(8), allocatable, target :: u(:, :), v(:, :), sendl(:), sendr(:), &
                                     recvl(:), recvr(:)
-    type(dcoll_group) :: row, g
+    type(dcoll_group) :: row, column
     type(dcoll_work) :: wk(8)
-    integer :: rank, size, pr, pc, myr, myc, x0, y0, nx, ny, d, r, i, j, k
+    integer :: rank, size, pr, pc, myr, myc, x0, y0, nx, ny, d, i, j, k
     integer :: up, down, left, right, ok, all_ok
-    real(8) :: change, residual, f, amp, err, band, exact
+    real(8) :: change, residual, f, amp, err, band, cband, exact
 
     call check(dcoll_init())
     call check(dcoll_group_rank(DCOLL_WORLD, rank))
@@ -57,16 +58,10 @@ program grid
     left = myr * pc + mod(myc + pc - 1, pc)
     right = myr * pc + mod(myc + 1, pc)
 
-    ! One sub-group per row of the process grid; every rank makes all of
-    ! them in the same order and keeps its own (the others are no-ops).
-    do r = 0, pr - 1
-        call check(dcoll_new_group(g, [(r * pc + k, k = 0, pc - 1)]))
-        if (r == myr) then
-            row = g
-        else
-            call check(dcoll_group_destroy(g))
-        end if
-    end do
+    ! This rank's row and column of the process grid, one split each
+    ! (color: which row or column; key: the place in it).
+    call check(dcoll_split_group(row, DCOLL_WORLD, myr, myc))
+    call check(dcoll_split_group(column, DCOLL_WORLD, myc, myr))
 
     do k = 1, steps
         ! 1. Halo exchange; the packed edges are unpacked after the waits.
@@ -88,8 +83,8 @@ program grid
                                work=wk(7)))
         call check(dcoll_isend(DCOLL_WORLD, sendl, ny, DCOLL_REAL8, left, 3, &
                                work=wk(8)))
+        call check(dcoll_work_wait_all(wk))
         do i = 1, 8
-            call check(dcoll_work_wait(wk(i)))
             call check(dcoll_work_free(wk(i)))
         end do
         u(0, 1:ny) = recvl
@@ -109,7 +104,8 @@ program grid
                                     DCOLL_REAL8, DCOLL_MAX))
     end do
 
-    ! Checks against the exact answer, and the band's heat over the row.
+    ! Checks against the exact answer, and the bands' heat over the row
+    ! and over the column.
     f = 1 - 4 * a * (sin(pi / nx_all)**2 + sin(pi / ny_all)**2)
     amp = f**steps
     err = 0
@@ -122,15 +118,20 @@ program grid
             band = band + u(i, j)
         end do
     end do
+    cband = band
     call check(dcoll_all_reduce(row, band, band, 1, DCOLL_REAL8, DCOLL_SUM))
+    call check(dcoll_all_reduce(column, cband, cband, 1, DCOLL_REAL8, &
+                                DCOLL_SUM))
     ok = merge(1, 0, err < 1d-9 .and. &
-               abs(band - real(nx_all * ny, 8)) < 1d-8 * nx_all * ny)
+               abs(band - real(nx_all * ny, 8)) < 1d-8 * nx_all * ny .and. &
+               abs(cband - real(ny_all * nx, 8)) < 1d-8 * ny_all * nx)
     call check(dcoll_all_reduce(DCOLL_WORLD, ok, all_ok, 1, DCOLL_INTEGER, &
                                 DCOLL_MIN))
     if (rank == 0) write (*, '(a,i0,a,i0,a,es9.2,a,es9.2,a)') 'grid_f: ', &
         pr, ' x ', pc, ' ranks, residual ', residual, ', max error ', err, &
         merge(': ok    ', ': FAILED', all_ok == 1)
     call check(dcoll_group_destroy(row))
+    call check(dcoll_group_destroy(column))
     call check(dcoll_finalize())
     if (all_ok /= 1) error stop 1
 

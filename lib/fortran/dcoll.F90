@@ -134,6 +134,7 @@ module dcoll
     public :: dcoll_init, dcoll_finalize, dcoll_initialized, dcoll_dtype_size
     public :: dcoll_local_rank, dcoll_backend_status, dcoll_device
     public :: dcoll_group_world, dcoll_new_group, dcoll_group_destroy
+    public :: dcoll_split_group
     public :: dcoll_group_rank, dcoll_group_size, dcoll_group_global_rank
     public :: dcoll_group_group_rank, dcoll_group_backend
     public :: dcoll_work_wait, dcoll_work_test, dcoll_work_source
@@ -473,6 +474,16 @@ module dcoll
         type(dcoll_group), intent(out) :: out
         integer(c_int), intent(in) :: ranks(*)
         integer(c_int), value :: nranks
+        type(group_params), intent(in) :: params
+    end function
+
+    function c_split_group(out, parent, color, key, params) &
+            bind(C, name='dcoll_split_group') result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_group), intent(out) :: out
+        type(c_ptr), value :: parent
+        integer(c_int), value :: color, key
         type(group_params), intent(in) :: params
     end function
 
@@ -1062,18 +1073,15 @@ contains
     ! dcoll. Collective over the world. timeout: seconds a collective on
     ! it may wait (0: forever) and on_timeout what a timeout does;
     ! default the world's.
-    function dcoll_new_group(group, ranks, backend, timeout, on_timeout) &
-            result(st)
-        type(dcoll_group), intent(out) :: group
-        integer, intent(in) :: ranks(:)
+    ! The group params of new_group and split_group; cbackend holds the
+    ! backend's C string for as long as p is used.
+    subroutine group_params_of(p, cbackend, backend, timeout, on_timeout)
+        type(group_params), intent(out) :: p
+        character(kind=c_char), allocatable, target, intent(inout) :: &
+            cbackend(:)
         character(len=*), intent(in), optional :: backend
         real(8), intent(in), optional :: timeout
         integer, intent(in), optional :: on_timeout
-        integer :: st
-        type(group_params) :: p
-        integer(c_int) :: cranks(max(size(ranks), 1))
-        character(kind=c_char), allocatable, target :: cbackend(:)
-        cranks(1:size(ranks)) = int(ranks, c_int)
         if (present(backend)) then
             call c_string(backend, cbackend)
             p%backend = c_loc(cbackend)
@@ -1087,8 +1095,42 @@ contains
             p%on_timeout = int(on_timeout, c_int)
             p%mask = ior(p%mask, DCOLL_GROUP_PARAM_ON_TIMEOUT)
         end if
+    end subroutine
+
+    function dcoll_new_group(group, ranks, backend, timeout, on_timeout) &
+            result(st)
+        type(dcoll_group), intent(out) :: group
+        integer, intent(in) :: ranks(:)
+        character(len=*), intent(in), optional :: backend
+        real(8), intent(in), optional :: timeout
+        integer, intent(in), optional :: on_timeout
+        integer :: st
+        type(group_params) :: p
+        integer(c_int) :: cranks(max(size(ranks), 1))
+        character(kind=c_char), allocatable, target :: cbackend(:)
+        cranks(1:size(ranks)) = int(ranks, c_int)
+        call group_params_of(p, cbackend, backend, timeout, on_timeout)
         f_err_on = .false.
         st = c_new_group(group, cranks, int(size(ranks), c_int), p)
+    end function
+
+    ! One group per color out of parent (DCOLL_WORLD for the world),
+    ! ranked by key: dcoll_split_group in dcoll/group.h.
+    function dcoll_split_group(group, parent, color, key, backend, timeout, &
+            on_timeout) result(st)
+        type(dcoll_group), intent(out) :: group
+        type(dcoll_group), intent(in) :: parent
+        integer, intent(in) :: color, key
+        character(len=*), intent(in), optional :: backend
+        real(8), intent(in), optional :: timeout
+        integer, intent(in), optional :: on_timeout
+        integer :: st
+        type(group_params) :: p
+        character(kind=c_char), allocatable, target :: cbackend(:)
+        call group_params_of(p, cbackend, backend, timeout, on_timeout)
+        f_err_on = .false.
+        st = c_split_group(group, parent%ptr, int(color, c_int), &
+                           int(key, c_int), p)
     end function
 
     function dcoll_group_destroy(group) result(st)
