@@ -27,6 +27,7 @@ struct mpi_work {
     char *move_dst;             /* in-place reduce_scatter: move the block */
     const char *move_src;
     size_t move_bytes;
+    int *vec;                   /* a vector call's int counts */
     MPI_Request one;
 };
 
@@ -237,8 +238,9 @@ static void plan_after(struct mpi_work *w, const struct dcoll_group *g,
     size_t esz = dcoll_dtype_sizes[c->dtype];
     w->avg_buf = NULL;
     w->move_bytes = 0;
-    if (c->kind == DCOLL_COLL_REDUCE_SCATTER && c->in_place &&
-        c->count <= INT_MAX && g->rank != 0) {
+    if ((c->kind == DCOLL_COLL_REDUCE_SCATTER ||
+         c->kind == DCOLL_COLL_REDUCE_SCATTERV) && c->in_place &&
+        c->count <= INT_MAX && c->recvbuf != c->sendbuf) {
         w->move_src = c->sendbuf;
         w->move_dst = c->recvbuf;
         w->move_bytes = (size_t)c->count * esz;
@@ -246,6 +248,7 @@ static void plan_after(struct mpi_work *w, const struct dcoll_group *g,
     if (c->op == DCOLL_AVG &&
         (c->kind == DCOLL_COLL_ALL_REDUCE ||
          c->kind == DCOLL_COLL_REDUCE_SCATTER ||
+         c->kind == DCOLL_COLL_REDUCE_SCATTERV ||
          (c->kind == DCOLL_COLL_REDUCE && g->rank == c->root))) {
         w->avg_buf = c->recvbuf;
         w->avg_n = c->count;
@@ -284,6 +287,20 @@ static dcoll_status_t post(struct dcoll_group *g, const struct dcoll_coll *c,
     case DCOLL_COLL_REDUCE_SCATTER:
         rc = post_reduce_scatter(p, c, g, comm, &call);
         break;
+    case DCOLL_COLL_ALL_GATHERV:
+    case DCOLL_COLL_GATHERV:
+    case DCOLL_COLL_SCATTERV:
+    case DCOLL_COLL_ALL_TO_ALLV:
+    case DCOLL_COLL_REDUCE_SCATTERV: {
+        int *keep = NULL;
+        rc = dcoll_mpi_post_vec(c, g, comm, slot(p), &keep, &call);
+        /* Blocking: done with the counts; else they go with the work. */
+        if (p->w && rc == MPI_SUCCESS)
+            p->w->vec = keep;
+        else
+            free(keep);
+        break;
+    }
     default:
         rc = post_one(p, c, comm, status, &call);
         break;
@@ -349,7 +366,8 @@ static void blocking_done(const struct dcoll_group *g,
 {
     if (c->kind == DCOLL_COLL_RECV)
         *source = status->MPI_SOURCE;
-    if (c->op == DCOLL_AVG || c->kind == DCOLL_COLL_REDUCE_SCATTER) {
+    if (c->op == DCOLL_AVG || c->kind == DCOLL_COLL_REDUCE_SCATTER ||
+        c->kind == DCOLL_COLL_REDUCE_SCATTERV) {
         struct mpi_work after;
         plan_after(&after, g, c);
         if (!mpi_layout)
@@ -383,11 +401,13 @@ static dcoll_status_t run_watched(struct dcoll_group *g,
                            nreq);
     struct post p = {&w, 0};
     const char *call = "MPI";
+    w.vec = NULL;
     dcoll_status_t st = post(g, c, &p, NULL, &call);
     if (!st) {
         struct dcoll_watch wt = watch_of(g, c, call, out);
         st = dcoll_mpi_poll(g, &wt, p.used, w.reqs, &w.status);
     }
+    free(w.vec);
     if (w.reqs != few)
         free(w.reqs);
     if (!st)
@@ -482,6 +502,7 @@ static dcoll_status_t mpi_coll(struct dcoll_group *g,
                            nreq);
     }
     w->nreq = nreq;
+    w->vec = NULL;
     struct post p = {w, 0};
     const char *call;
     dcoll_status_t st = post(g, c, &p, NULL, &call);
@@ -492,7 +513,8 @@ static dcoll_status_t mpi_coll(struct dcoll_group *g,
         return st;
     }
     w->nreq = p.used;
-    if (c->op == DCOLL_AVG || c->kind == DCOLL_COLL_REDUCE_SCATTER) {
+    if (c->op == DCOLL_AVG || c->kind == DCOLL_COLL_REDUCE_SCATTER ||
+        c->kind == DCOLL_COLL_REDUCE_SCATTERV) {
         plan_after(w, g, c);
     } else {
         w->avg_buf = NULL;
@@ -572,6 +594,7 @@ static void mpi_work_release(struct dcoll_work *bw)
     struct mpi_work *w = (struct mpi_work *)bw;
     if (w->reqs != &w->one)
         free(w->reqs);
+    free(w->vec);
     work_put(w);
 }
 

@@ -156,4 +156,11 @@ void dcoll_mpi_work_cache_free(void);
 /* Turn an MPI error code into a dcoll status and message. */
 dcoll_status_t dcoll_mpi_error(int rc, const char *call);
 
+/* vector.c: post a vector kind's MPI call (rq NULL: blocking). *keep
+ * holds the int counts MPI reads until the call completes: free it then
+ * (also when it fails). */
+int dcoll_mpi_post_vec(const struct dcoll_coll *c,
+                       const struct dcoll_group *g, MPI_Comm comm,
+                       MPI_Request *rq, int **keep, const char **call);
+
 #endif

@@ -114,6 +114,61 @@ DCOLL_API dcoll_status_t dcoll_irecv(dcoll_group_t *group, void *buf,
         int64_t count, dcoll_dtype_t dtype, int src, int tag,
         const dcoll_coll_opts_t *opts, dcoll_work_t **work);
 
+/* Vector forms (API 1.4), as MPI's v-collectives: a count per group rank.
+ * Count and displacement arrays have an entry per group rank and are in
+ * elements; displs NULL means packed (block i right after block i - 1).
+ * Each count and displacement is at most INT_MAX, which is what MPI's
+ * vector calls take. The arrays, like the buffers, must stay untouched
+ * until an async call is done. Host buffers only for now. */
+
+/** all_gather with a count per rank: rank i's @p sendcount elements
+ *  (equal to recvcounts[i] on every rank) land at recvbuf + displs[i].
+ *  In place: sendbuf == recvbuf + displs[rank] (its packed place when
+ *  displs is NULL). */
+DCOLL_API dcoll_status_t dcoll_all_gatherv(dcoll_group_t *group,
+        const void *sendbuf, int64_t sendcount, void *recvbuf,
+        const int64_t *recvcounts, const int64_t *displs, dcoll_dtype_t dtype,
+        const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+/** gather with a count per rank. recvbuf, recvcounts and displs are read
+ *  on the root only. In place on the root: sendbuf == recvbuf +
+ *  displs[root]. */
+DCOLL_API dcoll_status_t dcoll_gatherv(dcoll_group_t *group,
+        const void *sendbuf, int64_t sendcount, void *recvbuf,
+        const int64_t *recvcounts, const int64_t *displs, dcoll_dtype_t dtype,
+        int root, const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+/** scatter with a count per rank: group rank i gets sendcounts[i]
+ *  elements from the root's sendbuf + displs[i]; @p recvcount must equal
+ *  them. sendbuf, sendcounts and displs are read on the root only. In
+ *  place on the root: recvbuf == sendbuf + displs[root]. */
+DCOLL_API dcoll_status_t dcoll_scatterv(dcoll_group_t *group,
+        const void *sendbuf, const int64_t *sendcounts, const int64_t *displs,
+        void *recvbuf, int64_t recvcount, dcoll_dtype_t dtype, int root,
+        const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+/** all_to_all with a count per rank (torch's all_to_all_single with split
+ *  sizes): sendcounts[j] elements from sendbuf + sdispls[j] go to group
+ *  rank j, landing in its recvbuf + rdispls[i] (i: this rank), where
+ *  recvcounts[i] must equal them. In place: sendbuf == recvbuf, and the
+ *  receive side describes both (sendcounts and sdispls are ignored), so
+ *  each pair of ranks must swap equal counts, as MPI requires. */
+DCOLL_API dcoll_status_t dcoll_all_to_allv(dcoll_group_t *group,
+        const void *sendbuf, const int64_t *sendcounts, const int64_t *sdispls,
+        void *recvbuf, const int64_t *recvcounts, const int64_t *rdispls,
+        dcoll_dtype_t dtype, const dcoll_coll_opts_t *opts,
+        dcoll_work_t **work);
+
+/** reduce_scatter with a count per rank: sendbuf holds the sum of
+ *  recvcounts elements; group rank i gets block i (recvcounts[i]
+ *  elements, in rank order) of the reduction over ranks. recvcounts must
+ *  be the same on every rank. In place: recvbuf == sendbuf + the counts
+ *  of the ranks before this one. */
+DCOLL_API dcoll_status_t dcoll_reduce_scatterv(dcoll_group_t *group,
+        const void *sendbuf, void *recvbuf, const int64_t *recvcounts,
+        dcoll_dtype_t dtype, dcoll_op_t op, const dcoll_coll_opts_t *opts,
+        dcoll_work_t **work);
+
 /** all_reduce, in place, of @p n buffers (bufs[i] holds counts[i]
  *  elements) in one operation: the buffers are packed, reduced once and
  *  unpacked, so many small tensors cost one collective. */

@@ -65,6 +65,12 @@ enum dcoll_coll_kind {
     DCOLL_COLL_BARRIER,
     DCOLL_COLL_SEND,
     DCOLL_COLL_RECV,
+    /* Vector forms: a count per rank (core/vector.c checks them). */
+    DCOLL_COLL_ALL_GATHERV,
+    DCOLL_COLL_GATHERV,
+    DCOLL_COLL_SCATTERV,
+    DCOLL_COLL_ALL_TO_ALLV,
+    DCOLL_COLL_REDUCE_SCATTERV,
     DCOLL_COLL_KIND_COUNT_
 };
 
@@ -81,6 +87,8 @@ enum {
     DCOLL_KF_STRICT_ROOT = 1u << 5, /* the root must give its own buffer
                                          even for count 0 */
     DCOLL_KF_ELEMENTWISE = 1u << 6, /* may be cut into chunks */
+    DCOLL_KF_VEC = 1u << 7,      /* counts per rank: checked by
+                                    dcoll_vec_check, not by spans */
 };
 
 /* Blocks of count elements a buffer spans: none, one, or one per rank. */

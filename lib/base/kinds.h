@@ -70,6 +70,27 @@
     [DCOLL_COLL_RECV] = DCOLL_KIND_("recv",                                       \
         DCOLL_KF_PEER | DCOLL_KF_ONE_BUF,                                  \
         DCOLL_N_, DCOLL_N_, DCOLL_O_, DCOLL_O_, DCOLL_IP_NONE, NULL),      \
+    /* The vector kinds' spans are not used (DCOLL_KF_VEC). */             \
+    [DCOLL_COLL_ALL_GATHERV] = DCOLL_KIND_("all_gatherv",                  \
+        DCOLL_KF_COUNTED | DCOLL_KF_VEC,                                   \
+        DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_IP_NONE,             \
+        "sendbuf == recvbuf + displs[rank] elements"),                     \
+    [DCOLL_COLL_GATHERV] = DCOLL_KIND_("gatherv",                          \
+        DCOLL_KF_ROOT | DCOLL_KF_COUNTED | DCOLL_KF_VEC,                   \
+        DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_IP_NONE,             \
+        "sendbuf == recvbuf + displs[root] elements"),                     \
+    [DCOLL_COLL_SCATTERV] = DCOLL_KIND_("scatterv",                        \
+        DCOLL_KF_ROOT | DCOLL_KF_COUNTED | DCOLL_KF_VEC,                   \
+        DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_IP_NONE,             \
+        "recvbuf == sendbuf + displs[root] elements"),                     \
+    [DCOLL_COLL_ALL_TO_ALLV] = DCOLL_KIND_("all_to_allv",                  \
+        DCOLL_KF_COUNTED | DCOLL_KF_VEC,                                   \
+        DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_IP_NONE,             \
+        "sendbuf == recvbuf"),                                             \
+    [DCOLL_COLL_REDUCE_SCATTERV] = DCOLL_KIND_("reduce_scatterv",          \
+        DCOLL_KF_OP | DCOLL_KF_COUNTED | DCOLL_KF_VEC,                     \
+        DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_IP_NONE,             \
+        "recvbuf == sendbuf + the counts of the ranks before"),            \
 }
 
 #endif

@@ -19,6 +19,13 @@ struct dcoll_coll {
     dcoll_op_t op;
     int root;               /* GROUP rank of root/src/dst, or ANY_SOURCE */
     int tag;
+    /* Vector kinds, an entry per group rank (where the rank has them):
+     * counts and displs are the receive side (scatterv: the root's send
+     * side; all_to_allv: the send side, with counts2 and displs2 the
+     * receive side). displs NULL: packed in rank order. count is this
+     * rank's own part: what it sends, or receives for scatterv and
+     * reduce_scatterv, or in all for all_to_allv. */
+    const int64_t *counts, *displs, *counts2, *displs2;
     bool in_place;          /* the public call's in-place pattern was used */
     bool async;             /* posted with a work handle */
     const dcoll_coll_opts_t *opts;

@@ -93,6 +93,12 @@ static dcoll_status_t user_coll(struct dcoll_group *g,
         .stream = c->opts && (c->opts->mask & DCOLL_COLL_OPT_STREAM)
                       ? c->opts->stream : NULL,
     };
+    /* Its call record carries one count, not one per rank. */
+    if (dcoll_kind_has(c->kind, DCOLL_KF_VEC))
+        return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: backend '%s' does not "
+                           "support %s (a program's backend gets one count "
+                           "per call, not one per rank)", fn, e->name,
+                           dcoll_kind_name(c->kind));
     struct dcoll_work *w = NULL;
     if (work && !(w = malloc(sizeof(*w))))
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for a work "

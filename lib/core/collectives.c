@@ -221,10 +221,14 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
                                "isend/irecv)", fn, k->peer, root,
                                c->kind == DCOLL_COLL_SEND ? "send" : "recv");
     }
-    if (!(k->flags & DCOLL_KF_ONE_BUF) &&
-        DCOLL_UNLIKELY((st = check_layout(fn, k, g, c,
-                                          (size_t)c->count * esz))))
+    if (k->flags & DCOLL_KF_VEC) {
+        if ((st = dcoll_vec_check(fn, g, c)))
+            return st;
+    } else if (!(k->flags & DCOLL_KF_ONE_BUF) &&
+               DCOLL_UNLIKELY((st = check_layout(fn, k, g, c,
+                                                 (size_t)c->count * esz)))) {
         return st;
+    }
 
     int device = -1;
     struct dcoll_outcome out;
@@ -253,7 +257,11 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
      * program's backend takes them as they are. */
     if (DCOLL_UNLIKELY(dcoll_gpu_present()) && c->kind != DCOLL_COLL_BARRIER &&
         g->backend->route != DCOLL_ROUTE_NONE &&
-        (st = dcoll_route(fn, c, &device))) {
+        ((st = dcoll_route(fn, c, &device)) ||
+         (device >= 0 && (k->flags & DCOLL_KF_VEC) &&
+          (st = dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: the vector "
+                            "collectives take host buffers only for now; "
+                            "this one is on GPU %d", fn, device))))) {
         dcoll_flight_end(g->flight, c->fid, st);
         return st;
     }

@@ -68,6 +68,11 @@ dcoll_status_t dcoll_group_make(void *comm, int me, int n, int *ranks, int id,
 /* Free a group's coalescing buffer (group destroy, finalize). */
 void dcoll_group_stage_free(struct dcoll_group *g);
 
+/* vector.c: a vector kind's counts, displacements and buffers, on a
+ * member; sets c->in_place. */
+dcoll_status_t dcoll_vec_check(const char *fn, const struct dcoll_group *g,
+                               struct dcoll_coll *c);
+
 /* collectives.c: validate c and run it on group (the public path). */
 dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
                               int root, dcoll_work_t **work, int *source);

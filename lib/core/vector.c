@@ -1,0 +1,264 @@
+/* The vector collectives: a count per rank. The public calls fill the
+ * descriptor's arrays; dcoll_vec_check, called by the public path once the
+ * group and root are known, checks them against the group, finds in-place
+ * use and refuses overlapping buffers. */
+#include <limits.h>
+#include <stdlib.h>
+#include "core.h"
+
+/* One array of counts (and its displacements) over n ranks: every entry
+ * in range; *extent = elements the layout spans. */
+static dcoll_status_t check_array(const char *fn, const char *name,
+                                  const char *dname, const int64_t *counts,
+                                  const int64_t *displs, int n,
+                                  int64_t *extent)
+{
+    if (!counts)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
+                           name);
+    int64_t end = 0, packed = 0;
+    for (int i = 0; i < n; i++) {
+        int64_t c = counts[i], d = displs ? displs[i] : packed;
+        if (c < 0)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s[%d] = "
+                               "%lld is negative", fn, name, i, (long long)c);
+        if (displs && d < 0)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s[%d] = "
+                               "%lld is negative", fn, dname, i, (long long)d);
+        if (c > INT_MAX || d > INT_MAX)
+            return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: %s[%d] = %lld is "
+                               "above INT_MAX, the most MPI's vector "
+                               "collectives take", fn, c > INT_MAX ? name
+                               : dname, i, (long long)(c > INT_MAX ? c : d));
+        packed += c;
+        if (d + c > end)
+            end = d + c;
+    }
+    *extent = end;
+    return DCOLL_SUCCESS;
+}
+
+/* Where block i starts: displs[i], or after the blocks before it. */
+static int64_t start_of(const int64_t *counts, const int64_t *displs, int i)
+{
+    if (displs)
+        return displs[i];
+    int64_t at = 0;
+    for (int k = 0; k < i; k++)
+        at += counts[k];
+    return at;
+}
+
+static dcoll_status_t need(const char *fn, const char *name, const void *p,
+                           int64_t elems)
+{
+    if (!p && elems > 0)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s is NULL with "
+                           "%lld elements to %s", fn, name, (long long)elems,
+                           name[0] == 's' ? "send" : "receive");
+    return DCOLL_SUCCESS;
+}
+
+static dcoll_status_t same_count(const char *fn, const char *own,
+                                 int64_t mine, const char *name, int at,
+                                 int64_t theirs)
+{
+    if (mine == theirs)
+        return DCOLL_SUCCESS;
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s %lld differs from "
+                       "%s[%d] = %lld, this rank's entry", fn, own,
+                       (long long)mine, name, at, (long long)theirs);
+}
+
+/* Not in place: the send and receive ranges must not meet. */
+static dcoll_status_t apart(const char *fn, const struct dcoll_coll *c,
+                            int64_t sendn, int64_t recvn, size_t esz)
+{
+    uintptr_t s = (uintptr_t)c->sendbuf, r = (uintptr_t)c->recvbuf;
+    size_t sb = (size_t)sendn * esz, rb = (size_t)recvn * esz;
+    if (!c->in_place && s && r && sb && rb && s < r + rb && r < s + sb)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: sendbuf and "
+                           "recvbuf overlap; in place needs %s", fn,
+                           dcoll_kinds[c->kind].rule);
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_vec_check(const char *fn, const struct dcoll_group *g,
+                               struct dcoll_coll *c)
+{
+    int n = g->size, me = g->rank;
+    size_t esz = dcoll_dtype_sizes[c->dtype];
+    int64_t ext = 0, ext2 = 0;
+    const char *s = c->sendbuf;
+    char *r = c->recvbuf;
+    dcoll_status_t st;
+    switch (c->kind) {
+    case DCOLL_COLL_ALL_GATHERV:
+        if ((st = check_array(fn, "recvcounts", "displs", c->counts,
+                              c->displs, n, &ext)) ||
+            (st = same_count(fn, "sendcount", c->count, "recvcounts", me,
+                             c->counts[me])) ||
+            (st = need(fn, "recvbuf", r, ext)))
+            return st;
+        c->in_place = r && s == r + (size_t)start_of(c->counts, c->displs,
+                                                      me) * esz;
+        if (!c->in_place && (st = need(fn, "sendbuf", s, c->count)))
+            return st;
+        return apart(fn, c, c->count, ext, esz);
+    case DCOLL_COLL_GATHERV:
+        if (me != c->root) {
+            /* The root's arguments mean nothing here, as in MPI. */
+            c->recvbuf = NULL;
+            c->counts = c->displs = NULL;
+            return need(fn, "sendbuf", s, c->count);
+        }
+        if ((st = check_array(fn, "recvcounts (on the root)", "displs",
+                              c->counts, c->displs, n, &ext)) ||
+            (st = same_count(fn, "sendcount", c->count, "recvcounts", me,
+                             c->counts[me])) ||
+            (st = need(fn, "recvbuf (on the root)", r, ext)))
+            return st;
+        c->in_place = r && s == r + (size_t)start_of(c->counts, c->displs,
+                                                      me) * esz;
+        if (!c->in_place && (st = need(fn, "sendbuf", s, c->count)))
+            return st;
+        return apart(fn, c, c->count, ext, esz);
+    case DCOLL_COLL_SCATTERV:
+        if (me != c->root) {
+            c->sendbuf = NULL;
+            c->counts = c->displs = NULL;
+            return need(fn, "recvbuf", r, c->count);
+        }
+        if ((st = check_array(fn, "sendcounts (on the root)", "displs",
+                              c->counts, c->displs, n, &ext)) ||
+            (st = same_count(fn, "recvcount", c->count, "sendcounts", me,
+                             c->counts[me])) ||
+            (st = need(fn, "sendbuf (on the root)", s, ext)))
+            return st;
+        c->in_place = s && r == s + (size_t)start_of(c->counts, c->displs,
+                                                      me) * esz;
+        if (!c->in_place && (st = need(fn, "recvbuf", r, c->count)))
+            return st;
+        return apart(fn, c, ext, c->count, esz);
+    case DCOLL_COLL_ALL_TO_ALLV:
+        if ((st = check_array(fn, "recvcounts", "rdispls", c->counts2,
+                              c->displs2, n, &ext2)) ||
+            (st = need(fn, "recvbuf", r, ext2)))
+            return st;
+        c->in_place = s && s == r;
+        if (c->in_place) {
+            c->counts = c->displs = NULL;
+            c->count = ext2;
+            return DCOLL_SUCCESS;
+        }
+        if ((st = check_array(fn, "sendcounts", "sdispls", c->counts,
+                              c->displs, n, &ext)) ||
+            (st = need(fn, "sendbuf", s, ext)))
+            return st;
+        c->count = ext;
+        return apart(fn, c, ext, ext2, esz);
+    default: { /* DCOLL_COLL_REDUCE_SCATTERV */
+        if ((st = check_array(fn, "recvcounts", "", c->counts, NULL, n,
+                              &ext)) ||
+            (st = need(fn, "sendbuf", s, ext)))
+            return st;
+        c->count = c->counts[me];
+        c->in_place = s && r == s + (size_t)start_of(c->counts, NULL, me) *
+                                        esz;
+        if (!c->in_place && (st = need(fn, "recvbuf", r, c->count)))
+            return st;
+        return apart(fn, c, ext, c->count, esz);
+    }
+    }
+}
+
+/* The scalar counts the public calls take: never negative. */
+static dcoll_status_t count_ok(const char *fn, const char *name, int64_t n)
+{
+    if (n < 0)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s %lld is "
+                           "negative", fn, name, (long long)n);
+    if (n > INT_MAX)
+        return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: %s %lld is above "
+                           "INT_MAX, the most MPI's vector collectives take",
+                           fn, name, (long long)n);
+    return DCOLL_SUCCESS;
+}
+
+#define COLL(...) struct dcoll_coll c = {__VA_ARGS__}
+
+dcoll_status_t dcoll_all_gatherv(dcoll_group_t *group, const void *sendbuf,
+                                 int64_t sendcount, void *recvbuf,
+                                 const int64_t *recvcounts,
+                                 const int64_t *displs, dcoll_dtype_t dtype,
+                                 const dcoll_coll_opts_t *opts,
+                                 dcoll_work_t **work)
+{
+    dcoll_status_t st = count_ok(__func__, "sendcount", sendcount);
+    if (st)
+        return st;
+    COLL(.kind = DCOLL_COLL_ALL_GATHERV, .sendbuf = sendbuf,
+         .recvbuf = recvbuf, .count = sendcount, .dtype = dtype,
+         .counts = recvcounts, .displs = displs, .opts = opts);
+    return dcoll_coll_run(group, &c, 0, work, NULL);
+}
+
+dcoll_status_t dcoll_gatherv(dcoll_group_t *group, const void *sendbuf,
+                             int64_t sendcount, void *recvbuf,
+                             const int64_t *recvcounts, const int64_t *displs,
+                             dcoll_dtype_t dtype, int root,
+                             const dcoll_coll_opts_t *opts,
+                             dcoll_work_t **work)
+{
+    dcoll_status_t st = count_ok(__func__, "sendcount", sendcount);
+    if (st)
+        return st;
+    COLL(.kind = DCOLL_COLL_GATHERV, .sendbuf = sendbuf, .recvbuf = recvbuf,
+         .count = sendcount, .dtype = dtype, .counts = recvcounts,
+         .displs = displs, .opts = opts);
+    return dcoll_coll_run(group, &c, root, work, NULL);
+}
+
+dcoll_status_t dcoll_scatterv(dcoll_group_t *group, const void *sendbuf,
+                              const int64_t *sendcounts,
+                              const int64_t *displs, void *recvbuf,
+                              int64_t recvcount, dcoll_dtype_t dtype,
+                              int root, const dcoll_coll_opts_t *opts,
+                              dcoll_work_t **work)
+{
+    dcoll_status_t st = count_ok(__func__, "recvcount", recvcount);
+    if (st)
+        return st;
+    COLL(.kind = DCOLL_COLL_SCATTERV, .sendbuf = sendbuf, .recvbuf = recvbuf,
+         .count = recvcount, .dtype = dtype, .counts = sendcounts,
+         .displs = displs, .opts = opts);
+    return dcoll_coll_run(group, &c, root, work, NULL);
+}
+
+dcoll_status_t dcoll_all_to_allv(dcoll_group_t *group, const void *sendbuf,
+                                 const int64_t *sendcounts,
+                                 const int64_t *sdispls, void *recvbuf,
+                                 const int64_t *recvcounts,
+                                 const int64_t *rdispls, dcoll_dtype_t dtype,
+                                 const dcoll_coll_opts_t *opts,
+                                 dcoll_work_t **work)
+{
+    COLL(.kind = DCOLL_COLL_ALL_TO_ALLV, .sendbuf = sendbuf,
+         .recvbuf = recvbuf, .dtype = dtype, .counts = sendcounts,
+         .displs = sdispls, .counts2 = recvcounts, .displs2 = rdispls,
+         .opts = opts);
+    return dcoll_coll_run(group, &c, 0, work, NULL);
+}
+
+dcoll_status_t dcoll_reduce_scatterv(dcoll_group_t *group,
+                                     const void *sendbuf, void *recvbuf,
+                                     const int64_t *recvcounts,
+                                     dcoll_dtype_t dtype, dcoll_op_t op,
+                                     const dcoll_coll_opts_t *opts,
+                                     dcoll_work_t **work)
+{
+    COLL(.kind = DCOLL_COLL_REDUCE_SCATTERV, .sendbuf = sendbuf,
+         .recvbuf = recvbuf, .dtype = dtype, .op = op, .counts = recvcounts,
+         .opts = opts);
+    return dcoll_coll_run(group, &c, 0, work, NULL);
+}
