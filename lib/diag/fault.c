@@ -442,11 +442,17 @@ dcoll_status_t dcoll_fault_outcome(struct dcoll_group *g,
 
 /* ---- debug mode: every rank called the same collective? ---- */
 
-/* What a rank says it called; equal bytes mean the same call. */
+/* What a rank says it called; equal bytes mean the same call. A vector
+ * kind whose counts every rank passes alike (all_gatherv,
+ * reduce_scatterv) carries their hash in count and the first few in v;
+ * the others carry neither, and their counts are matched pair by pair
+ * (check_counts). */
+#define SHOWN_COUNTS 6
 struct call {
     int64_t seq, count;
     int32_t kind, dtype, op, root; /* op, root -1 where the kind has none */
-    int32_t async, pad;            /* MPI never matches the two forms */
+    int32_t async, nv;             /* MPI never matches the two forms */
+    int64_t v[SHOWN_COUNTS];
 };
 
 static void describe(const struct call *c, struct text *t)
@@ -455,7 +461,14 @@ static void describe(const struct call *c, struct text *t)
         dcoll_dtype_name((dcoll_dtype_t)c->dtype));
     if (c->op >= 0)
         put(t, ", %s", dcoll_op_name((dcoll_op_t)c->op));
-    put(t, ", count %lld", (long long)c->count);
+    if (c->nv) {
+        put(t, ", recvcounts {");
+        for (int i = 0; i < c->nv && i < SHOWN_COUNTS; i++)
+            put(t, "%s%lld", i ? "," : "", (long long)c->v[i]);
+        put(t, "%s}", c->nv > SHOWN_COUNTS ? ",..." : "");
+    } else if (!dcoll_kind_has(c->kind, DCOLL_KF_VEC)) {
+        put(t, ", count %lld", (long long)c->count);
+    }
     if (c->root >= 0)
         put(t, ", root %d", c->root);
     put(t, "%s) as collective #%lld", c->async ? ", async" : "",
@@ -473,6 +486,91 @@ static bool pick_same(const void *arg, int r)
     return !memcmp(&p->all[r], &p->all[p->like], sizeof(struct call));
 }
 
+/* Above this many ranks the pairwise count check is skipped: each rank
+ * would gather 16 * size^2 bytes. */
+#define COUNTS_CHECK_MAX 1024
+
+/* A vector call whose counts are not the same on every rank (gatherv,
+ * scatterv, all_to_allv): every rank gathers what each says it sends to
+ * and expects from each other, so all see the same pairs that disagree. */
+static dcoll_status_t check_counts(struct dcoll_group *g,
+                                   const struct dcoll_coll *c)
+{
+    int n = g->size, me = g->rank;
+    if (c->kind == DCOLL_COLL_ALL_GATHERV ||
+        c->kind == DCOLL_COLL_REDUCE_SCATTERV || n > COUNTS_CHECK_MAX)
+        return DCOLL_SUCCESS;
+    size_t row = 2 * (size_t)n;
+    int64_t *mine = malloc(sizeof(int64_t) * row);
+    int64_t *all = malloc(sizeof(int64_t) * row * (size_t)n);
+    if (!mine || !all) {
+        free(mine);
+        free(all);
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
+                           "debug check of %d ranks' counts", c->fn, n);
+    }
+    /* mine[j]: elements this rank sends to j; mine[n + j]: expects from
+     * j; -1 where it does not say. */
+    for (size_t i = 0; i < row; i++)
+        mine[i] = -1;
+    switch (c->kind) {
+    case DCOLL_COLL_GATHERV:
+        mine[c->root] = c->count;
+        for (int j = 0; me == c->root && j < n; j++)
+            mine[n + j] = c->counts[j];
+        break;
+    case DCOLL_COLL_SCATTERV:
+        mine[n + c->root] = c->count;
+        for (int j = 0; me == c->root && j < n; j++)
+            mine[j] = c->counts[j];
+        break;
+    default: /* all_to_allv; in place, the receive side is both */
+        for (int j = 0; j < n; j++) {
+            mine[j] = c->counts ? c->counts[j] : c->counts2[j];
+            mine[n + j] = c->counts2[j];
+        }
+        break;
+    }
+    struct dcoll_outcome out = {.source = -1};
+    dcoll_status_t st = g->svc->exchange(g, mine, all, sizeof(int64_t) * row,
+                                         c, &out);
+    free(mine);
+    if (out.timed_out)
+        st = dcoll_fault_outcome(g, &out, c->fn, c->seq, c->kind,
+                                 c->async ? DCOLL_FORM_ASYNC
+                                          : DCOLL_FORM_BLOCKING);
+    if (st) {
+        free(all);
+        return st;
+    }
+    char name[200], msg[1000];
+    struct text t = {msg, sizeof(msg), 0};
+    int bad = 0;
+    for (int r = 0; r < n; r++)
+        for (int j = 0; j < n; j++) {
+            int64_t sends = all[(size_t)r * row + (size_t)j];
+            int64_t expects = all[(size_t)j * row + (size_t)n + (size_t)r];
+            if (sends < 0 || expects < 0 || sends == expects)
+                continue;
+            if (!bad++)
+                put(&t, "%s on %s: the ranks' counts disagree, so none ran "
+                    "(found by DCOLL_DEBUG=detail): ", c->fn,
+                    dcoll_group_name(g, name, sizeof(name)));
+            if (bad <= 4)
+                put(&t, "%srank %d (world %d) sends %lld element(s) to rank "
+                    "%d (world %d), which expects %lld", bad > 1 ? "; " : "",
+                    r, world_of(g, r), (long long)sends, j, world_of(g, j),
+                    (long long)expects);
+        }
+    free(all);
+    if (!bad)
+        return DCOLL_SUCCESS;
+    if (bad > 4)
+        put(&t, "; %d more pair(s)", bad - 4);
+    dcoll_flight_print(g, msg);
+    return dcoll_error(DCOLL_ERR_MISMATCH, "%s", msg);
+}
+
 static dcoll_status_t check_same(struct dcoll_group *g,
                                  const struct dcoll_coll *c)
 {
@@ -480,6 +578,21 @@ static dcoll_status_t check_same(struct dcoll_group *g,
     memset(&me, 0, sizeof(me));
     me.seq = (int64_t)c->seq;
     me.count = c->kind == DCOLL_COLL_BARRIER ? 0 : c->count;
+    if (dcoll_kind_has(c->kind, DCOLL_KF_VEC)) {
+        me.count = 0;
+        if (c->kind == DCOLL_COLL_ALL_GATHERV ||
+            c->kind == DCOLL_COLL_REDUCE_SCATTERV) {
+            uint64_t h = 1469598103934665603ull;
+            for (int i = 0; i < g->size; i++) {
+                h ^= (uint64_t)c->counts[i];
+                h *= 1099511628211ull;
+                if (i < SHOWN_COUNTS)
+                    me.v[i] = c->counts[i];
+            }
+            me.count = (int64_t)h;
+            me.nv = g->size;
+        }
+    }
     me.kind = c->kind;
     me.dtype = c->kind == DCOLL_COLL_BARRIER ? 0 : c->dtype;
     me.op = dcoll_kind_has(c->kind, DCOLL_KF_OP) ? (int32_t)c->op : -1;
@@ -505,7 +618,8 @@ static dcoll_status_t check_same(struct dcoll_group *g,
             first_other = r;
     if (first_other < 0) {
         free(all);
-        return DCOLL_SUCCESS;
+        return dcoll_kind_has(c->kind, DCOLL_KF_VEC) ? check_counts(g, c)
+                                                     : DCOLL_SUCCESS;
     }
     /* Every rank has the same table, so every rank says the same. */
     char name[200], msg[1000];

@@ -374,6 +374,58 @@ static void refused(void)
     CHECK_OK(dcoll_barrier(NULL, NULL, NULL));
 }
 
+/* DCOLL_DEBUG=detail: counts that disagree between ranks are caught on
+ * every rank before anything runs, named pair by pair, and the group
+ * stays usable. */
+static void mismatched(void)
+{
+    int n = world_size, me = t_rank;
+    if (n < 2)
+        return;
+    int64_t c[8], d[8];
+    layout(n, 0, 0, c, d);
+    int buf[64], ref[64];
+    for (int i = 0; i < 64; i++)
+        buf[i] = ref[i] = 1000 + i;
+    /* gatherv: rank 1 sends one more than the root expects. */
+    int64_t mine = c[me] + (me == 1);
+    dcoll_status_t st = dcoll_gatherv(NULL, buf, mine, buf + 32, c, NULL,
+                                      DCOLL_INT32, 0, NULL, NULL);
+    char want[160];
+    snprintf(want, sizeof(want), "rank 1 (world 1) sends %lld element(s) to "
+             "rank 0 (world 0), which expects %lld", (long long)c[1] + 1,
+             (long long)c[1]);
+    CHECK(st == DCOLL_ERR_MISMATCH && strstr(dcoll_last_error(), want),
+          "gatherv mismatch: %s: %s", dcoll_status_string(st),
+          dcoll_last_error());
+    /* all_gatherv: the last rank passes other recvcounts. */
+    int64_t other[8];
+    memcpy(other, c, sizeof(other));
+    if (me == n - 1)
+        other[0] += 1;
+    st = dcoll_all_gatherv(NULL, buf, other[me], buf + 32, other, NULL,
+                           DCOLL_INT32, NULL, NULL);
+    CHECK(st == DCOLL_ERR_MISMATCH &&
+          strstr(dcoll_last_error(), "recvcounts {1,"),
+          "all_gatherv mismatch: %s: %s", dcoll_status_string(st),
+          dcoll_last_error());
+    /* all_to_allv: rank 0 expects one more from rank 1 than it sends. */
+    int64_t sc[8], rc[8];
+    for (int j = 0; j < n; j++) {
+        sc[j] = 1;
+        rc[j] = 1 + (me == 0 && j == 1);
+    }
+    st = dcoll_all_to_allv(NULL, buf, sc, NULL, buf + 32, rc, NULL,
+                           DCOLL_INT32, NULL, NULL);
+    CHECK(st == DCOLL_ERR_MISMATCH &&
+          strstr(dcoll_last_error(), "rank 1 (world 1) sends 1 element(s) "
+                 "to rank 0 (world 0), which expects 2"),
+          "all_to_allv mismatch: %s: %s", dcoll_status_string(st),
+          dcoll_last_error());
+    CHECK(!memcmp(buf, ref, sizeof(buf)), "a mismatched call wrote a buffer");
+    CHECK_OK(dcoll_barrier(NULL, NULL, NULL));
+}
+
 int main(void)
 {
     if (dcoll_init(NULL) != DCOLL_SUCCESS) {
@@ -385,6 +437,9 @@ int main(void)
     for (int which = 0; which < T_NGROUPS; which++)
         on_group(which);
     refused();
+    const char *dbg = getenv("DCOLL_DEBUG");
+    if (dbg && !strcmp(dbg, "detail"))
+        mismatched();
     int rc = t_finish("vector");
     dcoll_finalize();
     return rc;
