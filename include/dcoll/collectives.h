@@ -118,8 +118,9 @@ DCOLL_API dcoll_status_t dcoll_irecv(dcoll_group_t *group, void *buf,
  * Count and displacement arrays have an entry per group rank and are in
  * elements; displs NULL means packed (block i right after block i - 1).
  * Each count and displacement is at most INT_MAX, which is what MPI's
- * vector calls take. The arrays, like the buffers, must stay untouched
- * until an async call is done. Host buffers only for now. */
+ * vector calls take. The arrays are read during the call, not after: an
+ * async call may change or free them once it returns (unlike MPI's).
+ * Host buffers only for now. */
 
 /** all_gather with a count per rank: rank i's @p sendcount elements
  *  (equal to recvcounts[i] on every rank) land at recvbuf + displs[i].

@@ -197,6 +197,27 @@ module dcoll
     end interface
     public :: dcoll_scatter
 
+    ! Vector forms: counts and displacements (0-based, in elements, as in
+    ! MPI) are arrays of one kind, integer or integer(8), with an entry
+    ! per group rank; displs may be left out (packed).
+    interface dcoll_all_gatherv
+        module procedure all_gatherv_i4, all_gatherv_i8
+    end interface
+    interface dcoll_gatherv
+        module procedure gatherv_i4, gatherv_i8
+    end interface
+    interface dcoll_scatterv
+        module procedure scatterv_i4, scatterv_i8
+    end interface
+    interface dcoll_all_to_allv
+        module procedure all_to_allv_i4, all_to_allv_i8
+    end interface
+    interface dcoll_reduce_scatterv
+        module procedure reduce_scatterv_i4, reduce_scatterv_i8
+    end interface
+    public :: dcoll_all_gatherv, dcoll_gatherv, dcoll_scatterv
+    public :: dcoll_all_to_allv, dcoll_reduce_scatterv
+
     interface dcoll_reduce_scatter
         module procedure reduce_scatter_i4, reduce_scatter_i8
     end interface
@@ -673,6 +694,67 @@ module dcoll
         integer(c_int), value :: dtype
         integer(c_int), value :: op
         integer(c_int), value :: root
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_all_gatherv(group, sendbuf, sendcount, recvbuf, recvcounts, &
+            displs, dtype, opts, work) bind(C, name='dcoll_all_gatherv') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group, sendbuf, recvbuf, displs
+        integer(c_int64_t), value :: sendcount
+        integer(c_int64_t), intent(in) :: recvcounts(*)
+        integer(c_int), value :: dtype
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_gatherv(group, sendbuf, sendcount, recvbuf, recvcounts, &
+            displs, dtype, root, opts, work) bind(C, name='dcoll_gatherv') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group, sendbuf, recvbuf, recvcounts, displs
+        integer(c_int64_t), value :: sendcount
+        integer(c_int), value :: dtype, root
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_scatterv(group, sendbuf, sendcounts, displs, recvbuf, &
+            recvcount, dtype, root, opts, work) &
+            bind(C, name='dcoll_scatterv') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group, sendbuf, sendcounts, displs, recvbuf
+        integer(c_int64_t), value :: recvcount
+        integer(c_int), value :: dtype, root
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_all_to_allv(group, sendbuf, sendcounts, sdispls, recvbuf, &
+            recvcounts, rdispls, dtype, opts, work) &
+            bind(C, name='dcoll_all_to_allv') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group, sendbuf, sendcounts, sdispls, recvbuf
+        type(c_ptr), value :: rdispls
+        integer(c_int64_t), intent(in) :: recvcounts(*)
+        integer(c_int), value :: dtype
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_reduce_scatterv(group, sendbuf, recvbuf, recvcounts, dtype, &
+            op, opts, work) bind(C, name='dcoll_reduce_scatterv') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group, sendbuf, recvbuf
+        integer(c_int64_t), intent(in) :: recvcounts(*)
+        integer(c_int), value :: dtype, op
         type(dcoll_coll_opts), intent(in), optional :: opts
         type(dcoll_work), intent(out), optional :: work
     end function
@@ -1966,6 +2048,262 @@ contains
         if (present(arg)) a = arg
         f_err_on = .false.
         st = c_register_backend(cn, ops, a)
+    end function
+
+    ! ---- vector forms ----
+
+    ! An array of counts shorter than the group is refused here, where
+    ! its length is known (C cannot see it). A NON-MEMBER handle skips it.
+    function long_enough(group, a, fn, name) result(ok)
+        type(dcoll_group), intent(in) :: group
+        integer(c_int64_t), intent(in) :: a(:)
+        character(len=*), intent(in) :: fn, name
+        logical :: ok
+        integer(c_int) :: n
+        character(len=24) :: got, want
+        ok = .true.
+        if (c_group_size(group%ptr, n) /= DCOLL_SUCCESS) return
+        if (n == DCOLL_NON_MEMBER .or. size(a) >= n) return
+        ok = .false.
+        write (got, '(i0)') size(a)
+        write (want, '(i0)') n
+        f_err = fn // ': ' // name // ' has ' // trim(got) // &
+                ' entries, fewer than the group''s ' // trim(want) // ' ranks'
+        f_err_on = .true.
+    end function
+
+    ! The C address of an optional array of counts or displacements.
+    function opt_loc(a) result(p)
+        integer(c_int64_t), intent(in), target, optional :: a(:)
+        type(c_ptr) :: p
+        p = c_null_ptr
+        if (present(a)) then
+            if (size(a) > 0) p = c_loc(a(1))
+        end if
+    end function
+
+    function all_gatherv_i8(group, sendbuf, sendcount, recvbuf, recvcounts, &
+            dtype, displs, opts, work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in) :: sendbuf
+        type(*), dimension(..), target :: recvbuf
+        integer(c_int64_t), intent(in) :: sendcount
+        integer(c_int64_t), intent(in), target :: recvcounts(:)
+        integer, intent(in) :: dtype
+        integer(c_int64_t), intent(in), target, optional :: displs(:)
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        type(c_ptr) :: ps, pr
+        character(len=*), parameter :: fn = 'dcoll_all_gatherv'
+        f_err_on = .false.
+        st = DCOLL_ERR_INVALID_ARGUMENT
+        if (.not. addr(sendbuf, fn, 'sendbuf', ps)) return
+        if (.not. addr(recvbuf, fn, 'recvbuf', pr)) return
+        if (.not. long_enough(group, recvcounts, fn, 'recvcounts')) return
+        if (present(displs)) then
+            if (.not. long_enough(group, displs, fn, 'displs')) return
+        end if
+        st = c_all_gatherv(group%ptr, ps, sendcount, pr, recvcounts, &
+                opt_loc(displs), int(dtype, c_int), opts, work)
+    end function
+
+    function all_gatherv_i4(group, sendbuf, sendcount, recvbuf, recvcounts, &
+            dtype, displs, opts, work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in) :: sendbuf
+        type(*), dimension(..), target :: recvbuf
+        integer, intent(in) :: sendcount, recvcounts(:), dtype
+        integer, intent(in), optional :: displs(:)
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        if (present(displs)) then
+            st = all_gatherv_i8(group, sendbuf, int(sendcount, c_int64_t), &
+                    recvbuf, int(recvcounts, c_int64_t), dtype, &
+                    int(displs, c_int64_t), opts, work)
+        else
+            st = all_gatherv_i8(group, sendbuf, int(sendcount, c_int64_t), &
+                    recvbuf, int(recvcounts, c_int64_t), dtype, opts=opts, &
+                    work=work)
+        end if
+    end function
+
+    ! gatherv: recvbuf, recvcounts and displs matter on the root only.
+    function gatherv_i8(group, sendbuf, sendcount, recvbuf, recvcounts, &
+            dtype, root, displs, opts, work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in) :: sendbuf
+        type(*), dimension(..), target :: recvbuf
+        integer(c_int64_t), intent(in) :: sendcount
+        integer(c_int64_t), intent(in), target :: recvcounts(:)
+        integer, intent(in) :: dtype, root
+        integer(c_int64_t), intent(in), target, optional :: displs(:)
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        type(c_ptr) :: ps, pr
+        character(len=*), parameter :: fn = 'dcoll_gatherv'
+        f_err_on = .false.
+        st = DCOLL_ERR_INVALID_ARGUMENT
+        if (.not. addr(sendbuf, fn, 'sendbuf', ps)) return
+        if (.not. addr(recvbuf, fn, 'recvbuf', pr)) return
+        st = c_gatherv(group%ptr, ps, sendcount, pr, opt_loc(recvcounts), &
+                opt_loc(displs), int(dtype, c_int), int(root, c_int), opts, &
+                work)
+    end function
+
+    function gatherv_i4(group, sendbuf, sendcount, recvbuf, recvcounts, &
+            dtype, root, displs, opts, work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in) :: sendbuf
+        type(*), dimension(..), target :: recvbuf
+        integer, intent(in) :: sendcount, recvcounts(:), dtype, root
+        integer, intent(in), optional :: displs(:)
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        if (present(displs)) then
+            st = gatherv_i8(group, sendbuf, int(sendcount, c_int64_t), &
+                    recvbuf, int(recvcounts, c_int64_t), dtype, root, &
+                    int(displs, c_int64_t), opts, work)
+        else
+            st = gatherv_i8(group, sendbuf, int(sendcount, c_int64_t), &
+                    recvbuf, int(recvcounts, c_int64_t), dtype, root, &
+                    opts=opts, work=work)
+        end if
+    end function
+
+    ! scatterv: sendbuf, sendcounts and displs matter on the root only.
+    function scatterv_i8(group, sendbuf, sendcounts, recvbuf, recvcount, &
+            dtype, root, displs, opts, work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in) :: sendbuf
+        type(*), dimension(..), target :: recvbuf
+        integer(c_int64_t), intent(in), target :: sendcounts(:)
+        integer(c_int64_t), intent(in) :: recvcount
+        integer, intent(in) :: dtype, root
+        integer(c_int64_t), intent(in), target, optional :: displs(:)
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        type(c_ptr) :: ps, pr
+        character(len=*), parameter :: fn = 'dcoll_scatterv'
+        f_err_on = .false.
+        st = DCOLL_ERR_INVALID_ARGUMENT
+        if (.not. addr(sendbuf, fn, 'sendbuf', ps)) return
+        if (.not. addr(recvbuf, fn, 'recvbuf', pr)) return
+        st = c_scatterv(group%ptr, ps, opt_loc(sendcounts), opt_loc(displs), &
+                pr, recvcount, int(dtype, c_int), int(root, c_int), opts, &
+                work)
+    end function
+
+    function scatterv_i4(group, sendbuf, sendcounts, recvbuf, recvcount, &
+            dtype, root, displs, opts, work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in) :: sendbuf
+        type(*), dimension(..), target :: recvbuf
+        integer, intent(in) :: sendcounts(:), recvcount, dtype, root
+        integer, intent(in), optional :: displs(:)
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        if (present(displs)) then
+            st = scatterv_i8(group, sendbuf, int(sendcounts, c_int64_t), &
+                    recvbuf, int(recvcount, c_int64_t), dtype, root, &
+                    int(displs, c_int64_t), opts, work)
+        else
+            st = scatterv_i8(group, sendbuf, int(sendcounts, c_int64_t), &
+                    recvbuf, int(recvcount, c_int64_t), dtype, root, &
+                    opts=opts, work=work)
+        end if
+    end function
+
+    ! all_to_allv: sdispls and rdispls may be left out (packed).
+    function all_to_allv_i8(group, sendbuf, sendcounts, recvbuf, recvcounts, &
+            dtype, sdispls, rdispls, opts, work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in) :: sendbuf
+        type(*), dimension(..), target :: recvbuf
+        integer(c_int64_t), intent(in), target :: sendcounts(:), recvcounts(:)
+        integer, intent(in) :: dtype
+        integer(c_int64_t), intent(in), target, optional :: sdispls(:), &
+            rdispls(:)
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        type(c_ptr) :: ps, pr
+        character(len=*), parameter :: fn = 'dcoll_all_to_allv'
+        f_err_on = .false.
+        st = DCOLL_ERR_INVALID_ARGUMENT
+        if (.not. addr(sendbuf, fn, 'sendbuf', ps)) return
+        if (.not. addr(recvbuf, fn, 'recvbuf', pr)) return
+        if (.not. long_enough(group, sendcounts, fn, 'sendcounts')) return
+        if (.not. long_enough(group, recvcounts, fn, 'recvcounts')) return
+        st = c_all_to_allv(group%ptr, ps, opt_loc(sendcounts), &
+                opt_loc(sdispls), pr, recvcounts, opt_loc(rdispls), &
+                int(dtype, c_int), opts, work)
+    end function
+
+    function all_to_allv_i4(group, sendbuf, sendcounts, recvbuf, recvcounts, &
+            dtype, sdispls, rdispls, opts, work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in) :: sendbuf
+        type(*), dimension(..), target :: recvbuf
+        integer, intent(in) :: sendcounts(:), recvcounts(:), dtype
+        integer, intent(in), optional :: sdispls(:), rdispls(:)
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        if (present(sdispls) .and. present(rdispls)) then
+            st = all_to_allv_i8(group, sendbuf, int(sendcounts, c_int64_t), &
+                    recvbuf, int(recvcounts, c_int64_t), dtype, &
+                    int(sdispls, c_int64_t), int(rdispls, c_int64_t), opts, &
+                    work)
+        else if (present(sdispls) .or. present(rdispls)) then
+            f_err = 'dcoll_all_to_allv: give both sdispls and rdispls, ' // &
+                    'or neither'
+            f_err_on = .true.
+            st = DCOLL_ERR_INVALID_ARGUMENT
+        else
+            st = all_to_allv_i8(group, sendbuf, int(sendcounts, c_int64_t), &
+                    recvbuf, int(recvcounts, c_int64_t), dtype, opts=opts, &
+                    work=work)
+        end if
+    end function
+
+    function reduce_scatterv_i8(group, sendbuf, recvbuf, recvcounts, dtype, &
+            op, opts, work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in) :: sendbuf
+        type(*), dimension(..), target :: recvbuf
+        integer(c_int64_t), intent(in) :: recvcounts(:)
+        integer, intent(in) :: dtype, op
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        type(c_ptr) :: ps, pr
+        character(len=*), parameter :: fn = 'dcoll_reduce_scatterv'
+        f_err_on = .false.
+        st = DCOLL_ERR_INVALID_ARGUMENT
+        if (.not. addr(sendbuf, fn, 'sendbuf', ps)) return
+        if (.not. addr(recvbuf, fn, 'recvbuf', pr)) return
+        if (.not. long_enough(group, recvcounts, fn, 'recvcounts')) return
+        st = c_reduce_scatterv(group%ptr, ps, pr, recvcounts, &
+                int(dtype, c_int), int(op, c_int), opts, work)
+    end function
+
+    function reduce_scatterv_i4(group, sendbuf, recvbuf, recvcounts, dtype, &
+            op, opts, work) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, intent(in) :: sendbuf
+        type(*), dimension(..), target :: recvbuf
+        integer, intent(in) :: recvcounts(:), dtype, op
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        st = reduce_scatterv_i8(group, sendbuf, recvbuf, &
+                int(recvcounts, c_int64_t), dtype, op, opts, work)
     end function
 
 end module dcoll
