@@ -1,6 +1,7 @@
 /* The collectives dcoll-perf knows: each one's call through dcoll, the
  * same call made on MPI by hand, and nccl-tests' bus-bandwidth factor
  * (size / time scaled to what each link carries on a ring). */
+#include <stdlib.h>
 #include <string.h>
 #include "perf.h"
 
@@ -340,6 +341,150 @@ static int agc_sep(struct perf_ctx *c)
     return 0;
 }
 
+/* The vector forms, every rank's count the same as the plain forms'
+ * (so sizes compare), through their count arrays: dcoll's int64 ones and
+ * the raw call's ints, made once per size outside the timed calls' work
+ * (each side checks they are current, alike). */
+static int64_t *v64, *d64;
+static int *vi, *di, vsize = -1;
+static int64_t vcount = -1;
+
+static int vsetup(struct perf_ctx *c)
+{
+    if (vsize == c->size && vcount == c->count)
+        return 0;
+    free(v64);
+    free(d64);
+    free(vi);
+    free(di);
+    size_t n = (size_t)c->size;
+    v64 = malloc(n * sizeof(*v64));
+    d64 = malloc(n * sizeof(*d64));
+    vi = malloc(n * sizeof(*vi));
+    di = malloc(n * sizeof(*di));
+    if (!v64 || !d64 || !vi || !di || c->count > 0x7fffffff / (int64_t)n)
+        return 1;
+    for (size_t i = 0; i < n; i++) {
+        v64[i] = c->count;
+        d64[i] = c->count * (int64_t)i;
+        vi[i] = (int)c->count;
+        di[i] = (int)(c->count * (int64_t)i);
+    }
+    vsize = c->size;
+    vcount = c->count;
+    return 0;
+}
+
+static int allgatherv_d(struct perf_ctx *c)
+{
+    if (vsetup(c))
+        return 1;
+#define CALL(wp) dcoll_all_gatherv(c->group, c->send, c->count, c->recv, \
+                                   v64, d64, c->o->dtype, NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int allgatherv_r(struct perf_ctx *c)
+{
+    if (vsetup(c))
+        return 1;
+    RAW_CALL(c,
+             MPI_Allgatherv(c->send, RAW(c), c->recv, vi, di, c->raw_type,
+                            c->comm),
+             MPI_Iallgatherv(c->send, RAW(c), c->recv, vi, di, c->raw_type,
+                             c->comm, &rq_));
+}
+
+static int gatherv_d(struct perf_ctx *c)
+{
+    if (vsetup(c))
+        return 1;
+#define CALL(wp) dcoll_gatherv(c->group, c->send, c->count, c->recv, v64, \
+                               d64, c->o->dtype, c->root, NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int gatherv_r(struct perf_ctx *c)
+{
+    if (vsetup(c))
+        return 1;
+    RAW_CALL(c,
+             MPI_Gatherv(c->send, RAW(c), c->recv, vi, di, c->raw_type,
+                         c->groot, c->comm),
+             MPI_Igatherv(c->send, RAW(c), c->recv, vi, di, c->raw_type,
+                          c->groot, c->comm, &rq_));
+}
+
+static int scatterv_d(struct perf_ctx *c)
+{
+    if (vsetup(c))
+        return 1;
+#define CALL(wp) dcoll_scatterv(c->group, c->send, v64, d64, c->recv, \
+                                c->count, c->o->dtype, c->root, NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int scatterv_r(struct perf_ctx *c)
+{
+    if (vsetup(c))
+        return 1;
+    RAW_CALL(c,
+             MPI_Scatterv(c->send, vi, di, c->raw_type, c->recv, RAW(c),
+                          c->groot, c->comm),
+             MPI_Iscatterv(c->send, vi, di, c->raw_type, c->recv, RAW(c),
+                           c->groot, c->comm, &rq_));
+}
+
+static int alltoallv_d(struct perf_ctx *c)
+{
+    if (vsetup(c))
+        return 1;
+#define CALL(wp) dcoll_all_to_allv(c->group, c->send, v64, d64, c->recv, \
+                                   v64, d64, c->o->dtype, NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int alltoallv_r(struct perf_ctx *c)
+{
+    if (vsetup(c))
+        return 1;
+    RAW_CALL(c,
+             MPI_Alltoallv(c->send, vi, di, c->raw_type, c->recv, vi, di,
+                           c->raw_type, c->comm),
+             MPI_Ialltoallv(c->send, vi, di, c->raw_type, c->recv, vi, di,
+                            c->raw_type, c->comm, &rq_));
+}
+
+static int redscatv_d(struct perf_ctx *c)
+{
+    if (vsetup(c))
+        return 1;
+#define CALL(wp) dcoll_reduce_scatterv(c->group, c->send, c->recv, v64, \
+                                       c->o->dtype, c->o->op, NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int redscatv_r(struct perf_ctx *c)
+{
+    if (vsetup(c))
+        return 1;
+    /* raw_count: float16 and bfloat16 are timed raw as float32 of the
+     * same bytes, so the raw counts follow raw_count, not count. */
+    for (int i = 0; i < c->size; i++)
+        vi[i] = c->raw_count;
+    vcount = -1;
+    RAW_CALL(c,
+             MPI_Reduce_scatter(c->send, c->recv, vi, c->raw_type,
+                                c->raw_op, c->comm),
+             MPI_Ireduce_scatter(c->send, c->recv, vi, c->raw_type,
+                                 c->raw_op, c->comm, &rq_));
+}
+
 const struct perf_coll perf_colls[] = {
     {"all_reduce", f_allreduce, 0, true, false, false, allreduce_d,
      allreduce_r, NULL},
@@ -356,6 +501,14 @@ const struct perf_coll perf_colls[] = {
     {"send_recv", f_one, 0, false, false, false, sendrecv_d, sendrecv_r,
      NULL},
     {"barrier", f_one, 0, false, false, false, barrier_d, barrier_r, NULL},
+    {"all_gatherv", f_ring, 1, false, false, false, allgatherv_d,
+     allgatherv_r, NULL},
+    {"gatherv", f_ring, 1, false, true, false, gatherv_d, gatherv_r, NULL},
+    {"scatterv", f_ring, 1, false, true, false, scatterv_d, scatterv_r, NULL},
+    {"all_to_allv", f_ring, 1, false, false, false, alltoallv_d, alltoallv_r,
+     NULL},
+    {"reduce_scatterv", f_ring, 1, true, false, false, redscatv_d,
+     redscatv_r, NULL},
     {"all_reduce_coalesced", f_allreduce, 0, true, false, true, arc_d, arc_r,
      arc_sep},
     {"all_gather_coalesced", f_ring, 1, false, false, true, agc_d, agc_r,

@@ -24,9 +24,11 @@ int dcoll_mpi_post_vec(const struct dcoll_coll *c,
                        MPI_Request *rq, int **keep, const char **call)
 {
     int n = g->size;
-    /* Room for two layouts (all_to_allv's send and receive sides). */
-    int *v = malloc(sizeof(int) * 4 * (size_t)n);
-    *keep = v;
+    /* Room for two layouts (all_to_allv's send and receive sides): on the
+     * stack for a blocking call on a small group, else kept with it. */
+    int small[4 * 64];
+    int *v = !rq && n <= 64 ? small : malloc(sizeof(int) * 4 * (size_t)n);
+    *keep = v == small ? NULL : v;
     if (!v) {
         *call = "dcoll MPI layer (no memory for the counts)";
         return MPI_ERR_NO_MEM;
