@@ -170,6 +170,49 @@ DCOLL_API dcoll_status_t dcoll_reduce_scatterv(dcoll_group_t *group,
         dcoll_dtype_t dtype, dcoll_op_t op, const dcoll_coll_opts_t *opts,
         dcoll_work_t **work);
 
+/* Multi-buffer forms (API 1.4), torch's *_multigpu: each process passes
+ * @p nbufs buffers of @p count elements (nbufs the same on every rank),
+ * and the operation runs over every buffer of every process, as if each
+ * buffer were a rank of its own. Host buffers: this process's buffers
+ * are combined first, then one collective runs across processes. The
+ * lists, like the buffers, must stay untouched until an async call is
+ * done. */
+
+/** Every buffer of every rank gets buffer @p root_buf of world rank
+ *  @p root. */
+DCOLL_API dcoll_status_t dcoll_broadcast_multi(dcoll_group_t *group,
+        void *const *bufs, int nbufs, int64_t count, dcoll_dtype_t dtype,
+        int root, int root_buf, const dcoll_coll_opts_t *opts,
+        dcoll_work_t **work);
+
+/** In place: every buffer of every rank gets the reduction over all of
+ *  them (AVG divides by ranks * nbufs). */
+DCOLL_API dcoll_status_t dcoll_all_reduce_multi(dcoll_group_t *group,
+        void *const *bufs, int nbufs, int64_t count, dcoll_dtype_t dtype,
+        dcoll_op_t op, const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+/** As all_reduce_multi, the result only in buffer @p root_buf of world
+ *  rank @p root; every other buffer is left as it was. */
+DCOLL_API dcoll_status_t dcoll_reduce_multi(dcoll_group_t *group,
+        void *const *bufs, int nbufs, int64_t count, dcoll_dtype_t dtype,
+        dcoll_op_t op, int root, int root_buf, const dcoll_coll_opts_t *opts,
+        dcoll_work_t **work);
+
+/** Each recvbufs[i] (size * nbufs * count elements) gets every buffer of
+ *  every rank: block k * nbufs + j holds rank k's sendbufs[j]. */
+DCOLL_API dcoll_status_t dcoll_all_gather_multi(dcoll_group_t *group,
+        const void *const *sendbufs, void *const *recvbufs, int nbufs,
+        int64_t count, dcoll_dtype_t dtype, const dcoll_coll_opts_t *opts,
+        dcoll_work_t **work);
+
+/** Each sendbufs[i] holds size * nbufs blocks of count elements;
+ *  recvbufs[i] on group rank r gets block r * nbufs + i reduced over
+ *  every buffer of every rank. */
+DCOLL_API dcoll_status_t dcoll_reduce_scatter_multi(dcoll_group_t *group,
+        const void *const *sendbufs, void *const *recvbufs, int nbufs,
+        int64_t count, dcoll_dtype_t dtype, dcoll_op_t op,
+        const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
 /** all_reduce, in place, of @p n buffers (bufs[i] holds counts[i]
  *  elements) in one operation: the buffers are packed, reduced once and
  *  unpacked, so many small tensors cost one collective. */

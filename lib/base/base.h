@@ -160,4 +160,11 @@ void dcoll_kept_give(struct dcoll_kept *k, char *buf, bool own,
                      void (*release)(void *));
 void dcoll_kept_free(struct dcoll_kept *k, void (*release)(void *));
 
+/* localop.c: acc[i] = acc[i] op x[i] for n elements (AVG folds as SUM),
+ * and buf[i] /= by: a process's own buffers, before and after the
+ * collective across processes. */
+void dcoll_local_fold(void *acc, const void *x, int64_t n, dcoll_dtype_t dt,
+                      dcoll_op_t op);
+void dcoll_local_divide(void *buf, int64_t n, dcoll_dtype_t dt, int by);
+
 #endif

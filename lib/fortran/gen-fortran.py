@@ -106,7 +106,10 @@ for m in re.finditer(r'DCOLL_API\s+dcoll_status_t\s+dcoll_(\w+)\s*\(([^)]*)\)',
         ctype = re.sub(r'\s+', ' ', pm.group(1)).strip()
         ctype = re.sub(r'\s*(\*+)$', r' \1', ctype)
         typed.append((ctype, pm.group(2)))
-    if ('int64_t', 'count') not in typed:
+    # Lists of buffers (the coalesced and multi-buffer forms) have their
+    # own hand-written wrappers.
+    if ('int64_t', 'count') not in typed or any(c not in DECL
+                                               for c, _ in typed):
         continue
     names = [n for _, n in typed]
     lines, tail = wrap(names, f'    function {name}_i4(')

@@ -1,0 +1,329 @@
+/* The multi-buffer forms (torch's *_multigpu): several buffers per
+ * process, the operation over every buffer of every process. On host
+ * buffers this process's buffers are combined first (lib/base/localop.c),
+ * one collective runs across processes, and its result is spread back
+ * over the buffers, after the collective (at once, or in the work's
+ * finish step for an async call). */
+#include <stdlib.h>
+#include <string.h>
+#include "core.h"
+#include "gpu.h"
+
+/* What runs after the collective. */
+struct multi {
+    void **out;            /* buffers to fill: copies of the caller's */
+    int nout;
+    const char *from;      /* the collective's result */
+    size_t bytes;          /* each out[i] gets bytes ... */
+    size_t stride;         /* ... from from + i * stride */
+    void *divide;          /* AVG: divide this (n elements) by by */
+    int64_t n;
+    int by;
+    dcoll_dtype_t dtype;
+    void *tmp;             /* ours to free */
+};
+
+static dcoll_status_t after(struct multi *m, dcoll_status_t st)
+{
+    if (!st) {
+        if (m->divide)
+            dcoll_local_divide(m->divide, m->n, m->dtype, m->by);
+        for (int i = 0; i < m->nout; i++)
+            if (m->bytes && m->out[i] != m->from + (size_t)i * m->stride)
+                memcpy(m->out[i], m->from + (size_t)i * m->stride, m->bytes);
+    }
+    free(m->tmp);
+    free(m->out);
+    free(m);
+    return st;
+}
+
+static dcoll_status_t finish_multi(struct dcoll_work *w, dcoll_status_t st)
+{
+    return after(w->finish_data, st);
+}
+
+/* Run c, then the after step: now, or when its work finishes. */
+static dcoll_status_t run(dcoll_group_t *group, struct dcoll_coll *c,
+                          int root, struct multi *m, dcoll_work_t **work)
+{
+    dcoll_status_t st = dcoll_coll_run(group, c, root, work, NULL);
+    if (st || !work || !*work)
+        return after(m, st);
+    (*work)->finish = finish_multi;
+    (*work)->finish_data = m;
+    return DCOLL_SUCCESS;
+}
+
+/* A list of nbufs buffers of count elements (per block: blocks of them). */
+static dcoll_status_t check_bufs(const char *fn, const void *const *bufs,
+                                 const char *name, int nbufs, int64_t count,
+                                 int64_t blocks, dcoll_dtype_t dtype)
+{
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    if (nbufs < 1)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: nbufs %d: at "
+                           "least one buffer is needed", fn, nbufs);
+    if (!bufs)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s is NULL with "
+                           "nbufs %d", fn, name, nbufs);
+    if (count < 0)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: count %lld is "
+                           "negative", fn, (long long)count);
+    if ((st = dcoll_check_dtype_op(fn, dtype, DCOLL_SUM, false)))
+        return st;
+    if (count && count > INT64_MAX / (int64_t)dcoll_dtype_sizes[dtype] /
+                             blocks / nbufs)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: count %lld in "
+                           "%d buffers overflows a 64-bit size", fn,
+                           (long long)count, nbufs);
+    for (int i = 0; i < nbufs; i++) {
+        if (!bufs[i] && count > 0)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s[%d] is "
+                               "NULL with count %lld", fn, name, i,
+                               (long long)count);
+        if (DCOLL_UNLIKELY(dcoll_on_device(bufs[i])))
+            return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: %s[%d] is on the "
+                               "GPU; the multi-buffer forms take host "
+                               "buffers in this build", fn, name, i);
+    }
+    return DCOLL_SUCCESS;
+}
+
+static struct multi *multi_new(const char *fn, void *const *out, int nout,
+                               size_t tmpbytes)
+{
+    struct multi *m = calloc(1, sizeof(*m));
+    if (m)
+        m->out = malloc(sizeof(void *) * (size_t)(nout ? nout : 1));
+    if (m && tmpbytes)
+        m->tmp = malloc(tmpbytes);
+    if (!m || !m->out || (tmpbytes && !m->tmp)) {
+        if (m) {
+            free(m->out);
+            free(m);
+        }
+        dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", fn);
+        return NULL;
+    }
+    if (nout)
+        memcpy(m->out, out, sizeof(void *) * (size_t)nout);
+    m->nout = nout;
+    return m;
+}
+
+/* On a NON-MEMBER handle a call does nothing, as every collective there:
+ * this process's buffers are not combined either. */
+static bool outside(dcoll_group_t *group, enum dcoll_coll_kind kind,
+                    const char *fn, dcoll_work_t **work, dcoll_status_t *st)
+{
+    struct dcoll_group *g;
+    if ((*st = dcoll_group_resolve(group, &g, fn)))
+        return true;
+    if (g->rank != DCOLL_NON_MEMBER)
+        return false;
+    struct dcoll_coll c = {.kind = kind, .dtype = DCOLL_UINT8, .fn = fn};
+    *st = dcoll_coll_run(group, &c, 0, work, NULL);
+    return true;
+}
+
+/* A root given as a world rank, and its buffer index: this rank's group
+ * rank of it, checked. */
+static dcoll_status_t root_of(const char *fn, dcoll_group_t *group,
+                              int root, int root_buf, int nbufs, bool *mine)
+{
+    struct dcoll_group *g;
+    dcoll_status_t st = dcoll_group_resolve(group, &g, fn);
+    if (st)
+        return st;
+    if (root_buf < 0 || root_buf >= nbufs)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: root_buf %d is "
+                           "not a buffer index (0..%d)", fn, root_buf,
+                           nbufs - 1);
+    int gr = -1;
+    if (g->rank != DCOLL_NON_MEMBER &&
+        (st = dcoll_group_root(g, root, fn, "root", &gr)))
+        return st;
+    *mine = g->rank != DCOLL_NON_MEMBER && gr == g->rank;
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_broadcast_multi(dcoll_group_t *group, void *const *bufs,
+                                     int nbufs, int64_t count,
+                                     dcoll_dtype_t dtype, int root,
+                                     int root_buf,
+                                     const dcoll_coll_opts_t *opts,
+                                     dcoll_work_t **work)
+{
+    static const char fn[] = "dcoll_broadcast_multi";
+    bool mine;
+    dcoll_status_t st = check_bufs(fn, (const void *const *)bufs, "bufs",
+                                   nbufs, count, 1, dtype);
+    if (st || outside(group, DCOLL_COLL_BROADCAST, fn, work, &st) ||
+        (st = root_of(fn, group, root, root_buf, nbufs, &mine)))
+        return st;
+    struct multi *m = multi_new(fn, bufs, nbufs, 0);
+    if (!m)
+        return DCOLL_ERR_NO_MEMORY;
+    void *src = bufs[mine ? root_buf : 0];
+    m->from = src;
+    m->bytes = (size_t)count * dcoll_dtype_sizes[dtype];
+    struct dcoll_coll c = {.kind = DCOLL_COLL_BROADCAST, .recvbuf = src,
+                           .count = count, .dtype = dtype, .opts = opts,
+                           .fn = fn};
+    return run(group, &c, root, m, work);
+}
+
+dcoll_status_t dcoll_all_reduce_multi(dcoll_group_t *group, void *const *bufs,
+                                      int nbufs, int64_t count,
+                                      dcoll_dtype_t dtype, dcoll_op_t op,
+                                      const dcoll_coll_opts_t *opts,
+                                      dcoll_work_t **work)
+{
+    static const char fn[] = "dcoll_all_reduce_multi";
+    dcoll_status_t st = check_bufs(fn, (const void *const *)bufs, "bufs",
+                                   nbufs, count, 1, dtype);
+    if (st || (st = dcoll_check_dtype_op(fn, dtype, op, true)) ||
+        outside(group, DCOLL_COLL_ALL_REDUCE, fn, work, &st))
+        return st;
+    struct multi *m = multi_new(fn, bufs, nbufs, 0);
+    if (!m)
+        return DCOLL_ERR_NO_MEMORY;
+    /* Every buffer gets the result: the first one gathers them here. */
+    for (int i = 1; i < nbufs; i++)
+        dcoll_local_fold(bufs[0], bufs[i], count, dtype, op);
+    m->from = bufs[0];
+    m->bytes = (size_t)count * dcoll_dtype_sizes[dtype];
+    if (op == DCOLL_AVG && nbufs > 1) {
+        m->divide = bufs[0];   /* the collective's AVG divides by ranks */
+        m->n = count;
+        m->by = nbufs;
+        m->dtype = dtype;
+    }
+    struct dcoll_coll c = {.kind = DCOLL_COLL_ALL_REDUCE, .sendbuf = bufs[0],
+                           .recvbuf = bufs[0], .count = count,
+                           .dtype = dtype, .op = op, .opts = opts, .fn = fn};
+    return run(group, &c, 0, m, work);
+}
+
+dcoll_status_t dcoll_reduce_multi(dcoll_group_t *group, void *const *bufs,
+                                  int nbufs, int64_t count,
+                                  dcoll_dtype_t dtype, dcoll_op_t op,
+                                  int root, int root_buf,
+                                  const dcoll_coll_opts_t *opts,
+                                  dcoll_work_t **work)
+{
+    static const char fn[] = "dcoll_reduce_multi";
+    bool mine;
+    dcoll_status_t st = check_bufs(fn, (const void *const *)bufs, "bufs",
+                                   nbufs, count, 1, dtype);
+    if (st || (st = dcoll_check_dtype_op(fn, dtype, op, true)) ||
+        outside(group, DCOLL_COLL_REDUCE, fn, work, &st) ||
+        (st = root_of(fn, group, root, root_buf, nbufs, &mine)))
+        return st;
+    size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
+    /* The inputs stay as they were: they are combined in a copy. */
+    struct multi *m = multi_new(fn, bufs, 0, bytes);
+    if (!m)
+        return DCOLL_ERR_NO_MEMORY;
+    if (bytes)
+        memcpy(m->tmp, bufs[0], bytes);
+    for (int i = 1; i < nbufs; i++)
+        dcoll_local_fold(m->tmp, bufs[i], count, dtype, op);
+    if (mine && op == DCOLL_AVG && nbufs > 1) {
+        m->divide = bufs[root_buf];
+        m->n = count;
+        m->by = nbufs;
+        m->dtype = dtype;
+    }
+    struct dcoll_coll c = {.kind = DCOLL_COLL_REDUCE, .sendbuf = m->tmp,
+                           .recvbuf = mine ? bufs[root_buf] : NULL,
+                           .count = count, .dtype = dtype, .op = op,
+                           .opts = opts, .fn = fn};
+    return run(group, &c, root, m, work);
+}
+
+dcoll_status_t dcoll_all_gather_multi(dcoll_group_t *group,
+                                      const void *const *sendbufs,
+                                      void *const *recvbufs, int nbufs,
+                                      int64_t count, dcoll_dtype_t dtype,
+                                      const dcoll_coll_opts_t *opts,
+                                      dcoll_work_t **work)
+{
+    static const char fn[] = "dcoll_all_gather_multi";
+    struct dcoll_group *g;
+    dcoll_status_t st = check_bufs(fn, sendbufs, "sendbufs", nbufs, count, 1,
+                                   dtype);
+    if (st || outside(group, DCOLL_COLL_ALL_GATHER, fn, work, &st) ||
+        (st = dcoll_group_resolve(group, &g, fn)))
+        return st;
+    int size = g->size;
+    if ((st = check_bufs(fn, (const void *const *)recvbufs, "recvbufs",
+                         nbufs, count, size, dtype)))
+        return st;
+    size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
+    /* This rank's buffers side by side: one block per rank to gather. */
+    struct multi *m = multi_new(fn, recvbufs, nbufs, bytes * (size_t)nbufs);
+    if (!m)
+        return DCOLL_ERR_NO_MEMORY;
+    for (int i = 0; i < nbufs && bytes; i++)
+        memcpy((char *)m->tmp + (size_t)i * bytes, sendbufs[i], bytes);
+    m->from = recvbufs[0];
+    m->bytes = bytes * (size_t)nbufs * (size_t)size;
+    struct dcoll_coll c = {.kind = DCOLL_COLL_ALL_GATHER, .sendbuf = m->tmp,
+                           .recvbuf = recvbufs[0],
+                           .count = count * nbufs, .dtype = dtype,
+                           .opts = opts, .fn = fn};
+    return run(group, &c, 0, m, work);
+}
+
+dcoll_status_t dcoll_reduce_scatter_multi(dcoll_group_t *group,
+                                          const void *const *sendbufs,
+                                          void *const *recvbufs, int nbufs,
+                                          int64_t count, dcoll_dtype_t dtype,
+                                          dcoll_op_t op,
+                                          const dcoll_coll_opts_t *opts,
+                                          dcoll_work_t **work)
+{
+    static const char fn[] = "dcoll_reduce_scatter_multi";
+    struct dcoll_group *g;
+    dcoll_status_t st = check_bufs(fn, (const void *const *)recvbufs,
+                                   "recvbufs", nbufs, count, 1, dtype);
+    if (st || (st = dcoll_check_dtype_op(fn, dtype, op, true)) ||
+        outside(group, DCOLL_COLL_REDUCE_SCATTER, fn, work, &st) ||
+        (st = dcoll_group_resolve(group, &g, fn)))
+        return st;
+    int size = g->size;
+    if ((st = check_bufs(fn, sendbufs, "sendbufs", nbufs, count, size,
+                         dtype)))
+        return st;
+    size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
+    size_t in = bytes * (size_t)nbufs * (size_t)size;
+    /* The inputs combined in a copy, then this rank's nbufs blocks. */
+    struct multi *m = multi_new(fn, recvbufs, nbufs,
+                                in + bytes * (size_t)nbufs);
+    if (!m)
+        return DCOLL_ERR_NO_MEMORY;
+    int64_t all = count * nbufs * size;
+    if (in)
+        memcpy(m->tmp, sendbufs[0], in);
+    for (int i = 1; i < nbufs; i++)
+        dcoll_local_fold(m->tmp, sendbufs[i], all, dtype, op);
+    char *res = (char *)m->tmp + in;
+    m->from = res;
+    m->bytes = bytes;
+    m->stride = bytes;
+    if (op == DCOLL_AVG && nbufs > 1) {
+        m->divide = res;
+        m->n = count * nbufs;
+        m->by = nbufs;
+        m->dtype = dtype;
+    }
+    struct dcoll_coll c = {.kind = DCOLL_COLL_REDUCE_SCATTER,
+                           .sendbuf = m->tmp, .recvbuf = res,
+                           .count = count * nbufs, .dtype = dtype, .op = op,
+                           .opts = opts, .fn = fn};
+    return run(group, &c, 0, m, work);
+}
