@@ -145,6 +145,10 @@ long perf_check(struct perf_ctx *c, const struct perf_coll *k)
     int me = c->rank, prev = (me + c->size - 1) % c->size;
     long wrong = 0;
 
+    /* Timed only: their results are checked by the test suite (works,
+     * multi), not here. */
+    if (!strcmp(k->name, "halo") || !strcmp(k->name, "all_reduce_multi"))
+        return -1;
     if (k->coalesced)
         wrong = check_coalesced(c, k);
     else if (strcmp(k->name, "barrier") == 0)

@@ -226,6 +226,78 @@ static int sendrecv_r(struct perf_ctx *c)
     return MPI_Waitall(2, rq, MPI_STATUSES_IGNORE) != MPI_SUCCESS;
 }
 
+/* halo: a ring neighbour exchange in 8 pieces, 4 to each side and 4
+ * from each, as a stencil code posts them: 8 receives and 8 sends, then
+ * one wait for all 16 (dcoll_work_wait_all against MPI_Waitall). The
+ * size is what each rank sends in all. */
+#define HALO 4
+
+static int halo_d(struct perf_ctx *c)
+{
+    int next = world_of(c, (c->rank + 1) % c->size);
+    int prev = world_of(c, (c->rank + c->size - 1) % c->size);
+    int64_t n = c->count / (2 * HALO);
+    size_t b = (size_t)n * c->esz;
+    dcoll_work_t *w[4 * HALO];
+    for (int t = 0; t < HALO; t++) {
+        char *r = (char *)c->recv + 2 * t * b, *s = (char *)c->send + 2 * t * b;
+        if (dcoll_irecv(c->group, r, n, c->o->dtype, prev, t, NULL, &w[4 * t]) ||
+            dcoll_irecv(c->group, r + b, n, c->o->dtype, next, HALO + t, NULL,
+                        &w[4 * t + 1]) ||
+            dcoll_isend(c->group, s, n, c->o->dtype, next, t, NULL,
+                        &w[4 * t + 2]) ||
+            dcoll_isend(c->group, s + b, n, c->o->dtype, prev, HALO + t, NULL,
+                        &w[4 * t + 3]))
+            return 1;
+    }
+    if (dcoll_work_wait_all(w, 4 * HALO, NULL))
+        return 1;
+    for (int i = 0; i < 4 * HALO; i++)
+        dcoll_work_free(&w[i]);
+    return 0;
+}
+
+static int halo_r(struct perf_ctx *c)
+{
+    int next = (c->rank + 1) % c->size;
+    int prev = (c->rank + c->size - 1) % c->size;
+    /* The same bytes as dcoll's pieces, as bytes. */
+    size_t b = (size_t)(c->count / (2 * HALO)) * c->esz;
+    int n = (int)b;
+    MPI_Datatype t_ = MPI_BYTE;
+    MPI_Request rq[4 * HALO];
+    for (int t = 0; t < HALO; t++) {
+        char *r = (char *)c->recv + 2 * t * b, *s = (char *)c->send + 2 * t * b;
+        if (MPI_Irecv(r, n, t_, prev, t, c->comm, &rq[4 * t]) ||
+            MPI_Irecv(r + b, n, t_, next, HALO + t, c->comm, &rq[4 * t + 1]) ||
+            MPI_Isend(s, n, t_, next, t, c->comm, &rq[4 * t + 2]) ||
+            MPI_Isend(s + b, n, t_, prev, HALO + t, c->comm, &rq[4 * t + 3]))
+            return 1;
+    }
+    return MPI_Waitall(4 * HALO, rq, MPI_STATUSES_IGNORE) != MPI_SUCCESS;
+}
+
+/* all_reduce_multi over two buffers per process (send and recv, in
+ * place), against the same by hand: MPI_Reduce_local of one into the
+ * other, MPI_Allreduce in place, and a copy back. */
+static int arm_d(struct perf_ctx *c)
+{
+    void *b[2] = {c->send, c->recv};
+#define CALL(wp) dcoll_all_reduce_multi(c->group, b, 2, ARGS(c), c->o->op, \
+                                        NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int arm_r(struct perf_ctx *c)
+{
+    if (MPI_Reduce_local(c->recv, c->send, RAW(c), c->raw_op) ||
+        MPI_Allreduce(MPI_IN_PLACE, c->send, RAW(c), c->raw_op, c->comm))
+        return 1;
+    memcpy(c->recv, c->send, (size_t)c->count * c->esz);
+    return 0;
+}
+
 /* all_reduce_coalesced works in place on its tensors, as torch's does.
  * Raw packs the same tensors by hand into one buffer, reduces it with one
  * MPI_Allreduce and copies the results back. */
@@ -509,6 +581,9 @@ const struct perf_coll perf_colls[] = {
      NULL},
     {"reduce_scatterv", f_ring, 1, true, false, false, redscatv_d,
      redscatv_r, NULL},
+    {"halo", f_one, 0, false, false, false, halo_d, halo_r, NULL},
+    {"all_reduce_multi", f_allreduce, 0, true, false, false, arm_d, arm_r,
+     NULL},
     {"all_reduce_coalesced", f_allreduce, 0, true, false, true, arc_d, arc_r,
      arc_sep},
     {"all_gather_coalesced", f_ring, 1, false, false, true, agc_d, agc_r,

@@ -315,29 +315,41 @@ static dcoll_status_t post(struct dcoll_group *g, const struct dcoll_coll *c,
     return st;
 }
 
-/* One freed handle is kept for the next async call: a loop of async calls
- * then costs no malloc and free. A single atomic slot, so any thread may
- * free a handle while another starts one. */
-static _Atomic(struct mpi_work *) spare;
+/* Freed handles are kept for the next async calls: a loop of them, or a
+ * halo's 16 posted at once, then costs no malloc and free. Atomic slots,
+ * so any thread may free a handle while another starts one. */
+#define SPARES 32
+static _Atomic(struct mpi_work *) spare[SPARES];
 
 static struct mpi_work *work_take(void)
 {
-    struct mpi_work *w = atomic_exchange(&spare, NULL);
-    return w ? w : malloc(sizeof(*w));
+    for (int i = 0; i < SPARES; i++) {
+        if (!atomic_load_explicit(&spare[i], memory_order_relaxed))
+            continue;
+        struct mpi_work *w = atomic_exchange(&spare[i], NULL);
+        if (w)
+            return w;
+    }
+    return malloc(sizeof(struct mpi_work));
 }
 
 static void work_put(struct mpi_work *w)
 {
-    struct mpi_work *none = NULL;
-    /* After stop too: a handle freed late waits in the slot for the next
+    /* After stop too: a handle freed late waits in a slot for the next
      * start's calls, or the end of the process. */
-    if (!atomic_compare_exchange_strong(&spare, &none, w))
-        free(w);
+    for (int i = 0; i < SPARES; i++) {
+        struct mpi_work *none = NULL;
+        if (!atomic_load_explicit(&spare[i], memory_order_relaxed) &&
+            atomic_compare_exchange_strong(&spare[i], &none, w))
+            return;
+    }
+    free(w);
 }
 
 void dcoll_mpi_work_cache_free(void)
 {
-    free(atomic_exchange(&spare, NULL));
+    for (int i = 0; i < SPARES; i++)
+        free(atomic_exchange(&spare[i], NULL));
 }
 
 static struct dcoll_watch watch_of(const struct dcoll_group *g,

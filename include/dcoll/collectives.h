@@ -175,8 +175,8 @@ DCOLL_API dcoll_status_t dcoll_reduce_scatterv(dcoll_group_t *group,
  * and the operation runs over every buffer of every process, as if each
  * buffer were a rank of its own. Host buffers: this process's buffers
  * are combined first, then one collective runs across processes. The
- * lists, like the buffers, must stay untouched until an async call is
- * done. */
+ * lists of buffers are read during the call; the buffers must stay
+ * untouched until an async call is done. */
 
 /** Every buffer of every rank gets buffer @p root_buf of world rank
  *  @p root. */

@@ -218,6 +218,28 @@ module dcoll
     public :: dcoll_all_gatherv, dcoll_gatherv, dcoll_scatterv
     public :: dcoll_all_to_allv, dcoll_reduce_scatterv
 
+    ! Multi-buffer forms: buffers given by their C addresses (c_loc of
+    ! arrays with the TARGET attribute), as for the coalesced forms; one
+    ! count for every buffer, integer or integer(8).
+    interface dcoll_broadcast_multi
+        module procedure broadcast_multi_i4, broadcast_multi_i8
+    end interface
+    interface dcoll_all_reduce_multi
+        module procedure all_reduce_multi_i4, all_reduce_multi_i8
+    end interface
+    interface dcoll_reduce_multi
+        module procedure reduce_multi_i4, reduce_multi_i8
+    end interface
+    interface dcoll_all_gather_multi
+        module procedure all_gather_multi_i4, all_gather_multi_i8
+    end interface
+    interface dcoll_reduce_scatter_multi
+        module procedure reduce_scatter_multi_i4, reduce_scatter_multi_i8
+    end interface
+    public :: dcoll_broadcast_multi, dcoll_all_reduce_multi
+    public :: dcoll_reduce_multi, dcoll_all_gather_multi
+    public :: dcoll_reduce_scatter_multi
+
     interface dcoll_reduce_scatter
         module procedure reduce_scatter_i4, reduce_scatter_i8
     end interface
@@ -694,6 +716,70 @@ module dcoll
         integer(c_int), value :: dtype
         integer(c_int), value :: op
         integer(c_int), value :: root
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_broadcast_multi(group, bufs, nbufs, count, dtype, root, &
+            root_buf, opts, work) bind(C, name='dcoll_broadcast_multi') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), intent(in) :: bufs(*)
+        integer(c_int), value :: nbufs, dtype, root, root_buf
+        integer(c_int64_t), value :: count
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_all_reduce_multi(group, bufs, nbufs, count, dtype, op, opts, &
+            work) bind(C, name='dcoll_all_reduce_multi') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), intent(in) :: bufs(*)
+        integer(c_int), value :: nbufs, dtype, op
+        integer(c_int64_t), value :: count
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_reduce_multi(group, bufs, nbufs, count, dtype, op, root, &
+            root_buf, opts, work) bind(C, name='dcoll_reduce_multi') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), intent(in) :: bufs(*)
+        integer(c_int), value :: nbufs, dtype, op, root, root_buf
+        integer(c_int64_t), value :: count
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_all_gather_multi(group, sendbufs, recvbufs, nbufs, count, &
+            dtype, opts, work) bind(C, name='dcoll_all_gather_multi') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), intent(in) :: sendbufs(*), recvbufs(*)
+        integer(c_int), value :: nbufs, dtype
+        integer(c_int64_t), value :: count
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_reduce_scatter_multi(group, sendbufs, recvbufs, nbufs, count, &
+            dtype, op, opts, work) &
+            bind(C, name='dcoll_reduce_scatter_multi') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(c_ptr), intent(in) :: sendbufs(*), recvbufs(*)
+        integer(c_int), value :: nbufs, dtype, op
+        integer(c_int64_t), value :: count
         type(dcoll_coll_opts), intent(in), optional :: opts
         type(dcoll_work), intent(out), optional :: work
     end function
@@ -2304,6 +2390,156 @@ contains
         type(dcoll_work), intent(out), optional :: work
         st = reduce_scatterv_i8(group, sendbuf, recvbuf, &
                 int(recvcounts, c_int64_t), dtype, op, opts, work)
+    end function
+
+    ! ---- multi-buffer forms ----
+
+    function broadcast_multi_i8(group, bufs, count, dtype, root, root_buf, &
+            opts, work) result(st)
+        type(dcoll_group), intent(in) :: group
+        type(c_ptr), intent(in) :: bufs(:)
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype, root, root_buf
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        integer :: st
+        f_err_on = .false.
+        st = c_broadcast_multi(group%ptr, bufs, int(size(bufs), c_int), &
+                count, int(dtype, c_int), int(root, c_int), &
+                int(root_buf, c_int), opts, work)
+    end function
+
+    function broadcast_multi_i4(group, bufs, count, dtype, root, root_buf, &
+            opts, work) result(st)
+        type(dcoll_group), intent(in) :: group
+        type(c_ptr), intent(in) :: bufs(:)
+        integer, intent(in) :: count, dtype, root, root_buf
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        integer :: st
+        st = broadcast_multi_i8(group, bufs, int(count, c_int64_t), dtype, &
+                root, root_buf, opts, work)
+    end function
+
+    function all_reduce_multi_i8(group, bufs, count, dtype, op, opts, work) &
+            result(st)
+        type(dcoll_group), intent(in) :: group
+        type(c_ptr), intent(in) :: bufs(:)
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype, op
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        integer :: st
+        f_err_on = .false.
+        st = c_all_reduce_multi(group%ptr, bufs, int(size(bufs), c_int), &
+                count, int(dtype, c_int), int(op, c_int), opts, work)
+    end function
+
+    function all_reduce_multi_i4(group, bufs, count, dtype, op, opts, work) &
+            result(st)
+        type(dcoll_group), intent(in) :: group
+        type(c_ptr), intent(in) :: bufs(:)
+        integer, intent(in) :: count, dtype, op
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        integer :: st
+        st = all_reduce_multi_i8(group, bufs, int(count, c_int64_t), dtype, &
+                op, opts, work)
+    end function
+
+    function reduce_multi_i8(group, bufs, count, dtype, op, root, root_buf, &
+            opts, work) result(st)
+        type(dcoll_group), intent(in) :: group
+        type(c_ptr), intent(in) :: bufs(:)
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype, op, root, root_buf
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        integer :: st
+        f_err_on = .false.
+        st = c_reduce_multi(group%ptr, bufs, int(size(bufs), c_int), count, &
+                int(dtype, c_int), int(op, c_int), int(root, c_int), &
+                int(root_buf, c_int), opts, work)
+    end function
+
+    function reduce_multi_i4(group, bufs, count, dtype, op, root, root_buf, &
+            opts, work) result(st)
+        type(dcoll_group), intent(in) :: group
+        type(c_ptr), intent(in) :: bufs(:)
+        integer, intent(in) :: count, dtype, op, root, root_buf
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        integer :: st
+        st = reduce_multi_i8(group, bufs, int(count, c_int64_t), dtype, op, &
+                root, root_buf, opts, work)
+    end function
+
+    function all_gather_multi_i8(group, sendbufs, recvbufs, count, dtype, &
+            opts, work) result(st)
+        type(dcoll_group), intent(in) :: group
+        type(c_ptr), intent(in) :: sendbufs(:), recvbufs(:)
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        integer :: st
+        f_err_on = .false.
+        if (size(recvbufs) /= size(sendbufs)) then
+            f_err = 'dcoll_all_gather_multi: sendbufs and recvbufs differ ' &
+                    // 'in length'
+            f_err_on = .true.
+            st = DCOLL_ERR_INVALID_ARGUMENT
+            return
+        end if
+        st = c_all_gather_multi(group%ptr, sendbufs, recvbufs, &
+                int(size(sendbufs), c_int), count, int(dtype, c_int), opts, &
+                work)
+    end function
+
+    function all_gather_multi_i4(group, sendbufs, recvbufs, count, dtype, &
+            opts, work) result(st)
+        type(dcoll_group), intent(in) :: group
+        type(c_ptr), intent(in) :: sendbufs(:), recvbufs(:)
+        integer, intent(in) :: count, dtype
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        integer :: st
+        st = all_gather_multi_i8(group, sendbufs, recvbufs, &
+                int(count, c_int64_t), dtype, opts, work)
+    end function
+
+    function reduce_scatter_multi_i8(group, sendbufs, recvbufs, count, &
+            dtype, op, opts, work) result(st)
+        type(dcoll_group), intent(in) :: group
+        type(c_ptr), intent(in) :: sendbufs(:), recvbufs(:)
+        integer(c_int64_t), intent(in) :: count
+        integer, intent(in) :: dtype, op
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        integer :: st
+        f_err_on = .false.
+        if (size(recvbufs) /= size(sendbufs)) then
+            f_err = 'dcoll_reduce_scatter_multi: sendbufs and recvbufs ' // &
+                    'differ in length'
+            f_err_on = .true.
+            st = DCOLL_ERR_INVALID_ARGUMENT
+            return
+        end if
+        st = c_reduce_scatter_multi(group%ptr, sendbufs, recvbufs, &
+                int(size(sendbufs), c_int), count, int(dtype, c_int), &
+                int(op, c_int), opts, work)
+    end function
+
+    function reduce_scatter_multi_i4(group, sendbufs, recvbufs, count, &
+            dtype, op, opts, work) result(st)
+        type(dcoll_group), intent(in) :: group
+        type(c_ptr), intent(in) :: sendbufs(:), recvbufs(:)
+        integer, intent(in) :: count, dtype, op
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_work), intent(out), optional :: work
+        integer :: st
+        st = reduce_scatter_multi_i8(group, sendbufs, recvbufs, &
+                int(count, c_int64_t), dtype, op, opts, work)
     end function
 
 end module dcoll

@@ -62,6 +62,20 @@ program test_fortran
     call expect(all(t1 == total) .and. all(t2 == 2 * total) .and. &
                 all(t3 == -world), 'all_reduce_coalesced result')
 
+    ! Multi-buffer: t1 and t2 (their first 3 elements) act as two ranks
+    ! each, so the sum over 2 * world buffers.
+    t1 = me + 1
+    t2 = 10 * (me + 1)
+    call ok(dcoll_all_reduce_multi(DCOLL_WORLD, [c_loc(t1), c_loc(t2)], 3, &
+            DCOLL_REAL8, DCOLL_SUM), 'all_reduce_multi')
+    call expect(all(t1(1:3) == 11 * total) .and. all(t2(1:3) == 11 * total), &
+                'all_reduce_multi result')
+    t1 = me
+    call ok(dcoll_broadcast_multi(DCOLL_WORLD, [c_loc(t1), c_loc(t2)], 3, &
+            DCOLL_REAL8, world - 1, 0), 'broadcast_multi')
+    call expect(all(t1(1:3) == world - 1) .and. all(t2(1:3) == world - 1), &
+                'broadcast_multi result')
+
     ! Bad input: a clear status and a message that names the value.
     a = 1
     m = 1
