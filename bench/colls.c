@@ -298,6 +298,26 @@ static int arm_r(struct perf_ctx *c)
     return 0;
 }
 
+/* split: a group made and destroyed, halves by rank parity, against
+ * MPI_Comm_split and MPI_Comm_free. dcoll's also agrees on the arguments,
+ * learns the members' world ranks, and sets up the group (its timeout
+ * and mode agreed, its backend, a watchdog twin): what the size column
+ * says is ignored. */
+static int split_d(struct perf_ctx *c)
+{
+    dcoll_group_t *g = NULL;
+    return dcoll_split_group(&g, c->group, c->rank % 2, c->rank, NULL) ||
+           dcoll_group_destroy(&g);
+}
+
+static int split_r(struct perf_ctx *c)
+{
+    MPI_Comm nc;
+    if (MPI_Comm_split(c->comm, c->rank % 2, c->rank, &nc))
+        return 1;
+    return MPI_Comm_free(&nc) != MPI_SUCCESS;
+}
+
 /* all_reduce_coalesced works in place on its tensors, as torch's does.
  * Raw packs the same tensors by hand into one buffer, reduces it with one
  * MPI_Allreduce and copies the results back. */
@@ -582,6 +602,7 @@ const struct perf_coll perf_colls[] = {
     {"reduce_scatterv", f_ring, 1, true, false, false, redscatv_d,
      redscatv_r, NULL},
     {"halo", f_one, 0, false, false, false, halo_d, halo_r, NULL},
+    {"split", f_one, 0, false, false, false, split_d, split_r, NULL},
     {"all_reduce_multi", f_allreduce, 0, true, false, false, arm_d, arm_r,
      NULL},
     {"all_reduce_coalesced", f_allreduce, 0, true, false, true, arc_d, arc_r,
