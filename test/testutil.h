@@ -32,6 +32,40 @@ extern int t_rank, t_failures;
               dcoll_status_string(st_), dcoll_last_error());                 \
     } while (0)
 
+/* call must fail with status want and a message containing text. */
+#define CHECK_REFUSED(call, want, text)                                      \
+    do {                                                                     \
+        dcoll_status_t st_ = (call);                                         \
+        const char *m_ = dcoll_last_error();                                 \
+        CHECK(st_ == (want), "%s -> %s (%s), want %s", #call,                \
+              dcoll_status_string(st_), m_, dcoll_status_string(want));      \
+        CHECK(strstr(m_, (text)) != NULL, "%s: message '%s' lacks '%s'",     \
+              #call, m_, (text));                                            \
+    } while (0)
+
+/* acc op x, on the small positive values the tests reduce (AVG sums;
+ * t_average divides at the end, integer types rounding down). */
+static inline double t_combine(dcoll_op_t op, double acc, double x)
+{
+    switch (op) {
+    case DCOLL_SUM: case DCOLL_AVG: return acc + x;
+    case DCOLL_PRODUCT: return acc * x;
+    case DCOLL_MIN: return x < acc ? x : acc;
+    case DCOLL_MAX: return x > acc ? x : acc;
+    case DCOLL_BAND: return (double)((int64_t)acc & (int64_t)x);
+    case DCOLL_BOR: return (double)((int64_t)acc | (int64_t)x);
+    case DCOLL_BXOR: return (double)((int64_t)acc ^ (int64_t)x);
+    default: return acc;
+    }
+}
+
+static inline double t_average(dcoll_op_t op, double acc, int n, int is_f)
+{
+    if (op != DCOLL_AVG)
+        return acc;
+    return is_f ? acc / n : floor(acc / n);
+}
+
 static inline void t_set(void *buf, dcoll_dtype_t dt, size_t i, double v)
 {
     switch (dt) {

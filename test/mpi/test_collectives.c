@@ -18,22 +18,9 @@ static double val(int g, size_t i)
 static double fold(dcoll_op_t op, const int *m, int n, size_t i, int is_f)
 {
     double acc = val(m[0], i);
-    for (int k = 1; k < n; k++) {
-        double x = val(m[k], i);
-        switch (op) {
-        case DCOLL_SUM: case DCOLL_AVG: acc += x; break;
-        case DCOLL_PRODUCT: acc *= x; break;
-        case DCOLL_MIN: acc = x < acc ? x : acc; break;
-        case DCOLL_MAX: acc = x > acc ? x : acc; break;
-        case DCOLL_BAND: acc = (double)((int64_t)acc & (int64_t)x); break;
-        case DCOLL_BOR: acc = (double)((int64_t)acc | (int64_t)x); break;
-        case DCOLL_BXOR: acc = (double)((int64_t)acc ^ (int64_t)x); break;
-        default: break;
-        }
-    }
-    if (op == DCOLL_AVG)
-        acc = is_f ? acc / n : floor(acc / n);
-    return acc;
+    for (int k = 1; k < n; k++)
+        acc = t_combine(op, acc, val(m[k], i));
+    return t_average(op, acc, n, is_f);
 }
 
 static int close_to(double got, double want, dcoll_dtype_t dt)

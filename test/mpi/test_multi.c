@@ -23,22 +23,9 @@ static double val(int x, int64_t k, dcoll_op_t op)
 static double fold(dcoll_op_t op, int nx, int64_t k, int is_f)
 {
     double acc = val(0, k, op);
-    for (int x = 1; x < nx; x++) {
-        double v = val(x, k, op);
-        switch (op) {
-        case DCOLL_SUM: case DCOLL_AVG: acc += v; break;
-        case DCOLL_PRODUCT: acc *= v; break;
-        case DCOLL_MIN: acc = v < acc ? v : acc; break;
-        case DCOLL_MAX: acc = v > acc ? v : acc; break;
-        case DCOLL_BAND: acc = (double)((int64_t)acc & (int64_t)v); break;
-        case DCOLL_BOR: acc = (double)((int64_t)acc | (int64_t)v); break;
-        case DCOLL_BXOR: acc = (double)((int64_t)acc ^ (int64_t)v); break;
-        default: break;
-        }
-    }
-    if (op == DCOLL_AVG)
-        acc = is_f ? acc / nx : floor(acc / nx);
-    return acc;
+    for (int x = 1; x < nx; x++)
+        acc = t_combine(op, acc, val(x, k, op));
+    return t_average(op, acc, nx, is_f);
 }
 
 static int near(double got, double want, dcoll_dtype_t dt)
@@ -258,38 +245,30 @@ static void on_group(int which)
         CHECK_OK(dcoll_group_destroy(&g));
 }
 
-#define REFUSED(want, call, text)                                            \
-    do {                                                                     \
-        dcoll_status_t st_ = (call);                                         \
-        CHECK(st_ == (want) && strstr(dcoll_last_error(), text),             \
-              "%s -> %s: %s (want '%s')", #call, dcoll_status_string(st_),   \
-              dcoll_last_error(), text);                                     \
-    } while (0)
 
 static void refused(void)
 {
     float a[4], b[4];
     void *two[2] = {a, b}, *holed[2] = {a, NULL};
-    REFUSED(DCOLL_ERR_INVALID_ARGUMENT,
-            dcoll_all_reduce_multi(NULL, two, 0, 4, DCOLL_FLOAT32, DCOLL_SUM,
-                                   NULL, NULL), "nbufs 0");
-    REFUSED(DCOLL_ERR_INVALID_ARGUMENT,
-            dcoll_all_reduce_multi(NULL, NULL, 2, 4, DCOLL_FLOAT32,
-                                   DCOLL_SUM, NULL, NULL),
-            "bufs is NULL with nbufs 2");
-    REFUSED(DCOLL_ERR_INVALID_ARGUMENT,
-            dcoll_all_reduce_multi(NULL, holed, 2, 4, DCOLL_FLOAT32,
-                                   DCOLL_SUM, NULL, NULL),
-            "bufs[1] is NULL with count 4");
-    REFUSED(DCOLL_ERR_INVALID_ARGUMENT,
-            dcoll_all_reduce_multi(NULL, two, 2, 4, DCOLL_FLOAT32, DCOLL_BAND,
-                                   NULL, NULL), "BAND");
-    REFUSED(DCOLL_ERR_INVALID_ARGUMENT,
-            dcoll_broadcast_multi(NULL, two, 2, 4, DCOLL_FLOAT32, 0, 2, NULL,
-                                  NULL), "root_buf 2 is not a buffer index");
-    REFUSED(DCOLL_ERR_INVALID_ARGUMENT,
-            dcoll_reduce_multi(NULL, two, 2, 4, DCOLL_FLOAT32, DCOLL_SUM,
-                               world_size, 0, NULL, NULL), "root");
+    dcoll_status_t bad = DCOLL_ERR_INVALID_ARGUMENT;
+    CHECK_REFUSED(dcoll_all_reduce_multi(NULL, two, 0, 4, DCOLL_FLOAT32,
+                                         DCOLL_SUM, NULL, NULL),
+                  bad, "nbufs 0");
+    CHECK_REFUSED(dcoll_all_reduce_multi(NULL, NULL, 2, 4, DCOLL_FLOAT32,
+                                         DCOLL_SUM, NULL, NULL),
+                  bad, "bufs is NULL with nbufs 2");
+    CHECK_REFUSED(dcoll_all_reduce_multi(NULL, holed, 2, 4, DCOLL_FLOAT32,
+                                         DCOLL_SUM, NULL, NULL),
+                  bad, "bufs[1] is NULL with count 4");
+    CHECK_REFUSED(dcoll_all_reduce_multi(NULL, two, 2, 4, DCOLL_FLOAT32,
+                                         DCOLL_BAND, NULL, NULL),
+                  bad, "BAND");
+    CHECK_REFUSED(dcoll_broadcast_multi(NULL, two, 2, 4, DCOLL_FLOAT32, 0, 2,
+                                        NULL, NULL),
+                  bad, "root_buf 2 is not a buffer index");
+    CHECK_REFUSED(dcoll_reduce_multi(NULL, two, 2, 4, DCOLL_FLOAT32,
+                                     DCOLL_SUM, world_size, 0, NULL, NULL),
+                  bad, "root");
     CHECK_OK(dcoll_barrier(NULL, NULL, NULL));
 }
 

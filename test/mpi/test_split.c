@@ -121,13 +121,7 @@ static void none_and_nested(void)
 }
 
 #define REFUSED(call, text)                                                  \
-    do {                                                                     \
-        dcoll_status_t st_ = (call);                                         \
-        CHECK(st_ == DCOLL_ERR_INVALID_ARGUMENT &&                           \
-              strstr(dcoll_last_error(), text),                              \
-              "%s -> %s: %s (want '%s')", #call, dcoll_status_string(st_),   \
-              dcoll_last_error(), text);                                     \
-    } while (0)
+    CHECK_REFUSED(call, DCOLL_ERR_INVALID_ARGUMENT, text)
 
 static void refused(void)
 {

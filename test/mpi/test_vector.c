@@ -223,22 +223,9 @@ static void all_to_allv(struct ctx *x, int in_place)
 static double fold(dcoll_op_t op, int n, int j, int64_t k, int is_f)
 {
     double acc = val(0, j, k);
-    for (int g = 1; g < n; g++) {
-        double v = val(g, j, k);
-        switch (op) {
-        case DCOLL_SUM: case DCOLL_AVG: acc += v; break;
-        case DCOLL_PRODUCT: acc *= v; break;
-        case DCOLL_MIN: acc = v < acc ? v : acc; break;
-        case DCOLL_MAX: acc = v > acc ? v : acc; break;
-        case DCOLL_BAND: acc = (double)((int64_t)acc & (int64_t)v); break;
-        case DCOLL_BOR: acc = (double)((int64_t)acc | (int64_t)v); break;
-        case DCOLL_BXOR: acc = (double)((int64_t)acc ^ (int64_t)v); break;
-        default: break;
-        }
-    }
-    if (op == DCOLL_AVG)
-        acc = is_f ? acc / n : floor(acc / n);
-    return acc;
+    for (int g = 1; g < n; g++)
+        acc = t_combine(op, acc, val(g, j, k));
+    return t_average(op, acc, n, is_f);
 }
 
 static void reduce_scatterv(struct ctx *x, dcoll_op_t op, int in_place)
@@ -323,13 +310,6 @@ static void on_group(int which)
         CHECK_OK(dcoll_group_destroy(&g));
 }
 
-#define REFUSED(st_want, call, text)                                         \
-    do {                                                                     \
-        dcoll_status_t st_ = (call);                                         \
-        CHECK(st_ == (st_want) && strstr(dcoll_last_error(), text),          \
-              "%s -> %s: %s (want '%s')", #call, dcoll_status_string(st_),   \
-              dcoll_last_error(), text);                                     \
-    } while (0)
 
 /* What bad input gets: refused before any communication, so no buffer
  * changes. Every rank passes the same mistake here: one rank alone
@@ -343,33 +323,33 @@ static void refused(void)
     for (int i = 0; i < n; i++)
         big[i] = (int64_t)1 << 33;
     int buf[64] = {0};
-    REFUSED(DCOLL_ERR_INVALID_ARGUMENT,
-            dcoll_all_gatherv(NULL, buf, -1, buf, c, NULL, DCOLL_INT32, NULL,
-                              NULL), "sendcount -1 is negative");
-    REFUSED(DCOLL_ERR_INVALID_ARGUMENT,
-            dcoll_all_gatherv(NULL, buf, c[me], buf + 32, NULL, NULL,
-                              DCOLL_INT32, NULL, NULL), "recvcounts is NULL");
-    REFUSED(DCOLL_ERR_INVALID_ARGUMENT,
-            dcoll_all_gatherv(NULL, buf, c[me] + 1, buf + 32, c, NULL,
-                              DCOLL_INT32, NULL, NULL),
-            "differs from recvcounts");
+    dcoll_status_t bad = DCOLL_ERR_INVALID_ARGUMENT;
+    CHECK_REFUSED(dcoll_all_gatherv(NULL, buf, -1, buf, c, NULL, DCOLL_INT32,
+                                    NULL, NULL),
+                  bad, "sendcount -1 is negative");
+    CHECK_REFUSED(dcoll_all_gatherv(NULL, buf, c[me], buf + 32, NULL, NULL,
+                                    DCOLL_INT32, NULL, NULL),
+                  bad, "recvcounts is NULL");
+    CHECK_REFUSED(dcoll_all_gatherv(NULL, buf, c[me] + 1, buf + 32, c, NULL,
+                                    DCOLL_INT32, NULL, NULL),
+                  bad, "differs from recvcounts");
     int64_t neg[8];
     memcpy(neg, c, sizeof(neg));
     neg[n - 1] = -3;
-    REFUSED(DCOLL_ERR_INVALID_ARGUMENT,
-            dcoll_reduce_scatterv(NULL, buf, buf + 32, neg, DCOLL_INT32,
-                                  DCOLL_SUM, NULL, NULL), "is negative");
-    REFUSED(DCOLL_ERR_UNSUPPORTED,
-            dcoll_all_to_allv(NULL, buf, big, NULL, buf + 32, big, NULL,
-                              DCOLL_INT32, NULL, NULL), "above INT_MAX");
-    REFUSED(DCOLL_ERR_INVALID_ARGUMENT,
-            dcoll_scatterv(NULL, buf, c, NULL, buf + 32, -2, DCOLL_INT32, 0,
-                           NULL, NULL), "recvcount -2 is negative");
+    CHECK_REFUSED(dcoll_reduce_scatterv(NULL, buf, buf + 32, neg, DCOLL_INT32,
+                                        DCOLL_SUM, NULL, NULL),
+                  bad, "is negative");
+    CHECK_REFUSED(dcoll_all_to_allv(NULL, buf, big, NULL, buf + 32, big, NULL,
+                                    DCOLL_INT32, NULL, NULL),
+                  DCOLL_ERR_UNSUPPORTED, "above INT_MAX");
+    CHECK_REFUSED(dcoll_scatterv(NULL, buf, c, NULL, buf + 32, -2,
+                                 DCOLL_INT32, 0, NULL, NULL),
+                  bad, "recvcount -2 is negative");
     /* Overlap that is not the in-place pattern. */
     int64_t one[8] = {2, 2, 2, 2, 2, 2, 2, 2};
-    REFUSED(DCOLL_ERR_INVALID_ARGUMENT,
-            dcoll_all_gatherv(NULL, buf + 1, 2, buf, one, NULL, DCOLL_INT32,
-                              NULL, NULL), "overlap");
+    CHECK_REFUSED(dcoll_all_gatherv(NULL, buf + 1, 2, buf, one, NULL,
+                                    DCOLL_INT32, NULL, NULL),
+                  bad, "overlap");
     /* The world still answers after the refusals. */
     CHECK_OK(dcoll_barrier(NULL, NULL, NULL));
 }
