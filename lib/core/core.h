@@ -59,6 +59,12 @@ struct dcoll_group_opts {
 dcoll_status_t dcoll_group_params_read(const dcoll_group_params_t *params,
                                        const char *fn,
                                        struct dcoll_group_opts *o);
+/* Carry a refusal of arguments that one rank saw alone (local) to every
+ * rank of g, which would otherwise wait in the next collective
+ * (collective over g): each returns a status, the refusing rank its own
+ * message, the others that another rank refused. */
+dcoll_status_t dcoll_group_agree_args(struct dcoll_group *g,
+                                      dcoll_status_t local, const char *fn);
 /* Make a member's group on comm (collective over its members): ranks
  * (group rank -> world rank, any order) and comm become the group's; on
  * failure both are freed. */

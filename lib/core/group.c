@@ -275,6 +275,25 @@ static dcoll_status_t same_lists(const struct group_args *a)
     return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s", msg);
 }
 
+dcoll_status_t dcoll_group_agree_args(struct dcoll_group *g,
+                                      dcoll_status_t local, const char *fn)
+{
+    char why[DCOLL_ERROR_MAX];
+    if (local)
+        snprintf(why, sizeof(why), "%s", dcoll_last_error());
+    int ok = !local;
+    dcoll_status_t st = g->svc->agree(g, &ok);
+    if (local)
+        return dcoll_error(local, "%s", why);
+    if (st)
+        return st;
+    if (!ok)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: another rank "
+                           "refused its arguments (its message says why), "
+                           "so no group was made", fn);
+    return DCOLL_SUCCESS;
+}
+
 dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
                                int nranks, const dcoll_group_params_t *params)
 {
@@ -294,19 +313,11 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
      * otherwise wait in the split. */
     struct group_args a = {0};
     dcoll_status_t local = check_args(out, ranks, nranks, params, &a);
-    char why[DCOLL_ERROR_MAX];
-    if (local)
-        snprintf(why, sizeof(why), "%s", dcoll_last_error());
-    int ok = !local;
-    if ((st = dcoll_world.svc->agree(&dcoll_world, &ok)) || local || !ok) {
+    if ((st = dcoll_group_agree_args(&dcoll_world, local,
+                                     "dcoll_new_group"))) {
         free(a.sorted);
         free(a.hashes);
-        if (local)
-            return dcoll_error(local, "%s", why);
-        return st ? st : dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                                     "dcoll_new_group: another rank refused "
-                                     "its arguments (its message says why), "
-                                     "so no group was made");
+        return st;
     }
     st = same_lists(&a);
     free(a.hashes);

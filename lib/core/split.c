@@ -2,7 +2,6 @@
  * key, as MPI_Comm_split. One agreement and one allgather of (color, key)
  * over the parent tell every member its group's ranks; the split itself
  * is MPI's, which orders the same way. */
-#include <stdio.h>
 #include <stdlib.h>
 #include "core.h"
 
@@ -49,8 +48,8 @@ dcoll_status_t dcoll_split_group(dcoll_group_t **out, dcoll_group_t *parent,
                            "unusable after an earlier failure: %s", fn,
                            p->failed);
 
-    /* Checked alone, then agreed: a refusal one member sees must reach
-     * the others, which would otherwise wait in the exchange. */
+    /* Checked alone, then agreed, so that a refusal one member sees
+     * reaches the others. */
     struct dcoll_group_opts o;
     size_t np = (size_t)p->size;
     struct entry *all = malloc(sizeof(*all) * np);
@@ -65,20 +64,11 @@ dcoll_status_t dcoll_split_group(dcoll_group_t **out, dcoll_group_t *parent,
              (!all || !m || !ranks))
         local = dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
                             "colors of %d ranks", fn, p->size);
-    char why[DCOLL_ERROR_MAX];
-    if (local)
-        snprintf(why, sizeof(why), "%s", dcoll_last_error());
-    int ok = !local;
-    if ((st = p->svc->agree(p, &ok)) || local || !ok) {
+    if ((st = dcoll_group_agree_args(p, local, fn))) {
         free(all);
         free(m);
         free(ranks);
-        if (local)
-            return dcoll_error(local, "%s", why);
-        return st ? st : dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: "
-                                     "another rank refused its arguments "
-                                     "(its message says why), so no group "
-                                     "was made", fn);
+        return st;
     }
     struct entry mine = {color, key, dcoll_groups_made};
     if ((st = p->svc->allgather_bytes(p, &mine, all, sizeof(mine)))) {
