@@ -3,6 +3,7 @@
  * group and root are known, checks them against the group, finds in-place
  * use and refuses overlapping buffers. */
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include "core.h"
 
@@ -83,6 +84,40 @@ static dcoll_status_t apart(const char *fn, const struct dcoll_coll *c,
     return DCOLL_SUCCESS;
 }
 
+/* all_gatherv, and gatherv and scatterv on the root: one side holds every
+ * rank's block (the receive side when gathering), the other this rank's
+ * own count, and the call is in place when the own side sits at this
+ * rank's block of the whole. where: " (on the root)" or "". */
+static dcoll_status_t whole_and_own(const char *fn, struct dcoll_coll *c,
+                                    int n, int me, bool gather,
+                                    const char *where)
+{
+    size_t esz = dcoll_dtype_sizes[c->dtype];
+    const char *array = gather ? "recvcounts" : "sendcounts";
+    const char *whole = gather ? c->recvbuf : c->sendbuf;
+    const char *own = gather ? c->sendbuf : c->recvbuf;
+    char aname[40], wname[40];
+    snprintf(aname, sizeof(aname), "%s%s", array, where);
+    snprintf(wname, sizeof(wname), "%s%s", gather ? "recvbuf" : "sendbuf",
+             where);
+    int64_t ext = 0;
+    dcoll_status_t st;
+    if ((st = check_array(fn, aname, "displs", c->counts, c->displs, n,
+                          &ext)) ||
+        (st = same_count(fn, gather ? "sendcount" : "recvcount", c->count,
+                         array, me, c->counts[me])) ||
+        (st = need(fn, wname, whole, ext)))
+        return st;
+    c->in_place = whole && own == whole + (size_t)start_of(c->counts,
+                                                           c->displs, me) *
+                                              esz;
+    if (!c->in_place &&
+        (st = need(fn, gather ? "sendbuf" : "recvbuf", own, c->count)))
+        return st;
+    return gather ? apart(fn, c, c->count, ext, esz)
+                  : apart(fn, c, ext, c->count, esz);
+}
+
 dcoll_status_t dcoll_vec_check(const char *fn, const struct dcoll_group *g,
                                struct dcoll_coll *c)
 {
@@ -94,17 +129,7 @@ dcoll_status_t dcoll_vec_check(const char *fn, const struct dcoll_group *g,
     dcoll_status_t st;
     switch (c->kind) {
     case DCOLL_COLL_ALL_GATHERV:
-        if ((st = check_array(fn, "recvcounts", "displs", c->counts,
-                              c->displs, n, &ext)) ||
-            (st = same_count(fn, "sendcount", c->count, "recvcounts", me,
-                             c->counts[me])) ||
-            (st = need(fn, "recvbuf", r, ext)))
-            return st;
-        c->in_place = r && s == r + (size_t)start_of(c->counts, c->displs,
-                                                      me) * esz;
-        if (!c->in_place && (st = need(fn, "sendbuf", s, c->count)))
-            return st;
-        return apart(fn, c, c->count, ext, esz);
+        return whole_and_own(fn, c, n, me, true, "");
     case DCOLL_COLL_GATHERV:
         if (me != c->root) {
             /* The root's arguments mean nothing here, as in MPI. */
@@ -112,34 +137,14 @@ dcoll_status_t dcoll_vec_check(const char *fn, const struct dcoll_group *g,
             c->counts = c->displs = NULL;
             return need(fn, "sendbuf", s, c->count);
         }
-        if ((st = check_array(fn, "recvcounts (on the root)", "displs",
-                              c->counts, c->displs, n, &ext)) ||
-            (st = same_count(fn, "sendcount", c->count, "recvcounts", me,
-                             c->counts[me])) ||
-            (st = need(fn, "recvbuf (on the root)", r, ext)))
-            return st;
-        c->in_place = r && s == r + (size_t)start_of(c->counts, c->displs,
-                                                      me) * esz;
-        if (!c->in_place && (st = need(fn, "sendbuf", s, c->count)))
-            return st;
-        return apart(fn, c, c->count, ext, esz);
+        return whole_and_own(fn, c, n, me, true, " (on the root)");
     case DCOLL_COLL_SCATTERV:
         if (me != c->root) {
             c->sendbuf = NULL;
             c->counts = c->displs = NULL;
             return need(fn, "recvbuf", r, c->count);
         }
-        if ((st = check_array(fn, "sendcounts (on the root)", "displs",
-                              c->counts, c->displs, n, &ext)) ||
-            (st = same_count(fn, "recvcount", c->count, "sendcounts", me,
-                             c->counts[me])) ||
-            (st = need(fn, "sendbuf (on the root)", s, ext)))
-            return st;
-        c->in_place = s && r == s + (size_t)start_of(c->counts, c->displs,
-                                                      me) * esz;
-        if (!c->in_place && (st = need(fn, "recvbuf", r, c->count)))
-            return st;
-        return apart(fn, c, ext, c->count, esz);
+        return whole_and_own(fn, c, n, me, false, " (on the root)");
     case DCOLL_COLL_ALL_TO_ALLV:
         if ((st = check_array(fn, "recvcounts", "rdispls", c->counts2,
                               c->displs2, n, &ext2)) ||
