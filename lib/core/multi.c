@@ -114,40 +114,35 @@ static struct multi *multi_new(const char *fn, void *const *out, int nout,
     return m;
 }
 
-/* On a NON-MEMBER handle a call does nothing, as every collective there:
- * this process's buffers are not combined either. */
+/* The group, in *g; true when the call ends here: a bad handle, or a
+ * NON-MEMBER one, on which a call does nothing, as every collective
+ * there (this process's buffers are not combined either). */
 static bool outside(dcoll_group_t *group, enum dcoll_coll_kind kind,
-                    const char *fn, dcoll_work_t **work, dcoll_status_t *st)
+                    const char *fn, dcoll_work_t **work, dcoll_status_t *st,
+                    struct dcoll_group **g)
 {
-    struct dcoll_group *g;
-    if ((*st = dcoll_group_resolve(group, &g, fn)))
+    if ((*st = dcoll_group_resolve(group, g, fn)))
         return true;
-    if (g->rank != DCOLL_NON_MEMBER)
+    if ((*g)->rank != DCOLL_NON_MEMBER)
         return false;
     struct dcoll_coll c = {.kind = kind, .dtype = DCOLL_UINT8, .fn = fn};
     *st = dcoll_coll_run(group, &c, 0, work, NULL);
     return true;
 }
 
-/* A root given as a world rank, and its buffer index: this rank's group
- * rank of it, checked. */
-static dcoll_status_t root_of(const char *fn, dcoll_group_t *group,
+/* A root given as a world rank, and its buffer index, on a member:
+ * whether this rank is the root. */
+static dcoll_status_t root_of(const char *fn, const struct dcoll_group *g,
                               int root, int root_buf, int nbufs, bool *mine)
 {
-    struct dcoll_group *g;
-    dcoll_status_t st = dcoll_group_resolve(group, &g, fn);
-    if (st)
-        return st;
     if (root_buf < 0 || root_buf >= nbufs)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: root_buf %d is "
                            "not a buffer index (0..%d)", fn, root_buf,
                            nbufs - 1);
     int gr = -1;
-    if (g->rank != DCOLL_NON_MEMBER &&
-        (st = dcoll_group_root(g, root, fn, "root", &gr)))
-        return st;
-    *mine = g->rank != DCOLL_NON_MEMBER && gr == g->rank;
-    return DCOLL_SUCCESS;
+    dcoll_status_t st = dcoll_group_root(g, root, fn, "root", &gr);
+    *mine = gr == g->rank;
+    return st;
 }
 
 dcoll_status_t dcoll_broadcast_multi(dcoll_group_t *group, void *const *bufs,
@@ -161,8 +156,9 @@ dcoll_status_t dcoll_broadcast_multi(dcoll_group_t *group, void *const *bufs,
     bool mine;
     dcoll_status_t st = check_bufs(fn, (const void *const *)bufs, "bufs",
                                    nbufs, count, 1, dtype);
-    if (st || outside(group, DCOLL_COLL_BROADCAST, fn, work, &st) ||
-        (st = root_of(fn, group, root, root_buf, nbufs, &mine)))
+    struct dcoll_group *g;
+    if (st || outside(group, DCOLL_COLL_BROADCAST, fn, work, &st, &g) ||
+        (st = root_of(fn, g, root, root_buf, nbufs, &mine)))
         return st;
     struct multi *m = multi_new(fn, bufs, nbufs, 0);
     if (!m)
@@ -183,10 +179,11 @@ dcoll_status_t dcoll_all_reduce_multi(dcoll_group_t *group, void *const *bufs,
                                       dcoll_work_t **work)
 {
     static const char fn[] = "dcoll_all_reduce_multi";
+    struct dcoll_group *g;
     dcoll_status_t st = check_bufs(fn, (const void *const *)bufs, "bufs",
                                    nbufs, count, 1, dtype);
     if (st || (st = dcoll_check_dtype_op(fn, dtype, op, true)) ||
-        outside(group, DCOLL_COLL_ALL_REDUCE, fn, work, &st))
+        outside(group, DCOLL_COLL_ALL_REDUCE, fn, work, &st, &g))
         return st;
     struct multi *m = multi_new(fn, bufs, nbufs, 0);
     if (!m)
@@ -216,12 +213,13 @@ dcoll_status_t dcoll_reduce_multi(dcoll_group_t *group, void *const *bufs,
                                   dcoll_work_t **work)
 {
     static const char fn[] = "dcoll_reduce_multi";
+    struct dcoll_group *g;
     bool mine;
     dcoll_status_t st = check_bufs(fn, (const void *const *)bufs, "bufs",
                                    nbufs, count, 1, dtype);
     if (st || (st = dcoll_check_dtype_op(fn, dtype, op, true)) ||
-        outside(group, DCOLL_COLL_REDUCE, fn, work, &st) ||
-        (st = root_of(fn, group, root, root_buf, nbufs, &mine)))
+        outside(group, DCOLL_COLL_REDUCE, fn, work, &st, &g) ||
+        (st = root_of(fn, g, root, root_buf, nbufs, &mine)))
         return st;
     size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
     /* The inputs stay as they were: they are combined in a copy. */
@@ -256,8 +254,7 @@ dcoll_status_t dcoll_all_gather_multi(dcoll_group_t *group,
     struct dcoll_group *g;
     dcoll_status_t st = check_bufs(fn, sendbufs, "sendbufs", nbufs, count, 1,
                                    dtype);
-    if (st || outside(group, DCOLL_COLL_ALL_GATHER, fn, work, &st) ||
-        (st = dcoll_group_resolve(group, &g, fn)))
+    if (st || outside(group, DCOLL_COLL_ALL_GATHER, fn, work, &st, &g))
         return st;
     int size = g->size;
     if ((st = check_bufs(fn, (const void *const *)recvbufs, "recvbufs",
@@ -292,8 +289,7 @@ dcoll_status_t dcoll_reduce_scatter_multi(dcoll_group_t *group,
     dcoll_status_t st = check_bufs(fn, (const void *const *)recvbufs,
                                    "recvbufs", nbufs, count, 1, dtype);
     if (st || (st = dcoll_check_dtype_op(fn, dtype, op, true)) ||
-        outside(group, DCOLL_COLL_REDUCE_SCATTER, fn, work, &st) ||
-        (st = dcoll_group_resolve(group, &g, fn)))
+        outside(group, DCOLL_COLL_REDUCE_SCATTER, fn, work, &st, &g))
         return st;
     int size = g->size;
     if ((st = check_bufs(fn, sendbufs, "sendbufs", nbufs, count, size,
