@@ -231,6 +231,18 @@ static int post_one(struct post *p, const struct dcoll_coll *c, MPI_Comm comm,
     return rc;
 }
 
+static inline bool scatters(const struct dcoll_coll *c)
+{
+    return c->kind == DCOLL_COLL_REDUCE_SCATTER ||
+           c->kind == DCOLL_COLL_REDUCE_SCATTERV;
+}
+
+/* Whether anything may follow the transfer (plan_after). */
+static inline bool has_after(const struct dcoll_coll *c)
+{
+    return c->op == DCOLL_AVG || scatters(c);
+}
+
 /* What follows the transfer: AVG's division, reduce_scatter's move. */
 static void plan_after(struct mpi_work *w, const struct dcoll_group *g,
                        const struct dcoll_coll *c)
@@ -238,17 +250,14 @@ static void plan_after(struct mpi_work *w, const struct dcoll_group *g,
     size_t esz = dcoll_dtype_sizes[c->dtype];
     w->avg_buf = NULL;
     w->move_bytes = 0;
-    if ((c->kind == DCOLL_COLL_REDUCE_SCATTER ||
-         c->kind == DCOLL_COLL_REDUCE_SCATTERV) && c->in_place &&
-        c->count <= INT_MAX && c->recvbuf != c->sendbuf) {
+    if (scatters(c) && c->in_place && c->count <= INT_MAX &&
+        c->recvbuf != c->sendbuf) {
         w->move_src = c->sendbuf;
         w->move_dst = c->recvbuf;
         w->move_bytes = (size_t)c->count * esz;
     }
     if (c->op == DCOLL_AVG &&
-        (c->kind == DCOLL_COLL_ALL_REDUCE ||
-         c->kind == DCOLL_COLL_REDUCE_SCATTER ||
-         c->kind == DCOLL_COLL_REDUCE_SCATTERV ||
+        (c->kind == DCOLL_COLL_ALL_REDUCE || scatters(c) ||
          (c->kind == DCOLL_COLL_REDUCE && g->rank == c->root))) {
         w->avg_buf = c->recvbuf;
         w->avg_n = c->count;
@@ -378,8 +387,7 @@ static void blocking_done(const struct dcoll_group *g,
 {
     if (c->kind == DCOLL_COLL_RECV)
         *source = status->MPI_SOURCE;
-    if (c->op == DCOLL_AVG || c->kind == DCOLL_COLL_REDUCE_SCATTER ||
-        c->kind == DCOLL_COLL_REDUCE_SCATTERV) {
+    if (has_after(c)) {
         struct mpi_work after;
         plan_after(&after, g, c);
         if (!mpi_layout)
@@ -525,8 +533,7 @@ static dcoll_status_t mpi_coll(struct dcoll_group *g,
         return st;
     }
     w->nreq = p.used;
-    if (c->op == DCOLL_AVG || c->kind == DCOLL_COLL_REDUCE_SCATTER ||
-        c->kind == DCOLL_COLL_REDUCE_SCATTERV) {
+    if (has_after(c)) {
         plan_after(w, g, c);
     } else {
         w->avg_buf = NULL;
