@@ -1,6 +1,7 @@
 /* The public store calls: argument checks, then the store's own table.
  * Also the prefix store, which only rewrites keys. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -46,48 +47,58 @@ static dcoll_status_t limit_env(const char *fn, const char *var, double lo,
     return DCOLL_SUCCESS;
 }
 
+/* A limit's field, found by offset and type. */
+enum limit_type { LIMIT_INT, LIMIT_INT64, LIMIT_DOUBLE };
+
 struct limit {
     uint64_t bit;
     const char *field, *var;
-    double lo, hi;
-    bool whole;   /* an integer */
+    size_t off;
+    enum limit_type type;
+    double def, lo, hi;
 };
 
-/* The server's limits, with the range each may take. The token must fit
- * in the unauthenticated frame, so that one is at least 64 bytes over the
- * longest token. */
+#define LIMIT(bit, f, var, type, def, lo, hi)                               \
+    {bit, #f, var, offsetof(dcoll_store_params_t, f), type, def, lo, hi}
+
+/* The server's limits: default and the range each may take. The token
+ * must fit in the unauthenticated frame, so that one is at least 64 bytes
+ * over the longest token. */
 static const struct limit limits[] = {
-    {DCOLL_STORE_PARAM_MAX_CLIENTS, "max_clients", "DCOLL_STORE_MAX_CLIENTS",
-     1, 1 << 24, true},
-    {DCOLL_STORE_PARAM_MAX_UNAUTHED, "max_unauthed",
-     "DCOLL_STORE_MAX_UNAUTHED", 1, 1 << 24, true},
-    {DCOLL_STORE_PARAM_UNAUTHED_FRAME, "unauthed_frame",
-     "DCOLL_STORE_UNAUTHED_FRAME", 64, WIRE_MAX_BODY, true},
-    {DCOLL_STORE_PARAM_IDLE_TIMEOUT, "idle_timeout",
-     "DCOLL_STORE_IDLE_TIMEOUT", 0.001, 1e9, false},
-    {DCOLL_STORE_PARAM_MAX_MEMORY, "max_memory", "DCOLL_STORE_MAX_MEMORY",
-     1, 9.0e18, true},
+    LIMIT(DCOLL_STORE_PARAM_MAX_CLIENTS, max_clients,
+          "DCOLL_STORE_MAX_CLIENTS", LIMIT_INT,
+          DCOLL_STORE_DEFAULT_MAX_CLIENTS, 1, 1 << 24),
+    LIMIT(DCOLL_STORE_PARAM_MAX_UNAUTHED, max_unauthed,
+          "DCOLL_STORE_MAX_UNAUTHED", LIMIT_INT,
+          DCOLL_STORE_DEFAULT_MAX_UNAUTHED, 1, 1 << 24),
+    LIMIT(DCOLL_STORE_PARAM_UNAUTHED_FRAME, unauthed_frame,
+          "DCOLL_STORE_UNAUTHED_FRAME", LIMIT_INT,
+          DCOLL_STORE_DEFAULT_UNAUTHED_FRAME, 64, WIRE_MAX_BODY),
+    LIMIT(DCOLL_STORE_PARAM_IDLE_TIMEOUT, idle_timeout,
+          "DCOLL_STORE_IDLE_TIMEOUT", LIMIT_DOUBLE,
+          DCOLL_STORE_DEFAULT_IDLE_TIMEOUT, 0.001, 1e9),
+    LIMIT(DCOLL_STORE_PARAM_MAX_MEMORY, max_memory, "DCOLL_STORE_MAX_MEMORY",
+          LIMIT_INT64, (double)DCOLL_STORE_DEFAULT_MAX_MEMORY, 1, 9.0e18),
 };
 
-static double limit_get(const dcoll_store_params_t *p, int i)
+static double limit_get(const dcoll_store_params_t *p, const struct limit *l)
 {
-    switch (i) {
-    case 0: return p->max_clients;
-    case 1: return p->max_unauthed;
-    case 2: return p->unauthed_frame;
-    case 3: return p->idle_timeout;
-    default: return (double)p->max_memory;
+    const char *at = (const char *)p + l->off;
+    switch (l->type) {
+    case LIMIT_INT: return *(const int *)at;
+    case LIMIT_INT64: return (double)*(const int64_t *)at;
+    default: return *(const double *)at;
     }
 }
 
-static void limit_put(dcoll_store_params_t *p, int i, double v)
+static void limit_put(dcoll_store_params_t *p, const struct limit *l,
+                      double v)
 {
-    switch (i) {
-    case 0: p->max_clients = (int)v; break;
-    case 1: p->max_unauthed = (int)v; break;
-    case 2: p->unauthed_frame = (int)v; break;
-    case 3: p->idle_timeout = v; break;
-    default: p->max_memory = (int64_t)v; break;
+    char *at = (char *)p + l->off;
+    switch (l->type) {
+    case LIMIT_INT: *(int *)at = (int)v; break;
+    case LIMIT_INT64: *(int64_t *)at = (int64_t)v; break;
+    default: *(double *)at = v; break;
     }
 }
 
@@ -95,16 +106,11 @@ static dcoll_status_t read_limits(const char *fn,
                                   const dcoll_store_params_t *params,
                                   dcoll_store_params_t *p)
 {
-    p->max_clients = DCOLL_STORE_DEFAULT_MAX_CLIENTS;
-    p->max_unauthed = DCOLL_STORE_DEFAULT_MAX_UNAUTHED;
-    p->unauthed_frame = DCOLL_STORE_DEFAULT_UNAUTHED_FRAME;
-    p->idle_timeout = DCOLL_STORE_DEFAULT_IDLE_TIMEOUT;
-    p->max_memory = DCOLL_STORE_DEFAULT_MAX_MEMORY;
     for (int i = 0; i < (int)(sizeof(limits) / sizeof(limits[0])); i++) {
         const struct limit *l = &limits[i];
-        double v = limit_get(p, i);
+        double v = l->def;
         if (params && (params->mask & l->bit)) {
-            v = limit_get(params, i);
+            v = limit_get(params, l);
             if (!(v >= l->lo && v <= l->hi))
                 return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s %g is "
                                    "out of range (%g to %g)", fn, l->field,
@@ -114,10 +120,10 @@ static dcoll_status_t read_limits(const char *fn,
             if (st)
                 return st;
         }
-        if (l->whole && v != (double)(int64_t)v)
+        if (l->type != LIMIT_DOUBLE && v != (double)(int64_t)v)
             return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s %g is not "
                                "a whole number", fn, l->field, v);
-        limit_put(p, i, v);
+        limit_put(p, l, v);
     }
     if (p->token && strlen(p->token) + 64 > (size_t)p->unauthed_frame)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: the token (%zu "
