@@ -101,6 +101,82 @@ int dcoll_nccl_comm(const void *id, int nranks, int rank, int device,
     return 0;
 }
 
+/* ndev communicators of one clique, one per GPU, made in one group: NCCL
+ * needs every rank of a process initialised together, or the first
+ * init waits for the others forever. */
+int dcoll_nccl_comms(const void *id, int nranks, int first, int ndev,
+                     const int *devices, double timeout, void **out)
+{
+    struct comm *c = calloc((size_t)ndev, sizeof(*c));
+    if (!c)
+        return dcoll_cuda_fail("dcoll_nccl_comms", "no memory");
+    ncclUniqueId u;
+    memcpy(&u, id, sizeof(u));
+    int old = dcoll_cuda_enter(-1), made = 0, rc = 0;
+    ncclResult_t r = ncclGroupStart();
+    for (; r == ncclSuccess && made < ndev; made++) {
+        ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+        cfg.blocking = 0;
+        c[made].device = devices[made];
+        cudaSetDevice(devices[made]);
+        r = ncclCommInitRankConfig(&c[made].nc, nranks, u, first + made,
+                                   &cfg);
+        if (r != ncclSuccess && r != ncclInProgress)
+            break;
+    }
+    ncclResult_t e = ncclGroupEnd();
+    if (r != ncclSuccess && r != ncclInProgress)
+        rc = nccl_failed("ncclCommInitRankConfig", r);
+    else if (e != ncclSuccess && e != ncclInProgress)
+        rc = nccl_failed("ncclGroupEnd", e);
+    for (int i = 0; !rc && i < ndev; i++)
+        rc = settle(c[i].nc, timeout, "ncclCommInitRankConfig");
+    if (old >= 0)
+        cudaSetDevice(old); /* the program's device, as it was */
+    if (rc) {
+        for (int i = 0; i < made && i < ndev; i++)
+            if (c[i].nc)
+                ncclCommAbort(c[i].nc);
+        free(c);
+        return rc;
+    }
+    /* Each is freed on its own (dcoll_nccl_free): separate blocks. */
+    for (int i = 0; i < ndev; i++) {
+        struct comm *one = malloc(sizeof(*one));
+        if (!one) {
+            for (int j = 0; j < ndev; j++)
+                ncclCommAbort(c[j].nc);
+            for (int j = 0; j < i; j++)
+                free(out[j]);
+            free(c);
+            return dcoll_cuda_fail("dcoll_nccl_comms", "no memory");
+        }
+        *one = c[i];
+        out[i] = one;
+    }
+    free(c);
+    return 0;
+}
+
+int dcoll_nccl_group_start(void)
+{
+    ncclResult_t r = ncclGroupStart();
+    return r == ncclSuccess ? 0 : nccl_failed("ncclGroupStart", r);
+}
+
+/* Launch what the group holds; nonblocking communicators may answer
+ * ncclInProgress, so each one the group used is settled. */
+int dcoll_nccl_group_end(void *const *comms, int n, double timeout)
+{
+    ncclResult_t r = ncclGroupEnd();
+    if (r != ncclSuccess && r != ncclInProgress)
+        return nccl_failed("ncclGroupEnd", r);
+    int rc = 0;
+    for (int i = 0; !rc && i < n; i++)
+        rc = settle(((struct comm *)comms[i])->nc, timeout, "ncclGroupEnd");
+    return rc;
+}
+
 void dcoll_nccl_free(void *comm)
 {
     struct comm *c = comm;

@@ -17,6 +17,10 @@ int dcoll_nccl_uuid(int device, unsigned char uuid[16]);
 int dcoll_nccl_id(void *id);
 int dcoll_nccl_comm(const void *id, int nranks, int rank, int device,
                     double timeout, void **comm);
+int dcoll_nccl_comms(const void *id, int nranks, int first, int ndev,
+                     const int *devices, double timeout, void **comms);
+int dcoll_nccl_group_start(void);
+int dcoll_nccl_group_end(void *const *comms, int n, double timeout);
 void dcoll_nccl_free(void *comm);
 int dcoll_nccl_coll(void *comm, const struct dcoll_plugin_call *c, int rank,
                     int size, void *stream, double timeout);

@@ -250,13 +250,16 @@ static const struct dcoll_cuda_plugin table = {
     .event_poll = dcoll_nccl_event_poll,
     .event_wait = dcoll_nccl_event_wait,
     .event_free = dcoll_nccl_event_free,
+    .nccl_comms = dcoll_nccl_comms,
+    .group_start = dcoll_nccl_group_start,
+    .group_end = dcoll_nccl_group_end,
 #endif
 };
 
 __attribute__((visibility("default")))
-const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v5(void);
+const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v6(void);
 
-const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v5(void)
+const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v6(void)
 {
     return &table;
 }

@@ -14,8 +14,8 @@
 #include <stdint.h>
 #include "dcoll/common.h"
 
-#define DCOLL_PLUGIN_ABI 5u
-#define DCOLL_CUDA_PLUGIN_ENTRY "dcoll_cuda_plugin_v5"
+#define DCOLL_PLUGIN_ABI 6u
+#define DCOLL_CUDA_PLUGIN_ENTRY "dcoll_cuda_plugin_v6"
 
 /* One call for NCCL, as the core checked it; group ranks throughout. */
 struct dcoll_plugin_call {
@@ -84,6 +84,19 @@ struct dcoll_cuda_plugin {
     int (*event_poll)(void *comm, void *event, int *done);
     int (*event_wait)(void *comm, void *event, double timeout);
     void (*event_free)(void *event);
+
+    /* Version 6 (appended: a version 5 table is this one's prefix).
+     * Several GPUs of one process in one NCCL clique, for the
+     * multi-buffer forms; NULL where the plugin has no NCCL. nccl_comms
+     * makes ndev communicators at once, ranks first .. first + ndev - 1,
+     * GPU devices[i] for comms[i]. nccl_coll calls between group_start
+     * and group_end are launched together at group_end, as NCCL's
+     * ncclGroupStart/End do; group_end settles the n communicators they
+     * used. One thread only, as NCCL's groups. */
+    int (*nccl_comms)(const void *id, int nranks, int first, int ndev,
+                      const int *devices, double timeout, void **comms);
+    int (*group_start)(void);
+    int (*group_end)(void *const *comms, int n, double timeout);
 };
 
 typedef const struct dcoll_cuda_plugin *(*dcoll_cuda_plugin_fn)(void);

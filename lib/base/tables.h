@@ -205,6 +205,7 @@ extern const struct dcoll_comm_ops dcoll_mpi_services;
 
 struct dcoll_backend_entry;
 struct dcoll_flight;
+struct dcoll_clique;
 
 struct dcoll_group {
     uint32_t magic;
@@ -228,6 +229,8 @@ struct dcoll_group {
     void *nccl;
     int nccl_state;
     int nccl_device;
+    /* Its NCCL cliques of several GPUs per process (lib/gpu/multi.c). */
+    struct dcoll_clique *cliques;
     struct dcoll_group *next, *prev; /* live user groups, for finalize */
     /* Failure behaviour (lib/diag/). */
     int id;                /* 0: the world; then 1, 2, ... as made */

@@ -3,7 +3,10 @@
  * buffers this process's buffers are combined first (lib/base/localop.c),
  * one collective runs across processes, and its result is spread back
  * over the buffers, after the collective (at once, or in the work's
- * finish step for an async call). */
+ * finish step for an async call). GPU buffers go to NCCL, one
+ * communicator per GPU (lib/gpu/multi.c), where every rank can; else
+ * they are mirrored in host memory and take the same host path, the
+ * results copied back in the after step. */
 #include <stdlib.h>
 #include <string.h>
 #include "core.h"
@@ -21,7 +24,24 @@ struct multi {
     int by;
     dcoll_dtype_t dtype;
     void *tmp;             /* ours to free */
+    struct mirrors *mir;   /* GPU buffers mirrored, or NULL */
 };
+
+/* GPU buffers the host path works on through host copies. */
+struct mirrors {
+    struct dcoll_mirror *in, *out;   /* separate send list; receive list */
+    int back;              /* which out buffer to copy back: -1 all,
+                              -2 none */
+};
+
+static void mirrors_free(struct mirrors *mr)
+{
+    if (mr) {
+        dcoll_mirror_free(mr->in);
+        dcoll_mirror_free(mr->out);
+        mr->in = mr->out = NULL;
+    }
+}
 
 static dcoll_status_t after(struct multi *m, dcoll_status_t st)
 {
@@ -31,7 +51,10 @@ static dcoll_status_t after(struct multi *m, dcoll_status_t st)
         for (int i = 0; i < m->nout; i++)
             if (m->bytes && m->out[i] != m->from + (size_t)i * m->stride)
                 memcpy(m->out[i], m->from + (size_t)i * m->stride, m->bytes);
+        if (m->mir && m->mir->out && m->mir->back != -2)
+            st = dcoll_mirror_back(m->mir->out, m->mir->back);
     }
+    mirrors_free(m->mir);
     free(m->tmp);
     free(m->out);
     free(m);
@@ -84,27 +107,30 @@ static dcoll_status_t check_bufs(const char *fn, const void *const *bufs,
             return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s[%d] is "
                                "NULL with count %lld", fn, name, i,
                                (long long)count);
-        if (DCOLL_UNLIKELY(dcoll_on_device(bufs[i])))
-            return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: %s[%d] is on the "
-                               "GPU; the multi-buffer forms take host "
-                               "buffers in this build", fn, name, i);
     }
     return DCOLL_SUCCESS;
 }
 
+/* The after step's record; it takes mr's mirrors, even on failure. */
 static struct multi *multi_new(const char *fn, void *const *out, int nout,
-                               size_t tmpbytes)
+                               size_t tmpbytes, const struct mirrors *mr)
 {
     struct multi *m = calloc(1, sizeof(*m));
     if (m)
         m->out = malloc(sizeof(void *) * (size_t)(nout ? nout : 1));
     if (m && tmpbytes)
         m->tmp = malloc(tmpbytes);
-    if (!m || !m->out || (tmpbytes && !m->tmp)) {
+    if (m && (mr->in || mr->out) && (m->mir = malloc(sizeof(*mr))))
+        *m->mir = *mr;
+    if (!m || !m->out || (tmpbytes && !m->tmp) ||
+        ((mr->in || mr->out) && !m->mir)) {
         if (m) {
+            free(m->tmp);
             free(m->out);
+            free(m->mir);
             free(m);
         }
+        mirrors_free((struct mirrors *)mr);
         dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", fn);
         return NULL;
     }
@@ -133,7 +159,8 @@ static bool outside(dcoll_group_t *group, enum dcoll_coll_kind kind,
 /* A root given as a world rank, and its buffer index, on a member:
  * whether this rank is the root. */
 static dcoll_status_t root_of(const char *fn, const struct dcoll_group *g,
-                              int root, int root_buf, int nbufs, bool *mine)
+                              int root, int root_buf, int nbufs, bool *mine,
+                              int *gr_out)
 {
     if (root_buf < 0 || root_buf >= nbufs)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: root_buf %d is "
@@ -142,7 +169,50 @@ static dcoll_status_t root_of(const char *fn, const struct dcoll_group *g,
     int gr = -1;
     dcoll_status_t st = dcoll_group_root(g, root, fn, "root", &gr);
     *mine = gr == g->rank;
+    *gr_out = gr;
     return st;
+}
+
+/* GPU buffers: run through NCCL (*done), or mirrored in *mr, whose host
+ * lists the caller then uses. in_bytes: each send buffer (a separate
+ * list); out_bytes: each receive buffer, whose contents are copied in
+ * too where the list works in place. Host buffers: nothing. */
+static dcoll_status_t on_gpu(struct dcoll_group *g,
+                             const struct dcoll_multi_call *mc,
+                             size_t in_bytes, size_t out_bytes,
+                             dcoll_work_t **work, struct mirrors *mr,
+                             bool *done)
+{
+    *done = false;
+    *mr = (struct mirrors){NULL, NULL, -1};
+    if (DCOLL_LIKELY(!dcoll_gpu_present()))
+        return DCOLL_SUCCESS;
+    int small[8], *devices = mc->n <= 8 ? small
+                                        : malloc(sizeof(int) * (size_t)mc->n);
+    if (!devices)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", mc->fn);
+    dcoll_status_t st = DCOLL_SUCCESS;
+    if (dcoll_multi_devices(mc, devices) &&
+        !(st = dcoll_gpu_multi(g, mc, devices, work, done)) && !*done) {
+        if (mc->send)
+            st = dcoll_mirror_make(mc->fn, mc->send, mc->n, in_bytes, true,
+                                   &mr->in);
+        if (!st)
+            st = dcoll_mirror_make(mc->fn, (const void *const *)mc->recv,
+                                   mc->n, out_bytes, !mc->send, &mr->out);
+        if (st)
+            mirrors_free(mr);
+    }
+    if (*done && work && *work)
+        dcoll_work_track(*work);
+    if (devices != small)
+        free(devices);
+    return st;
+}
+
+static void *const *host_list(const struct dcoll_mirror *m, void *const *l)
+{
+    return m ? dcoll_mirror_host(m) : l;
 }
 
 dcoll_status_t dcoll_broadcast_multi(dcoll_group_t *group, void *const *bufs,
@@ -153,19 +223,29 @@ dcoll_status_t dcoll_broadcast_multi(dcoll_group_t *group, void *const *bufs,
                                      dcoll_work_t **work)
 {
     static const char fn[] = "dcoll_broadcast_multi";
-    bool mine;
+    bool mine, done;
+    int gr;
+    struct mirrors mr;
     dcoll_status_t st = check_bufs(fn, (const void *const *)bufs, "bufs",
                                    nbufs, count, 1, dtype);
     struct dcoll_group *g;
     if (st || outside(group, DCOLL_COLL_BROADCAST, fn, work, &st, &g) ||
-        (st = root_of(fn, g, root, root_buf, nbufs, &mine)))
+        (st = root_of(fn, g, root, root_buf, nbufs, &mine, &gr)))
         return st;
-    struct multi *m = multi_new(fn, bufs, nbufs, 0);
+    size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
+    struct dcoll_multi_call mc = {
+        .kind = DCOLL_COLL_BROADCAST, .recv = bufs, .n = nbufs,
+        .count = count, .dtype = dtype, .root = gr, .root_buf = root_buf,
+        .opts = opts, .fn = fn};
+    if ((st = on_gpu(g, &mc, 0, bytes, work, &mr, &done)) || done)
+        return st;
+    bufs = host_list(mr.out, bufs);
+    struct multi *m = multi_new(fn, bufs, nbufs, 0, &mr);
     if (!m)
         return DCOLL_ERR_NO_MEMORY;
     void *src = bufs[mine ? root_buf : 0];
     m->from = src;
-    m->bytes = (size_t)count * dcoll_dtype_sizes[dtype];
+    m->bytes = bytes;
     struct dcoll_coll c = {.kind = DCOLL_COLL_BROADCAST, .recvbuf = src,
                            .count = count, .dtype = dtype, .opts = opts,
                            .fn = fn};
@@ -180,19 +260,28 @@ dcoll_status_t dcoll_all_reduce_multi(dcoll_group_t *group, void *const *bufs,
 {
     static const char fn[] = "dcoll_all_reduce_multi";
     struct dcoll_group *g;
+    struct mirrors mr;
+    bool done;
     dcoll_status_t st = check_bufs(fn, (const void *const *)bufs, "bufs",
                                    nbufs, count, 1, dtype);
     if (st || (st = dcoll_check_dtype_op(fn, dtype, op, true)) ||
         outside(group, DCOLL_COLL_ALL_REDUCE, fn, work, &st, &g))
         return st;
-    struct multi *m = multi_new(fn, bufs, nbufs, 0);
+    size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
+    struct dcoll_multi_call mc = {
+        .kind = DCOLL_COLL_ALL_REDUCE, .recv = bufs, .n = nbufs,
+        .count = count, .dtype = dtype, .op = op, .opts = opts, .fn = fn};
+    if ((st = on_gpu(g, &mc, 0, bytes, work, &mr, &done)) || done)
+        return st;
+    bufs = host_list(mr.out, bufs);
+    struct multi *m = multi_new(fn, bufs, nbufs, 0, &mr);
     if (!m)
         return DCOLL_ERR_NO_MEMORY;
     /* Every buffer gets the result: the first one gathers them here. */
     for (int i = 1; i < nbufs; i++)
         dcoll_local_fold(bufs[0], bufs[i], count, dtype, op);
     m->from = bufs[0];
-    m->bytes = (size_t)count * dcoll_dtype_sizes[dtype];
+    m->bytes = bytes;
     if (op == DCOLL_AVG && nbufs > 1) {
         m->divide = bufs[0];   /* the collective's AVG divides by ranks */
         m->n = count;
@@ -214,16 +303,26 @@ dcoll_status_t dcoll_reduce_multi(dcoll_group_t *group, void *const *bufs,
 {
     static const char fn[] = "dcoll_reduce_multi";
     struct dcoll_group *g;
-    bool mine;
+    struct mirrors mr;
+    bool mine, done;
+    int gr;
     dcoll_status_t st = check_bufs(fn, (const void *const *)bufs, "bufs",
                                    nbufs, count, 1, dtype);
     if (st || (st = dcoll_check_dtype_op(fn, dtype, op, true)) ||
         outside(group, DCOLL_COLL_REDUCE, fn, work, &st, &g) ||
-        (st = root_of(fn, g, root, root_buf, nbufs, &mine)))
+        (st = root_of(fn, g, root, root_buf, nbufs, &mine, &gr)))
         return st;
     size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
+    struct dcoll_multi_call mc = {
+        .kind = DCOLL_COLL_REDUCE, .recv = bufs, .n = nbufs, .count = count,
+        .dtype = dtype, .op = op, .root = gr, .root_buf = root_buf,
+        .opts = opts, .fn = fn};
+    if ((st = on_gpu(g, &mc, 0, bytes, work, &mr, &done)) || done)
+        return st;
+    mr.back = mine ? root_buf : -2;   /* only the root's buffer changes */
+    bufs = host_list(mr.out, bufs);
     /* The inputs stay as they were: they are combined in a copy. */
-    struct multi *m = multi_new(fn, bufs, 0, bytes);
+    struct multi *m = multi_new(fn, bufs, 0, bytes, &mr);
     if (!m)
         return DCOLL_ERR_NO_MEMORY;
     if (bytes)
@@ -252,6 +351,8 @@ dcoll_status_t dcoll_all_gather_multi(dcoll_group_t *group,
 {
     static const char fn[] = "dcoll_all_gather_multi";
     struct dcoll_group *g;
+    struct mirrors mr;
+    bool done;
     dcoll_status_t st = check_bufs(fn, sendbufs, "sendbufs", nbufs, count, 1,
                                    dtype);
     if (st || outside(group, DCOLL_COLL_ALL_GATHER, fn, work, &st, &g))
@@ -261,14 +362,23 @@ dcoll_status_t dcoll_all_gather_multi(dcoll_group_t *group,
                          nbufs, count, size, dtype)))
         return st;
     size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
+    size_t all = bytes * (size_t)nbufs * (size_t)size;
+    struct dcoll_multi_call mc = {
+        .kind = DCOLL_COLL_ALL_GATHER, .send = sendbufs, .recv = recvbufs,
+        .n = nbufs, .count = count, .dtype = dtype, .opts = opts, .fn = fn};
+    if ((st = on_gpu(g, &mc, bytes, all, work, &mr, &done)) || done)
+        return st;
+    sendbufs = (const void *const *)host_list(mr.in, (void *const *)sendbufs);
+    recvbufs = host_list(mr.out, recvbufs);
     /* This rank's buffers side by side: one block per rank to gather. */
-    struct multi *m = multi_new(fn, recvbufs, nbufs, bytes * (size_t)nbufs);
+    struct multi *m = multi_new(fn, recvbufs, nbufs, bytes * (size_t)nbufs,
+                                &mr);
     if (!m)
         return DCOLL_ERR_NO_MEMORY;
     for (int i = 0; i < nbufs && bytes; i++)
         memcpy((char *)m->tmp + (size_t)i * bytes, sendbufs[i], bytes);
     m->from = recvbufs[0];
-    m->bytes = bytes * (size_t)nbufs * (size_t)size;
+    m->bytes = all;
     struct dcoll_coll c = {.kind = DCOLL_COLL_ALL_GATHER, .sendbuf = m->tmp,
                            .recvbuf = recvbufs[0],
                            .count = count * nbufs, .dtype = dtype,
@@ -286,6 +396,8 @@ dcoll_status_t dcoll_reduce_scatter_multi(dcoll_group_t *group,
 {
     static const char fn[] = "dcoll_reduce_scatter_multi";
     struct dcoll_group *g;
+    struct mirrors mr;
+    bool done;
     dcoll_status_t st = check_bufs(fn, (const void *const *)recvbufs,
                                    "recvbufs", nbufs, count, 1, dtype);
     if (st || (st = dcoll_check_dtype_op(fn, dtype, op, true)) ||
@@ -297,9 +409,17 @@ dcoll_status_t dcoll_reduce_scatter_multi(dcoll_group_t *group,
         return st;
     size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
     size_t in = bytes * (size_t)nbufs * (size_t)size;
+    struct dcoll_multi_call mc = {
+        .kind = DCOLL_COLL_REDUCE_SCATTER, .send = sendbufs,
+        .recv = recvbufs, .n = nbufs, .count = count, .dtype = dtype,
+        .op = op, .opts = opts, .fn = fn};
+    if ((st = on_gpu(g, &mc, in, bytes, work, &mr, &done)) || done)
+        return st;
+    sendbufs = (const void *const *)host_list(mr.in, (void *const *)sendbufs);
+    recvbufs = host_list(mr.out, recvbufs);
     /* The inputs combined in a copy, then this rank's nbufs blocks. */
     struct multi *m = multi_new(fn, recvbufs, nbufs,
-                                in + bytes * (size_t)nbufs);
+                                in + bytes * (size_t)nbufs, &mr);
     if (!m)
         return DCOLL_ERR_NO_MEMORY;
     int64_t all = count * nbufs * size;

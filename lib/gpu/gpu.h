@@ -41,4 +41,41 @@ dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,
                              struct dcoll_outcome *out);
 void dcoll_group_nccl_free(struct dcoll_group *g);
 
+/* multi.c: the multi-buffer forms (lib/core/multi.c) with GPU buffers.
+ * One call of k = n buffers: send NULL for the kinds that work in place;
+ * root is a group rank. */
+struct dcoll_multi_call {
+    enum dcoll_coll_kind kind;
+    const void *const *send;
+    void *const *recv;
+    int n;
+    int64_t count;
+    dcoll_dtype_t dtype;
+    dcoll_op_t op;
+    int root, root_buf;
+    const dcoll_coll_opts_t *opts;
+    const char *fn;
+};
+/* devices[i]: buffer i's GPU, -1 on the host, -2 send and receive apart;
+ * returns how many buffers touch a GPU. */
+int dcoll_multi_devices(const struct dcoll_multi_call *mc, int *devices);
+/* Through NCCL (*nccl true) if every rank agrees the placement can; else
+ * nothing runs and the caller mirrors. Collective the first time a
+ * placement is seen on g. */
+dcoll_status_t dcoll_gpu_multi(struct dcoll_group *g,
+                               const struct dcoll_multi_call *mc,
+                               const int *devices, struct dcoll_work **work,
+                               bool *nccl);
+void dcoll_group_cliques_free(struct dcoll_group *g);
+/* A list of n buffers of bytes each as host memory: GPU ones copied to
+ * pinned blocks (copy_in: their contents too), host ones as they are. */
+struct dcoll_mirror;
+dcoll_status_t dcoll_mirror_make(const char *fn, const void *const *list,
+                                 int n, size_t bytes, bool copy_in,
+                                 struct dcoll_mirror **m);
+void *const *dcoll_mirror_host(const struct dcoll_mirror *m);
+/* Copy the mirrors back to their GPUs: buffer which, or all (-1). */
+dcoll_status_t dcoll_mirror_back(const struct dcoll_mirror *m, int which);
+void dcoll_mirror_free(struct dcoll_mirror *m);
+
 #endif

@@ -109,6 +109,7 @@ void dcoll_group_nccl_free(struct dcoll_group *g)
         dcoll_gpu_plugin->nccl_free(g->nccl);
     g->nccl = NULL;
     g->nccl_state = NCCL_UNTRIED;
+    dcoll_group_cliques_free(g);
 }
 
 dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,

@@ -4,6 +4,7 @@
  * (the plugin, CUDA, a GPU) leaves the host path as it is, and
  * dcoll_backend_status says why. */
 #include <dlfcn.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,14 +32,28 @@ static const char *self_dir(char *buf, size_t len)
     return buf;
 }
 
-/* Version 4, whose entry point was dcoll_cuda_plugin_v1: the same table,
- * but nccl_coll took the core's own call descriptor (struct dcoll_coll,
- * whose layout tables.h keeps). The shim rebuilds that descriptor. */
+/* Tables of older versions, copied into one of the current layout. Only
+ * their own prefix is read: the fields version 6 appended stay NULL, so
+ * the multi-buffer forms stage (see lib/gpu/multi.c). */
+static struct dcoll_cuda_plugin old_table;
+#define V5_BYTES offsetof(struct dcoll_cuda_plugin, nccl_comms)
+
+static const struct dcoll_cuda_plugin *adapt_v5(
+    const struct dcoll_cuda_plugin *p)
+{
+    memset(&old_table, 0, sizeof(old_table));
+    memcpy(&old_table, p, V5_BYTES);
+    old_table.abi = DCOLL_PLUGIN_ABI;
+    return &old_table;
+}
+
+/* Version 4, whose entry point was dcoll_cuda_plugin_v1: version 5's
+ * table, but nccl_coll took the core's own call descriptor (struct
+ * dcoll_coll, whose layout tables.h keeps). The shim rebuilds it. */
 typedef int (*nccl_coll_v4_fn)(void *comm, const struct dcoll_coll *c,
                                int rank, int size, void *stream,
                                double timeout);
 static nccl_coll_v4_fn nccl_coll_v4;
-static struct dcoll_cuda_plugin v4_table;
 
 static int nccl_coll_v4_shim(void *comm, const struct dcoll_plugin_call *pc,
                              int rank, int size, void *stream, double timeout)
@@ -55,13 +70,12 @@ static int nccl_coll_v4_shim(void *comm, const struct dcoll_plugin_call *pc,
 static const struct dcoll_cuda_plugin *adapt_v4(
     const struct dcoll_cuda_plugin *p)
 {
-    v4_table = *p;
-    v4_table.abi = DCOLL_PLUGIN_ABI;
+    adapt_v5(p);
     if (p->nccl_coll) {
         nccl_coll_v4 = (nccl_coll_v4_fn)p->nccl_coll;
-        v4_table.nccl_coll = nccl_coll_v4_shim;
+        old_table.nccl_coll = nccl_coll_v4_shim;
     }
-    return &v4_table;
+    return &old_table;
 }
 
 /* Every plugin version this loader knows, newest first. */
@@ -71,6 +85,7 @@ static const struct {
     const struct dcoll_cuda_plugin *(*adapt)(const struct dcoll_cuda_plugin *);
 } versions[] = {
     {DCOLL_CUDA_PLUGIN_ENTRY, DCOLL_PLUGIN_ABI, NULL},
+    {"dcoll_cuda_plugin_v5", 5, adapt_v5},
     {"dcoll_cuda_plugin_v1", 4, adapt_v4},
 };
 

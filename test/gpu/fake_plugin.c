@@ -1,21 +1,37 @@
 /* A test double of the CUDA plugin, for the staged path's tests on
  * machines without a GPU. Its "device memory" is an arena that stays
- * PROT_NONE except inside the plugin's own copies, so any code that
+ * PROT_NONE except inside the plugin's own calls, so any code that
  * touches a device pointer directly (the core, or MPI handed one by
- * mistake) crashes the test instead of passing it. Never installed. */
+ * mistake) crashes the test instead of passing it.
+ *   FAKE_NGPUS=n   n GPUs per process (1..4), the arena split among them;
+ *   FAKE_NCCL=1    an NCCL of its own (fake_nccl.c): collectives through
+ *                  shared memory between the processes of one machine,
+ *                  with NCCL's grouping rules enforced;
+ *   FAKE_SHARED_UUID=1  every process's GPU i has the same identity, as
+ *                  processes sharing real GPUs do.
+ * Never installed. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
+#include "fake_nccl.h"
 #include "plugin_abi.h"
 
 #define ARENA ((size_t)64 << 20)
+#define MAX_GPUS 4
 static char *arena;
-static size_t used;
+static int ngpus = 1;
+static size_t used[MAX_GPUS];
 
 static void open_arena(void)
 {
     if (!arena) {
+        const char *e = getenv("FAKE_NGPUS");
+        ngpus = e ? atoi(e) : 1;
+        if (ngpus < 1 || ngpus > MAX_GPUS)
+            ngpus = 1;
         arena = mmap(NULL, ARENA, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
                      -1, 0);
         if (arena == MAP_FAILED)
@@ -28,11 +44,17 @@ static int in_arena(const void *p)
     return arena && (const char *)p >= arena && (const char *)p < arena + ARENA;
 }
 
-static void probe(int *ngpus, char *why, size_t len)
+void fake_open_device_memory(int on)
+{
+    if (arena)
+        mprotect(arena, ARENA, on ? PROT_READ | PROT_WRITE : PROT_NONE);
+}
+
+static void probe(int *n, char *why, size_t len)
 {
     (void)why, (void)len;
     open_arena();
-    *ngpus = arena ? 1 : 0;
+    *n = arena ? ngpus : 0;
 }
 
 static void versions(int *rt, int *drv, int *nccl) { *rt = *drv = *nccl = 0; }
@@ -46,7 +68,9 @@ static int pci_bus_id(int i, char *busid, size_t len)
 
 static enum dcoll_mem_kind mem_kind(const void *p, int *device)
 {
-    *device = in_arena(p) ? 0 : -1;
+    *device = in_arena(p) ? (int)((size_t)((const char *)p - arena) /
+                                  (ARENA / (size_t)ngpus))
+                          : -1;
     return in_arena(p) ? DCOLL_MEM_DEVICE : DCOLL_MEM_HOST;
 }
 
@@ -57,9 +81,9 @@ static int copy(void *dst, const void *src, size_t bytes, int device,
                 void *stream)
 {
     (void)device, (void)stream;
-    mprotect(arena, ARENA, PROT_READ | PROT_WRITE);
+    fake_open_device_memory(1);
     memmove(dst, src, bytes);
-    mprotect(arena, ARENA, PROT_NONE);
+    fake_open_device_memory(0);
     return 0;
 }
 
@@ -69,7 +93,11 @@ static int sync_stream(int device, void *stream)
     return 0;
 }
 
-static const char *last_error(void) { return "fake plugin"; }
+static const char *last_error(void)
+{
+    const char *e = fake_nccl_error();
+    return *e ? e : "fake plugin";
+}
 
 static int select_device(int local_rank, int *device, char *how, size_t len)
 {
@@ -79,8 +107,17 @@ static int select_device(int local_rank, int *device, char *how, size_t len)
     return 0;
 }
 
-/* No NCCL: every device call takes the staged path. */
-static const struct dcoll_cuda_plugin table = {
+/* A GPU's identity: this process's own, unless FAKE_SHARED_UUID. */
+static int device_uuid(int device, unsigned char uuid[16])
+{
+    memset(uuid, 0, 16);
+    unsigned pid = getenv("FAKE_SHARED_UUID") ? 0 : (unsigned)getpid();
+    memcpy(uuid, &pid, sizeof(pid));
+    memcpy(uuid + 8, &device, sizeof(device));
+    return 0;
+}
+
+static struct dcoll_cuda_plugin table = {
     .abi = DCOLL_PLUGIN_ABI, .probe = probe, .versions = versions,
     .pci_bus_id = pci_bus_id, .mem_kind = mem_kind,
     .host_alloc = host_alloc, .host_free = host_free, .copy = copy,
@@ -89,19 +126,50 @@ static const struct dcoll_cuda_plugin table = {
 };
 
 __attribute__((visibility("default")))
-const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v5(void);
-const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v5(void) { return &table; }
+const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v6(void);
+const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v6(void)
+{
+    /* Without FAKE_NCCL, no NCCL: every device call is staged. */
+    const char *e = getenv("FAKE_NCCL");
+    if (e && *e == '1') {
+        table.nccl_bytes = FAKE_NCCL_ID_BYTES;
+        table.device_uuid = device_uuid;
+        table.nccl_id = fake_nccl_id;
+        table.nccl_comm = fake_nccl_comm;
+        table.nccl_comms = fake_nccl_comms;
+        table.nccl_free = fake_nccl_free;
+        table.nccl_coll = fake_nccl_coll;
+        table.nccl_wait = fake_nccl_wait;
+        table.event_record = fake_event_record;
+        table.event_poll = fake_event_poll;
+        table.event_wait = fake_event_wait;
+        table.event_free = fake_event_free;
+        table.group_start = fake_group_start;
+        table.group_end = fake_group_end;
+    }
+    return &table;
+}
 
-/* For the test: "device" memory, and copies in and out of it. */
+/* For the test: "device" memory on GPU 0 or another, and copies in and
+ * out of it. */
+__attribute__((visibility("default")))
+void *fake_device_alloc_on(int device, size_t bytes);
+void *fake_device_alloc_on(int device, size_t bytes)
+{
+    open_arena();
+    size_t region = ARENA / (size_t)ngpus;
+    bytes = (bytes + 63) & ~(size_t)63;
+    if (!arena || device < 0 || device >= ngpus ||
+        used[device] + bytes > region)
+        return NULL;
+    used[device] += bytes;
+    return arena + region * (size_t)device + used[device] - bytes;
+}
+
 __attribute__((visibility("default"))) void *fake_device_alloc(size_t bytes);
 void *fake_device_alloc(size_t bytes)
 {
-    open_arena();
-    bytes = (bytes + 63) & ~(size_t)63;
-    if (!arena || used + bytes > ARENA)
-        return NULL;
-    used += bytes;
-    return arena + used - bytes;
+    return fake_device_alloc_on(0, bytes);
 }
 
 __attribute__((visibility("default")))

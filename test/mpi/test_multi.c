@@ -1,15 +1,72 @@
-/* The multi-buffer forms on host buffers: broadcast, all_reduce, reduce,
- * all_gather and reduce_scatter over 1 to 3 buffers per process, every
- * type (every op for all_reduce), blocking and async, on the world,
- * sub-groups and non-members, buffers that must stay as they were, and
- * refusals. Each buffer acts as a rank of its own: buffer j of group
- * rank g is "virtual rank" g * nbufs + j. Run under mpirun with 1 to 4
- * ranks. */
+/* The multi-buffer forms: broadcast, all_reduce, reduce, all_gather and
+ * reduce_scatter over 1 to 3 buffers per process, every type (every op
+ * for all_reduce), blocking and async, on the world, sub-groups and
+ * non-members, buffers that must stay as they were, and refusals. Each
+ * buffer acts as a rank of its own: buffer j of group rank g is "virtual
+ * rank" g * nbufs + j. Run under mpirun with 1 to 4 ranks.
+ *   DCOLL_TEST_PLACE=host  (default) host buffers;
+ *                    gpu   buffer j on GPU j % (the GPUs there are);
+ *                    mix   odd buffers on the GPU, even ones on the host.
+ * Built against CUDA for the gpu suite (test_multi_gpu), and with
+ * FAKE_DEVICE for the fake plugin's GPUs (test/gpu/fake_plugin.c); then
+ * DCOLL_TEST_NCCL=yes|no says whether its NCCL must have been used. */
 #include <stdbool.h>
 #include "testutil.h"
 
 int t_rank, t_failures;
 static int world_size;
+
+/* Device memory: the fake plugin's, CUDA's, or none. */
+enum { ON_HOST, ON_GPU, MIXED };
+static int place = ON_HOST, ngpus;
+#if defined(FAKE_DEVICE)
+#include <dlfcn.h>
+static void *(*dev_alloc)(int, size_t);
+static void (*dev_copy)(void *, const void *, size_t);
+static long (*nccl_calls)(void);
+static void dev_open(void)
+{
+    const char *path = getenv("DCOLL_CUDA_PLUGIN");
+    void *h = path ? dlopen(path, RTLD_NOW) : NULL;
+    *(void **)&dev_alloc = h ? dlsym(h, "fake_device_alloc_on") : NULL;
+    *(void **)&dev_copy = h ? dlsym(h, "fake_device_copy") : NULL;
+    *(void **)&nccl_calls = h ? dlsym(h, "fake_nccl_calls") : NULL;
+    const char *e = getenv("FAKE_NGPUS");
+    ngpus = dev_alloc && dev_copy ? (e ? atoi(e) : 1) : 0;
+}
+static void *dev_new(int d, size_t bytes) { return dev_alloc(d, bytes); }
+static void dev_free(void *p) { (void)p; /* the arena is never reused */ }
+#elif defined(CUDA_DEVICE)
+#include <cuda_runtime_api.h>
+static void dev_open(void)
+{
+    if (cudaGetDeviceCount(&ngpus) != cudaSuccess)
+        ngpus = 0;
+}
+static void *dev_new(int d, size_t bytes)
+{
+    void *p = NULL;
+    int old = 0;
+    cudaGetDevice(&old);
+    cudaSetDevice(d);
+    cudaMalloc(&p, bytes ? bytes : 1);
+    cudaSetDevice(old);
+    return p;
+}
+static void dev_copy(void *dst, const void *src, size_t bytes)
+{
+    cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+}
+static void dev_free(void *p) { cudaFree(p); }
+#else
+static void dev_open(void) { ngpus = 0; }
+static void *dev_new(int d, size_t bytes) { (void)d, (void)bytes; return NULL; }
+static void dev_copy(void *dst, const void *src, size_t bytes)
+{
+    (void)dst, (void)src, (void)bytes;
+}
+static void dev_free(void *p) { (void)p; }
+#endif
 
 /* Element k of virtual rank x: small, and for PRODUCT mostly 1, so that
  * every op over 12 virtual ranks is exact in every type. */
@@ -55,78 +112,119 @@ static void done(struct ctx *x, dcoll_status_t st, dcoll_work_t **w,
     }
 }
 
-static void **bufs(int nb, size_t bytes)
+/* nb buffers of bytes each where DCOLL_TEST_PLACE puts them, and their
+ * host views: filled there and pushed, or pulled and checked there. */
+struct list {
+    int nb;
+    size_t bytes;
+    void **p;               /* what the call gets */
+    void **h;               /* host views (== p on the host) */
+};
+
+static bool on_gpu(int j)
 {
-    void **b = calloc((size_t)nb, sizeof(void *));
-    for (int j = 0; j < nb; j++)
-        b[j] = calloc(1, bytes);
-    return b;
+    return place == ON_GPU || (place == MIXED && j % 2);
 }
 
-static void bufs_free(void **b, int nb)
+static struct list bufs(int nb, size_t bytes)
 {
-    for (int j = 0; j < nb; j++)
-        free(b[j]);
-    free(b);
+    struct list l = {nb, bytes, calloc((size_t)nb, sizeof(void *)),
+                     calloc((size_t)nb, sizeof(void *))};
+    for (int j = 0; j < nb; j++) {
+        l.h[j] = calloc(1, bytes ? bytes : 1);
+        l.p[j] = on_gpu(j) ? dev_new(j % ngpus, bytes) : l.h[j];
+        if (l.p[j] != l.h[j])
+            dev_copy(l.p[j], l.h[j], bytes);
+    }
+    return l;
 }
 
-static void fill(struct ctx *x, void **b, int64_t count, dcoll_op_t op)
+static void push(struct list *l)
+{
+    for (int j = 0; j < l->nb; j++)
+        if (l->p[j] != l->h[j])
+            dev_copy(l->p[j], l->h[j], l->bytes);
+}
+
+static void pull(struct list *l)
+{
+    for (int j = 0; j < l->nb; j++)
+        if (l->p[j] != l->h[j])
+            dev_copy(l->h[j], l->p[j], l->bytes);
+}
+
+static void bufs_free(struct list *l)
+{
+    for (int j = 0; j < l->nb; j++) {
+        if (l->p[j] != l->h[j])
+            dev_free(l->p[j]);
+        free(l->h[j]);
+    }
+    free(l->p);
+    free(l->h);
+}
+
+static void fill(struct ctx *x, struct list *b, int64_t count, dcoll_op_t op)
 {
     for (int j = 0; j < x->nb; j++)
         for (int64_t k = 0; k < count; k++)
-            t_set(b[j], x->dt, (size_t)k, val(x->me * x->nb + j, k, op));
+            t_set(b->h[j], x->dt, (size_t)k, val(x->me * x->nb + j, k, op));
+    push(b);
 }
 
 static void all_reduce(struct ctx *x, dcoll_op_t op)
 {
-    void **b = bufs(x->nb, COUNT * t_size(x->dt));
-    fill(x, b, COUNT, op);
+    struct list b = bufs(x->nb, COUNT * t_size(x->dt));
+    fill(x, &b, COUNT, op);
     dcoll_work_t *w = NULL;
-    done(x, dcoll_all_reduce_multi(x->g, b, x->nb, COUNT, x->dt, op, NULL,
+    done(x, dcoll_all_reduce_multi(x->g, b.p, x->nb, COUNT, x->dt, op, NULL,
                                    x->async ? &w : NULL), &w,
          "all_reduce_multi");
+    pull(&b);
     for (int j = 0; j < x->nb; j++)
         for (int64_t k = 0; k < COUNT; k++) {
-            double got = t_get(b[j], x->dt, (size_t)k);
+            double got = t_get(b.h[j], x->dt, (size_t)k);
             double want = fold(op, x->n * x->nb, k, t_is_float(x->dt));
             CHECK(near(got, want, x->dt), "%s all_reduce_multi(%s) buf %d "
                   "[%lld] = %g, want %g", x->what, t_op_names[op], j,
                   (long long)k, got, want);
         }
-    bufs_free(b, x->nb);
+    bufs_free(&b);
 }
 
 static void broadcast(struct ctx *x)
 {
     int root = x->n - 1, rb = x->nb - 1;
-    void **b = bufs(x->nb, COUNT * t_size(x->dt));
-    fill(x, b, COUNT, DCOLL_SUM);
+    struct list b = bufs(x->nb, COUNT * t_size(x->dt));
+    fill(x, &b, COUNT, DCOLL_SUM);
     dcoll_work_t *w = NULL;
-    done(x, dcoll_broadcast_multi(x->g, b, x->nb, COUNT, x->dt, x->m[root],
+    done(x, dcoll_broadcast_multi(x->g, b.p, x->nb, COUNT, x->dt, x->m[root],
                                   rb, NULL, x->async ? &w : NULL), &w,
          "broadcast_multi");
+    pull(&b);
     for (int j = 0; j < x->nb; j++)
         for (int64_t k = 0; k < COUNT; k++) {
-            double got = t_get(b[j], x->dt, (size_t)k);
+            double got = t_get(b.h[j], x->dt, (size_t)k);
             double want = val(root * x->nb + rb, k, DCOLL_SUM);
             CHECK(got == want, "%s broadcast_multi buf %d [%lld] = %g, want "
                   "%g", x->what, j, (long long)k, got, want);
         }
-    bufs_free(b, x->nb);
+    bufs_free(&b);
 }
 
 static void reduce(struct ctx *x, dcoll_op_t op)
 {
     int root = 0, rb = x->nb / 2;
-    void **b = bufs(x->nb, COUNT * t_size(x->dt));
-    fill(x, b, COUNT, op);
+    struct list b = bufs(x->nb, COUNT * t_size(x->dt));
+    fill(x, &b, COUNT, op);
     dcoll_work_t *w = NULL;
-    done(x, dcoll_reduce_multi(x->g, b, x->nb, COUNT, x->dt, op, x->m[root],
+    done(x, dcoll_reduce_multi(x->g, b.p, x->nb, COUNT, x->dt, op, x->m[root],
                                rb, NULL, x->async ? &w : NULL), &w,
          "reduce_multi");
+    pull(&b);
     for (int j = 0; j < x->nb; j++)
         for (int64_t k = 0; k < COUNT; k++) {
-            double got = t_get(b[j], x->dt, (size_t)k);
+            double got = t_get(b.h[j], x->dt, (size_t)k);
             bool result = x->me == root && j == rb;
             double want = result ? fold(op, x->n * x->nb, k,
                                         t_is_float(x->dt))
@@ -135,57 +233,61 @@ static void reduce(struct ctx *x, dcoll_op_t op)
                   "= %g, want %g (%s)", x->what, t_op_names[op], j,
                   (long long)k, got, want, result ? "the result" : "as it was");
         }
-    bufs_free(b, x->nb);
+    bufs_free(&b);
 }
 
 static void all_gather(struct ctx *x)
 {
-    void **s = bufs(x->nb, COUNT * t_size(x->dt));
+    struct list s = bufs(x->nb, COUNT * t_size(x->dt));
     size_t nblocks = (size_t)x->n * (size_t)x->nb;
-    void **r = bufs(x->nb, nblocks * COUNT * t_size(x->dt));
-    fill(x, s, COUNT, DCOLL_SUM);
+    struct list r = bufs(x->nb, nblocks * COUNT * t_size(x->dt));
+    fill(x, &s, COUNT, DCOLL_SUM);
     dcoll_work_t *w = NULL;
-    done(x, dcoll_all_gather_multi(x->g, (const void *const *)s, r, x->nb,
-                                   COUNT, x->dt, NULL, x->async ? &w : NULL),
+    done(x, dcoll_all_gather_multi(x->g, (const void *const *)s.p, r.p,
+                                   x->nb, COUNT, x->dt, NULL,
+                                   x->async ? &w : NULL),
          &w, "all_gather_multi");
+    pull(&r);
     for (int i = 0; i < x->nb; i++)
         for (size_t blk = 0; blk < nblocks; blk++)
             for (int64_t k = 0; k < COUNT; k++) {
-                double got = t_get(r[i], x->dt, blk * COUNT + (size_t)k);
+                double got = t_get(r.h[i], x->dt, blk * COUNT + (size_t)k);
                 double want = val((int)blk, k, DCOLL_SUM);
                 CHECK(got == want, "%s all_gather_multi out %d block %zu "
                       "[%lld] = %g, want %g", x->what, i, blk, (long long)k,
                       got, want);
             }
-    bufs_free(s, x->nb);
-    bufs_free(r, x->nb);
+    bufs_free(&s);
+    bufs_free(&r);
 }
 
 static void reduce_scatter(struct ctx *x, dcoll_op_t op)
 {
     int64_t all = (int64_t)x->n * x->nb * COUNT;
-    void **s = bufs(x->nb, (size_t)all * t_size(x->dt));
-    void **r = bufs(x->nb, COUNT * t_size(x->dt));
+    struct list s = bufs(x->nb, (size_t)all * t_size(x->dt));
+    struct list r = bufs(x->nb, COUNT * t_size(x->dt));
     /* Element e of buffer j: virtual rank me * nb + j's element e. */
     for (int j = 0; j < x->nb; j++)
         for (int64_t e = 0; e < all; e++)
-            t_set(s[j], x->dt, (size_t)e, val(x->me * x->nb + j, e, op));
+            t_set(s.h[j], x->dt, (size_t)e, val(x->me * x->nb + j, e, op));
+    push(&s);
     dcoll_work_t *w = NULL;
-    done(x, dcoll_reduce_scatter_multi(x->g, (const void *const *)s, r,
+    done(x, dcoll_reduce_scatter_multi(x->g, (const void *const *)s.p, r.p,
                                        x->nb, COUNT, x->dt, op, NULL,
                                        x->async ? &w : NULL), &w,
          "reduce_scatter_multi");
+    pull(&r);
     for (int i = 0; i < x->nb; i++)
         for (int64_t k = 0; k < COUNT; k++) {
             int64_t e = ((int64_t)x->me * x->nb + i) * COUNT + k;
-            double got = t_get(r[i], x->dt, (size_t)k);
+            double got = t_get(r.h[i], x->dt, (size_t)k);
             double want = fold(op, x->n * x->nb, e, t_is_float(x->dt));
             CHECK(near(got, want, x->dt), "%s reduce_scatter_multi(%s) out "
                   "%d [%lld] = %g, want %g", x->what, t_op_names[op], i,
                   (long long)k, got, want);
         }
-    bufs_free(s, x->nb);
-    bufs_free(r, x->nb);
+    bufs_free(&s);
+    bufs_free(&r);
 }
 
 static void on_group(int which)
@@ -213,17 +315,18 @@ static void on_group(int which)
                          async ? ", async" : "");
                 if (me == DCOLL_NON_MEMBER) {
                     /* Nothing happens, to the buffers either. */
-                    void **b = bufs(nb, COUNT * t_size(x.dt));
-                    fill(&x, b, COUNT, DCOLL_SUM);
+                    struct list b = bufs(nb, COUNT * t_size(x.dt));
+                    fill(&x, &b, COUNT, DCOLL_SUM);
                     dcoll_work_t *w = NULL;
-                    done(&x, dcoll_all_reduce_multi(g, b, nb, COUNT, x.dt,
+                    done(&x, dcoll_all_reduce_multi(g, b.p, nb, COUNT, x.dt,
                                                     DCOLL_SUM, NULL,
                                                     async ? &w : NULL),
                          &w, "all_reduce_multi");
-                    CHECK(t_get(b[nb - 1], x.dt, 0) ==
+                    pull(&b);
+                    CHECK(t_get(b.h[nb - 1], x.dt, 0) ==
                               val((me * nb) + nb - 1, 0, DCOLL_SUM),
                           "%s: a non-member's buffer changed", x.what);
-                    bufs_free(b, nb);
+                    bufs_free(&b);
                     continue;
                 }
                 broadcast(&x);
@@ -272,17 +375,66 @@ static void refused(void)
     CHECK_OK(dcoll_barrier(NULL, NULL, NULL));
 }
 
+/* On GPUs of the NCCL path: a stream belongs to one GPU. */
+static void refused_gpu(void)
+{
+    if (place != ON_GPU || ngpus < 2)
+        return;
+    struct list b = bufs(2, 4 * sizeof(float));
+    dcoll_coll_opts_t o = {.mask = DCOLL_COLL_OPT_STREAM,
+                           .stream = (void *)0x5};
+    dcoll_status_t st = dcoll_all_reduce_multi(NULL, b.p, 2, 4,
+                                               DCOLL_FLOAT32, DCOLL_SUM, &o,
+                                               NULL);
+    const char *want = getenv("DCOLL_TEST_NCCL");
+    if (want && !strcmp(want, "yes"))
+        CHECK(st == DCOLL_ERR_INVALID_ARGUMENT &&
+                  strstr(dcoll_last_error(), "stream of one GPU"),
+              "a stream with buffers on 2 GPUs: %d %s", st,
+              dcoll_last_error());
+    bufs_free(&b);
+    CHECK_OK(dcoll_barrier(NULL, NULL, NULL));
+}
+
 int main(void)
 {
+    const char *pl = getenv("DCOLL_TEST_PLACE");
+    place = !pl || !strcmp(pl, "host") ? ON_HOST
+            : !strcmp(pl, "gpu")       ? ON_GPU
+                                       : MIXED;
     if (dcoll_init(NULL) != DCOLL_SUCCESS) {
         fprintf(stderr, "dcoll_init: %s\n", dcoll_last_error());
         return 1;
     }
     dcoll_group_rank(NULL, &t_rank);
     dcoll_group_size(NULL, &world_size);
-    for (int which = 0; which < T_NGROUPS; which++)
+    if (place != ON_HOST) {
+        dev_open();
+        if (ngpus < 1) {
+            if (t_rank == 0)
+                printf("skip: no GPU (DCOLL_TEST_PLACE=%s)\n", pl);
+            dcoll_finalize();
+            return 77;
+        }
+    }
+    on_group(0);
+#ifdef FAKE_DEVICE
+    /* That the fake NCCL ran the world's calls, or that none reached it
+     * (a one-rank sub-group shares no GPU, so it may use NCCL anyway). */
+    const char *want = getenv("DCOLL_TEST_NCCL");
+    if (want) {
+        long calls = nccl_calls ? nccl_calls() : -1;
+        CHECK(!strcmp(want, "yes") ? calls > 0 : calls == 0,
+              "DCOLL_TEST_NCCL=%s, but the fake NCCL ran %ld calls for the "
+              "world", want, calls);
+        if (t_rank == 0)
+            printf("fake NCCL calls on rank 0 for the world: %ld\n", calls);
+    }
+#endif
+    for (int which = 1; which < T_NGROUPS; which++)
         on_group(which);
     refused();
+    refused_gpu();
     int rc = t_finish("multi");
     dcoll_finalize();
     return rc;

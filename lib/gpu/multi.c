@@ -1,0 +1,380 @@
+/* The multi-buffer forms with GPU buffers (lib/core/multi.c chooses).
+ * Buffers each on a GPU of its own go to NCCL as torch's NCCL backend
+ * sends them: one clique of size x k ranks, one communicator per GPU,
+ * buffer i of group rank r being NCCL rank r * k + i, the k calls
+ * launched in one ncclGroupStart/End. Whether a placement can use NCCL
+ * is agreed by every rank of the group the first time it is seen, so
+ * all take the same path. Anything else (host buffers among them, one
+ * GPU twice, GPUs shared between processes, a plugin without NCCL) is
+ * mirrored in host memory and takes the host path. */
+#include <stdlib.h>
+#include <string.h>
+#include "gpu.h"
+#include "plugin_abi.h"
+
+#define GPU_TIMEOUT 600.0   /* as nccl.c's */
+
+/* One placement seen on the group: kept until the group is freed, as
+ * torch keeps one set of communicators per device list. */
+struct dcoll_clique {
+    struct dcoll_clique *next;
+    int k;
+    int *devices;          /* the placement: buffer i's GPU */
+    void **comms;          /* k; NULL: this placement is staged */
+};
+
+struct multi_work {
+    struct dcoll_work base;
+    int k;
+    void **comms;
+    void *events[];
+};
+
+static dcoll_status_t plugin_error(const char *fn, int rc)
+{
+    return dcoll_error(rc == -2 ? DCOLL_ERR_TIMEOUT : DCOLL_ERR_INTERNAL,
+                       "%s: %s", fn, dcoll_gpu_plugin->last_error());
+}
+
+static dcoll_status_t work_test(struct dcoll_work *bw, int *done)
+{
+    struct multi_work *w = (struct multi_work *)bw;
+    *done = 1;
+    for (int i = 0; i < w->k; i++) {
+        int one = 0;
+        int rc = dcoll_gpu_plugin->event_poll(w->comms[i], w->events[i],
+                                              &one);
+        if (rc)
+            return plugin_error("dcoll_work_test", rc);
+        if (!one)
+            *done = 0;
+    }
+    return DCOLL_SUCCESS;
+}
+
+static dcoll_status_t work_wait(struct dcoll_work *bw)
+{
+    struct multi_work *w = (struct multi_work *)bw;
+    for (int i = 0; i < w->k; i++) {
+        int rc = dcoll_gpu_plugin->event_wait(w->comms[i], w->events[i],
+                                              GPU_TIMEOUT);
+        if (rc)
+            return plugin_error("dcoll_work_wait", rc);
+    }
+    return DCOLL_SUCCESS;
+}
+
+static void work_release(struct dcoll_work *bw)
+{
+    struct multi_work *w = (struct multi_work *)bw;
+    for (int i = 0; dcoll_gpu_plugin && i < w->k; i++)
+        if (w->events[i])
+            dcoll_gpu_plugin->event_free(w->events[i]);
+    free(w);
+}
+
+static const struct dcoll_backend multi_backend = {
+    "nccl", NULL, work_test, work_wait, work_release, DCOLL_ROUTE_AUTO,
+};
+
+/* The GPU of buffer p, -1 for host memory. */
+static int device_of(const void *p)
+{
+    int dev = -1;
+    if (!p || dcoll_gpu_plugin->mem_kind(p, &dev) != DCOLL_MEM_DEVICE)
+        return -1;
+    return dev;
+}
+
+int dcoll_multi_devices(const struct dcoll_multi_call *mc, int *devices)
+{
+    int on = 0;
+    for (int i = 0; i < mc->n; i++) {
+        int r = device_of(mc->recv[i]);
+        int s = mc->send ? device_of(mc->send[i]) : r;
+        devices[i] = r == s ? r : -2;   /* -2: a mix within buffer i */
+        on += r >= 0 || s >= 0;
+    }
+    return on;
+}
+
+/* Whether this process alone could hand the placement to NCCL. */
+static bool nccl_here(const struct dcoll_group *g, const int *devices, int k)
+{
+    const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
+    if (!p->nccl_bytes || !p->nccl_comms || !p->group_start ||
+        !p->group_end || g->backend->route != DCOLL_ROUTE_AUTO)
+        return false;
+    for (int i = 0; i < k; i++) {
+        if (devices[i] < 0)
+            return false;
+        for (int j = 0; j < i; j++)
+            if (devices[j] == devices[i])
+                return false;
+    }
+    return true;
+}
+
+/* Every rank says whether it can and shows its GPUs; NCCL only if all
+ * can, with the same number of buffers, and no GPU appears twice. */
+static dcoll_status_t clique_make(struct dcoll_group *g, const int *devices,
+                                  int k, const char *fn,
+                                  struct dcoll_clique **out)
+{
+    const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
+    struct dcoll_clique *q = calloc(1, sizeof(*q));
+    int mine[2] = {k, nccl_here(g, devices, k)};
+    int *all = malloc(sizeof(mine) * (size_t)g->size);
+    unsigned char *ids = NULL, *uu = NULL;
+    char *id = NULL;
+    dcoll_status_t st = DCOLL_SUCCESS;
+    if (!q || !all || !(q->devices = malloc(sizeof(int) * (size_t)k))) {
+        st = dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", fn);
+        mine[1] = 0;
+    }
+    for (int i = 0; mine[1] && i < k; i++)
+        q->devices[i] = devices[i];
+    /* Not an early return: the others are already in this exchange. */
+    dcoll_status_t ex = g->svc->allgather_bytes(g, mine, all, sizeof(mine));
+    if (!st)
+        st = ex;
+    bool nccl = !st;
+    for (int r = 0; nccl && r < g->size; r++)
+        nccl = all[2 * r] == k && all[2 * r + 1];
+    if (nccl) {
+        uu = malloc(16 * (size_t)k);
+        ids = malloc(16 * (size_t)k * (size_t)g->size);
+        int ok = uu && ids;
+        for (int i = 0; ok && i < k; i++)
+            ok = p->device_uuid(devices[i], uu + 16 * i) == 0;
+        if ((st = g->svc->agree(g, &ok)) == 0 && !ok)
+            st = dcoll_error(DCOLL_ERR_INTERNAL, "%s: a rank of the group "
+                             "could not read its GPUs' identities (%s)", fn,
+                             p->last_error());
+        if (!st)
+            st = g->svc->allgather_bytes(g, uu, ids, 16 * (size_t)k);
+        /* NCCL refuses a GPU twice in one clique: shared GPUs stage. */
+        int n = k * g->size;
+        for (int a = 0; !st && nccl && a < n; a++)
+            for (int b = a + 1; b < n && nccl; b++)
+                nccl = memcmp(ids + 16 * a, ids + 16 * b, 16) != 0;
+    }
+    if (!st && nccl) {
+        int made = 1;
+        if (!(id = malloc(p->nccl_bytes)) ||
+            !(q->comms = calloc((size_t)k, sizeof(void *))))
+            made = 0;
+        if (made && g->rank == 0)
+            made = p->nccl_id(id) == 0;
+        if ((st = g->svc->agree(g, &made)) == 0 && !made)
+            st = dcoll_error(DCOLL_ERR_INTERNAL, "%s: a rank could not "
+                             "prepare the NCCL clique (%s)", fn,
+                             p->last_error());
+        if (!st)
+            st = g->svc->bcast_bytes(g, id, p->nccl_bytes, 0);
+        int rc = st ? 0 : p->nccl_comms(id, g->size * k, g->rank * k, k,
+                                        q->devices, GPU_TIMEOUT, q->comms);
+        if (rc)
+            st = plugin_error(fn, rc);
+    }
+    free(all);
+    free(uu);
+    free(ids);
+    free(id);
+    if (st) {
+        if (q) {
+            free(q->comms);
+            free(q->devices);
+        }
+        free(q);
+        return st;
+    }
+    if (!nccl) {
+        free(q->comms);
+        q->comms = NULL;
+    }
+    q->k = k;
+    q->next = g->cliques;
+    g->cliques = q;
+    *out = q;
+    return DCOLL_SUCCESS;
+}
+
+void dcoll_group_cliques_free(struct dcoll_group *g)
+{
+    struct dcoll_clique *q = g->cliques;
+    while (q) {
+        struct dcoll_clique *next = q->next;
+        for (int i = 0; q->comms && i < q->k; i++)
+            if (dcoll_gpu_plugin)
+                dcoll_gpu_plugin->nccl_free(q->comms[i]);
+        free(q->comms);
+        free(q->devices);
+        free(q);
+        q = next;
+    }
+    g->cliques = NULL;
+}
+
+dcoll_status_t dcoll_gpu_multi(struct dcoll_group *g,
+                               const struct dcoll_multi_call *mc,
+                               const int *devices, struct dcoll_work **work,
+                               bool *nccl)
+{
+    const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
+    int k = mc->n;
+    struct dcoll_clique *q = g->cliques;
+    dcoll_status_t st;
+    *nccl = false;
+    while (q && (q->k != k || memcmp(q->devices, devices,
+                                     sizeof(int) * (size_t)k)))
+        q = q->next;
+    if (!q && (st = clique_make(g, devices, k, mc->fn, &q)))
+        return st;
+    if (!q->comms)
+        return DCOLL_SUCCESS;               /* staged, on every rank */
+    void *stream = NULL;
+    if (mc->opts && (mc->opts->mask & DCOLL_COLL_OPT_STREAM)) {
+        if (k > 1)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: "
+                               "opts.stream is a stream of one GPU, and "
+                               "the buffers are on %d; leave it unset to "
+                               "use each GPU's default stream", mc->fn, k);
+        stream = mc->opts->stream;
+    }
+    int rc = p->group_start(), i = 0;
+    if (rc)
+        return plugin_error(mc->fn, rc);
+    for (; i < k && !rc; i++) {
+        struct dcoll_plugin_call call = {
+            .kind = mc->kind,
+            .sendbuf = mc->send ? mc->send[i] : mc->recv[i],
+            .recvbuf = mc->recv[i], .count = mc->count, .dtype = mc->dtype,
+            .op = mc->op, .root = mc->root * k + mc->root_buf,
+            .in_place = !mc->send || mc->send[i] == mc->recv[i],
+        };
+        rc = p->nccl_coll(q->comms[i], &call, g->rank * k + i, g->size * k,
+                          stream, GPU_TIMEOUT);
+    }
+    /* The group closes with what it holds: nothing where the first
+     * call was declined. */
+    int end = p->group_end(q->comms, i - (rc != 0), GPU_TIMEOUT);
+    if (rc == 1 && i == 1)
+        return DCOLL_SUCCESS;   /* an op NCCL lacks: the same everywhere */
+    if (rc || (rc = end))
+        return plugin_error(mc->fn, rc);
+    *nccl = true;
+    if (!work) {
+        for (i = 0; i < k && !rc; i++)
+            rc = p->nccl_wait(q->comms[i], stream, GPU_TIMEOUT);
+        return rc ? plugin_error(mc->fn, rc) : DCOLL_SUCCESS;
+    }
+    struct multi_work *w = calloc(1, sizeof(*w) + sizeof(void *) * (size_t)k);
+    if (!w)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for a work "
+                           "handle", mc->fn);
+    dcoll_work_init(&w->base, g, &multi_backend);
+    w->k = k;
+    w->comms = q->comms;
+    for (i = 0; i < k && !rc; i++)
+        rc = p->event_record(q->comms[i], stream, &w->events[i]);
+    if (rc) {
+        work_release(&w->base);
+        return plugin_error(mc->fn, rc);
+    }
+    w->base.kind = mc->kind;
+    w->base.fn = mc->fn;
+    *work = &w->base;
+    return DCOLL_SUCCESS;
+}
+
+/* Host mirrors for the staged path. */
+struct dcoll_mirror {
+    int n;
+    size_t bytes;
+    void **dev;            /* the caller's buffers (a copy of the list) */
+    void **host;           /* what the host path uses */
+    int *device;           /* -1: host[i] is the caller's own */
+};
+
+dcoll_status_t dcoll_mirror_make(const char *fn, const void *const *list,
+                                 int n, size_t bytes, bool copy_in,
+                                 struct dcoll_mirror **out)
+{
+    const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
+    struct dcoll_mirror *m = calloc(1, sizeof(*m));
+    if (m) {
+        m->dev = calloc((size_t)n, sizeof(void *));
+        m->host = calloc((size_t)n, sizeof(void *));
+        m->device = malloc(sizeof(int) * (size_t)n);
+    }
+    *out = m;
+    if (!m || !m->dev || !m->host || !m->device) {
+        dcoll_mirror_free(m);
+        *out = NULL;
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", fn);
+    }
+    m->n = n;
+    m->bytes = bytes;
+    for (int i = 0; i < n; i++)
+        m->device[i] = -1;      /* nothing of ours yet */
+    for (int i = 0; i < n; i++) {
+        m->dev[i] = (void *)list[i];
+        int dev = device_of(list[i]);
+        if (dev < 0) {
+            m->host[i] = (void *)list[i];
+            continue;
+        }
+        if (!(m->host[i] = p->host_alloc(bytes ? bytes : 1))) {
+            dcoll_mirror_free(m);
+            *out = NULL;
+            return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no pinned host "
+                               "memory for %zu bytes of buffer %d: %s", fn,
+                               bytes, i, p->last_error());
+        }
+        m->device[i] = dev;
+        if (copy_in && bytes &&
+            (p->copy(m->host[i], list[i], bytes, m->device[i], NULL) ||
+             p->sync(m->device[i], NULL))) {
+            dcoll_mirror_free(m);
+            *out = NULL;
+            return dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying buffer %d "
+                               "off GPU %d: %s", fn, i, m->device[i],
+                               p->last_error());
+        }
+    }
+    return DCOLL_SUCCESS;
+}
+
+void *const *dcoll_mirror_host(const struct dcoll_mirror *m)
+{
+    return m->host;
+}
+
+dcoll_status_t dcoll_mirror_back(const struct dcoll_mirror *m, int which)
+{
+    const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
+    for (int i = 0; i < m->n; i++) {
+        if (m->device[i] < 0 || (which >= 0 && i != which) || !m->bytes)
+            continue;
+        if (p->copy(m->dev[i], m->host[i], m->bytes, m->device[i], NULL) ||
+            p->sync(m->device[i], NULL))
+            return dcoll_error(DCOLL_ERR_INTERNAL, "copying the result "
+                               "back to buffer %d on GPU %d: %s", i,
+                               m->device[i], p->last_error());
+    }
+    return DCOLL_SUCCESS;
+}
+
+void dcoll_mirror_free(struct dcoll_mirror *m)
+{
+    if (!m)
+        return;
+    for (int i = 0; m->host && m->device && i < m->n; i++)
+        if (m->device[i] >= 0 && m->host[i] && dcoll_gpu_plugin)
+            dcoll_gpu_plugin->host_free(m->host[i]);
+    free(m->dev);
+    free(m->host);
+    free(m->device);
+    free(m);
+}
