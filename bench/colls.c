@@ -298,6 +298,129 @@ static int arm_r(struct perf_ctx *c)
     return 0;
 }
 
+/* The other multi-buffer forms, two buffers per process of count
+ * elements each (gathered and scattered ones count per rank and buffer),
+ * in buffers of their own, against the same steps by hand: the local
+ * combine or pack, the MPI call, and the copies back. */
+static char *slots[5];
+static size_t slot_bytes[5];
+
+static void *slot(int i, size_t bytes)
+{
+    if (bytes > slot_bytes[i]) {
+        free(slots[i]);
+        slots[i] = calloc(1, bytes);
+        slot_bytes[i] = slots[i] ? bytes : 0;
+    }
+    return slots[i];
+}
+
+#define MB(c) ((size_t)(c)->count * (c)->esz)
+#define MSLOT(i, bytes) char *s##i = slot(i, bytes); if (!s##i) return 1
+
+static int bm_d(struct perf_ctx *c)
+{
+    MSLOT(0, MB(c));
+    void *b[2] = {c->recv, s0};
+#define CALL(wp) dcoll_broadcast_multi(c->group, b, 2, ARGS(c), c->root, 0,  \
+                                       NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int bm_r(struct perf_ctx *c)
+{
+    MSLOT(0, MB(c));
+    if (MPI_Bcast(c->recv, RAW(c), c->groot, c->comm))
+        return 1;
+    memcpy(s0, c->recv, MB(c));
+    return 0;
+}
+
+/* reduce_multi: the result in buffer 0 of the root. */
+static int rm_d(struct perf_ctx *c)
+{
+    MSLOT(0, MB(c));
+    void *b[2] = {c->send, s0};
+#define CALL(wp) dcoll_reduce_multi(c->group, b, 2, ARGS(c), c->o->op,       \
+                                    c->root, 0, NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int rm_r(struct perf_ctx *c)
+{
+    MSLOT(0, MB(c));
+    MSLOT(1, MB(c));
+    memcpy(s1, c->send, MB(c));
+    return MPI_Reduce_local(s0, s1, RAW(c), c->raw_op) ||
+           MPI_Reduce(s1, c->rank == c->groot ? c->send : NULL, RAW(c),
+                      c->raw_op, c->groot, c->comm);
+}
+
+static int agm_d(struct perf_ctx *c)
+{
+    size_t all = 2 * MB(c) * (size_t)c->size;
+    MSLOT(0, MB(c));
+    MSLOT(1, all);
+    MSLOT(2, all);
+    const void *in[2] = {c->send, s0};
+    void *out[2] = {s1, s2};
+#define CALL(wp) dcoll_all_gather_multi(c->group, in, out, 2, ARGS(c), NULL, \
+                                        wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int agm_r(struct perf_ctx *c)
+{
+    size_t all = 2 * MB(c) * (size_t)c->size;
+    MSLOT(0, MB(c));
+    MSLOT(1, all);
+    MSLOT(2, all);
+    MSLOT(3, 2 * MB(c));
+    memcpy(s3, c->send, MB(c));
+    memcpy(s3 + MB(c), s0, MB(c));
+    if (MPI_Allgather(s3, 2 * c->raw_count, c->raw_type, s1,
+                      2 * c->raw_count, c->raw_type, c->comm))
+        return 1;
+    memcpy(s2, s1, all);
+    return 0;
+}
+
+static int rsm_d(struct perf_ctx *c)
+{
+    size_t all = 2 * MB(c) * (size_t)c->size;
+    MSLOT(0, all);
+    MSLOT(1, all);
+    MSLOT(2, MB(c));
+    const void *in[2] = {s0, s1};
+    void *out[2] = {c->recv, s2};
+#define CALL(wp) dcoll_reduce_scatter_multi(c->group, in, out, 2, ARGS(c),   \
+                                            c->o->op, NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int rsm_r(struct perf_ctx *c)
+{
+    size_t all = 2 * MB(c) * (size_t)c->size;
+    MSLOT(0, all);
+    MSLOT(1, all);
+    MSLOT(2, MB(c));
+    MSLOT(3, all);
+    MSLOT(4, 2 * MB(c));
+    memcpy(s3, s0, all);
+    if (MPI_Reduce_local(s1, s3, 2 * c->raw_count * c->size, c->raw_type,
+                         c->raw_op) ||
+        MPI_Reduce_scatter_block(s3, s4, 2 * c->raw_count, c->raw_type,
+                                 c->raw_op, c->comm))
+        return 1;
+    memcpy(c->recv, s4, MB(c));
+    memcpy(s2, s4 + MB(c), MB(c));
+    return 0;
+}
+
 /* split: a group made and destroyed, halves by rank parity, against
  * MPI_Comm_split and MPI_Comm_free. dcoll's also agrees on the arguments,
  * learns the members' world ranks, and sets up the group (its timeout
@@ -604,6 +727,11 @@ const struct perf_coll perf_colls[] = {
     {"halo", f_one, 0, false, false, false, halo_d, halo_r, NULL},
     {"split", f_one, 0, false, false, false, split_d, split_r, NULL},
     {"all_reduce_multi", f_allreduce, 0, true, false, false, arm_d, arm_r,
+     NULL},
+    {"broadcast_multi", f_one, 0, false, true, false, bm_d, bm_r, NULL},
+    {"reduce_multi", f_one, 0, true, true, false, rm_d, rm_r, NULL},
+    {"all_gather_multi", f_ring, 0, false, false, false, agm_d, agm_r, NULL},
+    {"reduce_scatter_multi", f_ring, 0, true, false, false, rsm_d, rsm_r,
      NULL},
     {"all_reduce_coalesced", f_allreduce, 0, true, false, true, arc_d, arc_r,
      arc_sep},

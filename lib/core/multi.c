@@ -23,7 +23,9 @@ struct multi {
     int64_t n;
     int by;
     dcoll_dtype_t dtype;
-    void *tmp;             /* ours to free */
+    void *tmp;             /* scratch: the group's kept block, or own */
+    bool own;
+    struct dcoll_group *group;
     struct mirrors *mir;   /* GPU buffers mirrored, or NULL */
 };
 
@@ -55,7 +57,8 @@ static dcoll_status_t after(struct multi *m, dcoll_status_t st)
             st = dcoll_mirror_back(m->mir->out, m->mir->back);
     }
     mirrors_free(m->mir);
-    free(m->tmp);
+    if (m->tmp)
+        dcoll_kept_give(&m->group->stage, m->tmp, m->own, free);
     free(m->out);
     free(m);
     return st;
@@ -112,20 +115,26 @@ static dcoll_status_t check_bufs(const char *fn, const void *const *bufs,
 }
 
 /* The after step's record; it takes mr's mirrors, even on failure. */
-static struct multi *multi_new(const char *fn, void *const *out, int nout,
-                               size_t tmpbytes, const struct mirrors *mr)
+static struct multi *multi_new(struct dcoll_group *g, const char *fn,
+                               void *const *out, int nout, size_t tmpbytes,
+                               const struct mirrors *mr)
 {
     struct multi *m = calloc(1, sizeof(*m));
-    if (m)
+    if (m) {
+        m->group = g;
         m->out = malloc(sizeof(void *) * (size_t)(nout ? nout : 1));
+    }
+    /* Scratch kept with the group between calls: a fresh block of this
+     * size each call would be mapped and faulted in each time. */
     if (m && tmpbytes)
-        m->tmp = malloc(tmpbytes);
+        m->tmp = dcoll_kept_take(&g->stage, tmpbytes, &m->own, malloc, free);
     if (m && (mr->in || mr->out) && (m->mir = malloc(sizeof(*mr))))
         *m->mir = *mr;
     if (!m || !m->out || (tmpbytes && !m->tmp) ||
         ((mr->in || mr->out) && !m->mir)) {
         if (m) {
-            free(m->tmp);
+            if (m->tmp)
+                dcoll_kept_give(&g->stage, m->tmp, m->own, free);
             free(m->out);
             free(m->mir);
             free(m);
@@ -240,7 +249,7 @@ dcoll_status_t dcoll_broadcast_multi(dcoll_group_t *group, void *const *bufs,
     if ((st = on_gpu(g, &mc, 0, bytes, work, &mr, &done)) || done)
         return st;
     bufs = host_list(mr.out, bufs);
-    struct multi *m = multi_new(fn, bufs, nbufs, 0, &mr);
+    struct multi *m = multi_new(g, fn, bufs, nbufs, 0, &mr);
     if (!m)
         return DCOLL_ERR_NO_MEMORY;
     void *src = bufs[mine ? root_buf : 0];
@@ -274,7 +283,7 @@ dcoll_status_t dcoll_all_reduce_multi(dcoll_group_t *group, void *const *bufs,
     if ((st = on_gpu(g, &mc, 0, bytes, work, &mr, &done)) || done)
         return st;
     bufs = host_list(mr.out, bufs);
-    struct multi *m = multi_new(fn, bufs, nbufs, 0, &mr);
+    struct multi *m = multi_new(g, fn, bufs, nbufs, 0, &mr);
     if (!m)
         return DCOLL_ERR_NO_MEMORY;
     /* Every buffer gets the result: the first one gathers them here. */
@@ -322,7 +331,7 @@ dcoll_status_t dcoll_reduce_multi(dcoll_group_t *group, void *const *bufs,
     mr.back = mine ? root_buf : -2;   /* only the root's buffer changes */
     bufs = host_list(mr.out, bufs);
     /* The inputs stay as they were: they are combined in a copy. */
-    struct multi *m = multi_new(fn, bufs, 0, bytes, &mr);
+    struct multi *m = multi_new(g, fn, bufs, 0, bytes, &mr);
     if (!m)
         return DCOLL_ERR_NO_MEMORY;
     if (bytes)
@@ -371,7 +380,7 @@ dcoll_status_t dcoll_all_gather_multi(dcoll_group_t *group,
     sendbufs = (const void *const *)host_list(mr.in, (void *const *)sendbufs);
     recvbufs = host_list(mr.out, recvbufs);
     /* This rank's buffers side by side: one block per rank to gather. */
-    struct multi *m = multi_new(fn, recvbufs, nbufs, bytes * (size_t)nbufs,
+    struct multi *m = multi_new(g, fn, recvbufs, nbufs, bytes * (size_t)nbufs,
                                 &mr);
     if (!m)
         return DCOLL_ERR_NO_MEMORY;
@@ -418,7 +427,7 @@ dcoll_status_t dcoll_reduce_scatter_multi(dcoll_group_t *group,
     sendbufs = (const void *const *)host_list(mr.in, (void *const *)sendbufs);
     recvbufs = host_list(mr.out, recvbufs);
     /* The inputs combined in a copy, then this rank's nbufs blocks. */
-    struct multi *m = multi_new(fn, recvbufs, nbufs,
+    struct multi *m = multi_new(g, fn, recvbufs, nbufs,
                                 in + bytes * (size_t)nbufs, &mr);
     if (!m)
         return DCOLL_ERR_NO_MEMORY;
