@@ -211,6 +211,29 @@ static const size_t sizes[DCOLL_DTYPE_COUNT_] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
             rc = nccl_failed(#call, r_);                                     \
     } while (0)
 
+static bool reduces(int kind)
+{
+    return kind == DCOLL_KIND_ALL_REDUCE || kind == DCOLL_KIND_REDUCE ||
+           kind == DCOLL_KIND_REDUCE_SCATTER;
+}
+
+int dcoll_nccl_takes(const struct dcoll_plugin_call *k)
+{
+    /* Ops NCCL lacks go back to the staged path: every rank of a
+     * collective names the same op, so all take the same path. A choice
+     * one rank makes alone (an all_to_all in place) cannot: refused. */
+    if (reduces(k->kind) && (unsigned)k->op >= sizeof(ops) / sizeof(ops[0]))
+        return 1;
+    /* Point to point too: an NCCL receive is a kernel that holds its
+     * stream until the message comes, so an irecv posted before an isend
+     * on two ranks would deadlock both. MPI matches them in any order. */
+    if (k->kind == DCOLL_KIND_SEND || k->kind == DCOLL_KIND_RECV)
+        return 1;
+    if (k->kind == DCOLL_KIND_ALL_TO_ALL && k->in_place)
+        return 2;
+    return 0;
+}
+
 int dcoll_nccl_coll(void *comm, const struct dcoll_plugin_call *k, int rank,
                     int size, void *stream, double timeout)
 {
@@ -221,22 +244,10 @@ int dcoll_nccl_coll(void *comm, const struct dcoll_plugin_call *k, int rank,
     size_t b = n * sizes[k->dtype];
     const char *in = k->sendbuf;
     char *out = k->recvbuf;
-    bool reduces = k->kind == DCOLL_KIND_ALL_REDUCE ||
-                   k->kind == DCOLL_KIND_REDUCE ||
-                   k->kind == DCOLL_KIND_REDUCE_SCATTER;
-    /* Ops NCCL lacks go back to the staged path: every rank of a
-     * collective names the same op, so all take the same path. A choice
-     * one rank makes alone (an all_to_all in place) cannot: refused. */
-    if (reduces && (unsigned)k->op >= sizeof(ops) / sizeof(ops[0]))
-        return 1;
-    /* Point to point too: an NCCL receive is a kernel that holds its
-     * stream until the message comes, so an irecv posted before an isend
-     * on two ranks would deadlock both. MPI matches them in any order. */
-    if (k->kind == DCOLL_KIND_SEND || k->kind == DCOLL_KIND_RECV)
-        return 1;
-    if (k->kind == DCOLL_KIND_ALL_TO_ALL && k->in_place)
-        return 2;
-    ncclRedOp_t op = reduces ? ops[k->op] : ncclSum;
+    int takes = dcoll_nccl_takes(k);
+    if (takes)
+        return takes;
+    ncclRedOp_t op = reduces(k->kind) ? ops[k->op] : ncclSum;
     int rc = 0, old = dcoll_cuda_enter(c->device);
     switch (k->kind) {
     case DCOLL_KIND_BROADCAST:

@@ -22,6 +22,7 @@ int dcoll_nccl_comms(const void *id, int nranks, int first, int ndev,
 int dcoll_nccl_group_start(void);
 int dcoll_nccl_group_end(void *const *comms, int n, double timeout);
 void dcoll_nccl_free(void *comm);
+int dcoll_nccl_takes(const struct dcoll_plugin_call *c);
 int dcoll_nccl_coll(void *comm, const struct dcoll_plugin_call *c, int rank,
                     int size, void *stream, double timeout);
 int dcoll_nccl_wait(void *comm, void *stream, double timeout);

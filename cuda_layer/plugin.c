@@ -253,6 +253,7 @@ static const struct dcoll_cuda_plugin table = {
     .nccl_comms = dcoll_nccl_comms,
     .group_start = dcoll_nccl_group_start,
     .group_end = dcoll_nccl_group_end,
+    .nccl_takes = dcoll_nccl_takes,
 #endif
 };
 

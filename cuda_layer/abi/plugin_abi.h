@@ -92,7 +92,10 @@ struct dcoll_cuda_plugin {
      * GPU devices[i] for comms[i]. nccl_coll calls between group_start
      * and group_end are launched together at group_end, as NCCL's
      * ncclGroupStart/End do; group_end settles the n communicators they
-     * used. One thread only, as NCCL's groups. */
+     * used. One thread only, as NCCL's groups. nccl_takes answers as
+     * nccl_coll would (0, 1 or 2) without enqueuing anything, so that a
+     * group is never opened for a call NCCL declines. */
+    int (*nccl_takes)(const struct dcoll_plugin_call *c);
     int (*nccl_comms)(const void *id, int nranks, int first, int ndev,
                       const int *devices, double timeout, void **comms);
     int (*group_start)(void);

@@ -34,6 +34,10 @@ struct dcoll_coll {
     uint64_t seq;           /* its number among the group's collectives;
                                0 for send and recv, which are not counted */
     uint64_t fid;           /* its flight recorder entry, 0: none */
+    /* A multi-buffer call on NCCL (lib/gpu/multi.c): the whole call; the
+     * fields above describe it as the host path's one collective would,
+     * for numbering and debug checks. NULL for every other call. */
+    const struct dcoll_multi_call *multi;
 };
 
 /* The form a counted call took on a rank (roll calls, debug checks):
@@ -206,6 +210,7 @@ extern const struct dcoll_comm_ops dcoll_mpi_services;
 struct dcoll_backend_entry;
 struct dcoll_flight;
 struct dcoll_clique;
+struct dcoll_multi_call;
 
 struct dcoll_group {
     uint32_t magic;

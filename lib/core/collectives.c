@@ -256,7 +256,7 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
     /* GPU buffers: NCCL where the group can use it, else staged; a
      * program's backend takes them as they are. */
     if (DCOLL_UNLIKELY(dcoll_gpu_present()) && c->kind != DCOLL_COLL_BARRIER &&
-        g->backend->route != DCOLL_ROUTE_NONE &&
+        g->backend->route != DCOLL_ROUTE_NONE && !c->multi &&
         ((st = dcoll_route(fn, c, &device)) ||
          (device >= 0 && (k->flags & DCOLL_KF_VEC) &&
           (st = dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: the vector "
@@ -274,7 +274,9 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
         DCOLL_PUBLISH(g->cur_fn, fn);
         DCOLL_PUBLISH(g->busy_start, c->start);
     }
-    if (DCOLL_UNLIKELY(device >= 0))
+    if (DCOLL_UNLIKELY(c->multi))
+        st = dcoll_gpu_multi_run(g, c, work);
+    else if (DCOLL_UNLIKELY(device >= 0))
         st = dcoll_gpu_run(g, c, device, work, &out);
     else
         st = g->backend->coll(g, c, work, &out);

@@ -182,12 +182,14 @@ static dcoll_status_t root_of(const char *fn, const struct dcoll_group *g,
     return st;
 }
 
-/* GPU buffers: run through NCCL (*done), or mirrored in *mr, whose host
- * lists the caller then uses. in_bytes: each send buffer (a separate
- * list); out_bytes: each receive buffer, whose contents are copied in
- * too where the list works in place. Host buffers: nothing. */
-static dcoll_status_t on_gpu(struct dcoll_group *g,
-                             const struct dcoll_multi_call *mc,
+/* GPU buffers: to NCCL (*done, through the core's dispatch, so that the
+ * call is numbered, checked in debug mode and recorded like any other),
+ * or mirrored in *mr, whose host lists the caller then uses. in_bytes:
+ * each send buffer (a separate list); out_bytes: each receive buffer,
+ * whose contents are copied in too where the list works in place. Host
+ * buffers: nothing. root: the world rank, as the public call had it. */
+static dcoll_status_t on_gpu(dcoll_group_t *group, struct dcoll_group *g,
+                             struct dcoll_multi_call *mc, int root,
                              size_t in_bytes, size_t out_bytes,
                              dcoll_work_t **work, struct mirrors *mr,
                              bool *done)
@@ -202,18 +204,29 @@ static dcoll_status_t on_gpu(struct dcoll_group *g,
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", mc->fn);
     dcoll_status_t st = DCOLL_SUCCESS;
     if (dcoll_multi_devices(mc, devices) &&
-        !(st = dcoll_gpu_multi(g, mc, devices, work, done)) && !*done) {
-        if (mc->send)
-            st = dcoll_mirror_make(mc->fn, mc->send, mc->n, in_bytes, true,
-                                   &mr->in);
-        if (!st)
-            st = dcoll_mirror_make(mc->fn, (const void *const *)mc->recv,
-                                   mc->n, out_bytes, !mc->send, &mr->out);
-        if (st)
-            mirrors_free(mr);
+        !(st = dcoll_gpu_multi_choose(g, mc, devices))) {
+        if (mc->clique) {
+            /* Described as NCCL sees each rank's part: count per buffer,
+             * and its first buffers. */
+            struct dcoll_coll c = {
+                .kind = mc->kind, .recvbuf = mc->recv[0],
+                .sendbuf = mc->kind == DCOLL_COLL_BROADCAST ? NULL
+                           : mc->send ? mc->send[0] : mc->recv[0],
+                .count = mc->count, .dtype = mc->dtype, .op = mc->op,
+                .opts = mc->opts, .fn = mc->fn, .multi = mc};
+            *done = true;
+            st = dcoll_coll_run(group, &c, root, work, NULL);
+        } else {
+            if (mc->send)
+                st = dcoll_mirror_make(mc->fn, mc->send, mc->n, in_bytes,
+                                       true, &mr->in);
+            if (!st)
+                st = dcoll_mirror_make(mc->fn, (const void *const *)mc->recv,
+                                       mc->n, out_bytes, !mc->send, &mr->out);
+            if (st)
+                mirrors_free(mr);
+        }
     }
-    if (*done && work && *work)
-        dcoll_work_track(*work);
     if (devices != small)
         free(devices);
     return st;
@@ -246,7 +259,8 @@ dcoll_status_t dcoll_broadcast_multi(dcoll_group_t *group, void *const *bufs,
         .kind = DCOLL_COLL_BROADCAST, .recv = bufs, .n = nbufs,
         .count = count, .dtype = dtype, .root = gr, .root_buf = root_buf,
         .opts = opts, .fn = fn};
-    if ((st = on_gpu(g, &mc, 0, bytes, work, &mr, &done)) || done)
+    if ((st = on_gpu(group, g, &mc, root, 0, bytes, work, &mr, &done)) ||
+        done)
         return st;
     bufs = host_list(mr.out, bufs);
     struct multi *m = multi_new(g, fn, bufs, nbufs, 0, &mr);
@@ -280,7 +294,8 @@ dcoll_status_t dcoll_all_reduce_multi(dcoll_group_t *group, void *const *bufs,
     struct dcoll_multi_call mc = {
         .kind = DCOLL_COLL_ALL_REDUCE, .recv = bufs, .n = nbufs,
         .count = count, .dtype = dtype, .op = op, .opts = opts, .fn = fn};
-    if ((st = on_gpu(g, &mc, 0, bytes, work, &mr, &done)) || done)
+    if ((st = on_gpu(group, g, &mc, 0, 0, bytes, work, &mr, &done)) ||
+        done)
         return st;
     bufs = host_list(mr.out, bufs);
     struct multi *m = multi_new(g, fn, bufs, nbufs, 0, &mr);
@@ -326,7 +341,8 @@ dcoll_status_t dcoll_reduce_multi(dcoll_group_t *group, void *const *bufs,
         .kind = DCOLL_COLL_REDUCE, .recv = bufs, .n = nbufs, .count = count,
         .dtype = dtype, .op = op, .root = gr, .root_buf = root_buf,
         .opts = opts, .fn = fn};
-    if ((st = on_gpu(g, &mc, 0, bytes, work, &mr, &done)) || done)
+    if ((st = on_gpu(group, g, &mc, root, 0, bytes, work, &mr, &done)) ||
+        done)
         return st;
     mr.back = mine ? root_buf : -2;   /* only the root's buffer changes */
     bufs = host_list(mr.out, bufs);
@@ -375,7 +391,7 @@ dcoll_status_t dcoll_all_gather_multi(dcoll_group_t *group,
     struct dcoll_multi_call mc = {
         .kind = DCOLL_COLL_ALL_GATHER, .send = sendbufs, .recv = recvbufs,
         .n = nbufs, .count = count, .dtype = dtype, .opts = opts, .fn = fn};
-    if ((st = on_gpu(g, &mc, bytes, all, work, &mr, &done)) || done)
+    if ((st = on_gpu(group, g, &mc, 0, bytes, all, work, &mr, &done)) || done)
         return st;
     sendbufs = (const void *const *)host_list(mr.in, (void *const *)sendbufs);
     recvbufs = host_list(mr.out, recvbufs);
@@ -422,7 +438,7 @@ dcoll_status_t dcoll_reduce_scatter_multi(dcoll_group_t *group,
         .kind = DCOLL_COLL_REDUCE_SCATTER, .send = sendbufs,
         .recv = recvbufs, .n = nbufs, .count = count, .dtype = dtype,
         .op = op, .opts = opts, .fn = fn};
-    if ((st = on_gpu(g, &mc, in, bytes, work, &mr, &done)) || done)
+    if ((st = on_gpu(group, g, &mc, 0, in, bytes, work, &mr, &done)) || done)
         return st;
     sendbufs = (const void *const *)host_list(mr.in, (void *const *)sendbufs);
     recvbufs = host_list(mr.out, recvbufs);

@@ -55,17 +55,21 @@ struct dcoll_multi_call {
     int root, root_buf;
     const dcoll_coll_opts_t *opts;
     const char *fn;
+    struct dcoll_clique *clique;   /* set by dcoll_gpu_multi_choose */
 };
 /* devices[i]: buffer i's GPU, -1 on the host, -2 send and receive apart;
  * returns how many buffers touch a GPU. */
 int dcoll_multi_devices(const struct dcoll_multi_call *mc, int *devices);
-/* Through NCCL (*nccl true) if every rank agrees the placement can; else
- * nothing runs and the caller mirrors. Collective the first time a
- * placement is seen on g. */
-dcoll_status_t dcoll_gpu_multi(struct dcoll_group *g,
-                               const struct dcoll_multi_call *mc,
-                               const int *devices, struct dcoll_work **work,
-                               bool *nccl);
+/* Whether the call goes to NCCL (mc->clique set) or is mirrored (NULL),
+ * as every rank of g agrees; collective the first time a placement is
+ * seen on g. */
+dcoll_status_t dcoll_gpu_multi_choose(struct dcoll_group *g,
+                                      struct dcoll_multi_call *mc,
+                                      const int *devices);
+/* Launch c->multi on its clique: from the core's dispatch. */
+dcoll_status_t dcoll_gpu_multi_run(struct dcoll_group *g,
+                                   const struct dcoll_coll *c,
+                                   struct dcoll_work **work);
 void dcoll_group_cliques_free(struct dcoll_group *g);
 /* A list of n buffers of bytes each as host memory: GPU ones copied to
  * pinned blocks (copy_in: their contents too), host ones as they are. */

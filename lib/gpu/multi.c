@@ -103,7 +103,8 @@ static bool nccl_here(const struct dcoll_group *g, const int *devices, int k)
 {
     const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
     if (!p->nccl_bytes || !p->nccl_comms || !p->group_start ||
-        !p->group_end || g->backend->route != DCOLL_ROUTE_AUTO)
+        !p->group_end || !p->nccl_takes ||
+        g->backend->route != DCOLL_ROUTE_AUTO)
         return false;
     for (int i = 0; i < k; i++) {
         if (devices[i] < 0)
@@ -216,16 +217,14 @@ void dcoll_group_cliques_free(struct dcoll_group *g)
     g->cliques = NULL;
 }
 
-dcoll_status_t dcoll_gpu_multi(struct dcoll_group *g,
-                               const struct dcoll_multi_call *mc,
-                               const int *devices, struct dcoll_work **work,
-                               bool *nccl)
+dcoll_status_t dcoll_gpu_multi_choose(struct dcoll_group *g,
+                                      struct dcoll_multi_call *mc,
+                                      const int *devices)
 {
-    const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
     int k = mc->n;
     struct dcoll_clique *q = g->cliques;
     dcoll_status_t st;
-    *nccl = false;
+    mc->clique = NULL;
     while (q && (q->k != k || memcmp(q->devices, devices,
                                      sizeof(int) * (size_t)k)))
         q = q->next;
@@ -233,15 +232,30 @@ dcoll_status_t dcoll_gpu_multi(struct dcoll_group *g,
         return st;
     if (!q->comms)
         return DCOLL_SUCCESS;               /* staged, on every rank */
-    void *stream = NULL;
-    if (mc->opts && (mc->opts->mask & DCOLL_COLL_OPT_STREAM)) {
-        if (k > 1)
-            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: "
-                               "opts.stream is a stream of one GPU, and "
-                               "the buffers are on %d; leave it unset to "
-                               "use each GPU's default stream", mc->fn, k);
-        stream = mc->opts->stream;
-    }
+    /* Ops and types NCCL lacks: the same answer on every rank. */
+    struct dcoll_plugin_call call = {.kind = mc->kind, .count = mc->count,
+                                     .dtype = mc->dtype, .op = mc->op};
+    if (dcoll_gpu_plugin->nccl_takes(&call))
+        return DCOLL_SUCCESS;
+    if (k > 1 && mc->opts && (mc->opts->mask & DCOLL_COLL_OPT_STREAM))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: opts.stream is "
+                           "a stream of one GPU, and the buffers are on %d; "
+                           "leave it unset to use each GPU's default "
+                           "stream", mc->fn, k);
+    mc->clique = q;
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_gpu_multi_run(struct dcoll_group *g,
+                                   const struct dcoll_coll *c,
+                                   struct dcoll_work **work)
+{
+    const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
+    const struct dcoll_multi_call *mc = c->multi;
+    struct dcoll_clique *q = mc->clique;
+    int k = mc->n;
+    void *stream = mc->opts && (mc->opts->mask & DCOLL_COLL_OPT_STREAM)
+                       ? mc->opts->stream : NULL;
     int rc = p->group_start(), i = 0;
     if (rc)
         return plugin_error(mc->fn, rc);
@@ -256,14 +270,11 @@ dcoll_status_t dcoll_gpu_multi(struct dcoll_group *g,
         rc = p->nccl_coll(q->comms[i], &call, g->rank * k + i, g->size * k,
                           stream, GPU_TIMEOUT);
     }
-    /* The group closes with what it holds: nothing where the first
-     * call was declined. */
+    /* The group closes with what it holds. The choice asked nccl_takes,
+     * so a declined call (1) is a failure like any other here. */
     int end = p->group_end(q->comms, i - (rc != 0), GPU_TIMEOUT);
-    if (rc == 1 && i == 1)
-        return DCOLL_SUCCESS;   /* an op NCCL lacks: the same everywhere */
     if (rc || (rc = end))
         return plugin_error(mc->fn, rc);
-    *nccl = true;
     if (!work) {
         for (i = 0; i < k && !rc; i++)
             rc = p->nccl_wait(q->comms[i], stream, GPU_TIMEOUT);
@@ -282,8 +293,6 @@ dcoll_status_t dcoll_gpu_multi(struct dcoll_group *g,
         work_release(&w->base);
         return plugin_error(mc->fn, rc);
     }
-    w->base.kind = mc->kind;
-    w->base.fn = mc->fn;
     *work = &w->base;
     return DCOLL_SUCCESS;
 }

@@ -205,6 +205,8 @@ static bool reduces(int kind)
  * types; AVG on floating types only. The rest is staged (1). */
 static bool offered(const struct dcoll_plugin_call *k)
 {
+    if (k->kind == DCOLL_KIND_BARRIER)
+        return false;
     if (k->kind != DCOLL_KIND_BROADCAST && k->kind != DCOLL_KIND_ALL_GATHER &&
         !reduces(k->kind))
         return false;
@@ -228,7 +230,7 @@ static bool offered(const struct dcoll_plugin_call *k)
                     o[j] = b;                                                \
                 else if (op == DCOLL_SUM || op == DCOLL_AVG)                 \
                     o[j] = (T)(a + b);                                       \
-                else if (op == DCOLL_PRODUCT)                                   \
+                else if (op == DCOLL_PRODUCT)                                \
                     o[j] = (T)(a * b);                                       \
                 else if (op == DCOLL_MIN)                                    \
                     o[j] = b < a ? b : a;                                    \
@@ -338,6 +340,11 @@ static int run(struct op *ops, int n, double timeout)
     }
     fake_open_device_memory(0);
     return rc;
+}
+
+int fake_nccl_takes(const struct dcoll_plugin_call *k)
+{
+    return offered(k) ? 0 : 1;
 }
 
 int fake_nccl_coll(void *comm, const struct dcoll_plugin_call *k, int rank,

@@ -146,6 +146,7 @@ const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v6(void)
         table.event_free = fake_event_free;
         table.group_start = fake_group_start;
         table.group_end = fake_group_end;
+        table.nccl_takes = fake_nccl_takes;
     }
     return &table;
 }

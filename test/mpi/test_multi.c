@@ -396,6 +396,26 @@ static void refused_gpu(void)
     CHECK_OK(dcoll_barrier(NULL, NULL, NULL));
 }
 
+/* DCOLL_DEBUG=detail: counts that disagree are caught on every rank
+ * before anything runs, on GPU buffers (NCCL's path) as on the host; the
+ * same placement as the world's earlier calls, so no new clique. */
+static void mismatched(void)
+{
+    const char *dbg = getenv("DCOLL_DEBUG");
+    if (!dbg || strcmp(dbg, "detail") || world_size < 2)
+        return;
+    struct list b = bufs(2, 8 * sizeof(float));
+    int64_t count = 4 + (t_rank == 1);
+    dcoll_status_t st = dcoll_all_reduce_multi(NULL, b.p, 2, count,
+                                               DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                                               NULL);
+    CHECK(st == DCOLL_ERR_MISMATCH, "all_reduce_multi, count 5 on rank 1 "
+          "and 4 elsewhere: %s: %s", dcoll_status_string(st),
+          dcoll_last_error());
+    bufs_free(&b);
+    CHECK_OK(dcoll_barrier(NULL, NULL, NULL));
+}
+
 int main(void)
 {
     const char *pl = getenv("DCOLL_TEST_PLACE");
@@ -431,6 +451,7 @@ int main(void)
             printf("fake NCCL calls on rank 0 for the world: %ld\n", calls);
     }
 #endif
+    mismatched();
     for (int which = 1; which < T_NGROUPS; which++)
         on_group(which);
     refused();
