@@ -57,6 +57,7 @@ static dcoll_status_t after(struct multi *m, dcoll_status_t st)
             st = dcoll_mirror_back(m->mir->out, m->mir->back);
     }
     mirrors_free(m->mir);
+    free(m->mir);
     if (m->tmp)
         dcoll_kept_give(&m->group->stage, m->tmp, m->own, free);
     free(m->out);

@@ -39,6 +39,12 @@ static void open_arena(void)
     }
 }
 
+/* Each GPU's share of the arena, 64-byte aligned like cudaMalloc's. */
+static size_t region(void)
+{
+    return (ARENA / (size_t)ngpus) & ~(size_t)63;
+}
+
 static int in_arena(const void *p)
 {
     return arena && (const char *)p >= arena && (const char *)p < arena + ARENA;
@@ -69,7 +75,7 @@ static int pci_bus_id(int i, char *busid, size_t len)
 static enum dcoll_mem_kind mem_kind(const void *p, int *device)
 {
     *device = in_arena(p) ? (int)((size_t)((const char *)p - arena) /
-                                  (ARENA / (size_t)ngpus))
+                                  region())
                           : -1;
     return in_arena(p) ? DCOLL_MEM_DEVICE : DCOLL_MEM_HOST;
 }
@@ -158,13 +164,12 @@ void *fake_device_alloc_on(int device, size_t bytes);
 void *fake_device_alloc_on(int device, size_t bytes)
 {
     open_arena();
-    size_t region = ARENA / (size_t)ngpus;
     bytes = (bytes + 63) & ~(size_t)63;
     if (!arena || device < 0 || device >= ngpus ||
-        used[device] + bytes > region)
+        used[device] + bytes > region())
         return NULL;
     used[device] += bytes;
-    return arena + region * (size_t)device + used[device] - bytes;
+    return arena + region() * (size_t)device + used[device] - bytes;
 }
 
 __attribute__((visibility("default"))) void *fake_device_alloc(size_t bytes);
