@@ -1,11 +1,29 @@
 #!/bin/sh
 # Run an MPI test: mpirun.sh NPROCS SECONDS PROGRAM [ARGS...]
-# Loopback only, root allowed, oversubscription allowed (2-core runners),
-# and a hard time limit after which mpirun and its ranks are killed.
+# With the build's own launcher (DCOLL_MPIRUN, DCOLL_MPI: openmpi or mpich,
+# set by the test setup; else whatever mpirun is on the PATH). Loopback
+# only, root allowed, oversubscription allowed (2-core runners), and a
+# hard time limit after which the launcher and its ranks are killed.
 n=$1; limit=$2; shift 2
-if ! command -v mpirun >/dev/null 2>&1; then
-    echo "mpirun not found: skipping"; exit 77
-fi
+launcher=${DCOLL_MPIRUN:-}
+[ -n "$launcher" ] || launcher=$(command -v mpirun) || {
+    echo "mpirun not found: skipping"; exit 77; }
+case ${DCOLL_MPI:-openmpi} in
+mpich)
+    # hydra forks the ranks here and hands them its environment whole, so
+    # OpenMPI's `-x VAR` is dropped. UCX stays on shared memory and lo.
+    export HYDRA_IFACE=lo HYDRA_LAUNCHER=fork
+    export UCX_NET_DEVICES=lo UCX_TLS=self,sm,tcp
+    export UCX_WARN_UNUSED_ENV_VARS=n
+    for a in "$@"; do
+        shift
+        if [ "$a" = -x ]; then skip=1; continue; fi
+        if [ "${skip:-0}" = 1 ]; then skip=0; continue; fi
+        set -- "$@" "$a"
+    done
+    exec timeout -k 10 "$limit" "$launcher" -n "$n" "$@"
+    ;;
+esac
 export OMPI_MCA_btl=self,vader
 export OMPI_MCA_btl_tcp_if_include=lo
 export OMPI_MCA_oob_tcp_if_include=lo
@@ -14,4 +32,4 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_hwloc_base_binding_policy=none
 export PMIX_MCA_gds=hash
-exec timeout -k 10 "$limit" mpirun -n "$n" "$@"
+exec timeout -k 10 "$limit" "$launcher" -n "$n" "$@"

@@ -1,0 +1,78 @@
+#!/bin/sh
+# A program built against an installed dcoll, the way the README shows:
+#   consumer.sh BUILD SOURCE MPIRUN_SH WAY...
+#   cmake   find_package(dcoll 1.3), the C and Fortran targets
+#   meson   dependency('dcoll') from the install (pkg-config)
+#   wrap    the same project with dcoll as its subproject
+# Installs into a prefix of its own (setup --prefix, as a user would, not
+# DESTDIR), builds, and runs the program on 2 ranks with no
+# LD_LIBRARY_PATH: the install's RUNPATHs must be enough.
+set -eu
+build=$1 src=$2 mpirun_sh=$3
+shift 3
+here=$src/test/consumer
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+unset LD_LIBRARY_PATH
+# Not from the calling build directory: a meson setup run inside another
+# build directory deletes that one's Fortran module files (meson 1.0).
+cd "$tmp"
+prefix=$tmp/prefix
+installed=
+install_dcoll() {
+    [ -z "$installed" ] || return 0
+    installed=yes
+    # A build of its own, configured for this prefix, sharing nothing.
+    meson setup "$tmp/dcoll-build" "$src" --prefix "$prefix" -Dtests=false \
+        -Dcuda=disabled -Dmpi="$(meson introspect --buildoptions "$build" |
+        python3 -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"]=="mpi"][0])')" \
+        >"$tmp/setup.log" 2>&1 || { cat "$tmp/setup.log"; exit 1; }
+    ninja -C "$tmp/dcoll-build" install >"$tmp/install.log" 2>&1 ||
+        { cat "$tmp/install.log"; exit 1; }
+}
+for how in "$@"; do
+echo "== $how"
+case $how in
+cmake)
+    command -v cmake >/dev/null || { echo "cmake not found: skipping"; exit 77; }
+    install_dcoll
+    cmake -S "$here/cmake" -B "$tmp/b" -DCMAKE_PREFIX_PATH="$prefix" \
+        -DCMAKE_BUILD_TYPE=Release >"$tmp/cmake.log" 2>&1 ||
+        { cat "$tmp/cmake.log"; exit 1; }
+    cmake --build "$tmp/b" >>"$tmp/cmake.log" 2>&1 ||
+        { cat "$tmp/cmake.log"; exit 1; }
+    "$mpirun_sh" 2 60 "$tmp/b/hello_c"
+    "$mpirun_sh" 2 60 "$tmp/b/hello_f"
+    ;;
+meson)
+    install_dcoll
+    cp -r "$here/meson" "$tmp/p"
+    cp "$here/hello.c" "$tmp/p/"
+    pc=$(dirname "$(find "$prefix" -name dcoll.pc | head -1)")
+    PKG_CONFIG_PATH=$pc meson setup "$tmp/b" "$tmp/p" --wrap-mode=nofallback \
+        >"$tmp/p.log" 2>&1 || { cat "$tmp/p.log"; exit 1; }
+    ninja -C "$tmp/b" >>"$tmp/p.log" 2>&1 || { cat "$tmp/p.log"; exit 1; }
+    grep -q "Run-time dependency dcoll found: YES" "$tmp/p.log" ||
+        { echo "dcoll was not found through pkg-config"; cat "$tmp/p.log"; exit 1; }
+    "$mpirun_sh" 2 60 "$tmp/b/hello_c"
+    ;;
+wrap)
+    cp -r "$here/meson" "$tmp/w"
+    cp "$here/hello.c" "$tmp/w/"
+    mkdir "$tmp/w/subprojects"
+    # The wrap a user writes for a checkout of dcoll (here: this one).
+    ln -s "$src" "$tmp/w/subprojects/dcoll"
+    printf '[wrap-file]\ndirectory = dcoll\n\n[provide]\ndcoll = dcoll_dep\n' \
+        >"$tmp/w/subprojects/dcoll.wrap"
+    PKG_CONFIG_PATH=/nonexistent meson setup "$tmp/wb" "$tmp/w" \
+        --wrap-mode=forcefallback >"$tmp/w.log" 2>&1 ||
+        { cat "$tmp/w.log"; exit 1; }
+    ninja -C "$tmp/wb" >>"$tmp/w.log" 2>&1 || { cat "$tmp/w.log"; exit 1; }
+    grep -q "subproject dcoll" "$tmp/w.log" ||
+        { echo "dcoll was not built as a subproject"; cat "$tmp/w.log"; exit 1; }
+    "$mpirun_sh" 2 60 "$tmp/wb/hello_c"
+    ;;
+*)
+    echo "consumer.sh: unknown way $how" >&2; exit 2 ;;
+esac
+done
