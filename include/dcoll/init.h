@@ -136,6 +136,18 @@ DCOLL_API dcoll_status_t dcoll_device(int *device);
 /** *flag = 1 between a successful dcoll_init and dcoll_finalize, else 0. */
 DCOLL_API dcoll_status_t dcoll_initialized(int *flag);
 
+/** End the whole job with exit status @p code, as MPI_Abort on the world
+ *  does: every process of the job and its launcher end (the status a shell
+ *  sees is code modulo 256). @p reason, if not NULL, is printed to stderr
+ *  first with the rank. Before dcoll_init or after dcoll_finalize only
+ *  this process exits. Does not return. (API 1.5.) */
+DCOLL_API dcoll_status_t dcoll_abort(int code, const char *reason);
+
+/** Seconds on a monotonic clock, for timing as with MPI_Wtime: only
+ *  differences mean anything. Callable at any time; never fails, so it
+ *  returns the time itself rather than a status. (API 1.5.) */
+DCOLL_API double dcoll_wtime(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -439,8 +439,12 @@ dcoll_status_t dcoll_isend(dcoll_group_t *group, const void *buf,
                            dcoll_work_t **work)
 {
     dcoll_status_t st = need_work(__func__, work);
-    return st ? st : dcoll_send(group, buf, count, dtype, dst, tag, opts,
-                                work);
+    if (st)
+        return st;
+    /* Its own name in messages, not dcoll_send's. */
+    COLL(.kind = DCOLL_COLL_SEND, .sendbuf = buf, .count = count,
+         .dtype = dtype, .tag = tag, .opts = opts, .fn = __func__);
+    return coll_run(group, &c, dst, work, NULL);
 }
 
 dcoll_status_t dcoll_irecv(dcoll_group_t *group, void *buf, int64_t count,
@@ -448,6 +452,9 @@ dcoll_status_t dcoll_irecv(dcoll_group_t *group, void *buf, int64_t count,
                            const dcoll_coll_opts_t *opts, dcoll_work_t **work)
 {
     dcoll_status_t st = need_work(__func__, work);
-    return st ? st : dcoll_recv(group, buf, count, dtype, src, tag, opts,
-                                work, NULL);
+    if (st)
+        return st;
+    COLL(.kind = DCOLL_COLL_RECV, .recvbuf = buf, .count = count,
+         .dtype = dtype, .tag = tag, .opts = opts, .fn = __func__);
+    return coll_run(group, &c, src, work, NULL);
 }

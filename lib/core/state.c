@@ -1,6 +1,7 @@
 /* Library life cycle: dcoll_init, dcoll_finalize and the world group. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include "core.h"
 #include "diag.h"
 #include "gpu.h"
@@ -234,4 +235,22 @@ dcoll_status_t dcoll_initialized(int *flag)
                            "dcoll_initialized: flag is NULL");
     *flag = dcoll_state == DCOLL_STATE_READY;
     return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_abort(int code, const char *reason)
+{
+    bool ready = dcoll_state == DCOLL_STATE_READY;
+    if (reason)
+        fprintf(stderr, "dcoll: rank %d ends the job with code %d: %s\n",
+                ready ? dcoll_world.rank : -1, code, reason);
+    fflush(NULL);
+    if (ready)
+        dcoll_world.svc->abort_job(&dcoll_world, code);
+    /* Not started, finished, or MPI did not end us: this process alone. */
+    _exit(code & 255);
+}
+
+double dcoll_wtime(void)
+{
+    return dcoll_now();
 }

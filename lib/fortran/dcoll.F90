@@ -1,13 +1,20 @@
 ! dcoll for Fortran: `use dcoll`. Every public C function of dcoll has a
 ! bind(C) interface here; the public names wrap them so that Fortran code
 ! passes arrays of any type and rank, default integers, and handles as
-! derived types. Buffers are assumed-size (`type(*), dimension(*)`): an
-! array goes through as its first element's address, so async buffers must
-! be contiguous (no array sections with strides) and left alone until the
-! work is done, as with MPI's nonblocking calls.
+! derived types. Buffers are assumed-rank (`type(*), dimension(..)`) and
+! must be contiguous: an array goes through as its first element's
+! address. They are ASYNCHRONOUS, as mpi_f08's nonblocking buffers: give
+! your own isend/irecv and async buffers the attribute too, and leave
+! them alone until dcoll_work_wait (or wait_all) returns.
 !
-! Every function returns an integer status (DCOLL_SUCCESS = 0);
-! dcoll_last_error() says what was wrong. Counts may be of kind 4 or 8.
+! Arguments come in the C order: group first, then buffers, count, type,
+! op, root or peer, tag, opts, work. Calls read best with keywords, e.g.
+!   st = dcoll_isend(DCOLL_WORLD, buf=a, count=n, dtype=DCOLL_REAL8, &
+!                    dst=right, tag=1, work=w(1))
+! Unlike MPI there is no trailing ierr: every function returns the status
+! (DCOLL_SUCCESS = 0), and dcoll_last_error() says what was wrong. The
+! work handle is the last argument, after the optional opts. Counts may be
+! of kind 4 or 8.
 module dcoll
     use, intrinsic :: iso_c_binding
 #ifdef DCOLL_HAVE_MPI_F08
@@ -132,6 +139,7 @@ module dcoll
 
     public :: dcoll_status_string, dcoll_last_error, dcoll_version
     public :: dcoll_init, dcoll_finalize, dcoll_initialized, dcoll_dtype_size
+    public :: dcoll_abort, dcoll_wtime
     public :: dcoll_local_rank, dcoll_backend_status, dcoll_device
     public :: dcoll_group_world, dcoll_new_group, dcoll_group_destroy
     public :: dcoll_split_group
@@ -472,6 +480,18 @@ module dcoll
         import
         integer(c_int) :: st
         integer(c_int), intent(out) :: flag
+    end function
+
+    function c_abort(code, reason) bind(C, name='dcoll_abort') result(st)
+        import
+        integer(c_int) :: st
+        integer(c_int), value :: code
+        character(kind=c_char), intent(in) :: reason(*)
+    end function
+
+    function c_wtime() bind(C, name='dcoll_wtime') result(t)
+        import
+        real(c_double) :: t
     end function
 
     function c_local_rank(local_rank, local_size) &
@@ -1076,7 +1096,7 @@ contains
     ! array section with strides) is refused, since C would read it as if
     ! it were, and a copy would not outlive an async call.
     function addr(buf, fn, name, p) result(ok)
-        type(*), dimension(..), target, intent(in) :: buf
+        type(*), dimension(..), target, asynchronous, intent(in) :: buf
         character(len=*), intent(in) :: fn, name
         type(c_ptr), intent(out) :: p
         logical :: ok
@@ -1175,6 +1195,25 @@ contains
         f_err_on = .false.
         st = c_initialized(f)
         flag = f /= 0
+    end function
+
+    ! End the whole job with exit status code, as MPI_Abort does; reason,
+    ! if given, is printed first. Does not return.
+    function dcoll_abort(code, reason) result(st)
+        integer, intent(in) :: code
+        character(len=*), intent(in), optional :: reason
+        integer :: st
+        if (present(reason)) then
+            st = c_abort(int(code, c_int), trim(reason) // c_null_char)
+        else
+            st = c_abort(int(code, c_int), '(no reason given)' // c_null_char)
+        end if
+    end function
+
+    ! Seconds on a monotonic clock, as MPI_Wtime: take differences.
+    function dcoll_wtime() result(t)
+        real(c_double) :: t
+        t = c_wtime()
     end function
 
     ! This process's rank among the world's processes on its node, and
@@ -1499,7 +1538,7 @@ contains
             work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target :: buf
+        type(*), dimension(..), target, asynchronous :: buf
         integer(c_int64_t), intent(in) :: count
         integer, intent(in) :: dtype
         integer, intent(in) :: root
@@ -1520,8 +1559,8 @@ contains
             work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in) :: sendbuf
-        type(*), dimension(..), target :: recvbuf
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
         integer(c_int64_t), intent(in) :: count
         integer, intent(in) :: dtype
         integer, intent(in) :: op
@@ -1547,8 +1586,8 @@ contains
             opts, work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in) :: sendbuf
-        type(*), dimension(..), target, optional :: recvbuf
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous, optional :: recvbuf
         integer(c_int64_t), intent(in) :: count
         integer, intent(in) :: dtype
         integer, intent(in) :: op
@@ -1578,8 +1617,8 @@ contains
             work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in) :: sendbuf
-        type(*), dimension(..), target :: recvbuf
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
         integer(c_int64_t), intent(in) :: count
         integer, intent(in) :: dtype
         type(dcoll_coll_opts), intent(in), optional :: opts
@@ -1603,8 +1642,8 @@ contains
             work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in) :: sendbuf
-        type(*), dimension(..), target, optional :: recvbuf
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous, optional :: recvbuf
         integer(c_int64_t), intent(in) :: count
         integer, intent(in) :: dtype
         integer, intent(in) :: root
@@ -1633,8 +1672,8 @@ contains
             work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in), optional :: sendbuf
-        type(*), dimension(..), target :: recvbuf
+        type(*), dimension(..), target, asynchronous, intent(in), optional :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
         integer(c_int64_t), intent(in) :: count
         integer, intent(in) :: dtype
         integer, intent(in) :: root
@@ -1663,8 +1702,8 @@ contains
             opts, work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in) :: sendbuf
-        type(*), dimension(..), target :: recvbuf
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
         integer(c_int64_t), intent(in) :: count
         integer, intent(in) :: dtype
         integer, intent(in) :: op
@@ -1690,8 +1729,8 @@ contains
             work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in) :: sendbuf
-        type(*), dimension(..), target :: recvbuf
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
         integer(c_int64_t), intent(in) :: count
         integer, intent(in) :: dtype
         type(dcoll_coll_opts), intent(in), optional :: opts
@@ -1714,7 +1753,7 @@ contains
     function send_i8(group, buf, count, dtype, dst, tag, opts, work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in) :: buf
+        type(*), dimension(..), target, asynchronous, intent(in) :: buf
         integer(c_int64_t), intent(in) :: count
         integer, intent(in) :: dtype
         integer, intent(in) :: dst
@@ -1737,7 +1776,7 @@ contains
             source) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target :: buf
+        type(*), dimension(..), target, asynchronous :: buf
         integer(c_int64_t), intent(in) :: count
         integer, intent(in) :: dtype
         integer, intent(in) :: src
@@ -1769,7 +1808,7 @@ contains
             work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in) :: buf
+        type(*), dimension(..), target, asynchronous, intent(in) :: buf
         integer(c_int64_t), intent(in) :: count
         integer, intent(in) :: dtype
         integer, intent(in) :: dst
@@ -1792,7 +1831,7 @@ contains
             work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target :: buf
+        type(*), dimension(..), target, asynchronous :: buf
         integer(c_int64_t), intent(in) :: count
         integer, intent(in) :: dtype
         integer, intent(in) :: src
@@ -2172,8 +2211,8 @@ contains
             dtype, displs, opts, work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in) :: sendbuf
-        type(*), dimension(..), target :: recvbuf
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
         integer(c_int64_t), intent(in) :: sendcount
         integer(c_int64_t), intent(in), target :: recvcounts(:)
         integer, intent(in) :: dtype
@@ -2198,8 +2237,8 @@ contains
             dtype, displs, opts, work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in) :: sendbuf
-        type(*), dimension(..), target :: recvbuf
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
         integer, intent(in) :: sendcount, recvcounts(:), dtype
         integer, intent(in), optional :: displs(:)
         type(dcoll_coll_opts), intent(in), optional :: opts
@@ -2220,8 +2259,8 @@ contains
             dtype, root, displs, opts, work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in) :: sendbuf
-        type(*), dimension(..), target :: recvbuf
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
         integer(c_int64_t), intent(in) :: sendcount
         integer(c_int64_t), intent(in), target :: recvcounts(:)
         integer, intent(in) :: dtype, root
@@ -2243,8 +2282,8 @@ contains
             dtype, root, displs, opts, work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in) :: sendbuf
-        type(*), dimension(..), target :: recvbuf
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
         integer, intent(in) :: sendcount, recvcounts(:), dtype, root
         integer, intent(in), optional :: displs(:)
         type(dcoll_coll_opts), intent(in), optional :: opts
@@ -2265,8 +2304,8 @@ contains
             dtype, root, displs, opts, work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in) :: sendbuf
-        type(*), dimension(..), target :: recvbuf
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
         integer(c_int64_t), intent(in), target :: sendcounts(:)
         integer(c_int64_t), intent(in) :: recvcount
         integer, intent(in) :: dtype, root
@@ -2288,8 +2327,8 @@ contains
             dtype, root, displs, opts, work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in) :: sendbuf
-        type(*), dimension(..), target :: recvbuf
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
         integer, intent(in) :: sendcounts(:), recvcount, dtype, root
         integer, intent(in), optional :: displs(:)
         type(dcoll_coll_opts), intent(in), optional :: opts
@@ -2310,8 +2349,8 @@ contains
             dtype, sdispls, rdispls, opts, work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in) :: sendbuf
-        type(*), dimension(..), target :: recvbuf
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
         integer(c_int64_t), intent(in), target :: sendcounts(:), recvcounts(:)
         integer, intent(in) :: dtype
         integer(c_int64_t), intent(in), target, optional :: sdispls(:), &
@@ -2335,8 +2374,8 @@ contains
             dtype, sdispls, rdispls, opts, work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in) :: sendbuf
-        type(*), dimension(..), target :: recvbuf
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
         integer, intent(in) :: sendcounts(:), recvcounts(:), dtype
         integer, intent(in), optional :: sdispls(:), rdispls(:)
         type(dcoll_coll_opts), intent(in), optional :: opts
@@ -2362,8 +2401,8 @@ contains
             op, opts, work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in) :: sendbuf
-        type(*), dimension(..), target :: recvbuf
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
         integer(c_int64_t), intent(in) :: recvcounts(:)
         integer, intent(in) :: dtype, op
         type(dcoll_coll_opts), intent(in), optional :: opts
@@ -2383,8 +2422,8 @@ contains
             op, opts, work) result(st)
         integer :: st
         type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, intent(in) :: sendbuf
-        type(*), dimension(..), target :: recvbuf
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
         integer, intent(in) :: recvcounts(:), dtype, op
         type(dcoll_coll_opts), intent(in), optional :: opts
         type(dcoll_work), intent(out), optional :: work

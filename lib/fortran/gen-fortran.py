@@ -59,8 +59,11 @@ with open(const_out, 'w') as f:
 # The C parameter types, as the Fortran wrappers declare them.
 DECL = {
     'dcoll_group_t *': 'type(dcoll_group), intent(in) :: {}',
-    'const void *': 'type(*), dimension(..), target, intent(in) :: {}',
-    'void *': 'type(*), dimension(..), target :: {}',
+    # asynchronous, as mpi_f08's nonblocking buffers: with a work handle
+    # the call returns while dcoll still reads or writes them.
+    'const void *': 'type(*), dimension(..), target, asynchronous, '
+                    'intent(in) :: {}',
+    'void *': 'type(*), dimension(..), target, asynchronous :: {}',
     'int64_t': 'integer(c_int32_t), intent(in) :: {}',
     'dcoll_dtype_t': 'integer, intent(in) :: {}',
     'dcoll_op_t': 'integer, intent(in) :: {}',

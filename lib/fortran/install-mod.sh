@@ -1,11 +1,12 @@
 #!/bin/sh
 # meson install step: copy the Fortran module file dcoll.mod (built beside
-# libdcollf) into INCLUDEDIR, where pkg-config's -I points.
+# libdcollf) into the directory given (<libdir>/fortran/<compiler>-<major>),
+# where dcoll-fortran.pc and dcollConfig.cmake point.
 set -eu
-includedir=$1
-case $includedir in
-    /*) dest=${DESTDIR:-}$includedir ;;
-    *) dest=${DESTDIR:-}$MESON_INSTALL_PREFIX/$includedir ;;
+moddir=$1
+case $moddir in
+    /*) dest=${DESTDIR:-}$moddir ;;
+    *) dest=${DESTDIR:-}$MESON_INSTALL_PREFIX/$moddir ;;
 esac
 mod=$(find "$MESON_BUILD_ROOT" -name dcoll.mod -path '*dcollf*' | head -1)
 [ -n "$mod" ] || { echo "install-mod.sh: dcoll.mod not built" >&2; exit 1; }

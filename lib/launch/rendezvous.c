@@ -2,6 +2,7 @@
  * env:// reads torch's variables (or SLURM's), tcp:// and file:// their
  * query; env:// and tcp:// meet at a TCP store that rank 0 serves, file://
  * at a file store. The checks follow torch's handlers, in dcoll's words. */
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -355,10 +356,26 @@ dcoll_status_t dcoll_rdzv_run(const char *url, double timeout, bool launched,
     static const char fn[] = "dcoll_init";
     memset(r, 0, sizeof(*r));
     r->rank = r->world_size = -1;
+    /* Started as one of N (dcollrun, torchrun: RANK and WORLD_SIZE set)
+     * but not by an MPI launcher, MPI would be a world of one: N copies
+     * of the same job. The default takes the variables' rendezvous; an
+     * explicit mpi:// is refused. */
+    const char *wsize = env("WORLD_SIZE");
+    bool one_of_n = !launched && env("RANK") && wsize &&
+                    url_int(wsize, strlen(wsize), 2, INT_MAX) > 0;
+    if (!url && one_of_n)
+        url = "env://";
     if (!url || !strncasecmp(url, "mpi://", 6)) {
         if (url && url[6])
             return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: mpi:// takes "
                                "no address or query, got '%.64s'", fn, url);
+        if (one_of_n)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: mpi:// with "
+                               "RANK=%s and WORLD_SIZE=%s set but no MPI "
+                               "launcher: MPI would make each process a "
+                               "world of its own. Start the job with "
+                               "mpirun, or use env:// (the default does)",
+                               fn, env("RANK"), wsize);
         r->mpi = true;
         strcpy(r->scheme, "mpi");
         return DCOLL_SUCCESS;
@@ -369,6 +386,17 @@ dcoll_status_t dcoll_rdzv_run(const char *url, double timeout, bool launched,
         const char *why = NULL;
         struct dcoll_url u;
         strcpy(r->scheme, "env");
+        /* Under mpirun with none of the variables, as a program written
+         * for env:// (torchrun) is often run: MPI's ranks, as mpi://. */
+        static const char *const any[] = {"RANK", "SLURM_PROCID",
+                                          "WORLD_SIZE", NULL};
+        bool none = true;
+        for (int i = 0; any[i]; i++)
+            none = none && !env(any[i]);
+        if (launched && none && !strchr(url, '?')) {
+            r->mpi = true;
+            return DCOLL_SUCCESS;
+        }
         r->renumber = true;
         dcoll_status_t st = env_rank_size(url, &u, r, &why);
         if (st)

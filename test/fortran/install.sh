@@ -1,22 +1,53 @@
 #!/bin/sh
-# `use dcoll` from an installed dcoll, found through pkg-config, as a user
-# builds it: install into a scratch root, compile examples/grid.f90 with
-# `mpifort $(pkg-config --cflags --libs dcoll-fortran)`, run it.
+# `use dcoll` from an installed dcoll, built as a Makefile does: the
+# objects first, then `pkg-config --libs dcoll-fortran` (Debian links with
+# --as-needed, so the other order fails), and only an -Wl,-rpath to the
+# install. The program, and the installed dcollrun, run with no
+# LD_LIBRARY_PATH. The module's source is installed too: built again from
+# it, the module works the same.
 #   install.sh BUILD_DIR SOURCE_DIR MPIRUN_SH
 set -eu
 build=$1 src=$2 mpirun_sh=$3
 command -v mpifort >/dev/null || { echo "mpifort not found: skipping"; exit 77; }
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT INT TERM
+unset LD_LIBRARY_PATH
+cd "$root"
 meson install -C "$build" --no-rebuild --destdir "$root" >"$root/install.log" 2>&1 ||
     { cat "$root/install.log"; exit 1; }
 pc=$(find "$root" -name dcoll-fortran.pc | head -1)
 [ -n "$pc" ] || { echo "dcoll-fortran.pc not installed"; exit 1; }
-find "$root" -name dcoll.mod | grep -q . || { echo "dcoll.mod not installed"; exit 1; }
+mod=$(find "$root" -name dcoll.mod | head -1)
+case $mod in
+    */fortran/gfortran-*/dcoll.mod) echo "dcoll.mod: ${mod#"$root"}" ;;
+    *) echo "dcoll.mod not in a compiler's own directory: '$mod'"; exit 1 ;;
+esac
 export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$root
-flags=$(pkg-config --cflags --libs dcoll-fortran)
-echo "pkg-config --cflags --libs dcoll-fortran: $flags"
-# shellcheck disable=SC2086
-mpifort "$src/examples/grid.f90" $flags -o "$root/grid_f"
+cflags=$(pkg-config --cflags dcoll-fortran)
+libs=$(pkg-config --libs dcoll-fortran)
 libdir=$(dirname "$(find "$root" -name 'libdcollf.so' | head -1)")
-LD_LIBRARY_PATH=$libdir "$mpirun_sh" 2 60 -x LD_LIBRARY_PATH "$root/grid_f"
+echo "pkg-config: $cflags | $libs"
+# shellcheck disable=SC2086
+mpifort $cflags -c "$src/examples/grid.f90" -o grid.o
+# shellcheck disable=SC2086
+mpifort grid.o $libs -Wl,-rpath,"$libdir" -o grid_f
+"$mpirun_sh" 2 60 ./grid_f
+
+# The installed dcollrun finds libdcoll by its own RUNPATH; plain
+# dcoll_init under it makes one world of 2 (not two worlds of one).
+dcollrun=$(find "$root" -path '*/bin/dcollrun' | head -1)
+"$dcollrun" -n 2 ./grid_f >dcollrun.log 2>&1 || { cat dcollrun.log; exit 1; }
+grep -q "1 x 2 ranks.*: ok" dcollrun.log ||
+    { echo "grid_f under dcollrun -n 2:"; cat dcollrun.log; exit 1; }
+echo "installed dcollrun: $(head -1 dcollrun.log)"
+
+# The module from its installed source, compiled here as a user of
+# another compiler would (then linked against the C library alone).
+share=$(dirname "$(find "$root" -name dcoll.F90 | head -1)")
+mkdir modsrc
+mpifort -cpp -DDCOLL_HAVE_MPI_F08 -I"$share" -Jmodsrc -c "$share/dcoll.F90" \
+    -o modsrc/dcoll.o
+mpifort -Imodsrc -c "$src/examples/grid.f90" -o grid2.o
+mpifort grid2.o modsrc/dcoll.o -L"$libdir" -ldcoll -Wl,-rpath,"$libdir" \
+    -o grid_own
+"$mpirun_sh" 2 60 ./grid_own

@@ -154,8 +154,16 @@ int main(int argc, char **argv)
     /* Local checks, before MPI is touched. */
     const dcoll_status_t BAD = DCOLL_ERR_INVALID_ARGUMENT;
     clear();
+    /* None of the variables under mpirun, as a program written for
+     * torchrun is often run: MPI's ranks, as mpi://. */
+    CHECK(init("env://") == DCOLL_SUCCESS, "env:// with no variables under "
+          "mpirun: %s", dcoll_last_error());
+    check_world(me, same, "env:// with none of the variables");
+    /* Some but not all of them: refused, naming the missing one. */
+    set("WORLD_SIZE", n);
     REFUSED("env://", BAD, "environment variable RANK expected, but not "
             "set (nor SLURM_PROCID)");
+    unsetenv("WORLD_SIZE");
     set("RANK", 0);
     REFUSED("env://", BAD, "environment variable WORLD_SIZE expected, but "
             "not set (nor SLURM_STEP_NUM_TASKS)");
