@@ -394,6 +394,13 @@ dcoll_status_t dcoll_rdzv_run(const char *url, double timeout, bool launched,
         for (int i = 0; any[i]; i++)
             none = none && !env(any[i]);
         if (launched && none && !strchr(url, '?')) {
+            dcoll_status_t st = parse(url, &u, &why);
+            if (!st && (u.host[0] || u.port >= 0 || u.path[0]))
+                st = say(&why, DCOLL_ERR_INVALID_ARGUMENT, "'%.64s' has an "
+                         "address or path, but env:// takes no address (it "
+                         "reads MASTER_ADDR and MASTER_PORT)", url);
+            if (st)
+                return dcoll_error(st, "%s: env:// rendezvous: %s", fn, why);
             r->mpi = true;
             return DCOLL_SUCCESS;
         }

@@ -227,6 +227,12 @@ static void bad_collectives(int size)
            "work is NULL");
     EXPECT(dcoll_irecv(NULL, a, 1, DCOLL_FLOAT32, 0, 0, NULL, NULL), BAD,
            "work is NULL");
+    /* Named for the call made, not the blocking form underneath. */
+    dcoll_work_t *wk = NULL;
+    EXPECT(dcoll_isend(NULL, a, 1, DCOLL_FLOAT32, size + 3, 0, NULL, &wk),
+           BAD, "dcoll_isend: dst");
+    EXPECT(dcoll_irecv(NULL, a, 1, DCOLL_FLOAT32, -9, 0, NULL, &wk), BAD,
+           "dcoll_irecv: src -9");
 
     /* Coalesced lists. */
     void *bufs[2] = {a, NULL};

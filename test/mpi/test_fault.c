@@ -334,7 +334,7 @@ static int config(void)
     dcoll_status_t st = dcoll_work_wait(w);
     const char *err = capture_end(&cap);
     CHECK(st == DCOLL_ERR_TIMEOUT && now() - t0 < 2.5 &&
-              strstr(dcoll_last_error(), "dcoll_recv on group 2") &&
+              strstr(dcoll_last_error(), "dcoll_irecv on group 2") &&
               strstr(err, "no flight recorder"),
           "recv timeout: %d", st);
     dcoll_work_free(&w);
