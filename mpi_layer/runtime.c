@@ -80,6 +80,12 @@ dcoll_status_t dcoll_mpi_init(int thread_level)
     if (rc != MPI_SUCCESS)
         return dcoll_mpi_error(rc, "MPI_Init_thread");
     started_mpi = true;
+    /* MPICH reports a failed request (MPI_Test, MPI_Wait: a truncated
+     * message) on MPI_COMM_WORLD's handler, or MPI_COMM_SELF's, not on
+     * the request's communicator; their default aborts. dcoll started
+     * MPI, so the program has no other use for them: return codes. */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
     return thread_level < 0 ? DCOLL_SUCCESS
                             : check_level(thread_level, provided,
                                           "MPI_Init_thread");

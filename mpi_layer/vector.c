@@ -4,6 +4,7 @@
  * fits, and they are copied here into arrays that live as long as the
  * operation (MPI reads them until it completes). */
 #include <stdlib.h>
+#include <string.h>
 #include "mpi_internal.h"
 
 /* n counts and their displacements (packed where displs is NULL) as
@@ -42,6 +43,17 @@ int dcoll_mpi_post_vec(const struct dcoll_coll *c,
         to_int(c->counts, c->displs, n, v);
     switch (c->kind) {
     case DCOLL_COLL_ALL_GATHERV:
+#ifdef MPICH
+        /* MPICH 4.0 (seen with 4.0.2, 1 and 2 ranks) puts this rank's own
+         * block at the front of recvbuf, not at its displacement: put it
+         * there here and let MPI work in place, which it gets right. */
+        if (!c->in_place && c->displs && own > 0) {
+            size_t esz = dcoll_dtype_sizes[c->dtype];
+            memmove((char *)r + (size_t)dsp[g->rank] * esz, s,
+                    (size_t)own * esz);
+            s = MPI_IN_PLACE;
+        }
+#endif
         *call = rq ? "MPI_Iallgatherv" : "MPI_Allgatherv";
         return rq ? MPI_Iallgatherv(s, own, t, r, cnt, dsp, t, comm, rq)
                   : MPI_Allgatherv(s, own, t, r, cnt, dsp, t, comm);

@@ -21,6 +21,11 @@ mpich)
         if [ "${skip:-0}" = 1 ]; then skip=0; continue; fi
         set -- "$@" "$a"
     done
+    # OpenMPI's recovery switch (the survivors of a killed rank live on)
+    # is hydra's -disable-auto-cleanup.
+    if [ "${OMPI_MCA_orte_enable_recovery:-0}" = 1 ]; then
+        set -- -disable-auto-cleanup "$@"
+    fi
     exec timeout -k 10 "$limit" "$launcher" -n "$n" "$@"
     ;;
 esac
