@@ -107,55 +107,53 @@ int dcoll_nccl_comm(const void *id, int nranks, int rank, int device,
 int dcoll_nccl_comms(const void *id, int nranks, int first, int ndev,
                      const int *devices, double timeout, void **out)
 {
-    struct comm *c = calloc((size_t)ndev, sizeof(*c));
-    if (!c)
-        return dcoll_cuda_fail("dcoll_nccl_comms", "no memory");
     ncclUniqueId u;
     memcpy(&u, id, sizeof(u));
-    int old = dcoll_cuda_enter(-1), made = 0, rc = 0;
+    int old = dcoll_cuda_enter(-1), rc = 0;
+    for (int i = 0; i < ndev; i++)
+        out[i] = NULL;
     ncclResult_t r = ncclGroupStart();
-    for (; r == ncclSuccess && made < ndev; made++) {
+    if (r != ncclSuccess)
+        return nccl_failed("ncclGroupStart", r);
+    for (int made = 0; made < ndev; made++) {
+        /* Each freed on its own (dcoll_nccl_free). */
+        struct comm *c = calloc(1, sizeof(*c));
+        out[made] = c;
+        if (!c) {
+            rc = dcoll_cuda_fail("dcoll_nccl_comms", "no memory");
+            break;
+        }
         ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
         cfg.blocking = 0;
-        c[made].device = devices[made];
+        c->device = devices[made];
         cudaSetDevice(devices[made]);
-        r = ncclCommInitRankConfig(&c[made].nc, nranks, u, first + made,
-                                   &cfg);
-        if (r != ncclSuccess && r != ncclInProgress)
+        r = ncclCommInitRankConfig(&c->nc, nranks, u, first + made, &cfg);
+        if (r != ncclSuccess && r != ncclInProgress) {
+            rc = nccl_failed("ncclCommInitRankConfig", r);
             break;
+        }
     }
     ncclResult_t e = ncclGroupEnd();
-    if (r != ncclSuccess && r != ncclInProgress)
-        rc = nccl_failed("ncclCommInitRankConfig", r);
-    else if (e != ncclSuccess && e != ncclInProgress)
+    if (!rc && e != ncclSuccess && e != ncclInProgress)
         rc = nccl_failed("ncclGroupEnd", e);
-    for (int i = 0; !rc && i < ndev; i++)
-        rc = settle(c[i].nc, timeout, "ncclCommInitRankConfig");
+    for (int i = 0; !rc && i < ndev; i++) {
+        struct comm *c = out[i];
+        if ((rc = settle(c->nc, timeout, "ncclCommInitRankConfig")) == -2)
+            c->nc = NULL; /* settle aborted it */
+    }
     if (old >= 0)
         cudaSetDevice(old); /* the program's device, as it was */
     if (rc) {
-        for (int i = 0; i < made && i < ndev; i++)
-            if (c[i].nc)
-                ncclCommAbort(c[i].nc);
-        free(c);
-        return rc;
-    }
-    /* Each is freed on its own (dcoll_nccl_free): separate blocks. */
-    for (int i = 0; i < ndev; i++) {
-        struct comm *one = malloc(sizeof(*one));
-        if (!one) {
-            for (int j = 0; j < ndev; j++)
-                ncclCommAbort(c[j].nc);
-            for (int j = 0; j < i; j++)
-                free(out[j]);
+        /* Those made so far (the rest are NULL). */
+        for (int i = 0; i < ndev; i++) {
+            struct comm *c = out[i];
+            if (c && c->nc)
+                ncclCommAbort(c->nc);
             free(c);
-            return dcoll_cuda_fail("dcoll_nccl_comms", "no memory");
+            out[i] = NULL;
         }
-        *one = c[i];
-        out[i] = one;
     }
-    free(c);
-    return 0;
+    return rc;
 }
 
 int dcoll_nccl_group_start(void)

@@ -65,6 +65,19 @@ static dcoll_status_t after(struct multi *m, dcoll_status_t st)
     return st;
 }
 
+/* AVG over nbufs > 1 buffers a process: the collective's AVG divides by
+ * the ranks, the after step by nbufs (n elements at buf). */
+static void avg_later(struct multi *m, dcoll_op_t op, int nbufs, void *buf,
+                      int64_t n, dcoll_dtype_t dtype)
+{
+    if (op == DCOLL_AVG && nbufs > 1) {
+        m->divide = buf;
+        m->n = n;
+        m->by = nbufs;
+        m->dtype = dtype;
+    }
+}
+
 static dcoll_status_t finish_multi(struct dcoll_work *w, dcoll_status_t st)
 {
     return after(w->finish_data, st);
@@ -307,12 +320,7 @@ dcoll_status_t dcoll_all_reduce_multi(dcoll_group_t *group, void *const *bufs,
         dcoll_local_fold(bufs[0], bufs[i], count, dtype, op);
     m->from = bufs[0];
     m->bytes = bytes;
-    if (op == DCOLL_AVG && nbufs > 1) {
-        m->divide = bufs[0];   /* the collective's AVG divides by ranks */
-        m->n = count;
-        m->by = nbufs;
-        m->dtype = dtype;
-    }
+    avg_later(m, op, nbufs, bufs[0], count, dtype);
     struct dcoll_coll c = {.kind = DCOLL_COLL_ALL_REDUCE, .sendbuf = bufs[0],
                            .recvbuf = bufs[0], .count = count,
                            .dtype = dtype, .op = op, .opts = opts, .fn = fn};
@@ -355,12 +363,8 @@ dcoll_status_t dcoll_reduce_multi(dcoll_group_t *group, void *const *bufs,
         memcpy(m->tmp, bufs[0], bytes);
     for (int i = 1; i < nbufs; i++)
         dcoll_local_fold(m->tmp, bufs[i], count, dtype, op);
-    if (mine && op == DCOLL_AVG && nbufs > 1) {
-        m->divide = bufs[root_buf];
-        m->n = count;
-        m->by = nbufs;
-        m->dtype = dtype;
-    }
+    if (mine)
+        avg_later(m, op, nbufs, bufs[root_buf], count, dtype);
     struct dcoll_coll c = {.kind = DCOLL_COLL_REDUCE, .sendbuf = m->tmp,
                            .recvbuf = mine ? bufs[root_buf] : NULL,
                            .count = count, .dtype = dtype, .op = op,
@@ -457,12 +461,7 @@ dcoll_status_t dcoll_reduce_scatter_multi(dcoll_group_t *group,
     m->from = res;
     m->bytes = bytes;
     m->stride = bytes;
-    if (op == DCOLL_AVG && nbufs > 1) {
-        m->divide = res;
-        m->n = count * nbufs;
-        m->by = nbufs;
-        m->dtype = dtype;
-    }
+    avg_later(m, op, nbufs, res, count * nbufs, dtype);
     struct dcoll_coll c = {.kind = DCOLL_COLL_REDUCE_SCATTER,
                            .sendbuf = m->tmp, .recvbuf = res,
                            .count = count * nbufs, .dtype = dtype, .op = op,

@@ -28,6 +28,8 @@ const char *dcoll_gpu_detail(void);
 dcoll_status_t dcoll_route(const char *fn, const struct dcoll_coll *c,
                            int *device);
 bool dcoll_on_device(const void *p);
+/* The GPU that p is on, -1 for host memory (or no GPU plugin). */
+int dcoll_device_of(const void *p);
 /* Run c, whose buffers are on GPU device, through pinned host memory and
  * the group's host table. */
 dcoll_status_t dcoll_staged_run(struct dcoll_group *g,
@@ -35,6 +37,11 @@ dcoll_status_t dcoll_staged_run(struct dcoll_group *g,
                                 struct dcoll_work **work,
                                 struct dcoll_outcome *out);
 void dcoll_group_pinned_free(struct dcoll_group *g);
+/* How long a GPU operation may take before its communicator is aborted.
+ * Fixed until groups get their own timeouts. */
+#define DCOLL_GPU_TIMEOUT 600.0
+/* nccl.c: the plugin's failure rc (-2: timed out) as fn's status. */
+dcoll_status_t dcoll_gpu_error(const char *fn, int rc);
 /* nccl.c: device buffers through NCCL where the group can, else staged. */
 dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,
                              int device, struct dcoll_work **work,

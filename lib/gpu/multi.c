@@ -12,8 +12,6 @@
 #include "gpu.h"
 #include "plugin_abi.h"
 
-#define GPU_TIMEOUT 600.0   /* as nccl.c's */
-
 /* One placement seen on the group: kept until the group is freed, as
  * torch keeps one set of communicators per device list. */
 struct dcoll_clique {
@@ -30,12 +28,6 @@ struct multi_work {
     void *events[];
 };
 
-static dcoll_status_t plugin_error(const char *fn, int rc)
-{
-    return dcoll_error(rc == -2 ? DCOLL_ERR_TIMEOUT : DCOLL_ERR_INTERNAL,
-                       "%s: %s", fn, dcoll_gpu_plugin->last_error());
-}
-
 static dcoll_status_t work_test(struct dcoll_work *bw, int *done)
 {
     struct multi_work *w = (struct multi_work *)bw;
@@ -45,7 +37,7 @@ static dcoll_status_t work_test(struct dcoll_work *bw, int *done)
         int rc = dcoll_gpu_plugin->event_poll(w->comms[i], w->events[i],
                                               &one);
         if (rc)
-            return plugin_error("dcoll_work_test", rc);
+            return dcoll_gpu_error("dcoll_work_test", rc);
         if (!one)
             *done = 0;
     }
@@ -57,9 +49,9 @@ static dcoll_status_t work_wait(struct dcoll_work *bw)
     struct multi_work *w = (struct multi_work *)bw;
     for (int i = 0; i < w->k; i++) {
         int rc = dcoll_gpu_plugin->event_wait(w->comms[i], w->events[i],
-                                              GPU_TIMEOUT);
+                                              DCOLL_GPU_TIMEOUT);
         if (rc)
-            return plugin_error("dcoll_work_wait", rc);
+            return dcoll_gpu_error("dcoll_work_wait", rc);
     }
     return DCOLL_SUCCESS;
 }
@@ -77,21 +69,12 @@ static const struct dcoll_backend multi_backend = {
     "nccl", NULL, work_test, work_wait, work_release, DCOLL_ROUTE_AUTO,
 };
 
-/* The GPU of buffer p, -1 for host memory. */
-static int device_of(const void *p)
-{
-    int dev = -1;
-    if (!p || dcoll_gpu_plugin->mem_kind(p, &dev) != DCOLL_MEM_DEVICE)
-        return -1;
-    return dev;
-}
-
 int dcoll_multi_devices(const struct dcoll_multi_call *mc, int *devices)
 {
     int on = 0;
     for (int i = 0; i < mc->n; i++) {
-        int r = device_of(mc->recv[i]);
-        int s = mc->send ? device_of(mc->send[i]) : r;
+        int r = dcoll_device_of(mc->recv[i]);
+        int s = mc->send ? dcoll_device_of(mc->send[i]) : r;
         devices[i] = r == s ? r : -2;   /* -2: a mix within buffer i */
         on += r >= 0 || s >= 0;
     }
@@ -174,9 +157,10 @@ static dcoll_status_t clique_make(struct dcoll_group *g, const int *devices,
         if (!st)
             st = g->svc->bcast_bytes(g, id, p->nccl_bytes, 0);
         int rc = st ? 0 : p->nccl_comms(id, g->size * k, g->rank * k, k,
-                                        q->devices, GPU_TIMEOUT, q->comms);
+                                        q->devices, DCOLL_GPU_TIMEOUT,
+                                        q->comms);
         if (rc)
-            st = plugin_error(fn, rc);
+            st = dcoll_gpu_error(fn, rc);
     }
     free(all);
     free(uu);
@@ -258,7 +242,7 @@ dcoll_status_t dcoll_gpu_multi_run(struct dcoll_group *g,
                        ? mc->opts->stream : NULL;
     int rc = p->group_start(), i = 0;
     if (rc)
-        return plugin_error(mc->fn, rc);
+        return dcoll_gpu_error(mc->fn, rc);
     for (; i < k && !rc; i++) {
         struct dcoll_plugin_call call = {
             .kind = mc->kind,
@@ -268,17 +252,17 @@ dcoll_status_t dcoll_gpu_multi_run(struct dcoll_group *g,
             .in_place = !mc->send || mc->send[i] == mc->recv[i],
         };
         rc = p->nccl_coll(q->comms[i], &call, g->rank * k + i, g->size * k,
-                          stream, GPU_TIMEOUT);
+                          stream, DCOLL_GPU_TIMEOUT);
     }
     /* The group closes with what it holds. The choice asked nccl_takes,
      * so a declined call (1) is a failure like any other here. */
-    int end = p->group_end(q->comms, i - (rc != 0), GPU_TIMEOUT);
+    int end = p->group_end(q->comms, i - (rc != 0), DCOLL_GPU_TIMEOUT);
     if (rc || (rc = end))
-        return plugin_error(mc->fn, rc);
+        return dcoll_gpu_error(mc->fn, rc);
     if (!work) {
         for (i = 0; i < k && !rc; i++)
-            rc = p->nccl_wait(q->comms[i], stream, GPU_TIMEOUT);
-        return rc ? plugin_error(mc->fn, rc) : DCOLL_SUCCESS;
+            rc = p->nccl_wait(q->comms[i], stream, DCOLL_GPU_TIMEOUT);
+        return rc ? dcoll_gpu_error(mc->fn, rc) : DCOLL_SUCCESS;
     }
     struct multi_work *w = calloc(1, sizeof(*w) + sizeof(void *) * (size_t)k);
     if (!w)
@@ -291,7 +275,7 @@ dcoll_status_t dcoll_gpu_multi_run(struct dcoll_group *g,
         rc = p->event_record(q->comms[i], stream, &w->events[i]);
     if (rc) {
         work_release(&w->base);
-        return plugin_error(mc->fn, rc);
+        return dcoll_gpu_error(mc->fn, rc);
     }
     *work = &w->base;
     return DCOLL_SUCCESS;
@@ -329,7 +313,7 @@ dcoll_status_t dcoll_mirror_make(const char *fn, const void *const *list,
         m->device[i] = -1;      /* nothing of ours yet */
     for (int i = 0; i < n; i++) {
         m->dev[i] = (void *)list[i];
-        int dev = device_of(list[i]);
+        int dev = dcoll_device_of(list[i]);
         if (dev < 0) {
             m->host[i] = (void *)list[i];
             continue;

@@ -9,10 +9,6 @@
 #include "gpu.h"
 #include "plugin_abi.h"
 
-/* How long a GPU operation may take before its communicator is aborted.
- * Fixed until groups get their own timeouts. */
-#define GPU_TIMEOUT 600.0
-
 enum { NCCL_UNTRIED, NCCL_READY, NCCL_SHARED };
 
 struct nccl_work {
@@ -21,7 +17,7 @@ struct nccl_work {
     void *event;
 };
 
-static dcoll_status_t plugin_error(const char *fn, int rc)
+dcoll_status_t dcoll_gpu_error(const char *fn, int rc)
 {
     return dcoll_error(rc == -2 ? DCOLL_ERR_TIMEOUT : DCOLL_ERR_INTERNAL,
                        "%s: %s", fn, dcoll_gpu_plugin->last_error());
@@ -33,7 +29,7 @@ static dcoll_status_t work_test(struct dcoll_work *bw, int *done)
     int rc = dcoll_gpu_plugin->event_poll(w->comm, w->event, done);
     if (rc) {
         *done = 1;
-        return plugin_error("dcoll_work_test", rc);
+        return dcoll_gpu_error("dcoll_work_test", rc);
     }
     return DCOLL_SUCCESS;
 }
@@ -42,8 +38,9 @@ static dcoll_status_t work_wait(struct dcoll_work *bw)
 {
     struct nccl_work *w = (struct nccl_work *)bw;
     /* Polled, so that a failed peer ends in NCCL's error or a timeout. */
-    int rc = dcoll_gpu_plugin->event_wait(w->comm, w->event, GPU_TIMEOUT);
-    return rc ? plugin_error("dcoll_work_wait", rc) : DCOLL_SUCCESS;
+    int rc = dcoll_gpu_plugin->event_wait(w->comm, w->event,
+                                          DCOLL_GPU_TIMEOUT);
+    return rc ? dcoll_gpu_error("dcoll_work_wait", rc) : DCOLL_SUCCESS;
 }
 
 static void work_release(struct dcoll_work *bw)
@@ -90,9 +87,9 @@ static dcoll_status_t setup(struct dcoll_group *g, int device, const char *fn)
         if (!st)
             st = g->svc->bcast_bytes(g, id, p->nccl_bytes, 0);
         int rc = st ? 0 : p->nccl_comm(id, g->size, g->rank, device,
-                                       GPU_TIMEOUT, &g->nccl);
+                                       DCOLL_GPU_TIMEOUT, &g->nccl);
         if (rc)
-            st = plugin_error(fn, rc);
+            st = dcoll_gpu_error(fn, rc);
         if (!st) {
             g->nccl_state = NCCL_READY;
             g->nccl_device = device;
@@ -141,7 +138,7 @@ dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,
         .in_place = c->in_place,
     };
     int rc = p->nccl_coll(g->nccl, &call, g->rank, g->size, stream,
-                          GPU_TIMEOUT);
+                          DCOLL_GPU_TIMEOUT);
     if (rc == 1) /* an op NCCL lacks: the same on every rank */
         return dcoll_staged_run(g, c, device, work, out);
     if (rc == 2)
@@ -150,10 +147,10 @@ dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,
                            "through NCCL, which cannot do it; give separate "
                            "send and receive buffers", fn);
     if (rc)
-        return plugin_error(fn, rc);
+        return dcoll_gpu_error(fn, rc);
     if (!work) {
-        rc = p->nccl_wait(g->nccl, stream, GPU_TIMEOUT);
-        return rc ? plugin_error(fn, rc) : DCOLL_SUCCESS;
+        rc = p->nccl_wait(g->nccl, stream, DCOLL_GPU_TIMEOUT);
+        return rc ? dcoll_gpu_error(fn, rc) : DCOLL_SUCCESS;
     }
     struct nccl_work *w = calloc(1, sizeof(*w));
     if (!w)
@@ -162,7 +159,7 @@ dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,
     w->comm = g->nccl;
     if ((rc = p->event_record(g->nccl, stream, &w->event))) {
         free(w);
-        return plugin_error(fn, rc);
+        return dcoll_gpu_error(fn, rc);
     }
     dcoll_work_init(&w->base, g, &nccl_backend);
     *work = &w->base;

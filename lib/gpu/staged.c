@@ -39,11 +39,18 @@ dcoll_status_t dcoll_route(const char *fn, const struct dcoll_coll *c,
     return DCOLL_SUCCESS;
 }
 
-bool dcoll_on_device(const void *p)
+int dcoll_device_of(const void *p)
 {
     const struct dcoll_cuda_plugin *cu = dcoll_gpu_plugin;
-    int dev;
-    return cu && p && cu->mem_kind(p, &dev) == DCOLL_MEM_DEVICE;
+    int dev = -1;
+    if (!cu || !p || cu->mem_kind(p, &dev) != DCOLL_MEM_DEVICE)
+        return -1;
+    return dev;
+}
+
+bool dcoll_on_device(const void *p)
+{
+    return dcoll_device_of(p) >= 0;
 }
 
 /* What this rank sends and receives, in bytes, for a kind. */

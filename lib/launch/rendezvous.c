@@ -94,17 +94,25 @@ static dcoll_status_t check_rank(long rank, const char *rf, long size,
     return DCOLL_SUCCESS;
 }
 
+/* An env:// URL parsed: a query at most, no address or path. */
+static dcoll_status_t env_url(const char *url, struct dcoll_url *u,
+                              const char **why)
+{
+    dcoll_status_t st = parse(url, u, why);
+    if (!st && (u->host[0] || u->port >= 0 || u->path[0]))
+        st = say(why, DCOLL_ERR_INVALID_ARGUMENT, "'%.64s' has an address "
+                 "or path, but env:// takes no address (it reads "
+                 "MASTER_ADDR and MASTER_PORT)", url);
+    return st;
+}
+
 /* env://'s rank and size: the query, else RANK/WORLD_SIZE, else SLURM's. */
 static dcoll_status_t env_rank_size(const char *url, struct dcoll_url *u,
                                     struct dcoll_rdzv *r, const char **why)
 {
-    dcoll_status_t st = parse(url, u, why);
+    dcoll_status_t st = env_url(url, u, why);
     if (st)
         return st;
-    if (u->host[0] || u->port >= 0 || u->path[0])
-        return say(why, DCOLL_ERR_INVALID_ARGUMENT, "'%.64s' has an address "
-                   "or path, but env:// takes no address (it reads "
-                   "MASTER_ADDR and MASTER_PORT)", url);
     static const char *const rank_vars[] = {"RANK", "SLURM_PROCID", NULL};
     static const char *const size_vars[] = {"WORLD_SIZE",
                                             "SLURM_STEP_NUM_TASKS",
@@ -394,11 +402,7 @@ dcoll_status_t dcoll_rdzv_run(const char *url, double timeout, bool launched,
         for (int i = 0; any[i]; i++)
             none = none && !env(any[i]);
         if (launched && none && !strchr(url, '?')) {
-            dcoll_status_t st = parse(url, &u, &why);
-            if (!st && (u.host[0] || u.port >= 0 || u.path[0]))
-                st = say(&why, DCOLL_ERR_INVALID_ARGUMENT, "'%.64s' has an "
-                         "address or path, but env:// takes no address (it "
-                         "reads MASTER_ADDR and MASTER_PORT)", url);
+            dcoll_status_t st = env_url(url, &u, &why);
             if (st)
                 return dcoll_error(st, "%s: env:// rendezvous: %s", fn, why);
             r->mpi = true;

@@ -104,14 +104,21 @@ int fake_nccl_id(void *id)
     return 0;
 }
 
+/* The segment's name: /dcoll-fake- and the id in hex. */
+static void seg_name(const void *id, char name[64])
+{
+    strcpy(name, "/dcoll-fake-");
+    for (int i = 0; i < FAKE_NCCL_ID_BYTES; i++)
+        sprintf(name + strlen(name), "%02x", ((const unsigned char *)id)[i]);
+}
+
 static struct seg *seg_open(const void *id, int nranks)
 {
     for (struct seg *s = segs; s; s = s->next)
         if (!memcmp(s->id, id, FAKE_NCCL_ID_BYTES))
             return s;
-    char name[64] = "/dcoll-fake-";
-    for (int i = 0; i < FAKE_NCCL_ID_BYTES; i++)
-        sprintf(name + strlen(name), "%02x", ((const unsigned char *)id)[i]);
+    char name[64];
+    seg_name(id, name);
     struct seg *s = calloc(1, sizeof(*s));
     int fd = shm_open(name, O_CREAT | O_RDWR, 0600);
     size_t bytes = 4096 + SLOT * (size_t)nranks;
@@ -139,9 +146,8 @@ static struct seg *seg_open(const void *id, int nranks)
 
 static void seg_unname(const struct seg *s)
 {
-    char name[64] = "/dcoll-fake-";
-    for (int i = 0; i < FAKE_NCCL_ID_BYTES; i++)
-        sprintf(name + strlen(name), "%02x", s->id[i]);
+    char name[64];
+    seg_name(s->id, name);
     shm_unlink(name);
 }
 
