@@ -28,8 +28,11 @@ struct mpi_work {
     const char *move_src;
     size_t move_bytes;
     int *vec;                   /* a vector call's int counts */
+    MPI_Datatype type;          /* a big count's derived type */
     MPI_Request one;
 };
+
+static void mpi_work_release(struct dcoll_work *bw);
 
 /* Post state: blocking (w NULL) or filling w->reqs. */
 struct post {
@@ -44,6 +47,31 @@ static MPI_Request *slot(struct post *p)
 
 #define CALL(rq, B, NB) ((rq) ? (NB) : (B))
 
+#ifdef MPICH
+/* MPICH 4.0.2's blocking MPI_Reduce with MPI_IN_PLACE at a root other
+ * than 0 reads through the MPI_IN_PLACE marker past 2 KiB (its ch4
+ * composed reduce) and crashes; a 20-line program calling MPICH shows it.
+ * The root reduces from a copy instead, so the other ranks' calls stay
+ * as they are (MPI_Ireduce is right, but would not match MPI_Reduce). */
+static int reduce_call(const void *in, void *out, int n, MPI_Datatype t,
+                       MPI_Op op, int root, MPI_Comm comm)
+{
+    if (in != MPI_IN_PLACE || root == 0)
+        return MPI_Reduce(in, out, n, t, op, root, comm);
+    int esz = 0;
+    MPI_Type_size(t, &esz);
+    void *copy = malloc((size_t)n * (size_t)esz + 1);
+    if (!copy)
+        return MPI_ERR_NO_MEM;
+    memcpy(copy, out, (size_t)n * (size_t)esz);
+    int rc = MPI_Reduce(copy, out, n, t, op, root, comm);
+    free(copy);
+    return rc;
+}
+#else
+#define reduce_call MPI_Reduce
+#endif
+
 static int64_t chunks(int64_t n)
 {
     return n > INT_MAX ? (n + REDUCE_CHUNK - 1) / REDUCE_CHUNK : 1;
@@ -52,7 +80,8 @@ static int64_t chunks(int64_t n)
 static int requests_needed(const struct dcoll_group *g,
                            const struct dcoll_coll *c)
 {
-    if (c->kind == DCOLL_COLL_ALL_REDUCE || c->kind == DCOLL_COLL_REDUCE)
+    if (c->kind == DCOLL_COLL_ALL_REDUCE || c->kind == DCOLL_COLL_REDUCE ||
+        c->kind == DCOLL_COLL_BROADCAST)
         return (int)chunks(c->count);
     if (c->kind == DCOLL_COLL_REDUCE_SCATTER && c->count > INT_MAX)
         return (int)chunks(c->count) * g->size;
@@ -78,10 +107,13 @@ static int span_make(int64_t n, dcoll_dtype_t dt, struct span *s)
     return dcoll_mpi_big_type(n, dcoll_mpi_dtype[dt], &s->type);
 }
 
-static void span_free(struct span *s)
+/* MPI lets a type go while requests use it, but MPICH 4.0.2 then fails
+ * them (MPI_Ibcast: "Invalid communicator"): a work keeps its type. */
+static void span_free(struct post *p, struct span *s)
 {
-    /* Safe while requests still use it: MPI frees it when they finish. */
-    if (s->derived)
+    if (s->derived && p->w)
+        p->w->type = s->type;
+    else if (s->derived)
         MPI_Type_free(&s->type);
 }
 
@@ -112,10 +144,31 @@ static int post_reduce(struct post *p, const struct dcoll_coll *c,
             rc = CALL(rq, MPI_Allreduce(in, out, len, dt, op, comm),
                       MPI_Iallreduce(in, out, len, dt, op, comm, rq));
         else
-            rc = CALL(rq, MPI_Reduce(in, out, len, dt, op, c->root, comm),
+            rc = CALL(rq, reduce_call(in, out, len, dt, op, c->root, comm),
                       MPI_Ireduce(in, out, len, dt, op, c->root, comm, rq));
         off += len;
     } while (rc == MPI_SUCCESS && off < c->count);
+    return rc;
+}
+
+/* A broadcast above INT_MAX elements, in chunks: MPICH 4.0.2 fails an
+ * MPI_Ibcast of one such derived type when MPI_Test drives it. */
+static int post_bcast_chunks(struct post *p, const struct dcoll_coll *c,
+                             MPI_Comm comm, const char **call)
+{
+    size_t esz = dcoll_dtype_sizes[c->dtype];
+    MPI_Datatype dt = dcoll_mpi_dtype[c->dtype];
+    int rc = MPI_SUCCESS;
+    *call = p->w ? "MPI_Ibcast" : "MPI_Bcast";
+    for (int64_t off = 0; off < c->count && rc == MPI_SUCCESS;) {
+        int len = (int)(c->count - off < REDUCE_CHUNK ? c->count - off
+                                                      : REDUCE_CHUNK);
+        void *b = (char *)c->recvbuf + (size_t)off * esz;
+        MPI_Request *rq = slot(p);
+        rc = CALL(rq, MPI_Bcast(b, len, dt, c->root, comm),
+                  MPI_Ibcast(b, len, dt, c->root, comm, rq));
+        off += len;
+    }
     return rc;
 }
 
@@ -152,7 +205,7 @@ static int post_reduce_scatter(struct post *p, const struct dcoll_coll *c,
             const void *in = mine && c->in_place ? MPI_IN_PLACE : src;
             void *out = mine ? (char *)c->recvbuf + (size_t)off * esz : NULL;
             MPI_Request *rq = slot(p);
-            rc = CALL(rq, MPI_Reduce(in, out, len, dt, op, root, comm),
+            rc = CALL(rq, reduce_call(in, out, len, dt, op, root, comm),
                       MPI_Ireduce(in, out, len, dt, op, root, comm, rq));
             off += len;
         }
@@ -227,7 +280,7 @@ static int post_one(struct post *p, const struct dcoll_coll *c, MPI_Comm comm,
         *call = "dcoll MPI layer (unknown operation)";
         break;
     }
-    span_free(&sp);
+    span_free(p, &sp);
     return rc;
 }
 
@@ -295,6 +348,10 @@ static dcoll_status_t post(struct dcoll_group *g, const struct dcoll_coll *c,
         break;
     case DCOLL_COLL_REDUCE_SCATTER:
         rc = post_reduce_scatter(p, c, g, comm, &call);
+        break;
+    case DCOLL_COLL_BROADCAST:
+        rc = c->count > INT_MAX ? post_bcast_chunks(p, c, comm, &call)
+                                : post_one(p, c, comm, status, &call);
         break;
     case DCOLL_COLL_ALL_GATHERV:
     case DCOLL_COLL_GATHERV:
@@ -458,8 +515,8 @@ static inline int direct(const struct dcoll_coll *c, MPI_Comm comm, int me,
             s = c->sendbuf;
             r = NULL;
         }
-        return MPI_Reduce(s, r, n, t, dcoll_mpi_op(c->dtype, c->op), c->root,
-                          comm);
+        return reduce_call(s, r, n, t, dcoll_mpi_op(c->dtype, c->op),
+                           c->root, comm);
     case DCOLL_COLL_BROADCAST:
         *call = "MPI_Bcast";
         return MPI_Bcast(r, n, t, c->root, comm);
@@ -523,13 +580,12 @@ static dcoll_status_t mpi_coll(struct dcoll_group *g,
     }
     w->nreq = nreq;
     w->vec = NULL;
+    w->type = MPI_DATATYPE_NULL;
     struct post p = {w, 0};
     const char *call;
     dcoll_status_t st = post(g, c, &p, NULL, &call);
     if (st) {
-        if (w->reqs != &w->one)
-            free(w->reqs);
-        work_put(w);
+        mpi_work_release(&w->base);
         return st;
     }
     w->nreq = p.used;
@@ -614,6 +670,8 @@ static void mpi_work_release(struct dcoll_work *bw)
     if (w->reqs != &w->one)
         free(w->reqs);
     free(w->vec);
+    if (w->type != MPI_DATATYPE_NULL)
+        MPI_Type_free(&w->type);
     work_put(w);
 }
 

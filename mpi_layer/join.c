@@ -1,11 +1,20 @@
 /* The MPI half of joining processes that no launcher started (the store
- * half, which orders the turns, is lib/launch/join.c). Each starts MPI
- * alone (a singleton); they then connect one at a time to a port rank 0
- * opens, merging into one communicator. OpenMPI 4 singletons can connect
- * only through an ompi-server, which rank 0 runs for the job's lifetime
- * and whose address every process sets in OMPI_MCA_pmix_server_uri before
- * MPI_Init. */
+ * half, which orders the turns, is lib/launch/join.c).
+ *
+ * OpenMPI: each starts MPI alone (a singleton); they then connect one at
+ * a time to a port rank 0 opens, merging into one communicator. OpenMPI 4
+ * singletons can connect only through an ompi-server, which rank 0 runs
+ * for the job's lifetime and whose address every process sets in
+ * OMPI_MCA_pmix_server_uri before MPI_Init.
+ *
+ * MPICH: rank 0 serves PMI-1 (pmi_server.c) as hydra would, and every
+ * process starts MPI as rank of size through it: MPI_COMM_WORLD is the
+ * joined world. */
 #include <errno.h>
+#include <ifaddrs.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +42,17 @@ bool dcoll_mpi_launched(void)
     return false;
 }
 
+void dcoll_mpi_join_release(void)
+{
+#ifdef OPEN_MPI
+    dcoll_mpi_join_stop();
+#else
+    /* The PMI server leaves once every process has hung up, this one
+     * at its exit: the others may still be finalizing through it. */
+    server_pid = -1;
+#endif
+}
+
 void dcoll_mpi_join_stop(void)
 {
     if (server_pid > 0) {
@@ -46,6 +66,7 @@ void dcoll_mpi_join_stop(void)
     }
 }
 
+#ifdef OPEN_MPI
 /* Start ompi-server and read the address it writes. */
 static dcoll_status_t server_start(double timeout, char *uri, size_t cap)
 {
@@ -103,47 +124,170 @@ static dcoll_status_t server_start(double timeout, char *uri, size_t cap)
     }
 }
 
-dcoll_status_t dcoll_mpi_join_server(double timeout, char *uri, size_t cap)
+#endif
+
+#ifndef OPEN_MPI
+static char *pmi_mapping;   /* kept for the server, which forks */
+
+/* PMI_process_mapping as hydra writes it: "(vector,(node,1,run),...)", a
+ * run of consecutive ranks per block, nodes numbered as first seen. NULL
+ * (MPICH then asks each process) when it would pass PMI's value size. */
+static char *process_mapping(int size, const char *const *hosts)
+{
+    size_t cap = 1000, len;
+    char *m = malloc(cap);
+    int *node = malloc((size_t)size * sizeof(*node)), nodes = 0;
+    if (!m || !node) {
+        free(m);
+        free(node);
+        return NULL;
+    }
+    for (int r = 0; r < size; r++) {
+        int q = 0;
+        while (q < r && strcmp(hosts[q], hosts[r]))
+            q++;
+        node[r] = q < r ? node[q] : nodes++;
+    }
+    len = (size_t)snprintf(m, cap, "(vector");
+    for (int r = 0, run; r < size; r += run) {
+        for (run = 1; r + run < size && node[r + run] == node[r]; run++)
+            ;
+        len += (size_t)snprintf(m + len, len < cap ? cap - len : 0,
+                                ",(%d,1,%d)", node[r], run);
+    }
+    len += (size_t)snprintf(m + len, len < cap ? cap - len : 0, ")");
+    free(node);
+    if (len >= cap) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* The IPv4 address the others reach rank 0 at: loopback when all share
+ * its host, else MASTER_ADDR (torch's name for rank 0's address), else
+ * the first address of an interface that is up and not loopback. */
+static dcoll_status_t pmi_addr(int size, const char *const *hosts,
+                               char *out, size_t cap)
+{
+    bool alone = true;
+    for (int r = 1; r < size; r++)
+        alone = alone && !strcmp(hosts[r], hosts[0]);
+    if (alone) {
+        snprintf(out, cap, "127.0.0.1");
+        return DCOLL_SUCCESS;
+    }
+    const char *m = getenv("MASTER_ADDR");
+    struct addrinfo hint = {.ai_family = AF_INET}, *res = NULL;
+    if (m && *m && !getaddrinfo(m, NULL, &hint, &res) && res) {
+        inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr,
+                  out, (socklen_t)cap);
+        freeaddrinfo(res);
+        return DCOLL_SUCCESS;
+    }
+    struct ifaddrs *ifs = NULL;
+    if (getifaddrs(&ifs) == 0)
+        for (struct ifaddrs *i = ifs; i; i = i->ifa_next)
+            if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+                (i->ifa_flags & IFF_UP) && !(i->ifa_flags & IFF_LOOPBACK)) {
+                inet_ntop(AF_INET,
+                          &((struct sockaddr_in *)i->ifa_addr)->sin_addr,
+                          out, (socklen_t)cap);
+                freeifaddrs(ifs);
+                return DCOLL_SUCCESS;
+            }
+    if (ifs)
+        freeifaddrs(ifs);
+    return dcoll_error(DCOLL_ERR_UNSUPPORTED, "dcoll_init: the processes "
+                       "are on %s and other hosts, but rank 0 has no "
+                       "network address for them to reach (set "
+                       "MASTER_ADDR)", hosts[0]);
+}
+#endif
+
+dcoll_status_t dcoll_mpi_join_server(double timeout, int size,
+                                     const char *const *hosts, char *uri,
+                                     size_t cap)
 {
 #ifdef OPEN_MPI
     /* OpenMPI 4 singletons reach each other only through ompi-server. */
+    (void)size, (void)hosts;
     dcoll_status_t st = server_start(timeout, uri, cap);
     if (st)
         dcoll_mpi_join_stop();
     return st;
 #else
-    /* MPICH's singletons need nothing. */
-    (void)timeout;
-    if (cap)
-        uri[0] = '\0';
+    char addr[64], hostport[128];
+    dcoll_status_t st = pmi_addr(size, hosts, addr, sizeof(addr));
+    if (st)
+        return st;
+    free(pmi_mapping);
+    pmi_mapping = process_mapping(size, hosts);
+    if ((st = dcoll_pmi_serve(addr, size, pmi_mapping, timeout, &server_pid,
+                              hostport, sizeof(hostport))))
+        return st;
+    if ((size_t)snprintf(uri, cap, "pmi:%s", hostport) >= cap) {
+        dcoll_mpi_join_stop();
+        return dcoll_error(DCOLL_ERR_INTERNAL, "dcoll_init: PMI address "
+                           "'%s' too long", hostport);
+    }
     return DCOLL_SUCCESS;
 #endif
 }
 
-dcoll_status_t dcoll_mpi_join_use(const char *uri)
+static dcoll_status_t set_var(const char *name, const char *v)
 {
-    if (uri[0] && setenv("OMPI_MCA_pmix_server_uri", uri, 1))
+    if (setenv(name, v, 1))
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_init: cannot set "
-                           "OMPI_MCA_pmix_server_uri: %s", strerror(errno));
+                           "%s: %s", name, strerror(errno));
     return DCOLL_SUCCESS;
 }
 
-dcoll_status_t dcoll_mpi_join_begin(int thread_level, void **self)
+static const char *const pmi_vars[] = {"PMI_PORT", "PMI_RANK", "PMI_SIZE",
+                                       NULL};
+
+dcoll_status_t dcoll_mpi_join_use(const char *uri, int rank, int size)
 {
-    dcoll_status_t st;
+    if (!strncmp(uri, "pmi:", 4)) {
+        char r[16], n[16];
+        snprintf(r, sizeof(r), "%d", rank);
+        snprintf(n, sizeof(n), "%d", size);
+        dcoll_status_t st;
+        if ((st = set_var(pmi_vars[0], uri + 4)) ||
+            (st = set_var(pmi_vars[1], r)) || (st = set_var(pmi_vars[2], n)))
+            return st;
+        unsetenv("PMI_FD");
+        unsetenv("PMI_ID");
+        return DCOLL_SUCCESS;
+    }
+    return uri[0] ? set_var("OMPI_MCA_pmix_server_uri", uri)
+                  : DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_mpi_join_begin(int thread_level, int size,
+                                    void **self, bool *whole)
+{
+    dcoll_status_t st = DCOLL_SUCCESS;
     int inited = 0;
     MPI_Initialized(&inited);
-    if (!inited && (st = dcoll_mpi_init(thread_level)))
+    if (!inited)
+        st = dcoll_mpi_init(thread_level);
+    /* Read at MPI_Init only; the processes this one starts must not think
+     * a launcher started them. */
+    for (int i = 0; pmi_vars[i]; i++)
+        unsetenv(pmi_vars[i]);
+    if (st)
         return st;
     int n = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    if (n != 1)
+    *whole = n == size && n > 1;
+    if (n != 1 && !*whole)
         return dcoll_error(DCOLL_ERR_INVALID_STATE, "dcoll_init: MPI started "
                            "%d processes, but no launcher was seen", n);
     MPI_Comm *c = malloc(sizeof(*c));
     if (!c)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_init: no memory");
-    int rc = MPI_Comm_dup(MPI_COMM_SELF, c);
+    int rc = MPI_Comm_dup(*whole ? MPI_COMM_WORLD : MPI_COMM_SELF, c);
     if (rc != MPI_SUCCESS) {
         free(c);
         return dcoll_mpi_error(rc, "MPI_Comm_dup (join)");

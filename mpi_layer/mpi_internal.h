@@ -54,9 +54,12 @@ int dcoll_mpi_comm_fint(const struct dcoll_group *g);
 
 /* join.c: the MPI steps of joining singletons (see struct
  * dcoll_comm_ops). */
-dcoll_status_t dcoll_mpi_join_server(double timeout, char *uri, size_t cap);
-dcoll_status_t dcoll_mpi_join_use(const char *uri);
-dcoll_status_t dcoll_mpi_join_begin(int thread_level, void **self);
+dcoll_status_t dcoll_mpi_join_server(double timeout, int size,
+                                     const char *const *hosts, char *uri,
+                                     size_t cap);
+dcoll_status_t dcoll_mpi_join_use(const char *uri, int rank, int size);
+dcoll_status_t dcoll_mpi_join_begin(int thread_level, int size,
+                                    void **self, bool *whole);
 dcoll_status_t dcoll_mpi_join_open(char *port, size_t cap);
 dcoll_status_t dcoll_mpi_join_connect(const char *port, void **comm);
 dcoll_status_t dcoll_mpi_join_accept(const char *port, void **comm);
@@ -64,6 +67,15 @@ dcoll_status_t dcoll_mpi_join_end(const char *port, void *comm, int rank,
                                   int size, int *fcomm);
 void dcoll_mpi_join_free(void *comm);
 void dcoll_mpi_join_stop(void);
+/* After MPI_Finalize: what the join started may go. */
+void dcoll_mpi_join_release(void);
+
+/* pmi_server.c: fork a PMI-1 server for size processes at addr (IPv4)
+ * that leaves when all of them have; "host:port" in hostport. mapping:
+ * PMI_process_mapping's value, or NULL. */
+dcoll_status_t dcoll_pmi_serve(const char *addr, int size,
+                               const char *mapping, double timeout,
+                               pid_t *pid, char *hostport, size_t cap);
 
 
 struct dcoll_mpi_comm {

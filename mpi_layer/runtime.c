@@ -164,7 +164,7 @@ dcoll_status_t dcoll_mpi_stop(struct dcoll_group *world, bool finalize)
         int rc = MPI_Finalize();
         /* Only now may a helper the join started go: MPI_Finalize is
          * collective over every process connected to this one. */
-        dcoll_mpi_join_stop();
+        dcoll_mpi_join_release();
         if (rc != MPI_SUCCESS)
             return dcoll_mpi_error(rc, "MPI_Finalize");
     }

@@ -161,12 +161,18 @@ struct dcoll_comm_ops {
 
     /* Joining processes no launcher started (launch/join.c drives it).
      * join_server: rank 0 starts what this MPI needs for singletons to
-     * meet and writes its address in uri ("" if nothing is needed);
-     * join_use: the others use that address (before MPI starts). */
-    dcoll_status_t (*join_server)(double timeout, char *uri, size_t cap);
-    dcoll_status_t (*join_use)(const char *uri);
-    /* Start MPI alone; *self is a communicator of this process. */
-    dcoll_status_t (*join_begin)(int thread_level, void **self);
+     * meet (hosts: each rank's host name) and writes its address in uri
+     * ("" if nothing is needed); join_use: every process uses that
+     * address, as rank of size (before MPI starts). */
+    dcoll_status_t (*join_server)(double timeout, int size,
+                                  const char *const *hosts, char *uri,
+                                  size_t cap);
+    dcoll_status_t (*join_use)(const char *uri, int rank, int size);
+    /* Start MPI; *self is a communicator of this process alone, or of
+     * all size processes at once (*whole) where the server made them
+     * one world. */
+    dcoll_status_t (*join_begin)(int thread_level, int size, void **self,
+                                 bool *whole);
     /* Rank 0: open a port to accept at, its name in port. */
     dcoll_status_t (*join_open)(char *port, size_t cap);
     /* Connect *comm to port (the newcomer), or accept a newcomer into

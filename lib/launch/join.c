@@ -1,10 +1,13 @@
 /* Joining processes that no MPI launcher started, through the store the
- * rendezvous made: rank 0 publishes what the MPI layer needs (a server's
- * address, a port), then admits the others one at a time, each accepted
- * by all who joined before it. Every MPI step goes through the
- * communicator services table. */
+ * rendezvous made: every process names its host, rank 0 publishes what
+ * the MPI layer needs (a server's address, a port), then, unless that
+ * server made them one world already, admits the others one at a time,
+ * each accepted by all who joined before it. Every MPI step goes through
+ * the communicator services table. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "launch.h"
 
 #define PORT_MAX 1024
@@ -65,31 +68,73 @@ static dcoll_status_t admit(const struct dcoll_comm_ops *svc,
     return DCOLL_SUCCESS;
 }
 
+/* Rank 0: every rank's host name, in rank order, for the MPI layer. */
+static dcoll_status_t gather_hosts(dcoll_store_t *store, int size,
+                                   const char *mine, char ***out)
+{
+    char **hosts = calloc((size_t)size, sizeof(*hosts));
+    if (!hosts)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_init: no memory");
+    dcoll_status_t st = DCOLL_SUCCESS;
+    for (int r = 0; r < size && !st; r++) {
+        char key[64], name[256];
+        snprintf(key, sizeof(key), "dcoll/join/host/%d", r);
+        if (r == 0)
+            snprintf(name, sizeof(name), "%s", mine);
+        else
+            st = get_str(store, key, name, sizeof(name));
+        if (!st && !(hosts[r] = strdup(name)))
+            st = dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_init: no memory");
+    }
+    *out = hosts;
+    return st;
+}
+
+static void free_hosts(char **hosts, int size)
+{
+    for (int r = 0; hosts && r < size; r++)
+        free(hosts[r]);
+    free(hosts);
+}
+
 dcoll_status_t dcoll_launch_join(const struct dcoll_comm_ops *svc,
                                  dcoll_store_t *store, int rank, int size,
                                  int thread_level, double timeout,
                                  void **joined, int *fcomm)
 {
-    char uri[1024], port[PORT_MAX] = "";
+    char uri[1024], port[PORT_MAX] = "", host[256] = "";
     dcoll_status_t st;
     *joined = NULL;
+    if (gethostname(host, sizeof(host) - 1))
+        snprintf(host, sizeof(host), "unknown");
     if (rank == 0) {
-        st = svc->join_server(timeout, uri, sizeof(uri));
+        char **hosts = NULL;
+        st = gather_hosts(store, size, host, &hosts);
+        if (!st)
+            st = svc->join_server(timeout, size, (const char *const *)hosts,
+                                  uri, sizeof(uri));
+        free_hosts(hosts, size);
         /* The others wait on this key: tell them either way ("-": rank 0
          * failed; "": this MPI needs no server). */
         set_str(store, "dcoll/join/server", st ? "-" : uri);
         if (st)
             return st;
     } else {
-        if ((st = get_str(store, "dcoll/join/server", uri, sizeof(uri))))
+        char key[64];
+        snprintf(key, sizeof(key), "dcoll/join/host/%d", rank);
+        if ((st = set_str(store, key, host)) ||
+            (st = get_str(store, "dcoll/join/server", uri, sizeof(uri))))
             return st;
         if (!strcmp(uri, "-"))
             return dcoll_error(DCOLL_ERR_UNSUPPORTED, "dcoll_init: rank 0 "
-                               "could not start ompi-server, which "
-                               "processes without an MPI launcher need");
+                               "could not start the server that "
+                               "processes without an MPI launcher need "
+                               "(its message is on rank 0)");
     }
-    if (!(st = svc->join_use(uri)) &&
-        !(st = svc->join_begin(thread_level, joined)))
+    bool whole = false;
+    if (!(st = svc->join_use(uri, rank, size)) &&
+        !(st = svc->join_begin(thread_level, size, joined, &whole)) &&
+        !whole)
         st = admit(svc, store, rank, size, port, joined);
     /* Rank 0's port closes either way; a joined world is checked. */
     dcoll_status_t est = svc->join_end(rank == 0 ? port : NULL,

@@ -23,15 +23,27 @@ if pgrep -f "$prog child" >/dev/null; then
     echo "FAIL: processes left:"; pgrep -af "$prog child"; fail=1
 fi
 
-# No ompi-server to be found: a clear refusal, not a hang.
-out=$(env PATH=/nonexistent OMPI_ALLOW_RUN_AS_ROOT=1 \
-      OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_oob_tcp_if_include=lo \
-      OMPI_MCA_btl_tcp_if_include=lo /usr/bin/timeout 60 \
-      "$run" -n 2 "$prog" child env 2>&1)
-rc=$?
-echo "$out" | tail -2
-[ "$rc" = 1 ] && echo "$out" | grep -q "ompi-server" ||
-    { echo "FAIL: no ompi-server gave $rc"; fail=1; }
+if [ "${DCOLL_MPI:-openmpi}" = mpich ]; then
+    # MPICH needs no helper program: dcoll serves PMI itself, so a job
+    # runs with nothing on the PATH.
+    out=$(env PATH=/nonexistent UCX_NET_DEVICES=lo UCX_TLS=self,sm,tcp \
+          UCX_WARN_UNUSED_ENV_VARS=n /usr/bin/timeout 60 \
+          "$run" -n 2 "$prog" child env 2>&1)
+    rc=$?
+    echo "$out" | tail -1
+    [ "$rc" = 0 ] && echo "$out" | grep -q "dcollrun job of 2: ok" ||
+        { echo "FAIL: MPICH job with no PATH gave $rc"; fail=1; }
+else
+    # No ompi-server to be found: a clear refusal, not a hang.
+    out=$(env PATH=/nonexistent OMPI_ALLOW_RUN_AS_ROOT=1 \
+          OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_oob_tcp_if_include=lo \
+          OMPI_MCA_btl_tcp_if_include=lo /usr/bin/timeout 60 \
+          "$run" -n 2 "$prog" child env 2>&1)
+    rc=$?
+    echo "$out" | tail -2
+    [ "$rc" = 1 ] && echo "$out" | grep -q "ompi-server" ||
+        { echo "FAIL: no ompi-server gave $rc"; fail=1; }
+fi
 
 # A program that does not exist, and bad arguments: status 127 and 2.
 "$run" -n 2 /nonexistent/prog >/dev/null 2>&1

@@ -346,7 +346,10 @@ static int config(void)
 /* Under mpirun: rank 0 alone changes a setting; every rank is refused. */
 static int partial(void)
 {
+    /* The launcher's rank variable: OpenMPI's, or hydra's (PMI). */
     const char *env = getenv("OMPI_COMM_WORLD_RANK");
+    if (!env)
+        env = getenv("PMI_RANK");
     int first = env && atoi(env) == 0;
     if (first)
         setenv("DCOLL_DEBUG", "detail", 1);
