@@ -17,9 +17,12 @@
  * the others (a verdict), each prints its side and acknowledges, and the
  * job ends. */
 #include <math.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "mpi_internal.h"
 
 #define TAG_ASK 1
@@ -29,6 +32,7 @@
 #define GRACE 1.0     /* seconds a roll call waits for answers */
 #define QUIET 0.05    /* seconds of waiting before a rank answers asks */
 #define ANSWER_LEN 5  /* asked seq, latest seq, kind, form, busy */
+#define ABORT_GRACE 1 /* seconds MPI_Abort gets before _exit (MPICH) */
 
 /* What this rank says of itself about g. The fields are the calling
  * thread's, read here perhaps from the watchdog's: each is read once. */
@@ -160,8 +164,28 @@ bool dcoll_mpi_threaded(void)
     return provided == MPI_THREAD_MULTIPLE;
 }
 
+#ifdef MPICH
+static void *abort_fallback(void *arg)
+{
+    sleep(ABORT_GRACE);
+    _exit((int)(intptr_t)arg);
+}
+#endif
+
 void dcoll_mpi_abort_job(struct dcoll_group *world, int code)
 {
+#ifdef MPICH
+    /* MPICH 4.0's MPI_Abort waits for the lock that a thread hung in a
+     * blocking call holds while it polls (the watchdog calls this beside
+     * it): past a grace this process ends itself, and hydra then ends
+     * the rest as it does for any rank that exits without finalizing. */
+    pthread_t t;
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_create(&t, &a, abort_fallback, (void *)(intptr_t)code);
+    pthread_attr_destroy(&a);
+#endif
     MPI_Abort(world->comm ? dcoll_mpi_comm_of(world) : MPI_COMM_WORLD,
               code);
 }

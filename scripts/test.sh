@@ -6,5 +6,6 @@ cd "$(dirname "$0")/.."
 [ -d build ] || meson setup build
 ninja -C build
 meson test -C build --print-errorlogs "$@"
-# With no tests named, the sanitizer pass too.
+# With no tests named, the MPICH and sanitizer passes too.
+[ $# -gt 0 ] || ./scripts/mpich.sh
 [ $# -gt 0 ] || ./scripts/sanitize.sh

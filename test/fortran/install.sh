@@ -8,7 +8,14 @@
 #   install.sh BUILD_DIR SOURCE_DIR MPIRUN_SH
 set -eu
 build=$1 src=$2 mpirun_sh=$3
-command -v mpifort >/dev/null || { echo "mpifort not found: skipping"; exit 77; }
+# The Fortran wrapper of the MPI this build uses (both may be installed;
+# the plain name is the system default's).
+case ${DCOLL_MPI:-openmpi} in
+    mpich) fc=mpifort.mpich ;;
+    *) fc=mpifort.openmpi ;;
+esac
+command -v "$fc" >/dev/null || fc=mpifort
+command -v "$fc" >/dev/null || { echo "$fc not found: skipping"; exit 77; }
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT INT TERM
 unset LD_LIBRARY_PATH
@@ -28,9 +35,9 @@ libs=$(pkg-config --libs dcoll-fortran)
 libdir=$(dirname "$(find "$root" -name 'libdcollf.so' | head -1)")
 echo "pkg-config: $cflags | $libs"
 # shellcheck disable=SC2086
-mpifort $cflags -c "$src/examples/grid.f90" -o grid.o
+"$fc" $cflags -c "$src/examples/grid.f90" -o grid.o
 # shellcheck disable=SC2086
-mpifort grid.o $libs -Wl,-rpath,"$libdir" -o grid_f
+"$fc" grid.o $libs -Wl,-rpath,"$libdir" -o grid_f
 "$mpirun_sh" 2 60 ./grid_f
 
 # The installed dcollrun finds libdcoll by its own RUNPATH; plain
@@ -45,9 +52,9 @@ echo "installed dcollrun: $(head -1 dcollrun.log)"
 # another compiler would (then linked against the C library alone).
 share=$(dirname "$(find "$root" -name dcoll.F90 | head -1)")
 mkdir modsrc
-mpifort -cpp -DDCOLL_HAVE_MPI_F08 -I"$share" -Jmodsrc -c "$share/dcoll.F90" \
+"$fc" -cpp -DDCOLL_HAVE_MPI_F08 -I"$share" -Jmodsrc -c "$share/dcoll.F90" \
     -o modsrc/dcoll.o
-mpifort -Imodsrc -c "$src/examples/grid.f90" -o grid2.o
-mpifort grid2.o modsrc/dcoll.o -L"$libdir" -ldcoll -Wl,-rpath,"$libdir" \
+"$fc" -Imodsrc -c "$src/examples/grid.f90" -o grid2.o
+"$fc" grid2.o modsrc/dcoll.o -L"$libdir" -ldcoll -Wl,-rpath,"$libdir" \
     -o grid_own
 "$mpirun_sh" 2 60 ./grid_own

@@ -12,7 +12,8 @@ took=$(($(date +%s) - start))
 [ "$rc" = 77 ] && exit 77
 fail=0
 [ "$rc" != 0 ] || { echo "FAIL: mpirun exited 0"; fail=1; }
-grep -q "exited on signal 9" "$out" ||
+# OpenMPI's words, or hydra's.
+grep -q "exited on signal 9\|Killed (signal 9)" "$out" ||
     { echo "FAIL: mpirun did not name the dead rank"; cat "$out"; fail=1; }
 # Give the kernel a moment, then look for live (not zombie) ranks.
 sleep 1
