@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include "mpi_internal.h"
 
@@ -246,6 +247,35 @@ static dcoll_status_t set_var(const char *name, const char *v)
 static const char *const pmi_vars[] = {"PMI_PORT", "PMI_RANK", "PMI_SIZE",
                                        NULL};
 
+#ifdef OPEN_MPI
+/* OpenMPI 4 singletons that start at the same instant on one host race to
+ * make their session directory, <tmp>/ompi.<host>.<uid>, and the loser's
+ * MPI_Init fails ("mkdir ... File exists"): make it before either does.
+ * The name is OpenMPI's (orte/util/session_dir.c): the host name up to
+ * its first dot, under orte_tmpdir_base or TMPDIR, TEMP, TMP, /tmp. */
+static void session_dir(void)
+{
+    static const char *const vars[] = {"OMPI_MCA_orte_tmpdir_base",
+                                       "TMPDIR", "TEMP", "TMP", NULL};
+    const char *base = "/tmp";
+    for (int i = 0; vars[i]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) {
+            base = v;
+            break;
+        }
+    }
+    char host[256] = "", path[1024];
+    if (gethostname(host, sizeof(host) - 1))
+        return;
+    if (strspn(host, "0123456789.") != strlen(host))
+        host[strcspn(host, ".")] = '\0';
+    snprintf(path, sizeof(path), "%s/ompi.%s.%lu", base, host,
+             (unsigned long)getuid());
+    mkdir(path, 0700);
+}
+#endif
+
 dcoll_status_t dcoll_mpi_join_use(const char *uri, int rank, int size)
 {
     if (!strncmp(uri, "pmi:", 4)) {
@@ -260,6 +290,9 @@ dcoll_status_t dcoll_mpi_join_use(const char *uri, int rank, int size)
         unsetenv("PMI_ID");
         return DCOLL_SUCCESS;
     }
+#ifdef OPEN_MPI
+    session_dir();
+#endif
     return uri[0] ? set_var("OMPI_MCA_pmix_server_uri", uri)
                   : DCOLL_SUCCESS;
 }

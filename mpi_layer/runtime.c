@@ -314,7 +314,7 @@ dcoll_status_t dcoll_mpi_allgather_bytes(struct dcoll_group *g,
     int rc = MPI_Allgather(in, (int)len, MPI_BYTE, out, (int)len, MPI_BYTE,
                            dcoll_mpi_comm_of(g));
     return rc == MPI_SUCCESS ? DCOLL_SUCCESS
-                             : dcoll_mpi_error(rc, "MPI_Allgather (GPU ids)");
+                             : dcoll_mpi_error(rc, "MPI_Allgather (bytes)");
 }
 
 dcoll_status_t dcoll_mpi_agree(struct dcoll_group *g, int *ok)

@@ -31,6 +31,14 @@ dcoll_status_t dcoll_error(dcoll_status_t st, const char *fmt, ...)
     DCOLL_PRINTF(2, 3);
 void dcoll_error_clear(void);
 
+/* hosts.c: each world rank's host name (DCOLL_HOST_LEN bytes, ended by a
+ * zero), for reports by node. dcoll_hosts_set takes names (malloc'd, n
+ * of them; NULL: none known) and frees the previous ones. */
+#define DCOLL_HOST_LEN 64
+void dcoll_hosts_set(char (*names)[DCOLL_HOST_LEN], int n);
+/* NULL where the rank's host is not known. */
+const char *dcoll_host_of(int world_rank);
+
 /* clock.c: seconds since an arbitrary start, from CLOCK_MONOTONIC. */
 double dcoll_now(void);
 /* The same clock as the kernel last ticked it (CLOCK_MONOTONIC_COARSE):

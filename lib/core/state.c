@@ -1,5 +1,6 @@
 /* Library life cycle: dcoll_init, dcoll_finalize and the world group. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include "core.h"
@@ -49,8 +50,30 @@ static dcoll_status_t world_end(void)
     dcoll_plugins_unload();
     dcoll_status_t st = dcoll_world.svc->stop(&dcoll_world, true);
     dcoll_store_destroy(&world_store);
+    dcoll_hosts_set(NULL, 0);
     dcoll_world.magic = DCOLL_DEAD_MAGIC;
     return st;
+}
+
+/* Every world rank's host name, for reports of missing ranks by node. */
+static dcoll_status_t gather_hosts(struct dcoll_group *w)
+{
+    char mine[DCOLL_HOST_LEN] = "";
+    if (gethostname(mine, sizeof(mine) - 1))
+        snprintf(mine, sizeof(mine), "unknown");
+    char (*all)[DCOLL_HOST_LEN] = calloc((size_t)w->size, sizeof(*all));
+    if (!all)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_init: no memory for "
+                           "%d host names", w->size);
+    dcoll_status_t st = w->svc->allgather_bytes(w, mine, all, sizeof(mine));
+    if (st) {
+        free(all);
+        return st;
+    }
+    for (int r = 0; r < w->size; r++)
+        all[r][DCOLL_HOST_LEN - 1] = '\0';
+    dcoll_hosts_set(all, w->size);
+    return DCOLL_SUCCESS;
 }
 
 dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
@@ -158,7 +181,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         /* start works on a duplicate, made or not. */
         svc->join_free(joined);
     }
-    if (!st && !(st = svc->local(&w, join)) &&
+    if (!st && !(st = svc->local(&w, join)) && !(st = gather_hosts(&w)) &&
         !(st = dcoll_fault_group_init(&w, dcoll_default_timeout,
                                       dcoll_default_recoverable)) &&
         !(st = dcoll_fault_agree(&w, "dcoll_init"))) {
@@ -175,6 +198,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         char msg[DCOLL_ERROR_MAX];
         snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
         dcoll_fault_group_free(&w);
+        dcoll_hosts_set(NULL, 0);
         svc->stop(&w, false);
         if (join)
             svc->join_stop();

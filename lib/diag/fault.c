@@ -246,6 +246,43 @@ static bool pick_form(const void *arg, int r)
     return p->roll->state[r] == DCOLL_ROLL_SAME && p->roll->form[r] == p->form;
 }
 
+/* The picked ranks by host, where the group spans several hosts and each
+ * one's is known: ", on nodeA {2,3}, nodeB {5}" (group ranks). */
+static void put_hosts(struct text *t, const struct dcoll_group *g,
+                      bool (*pick)(const void *, int), const void *arg)
+{
+    const char *h0 = dcoll_host_of(world_of(g, 0));
+    int r = 1;
+    while (h0 && r < g->size && dcoll_host_of(world_of(g, r)) &&
+           !strcmp(dcoll_host_of(world_of(g, r)), h0))
+        r++;
+    if (!h0 || r == g->size)
+        return;   /* one host, or not known */
+    int shown = 0;
+    for (r = 0; r < g->size; r++) {
+        const char *h = dcoll_host_of(world_of(g, r));
+        if (!h)
+            return;
+        if (!pick(arg, r))
+            continue;
+        int q = 0;
+        while (q < r && !(pick(arg, q) &&
+                          !strcmp(dcoll_host_of(world_of(g, q)), h)))
+            q++;
+        if (q < r)
+            continue;   /* its host is shown already */
+        if (shown == 8) {
+            put(t, ", ...");
+            return;
+        }
+        put(t, "%s%s {", shown++ ? ", " : ", on ", h);
+        for (int n = 0, u = r; u < g->size; u++)
+            if (pick(arg, u) && !strcmp(dcoll_host_of(world_of(g, u)), h))
+                put(t, "%s%d", n++ ? "," : "", u);
+        put(t, "}");
+    }
+}
+
 /* What the roll call found, after "...timed out after T s (...)". */
 static void put_roll(struct text *t, const struct dcoll_group *g,
                      uint64_t seq, const struct dcoll_roll *roll)
@@ -262,7 +299,9 @@ static void put_roll(struct text *t, const struct dcoll_group *g,
     if (silent) {
         put_ranks(t, g, pick_state, &p);
         put(t, " did not arrive (no answer: not in a dcoll call on the "
-            "group, stopped, or gone); ");
+            "group, stopped, or gone)");
+        put_hosts(t, g, pick_state, &p);
+        put(t, "; ");
     }
     if (behind) {
         struct roll_pick b = {roll, (int)seq};

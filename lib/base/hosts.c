@@ -1,0 +1,22 @@
+/* Each world rank's host name, so that reports of missing ranks can say
+ * which node they were on. The core fills it at dcoll_init (one gather of
+ * the names) and empties it at dcoll_finalize. */
+#include <stdlib.h>
+#include "base.h"
+
+static char (*hosts)[DCOLL_HOST_LEN];
+static int nhosts;
+
+void dcoll_hosts_set(char (*names)[DCOLL_HOST_LEN], int n)
+{
+    free(hosts);
+    hosts = names;
+    nhosts = names ? n : 0;
+}
+
+const char *dcoll_host_of(int world_rank)
+{
+    if (world_rank < 0 || world_rank >= nhosts)
+        return NULL;
+    return hosts[world_rank];
+}

@@ -1,0 +1,67 @@
+#!/bin/sh
+# Two nodes (test/nodes/nodes.sh) of two ranks each under mpirun, started
+# on node 1 with OpenMPI's launch agent pointed at agent.sh instead of
+# ssh; MPI between the nodes over TCP on their private network. The C and
+# Fortran examples run, test_nodes checks the world and each node's local
+# ranks, dcoll-info reports each rank's own host, and nothing is left
+# running on any node.
+#   mpirun.sh HEAT GRID_F TEST_NODES DCOLL_INFO
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+heat=$1 grid_f=$2 prog=$3 info=$4
+if [ "${DCOLL_MPI:-openmpi}" != openmpi ]; then
+    echo "nodes: the launch agent here is OpenMPI's (plm_rsh_agent): skipping"
+    exit 77
+fi
+launcher=${DCOLL_MPIRUN:-$(command -v mpirun)}
+. "$here/nodes.sh"
+tmp=$(mktemp -d)
+NODES_CLEAN='rm -rf "$tmp"'
+nodes_up 2
+printf '%s slots=2\n%s slots=2\n' "$(node_name 1)" "$(node_name 2)" >"$tmp/hosts"
+export OMPI_MCA_plm_rsh_agent="$here/agent.sh"
+export OMPI_MCA_btl=self,vader,tcp
+export OMPI_MCA_btl_tcp_if_include=$NODES_NET.0/24
+export OMPI_MCA_oob_tcp_if_include=$NODES_NET.0/24
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_hwloc_base_binding_policy=none
+export PMIX_MCA_gds=hash
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+job() {
+    on 1 timeout -k 5 90 "$launcher" --hostfile "$tmp/hosts" -np 4 \
+        --map-by ppr:2:node "$@" >"$tmp/out" 2>&1
+    rc=$?
+    cat "$tmp/out"
+    [ "$rc" = 0 ] || bad "$* exited $rc"
+    # Nothing of the job stays on any node.
+    sleep 0.5
+    for k in 1 2; do
+        left=$(ip netns pids "$(node_ns "$k")" | wc -l)
+        [ "$left" = 0 ] || bad "$left process(es) left on node $k after $1"
+    done
+}
+job "$prog"
+for r in 0 1 2 3; do
+    k=$((r / 2 + 1)) l=$((r % 2))
+    grep -q "^rank $r of 4 on $(node_name $k): local rank $l of 2, 2 nodes: ok" \
+        "$tmp/out" || bad "rank $r is not local rank $l of 2 on $(node_name $k)"
+done
+job "$heat"
+grep -q "OK" "$tmp/out" || bad "heat did not say OK"
+# "-": this build has no Fortran, or no hwloc (so no dcoll-info).
+if [ "$grid_f" != - ]; then
+    job "$grid_f"
+    grep -q "ranks.*: ok" "$tmp/out" || bad "grid_f did not say ok"
+fi
+if [ "$info" != - ]; then
+    job "$info"
+    for r in 0 1 2 3; do
+        k=$((r / 2 + 1)) l=$((r % 2))
+        grep -q "rank $r: host $(node_name $k), local rank $l of 2" \
+            "$tmp/out" ||
+            bad "dcoll-info: rank $r is not on $(node_name $k) as local rank $l"
+    done
+fi
+exit $fail

@@ -1,0 +1,93 @@
+# Nodes on one machine (sourced): each node a network namespace with a
+# host name of its own, all on one private bridge in a hub namespace, at
+# addresses only these namespaces have (10.77.0.K/24, node K).
+#   nodes_up N        make nodes 1..N (exit 77 where that is not allowed)
+#   on K CMD...       run CMD on node K (its network, its host name)
+#   node_addr K       node K's address;   node_name K: its host name
+# Everything goes at exit, failed or not: processes, namespaces, files.
+NODES_ID=dcn$$
+NODES_NET=10.77.0
+NODES_N=0
+export NODES_ID
+
+node_name() { echo "dcnode$1"; }
+node_addr() { echo "$NODES_NET.$1"; }
+node_ns() { echo "$NODES_ID-$1"; }
+
+nodes_down() {
+    # A test's own cleanup first (NODES_CLEAN: a command).
+    [ -z "${NODES_CLEAN:-}" ] || eval "$NODES_CLEAN"
+    for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$NODES_ID-"); do
+        pids=$(ip netns pids "$ns" 2>/dev/null)
+        # shellcheck disable=SC2086
+        [ -z "$pids" ] || kill -KILL $pids 2>/dev/null
+    done
+    sleep 0.2
+    for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$NODES_ID-"); do
+        ip netns del "$ns" 2>/dev/null
+        rm -rf "/etc/netns/$ns"
+    done
+}
+
+nodes_up() {
+    n=$1
+    if [ "$(id -u)" != 0 ]; then
+        echo "nodes: network namespaces need root: skipping"; exit 77
+    fi
+    for p in ip unshare nsenter; do
+        command -v $p >/dev/null || { echo "nodes: $p missing: skipping"; exit 77; }
+    done
+    trap nodes_down EXIT
+    trap 'exit 1' INT TERM
+    hub=$(node_ns hub)
+    if ! ip netns add "$hub" 2>/dev/null; then
+        echo "nodes: cannot make a network namespace here: skipping"; exit 77
+    fi
+    ip netns exec "$hub" ip link add br0 type bridge &&
+        ip netns exec "$hub" ip link set br0 up || {
+        echo "nodes: no bridge in a namespace here: skipping"; exit 77; }
+    k=1
+    while [ "$k" -le "$n" ]; do
+        ns=$(node_ns "$k")
+        ip netns add "$ns" || return 1
+        # One end on the node as eth0, the other on the hub's bridge.
+        ip link add "$NODES_ID-$k" type veth peer name "${NODES_ID}h$k" ||
+            return 1
+        ip link set "$NODES_ID-$k" netns "$ns"
+        ip link set "${NODES_ID}h$k" netns "$hub"
+        ip netns exec "$ns" ip link set "$NODES_ID-$k" name eth0
+        ip netns exec "$ns" ip addr add "$(node_addr "$k")/24" dev eth0
+        ip netns exec "$ns" ip link set eth0 up
+        ip netns exec "$ns" ip link set lo up
+        ip netns exec "$hub" ip link set "${NODES_ID}h$k" master br0
+        ip netns exec "$hub" ip link set "${NODES_ID}h$k" up
+        k=$((k + 1))
+    done
+    # Every node knows every node's name (on lays /etc/netns/NS/hosts
+    # over /etc/hosts).
+    k=1
+    while [ "$k" -le "$n" ]; do
+        mkdir -p "/etc/netns/$(node_ns "$k")"
+        {
+            echo "127.0.0.1 localhost"
+            j=1
+            while [ "$j" -le "$n" ]; do
+                echo "$(node_addr "$j") $(node_name "$j")"
+                j=$((j + 1))
+            done
+        } >"/etc/netns/$(node_ns "$k")/hosts"
+        k=$((k + 1))
+    done
+    NODES_N=$n
+}
+
+# The node's network and host name, and its /etc/hosts; the rest of the
+# machine as it is (ip netns exec would remount /sys, hiding the cgroups
+# slurmd needs).
+on() {
+    k=$1; shift
+    nsenter --net="/var/run/netns/$(node_ns "$k")" unshare --uts --mount \
+        sh -c 'mount --bind "$1" /etc/hosts && hostname "$0" && shift &&
+               exec "$@"' \
+        "$(node_name "$k")" "/etc/netns/$(node_ns "$k")/hosts" "$@"
+}

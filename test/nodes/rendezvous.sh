@@ -1,0 +1,73 @@
+#!/bin/sh
+# env:// and tcp:// across nodes (test/nodes/nodes.sh) with no launcher:
+# ranks 0 and 1 on node 1, 2 and 3 on node 2, started by hand as torchrun
+# would on each node, the store served by rank 0 at node 1's address with
+# a token. A process on node 3 that is not of the job, and has no token,
+# is refused while the job runs. Each rank's local rank is its node's.
+#   rendezvous.sh TEST_NODES
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+prog=$1
+. "$here/nodes.sh"
+tmp=$(mktemp -d)
+NODES_CLEAN='rm -rf "$tmp"'
+nodes_up 3
+# MPI between the nodes over their network; no launcher anywhere.
+unset OMPI_COMM_WORLD_SIZE PMIX_RANK PMI_RANK PMI_SIZE PMI_PORT PMI_FD
+export OMPI_MCA_btl=self,vader,tcp
+export OMPI_MCA_btl_tcp_if_include=$NODES_NET.0/24
+export OMPI_MCA_oob_tcp_if_include=$NODES_NET.0/24
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_hwloc_base_binding_policy=none
+export PMIX_MCA_gds=hash
+export UCX_NET_DEVICES=eth0,lo UCX_TLS=self,sm,tcp UCX_WARN_UNUSED_ENV_VARS=n
+if [ "${DCOLL_MPI:-openmpi}" = openmpi ] &&
+    ! command -v ompi-server >/dev/null 2>&1; then
+    echo "ompi-server not found: skipping"; exit 77
+fi
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
+master=$(node_addr 1)
+token=t$$-$(date +%s%N)
+port=$((20000 + $$ % 20000))
+for scheme in env tcp; do
+    port=$((port + 1))
+    rm -f "$tmp/done"
+    pids=""
+    for r in 0 1 2 3; do
+        k=$((r / 2 + 1))
+        case $scheme in
+            env) url="env://?token=$token" ;;
+            tcp) url="tcp://$master:$port?rank=$r&world_size=4&token=$token" ;;
+        esac
+        RANK=$r WORLD_SIZE=4 LOCAL_RANK=$((r % 2)) LOCAL_WORLD_SIZE=2 \
+        MASTER_ADDR=$master MASTER_PORT=$port \
+            on "$k" timeout -k 5 90 "$prog" "$url" "$tmp/done" \
+            >"$tmp/$scheme.$r" 2>&1 &
+        pids="$pids $!"
+    done
+    # The outsider asks once the store is up (rank 0 has said so).
+    for i in $(seq 1 300); do
+        grep -q ": ok" "$tmp/$scheme.0" 2>/dev/null && break
+        sleep 0.1
+    done
+    on 3 timeout -k 5 30 "$prog" outsider "$master" "$port" \
+        >"$tmp/$scheme.outsider" 2>&1 || bad "$scheme: the outsider was served"
+    touch "$tmp/done"
+    for p in $pids; do
+        wait "$p" || bad "$scheme: a rank exited non-zero"
+    done
+    cat "$tmp/$scheme".[0-3] "$tmp/$scheme.outsider"
+    for r in 0 1 2 3; do
+        k=$((r / 2 + 1)) l=$((r % 2))
+        grep -q "^rank $r of 4 on $(node_name $k): local rank $l of 2, 2 nodes: ok" \
+            "$tmp/$scheme.$r" || bad "$scheme: rank $r"
+    done
+    grep -q "refused" "$tmp/$scheme.outsider" || bad "$scheme: no refusal"
+    for k in 1 2 3; do
+        left=$(ip netns pids "$(node_ns "$k")" | wc -l)
+        [ "$left" = 0 ] || bad "$scheme: $left process(es) left on node $k"
+    done
+done
+exit $fail

@@ -1,0 +1,114 @@
+#!/bin/sh
+# SLURM on two nodes (test/nodes/nodes.sh): slurmctld and a slurmd on node
+# 1, a slurmd on node 2, munged beside them. examples/grid.sbatch runs
+# exactly as written (2 nodes x 4 tasks) through `sbatch --wait`, and
+# `srun -N 2` gives each node's tasks local ranks of their own.
+#   slurm.sh BUILD_DIR SOURCE_DIR
+set -u
+build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
+for p in munged slurmctld slurmd srun sbatch sinfo; do
+    command -v "$p" >/dev/null 2>&1 ||
+        { echo "slurm: $p not installed: skipping"; exit 77; }
+done
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/nodes.sh"
+dir=$(mktemp -d /tmp/dcoll-slurm2.XXXXXX)
+chmod 755 "$dir"
+NODES_CLEAN='[ -f "$dir/munge/pid" ] && kill "$(cat "$dir/munge/pid")" 2>/dev/null; rm -rf "$dir"; rm -f "$build"/dcoll-grid-*.out'
+nodes_up 2
+fail() {
+    echo "slurm: $*"
+    for f in "$dir"/*.log; do echo "--- $f"; tail -20 "$f"; done
+    exit 1
+}
+mkdir -p "$dir/munge"
+dd if=/dev/urandom of="$dir/munge/key" bs=1024 count=1 2>/dev/null
+chmod 700 "$dir/munge"; chmod 400 "$dir/munge/key"
+munged --force --key-file="$dir/munge/key" --socket="$dir/munge/sock" \
+    --pid-file="$dir/munge/pid" --log-file="$dir/munged.log" \
+    --seed-file="$dir/munge/seed" || fail "munged did not start"
+port=$((20000 + $$ % 20000))
+n1=$(node_name 1) n2=$(node_name 2)
+cat > "$dir/slurm.conf" <<CONF
+ClusterName=dcolltwo
+SlurmctldHost=$n1($(node_addr 1))
+SlurmctldPort=$port
+SlurmdPort=$((port + 1))
+SlurmUser=root
+AuthType=auth/munge
+AuthInfo=socket=$dir/munge/sock
+CredType=cred/munge
+MpiDefault=pmix
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SwitchType=switch/none
+SlurmdParameters=config_overrides
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+StateSaveLocation=$dir/state
+SlurmdSpoolDir=$dir/spool/%n
+SlurmctldPidFile=$dir/slurmctld.pid
+SlurmdPidFile=$dir/slurmd-%n.pid
+SlurmctldLogFile=$dir/slurmctld.log
+SlurmdLogFile=$dir/slurmd-%n.log
+ReturnToService=2
+NodeName=$n1 NodeAddr=$(node_addr 1) CPUs=8 State=UNKNOWN
+NodeName=$n2 NodeAddr=$(node_addr 2) CPUs=8 State=UNKNOWN
+PartitionName=test Nodes=$n1,$n2 Default=YES MaxTime=10 State=UP OverSubscribe=FORCE
+CONF
+mkdir -p "$dir/state" "$dir/spool/$n1" "$dir/spool/$n2"
+export SLURM_CONF="$dir/slurm.conf"
+# The nodes share /tmp here, where real ones would not: each slurmd reads
+# the same slurm.conf from a directory of its own, beside an mpi.conf
+# that gives PMIx's per-step directories a place of that node's.
+for k in 1 2; do
+    mkdir -p "$dir/node$k/tmp"
+    cp "$dir/slurm.conf" "$dir/node$k/slurm.conf"
+    echo "PMIxCliTmpDirBase=$dir/node$k/tmp" >"$dir/node$k/mpi.conf"
+done
+on 1 slurmctld -f "$SLURM_CONF" -i || fail "slurmctld did not start"
+on 1 slurmd -f "$dir/node1/slurm.conf" -N "$n1" ||
+    fail "slurmd on $n1 did not start"
+on 2 slurmd -f "$dir/node2/slurm.conf" -N "$n2" ||
+    fail "slurmd on $n2 did not start"
+ready=0
+for _ in $(seq 1 60); do
+    idle=$(on 1 sinfo -h -N -o '%N %t' 2>/dev/null | grep -cE ' (idle|mix|alloc)$')
+    [ "$idle" = 2 ] && { ready=1; break; }
+    sleep 1
+done
+[ "$ready" = 1 ] || fail "the nodes never became idle: $(on 1 sinfo -h -N 2>&1)"
+
+# MPI between the nodes over their private network.
+export OMPI_MCA_btl=self,vader,tcp
+export OMPI_MCA_btl_tcp_if_include=$NODES_NET.0/24
+export OMPI_MCA_oob_tcp_if_include=$NODES_NET.0/24
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_hwloc_base_binding_policy=none PMIX_MCA_gds=hash
+cd "$build"
+status=0
+out=$(on 1 timeout -k 5 120 srun -N 2 -n 4 --ntasks-per-node=2 --mpi=pmix \
+      test/test_nodes 2>&1)
+echo "$out"
+for r in 0 1 2 3; do
+    k=$((r / 2 + 1)) l=$((r % 2))
+    echo "$out" | grep -q "^rank $r of 4 on $(node_name $k): local rank $l of 2, 2 nodes: ok" ||
+        { echo "slurm: rank $r is not local rank $l on $(node_name $k)"; status=1; }
+done
+# The batch script exactly as written: 2 nodes x 4 tasks.
+on 1 timeout -k 5 240 sbatch --wait "$src/examples/grid.sbatch" \
+    >"$dir/sbatch.txt" 2>&1 || { cat "$dir/sbatch.txt"; status=1; }
+job=$(sed -n 's/^Submitted batch job //p' "$dir/sbatch.txt")
+file="$build/dcoll-grid-$job.out"
+if [ -f "$file" ]; then
+    cat "$file"
+    grep -q '8 tasks on 2 node(s)' "$file" ||
+        { echo "slurm: the batch job did not run 8 tasks on 2 nodes"; status=1; }
+    grep -q 'grid: .*: ok' "$file" ||
+        { echo "slurm: the batch job's output lacks 'ok'"; status=1; }
+else
+    echo "slurm: no output file from job '$job'"; status=1
+fi
+[ "$status" = 0 ] || fail "some runs failed"
+echo "slurm: two nodes ran test_nodes and grid.sbatch as written"
