@@ -29,7 +29,8 @@ struct client {
     int fd;
     char *in;
     size_t len;
-    bool gone, waiting;   /* hung up; in a barrier */
+    bool gone, waiting;   /* hung up or broken (its fd closed by the
+                             loop); in a barrier */
 };
 
 struct kv {
@@ -220,7 +221,9 @@ static bool serve_client(struct server *s, struct client *c)
 
 static void drop(struct server *s, struct client *c)
 {
-    close(c->fd);
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
     c->gone = true;
     c->waiting = false;
     barrier_check(s);
@@ -231,33 +234,43 @@ static void serve(int lfd, int size, const char *mapping, double timeout)
     struct server s = {.size = size, .mapping = mapping};
     s.c = calloc((size_t)size, sizeof(*s.c));
     struct pollfd *p = calloc((size_t)size + 1, sizeof(*p));
-    if (!s.c || !p)
+    int *who = calloc((size_t)size + 1, sizeof(*who));  /* p[j]'s client */
+    if (!s.c || !p || !who)
         _exit(1);
     double deadline = dcoll_now() + timeout;
     for (;;) {
-        int n = 0, live = 0;
-        if (lfd >= 0)
+        /* A reply that could not be sent broke its client: close it. */
+        for (int i = 0; i < s.joined; i++)
+            if (s.c[i].gone && s.c[i].fd >= 0)
+                drop(&s, &s.c[i]);
+        int n = 0;
+        if (lfd >= 0) {
+            who[n] = -1;
             p[n++] = (struct pollfd){.fd = lfd, .events = POLLIN};
+        }
         for (int i = 0; i < s.joined; i++)
             if (!s.c[i].gone) {
+                who[n] = i;
                 p[n++] = (struct pollfd){.fd = s.c[i].fd, .events = POLLIN};
-                live++;
             }
-        if (lfd < 0 && !live)
-            break;
+        if (n == 0)
+            break;   /* all came, and all have gone */
         if (lfd >= 0 && dcoll_now() > deadline) {
             /* Not all came: end it for those who did. */
             for (int i = 0; i < s.joined; i++)
-                if (!s.c[i].gone)
-                    drop(&s, &s.c[i]);
+                drop(&s, &s.c[i]);
             break;
         }
         if (poll(p, (nfds_t)n, 1000) < 0 && errno != EINTR)
             break;
-        int j = 0;
-        if (lfd >= 0 && (p[j++].revents & POLLIN)) {
-            int fd = accept(lfd, NULL, NULL);
-            if (fd >= 0) {
+        for (int j = 0; j < n; j++) {
+            short ev = p[j].revents;
+            if (who[j] < 0) {
+                if (!(ev & POLLIN))
+                    continue;
+                int fd = accept(lfd, NULL, NULL);
+                if (fd < 0)
+                    continue;
                 int one = 1;
                 setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
                 s.c[s.joined++] = (struct client){.fd = fd};
@@ -265,15 +278,12 @@ static void serve(int lfd, int size, const char *mapping, double timeout)
                     close(lfd);
                     lfd = -1;
                 }
+            } else {
+                struct client *c = &s.c[who[j]];
+                if (!c->gone && (ev & (POLLIN | POLLHUP | POLLERR)) &&
+                    !serve_client(&s, c))
+                    drop(&s, c);
             }
-        }
-        for (int i = 0; i < s.joined; i++) {
-            struct client *c = &s.c[i];
-            if (c->gone || c->fd != p[j].fd)
-                continue;
-            short ev = p[j++].revents;
-            if ((ev & (POLLIN | POLLHUP | POLLERR)) && !serve_client(&s, c))
-                drop(&s, c);
         }
     }
     _exit(0);
