@@ -20,10 +20,12 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include "mpi_internal.h"
 
 #define LINE_MAX_BYTES 65536
 #define KVS_MAX_BYTES (64u << 20)
+#define SEND_TIMEOUT_S 10
 
 struct client {
     int fd;
@@ -50,7 +52,8 @@ static void reply(struct client *c, const char *fmt, ...)
 
 static void reply(struct client *c, const char *fmt, ...)
 {
-    char buf[LINE_MAX_BYTES];
+    /* A value takes at most a request line; room for the words around. */
+    char buf[LINE_MAX_BYTES + 256];
     va_list ap;
     va_start(ap, fmt);
     int n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
@@ -273,6 +276,10 @@ static void serve(int lfd, int size, const char *mapping, double timeout)
                     continue;
                 int one = 1;
                 setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+                /* A client that stops reading its replies is dropped, not
+                 * waited for: the others' replies come from this loop. */
+                struct timeval tv = {SEND_TIMEOUT_S, 0};
+                setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
                 s.c[s.joined++] = (struct client){.fd = fd};
                 if (s.joined == size) {
                     close(lfd);
