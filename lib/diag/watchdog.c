@@ -23,6 +23,8 @@
 
 #define PERIOD 0.1    /* seconds between looks */
 #define LINGER 1.0    /* seconds a told rank waits for the job to end */
+#define ALONE 0.5     /* seconds a rank that cannot tell the others waits
+                         before its exit ends the job */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t wake = PTHREAD_COND_INITIALIZER;
@@ -96,6 +98,10 @@ _Noreturn void dcoll_watchdog_end(struct dcoll_group *g, const char *why,
     }
     if (mpi)
         g->svc->abort_job(world, DCOLL_HANG_EXIT_CODE);
+    /* Alone, this exit is what ends the job, and a launcher may stop the
+     * rest at once (hydra does): ranks stuck on about the same deadline
+     * get a moment to print their own reports first. */
+    usleep((useconds_t)(ALONE * 1e6));
     _exit(DCOLL_HANG_EXIT_CODE);
 }
 
