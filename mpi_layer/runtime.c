@@ -251,35 +251,21 @@ dcoll_status_t dcoll_mpi_order_world(struct dcoll_group *world,
 }
 
 /* Joined singletons are separate MPI jobs that share no memory segment,
- * so MPI puts each alone on its "node": count by host name instead. */
+ * so MPI puts each alone on its "node": count by host name instead, from
+ * the names dcoll_init gathered before this. */
 static dcoll_status_t local_by_host(struct dcoll_group *world)
 {
-    char me[MPI_MAX_PROCESSOR_NAME] = {0};
-    int len = 0, n = world->size, rc;
-    MPI_Get_processor_name(me, &len);
-    char *all = malloc((size_t)n * MPI_MAX_PROCESSOR_NAME);
-    int have = all != NULL;
-    MPI_Comm comm = dcoll_mpi_comm_of(world);
-    MPI_Allreduce(MPI_IN_PLACE, &have, 1, MPI_INT, MPI_MIN, comm);
-    if (!have) {
-        free(all);
-        return dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_init: no memory for "
-                           "%d host names", n);
-    }
-    rc = MPI_Allgather(me, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all,
-                       MPI_MAX_PROCESSOR_NAME, MPI_CHAR, comm);
-    if (rc != MPI_SUCCESS) {
-        free(all);
-        return dcoll_mpi_error(rc, "MPI_Allgather (host names)");
-    }
+    const char *me = dcoll_host_of(world->rank);
+    if (!me)
+        return dcoll_error(DCOLL_ERR_INTERNAL, "dcoll_init: host names not "
+                           "gathered before the local ranks");
     world->local_rank = world->local_size = 0;
-    for (int i = 0; i < n; i++)
-        if (!strcmp(all + (size_t)i * MPI_MAX_PROCESSOR_NAME, me)) {
+    for (int i = 0; i < world->size; i++)
+        if (!strcmp(dcoll_host_of(i), me)) {
             world->local_size++;
             if (i < world->rank)
                 world->local_rank++;
         }
-    free(all);
     return DCOLL_SUCCESS;
 }
 

@@ -135,7 +135,8 @@ struct dcoll_comm_ops {
                                   const char *scheme, bool strict, int rank,
                                   int world_size);
     /* Fill world->local_rank and local_size (collective): from MPI's
-     * shared-memory split, or by host name for a joined world. */
+     * shared-memory split, or, for a joined world, from the host names
+     * dcoll_init gathered first (dcoll_host_of). */
     dcoll_status_t (*local)(struct dcoll_group *world, bool joined);
     /* Free what start made; with finalize, end MPI if dcoll started it. */
     dcoll_status_t (*stop)(struct dcoll_group *world, bool finalize);

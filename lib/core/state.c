@@ -55,17 +55,22 @@ static dcoll_status_t world_end(void)
     return st;
 }
 
-/* Every world rank's host name, for reports of missing ranks by node. */
+/* Every world rank's host name (collective), for reports of missing ranks
+ * by node and a joined world's local ranks. */
 static dcoll_status_t gather_hosts(struct dcoll_group *w)
 {
     char mine[DCOLL_HOST_LEN] = "";
     if (gethostname(mine, sizeof(mine) - 1))
         snprintf(mine, sizeof(mine), "unknown");
     char (*all)[DCOLL_HOST_LEN] = calloc((size_t)w->size, sizeof(*all));
-    if (!all)
-        return dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_init: no memory for "
-                           "%d host names", w->size);
-    dcoll_status_t st = w->svc->allgather_bytes(w, mine, all, sizeof(mine));
+    /* A rank without the memory must not leave the rest in the gather. */
+    int ok = all != NULL;
+    dcoll_status_t st = w->svc->agree(w, &ok);
+    if (!st && !ok)
+        st = dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_init: no memory for %d "
+                         "host names (here or on another rank)", w->size);
+    if (!st)
+        st = w->svc->allgather_bytes(w, mine, all, sizeof(mine));
     if (st) {
         free(all);
         return st;
@@ -181,7 +186,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         /* start works on a duplicate, made or not. */
         svc->join_free(joined);
     }
-    if (!st && !(st = svc->local(&w, join)) && !(st = gather_hosts(&w)) &&
+    if (!st && !(st = gather_hosts(&w)) && !(st = svc->local(&w, join)) &&
         !(st = dcoll_fault_group_init(&w, dcoll_default_timeout,
                                       dcoll_default_recoverable)) &&
         !(st = dcoll_fault_agree(&w, "dcoll_init"))) {
