@@ -9,24 +9,12 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 heat=$1 grid_f=$2 prog=$3 info=$4
-if [ "${DCOLL_MPI:-openmpi}" != openmpi ]; then
-    echo "nodes: the launch agent here is OpenMPI's (plm_rsh_agent): skipping"
-    exit 77
-fi
-launcher=${DCOLL_MPIRUN:-$(command -v mpirun)}
 . "$here/nodes.sh"
 tmp=$(mktemp -d)
 NODES_CLEAN='rm -rf "$tmp"'
+nodes_mpirun_env "$tmp/hosts" "$here/agent.sh"
+launcher=$NODES_MPIRUN
 nodes_up 2
-printf '%s slots=2\n%s slots=2\n' "$(node_name 1)" "$(node_name 2)" >"$tmp/hosts"
-export OMPI_MCA_plm_rsh_agent="$here/agent.sh"
-export OMPI_MCA_btl=self,vader,tcp
-export OMPI_MCA_btl_tcp_if_include=$NODES_NET.0/24
-export OMPI_MCA_oob_tcp_if_include=$NODES_NET.0/24
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_hwloc_base_binding_policy=none
-export PMIX_MCA_gds=hash
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 job() {

@@ -4,6 +4,10 @@
 #   nodes_up N        make nodes 1..N (exit 77 where that is not allowed)
 #   on K CMD...       run CMD on node K (its network, its host name)
 #   node_addr K       node K's address;   node_name K: its host name
+#   nodes_mpi_env     OpenMPI between the nodes, over their network only
+#   nodes_mpirun_env HOSTFILE AGENT
+#                     for mpirun on node 1 over nodes 1 and 2 (2 slots
+#                     each) through OpenMPI's launch agent; $NODES_MPIRUN
 # Everything goes at exit, failed or not: processes, namespaces, files.
 NODES_ID=dcn$$
 NODES_NET=10.77.0
@@ -90,4 +94,27 @@ on() {
         sh -c 'mount --bind "$1" /etc/hosts && hostname "$0" && shift &&
                exec "$@"' \
         "$(node_name "$k")" "/etc/netns/$(node_ns "$k")/hosts" "$@"
+}
+
+nodes_mpi_env() {
+    export OMPI_MCA_btl=self,vader,tcp
+    export OMPI_MCA_btl_tcp_if_include=$NODES_NET.0/24
+    export OMPI_MCA_oob_tcp_if_include=$NODES_NET.0/24
+    export OMPI_MCA_btl_vader_single_copy_mechanism=none
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    export OMPI_MCA_hwloc_base_binding_policy=none
+    export PMIX_MCA_gds=hash
+}
+
+# Call before nodes_up: under another MPI the test cleans up and skips.
+nodes_mpirun_env() {
+    if [ "${DCOLL_MPI:-openmpi}" != openmpi ]; then
+        echo "nodes: the launch agent here is OpenMPI's (plm_rsh_agent): skipping"
+        nodes_down
+        exit 77
+    fi
+    NODES_MPIRUN=${DCOLL_MPIRUN:-$(command -v mpirun)}
+    printf '%s slots=2\n%s slots=2\n' "$(node_name 1)" "$(node_name 2)" >"$1"
+    export OMPI_MCA_plm_rsh_agent="$2"
+    nodes_mpi_env
 }

@@ -14,13 +14,7 @@ NODES_CLEAN='rm -rf "$tmp"'
 nodes_up 3
 # MPI between the nodes over their network; no launcher anywhere.
 unset OMPI_COMM_WORLD_SIZE PMIX_RANK PMI_RANK PMI_SIZE PMI_PORT PMI_FD
-export OMPI_MCA_btl=self,vader,tcp
-export OMPI_MCA_btl_tcp_if_include=$NODES_NET.0/24
-export OMPI_MCA_oob_tcp_if_include=$NODES_NET.0/24
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export OMPI_MCA_hwloc_base_binding_policy=none
-export PMIX_MCA_gds=hash
+nodes_mpi_env
 export UCX_NET_DEVICES=eth0,lo UCX_TLS=self,sm,tcp UCX_WARN_UNUSED_ENV_VARS=n
 if [ "${DCOLL_MPI:-openmpi}" = openmpi ] &&
     ! command -v ompi-server >/dev/null 2>&1; then

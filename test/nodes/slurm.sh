@@ -81,11 +81,7 @@ done
 [ "$ready" = 1 ] || fail "the nodes never became idle: $(on 1 sinfo -h -N 2>&1)"
 
 # MPI between the nodes over their private network.
-export OMPI_MCA_btl=self,vader,tcp
-export OMPI_MCA_btl_tcp_if_include=$NODES_NET.0/24
-export OMPI_MCA_oob_tcp_if_include=$NODES_NET.0/24
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
-export OMPI_MCA_hwloc_base_binding_policy=none PMIX_MCA_gds=hash
+nodes_mpi_env
 cd "$build"
 status=0
 out=$(on 1 timeout -k 5 120 srun -N 2 -n 4 --ntasks-per-node=2 --mpi=pmix \
