@@ -21,38 +21,17 @@ fail() {
     for f in "$dir"/*.log; do echo "--- $f"; tail -20 "$f"; done
     exit 1
 }
-mkdir -p "$dir/munge"
-dd if=/dev/urandom of="$dir/munge/key" bs=1024 count=1 2>/dev/null
-chmod 700 "$dir/munge"; chmod 400 "$dir/munge/key"
-munged --force --key-file="$dir/munge/key" --socket="$dir/munge/sock" \
-    --pid-file="$dir/munge/pid" --log-file="$dir/munged.log" \
-    --seed-file="$dir/munge/seed" || fail "munged did not start"
+. "$here/../slurm/private.sh"
+slurm_munge "$dir" || fail "munged did not start"
 port=$((20000 + $$ % 20000))
 n1=$(node_name 1) n2=$(node_name 2)
 cat > "$dir/slurm.conf" <<CONF
 ClusterName=dcolltwo
 SlurmctldHost=$n1($(node_addr 1))
-SlurmctldPort=$port
-SlurmdPort=$((port + 1))
-SlurmUser=root
-AuthType=auth/munge
-AuthInfo=socket=$dir/munge/sock
-CredType=cred/munge
-MpiDefault=pmix
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SwitchType=switch/none
-SlurmdParameters=config_overrides
-SchedulerType=sched/builtin
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-StateSaveLocation=$dir/state
+$(slurm_conf_common "$dir" "$port")
 SlurmdSpoolDir=$dir/spool/%n
-SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd-%n.pid
-SlurmctldLogFile=$dir/slurmctld.log
 SlurmdLogFile=$dir/slurmd-%n.log
-ReturnToService=2
 NodeName=$n1 NodeAddr=$(node_addr 1) CPUs=8 State=UNKNOWN
 NodeName=$n2 NodeAddr=$(node_addr 2) CPUs=8 State=UNKNOWN
 PartitionName=test Nodes=$n1,$n2 Default=YES MaxTime=10 State=UP OverSubscribe=FORCE

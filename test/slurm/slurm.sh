@@ -31,12 +31,8 @@ fail() {
 }
 
 # munge: its own key and socket, so nothing of the system's is touched.
-mkdir -p "$dir/munge"
-dd if=/dev/urandom of="$dir/munge/key" bs=1024 count=1 2>/dev/null
-chmod 700 "$dir/munge"; chmod 400 "$dir/munge/key"
-munged --force --key-file="$dir/munge/key" --socket="$dir/munge/sock" \
-    --pid-file="$dir/munge/pid" --log-file="$dir/munged.log" \
-    --seed-file="$dir/munge/seed" || fail "munged did not start"
+. "$(dirname "$0")/private.sh"
+slurm_munge "$dir" || fail "munged did not start"
 pids="$pids $(cat "$dir/munge/pid")"
 
 # Ports above the usual ones, picked per run so two runs do not collide.
@@ -45,27 +41,10 @@ cpus=8
 cat > "$dir/slurm.conf" <<CONF
 ClusterName=dcolltest
 SlurmctldHost=localhost(127.0.0.1)
-SlurmctldPort=$base
-SlurmdPort=$((base + 1))
-SlurmUser=root
-AuthType=auth/munge
-AuthInfo=socket=$dir/munge/sock
-CredType=cred/munge
-MpiDefault=pmix
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SwitchType=switch/none
-SlurmdParameters=config_overrides
-SchedulerType=sched/builtin
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-StateSaveLocation=$dir/state
+$(slurm_conf_common "$dir" "$base")
 SlurmdSpoolDir=$dir/spool
-SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/slurmd.pid
-SlurmctldLogFile=$dir/slurmctld.log
 SlurmdLogFile=$dir/slurmd.log
-ReturnToService=2
 NodeName=localhost NodeAddr=127.0.0.1 CPUs=$cpus State=UNKNOWN
 PartitionName=test Nodes=localhost Default=YES MaxTime=10 State=UP OverSubscribe=FORCE
 CONF

@@ -1,0 +1,40 @@
+# A private SLURM's shared parts (sourced by test/slurm/slurm.sh and
+# test/nodes/slurm.sh), everything under one directory of the test's.
+#   slurm_munge DIR              start munged with a key and socket of its
+#                                own under DIR/munge (pid in DIR/munge/pid)
+#   slurm_conf_common DIR PORT   the slurm.conf lines both clusters share:
+#                                controller on PORT, slurmd on PORT + 1,
+#                                munge, PMIx, no cgroups, state and the
+#                                controller's files under DIR
+
+slurm_munge() {
+    mkdir -p "$1/munge"
+    dd if=/dev/urandom of="$1/munge/key" bs=1024 count=1 2>/dev/null
+    chmod 700 "$1/munge"; chmod 400 "$1/munge/key"
+    munged --force --key-file="$1/munge/key" --socket="$1/munge/sock" \
+        --pid-file="$1/munge/pid" --log-file="$1/munged.log" \
+        --seed-file="$1/munge/seed"
+}
+
+slurm_conf_common() {
+    cat <<CONF
+SlurmctldPort=$2
+SlurmdPort=$(($2 + 1))
+SlurmUser=root
+AuthType=auth/munge
+AuthInfo=socket=$1/munge/sock
+CredType=cred/munge
+MpiDefault=pmix
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SwitchType=switch/none
+SlurmdParameters=config_overrides
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+StateSaveLocation=$1/state
+SlurmctldPidFile=$1/slurmctld.pid
+SlurmctldLogFile=$1/slurmctld.log
+ReturnToService=2
+CONF
+}
