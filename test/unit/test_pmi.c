@@ -2,7 +2,8 @@
  * (mpi_layer/pmi_server.c), spoken to as MPICH's client speaks it and as a
  * broken or hostile one would: the exchange MPI_Init makes, a barrier one
  * process leaves, a second value under a key, a line past the limit, a
- * connection beyond the world's size, and processes that never come. */
+ * connection beyond the world's size, processes that never come, and
+ * addresses it cannot serve at. */
 #include <errno.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <cmocka.h>
@@ -212,11 +214,19 @@ static void bad_address(void **state)
                                      sizeof(hp)),
                      DCOLL_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dcoll_last_error(), "'not-an-ip'"));
-    assert_int_equal(dcoll_pmi_serve("192.0.2.77", 2, NULL, 1, &pid, hp,
-                                     sizeof(hp)),
-                     DCOLL_ERR_IO);
+    /* No socket to be had (no file descriptor left): the failure is
+     * named, on loopback as every test outside a namespace stays. */
+    struct rlimit old, none;
+    assert_int_equal(getrlimit(RLIMIT_NOFILE, &old), 0);
+    none = old;
+    none.rlim_cur = 3;
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &none), 0);
+    dcoll_status_t st = dcoll_pmi_serve("127.0.0.1", 2, NULL, 1, &pid, hp,
+                                        sizeof(hp));
+    assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
+    assert_int_equal(st, DCOLL_ERR_IO);
     assert_non_null(strstr(dcoll_last_error(), "cannot serve PMI at "
-                                               "192.0.2.77"));
+                                               "127.0.0.1"));
 }
 
 int main(void)
