@@ -128,8 +128,6 @@ static dcoll_status_t server_start(double timeout, char *uri, size_t cap)
 #endif
 
 #ifndef OPEN_MPI
-static char *pmi_mapping;   /* kept for the server, which forks */
-
 /* PMI_process_mapping as hydra writes it: "(vector,(node,1,run),...)", a
  * run of consecutive ranks per block, nodes numbered as first seen. NULL
  * (MPICH then asks each process) when it would pass PMI's value size. */
@@ -222,10 +220,12 @@ dcoll_status_t dcoll_mpi_join_server(double timeout, int size,
     dcoll_status_t st = pmi_addr(size, hosts, addr, sizeof(addr));
     if (st)
         return st;
-    free(pmi_mapping);
-    pmi_mapping = process_mapping(size, hosts);
-    if ((st = dcoll_pmi_serve(addr, size, pmi_mapping, timeout, &server_pid,
-                              hostport, sizeof(hostport))))
+    /* The forked server has its own copy. */
+    char *mapping = process_mapping(size, hosts);
+    st = dcoll_pmi_serve(addr, size, mapping, timeout, &server_pid, hostport,
+                         sizeof(hostport));
+    free(mapping);
+    if (st)
         return st;
     if ((size_t)snprintf(uri, cap, "pmi:%s", hostport) >= cap) {
         dcoll_mpi_join_stop();
