@@ -209,6 +209,9 @@ static int killed(int r, int n)
     if (r == 0)
         printf("killed: %s after %.2f s (timeout %.0f s): %s\n",
                dcoll_status_string(st), took, TIMEOUT, dcoll_last_error());
+    /* Each survivor states its verdict: under hydra the job's exit status
+     * cannot carry it (see test/mpi/fault-killed.sh). */
+    printf("killed: survivor %d %s\n", r, failures ? "FAILED" : "ok");
     fflush(stdout);
     free(x);
     /* MPI cannot finalize with a dead peer: report and leave. */
