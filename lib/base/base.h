@@ -38,6 +38,9 @@ void dcoll_error_clear(void);
 void dcoll_hosts_set(char (*names)[DCOLL_HOST_LEN], int n);
 /* NULL where the rank's host is not known. */
 const char *dcoll_host_of(int world_rank);
+/* This host's name into out (cap bytes, ended by a zero); "unknown" where
+ * the system will not say. */
+void dcoll_host_name(char *out, size_t cap);
 
 /* clock.c: seconds since an arbitrary start, from CLOCK_MONOTONIC. */
 double dcoll_now(void);

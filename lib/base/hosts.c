@@ -1,7 +1,9 @@
 /* Each world rank's host name, so that reports of missing ranks can say
  * which node they were on. The core fills it at dcoll_init (one gather of
  * the names) and empties it at dcoll_finalize. */
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include "base.h"
 
 static char (*hosts)[DCOLL_HOST_LEN];
@@ -19,4 +21,13 @@ const char *dcoll_host_of(int world_rank)
     if (world_rank < 0 || world_rank >= nhosts)
         return NULL;
     return hosts[world_rank];
+}
+
+void dcoll_host_name(char *out, size_t cap)
+{
+    if (!cap)
+        return;
+    out[cap - 1] = '\0';
+    if (gethostname(out, cap - 1))
+        snprintf(out, cap, "unknown");
 }

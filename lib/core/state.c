@@ -60,8 +60,7 @@ static dcoll_status_t world_end(void)
 static dcoll_status_t gather_hosts(struct dcoll_group *w)
 {
     char mine[DCOLL_HOST_LEN] = "";
-    if (gethostname(mine, sizeof(mine) - 1))
-        snprintf(mine, sizeof(mine), "unknown");
+    dcoll_host_name(mine, sizeof(mine));
     char (*all)[DCOLL_HOST_LEN] = calloc((size_t)w->size, sizeof(*all));
     /* A rank without the memory must not leave the rest in the gather. */
     int ok = all != NULL;

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "launch.h"
 
 #define PORT_MAX 1024
@@ -105,8 +104,7 @@ dcoll_status_t dcoll_launch_join(const struct dcoll_comm_ops *svc,
     char uri[1024], port[PORT_MAX] = "", host[256] = "";
     dcoll_status_t st;
     *joined = NULL;
-    if (gethostname(host, sizeof(host) - 1))
-        snprintf(host, sizeof(host), "unknown");
+    dcoll_host_name(host, sizeof(host));
     if (rank == 0) {
         char **hosts = NULL;
         st = gather_hosts(store, size, host, &hosts);
