@@ -19,14 +19,11 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 prog=$1 heat=$2; shift 2
 . "$here/nodes.sh"
-tmp=$(mktemp -d)
-NODES_CLEAN='rm -rf "$tmp"'
+tmp=$NODES_TMP
 nodes_mpirun_env "$tmp/hosts" "$here/agent.sh"
 launcher=$NODES_MPIRUN
 nodes_up 2
 export DCOLL_TIMEOUT=2
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
 now() { date +%s.%N; }
 ns2=$(node_ns 2)
 

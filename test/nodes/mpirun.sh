@@ -10,13 +10,10 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 heat=$1 grid_f=$2 prog=$3 info=$4
 . "$here/nodes.sh"
-tmp=$(mktemp -d)
-NODES_CLEAN='rm -rf "$tmp"'
+tmp=$NODES_TMP
 nodes_mpirun_env "$tmp/hosts" "$here/agent.sh"
 launcher=$NODES_MPIRUN
 nodes_up 2
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
 job() {
     on 1 timeout -k 5 90 "$launcher" --hostfile "$tmp/hosts" -np 4 \
         --map-by ppr:2:node "$@" >"$tmp/out" 2>&1

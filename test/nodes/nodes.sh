@@ -8,11 +8,19 @@
 #   nodes_mpirun_env HOSTFILE AGENT
 #                     for mpirun on node 1 over nodes 1 and 2 (2 slots
 #                     each) through OpenMPI's launch agent; $NODES_MPIRUN
-# Everything goes at exit, failed or not: processes, namespaces, files.
+#   $NODES_TMP        a directory for the test's files
+#   bad MSG...        say what failed; the test ends with exit $fail
+# Everything goes at exit, failed or skipped or not: processes, namespaces,
+# files.
 NODES_ID=dcn$$
 NODES_NET=10.77.0
 NODES_N=0
 export NODES_ID
+NODES_TMP=$(mktemp -d)
+trap nodes_down EXIT
+trap 'exit 1' INT TERM
+fail=0
+bad() { echo "FAIL: $*"; fail=1; }
 
 node_name() { echo "dcnode$1"; }
 node_addr() { echo "$NODES_NET.$1"; }
@@ -21,6 +29,7 @@ node_ns() { echo "$NODES_ID-$1"; }
 nodes_down() {
     # A test's own cleanup first (NODES_CLEAN: a command).
     [ -z "${NODES_CLEAN:-}" ] || eval "$NODES_CLEAN"
+    rm -rf "$NODES_TMP"
     for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$NODES_ID-"); do
         pids=$(ip netns pids "$ns" 2>/dev/null)
         # shellcheck disable=SC2086
@@ -41,8 +50,6 @@ nodes_up() {
     for p in ip unshare nsenter; do
         command -v $p >/dev/null || { echo "nodes: $p missing: skipping"; exit 77; }
     done
-    trap nodes_down EXIT
-    trap 'exit 1' INT TERM
     hub=$(node_ns hub)
     if ! ip netns add "$hub" 2>/dev/null; then
         echo "nodes: cannot make a network namespace here: skipping"; exit 77
@@ -106,11 +113,10 @@ nodes_mpi_env() {
     export PMIX_MCA_gds=hash
 }
 
-# Call before nodes_up: under another MPI the test cleans up and skips.
+# Call before nodes_up: under another MPI the test skips.
 nodes_mpirun_env() {
     if [ "${DCOLL_MPI:-openmpi}" != openmpi ]; then
         echo "nodes: the launch agent here is OpenMPI's (plm_rsh_agent): skipping"
-        nodes_down
         exit 77
     fi
     NODES_MPIRUN=${DCOLL_MPIRUN:-$(command -v mpirun)}

@@ -9,8 +9,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 prog=$1
 . "$here/nodes.sh"
-tmp=$(mktemp -d)
-NODES_CLEAN='rm -rf "$tmp"'
+tmp=$NODES_TMP
 nodes_up 3
 # MPI between the nodes over their network; no launcher anywhere.
 unset OMPI_COMM_WORLD_SIZE PMIX_RANK PMI_RANK PMI_SIZE PMI_PORT PMI_FD
@@ -20,8 +19,6 @@ if [ "${DCOLL_MPI:-openmpi}" = openmpi ] &&
     ! command -v ompi-server >/dev/null 2>&1; then
     echo "ompi-server not found: skipping"; exit 77
 fi
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
 master=$(node_addr 1)
 token=t$$-$(date +%s%N)
 port=$((20000 + $$ % 20000))
