@@ -6,22 +6,15 @@
 #   slurm.sh BUILD_DIR SOURCE_DIR
 set -u
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
-for p in munged slurmctld slurmd srun sbatch sinfo; do
-    command -v "$p" >/dev/null 2>&1 ||
-        { echo "slurm: $p not installed: skipping"; exit 77; }
-done
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../slurm/private.sh"
+slurm_tools
 . "$here/nodes.sh"
 dir=$(mktemp -d /tmp/dcoll-slurm2.XXXXXX)
 chmod 755 "$dir"
 NODES_CLEAN='[ -f "$dir/munge/pid" ] && kill "$(cat "$dir/munge/pid")" 2>/dev/null; rm -rf "$dir"; rm -f "$build"/dcoll-grid-*.out'
 nodes_up 2
-fail() {
-    echo "slurm: $*"
-    for f in "$dir"/*.log; do echo "--- $f"; tail -20 "$f"; done
-    exit 1
-}
-. "$here/../slurm/private.sh"
+fail() { slurm_fail "$dir" "$@"; }
 slurm_munge "$dir" || fail "munged did not start"
 port=$((20000 + $$ % 20000))
 n1=$(node_name 1) n2=$(node_name 2)

@@ -1,11 +1,31 @@
 # A private SLURM's shared parts (sourced by test/slurm/slurm.sh and
 # test/nodes/slurm.sh), everything under one directory of the test's.
+#   slurm_tools                  exit 77 (skip) unless SLURM and munge are
+#                                installed
+#   slurm_fail DIR MSG...        say what failed and the end of each log in
+#                                DIR, then exit 1
 #   slurm_munge DIR              start munged with a key and socket of its
 #                                own under DIR/munge (pid in DIR/munge/pid)
 #   slurm_conf_common DIR PORT   the slurm.conf lines both clusters share:
 #                                controller on PORT, slurmd on PORT + 1,
 #                                munge, PMIx, no cgroups, state and the
 #                                controller's files under DIR
+
+slurm_tools() {
+    for p in munged slurmctld slurmd srun sbatch sinfo; do
+        command -v "$p" >/dev/null 2>&1 || {
+            echo "slurm: $p not installed (apt-get install slurm-wlm munge): skipping"
+            exit 77
+        }
+    done
+}
+
+slurm_fail() {
+    d=$1; shift
+    echo "slurm: $*"
+    for f in "$d"/*.log; do echo "--- $f"; tail -20 "$f"; done
+    exit 1
+}
 
 slurm_munge() {
     mkdir -p "$1/munge"

@@ -8,10 +8,8 @@
 # Exits 77 (skip) where SLURM or munge is not installed.
 set -u
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
-for p in munged slurmctld slurmd srun sbatch sinfo; do
-    command -v "$p" >/dev/null 2>&1 ||
-        { echo "slurm: $p not installed (apt-get install slurm-wlm munge): skipping"; exit 77; }
-done
+. "$(dirname "$0")/private.sh"
+slurm_tools
 [ "$(id -u)" = 0 ] || { echo "slurm: the daemons need root here: skipping"; exit 77; }
 
 dir=$(mktemp -d /tmp/dcoll-slurm.XXXXXX)
@@ -24,14 +22,9 @@ cleanup() {
     rm -rf "$dir"
 }
 trap cleanup EXIT INT TERM
-fail() {
-    echo "slurm: $*"
-    for f in "$dir"/*.log; do echo "--- $f"; tail -20 "$f"; done
-    exit 1
-}
+fail() { slurm_fail "$dir" "$@"; }
 
 # munge: its own key and socket, so nothing of the system's is touched.
-. "$(dirname "$0")/private.sh"
 slurm_munge "$dir" || fail "munged did not start"
 pids="$pids $(cat "$dir/munge/pid")"
 
