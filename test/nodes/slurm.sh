@@ -73,8 +73,9 @@ if [ -f "$file" ]; then
     cat "$file"
     grep -q '8 tasks on 2 node(s)' "$file" ||
         { echo "slurm: the batch job did not run 8 tasks on 2 nodes"; status=1; }
-    grep -q 'grid: .*: ok' "$file" ||
-        { echo "slurm: the batch job's output lacks 'ok'"; status=1; }
+    # One world of 8 (2 x 4), not 8 worlds of 1 each saying ok.
+    grep -q 'grid: 2 x 4 ranks.*: ok' "$file" ||
+        { echo "slurm: the batch job's output lacks 'grid: 2 x 4 ranks ... ok'"; status=1; }
 else
     echo "slurm: no output file from job '$job'"; status=1
 fi

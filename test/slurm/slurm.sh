@@ -64,7 +64,8 @@ for prog in examples/grid examples/grid_f; do
     [ -x "$prog" ] || { echo "slurm: $prog not built, skipped"; continue; }
     out=$(timeout -k 5 120 srun -n 4 --mpi=pmix "$prog" 2>&1)
     echo "$out"
-    echo "$out" | grep -q ': ok' || { echo "slurm: srun $prog failed"; status=1; }
+    # One world of 4 (2 x 2), not 4 worlds of 1 each saying ok.
+    echo "$out" | grep -q ': 2 x 2 ranks.*: ok' || { echo "slurm: srun $prog failed"; status=1; }
 done
 
 # env:// with nothing but what srun sets: SLURM_PROCID, SLURM_STEP_NUM_TASKS.
@@ -82,7 +83,7 @@ job=$(sed -n 's/^Submitted batch job //p' "$dir/sbatch.txt")
 file="$dir/job-$job.out"
 if [ -f "$file" ]; then
     cat "$file"
-    grep -q 'grid: .*: ok' "$file" || { echo "slurm: the batch job's output lacks 'ok'"; status=1; }
+    grep -q 'grid: 2 x 2 ranks.*: ok' "$file" || { echo "slurm: the batch job's output lacks 'grid: 2 x 2 ranks ... ok'"; status=1; }
     grep -q '4 tasks' "$file" || { echo "slurm: the batch job did not run 4 tasks"; status=1; }
 else
     echo "slurm: no output file from job '$job'"; status=1
