@@ -29,7 +29,6 @@
 /* errors.c: set the thread's last error and return its status. */
 dcoll_status_t dcoll_error(dcoll_status_t st, const char *fmt, ...)
     DCOLL_PRINTF(2, 3);
-void dcoll_error_clear(void);
 
 /* hosts.c: each world rank's host name (DCOLL_HOST_LEN bytes, ended by a
  * zero), for reports by node. dcoll_hosts_set takes names (malloc'd, n

@@ -38,11 +38,6 @@ const char *dcoll_last_error(void)
     return have_error ? last_error : "no error";
 }
 
-void dcoll_error_clear(void)
-{
-    have_error = 0;
-}
-
 dcoll_status_t dcoll_error(dcoll_status_t st, const char *fmt, ...)
 {
     va_list ap;

@@ -266,6 +266,14 @@ struct dcoll_group {
     struct dcoll_flight *flight;
 };
 
+/* groupname.c: a group's world ranks ("ranks {0,2,5}", shortened past 8)
+ * and its name in reports ("the world (4 ranks)", "group 3 (world ranks
+ * {0,2,5})"), into buf. */
+const char *dcoll_group_ranks_text(const struct dcoll_group *g, char *buf,
+                                   size_t len);
+const char *dcoll_group_name(const struct dcoll_group *g, char *buf,
+                             size_t len);
+
 /* Runs exactly once when the backend has finished, with its status, before
  * wait reports done; returns the operation's final status. */
 typedef dcoll_status_t (*dcoll_work_finish_fn)(struct dcoll_work *w,

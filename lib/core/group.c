@@ -23,41 +23,6 @@ dcoll_status_t dcoll_group_resolve(struct dcoll_group *in,
     return DCOLL_SUCCESS;
 }
 
-/* Print a group's world ranks into buf, shortened for big groups. */
-static const char *ranks_text(const struct dcoll_group *g, char *buf,
-                              size_t len)
-{
-    if (!g->ranks) {
-        snprintf(buf, len, "the world, ranks 0..%d", g->size - 1);
-        return buf;
-    }
-    size_t off = (size_t)snprintf(buf, len, "ranks {");
-    for (int i = 0; i < g->size && off < len; i++) {
-        if (i == 8 && g->size > 9) {
-            off += (size_t)snprintf(buf + off, len - off, ", ... %d more",
-                                    g->size - 8);
-            break;
-        }
-        off += (size_t)snprintf(buf + off, len - off, "%s%d", i ? "," : "",
-                                g->ranks[i]);
-    }
-    if (off < len)
-        snprintf(buf + off, len - off, "}");
-    return buf;
-}
-
-const char *dcoll_group_name(const struct dcoll_group *g, char *buf,
-                             size_t len)
-{
-    char ranks[160];
-    if (!g->ranks)
-        snprintf(buf, len, "the world (%d ranks)", g->size);
-    else
-        snprintf(buf, len, "group %d (world %s)", g->id,
-                 ranks_text(g, ranks, sizeof(ranks)));
-    return buf;
-}
-
 static int find_rank(const struct dcoll_group *g, int global)
 {
     if (!g->ranks)
@@ -86,7 +51,7 @@ dcoll_status_t dcoll_group_root_slow(const struct dcoll_group *g,
         char buf[160];
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: %s %d is not a rank of the group (%s)", fn,
-                           what, global, ranks_text(g, buf, sizeof(buf)));
+                           what, global, dcoll_group_ranks_text(g, buf, sizeof(buf)));
     }
     *group_rank = r;
     return DCOLL_SUCCESS;

@@ -282,3 +282,12 @@ double dcoll_wtime(void)
 {
     return dcoll_now();
 }
+
+/* The launch layer reaches MPI only through the table given here. */
+dcoll_status_t dcoll_spawn(dcoll_spawn_fn fn, void *arg, int nprocs,
+                           const dcoll_spawn_params_t *params,
+                           dcoll_spawn_failure_t *failure)
+{
+    return dcoll_launch_spawn(&dcoll_mpi_services, fn, arg, nprocs, params,
+                              failure);
+}

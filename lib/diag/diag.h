@@ -30,9 +30,6 @@ void dcoll_fault_group_free(struct dcoll_group *g);
  * has a timeout and what it does, or some would talk over the twin
  * communicator or poll while others wait in MPI's own calls. */
 dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn);
-/* "the world" or "group 3 (ranks {0,2,5})", into buf. */
-const char *dcoll_group_name(const struct dcoll_group *g, char *buf,
-                             size_t len);
 /* The slow path before a call on a group with g->slow set: refuse a
  * failed group, or (debug) check that every rank called the same. */
 dcoll_status_t dcoll_fault_check(struct dcoll_group *g,

@@ -15,4 +15,11 @@ dcoll_status_t dcoll_launch_join(const struct dcoll_comm_ops *svc,
                                  int thread_level, double timeout,
                                  void **joined, int *fcomm);
 
+/* dcoll_spawn, with the services that say whether MPI or a launcher is
+ * already there (spawn must come first). */
+dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
+                                  dcoll_spawn_fn fn, void *arg, int nprocs,
+                                  const dcoll_spawn_params_t *params,
+                                  dcoll_spawn_failure_t *failure);
+
 #endif

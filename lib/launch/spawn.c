@@ -110,9 +110,10 @@ static void groups_gone(const pid_t *pids, int n)
     }
 }
 
-dcoll_status_t dcoll_spawn(dcoll_spawn_fn fn, void *arg, int nprocs,
-                           const dcoll_spawn_params_t *params,
-                           dcoll_spawn_failure_t *failure)
+dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
+                                  dcoll_spawn_fn fn, void *arg, int nprocs,
+                                  const dcoll_spawn_params_t *params,
+                                  dcoll_spawn_failure_t *failure)
 {
     static const char name[] = "dcoll_spawn";
     dcoll_spawn_params_t p = DCOLL_SPAWN_PARAMS_INIT;
@@ -146,7 +147,7 @@ dcoll_status_t dcoll_spawn(dcoll_spawn_fn fn, void *arg, int nprocs,
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: timeout %g s is not a positive number of "
                            "seconds", name, p.timeout);
-    if (dcoll_mpi_services.launched())
+    if (svc->launched())
         return dcoll_error(DCOLL_ERR_INVALID_STATE,
                            "%s: MPI is running or an MPI launcher started "
                            "this process; spawn before dcoll_init, from a "
