@@ -677,6 +677,7 @@ static void mpi_work_release(struct dcoll_work *bw)
 
 const struct dcoll_backend dcoll_mpi_backend = {
     .name = "mpi",
+    .tl = DCOLL_TL_MPI,
     .coll = mpi_coll,
     .work_test = mpi_work_test,
     .work_wait = mpi_work_wait,

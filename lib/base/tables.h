@@ -38,6 +38,9 @@ struct dcoll_coll {
      * fields above describe it as the host path's one collective would,
      * for numbering and debug checks. NULL for every other call. */
     const struct dcoll_multi_call *multi;
+    /* The GPU its buffers are on: set by the route for the GPU transports
+     * only (host buffers leave it unread). */
+    int device;
 };
 
 /* The form a counted call took on a rank (roll calls, debug checks):
@@ -89,30 +92,54 @@ struct dcoll_outcome {
     struct dcoll_roll roll;
 };
 
-/* Where a group's GPU buffers go (see dcoll_coll_run). */
-enum dcoll_route {
-    DCOLL_ROUTE_AUTO = 0,    /* NCCL where the group can, else staged */
-    DCOLL_ROUTE_STAGED,      /* "mpi": staged through host memory */
-    DCOLL_ROUTE_GPU_ONLY,    /* "nccl": GPU buffers only */
-    DCOLL_ROUTE_NONE,        /* a program's backend takes every buffer */
+/* The transports. Each is a struct dcoll_backend and owns one slot of a
+ * group's per-transport state (g->tl), opaque to every other file; the
+ * core's lib/core/route.c alone decides which one runs a call. */
+enum dcoll_tl {
+    DCOLL_TL_MPI,        /* host buffers: MPI's own calls (mpi_layer/) */
+    DCOLL_TL_STAGED,     /* GPU buffers over MPI through pinned memory */
+    DCOLL_TL_NCCL,       /* GPU buffers: NCCL (lib/gpu/, cuda_layer/) */
+    DCOLL_TL_USER,       /* a program's own (dcoll_register_backend) */
+    DCOLL_TL_COUNT_
 };
+
+/* The group's backend as a program chose it by name; route.c turns it and
+ * where a call's buffers live into a transport. */
+enum dcoll_choice {
+    DCOLL_CHOICE_AUTO,   /* host buffers to MPI, GPU ones to NCCL where
+                            the group can use it, else staged */
+    DCOLL_CHOICE_MPI,    /* "mpi": GPU buffers staged, never NCCL */
+    DCOLL_CHOICE_NCCL,   /* "nccl": GPU buffers only (a barrier: MPI) */
+    DCOLL_CHOICE_USER,   /* a program's backend takes every buffer */
+};
+
+/* A backend's answer for a call it cannot serve, the same on every rank
+ * of the group (NCCL for ranks sharing a GPU, an op it lacks): the route
+ * hands the call to the next transport in line. Never leaves the core. */
+#define DCOLL_DECLINED ((dcoll_status_t)0x100)
 
 struct dcoll_group;
 struct dcoll_work;
 
-/* A backend: the only door from the core into mpi_layer/ or cuda_layer/.
- * Backends never call the public API. */
+/* A backend: the only door from the core into a transport. Backends never
+ * call the public API. */
 struct dcoll_backend {
     const char *name;
-    /* Run c on g. work NULL: block; else store a new work in *work. */
+    enum dcoll_tl tl;       /* its slot in g->tl */
+    /* Run c on g. work NULL: block; else store a new work in *work. May
+     * return DCOLL_DECLINED (above) having done nothing. */
     dcoll_status_t (*coll)(struct dcoll_group *g, const struct dcoll_coll *c,
                            struct dcoll_work **work,
                            struct dcoll_outcome *out);
-    /* A timeout goes in w->report. */
+    /* For the works it makes (each work names its table in w->backend;
+     * NULL where the backend's works are another's, as the staged path's
+     * are MPI's). A timeout goes in w->report. */
     dcoll_status_t (*work_test)(struct dcoll_work *w, int *done);
     dcoll_status_t (*work_wait)(struct dcoll_work *w);
     void (*work_release)(struct dcoll_work *w);
-    enum dcoll_route route;
+    /* Free what it keeps for g in g->tl[tl] and clear the slot (group
+     * destroy, finalize); NULL: it keeps nothing. */
+    void (*group_free)(struct dcoll_group *g);
 };
 
 /* Communicator services: what the core, diagnostics, launch and GPU
@@ -215,8 +242,7 @@ extern const struct dcoll_backend dcoll_mpi_backend;
 extern const struct dcoll_comm_ops dcoll_mpi_services;
 
 struct dcoll_backend_entry;
-struct dcoll_flight;
-struct dcoll_clique;
+struct dcoll_diag_group;
 struct dcoll_multi_call;
 
 struct dcoll_group {
@@ -227,33 +253,30 @@ struct dcoll_group {
     int *order;            /* group ranks by world rank; NULL: ranks is
                               ascending (every new_group) */
     const char *backend_name;
-    const struct dcoll_backend *backend;
+    enum dcoll_choice choice;  /* what the route reads (core/route.c) */
     const struct dcoll_backend *host;    /* where staged GPU calls run */
     const struct dcoll_comm_ops *svc;    /* services for comm */
     const struct dcoll_backend_entry *bentry;  /* its registry entry */
-    void *bstate;          /* a program's backend's state for the group */
-    void *comm;            /* the MPI communicator */
+    /* Each transport's own record for the group, made and freed by it
+     * (its group_free); NULL until it first runs a call here. */
+    void *tl[DCOLL_TL_COUNT_];
+    void *comm;            /* the MPI communicator: the group itself, for
+                              the services as much as for the MPI backend */
     int inflight;          /* work handles not yet finished */
     int local_rank, local_size; /* the world only: this node's share */
     struct dcoll_kept stage;   /* coalesced packing, from malloc */
-    struct dcoll_kept pinned;  /* GPU staging, pinned by the CUDA plugin */
-    /* The group's NCCL communicator (lib/gpu/nccl.c), made on first use. */
-    void *nccl;
-    int nccl_state;
-    int nccl_device;
-    /* Its NCCL cliques of several GPUs per process (lib/gpu/multi.c). */
-    struct dcoll_clique *cliques;
     struct dcoll_group *next, *prev; /* live user groups, for finalize */
-    /* Failure behaviour (lib/diag/). */
     int id;                /* 0: the world; then 1, 2, ... as made */
+    /* Timeouts, read by the backends too. */
     double timeout;        /* seconds a call may wait; 0: forever */
     bool recoverable;      /* DCOLL_ON_TIMEOUT_RETURN: blocking calls are
                               polled and a timeout returns; else MPI's
                               blocking calls under the watchdog */
-    /* Written by the calling thread, read by the watchdog's (atomics):
-     * call #seq's kind and form, and, while a watched blocking call runs,
-     * its number (0: a send or receive), kind, public name and when it
-     * began (busy_start 0: none). */
+    /* Where the group stands, written by the calling thread, read by
+     * diag's watchdog and the MPI layer's roll call (atomics): call
+     * #seq's kind and form, and, while a watched blocking call runs, its
+     * number (0: a send or receive), kind, public name and when it began
+     * (busy_start 0: none). */
     uint64_t seq;          /* calls started on the group */
     int cur_kind;
     int cur_form;
@@ -261,9 +284,9 @@ struct dcoll_group {
     int busy_kind;
     const char *cur_fn;
     double busy_start;
-    bool slow;             /* failed, or debug checks: see diag/fault.c */
-    char *failed;          /* why the group is unusable, or NULL */
-    struct dcoll_flight *flight;
+    /* Diagnostics' own record (lib/diag/diag.h): failure state, debug
+     * checks, the flight recorder. */
+    struct dcoll_diag_group *diag;
 };
 
 /* groupname.c: a group's world ranks ("ranks {0,2,5}", shortened past 8)

@@ -15,7 +15,7 @@
 
 struct dcoll_backend_entry {
     char name[NAME_MAX_LEN + 1];
-    const struct dcoll_backend *be;
+    enum dcoll_choice choice;
     dcoll_backend_ops_t ops;     /* a program's backend */
     void *arg;
 };
@@ -24,29 +24,6 @@ static struct dcoll_backend_entry reg[MAX_BACKENDS];
 static int nreg;
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-
-/* "mpi" chosen by name: MPI for host buffers, and GPU buffers through the
- * staged path, never NCCL. */
-static struct dcoll_backend mpi_forced;
-
-/* "nccl" chosen by name: GPU buffers only (a barrier goes through MPI). */
-static dcoll_status_t nccl_host(struct dcoll_group *g,
-                                const struct dcoll_coll *c,
-                                struct dcoll_work **work,
-                                struct dcoll_outcome *out)
-{
-    if (c->kind == DCOLL_COLL_BARRIER)
-        return g->host->coll(g, c, work, out);
-    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                       "%s: the group's backend is nccl, which takes GPU "
-                       "buffers, and these are in host memory (use the "
-                       "mpi or auto backend for them)",
-                       c->fn ? c->fn : "dcoll");
-}
-
-static const struct dcoll_backend nccl_forced = {
-    "nccl", nccl_host, NULL, NULL, NULL, DCOLL_ROUTE_GPU_ONLY,
-};
 
 /* ---- works finished when made: a NON-MEMBER's, a program backend's ---- */
 
@@ -69,7 +46,7 @@ static void done_release(struct dcoll_work *w)
 }
 
 const struct dcoll_backend dcoll_done_backend = {
-    "user", NULL, done_test, done_wait, done_release, DCOLL_ROUTE_NONE,
+    "done", DCOLL_TL_USER, NULL, done_test, done_wait, done_release, NULL,
 };
 
 /* ---- a program's backend ---- */
@@ -85,7 +62,7 @@ static dcoll_status_t user_coll(struct dcoll_group *g,
                                 struct dcoll_outcome *out)
 {
     const struct dcoll_backend_entry *e = g->bentry;
-    const char *fn = c->fn ? c->fn : "dcoll";
+    const char *fn = c->fn;
     dcoll_backend_call_t call = {
         .kind = (dcoll_call_kind_t)c->kind, .sendbuf = c->sendbuf,
         .recvbuf = c->recvbuf, .count = c->count, .dtype = c->dtype,
@@ -104,7 +81,7 @@ static dcoll_status_t user_coll(struct dcoll_group *g,
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for a work "
                            "handle", fn);
     int src = -1;
-    dcoll_status_t st = e->ops.run(g->bstate, &call, &src);
+    dcoll_status_t st = e->ops.run(g->tl[DCOLL_TL_USER], &call, &src);
     if (st) {
         free(w);
         if ((unsigned)st >= DCOLL_STATUS_COUNT_)
@@ -131,8 +108,19 @@ static dcoll_status_t user_coll(struct dcoll_group *g,
     return DCOLL_SUCCESS;
 }
 
-static const struct dcoll_backend user_backend = {
-    "user", user_coll, done_test, done_wait, done_release, DCOLL_ROUTE_NONE,
+/* Its group_create ran at attach, so its destroy runs whatever state it
+ * gave (NULL included). */
+static void user_group_free(struct dcoll_group *g)
+{
+    const struct dcoll_backend_entry *e = g->bentry;
+    if (e && e->choice == DCOLL_CHOICE_USER && e->ops.group_destroy)
+        e->ops.group_destroy(g->tl[DCOLL_TL_USER]);
+    g->tl[DCOLL_TL_USER] = NULL;
+}
+
+const struct dcoll_backend dcoll_user_backend = {
+    "user", DCOLL_TL_USER, user_coll, done_test, done_wait, done_release,
+    user_group_free,
 };
 
 /* ---- the registry ---- */
@@ -149,7 +137,7 @@ static bool name_ok(const char *name)
     return true;
 }
 
-static dcoll_status_t add(const char *name, const struct dcoll_backend *be,
+static dcoll_status_t add(const char *name, enum dcoll_choice choice,
                           const dcoll_backend_ops_t *ops, void *arg)
 {
     dcoll_status_t st = DCOLL_SUCCESS;
@@ -166,7 +154,7 @@ static dcoll_status_t add(const char *name, const struct dcoll_backend *be,
     if (!st) {
         struct dcoll_backend_entry *e = &reg[nreg++];
         strcpy(e->name, name);
-        e->be = be;
+        e->choice = choice;
         if (ops)
             e->ops = *ops;
         e->arg = arg;
@@ -191,11 +179,9 @@ _Static_assert(sizeof(struct ops_v1) <= sizeof(dcoll_backend_ops_t),
 
 static void builtins(void)
 {
-    mpi_forced = dcoll_mpi_backend;
-    mpi_forced.route = DCOLL_ROUTE_STAGED;
-    add("auto", &dcoll_mpi_backend, NULL, NULL);
-    add("mpi", &mpi_forced, NULL, NULL);
-    add("nccl", &nccl_forced, NULL, NULL);
+    add("auto", DCOLL_CHOICE_AUTO, NULL, NULL);
+    add("mpi", DCOLL_CHOICE_MPI, NULL, NULL);
+    add("nccl", DCOLL_CHOICE_NCCL, NULL, NULL);
 }
 
 dcoll_status_t dcoll_register_backend(const char *name,
@@ -226,7 +212,7 @@ dcoll_status_t dcoll_register_backend(const char *name,
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: ops->%s is NULL", fn,
                            mine.group_create ? "run" : "group_create");
-    return add(name, &user_backend, &mine, arg);
+    return add(name, DCOLL_CHOICE_USER, &mine, arg);
 }
 
 dcoll_status_t dcoll_backend_lookup(const char *name,
@@ -255,22 +241,22 @@ dcoll_status_t dcoll_backend_attach(struct dcoll_group *g,
                                     const char *fn)
 {
     g->bentry = e;
-    g->backend = e->be;
+    g->choice = e->choice;
     g->backend_name = e->name;
-    g->bstate = NULL;
+    g->tl[DCOLL_TL_USER] = NULL;
     g->host = &dcoll_mpi_backend;
-    if (e->be == &nccl_forced && !dcoll_gpu_has_nccl()) {
+    if (e->choice == DCOLL_CHOICE_NCCL && !dcoll_gpu_has_nccl()) {
         int avail = 0;
         const char *text = "";
         dcoll_backend_status("nccl", &avail, &text);
         return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: backend 'nccl' is not "
                            "available here: %s", fn, text);
     }
-    if (e->be != &user_backend)
+    if (e->choice != DCOLL_CHOICE_USER)
         return DCOLL_SUCCESS;
     dcoll_status_t st = e->ops.group_create(e->arg, g->rank, g->size,
                                             g->svc->comm_fint(g),
-                                            &g->bstate);
+                                            &g->tl[DCOLL_TL_USER]);
     if ((unsigned)st >= DCOLL_STATUS_COUNT_)
         st = DCOLL_ERR_INTERNAL;
     /* Every member learns whether every member's backend came up. */
@@ -280,20 +266,11 @@ dcoll_status_t dcoll_backend_attach(struct dcoll_group *g,
         st = ast ? ast : DCOLL_ERR_INVALID_STATE;
     if (st) {
         if (mine)
-            dcoll_backend_detach(g);
+            user_group_free(g);
         g->bentry = NULL;
         return dcoll_error(st, "%s: backend '%s' could not set up the group "
                            "on %s", fn, e->name,
                            mine ? "another rank" : "this rank");
     }
     return DCOLL_SUCCESS;
-}
-
-void dcoll_backend_detach(struct dcoll_group *g)
-{
-    const struct dcoll_backend_entry *e = g->bentry;
-    if (e && e->be == &user_backend && e->ops.group_destroy)
-        e->ops.group_destroy(g->bstate);
-    g->bentry = NULL;
-    g->bstate = NULL;
 }

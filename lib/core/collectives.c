@@ -1,10 +1,10 @@
 /* The public collectives: validate, map roots, detect in-place use, then
- * hand one descriptor to the group's backend. */
+ * hand one descriptor to the route, which picks the transport. */
 #include <stdlib.h>
 #include "core.h"
 #include "diag.h"
-#include "gpu.h"
 #include "kinds.h"
+#include "route.h"
 
 /* The kinds table, visible here so that each public collective, whose
  * kind is a constant, reads its facts at compile time. */
@@ -230,7 +230,6 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
         return st;
     }
 
-    int device = -1;
     struct dcoll_outcome out;
     out.timed_out = false;  /* source: set by a receive that succeeded */
     c->fn = fn;
@@ -245,24 +244,12 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
                                         : DCOLL_FORM_BLOCKING);
     }
     c->async = work != NULL;
-    if (g->timeout > 0 || g->flight)
+    if (g->timeout > 0 || g->diag->flight)
         c->start = dcoll_coarse_now();
-    if (g->flight)
-        c->fid = dcoll_flight_begin(g->flight, c);
-    if (DCOLL_UNLIKELY(g->slow) && (st = dcoll_fault_check(g, c))) {
-        dcoll_flight_end(g->flight, c->fid, st);
-        return st;
-    }
-    /* GPU buffers: NCCL where the group can use it, else staged; a
-     * program's backend takes them as they are. */
-    if (DCOLL_UNLIKELY(dcoll_gpu_present()) && c->kind != DCOLL_COLL_BARRIER &&
-        g->backend->route != DCOLL_ROUTE_NONE && !c->multi &&
-        ((st = dcoll_route(fn, c, &device)) ||
-         (device >= 0 && (k->flags & DCOLL_KF_VEC) &&
-          (st = dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: the vector "
-                            "collectives take host buffers only for now; "
-                            "this one is on GPU %d", fn, device))))) {
-        dcoll_flight_end(g->flight, c->fid, st);
+    if (g->diag->flight)
+        c->fid = dcoll_flight_begin(g->diag->flight, c);
+    if (DCOLL_UNLIKELY(g->diag->slow) && (st = dcoll_fault_check(g, c))) {
+        dcoll_flight_end(g->diag->flight, c->fid, st);
         return st;
     }
     /* A blocking call in abort mode sits in MPI's own blocking call: the
@@ -274,12 +261,7 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
         DCOLL_PUBLISH(g->cur_fn, fn);
         DCOLL_PUBLISH(g->busy_start, c->start);
     }
-    if (DCOLL_UNLIKELY(c->multi))
-        st = dcoll_gpu_multi_run(g, c, work);
-    else if (DCOLL_UNLIKELY(device >= 0))
-        st = dcoll_gpu_run(g, c, device, work, &out);
-    else
-        st = g->backend->coll(g, c, work, &out);
+    st = dcoll_route_run(g, c, work, &out);
     if (watched)
         DCOLL_PUBLISH(g->busy_start, 0.0);
     if (DCOLL_UNLIKELY(out.timed_out))
@@ -292,7 +274,7 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
         dcoll_work_stamp(*work, g, c);
         dcoll_work_track(*work);
     } else if (c->fid) {
-        dcoll_flight_end(g->flight, c->fid, st);
+        dcoll_flight_end(g->diag->flight, c->fid, st);
     }
     if (!st && source && c->kind == DCOLL_COLL_RECV && !work)
         *source = g->ranks ? g->ranks[out.source] : out.source;

@@ -84,15 +84,16 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
                               int root, dcoll_work_t **work, int *source);
 
 /* backend.c: the registry. lookup finds a name; attach sets the group's
- * backend (collective over a program's backend's group), detach undoes
- * it. */
+ * choice (collective over a program's backend's group, whose
+ * group_create it runs; route.c's dcoll_route_group_free undoes it). */
 dcoll_status_t dcoll_backend_lookup(const char *name,
                                     const struct dcoll_backend_entry **out);
 dcoll_status_t dcoll_backend_attach(struct dcoll_group *g,
                                     const struct dcoll_backend_entry *e,
                                     const char *fn);
-void dcoll_backend_detach(struct dcoll_group *g);
 /* Works that are finished when made (test: done; release: free). */
 extern const struct dcoll_backend dcoll_done_backend;
+/* A program's backend, as a transport. */
+extern const struct dcoll_backend dcoll_user_backend;
 
 #endif

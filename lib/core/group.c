@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include "core.h"
 #include "diag.h"
-#include "gpu.h"
+#include "route.h"
 
 static struct dcoll_group *live_groups;
 int dcoll_groups_made;
@@ -269,11 +269,11 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
      * may still be pending: it could match the wrong operation. (A rank
      * that does not know the world failed waits in the agreement below
      * until the others call new_group too.) */
-    if (dcoll_world.failed)
+    if (dcoll_world.diag->failed)
         return dcoll_error(DCOLL_ERR_GROUP_FAILED, "dcoll_new_group: new "
                            "groups are made from the world, which is "
                            "unusable after an earlier failure: %s",
-                           dcoll_world.failed);
+                           dcoll_world.diag->failed);
     /* A refusal one rank alone sees must reach the others, which would
      * otherwise wait in the split. */
     struct group_args a = {0};
@@ -348,7 +348,7 @@ dcoll_status_t dcoll_group_make(void *comm, int me, int n, int *ranks, int id,
     if ((st = dcoll_fault_group_init(g, o->timeout, o->recoverable)) ||
         (st = dcoll_fault_agree(g, fn)) ||
         (st = dcoll_backend_attach(g, o->be, fn)) ||
-        ((st = dcoll_watchdog_add(g)) && (dcoll_backend_detach(g), 1))) {
+        ((st = dcoll_watchdog_add(g)) && (dcoll_route_group_free(g), 1))) {
         dcoll_fault_group_free(g);
         dcoll_world.svc->comm_free(comm);
         free(ranks);
@@ -374,11 +374,10 @@ static void group_free(struct dcoll_group *g)
         live_groups = g->next;
     if (g->next)
         g->next->prev = g->prev;
-    dcoll_group_nccl_free(g);
-    dcoll_backend_detach(g);
+    /* Every transport's record, NCCL's communicator before MPI's. */
+    dcoll_route_group_free(g);
     dcoll_world.svc->comm_free(g->comm);
     dcoll_group_stage_free(g);
-    dcoll_group_pinned_free(g);
     dcoll_fault_group_free(g);
     free(g->ranks);
     free(g->order);

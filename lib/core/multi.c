@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core.h"
-#include "gpu.h"
+#include "route.h"
 
 /* What runs after the collective. */
 struct multi {
@@ -218,7 +218,8 @@ static dcoll_status_t on_gpu(dcoll_group_t *group, struct dcoll_group *g,
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", mc->fn);
     dcoll_status_t st = DCOLL_SUCCESS;
     if (dcoll_multi_devices(mc, devices) &&
-        !(st = dcoll_gpu_multi_choose(g, mc, devices))) {
+        !(st = dcoll_gpu_multi_choose(g, mc, devices,
+                                        dcoll_route_multi_nccl(g)))) {
         if (mc->clique) {
             /* Described as NCCL sees each rank's part: count per buffer,
              * and its first buffers. */

@@ -4,6 +4,7 @@
  * is MPI's, which orders the same way. */
 #include <stdlib.h>
 #include "core.h"
+#include "diag.h"
 
 struct member {
     int key, prank;
@@ -43,10 +44,10 @@ dcoll_status_t dcoll_split_group(dcoll_group_t **out, dcoll_group_t *parent,
         *out = &dcoll_non_member;
         return DCOLL_SUCCESS;
     }
-    if (p->failed)
+    if (p->diag->failed)
         return dcoll_error(DCOLL_ERR_GROUP_FAILED, "%s: the parent group is "
                            "unusable after an earlier failure: %s", fn,
-                           p->failed);
+                           p->diag->failed);
 
     /* Checked alone, then agreed, so that a refusal one member sees
      * reaches the others. */

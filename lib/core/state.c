@@ -5,19 +5,21 @@
 #include <unistd.h>
 #include "core.h"
 #include "diag.h"
-#include "gpu.h"
+#include "route.h"
 #include "launch.h"
 
 enum dcoll_state dcoll_state = DCOLL_STATE_NEW;
 struct dcoll_group dcoll_world;
+/* Its calls end before the route; its works read no recorder. */
+static struct dcoll_diag_group non_member_diag;
 struct dcoll_group dcoll_non_member = {
     .magic = DCOLL_GROUP_MAGIC,
     .rank = DCOLL_NON_MEMBER,
     .size = DCOLL_NON_MEMBER,
     .backend_name = "auto",
-    .backend = &dcoll_mpi_backend,
     .host = &dcoll_mpi_backend,
     .svc = &dcoll_mpi_services,
+    .diag = &non_member_diag,
 };
 
 #define INIT_KNOWN_MASK                                                     \
@@ -42,10 +44,8 @@ dcoll_status_t dcoll_check_ready_slow(void)
 /* Free the world and what it holds, ending MPI if dcoll started it. */
 static dcoll_status_t world_end(void)
 {
-    dcoll_group_nccl_free(&dcoll_world);
-    dcoll_backend_detach(&dcoll_world);
+    dcoll_route_group_free(&dcoll_world);
     dcoll_group_stage_free(&dcoll_world);
-    dcoll_group_pinned_free(&dcoll_world);
     dcoll_fault_group_free(&dcoll_world);
     dcoll_plugins_unload();
     dcoll_status_t st = dcoll_world.svc->stop(&dcoll_world, true);

@@ -26,7 +26,7 @@ static dcoll_status_t complete(struct dcoll_work *w, dcoll_status_t st)
     w->status = dcoll_work_fail(w, st);
     w->done = true;
     if (w->fid)
-        dcoll_flight_end(w->group->flight, w->fid, st);
+        dcoll_flight_end(w->group->diag->flight, w->fid, st);
     w->group->inflight--;
     atomic_fetch_sub_explicit(&dcoll_work_inflight, 1, memory_order_relaxed);
     return st;

@@ -6,6 +6,16 @@
 
 #include "tables.h"
 
+struct dcoll_flight;
+
+/* Diagnostics' record of a group (g->diag), made by
+ * dcoll_fault_group_init. The core reads slow and flight on every call. */
+struct dcoll_diag_group {
+    bool slow;             /* failed, or debug checks: see diag/fault.c */
+    char *failed;          /* why the group is unusable, or NULL */
+    struct dcoll_flight *flight;
+};
+
 extern double dcoll_default_timeout; /* seconds; 0: forever */
 extern bool dcoll_default_recoverable; /* DCOLL_ON_TIMEOUT=return */
 extern bool dcoll_debug;             /* DCOLL_DEBUG=detail */
@@ -30,7 +40,7 @@ void dcoll_fault_group_free(struct dcoll_group *g);
  * has a timeout and what it does, or some would talk over the twin
  * communicator or poll while others wait in MPI's own calls. */
 dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn);
-/* The slow path before a call on a group with g->slow set: refuse a
+/* The slow path before a call on a group with g->diag->slow set: refuse a
  * failed group, or (debug) check that every rank called the same. */
 dcoll_status_t dcoll_fault_check(struct dcoll_group *g,
                                  const struct dcoll_coll *c);

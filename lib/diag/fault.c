@@ -110,10 +110,14 @@ dcoll_status_t dcoll_fault_group_init(struct dcoll_group *g, double timeout,
     g->busy_start = 0;
     g->busy_seq = 0;
     g->busy_kind = 0;
-    g->failed = NULL;
-    g->slow = dcoll_debug;
-    g->flight = dcoll_flight_new(dcoll_flight_size);
-    if (dcoll_flight_size && !g->flight)
+    struct dcoll_diag_group *d = calloc(1, sizeof(*d));
+    g->diag = d;
+    if (!d)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for a group's "
+                           "diagnostics");
+    d->slow = dcoll_debug;
+    d->flight = dcoll_flight_new(dcoll_flight_size);
+    if (dcoll_flight_size && !d->flight)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for a flight "
                            "recorder of %u calls", dcoll_flight_size);
     return DCOLL_SUCCESS;
@@ -151,10 +155,13 @@ dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn)
 
 void dcoll_fault_group_free(struct dcoll_group *g)
 {
-    free(g->failed);
-    g->failed = NULL;
-    dcoll_flight_free(g->flight);
-    g->flight = NULL;
+    struct dcoll_diag_group *d = g->diag;
+    if (!d)
+        return;
+    free(d->failed);
+    dcoll_flight_free(d->flight);
+    free(d);
+    g->diag = NULL;
 }
 
 static int world_of(const struct dcoll_group *g, int r)
@@ -406,10 +413,10 @@ static void mark_failed(struct dcoll_group *g, const char *why)
 {
     char *copy = strdup(why);
     if (copy) {
-        free(g->failed);
-        g->failed = copy;
+        free(g->diag->failed);
+        g->diag->failed = copy;
     }
-    g->slow = true;
+    g->diag->slow = true;
 }
 
 void dcoll_fault_hung(struct dcoll_group *g, const char *fn, uint64_t seq,
@@ -691,12 +698,12 @@ static dcoll_status_t check_same(struct dcoll_group *g,
 dcoll_status_t dcoll_fault_check(struct dcoll_group *g,
                                  const struct dcoll_coll *c)
 {
-    if (g->failed) {
+    if (g->diag->failed) {
         char name[200];
         return dcoll_error(DCOLL_ERR_GROUP_FAILED, "%s: %s is unusable "
                            "after an earlier failure: %s", c->fn,
                            dcoll_group_name(g, name, sizeof(name)),
-                           g->failed);
+                           g->diag->failed);
     }
     if (dcoll_debug && c->seq)
         return check_same(g, c);

@@ -44,7 +44,7 @@ static const char *duration(double s, char *buf, size_t len)
 
 void dcoll_flight_print(const struct dcoll_group *g, const char *why)
 {
-    const struct dcoll_flight *f = g->flight;
+    const struct dcoll_flight *f = g->diag->flight;
     char name[200];
     int world = g->ranks ? g->ranks[g->rank] : g->rank;
     dcoll_group_name(g, name, sizeof(name));

@@ -1,5 +1,7 @@
-/* GPU routing as the core sees it: where a call's buffers live, the
- * staged path through pinned host memory, NCCL, and the plugin loader.
+/* The GPU transports as the core sees them: where a call's buffers live,
+ * the staged path through pinned host memory and NCCL, each a struct
+ * dcoll_backend with its own per-group record, and the plugin loader.
+ * Which of them runs a call is the core's route (lib/core/route.c).
  * Reaches the CUDA plugin only through its ABI header, and MPI only
  * through the group's tables. */
 #ifndef DCOLL_GPU_H
@@ -23,30 +25,37 @@ bool dcoll_gpu_has_nccl(void);
 int dcoll_gpu_device(void);
 const char *dcoll_gpu_detail(void);
 
+/* The transports: staged.c's runs any call on GPU buffers (c->device)
+ * through pinned host memory and the group's host table; nccl.c's runs
+ * them on the group's NCCL communicator, made on first use, and declines
+ * (DCOLL_DECLINED) where the group's ranks share a GPU or NCCL lacks the
+ * op. Each keeps its record of a group in g->tl[its slot]. */
+extern const struct dcoll_backend dcoll_staged_backend;
+extern const struct dcoll_backend dcoll_nccl_backend;
+
 /* staged.c: *device = the GPU that c's buffers are on, or -1 for host
  * memory; mixed buffers are an error naming both. */
-dcoll_status_t dcoll_route(const char *fn, const struct dcoll_coll *c,
-                           int *device);
+dcoll_status_t dcoll_gpu_where(const char *fn, const struct dcoll_coll *c,
+                               int *device);
 bool dcoll_on_device(const void *p);
 /* The GPU that p is on, -1 for host memory (or no GPU plugin). */
 int dcoll_device_of(const void *p);
-/* Run c, whose buffers are on GPU device, through pinned host memory and
- * the group's host table. */
-dcoll_status_t dcoll_staged_run(struct dcoll_group *g,
-                                const struct dcoll_coll *c, int device,
-                                struct dcoll_work **work,
-                                struct dcoll_outcome *out);
-void dcoll_group_pinned_free(struct dcoll_group *g);
 /* How long a GPU operation may take before its communicator is aborted.
  * Fixed until groups get their own timeouts. */
 #define DCOLL_GPU_TIMEOUT 600.0
 /* nccl.c: the plugin's failure rc (-2: timed out) as fn's status. */
 dcoll_status_t dcoll_gpu_error(const char *fn, int rc);
-/* nccl.c: device buffers through NCCL where the group can, else staged. */
-dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,
-                             int device, struct dcoll_work **work,
-                             struct dcoll_outcome *out);
-void dcoll_group_nccl_free(struct dcoll_group *g);
+/* nccl.c: the NCCL transport's record of a group (g->tl[DCOLL_TL_NCCL]),
+ * made on first use; NULL with a message when there is no memory. */
+struct dcoll_clique;
+struct dcoll_nccl_group {
+    void *comm;            /* the group's communicator, once made */
+    int state;             /* untried, ready, or shared: see nccl.c */
+    int device;            /* the GPU comm is on */
+    struct dcoll_clique *cliques;  /* multi.c's, one per placement */
+};
+struct dcoll_nccl_group *dcoll_nccl_group(struct dcoll_group *g,
+                                          const char *fn);
 
 /* multi.c: the multi-buffer forms (lib/core/multi.c) with GPU buffers.
  * One call of k = n buffers: send NULL for the kinds that work in place;
@@ -69,15 +78,15 @@ struct dcoll_multi_call {
 int dcoll_multi_devices(const struct dcoll_multi_call *mc, int *devices);
 /* Whether the call goes to NCCL (mc->clique set) or is mirrored (NULL),
  * as every rank of g agrees; collective the first time a placement is
- * seen on g. */
+ * seen on g. nccl: whether the route lets g's calls use NCCL at all. */
 dcoll_status_t dcoll_gpu_multi_choose(struct dcoll_group *g,
                                       struct dcoll_multi_call *mc,
-                                      const int *devices);
-/* Launch c->multi on its clique: from the core's dispatch. */
+                                      const int *devices, bool nccl);
+/* Launch c->multi on its clique: the NCCL transport's, for the route. */
 dcoll_status_t dcoll_gpu_multi_run(struct dcoll_group *g,
                                    const struct dcoll_coll *c,
                                    struct dcoll_work **work);
-void dcoll_group_cliques_free(struct dcoll_group *g);
+void dcoll_cliques_free(struct dcoll_nccl_group *ng);
 /* A list of n buffers of bytes each as host memory: GPU ones copied to
  * pinned blocks (copy_in: their contents too), host ones as they are. */
 struct dcoll_mirror;

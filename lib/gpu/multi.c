@@ -65,8 +65,9 @@ static void work_release(struct dcoll_work *bw)
     free(w);
 }
 
+/* The work handling of the NCCL transport's multi-buffer calls. */
 static const struct dcoll_backend multi_backend = {
-    "nccl", NULL, work_test, work_wait, work_release, DCOLL_ROUTE_AUTO,
+    "nccl", DCOLL_TL_NCCL, NULL, work_test, work_wait, work_release, NULL,
 };
 
 int dcoll_multi_devices(const struct dcoll_multi_call *mc, int *devices)
@@ -82,12 +83,11 @@ int dcoll_multi_devices(const struct dcoll_multi_call *mc, int *devices)
 }
 
 /* Whether this process alone could hand the placement to NCCL. */
-static bool nccl_here(const struct dcoll_group *g, const int *devices, int k)
+static bool nccl_here(const int *devices, int k)
 {
     const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
     if (!p->nccl_bytes || !p->nccl_comms || !p->group_start ||
-        !p->group_end || !p->nccl_takes ||
-        g->backend->route != DCOLL_ROUTE_AUTO)
+        !p->group_end || !p->nccl_takes)
         return false;
     for (int i = 0; i < k; i++) {
         if (devices[i] < 0)
@@ -100,19 +100,23 @@ static bool nccl_here(const struct dcoll_group *g, const int *devices, int k)
 }
 
 /* Every rank says whether it can and shows its GPUs; NCCL only if all
- * can, with the same number of buffers, and no GPU appears twice. */
-static dcoll_status_t clique_make(struct dcoll_group *g, const int *devices,
-                                  int k, const char *fn,
-                                  struct dcoll_clique **out)
+ * can (nccl: the route allows it), with the same number of buffers, and
+ * no GPU appears twice. The clique is kept in ng (NULL: no memory for
+ * it, which this rank still takes through the exchange). */
+static dcoll_status_t clique_make(struct dcoll_group *g,
+                                  struct dcoll_nccl_group *ng,
+                                  const int *devices, int k, bool nccl_ok,
+                                  const char *fn, struct dcoll_clique **out)
 {
     const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
     struct dcoll_clique *q = calloc(1, sizeof(*q));
-    int mine[2] = {k, nccl_here(g, devices, k)};
+    int mine[2] = {k, nccl_ok && nccl_here(devices, k)};
     int *all = malloc(sizeof(mine) * (size_t)g->size);
     unsigned char *ids = NULL, *uu = NULL;
     char *id = NULL;
     dcoll_status_t st = DCOLL_SUCCESS;
-    if (!q || !all || !(q->devices = malloc(sizeof(int) * (size_t)k))) {
+    if (!ng || !q || !all ||
+        !(q->devices = malloc(sizeof(int) * (size_t)k))) {
         st = dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", fn);
         mine[1] = 0;
     }
@@ -179,15 +183,15 @@ static dcoll_status_t clique_make(struct dcoll_group *g, const int *devices,
         q->comms = NULL;
     }
     q->k = k;
-    q->next = g->cliques;
-    g->cliques = q;
+    q->next = ng->cliques;
+    ng->cliques = q;
     *out = q;
     return DCOLL_SUCCESS;
 }
 
-void dcoll_group_cliques_free(struct dcoll_group *g)
+void dcoll_cliques_free(struct dcoll_nccl_group *ng)
 {
-    struct dcoll_clique *q = g->cliques;
+    struct dcoll_clique *q = ng->cliques;
     while (q) {
         struct dcoll_clique *next = q->next;
         for (int i = 0; q->comms && i < q->k; i++)
@@ -198,21 +202,22 @@ void dcoll_group_cliques_free(struct dcoll_group *g)
         free(q);
         q = next;
     }
-    g->cliques = NULL;
+    ng->cliques = NULL;
 }
 
 dcoll_status_t dcoll_gpu_multi_choose(struct dcoll_group *g,
                                       struct dcoll_multi_call *mc,
-                                      const int *devices)
+                                      const int *devices, bool nccl)
 {
     int k = mc->n;
-    struct dcoll_clique *q = g->cliques;
+    struct dcoll_nccl_group *ng = dcoll_nccl_group(g, mc->fn);
+    struct dcoll_clique *q = ng ? ng->cliques : NULL;
     dcoll_status_t st;
     mc->clique = NULL;
     while (q && (q->k != k || memcmp(q->devices, devices,
                                      sizeof(int) * (size_t)k)))
         q = q->next;
-    if (!q && (st = clique_make(g, devices, k, mc->fn, &q)))
+    if (!q && (st = clique_make(g, ng, devices, k, nccl, mc->fn, &q)))
         return st;
     if (!q->comms)
         return DCOLL_SUCCESS;               /* staged, on every rank */

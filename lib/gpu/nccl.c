@@ -1,9 +1,10 @@
-/* Device buffers through NCCL: one communicator per group, made on the
- * group's first GPU collective (the id goes over the group's MPI
- * communicator) and freed with the group. Groups whose ranks share a GPU
- * cannot use NCCL ("Duplicate GPU detected"): the device UUIDs are
- * compared first, and such groups, like ops NCCL lacks, take the staged
- * path. */
+/* The NCCL transport: one communicator per group, made on the group's
+ * first GPU collective (the id goes over the group's MPI communicator)
+ * and freed with the group, in the transport's own record of the group.
+ * Groups whose ranks share a GPU cannot use NCCL ("Duplicate GPU
+ * detected"): the device UUIDs are compared first, and such groups, like
+ * ops NCCL lacks, are declined, on every rank alike, for the route to
+ * stage. */
 #include <stdlib.h>
 #include <string.h>
 #include "gpu.h"
@@ -51,12 +52,20 @@ static void work_release(struct dcoll_work *bw)
     free(w);
 }
 
-static const struct dcoll_backend nccl_backend = {
-    "nccl", NULL, work_test, work_wait, work_release, DCOLL_ROUTE_AUTO,
-};
+struct dcoll_nccl_group *dcoll_nccl_group(struct dcoll_group *g,
+                                          const char *fn)
+{
+    struct dcoll_nccl_group *ng = g->tl[DCOLL_TL_NCCL];
+    if (!ng && !(ng = g->tl[DCOLL_TL_NCCL] = calloc(1, sizeof(*ng))))
+        dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the group's "
+                    "NCCL record", fn);
+    return ng;
+}
 
 /* The group's NCCL communicator on device, made on first use. */
-static dcoll_status_t setup(struct dcoll_group *g, int device, const char *fn)
+static dcoll_status_t setup(struct dcoll_group *g,
+                            struct dcoll_nccl_group *ng, int device,
+                            const char *fn)
 {
     const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
     unsigned char mine[16] = {0};
@@ -77,7 +86,7 @@ static dcoll_status_t setup(struct dcoll_group *g, int device, const char *fn)
         for (int b = a + 1; b < g->size && !shared; b++)
             shared = memcmp(all + 16 * a, all + 16 * b, 16) == 0;
     if (!st && shared) {
-        g->nccl_state = NCCL_SHARED;
+        ng->state = NCCL_SHARED;
     } else if (!st) {
         int made = g->rank != 0 || p->nccl_id(id) == 0;
         if ((st = g->svc->bcast_bytes(g, &made, sizeof(made), 0)) == 0 &&
@@ -87,12 +96,12 @@ static dcoll_status_t setup(struct dcoll_group *g, int device, const char *fn)
         if (!st)
             st = g->svc->bcast_bytes(g, id, p->nccl_bytes, 0);
         int rc = st ? 0 : p->nccl_comm(id, g->size, g->rank, device,
-                                       DCOLL_GPU_TIMEOUT, &g->nccl);
+                                       DCOLL_GPU_TIMEOUT, &ng->comm);
         if (rc)
             st = dcoll_gpu_error(fn, rc);
         if (!st) {
-            g->nccl_state = NCCL_READY;
-            g->nccl_device = device;
+            ng->state = NCCL_READY;
+            ng->device = device;
         }
     }
     free(all);
@@ -100,36 +109,43 @@ static dcoll_status_t setup(struct dcoll_group *g, int device, const char *fn)
     return st;
 }
 
-void dcoll_group_nccl_free(struct dcoll_group *g)
+static void nccl_group_free(struct dcoll_group *g)
 {
-    if (g->nccl && dcoll_gpu_plugin)
-        dcoll_gpu_plugin->nccl_free(g->nccl);
-    g->nccl = NULL;
-    g->nccl_state = NCCL_UNTRIED;
-    dcoll_group_cliques_free(g);
+    struct dcoll_nccl_group *ng = g->tl[DCOLL_TL_NCCL];
+    if (!ng)
+        return;
+    if (ng->comm && dcoll_gpu_plugin)
+        dcoll_gpu_plugin->nccl_free(ng->comm);
+    dcoll_cliques_free(ng);
+    free(ng);
+    g->tl[DCOLL_TL_NCCL] = NULL;
 }
 
-dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,
-                             int device, struct dcoll_work **work,
-                             struct dcoll_outcome *out)
+/* c's buffers are on GPU c->device; point-to-point never comes here (the
+ * route stages it): the communicator is collective to make. */
+static dcoll_status_t nccl_run(struct dcoll_group *g,
+                               const struct dcoll_coll *c,
+                               struct dcoll_work **work,
+                               struct dcoll_outcome *out)
 {
     const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
-    const char *fn = c->fn ? c->fn : "dcoll";
+    const char *fn = c->fn;
+    int device = c->device;
     dcoll_status_t st;
-    /* Point to point never makes the communicator (that is collective
-     * over the group) and never uses it: see nccl_coll. */
-    if (!p->nccl_bytes || g->nccl_state == NCCL_SHARED ||
-        g->backend->route == DCOLL_ROUTE_STAGED ||
-        c->kind == DCOLL_COLL_SEND || c->kind == DCOLL_COLL_RECV)
-        return dcoll_staged_run(g, c, device, work, out);
-    if (g->nccl_state == NCCL_UNTRIED && (st = setup(g, device, fn)))
+    (void)out;
+    if (c->multi)
+        return dcoll_gpu_multi_run(g, c, work);
+    struct dcoll_nccl_group *ng = dcoll_nccl_group(g, fn);
+    if (!ng)
+        return DCOLL_ERR_NO_MEMORY;
+    if (ng->state == NCCL_UNTRIED && (st = setup(g, ng, device, fn)))
         return st;
-    if (g->nccl_state == NCCL_SHARED)
-        return dcoll_staged_run(g, c, device, work, out);
-    if (device != g->nccl_device)
+    if (ng->state == NCCL_SHARED)
+        return DCOLL_DECLINED;
+    if (device != ng->device)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: the buffers are on GPU %d, but this "
-                           "group's GPU is %d", fn, device, g->nccl_device);
+                           "group's GPU is %d", fn, device, ng->device);
     void *stream = c->opts && (c->opts->mask & DCOLL_COLL_OPT_STREAM)
                        ? c->opts->stream : NULL;
     struct dcoll_plugin_call call = {
@@ -137,10 +153,10 @@ dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,
         .count = c->count, .dtype = c->dtype, .op = c->op, .root = c->root,
         .in_place = c->in_place,
     };
-    int rc = p->nccl_coll(g->nccl, &call, g->rank, g->size, stream,
+    int rc = p->nccl_coll(ng->comm, &call, g->rank, g->size, stream,
                           DCOLL_GPU_TIMEOUT);
     if (rc == 1) /* an op NCCL lacks: the same on every rank */
-        return dcoll_staged_run(g, c, device, work, out);
+        return DCOLL_DECLINED;
     if (rc == 2)
         return dcoll_error(DCOLL_ERR_UNSUPPORTED,
                            "%s: an all_to_all in place on GPU buffers goes "
@@ -149,19 +165,24 @@ dcoll_status_t dcoll_gpu_run(struct dcoll_group *g, const struct dcoll_coll *c,
     if (rc)
         return dcoll_gpu_error(fn, rc);
     if (!work) {
-        rc = p->nccl_wait(g->nccl, stream, DCOLL_GPU_TIMEOUT);
+        rc = p->nccl_wait(ng->comm, stream, DCOLL_GPU_TIMEOUT);
         return rc ? dcoll_gpu_error(fn, rc) : DCOLL_SUCCESS;
     }
     struct nccl_work *w = calloc(1, sizeof(*w));
     if (!w)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for a work "
                            "handle", fn);
-    w->comm = g->nccl;
-    if ((rc = p->event_record(g->nccl, stream, &w->event))) {
+    w->comm = ng->comm;
+    if ((rc = p->event_record(ng->comm, stream, &w->event))) {
         free(w);
         return dcoll_gpu_error(fn, rc);
     }
-    dcoll_work_init(&w->base, g, &nccl_backend);
+    dcoll_work_init(&w->base, g, &dcoll_nccl_backend);
     *work = &w->base;
     return DCOLL_SUCCESS;
 }
+
+const struct dcoll_backend dcoll_nccl_backend = {
+    "nccl", DCOLL_TL_NCCL, nccl_run, work_test, work_wait, work_release,
+    nccl_group_free,
+};

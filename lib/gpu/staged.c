@@ -1,8 +1,9 @@
 /* GPU buffers: where each buffer lives (asked of the CUDA plugin), and the
- * staged path that serves device buffers through pinned host memory: copy
- * in on the caller's stream, run the MPI collective on the host copies,
- * copy out. It works for any placement of ranks on GPUs, shared ones
- * included, and for every type and op. */
+ * staged transport that serves device buffers through pinned host memory:
+ * copy in on the caller's stream, run the MPI collective on the host
+ * copies, copy out. It works for any placement of ranks on GPUs, shared
+ * ones included, and for every type and op. Its record of a group holds
+ * the group's pinned block, kept between calls. */
 #include <stdlib.h>
 #include "gpu.h"
 #include "plugin_abi.h"
@@ -12,8 +13,8 @@ static const char *const kind_name[] = {
     [DCOLL_MEM_DEVICE] = "device", [DCOLL_MEM_MANAGED] = "managed",
 };
 
-dcoll_status_t dcoll_route(const char *fn, const struct dcoll_coll *c,
-                           int *device)
+dcoll_status_t dcoll_gpu_where(const char *fn, const struct dcoll_coll *c,
+                               int *device)
 {
     const struct dcoll_cuda_plugin *cu = dcoll_gpu_plugin;
     int sdev = -1, rdev = -1;
@@ -64,11 +65,16 @@ static void extents(const struct dcoll_group *g, const struct dcoll_coll *c,
     *out = dcoll_span_bytes(k->out[role], b, g->size);
 }
 
+/* The transport's record of a group (g->tl[DCOLL_TL_STAGED]). */
+struct staged_group {
+    struct dcoll_kept pinned;  /* pinned by the CUDA plugin */
+};
+
 /* The copy-out half, run when the host collective is done. */
 struct staged {
     const struct dcoll_cuda_plugin *cu;
-    struct dcoll_group *group;
-    char *block;            /* the pinned block; group->pinned's or our own */
+    struct dcoll_kept *pinned; /* the group's */
+    char *block;            /* the pinned block; pinned's or our own */
     bool own;
     char *dev_out;          /* device destination, NULL: nothing to copy */
     const char *host_out;
@@ -79,7 +85,7 @@ struct staged {
 
 static void staged_release(struct staged *s)
 {
-    dcoll_kept_give(&s->group->pinned, s->block, s->own, s->cu->host_free);
+    dcoll_kept_give(s->pinned, s->block, s->own, s->cu->host_free);
     free(s);
 }
 
@@ -100,12 +106,14 @@ static dcoll_status_t finish_staged(struct dcoll_work *w, dcoll_status_t st)
     return copy_out(w->finish_data, st);
 }
 
-void dcoll_group_pinned_free(struct dcoll_group *g)
+static void staged_group_free(struct dcoll_group *g)
 {
+    struct staged_group *sg = g->tl[DCOLL_TL_STAGED];
     /* Only made where the plugin sees a GPU; it is still loaded here. */
-    const struct dcoll_cuda_plugin *cu = dcoll_gpu_plugin;
-    if (cu)
-        dcoll_kept_free(&g->pinned, cu->host_free);
+    if (sg && dcoll_gpu_plugin)
+        dcoll_kept_free(&sg->pinned, dcoll_gpu_plugin->host_free);
+    free(sg);
+    g->tl[DCOLL_TL_STAGED] = NULL;
 }
 
 /* Elementwise calls big enough to split: in chunks, so that copying one
@@ -182,13 +190,18 @@ static dcoll_status_t run_chunks(struct dcoll_group *g, const struct dcoll_coll 
     return st;
 }
 
-dcoll_status_t dcoll_staged_run(struct dcoll_group *g,
-                                const struct dcoll_coll *c, int device,
-                                struct dcoll_work **work,
-                                struct dcoll_outcome *oc)
+static dcoll_status_t staged_run(struct dcoll_group *g,
+                                 const struct dcoll_coll *c,
+                                 struct dcoll_work **work,
+                                 struct dcoll_outcome *oc)
 {
     const struct dcoll_cuda_plugin *cu = dcoll_gpu_plugin;
-    const char *fn = c->fn ? c->fn : "dcoll";
+    const char *fn = c->fn;
+    int device = c->device;
+    struct staged_group *sg = g->tl[DCOLL_TL_STAGED];
+    if (!sg && !(sg = g->tl[DCOLL_TL_STAGED] = calloc(1, sizeof(*sg))))
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
+                           "group's staging record", fn);
     void *stream = c->opts && (c->opts->mask & DCOLL_COLL_OPT_STREAM)
                        ? c->opts->stream : NULL;
     size_t in, out;
@@ -209,7 +222,7 @@ dcoll_status_t dcoll_staged_run(struct dcoll_group *g,
 
     struct staged *s = calloc(1, sizeof(*s));
     bool own = false;
-    char *block = s ? dcoll_kept_take(&g->pinned, bytes ? bytes : 1, &own,
+    char *block = s ? dcoll_kept_take(&sg->pinned, bytes ? bytes : 1, &own,
                                       cu->host_alloc, cu->host_free)
                     : NULL;
     if (!block) {
@@ -218,7 +231,8 @@ dcoll_status_t dcoll_staged_run(struct dcoll_group *g,
                            "for %zu bytes of staging: %s", fn, bytes,
                            cu->last_error());
     }
-    *s = (struct staged){cu, g, block, own, NULL, NULL, 0, device, stream};
+    *s = (struct staged){cu, &sg->pinned, block, own, NULL, NULL, 0, device,
+                         stream};
     char *hsend = dsend ? (overlap ? block + (dsend - lo) : block) : NULL;
     char *hrecv = drecv ? (overlap ? block + (drecv - lo) : block + in)
                         : NULL;
@@ -255,3 +269,9 @@ dcoll_status_t dcoll_staged_run(struct dcoll_group *g,
     (*work)->finish_data = s;
     return DCOLL_SUCCESS;
 }
+
+/* Its works are the host table's, which calls finish_staged at the end. */
+const struct dcoll_backend dcoll_staged_backend = {
+    "staged", DCOLL_TL_STAGED, staged_run, NULL, NULL, NULL,
+    staged_group_free,
+};

@@ -1,0 +1,32 @@
+/* Which transport runs a call: the one place that knows the rules
+ * (route.c), as UCC's score map is for its components. The public path,
+ * the multi-buffer forms and group teardown ask it; nothing else chooses. */
+#ifndef DCOLL_ROUTE_H
+#define DCOLL_ROUTE_H
+
+#include "gpu.h"
+
+dcoll_status_t dcoll_route_slow(struct dcoll_group *g, struct dcoll_coll *c,
+                                struct dcoll_work **work,
+                                struct dcoll_outcome *out);
+
+/* Run c on g's transport for it. Host buffers on an "auto" or "mpi" group
+ * where no GPU is in use go straight to MPI, decided by two loads inlined
+ * into each public collective; everything else takes the rules. */
+static inline dcoll_status_t dcoll_route_run(struct dcoll_group *g,
+                                             struct dcoll_coll *c,
+                                             struct dcoll_work **work,
+                                             struct dcoll_outcome *out)
+{
+    if (DCOLL_LIKELY(g->choice <= DCOLL_CHOICE_MPI && !dcoll_gpu_present()))
+        return dcoll_mpi_backend.coll(g, c, work, out);
+    return dcoll_route_slow(g, c, work, out);
+}
+
+/* Whether g's multi-buffer calls may take NCCL cliques (lib/gpu/multi.c
+ * asks the plugin and the ranks the rest). */
+bool dcoll_route_multi_nccl(const struct dcoll_group *g);
+/* Free every transport's record of g (group destroy, finalize). */
+void dcoll_route_group_free(struct dcoll_group *g);
+
+#endif
