@@ -215,7 +215,7 @@ static bool reduces(int kind)
            kind == DCOLL_KIND_REDUCE_SCATTER;
 }
 
-int dcoll_nccl_takes(const struct dcoll_plugin_call *k)
+int dcoll_nccl_takes(const dcoll_plugin_call_t *k)
 {
     /* Ops NCCL lacks go back to the staged path: every rank of a
      * collective names the same op, so all take the same path. A choice
@@ -232,7 +232,7 @@ int dcoll_nccl_takes(const struct dcoll_plugin_call *k)
     return 0;
 }
 
-int dcoll_nccl_coll(void *comm, const struct dcoll_plugin_call *k, int rank,
+int dcoll_nccl_coll(void *comm, const dcoll_plugin_call_t *k, int rank,
                     int size, void *stream, double timeout)
 {
     struct comm *c = comm;

@@ -3,7 +3,7 @@
 #ifndef DCOLL_CUDA_NCCL_PLUGIN_H
 #define DCOLL_CUDA_NCCL_PLUGIN_H
 
-struct dcoll_plugin_call;
+#include "plugin_abi.h"
 
 int dcoll_cuda_fail(const char *call, const char *why);
 
@@ -22,8 +22,8 @@ int dcoll_nccl_comms(const void *id, int nranks, int first, int ndev,
 int dcoll_nccl_group_start(void);
 int dcoll_nccl_group_end(void *const *comms, int n, double timeout);
 void dcoll_nccl_free(void *comm);
-int dcoll_nccl_takes(const struct dcoll_plugin_call *c);
-int dcoll_nccl_coll(void *comm, const struct dcoll_plugin_call *c, int rank,
+int dcoll_nccl_takes(const dcoll_plugin_call_t *c);
+int dcoll_nccl_coll(void *comm, const dcoll_plugin_call_t *c, int rank,
                     int size, void *stream, double timeout);
 int dcoll_nccl_wait(void *comm, void *stream, double timeout);
 int dcoll_nccl_event_record(void *comm, void *stream, void **event);

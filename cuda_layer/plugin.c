@@ -226,7 +226,7 @@ static int select_device(int local_rank, int *device, char *how, size_t len)
     return 0;
 }
 
-static const struct dcoll_cuda_plugin table = {
+static const dcoll_cuda_plugin_t table = {
     .abi = DCOLL_PLUGIN_ABI,
     .probe = probe,
     .versions = versions,
@@ -258,9 +258,9 @@ static const struct dcoll_cuda_plugin table = {
 };
 
 __attribute__((visibility("default")))
-const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v6(void);
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v6(void);
 
-const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v6(void)
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v6(void)
 {
     return &table;
 }

@@ -85,7 +85,7 @@ int dcoll_multi_devices(const struct dcoll_multi_call *mc, int *devices)
 /* Whether this process alone could hand the placement to NCCL. */
 static bool nccl_here(const int *devices, int k)
 {
-    const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
+    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
     if (!p->nccl_bytes || !p->nccl_comms || !p->group_start ||
         !p->group_end || !p->nccl_takes)
         return false;
@@ -108,7 +108,7 @@ static dcoll_status_t clique_make(struct dcoll_group *g,
                                   const int *devices, int k, bool nccl_ok,
                                   const char *fn, struct dcoll_clique **out)
 {
-    const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
+    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
     struct dcoll_clique *q = calloc(1, sizeof(*q));
     int mine[2] = {k, nccl_ok && nccl_here(devices, k)};
     int *all = malloc(sizeof(mine) * (size_t)g->size);
@@ -222,7 +222,7 @@ dcoll_status_t dcoll_gpu_multi_choose(struct dcoll_group *g,
     if (!q->comms)
         return DCOLL_SUCCESS;               /* staged, on every rank */
     /* Ops and types NCCL lacks: the same answer on every rank. */
-    struct dcoll_plugin_call call = {.kind = mc->kind, .count = mc->count,
+    dcoll_plugin_call_t call = {.kind = mc->kind, .count = mc->count,
                                      .dtype = mc->dtype, .op = mc->op};
     if (dcoll_gpu_plugin->nccl_takes(&call))
         return DCOLL_SUCCESS;
@@ -239,7 +239,7 @@ dcoll_status_t dcoll_gpu_multi_run(struct dcoll_group *g,
                                    const struct dcoll_coll *c,
                                    struct dcoll_work **work)
 {
-    const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
+    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
     const struct dcoll_multi_call *mc = c->multi;
     struct dcoll_clique *q = mc->clique;
     int k = mc->n;
@@ -249,7 +249,7 @@ dcoll_status_t dcoll_gpu_multi_run(struct dcoll_group *g,
     if (rc)
         return dcoll_gpu_error(mc->fn, rc);
     for (; i < k && !rc; i++) {
-        struct dcoll_plugin_call call = {
+        dcoll_plugin_call_t call = {
             .kind = mc->kind,
             .sendbuf = mc->send ? mc->send[i] : mc->recv[i],
             .recvbuf = mc->recv[i], .count = mc->count, .dtype = mc->dtype,
@@ -299,7 +299,7 @@ dcoll_status_t dcoll_mirror_make(const char *fn, const void *const *list,
                                  int n, size_t bytes, bool copy_in,
                                  struct dcoll_mirror **out)
 {
-    const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
+    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
     struct dcoll_mirror *m = calloc(1, sizeof(*m));
     if (m) {
         m->dev = calloc((size_t)n, sizeof(void *));
@@ -351,7 +351,7 @@ void *const *dcoll_mirror_host(const struct dcoll_mirror *m)
 
 dcoll_status_t dcoll_mirror_back(const struct dcoll_mirror *m, int which)
 {
-    const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
+    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
     for (int i = 0; i < m->n; i++) {
         if (m->device[i] < 0 || (which >= 0 && i != which) || !m->bytes)
             continue;

@@ -67,7 +67,7 @@ static dcoll_status_t setup(struct dcoll_group *g,
                             struct dcoll_nccl_group *ng, int device,
                             const char *fn)
 {
-    const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
+    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
     unsigned char mine[16] = {0};
     unsigned char *all = malloc(16 * (size_t)g->size);
     char *id = malloc(p->nccl_bytes);
@@ -128,7 +128,7 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
                                struct dcoll_work **work,
                                struct dcoll_outcome *out)
 {
-    const struct dcoll_cuda_plugin *p = dcoll_gpu_plugin;
+    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
     const char *fn = c->fn;
     int device = c->device;
     dcoll_status_t st;
@@ -148,7 +148,7 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
                            "group's GPU is %d", fn, device, ng->device);
     void *stream = c->opts && (c->opts->mask & DCOLL_COLL_OPT_STREAM)
                        ? c->opts->stream : NULL;
-    struct dcoll_plugin_call call = {
+    dcoll_plugin_call_t call = {
         .kind = c->kind, .sendbuf = c->sendbuf, .recvbuf = c->recvbuf,
         .count = c->count, .dtype = c->dtype, .op = c->op, .root = c->root,
         .in_place = c->in_place,

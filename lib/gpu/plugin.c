@@ -10,14 +10,14 @@
 #include <string.h>
 #include <strings.h>
 #include "gpu.h"
-#include "plugin_abi.h"
+#include "plugin_adapt.h"
 
 static void *handle;
-static const struct dcoll_cuda_plugin *plugin;
+static const dcoll_cuda_plugin_t *plugin;
 static int ngpus;
 static char detail[640];
 static int device = -1;
-const struct dcoll_cuda_plugin *dcoll_gpu_plugin;
+const dcoll_cuda_plugin_t *dcoll_gpu_plugin;
 
 static const char *self_dir(char *buf, size_t len)
 {
@@ -32,61 +32,21 @@ static const char *self_dir(char *buf, size_t len)
     return buf;
 }
 
-/* Tables of older versions, copied into one of the current layout. Only
- * their own prefix is read: the fields version 6 appended stay NULL, so
- * the multi-buffer forms stage (see lib/gpu/multi.c). */
-static struct dcoll_cuda_plugin old_table;
-#define V5_BYTES offsetof(struct dcoll_cuda_plugin, nccl_comms)
-
-static const struct dcoll_cuda_plugin *adapt_v5(
-    const struct dcoll_cuda_plugin *p)
+static const dcoll_cuda_plugin_t *adapt_current(const void *entry_table)
 {
-    memset(&old_table, 0, sizeof(old_table));
-    memcpy(&old_table, p, V5_BYTES);
-    old_table.abi = DCOLL_PLUGIN_ABI;
-    return &old_table;
+    const dcoll_cuda_plugin_t *p = entry_table;
+    return p && p->abi == DCOLL_PLUGIN_ABI ? p : NULL;
 }
 
-/* Version 4, whose entry point was dcoll_cuda_plugin_v1: version 5's
- * table, but nccl_coll took the core's own call descriptor (struct
- * dcoll_coll, whose layout tables.h keeps). The shim rebuilds it. */
-typedef int (*nccl_coll_v4_fn)(void *comm, const struct dcoll_coll *c,
-                               int rank, int size, void *stream,
-                               double timeout);
-static nccl_coll_v4_fn nccl_coll_v4;
-
-static int nccl_coll_v4_shim(void *comm, const struct dcoll_plugin_call *pc,
-                             int rank, int size, void *stream, double timeout)
-{
-    struct dcoll_coll c = {
-        .kind = (enum dcoll_coll_kind)pc->kind, .sendbuf = pc->sendbuf,
-        .recvbuf = pc->recvbuf, .count = pc->count,
-        .dtype = (dcoll_dtype_t)pc->dtype, .op = (dcoll_op_t)pc->op,
-        .root = pc->root, .in_place = pc->in_place,
-    };
-    return nccl_coll_v4(comm, &c, rank, size, stream, timeout);
-}
-
-static const struct dcoll_cuda_plugin *adapt_v4(
-    const struct dcoll_cuda_plugin *p)
-{
-    adapt_v5(p);
-    if (p->nccl_coll) {
-        nccl_coll_v4 = (nccl_coll_v4_fn)p->nccl_coll;
-        old_table.nccl_coll = nccl_coll_v4_shim;
-    }
-    return &old_table;
-}
-
-/* Every plugin version this loader knows, newest first. */
+/* Every plugin version this loader knows, newest first: its entry point,
+ * and what turns its table into the current one (plugin_adapt.h). */
 static const struct {
     const char *entry;
-    uint32_t abi;
-    const struct dcoll_cuda_plugin *(*adapt)(const struct dcoll_cuda_plugin *);
+    const dcoll_cuda_plugin_t *(*adapt)(const void *entry_table);
 } versions[] = {
-    {DCOLL_CUDA_PLUGIN_ENTRY, DCOLL_PLUGIN_ABI, NULL},
-    {"dcoll_cuda_plugin_v5", 5, adapt_v5},
-    {"dcoll_cuda_plugin_v1", 4, adapt_v4},
+    {DCOLL_CUDA_PLUGIN_ENTRY, adapt_current},
+    {DCOLL_CUDA_PLUGIN_V5_ENTRY, dcoll_plugin_adapt_v5},
+    {DCOLL_CUDA_PLUGIN_V4_ENTRY, dcoll_plugin_adapt_v4},
 };
 
 /* Try one path; on failure append why to tried. */
@@ -99,7 +59,7 @@ static bool try_load(const char *path, char *tried, size_t len)
                  dlerror());
         return false;
     }
-    const struct dcoll_cuda_plugin *p = NULL;
+    const dcoll_cuda_plugin_t *p = NULL;
     bool seen = false;
     for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]) && !p;
          i++) {
@@ -108,11 +68,7 @@ static bool try_load(const char *path, char *tried, size_t len)
         if (!entry)
             continue;
         seen = true;
-        p = entry();
-        if (p && p->abi != versions[i].abi)
-            p = NULL;
-        else if (p && versions[i].adapt)
-            p = versions[i].adapt(p);
+        p = versions[i].adapt(entry());
     }
     if (!p) {
         snprintf(tried + used, len - used, "%s%s: %s", used ? "; " : "",

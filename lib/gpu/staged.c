@@ -16,7 +16,7 @@ static const char *const kind_name[] = {
 dcoll_status_t dcoll_gpu_where(const char *fn, const struct dcoll_coll *c,
                                int *device)
 {
-    const struct dcoll_cuda_plugin *cu = dcoll_gpu_plugin;
+    const dcoll_cuda_plugin_t *cu = dcoll_gpu_plugin;
     int sdev = -1, rdev = -1;
     enum dcoll_mem_kind sk = DCOLL_MEM_HOST, rk = DCOLL_MEM_HOST;
     *device = -1;
@@ -42,7 +42,7 @@ dcoll_status_t dcoll_gpu_where(const char *fn, const struct dcoll_coll *c,
 
 int dcoll_device_of(const void *p)
 {
-    const struct dcoll_cuda_plugin *cu = dcoll_gpu_plugin;
+    const dcoll_cuda_plugin_t *cu = dcoll_gpu_plugin;
     int dev = -1;
     if (!cu || !p || cu->mem_kind(p, &dev) != DCOLL_MEM_DEVICE)
         return -1;
@@ -72,7 +72,7 @@ struct staged_group {
 
 /* The copy-out half, run when the host collective is done. */
 struct staged {
-    const struct dcoll_cuda_plugin *cu;
+    const dcoll_cuda_plugin_t *cu;
     struct dcoll_kept *pinned; /* the group's */
     char *block;            /* the pinned block; pinned's or our own */
     bool own;
@@ -134,7 +134,7 @@ static dcoll_status_t run_chunks(struct dcoll_group *g, const struct dcoll_coll 
                                  struct staged *s, const char *fn,
                                  struct dcoll_outcome *out)
 {
-    const struct dcoll_cuda_plugin *cu = s->cu;
+    const dcoll_cuda_plugin_t *cu = s->cu;
     size_t esz = dcoll_dtype_sizes[h->dtype];
     int64_t per = (int64_t)(CHUNK / esz), n = h->count;
     int64_t k = (n + per - 1) / per;
@@ -195,7 +195,7 @@ static dcoll_status_t staged_run(struct dcoll_group *g,
                                  struct dcoll_work **work,
                                  struct dcoll_outcome *oc)
 {
-    const struct dcoll_cuda_plugin *cu = dcoll_gpu_plugin;
+    const dcoll_cuda_plugin_t *cu = dcoll_gpu_plugin;
     const char *fn = c->fn;
     int device = c->device;
     struct staged_group *sg = g->tl[DCOLL_TL_STAGED];

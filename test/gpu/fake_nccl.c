@@ -42,7 +42,7 @@ struct fcomm {
 
 struct op {
     struct fcomm *c;
-    struct dcoll_plugin_call call;
+    dcoll_plugin_call_t call;
 };
 
 static struct seg *segs;
@@ -209,7 +209,7 @@ static bool reduces(int kind)
 
 /* What this NCCL offers: the five kinds of the multi-GPU forms; no half
  * types; AVG on floating types only. The rest is staged (1). */
-static bool offered(const struct dcoll_plugin_call *k)
+static bool offered(const dcoll_plugin_call_t *k)
 {
     if (k->kind == DCOLL_KIND_BARRIER)
         return false;
@@ -267,7 +267,7 @@ static void fold(struct seg *s, void *out, size_t off, size_t n, int dtype,
 /* Phase one for one rank: its input into its slot. */
 static int put(const struct op *o)
 {
-    const struct dcoll_plugin_call *k = &o->call;
+    const dcoll_plugin_call_t *k = &o->call;
     struct seg *s = o->c->seg;
     size_t b = (size_t)k->count * esize(k->dtype);
     const void *in = k->sendbuf;
@@ -286,7 +286,7 @@ static int put(const struct op *o)
 /* Phase two: this rank's output from every slot. */
 static void take(const struct op *o)
 {
-    const struct dcoll_plugin_call *k = &o->call;
+    const dcoll_plugin_call_t *k = &o->call;
     struct seg *s = o->c->seg;
     int rank = o->c->rank;
     size_t n = (size_t)k->count, b = n * esize(k->dtype);
@@ -348,18 +348,42 @@ static int run(struct op *ops, int n, double timeout)
     return rc;
 }
 
-int fake_nccl_takes(const struct dcoll_plugin_call *k)
+int fake_nccl_takes(const dcoll_plugin_call_t *k)
 {
     return offered(k) ? 0 : 1;
 }
 
-int fake_nccl_coll(void *comm, const struct dcoll_plugin_call *k, int rank,
+/* Whether the buffers are in place as NCCL tells it, from the pointers:
+ * the core's flag in the record must say the same, or the record was
+ * misread (an old plugin ABI's layout, say). Broadcast has one buffer. */
+static bool placed(const dcoll_plugin_call_t *k, int rank)
+{
+    const char *sb = k->sendbuf, *rb = k->recvbuf;
+    size_t b = (size_t)k->count * esize(k->dtype);
+    switch (k->kind) {
+    case DCOLL_KIND_ALL_GATHER:
+        return rb && sb == rb + b * (size_t)rank;
+    case DCOLL_KIND_REDUCE_SCATTER:
+        return sb && rb == sb + b * (size_t)rank;
+    default:
+        return sb && sb == rb;
+    }
+}
+
+int fake_nccl_coll(void *comm, const dcoll_plugin_call_t *k, int rank,
                    int size, void *stream, double timeout)
 {
     struct fcomm *c = comm;
     (void)stream;
     if (!offered(k))
         return 1;
+    if (k->kind != DCOLL_KIND_BROADCAST && k->count > 0 &&
+        k->in_place != placed(k, rank)) {
+        snprintf(failure, sizeof(failure), "fake NCCL: the call record says "
+                 "%s, but its buffers are %s", k->in_place ? "in place"
+                 : "not in place", k->in_place ? "not" : "in place");
+        return -1;
+    }
     if (rank != c->rank || size != c->seg->nranks)
         return fail(-1, "rank or size differs from the communicator's");
     struct op o = {c, *k};

@@ -18,8 +18,8 @@ int fake_nccl_comm(const void *id, int nranks, int rank, int device,
 int fake_nccl_comms(const void *id, int nranks, int first, int ndev,
                     const int *devices, double timeout, void **comms);
 void fake_nccl_free(void *comm);
-int fake_nccl_takes(const struct dcoll_plugin_call *c);
-int fake_nccl_coll(void *comm, const struct dcoll_plugin_call *c, int rank,
+int fake_nccl_takes(const dcoll_plugin_call_t *c);
+int fake_nccl_coll(void *comm, const dcoll_plugin_call_t *c, int rank,
                    int size, void *stream, double timeout);
 int fake_nccl_wait(void *comm, void *stream, double timeout);
 int fake_event_record(void *comm, void *stream, void **event);

@@ -9,6 +9,9 @@
  *                  with NCCL's grouping rules enforced;
  *   FAKE_SHARED_UUID=1  every process's GPU i has the same identity, as
  *                  processes sharing real GPUs do.
+ * Built once per plugin ABI the loader takes (FAKE_ABI 4, 5 or 6, the
+ * current one by default), exporting that version's entry point and
+ * table, so that every adapter of lib/gpu/ runs under the tests.
  * Never installed. */
 #include <stdint.h>
 #include <stdio.h>
@@ -123,17 +126,48 @@ static int device_uuid(int device, unsigned char uuid[16])
     return 0;
 }
 
-static struct dcoll_cuda_plugin table = {
-    .abi = DCOLL_PLUGIN_ABI, .probe = probe, .versions = versions,
+#ifndef FAKE_ABI
+#define FAKE_ABI 6
+#endif
+#if FAKE_ABI == 4
+typedef struct dcoll_cuda_plugin_v4 fake_table_t;
+#define FAKE_ENTRY dcoll_cuda_plugin_v1
+#elif FAKE_ABI == 5
+typedef struct dcoll_cuda_plugin_v5 fake_table_t;
+#define FAKE_ENTRY dcoll_cuda_plugin_v5
+#else
+typedef struct dcoll_cuda_plugin_v6 fake_table_t;
+#define FAKE_ENTRY dcoll_cuda_plugin_v6
+#endif
+
+#if FAKE_ABI == 4
+/* Version 4's plugins read the core's descriptor as it was then; the
+ * fake's NCCL reads the current record. */
+static int nccl_coll_v4(void *comm, const struct dcoll_plugin_call_v4 *c,
+                        int rank, int size, void *stream, double timeout)
+{
+    dcoll_plugin_call_t k = {
+        .kind = c->kind, .sendbuf = c->sendbuf, .recvbuf = c->recvbuf,
+        .count = c->count, .dtype = c->dtype, .op = c->op, .root = c->root,
+        .in_place = c->in_place,
+    };
+    return fake_nccl_coll(comm, &k, rank, size, stream, timeout);
+}
+#define FAKE_NCCL_COLL nccl_coll_v4
+#else
+#define FAKE_NCCL_COLL fake_nccl_coll
+#endif
+
+static fake_table_t table = {
+    .abi = FAKE_ABI, .probe = probe, .versions = versions,
     .pci_bus_id = pci_bus_id, .mem_kind = mem_kind,
     .host_alloc = host_alloc, .host_free = host_free, .copy = copy,
     .sync = sync_stream, .last_error = last_error,
     .select_device = select_device,
 };
 
-__attribute__((visibility("default")))
-const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v6(void);
-const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v6(void)
+__attribute__((visibility("default"))) const fake_table_t *FAKE_ENTRY(void);
+const fake_table_t *FAKE_ENTRY(void)
 {
     /* Without FAKE_NCCL, no NCCL: every device call is staged. */
     const char *e = getenv("FAKE_NCCL");
@@ -142,17 +176,19 @@ const struct dcoll_cuda_plugin *dcoll_cuda_plugin_v6(void)
         table.device_uuid = device_uuid;
         table.nccl_id = fake_nccl_id;
         table.nccl_comm = fake_nccl_comm;
-        table.nccl_comms = fake_nccl_comms;
         table.nccl_free = fake_nccl_free;
-        table.nccl_coll = fake_nccl_coll;
+        table.nccl_coll = FAKE_NCCL_COLL;
         table.nccl_wait = fake_nccl_wait;
         table.event_record = fake_event_record;
         table.event_poll = fake_event_poll;
         table.event_wait = fake_event_wait;
         table.event_free = fake_event_free;
+#if FAKE_ABI >= 6
+        table.nccl_comms = fake_nccl_comms;
         table.group_start = fake_group_start;
         table.group_end = fake_group_end;
         table.nccl_takes = fake_nccl_takes;
+#endif
     }
     return &table;
 }

@@ -11,6 +11,7 @@
 typedef void *cudaStream_t;
 static void *(*fake_alloc)(size_t);
 static void (*fake_copy)(void *, const void *, size_t);
+static long (*fake_nccl_calls)(void);
 #define cudaSuccess 0
 #define cudaMemcpyHostToDevice 0
 #define cudaMemcpyDeviceToHost 0
@@ -20,6 +21,7 @@ static int cudaGetDeviceCount(int *n)
     void *h = path ? dlopen(path, RTLD_NOW) : NULL;
     *(void **)&fake_alloc = h ? dlsym(h, "fake_device_alloc") : NULL;
     *(void **)&fake_copy = h ? dlsym(h, "fake_device_copy") : NULL;
+    *(void **)&fake_nccl_calls = h ? dlsym(h, "fake_nccl_calls") : NULL;
     *n = fake_alloc && fake_copy;
     return 0;
 }
@@ -153,6 +155,23 @@ int main(int argc, char **argv)
         for (int i = 0; i < N; i++)
             CHECK(h[k * N + i] == val(k, i), "all_gather[%d][%d]", k, i);
     free(h);
+    /* In place: this rank's block is in the receive buffer already. */
+    float *hb = calloc((size_t)N * (size_t)n, sizeof(float)), *ag = NULL;
+    for (int i = 0; i < N; i++)
+        hb[me * N + i] = val(me, i);
+    cudaMalloc((void **)&ag, sizeof(float) * (size_t)N * (size_t)n);
+    cudaMemcpy(ag, hb, sizeof(float) * (size_t)N * (size_t)n,
+               cudaMemcpyHostToDevice);
+    free(hb);
+    OK(dcoll_all_gather(NULL, ag + (size_t)me * N, ag, N, DCOLL_FLOAT32, NULL,
+                        NULL));
+    h = host(ag, N * n);
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < N; i++)
+            CHECK(h[k * N + i] == val(k, i), "all_gather in place[%d][%d]", k,
+                  i);
+    free(h);
+    cudaFree(ag);
     OK(dcoll_gather(NULL, s, me == 0 ? r : NULL, N, DCOLL_FLOAT32, 0, NULL,
                     NULL));
     if (me == 0) {
@@ -313,6 +332,17 @@ int main(int argc, char **argv)
     cudaFree(b);
     cudaFree(big);
     cudaFree(one);
+#ifdef FAKE_DEVICE
+    /* DCOLL_TEST_NCCL=yes: the fake's NCCL ran calls, through whichever
+     * plugin ABI the fake was built for; no: none reached it. */
+    const char *want = getenv("DCOLL_TEST_NCCL");
+    if (want) {
+        long calls = fake_nccl_calls ? fake_nccl_calls() : -1;
+        CHECK(!strcmp(want, "yes") ? calls > 0 : calls == 0,
+              "DCOLL_TEST_NCCL=%s, but the fake NCCL ran %ld calls", want,
+              calls);
+    }
+#endif
     OK(dcoll_finalize());
     MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM,
                   MPI_COMM_WORLD);

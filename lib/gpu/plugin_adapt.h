@@ -1,0 +1,40 @@
+/* The loader's adapters, one file per plugin ABI version it still takes
+ * (plugin_v4.c, plugin_v5.c), as NCCL keeps one shim per old network
+ * plugin version. Each turns what that version's entry point returned
+ * into a table of the current layout, or NULL where its abi field says
+ * it is not that version. */
+#ifndef DCOLL_PLUGIN_ADAPT_H
+#define DCOLL_PLUGIN_ADAPT_H
+
+#include "plugin_abi.h"
+
+const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v4(const void *table);
+const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v5(const void *table);
+
+/* The calls versions 4 to 6 share, by name, from an old table p into a
+ * current one t; nccl_coll's record changed in 5 and is each adapter's. */
+#define DCOLL_PLUGIN_COPY_SHARED(t, p)                                      \
+    do {                                                                    \
+        (t)->probe = (p)->probe;                                            \
+        (t)->versions = (p)->versions;                                      \
+        (t)->pci_bus_id = (p)->pci_bus_id;                                  \
+        (t)->mem_kind = (p)->mem_kind;                                      \
+        (t)->host_alloc = (p)->host_alloc;                                  \
+        (t)->host_free = (p)->host_free;                                    \
+        (t)->copy = (p)->copy;                                              \
+        (t)->sync = (p)->sync;                                              \
+        (t)->last_error = (p)->last_error;                                  \
+        (t)->select_device = (p)->select_device;                            \
+        (t)->nccl_bytes = (p)->nccl_bytes;                                  \
+        (t)->device_uuid = (p)->device_uuid;                                \
+        (t)->nccl_id = (p)->nccl_id;                                        \
+        (t)->nccl_comm = (p)->nccl_comm;                                    \
+        (t)->nccl_free = (p)->nccl_free;                                    \
+        (t)->nccl_wait = (p)->nccl_wait;                                    \
+        (t)->event_record = (p)->event_record;                              \
+        (t)->event_poll = (p)->event_poll;                                  \
+        (t)->event_wait = (p)->event_wait;                                  \
+        (t)->event_free = (p)->event_free;                                  \
+    } while (0)
+
+#endif
