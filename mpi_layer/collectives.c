@@ -324,7 +324,7 @@ static void run_after(struct mpi_work *w)
     if (w->move_bytes)
         memmove(w->move_dst, w->move_src, w->move_bytes);
     if (w->avg_buf)
-        dcoll_mpi_divide(w->avg_buf, w->avg_n, w->dtype, w->divisor);
+        dcoll_divide(w->avg_buf, w->avg_n, w->dtype, w->divisor);
 }
 
 static dcoll_status_t post(struct dcoll_group *g, const struct dcoll_coll *c,

@@ -1,6 +1,5 @@
 /* dcoll types and ops as MPI sees them; big counts as derived types. */
 #include <stdlib.h>
-#include "halfvec.h"
 #include "mpi_internal.h"
 
 MPI_Datatype dcoll_mpi_dtype[DCOLL_DTYPE_COUNT_];
@@ -51,8 +50,7 @@ dcoll_status_t dcoll_mpi_types_create(void)
         if ((rc = MPI_Op_create(half_fns[i], 1, &dcoll_mpi_half_op[i])))
             return dcoll_mpi_error(rc, "MPI_Op_create (float16 ops)");
     dcoll_mpi_half_op[DCOLL_AVG] = dcoll_mpi_half_op[DCOLL_SUM];
-    dcoll_mpi_half_vec = dcoll_half_vec_usable() &&
-                         !getenv("DCOLL_NO_HALF_VEC");
+    dcoll_kernels_setup();
 
     int *ub, flag = 0;
     MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);

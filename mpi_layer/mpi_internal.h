@@ -156,11 +156,6 @@ static inline MPI_Op dcoll_mpi_op(dcoll_dtype_t dt, dcoll_op_t op)
  * is exactly n elements, so block i of a gather still starts at i * n. */
 int dcoll_mpi_big_type(int64_t n, MPI_Datatype base, MPI_Datatype *out);
 
-/* halfops.c: buf[i] /= divisor, for AVG after a SUM; and whether the
- * 16-bit float ops use the AVX2/F16C kernels (set by types_create). */
-extern bool dcoll_mpi_half_vec;
-/* halfops.c: buf[i] /= divisor, for AVG after a SUM. */
-void dcoll_mpi_divide(void *buf, int64_t n, dcoll_dtype_t dt, int divisor);
 
 /* collectives.c: free the cached work handle (at stop). */
 void dcoll_mpi_work_cache_free(void);

@@ -170,11 +170,17 @@ void dcoll_kept_give(struct dcoll_kept *k, char *buf, bool own,
                      void (*release)(void *));
 void dcoll_kept_free(struct dcoll_kept *k, void (*release)(void *));
 
-/* localop.c: acc[i] = acc[i] op x[i] for n elements (AVG folds as SUM),
- * and buf[i] /= by: a process's own buffers, before and after the
- * collective across processes. */
-void dcoll_local_fold(void *acc, const void *x, int64_t n, dcoll_dtype_t dt,
-                      dcoll_op_t op);
-void dcoll_local_divide(void *buf, int64_t n, dcoll_dtype_t dt, int by);
+/* kernels.c: every reduction dcoll computes itself (see there for the
+ * rules). fold: io[i] = in[i] op io[i] for n elements (AVG folds as SUM);
+ * divide: buf[i] /= by. The MPI layer's float16/bfloat16 ops and AVG and
+ * the multi-buffer forms' local steps both run them. setup: once, before
+ * any fold (whether this CPU's AVX2/F16C kernels may run;
+ * DCOLL_NO_HALF_VEC=1 keeps to the scalar loops). */
+void dcoll_kernels_setup(void);
+void dcoll_fold(void *io, const void *in, int64_t n, dcoll_dtype_t dt,
+                dcoll_op_t op);
+void dcoll_divide(void *buf, int64_t n, dcoll_dtype_t dt, int by);
+/* The float16/bfloat16 rule for one element pair, in float32 (a: in). */
+float dcoll_half_rule(int op, float a, float b);
 
 #endif

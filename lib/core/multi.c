@@ -49,7 +49,7 @@ static dcoll_status_t after(struct multi *m, dcoll_status_t st)
 {
     if (!st) {
         if (m->divide)
-            dcoll_local_divide(m->divide, m->n, m->dtype, m->by);
+            dcoll_divide(m->divide, m->n, m->dtype, m->by);
         for (int i = 0; i < m->nout; i++)
             if (m->bytes && m->out[i] != m->from + (size_t)i * m->stride)
                 memcpy(m->out[i], m->from + (size_t)i * m->stride, m->bytes);
@@ -318,7 +318,7 @@ dcoll_status_t dcoll_all_reduce_multi(dcoll_group_t *group, void *const *bufs,
         return DCOLL_ERR_NO_MEMORY;
     /* Every buffer gets the result: the first one gathers them here. */
     for (int i = 1; i < nbufs; i++)
-        dcoll_local_fold(bufs[0], bufs[i], count, dtype, op);
+        dcoll_fold(bufs[0], bufs[i], count, dtype, op);
     m->from = bufs[0];
     m->bytes = bytes;
     avg_later(m, op, nbufs, bufs[0], count, dtype);
@@ -363,7 +363,7 @@ dcoll_status_t dcoll_reduce_multi(dcoll_group_t *group, void *const *bufs,
     if (bytes)
         memcpy(m->tmp, bufs[0], bytes);
     for (int i = 1; i < nbufs; i++)
-        dcoll_local_fold(m->tmp, bufs[i], count, dtype, op);
+        dcoll_fold(m->tmp, bufs[i], count, dtype, op);
     if (mine)
         avg_later(m, op, nbufs, bufs[root_buf], count, dtype);
     struct dcoll_coll c = {.kind = DCOLL_COLL_REDUCE, .sendbuf = m->tmp,
@@ -457,7 +457,7 @@ dcoll_status_t dcoll_reduce_scatter_multi(dcoll_group_t *group,
     if (in)
         memcpy(m->tmp, sendbufs[0], in);
     for (int i = 1; i < nbufs; i++)
-        dcoll_local_fold(m->tmp, sendbufs[i], all, dtype, op);
+        dcoll_fold(m->tmp, sendbufs[i], all, dtype, op);
     char *res = (char *)m->tmp + in;
     m->from = res;
     m->bytes = bytes;

@@ -1,6 +1,9 @@
 /* float16 and bfloat16 sums of non-trivial values against a float32
  * reference computed from the same rounded inputs: the result must be the
- * reference rounded once more, within the rounding of each partial sum. */
+ * reference rounded once more, within the rounding of each partial sum.
+ * And their one NaN rule for min and max (lib/base/kernels.c), through
+ * both paths that apply it: MPI's user op across ranks, and the local
+ * fold of the multi-buffer forms within a rank. */
 #include "testutil.h"
 
 int t_rank, t_failures;
@@ -46,6 +49,55 @@ int main(void)
         CHECK(bad == 0, "%s: %d of %d sums off the float32 reference",
               t_dtype_names[dt], bad, N);
         free(b);
+    }
+    /* NaN where rank r (i % size == r, every other i) or buffer j of
+     * three (i % 3 == j) put one in, ordinary values elsewhere: a NaN
+     * from any rank or buffer comes out of min and max, wherever it is. */
+    for (int k = 0; k < 2; k++) {
+        dcoll_dtype_t dt = types[k];
+        for (dcoll_op_t op = DCOLL_MIN; op <= DCOLL_MAX; op++) {
+            enum { M = 61 };
+            uint16_t one[M], three[3][M];
+            void *bufs[3] = {three[0], three[1], three[2]};
+            for (int i = 0; i < M; i++) {
+                int nan = i % 2 == 0 && i / 2 % size == t_rank;
+                t_set(one, dt, i, nan ? NAN : (double)((i + t_rank) % 5));
+                for (int j = 0; j < 3; j++)
+                    t_set(three[j], dt, i,
+                          i % 3 == j && i % 2 ? NAN
+                                              : (double)((i + j + t_rank) % 5));
+            }
+            CHECK_OK(dcoll_all_reduce(NULL, one, one, M, dt, op, NULL, NULL));
+            CHECK_OK(dcoll_all_reduce_multi(NULL, bufs, 3, M, dt, op, NULL,
+                                            NULL));
+            for (int i = 0; i < M; i++) {
+                double lo = 1e9, hi = -1e9;
+                for (int r = 0; r < size; r++)
+                    for (int j = 0; j < 3; j++) {
+                        double v = (i + j + r) % 5;
+                        lo = v < lo ? v : lo;
+                        hi = v > hi ? v : hi;
+                    }
+                double w3 = op == DCOLL_MIN ? lo : hi, w1;
+                /* The single-buffer call's values: (i + r) % 5. */
+                lo = 1e9, hi = -1e9;
+                for (int r = 0; r < size; r++) {
+                    double v = (i + r) % 5;
+                    lo = v < lo ? v : lo;
+                    hi = v > hi ? v : hi;
+                }
+                w1 = op == DCOLL_MIN ? lo : hi;
+                double g1 = t_get(one, dt, i), g3 = t_get(three[0], dt, i);
+                CHECK(i % 2 == 0 ? g1 != g1 : g1 == w1,
+                      "%s all_reduce %s [%d] = %g (NaN from rank %d)",
+                      t_dtype_names[dt], op == DCOLL_MIN ? "min" : "max", i,
+                      g1, i % 2 == 0 ? i / 2 % size : -1);
+                CHECK(i % 2 ? g3 != g3 : g3 == w3,
+                      "%s all_reduce_multi %s [%d] = %g (NaN in buffer %d)",
+                      t_dtype_names[dt], op == DCOLL_MIN ? "min" : "max", i,
+                      g3, i % 2 ? i % 3 : -1);
+            }
+        }
     }
     int rc = t_finish("test_halfsum");
     CHECK_OK(dcoll_finalize());

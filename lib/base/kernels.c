@@ -1,23 +1,39 @@
-/* Reductions inside one process: what the multi-buffer collectives do
- * to a process's own buffers before and after the collective across
- * processes. Plain loops; float16 and bfloat16 go through float, as in
- * the MPI layer's ops. */
+/* Every reduction kernel dcoll runs itself, in one place: the MPI layer's
+ * float16/bfloat16 ops and AVG division (mpi_layer/halfops.c wraps them
+ * as MPI user functions) and the multi-buffer forms' folds over a
+ * process's own buffers (lib/core/multi.c) call the same loops, so both
+ * paths give the same bits.
+ *
+ * The rules: io[i] = in[i] op io[i]. Integer and native float types take
+ * what MPI's own ops do (min: in < io ? in : io). float16 and bfloat16 are
+ * computed in float32 and rounded back to nearest even, and a NaN in
+ * either operand comes out of min and max, as in torch. */
+#include <stdlib.h>
 #include "base.h"
 #include "half.h"
+#include "halfvec.h"
 
-/* These loops are the whole cost of the multi-buffer forms' local step:
- * vectorized, as MPI_Reduce_local's are, whatever the build's level. */
+/* These loops are the whole cost of the local step of the multi-buffer
+ * forms: vectorized, as MPI_Reduce_local's are, whatever the build's
+ * level. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3")
 #endif
 
+static bool half_vec;
+
+void dcoll_kernels_setup(void)
+{
+    half_vec = dcoll_half_vec_usable() && !getenv("DCOLL_NO_HALF_VEC");
+}
+
 /* One loop per op, so that each vectorizes. */
 #define LOOP(T, expr)                                                        \
     do {                                                                     \
-        T *restrict a = acc;                                                 \
-        const T *restrict b = x;                                             \
+        T *restrict b = io;                                                  \
+        const T *restrict a = in;                                            \
         for (int64_t i = 0; i < n; i++)                                      \
-            a[i] = (T)(expr);                                                \
+            b[i] = (T)(expr);                                                \
     } while (0)
 
 #define FOLD(T)                                                              \
@@ -25,8 +41,8 @@
         switch (op) {                                                        \
         case DCOLL_SUM: case DCOLL_AVG: LOOP(T, a[i] + b[i]); break;         \
         case DCOLL_PRODUCT: LOOP(T, a[i] * b[i]); break;                     \
-        case DCOLL_MIN: LOOP(T, b[i] < a[i] ? b[i] : a[i]); break;           \
-        case DCOLL_MAX: LOOP(T, b[i] > a[i] ? b[i] : a[i]); break;           \
+        case DCOLL_MIN: LOOP(T, a[i] < b[i] ? a[i] : b[i]); break;           \
+        case DCOLL_MAX: LOOP(T, a[i] > b[i] ? a[i] : b[i]); break;           \
         default: break;                                                      \
         }                                                                    \
     } while (0)
@@ -58,24 +74,38 @@ static uint16_t f2h(float f, bool bf)
     return bf ? dcoll_float_to_bf16(f) : dcoll_float_to_half(f);
 }
 
-static void fold_half(uint16_t *a, const uint16_t *b, int64_t n,
-                      dcoll_op_t op, bool bf)
+float dcoll_half_rule(int op, float a, float b)
 {
-    for (int64_t i = 0; i < n; i++) {
-        float x = h2f(a[i], bf), y = h2f(b[i], bf);
-        switch (op) {
-        case DCOLL_SUM: case DCOLL_AVG: x += y; break;
-        case DCOLL_PRODUCT: x *= y; break;
-        case DCOLL_MIN: x = y < x ? y : x; break;
-        case DCOLL_MAX: x = y > x ? y : x; break;
-        default: break;
-        }
-        a[i] = f2h(x, bf);
+    switch (op) {
+    case DCOLL_SUM: case DCOLL_AVG: return a + b;
+    case DCOLL_PRODUCT: return a * b;
+    case DCOLL_MIN: return (a != a || a < b) ? a : b;
+    default: return (a != a || a > b) ? a : b;
     }
 }
 
-void dcoll_local_fold(void *acc, const void *x, int64_t n, dcoll_dtype_t dt,
-                      dcoll_op_t op)
+static const enum dcoll_half_vop vop[] = {
+    [DCOLL_SUM] = DCOLL_HALF_SUM, [DCOLL_AVG] = DCOLL_HALF_SUM,
+    [DCOLL_PRODUCT] = DCOLL_HALF_PROD, [DCOLL_MIN] = DCOLL_HALF_MIN,
+    [DCOLL_MAX] = DCOLL_HALF_MAX,
+};
+
+/* The vector kernel takes what it can (8 at a time, bit for bit the
+ * scalar rule's), the scalar loop the rest. */
+static void fold_half(uint16_t *io, const uint16_t *in, int64_t n,
+                      dcoll_op_t op, bool bf)
+{
+    int64_t i = 0;
+    /* The kernel counts in int: a billion elements a pass at most. */
+    while (half_vec && n - i >= 8)
+        i += dcoll_half_vec(vop[op], bf, in + i, io + i,
+                            (int)(n - i < (1 << 30) ? n - i : (1 << 30)));
+    for (; i < n; i++)
+        io[i] = f2h(dcoll_half_rule(op, h2f(in[i], bf), h2f(io[i], bf)), bf);
+}
+
+void dcoll_fold(void *io, const void *in, int64_t n, dcoll_dtype_t dt,
+                dcoll_op_t op)
 {
     switch (dt) {
     case DCOLL_INT8: INT_FOLD(int8_t); break;
@@ -86,8 +116,8 @@ void dcoll_local_fold(void *acc, const void *x, int64_t n, dcoll_dtype_t dt,
     case DCOLL_UINT64: INT_FOLD(uint64_t); break;
     case DCOLL_FLOAT32: FOLD(float); break;
     case DCOLL_FLOAT64: FOLD(double); break;
-    case DCOLL_FLOAT16: fold_half(acc, x, n, op, false); break;
-    case DCOLL_BFLOAT16: fold_half(acc, x, n, op, true); break;
+    case DCOLL_FLOAT16: fold_half(io, in, n, op, false); break;
+    case DCOLL_BFLOAT16: fold_half(io, in, n, op, true); break;
     default: break;
     }
 }
@@ -99,9 +129,10 @@ void dcoll_local_fold(void *acc, const void *x, int64_t n, dcoll_dtype_t dt,
             a[i] = (T)(a[i] / (T)by);                                        \
     } while (0)
 
-void dcoll_local_divide(void *buf, int64_t n, dcoll_dtype_t dt, int by)
+void dcoll_divide(void *buf, int64_t n, dcoll_dtype_t dt, int by)
 {
     uint16_t *h = buf;
+    bool bf = dt == DCOLL_BFLOAT16;
     switch (dt) {
     case DCOLL_INT8: DIV(int8_t); break;
     case DCOLL_UINT8: DIV(uint8_t); break;
@@ -113,9 +144,10 @@ void dcoll_local_divide(void *buf, int64_t n, dcoll_dtype_t dt, int by)
     case DCOLL_FLOAT64: DIV(double); break;
     case DCOLL_FLOAT16:
     case DCOLL_BFLOAT16:
-        for (int64_t i = 0; i < n; i++)
-            h[i] = f2h(h2f(h[i], dt == DCOLL_BFLOAT16) / (float)by,
-                       dt == DCOLL_BFLOAT16);
+        for (int64_t i = half_vec ? dcoll_half_vec_divide(bf, h, n, (float)by)
+                                  : 0;
+             i < n; i++)
+            h[i] = f2h(h2f(h[i], bf) / (float)by, bf);
         break;
     default:
         break;

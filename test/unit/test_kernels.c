@@ -1,12 +1,17 @@
-/* The AVX2/F16C kernels against the scalar loops they stand in for: every
- * float16 and bfloat16 bit pattern as an operand, through every op and the
- * AVG division, bit for bit (a NaN need only stay a NaN). */
+/* The reduction kernels of lib/base/kernels.c. The AVX2/F16C kernels
+ * against the scalar rule they stand in for: every float16 and bfloat16
+ * bit pattern as an operand, through every op and the AVG division, bit
+ * for bit (a NaN need only stay a NaN). And the one NaN rule: a NaN on
+ * either side of min and max comes out, through dcoll_fold, whether the
+ * vector kernels run or not. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <cmocka.h>
+#include "base.h"
 #include "half.h"
 #include "halfvec.h"
 
@@ -20,15 +25,14 @@ static uint16_t from_f(float f, bool bf16)
     return bf16 ? dcoll_float_to_bf16(f) : dcoll_float_to_half(f);
 }
 
-/* The scalar expressions of mpi_layer/halfops.c. */
+/* The rule the kernels share (kernels.c), by vector op. */
 static float scalar(enum dcoll_half_vop op, float a, float b)
 {
-    switch (op) {
-    case DCOLL_HALF_SUM: return a + b;
-    case DCOLL_HALF_PROD: return a * b;
-    case DCOLL_HALF_MIN: return (a != a || a < b) ? a : b;
-    default: return (a != a || a > b) ? a : b;
-    }
+    static const dcoll_op_t ops[] = {
+        [DCOLL_HALF_SUM] = DCOLL_SUM, [DCOLL_HALF_PROD] = DCOLL_PRODUCT,
+        [DCOLL_HALF_MIN] = DCOLL_MIN, [DCOLL_HALF_MAX] = DCOLL_MAX,
+    };
+    return dcoll_half_rule(ops[op], a, b);
 }
 
 static void same(uint16_t got, uint16_t want, bool bf16, uint16_t a,
@@ -91,10 +95,49 @@ static void kernels_match(void **state)
     free(orig);
 }
 
+/* NaN at element i of in (i % 3 == 1) or of io (i % 3 == 2), beside
+ * ordinary values: min and max give NaN exactly there, for both types,
+ * lengths that leave a scalar tail, with and without the vector kernels. */
+static void nan_rule(void **state)
+{
+    (void)state;
+    enum { M = 45 };
+    for (int vec = 0; vec < 2; vec++) {
+        if (vec)
+            unsetenv("DCOLL_NO_HALF_VEC");
+        else
+            setenv("DCOLL_NO_HALF_VEC", "1", 1);
+        dcoll_kernels_setup();
+        for (int bf = 0; bf < 2; bf++) {
+            dcoll_dtype_t dt = bf ? DCOLL_BFLOAT16 : DCOLL_FLOAT16;
+            for (dcoll_op_t op = DCOLL_MIN; op <= DCOLL_MAX; op++) {
+                uint16_t in[M], io[M];
+                for (int i = 0; i < M; i++) {
+                    in[i] = from_f(i % 3 == 1 ? NAN : (float)(i % 5), bf);
+                    io[i] = from_f(i % 3 == 2 ? NAN : (float)(i % 4), bf);
+                }
+                dcoll_fold(io, in, M, dt, op);
+                for (int i = 0; i < M; i++) {
+                    float got = to_f(io[i], bf);
+                    float a = (float)(i % 5), b = (float)(i % 4);
+                    float want = op == DCOLL_MIN ? (a < b ? a : b)
+                                                 : (a > b ? a : b);
+                    if (i % 3)
+                        assert_true(got != got);
+                    else
+                        assert_true(got == want);
+                }
+            }
+        }
+    }
+    unsetenv("DCOLL_NO_HALF_VEC");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(kernels_match),
+        cmocka_unit_test(nan_rule),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
