@@ -6,6 +6,7 @@ cd "$(dirname "$0")/.."
 [ -d build ] || meson setup build
 ninja -C build
 meson test -C build --print-errorlogs "$@"
-# With no tests named, the MPICH and sanitizer passes too.
+# With no tests named, the MPICH, sanitizer and fuzz passes too.
 [ $# -gt 0 ] || ./scripts/mpich.sh
 [ $# -gt 0 ] || ./scripts/sanitize.sh
+[ $# -gt 0 ] || ./scripts/fuzz.sh

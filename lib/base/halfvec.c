@@ -4,14 +4,19 @@
 #include "halfvec.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#include <cpuid.h>
 #include <immintrin.h>
 
 #define VEC __attribute__((target("avx2,f16c")))
 
+/* F16C from CPUID itself: clang's __builtin_cpu_supports has no name for
+ * it. */
 bool dcoll_half_vec_usable(void)
 {
+    unsigned a, b, c, d;
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __get_cpuid(1, &a, &b, &c, &d) &&
+           (c & bit_F16C);
 }
 
 VEC static inline __m256 load_f16(const uint16_t *p)

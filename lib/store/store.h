@@ -43,10 +43,17 @@ struct dcoll_store {
     int port;             /* TCP only */
 };
 
-/* Fill defaults from params (NULL: all defaults) and check them. */
+/* store_params.c: fill defaults from params (NULL: all defaults) and
+ * check them. */
 dcoll_status_t dcoll_store_params_read(const char *fn,
                                        const dcoll_store_params_t *params,
                                        dcoll_store_params_t *p);
+
+/* store.c: fn's argument checks, shared with the prefix store: a live
+ * store handle, and a key a program may use. */
+dcoll_status_t dcoll_store_check_handle(const char *fn,
+                                        const dcoll_store_t *s);
+dcoll_status_t dcoll_store_check_key(const char *fn, const char *key);
 
 /* An integer as the stores keep it (decimal text); false if it is not. */
 bool dcoll_store_parse_int(const uint8_t *p, size_t len, int64_t *v);

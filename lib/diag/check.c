@@ -1,0 +1,233 @@
+/* Before a call on a group whose diagnostics are on the slow path: a
+ * failed group refuses it, and in debug mode (DCOLL_DEBUG=detail) every
+ * rank checks that every other called the same collective, with the same
+ * counts, types and root, before any of them runs it. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report.h"
+
+/* What a rank says it called; equal bytes mean the same call. A vector
+ * kind whose counts every rank passes alike (all_gatherv,
+ * reduce_scatterv) carries their hash in count and the first few in v;
+ * the others carry neither, and their counts are matched pair by pair
+ * (check_counts). */
+#define SHOWN_COUNTS 6
+struct call {
+    int64_t seq, count;
+    int32_t kind, dtype, op, root; /* op, root -1 where the kind has none */
+    int32_t async, nv;             /* MPI never matches the two forms */
+    int64_t v[SHOWN_COUNTS];
+};
+
+static void describe(const struct call *c, struct dcoll_text *t)
+{
+    dcoll_put(t, "%s(%s", dcoll_kind_name(c->kind),
+        dcoll_dtype_name((dcoll_dtype_t)c->dtype));
+    if (c->op >= 0)
+        dcoll_put(t, ", %s", dcoll_op_name((dcoll_op_t)c->op));
+    if (c->nv) {
+        dcoll_put(t, ", recvcounts {");
+        for (int i = 0; i < c->nv && i < SHOWN_COUNTS; i++)
+            dcoll_put(t, "%s%lld", i ? "," : "", (long long)c->v[i]);
+        dcoll_put(t, "%s}", c->nv > SHOWN_COUNTS ? ",..." : "");
+    } else if (!dcoll_kind_has(c->kind, DCOLL_KF_VEC)) {
+        dcoll_put(t, ", count %lld", (long long)c->count);
+    }
+    if (c->root >= 0)
+        dcoll_put(t, ", root %d", c->root);
+    dcoll_put(t, "%s) as collective #%lld", c->async ? ", async" : "",
+        (long long)c->seq);
+}
+
+struct same_pick {
+    const struct call *all;
+    int like;
+};
+
+static bool pick_same(const void *arg, int r)
+{
+    const struct same_pick *p = arg;
+    return !memcmp(&p->all[r], &p->all[p->like], sizeof(struct call));
+}
+
+/* Above this many ranks the pairwise count check is skipped: each rank
+ * would gather 16 * size^2 bytes. */
+#define COUNTS_CHECK_MAX 1024
+
+/* A vector call whose counts are not the same on every rank (gatherv,
+ * scatterv, all_to_allv): every rank gathers what each says it sends to
+ * and expects from each other, so all see the same pairs that disagree. */
+static dcoll_status_t check_counts(struct dcoll_group *g,
+                                   const struct dcoll_coll *c)
+{
+    int n = g->size, me = g->rank;
+    if (c->kind == DCOLL_COLL_ALL_GATHERV ||
+        c->kind == DCOLL_COLL_REDUCE_SCATTERV || n > COUNTS_CHECK_MAX)
+        return DCOLL_SUCCESS;
+    size_t row = 2 * (size_t)n;
+    int64_t *mine = malloc(sizeof(int64_t) * row);
+    int64_t *all = malloc(sizeof(int64_t) * row * (size_t)n);
+    if (!mine || !all) {
+        free(mine);
+        free(all);
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
+                           "debug check of %d ranks' counts", c->fn, n);
+    }
+    /* mine[j]: elements this rank sends to j; mine[n + j]: expects from
+     * j; -1 where it does not say. */
+    for (size_t i = 0; i < row; i++)
+        mine[i] = -1;
+    switch (c->kind) {
+    case DCOLL_COLL_GATHERV:
+        mine[c->root] = c->count;
+        for (int j = 0; me == c->root && j < n; j++)
+            mine[n + j] = c->counts[j];
+        break;
+    case DCOLL_COLL_SCATTERV:
+        mine[n + c->root] = c->count;
+        for (int j = 0; me == c->root && j < n; j++)
+            mine[j] = c->counts[j];
+        break;
+    default: /* all_to_allv; in place, the receive side is both */
+        for (int j = 0; j < n; j++) {
+            mine[j] = c->counts ? c->counts[j] : c->counts2[j];
+            mine[n + j] = c->counts2[j];
+        }
+        break;
+    }
+    struct dcoll_outcome out = {.source = -1};
+    dcoll_status_t st = g->svc->exchange(g, mine, all, sizeof(int64_t) * row,
+                                         c, &out);
+    free(mine);
+    if (out.timed_out)
+        st = dcoll_fault_outcome(g, &out, c->fn, c->seq, c->kind,
+                                 c->async ? DCOLL_FORM_ASYNC
+                                          : DCOLL_FORM_BLOCKING);
+    if (st) {
+        free(all);
+        return st;
+    }
+    char name[200], msg[1000];
+    struct dcoll_text t = {msg, sizeof(msg), 0};
+    int bad = 0;
+    for (int r = 0; r < n; r++)
+        for (int j = 0; j < n; j++) {
+            int64_t sends = all[(size_t)r * row + (size_t)j];
+            int64_t expects = all[(size_t)j * row + (size_t)n + (size_t)r];
+            if (sends < 0 || expects < 0 || sends == expects)
+                continue;
+            if (!bad++)
+                dcoll_put(&t, "%s on %s: the ranks' counts disagree, so "
+                          "none ran (found by DCOLL_DEBUG=detail): ", c->fn,
+                    dcoll_group_name(g, name, sizeof(name)));
+            if (bad <= 4)
+                dcoll_put(&t, "%srank %d (world %d) sends %lld element(s) "
+                          "to rank %d (world %d), which expects %lld",
+                          bad > 1 ? "; " : "", r, dcoll_world_of(g, r),
+                          (long long)sends, j, dcoll_world_of(g, j),
+                          (long long)expects);
+        }
+    free(all);
+    if (!bad)
+        return DCOLL_SUCCESS;
+    if (bad > 4)
+        dcoll_put(&t, "; %d more pair(s)", bad - 4);
+    dcoll_flight_print(g, msg);
+    return dcoll_error(DCOLL_ERR_MISMATCH, "%s", msg);
+}
+
+static dcoll_status_t check_same(struct dcoll_group *g,
+                                 const struct dcoll_coll *c)
+{
+    struct call me;
+    memset(&me, 0, sizeof(me));
+    me.seq = (int64_t)c->seq;
+    me.count = c->kind == DCOLL_COLL_BARRIER ? 0 : c->count;
+    if (dcoll_kind_has(c->kind, DCOLL_KF_VEC)) {
+        me.count = 0;
+        if (c->kind == DCOLL_COLL_ALL_GATHERV ||
+            c->kind == DCOLL_COLL_REDUCE_SCATTERV) {
+            uint64_t h = 1469598103934665603ull;
+            for (int i = 0; i < g->size; i++) {
+                h ^= (uint64_t)c->counts[i];
+                h *= 1099511628211ull;
+                if (i < SHOWN_COUNTS)
+                    me.v[i] = c->counts[i];
+            }
+            me.count = (int64_t)h;
+            me.nv = g->size;
+        }
+    }
+    me.kind = c->kind;
+    me.dtype = c->kind == DCOLL_COLL_BARRIER ? 0 : c->dtype;
+    me.op = dcoll_kind_has(c->kind, DCOLL_KF_OP) ? (int32_t)c->op : -1;
+    me.root = dcoll_kind_has(c->kind, DCOLL_KF_ROOT)
+                  ? dcoll_world_of(g, c->root) : -1;
+    me.async = c->async;
+    struct call *all = malloc(sizeof(me) * (size_t)g->size);
+    if (!all)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
+                           "debug check of %d ranks", c->fn, g->size);
+    struct dcoll_outcome out = {.source = -1};
+    dcoll_status_t st = g->svc->exchange(g, &me, all, sizeof(me), c, &out);
+    if (out.timed_out)
+        st = dcoll_fault_outcome(g, &out, c->fn, c->seq, c->kind,
+                                 c->async ? DCOLL_FORM_ASYNC
+                                          : DCOLL_FORM_BLOCKING);
+    if (st) {
+        free(all);
+        return st;
+    }
+    int first_other = -1;
+    for (int r = 0; r < g->size && first_other < 0; r++)
+        if (memcmp(&all[r], &all[0], sizeof(me)))
+            first_other = r;
+    if (first_other < 0) {
+        free(all);
+        return dcoll_kind_has(c->kind, DCOLL_KF_VEC) ? check_counts(g, c)
+                                                     : DCOLL_SUCCESS;
+    }
+    /* Every rank has the same table, so every rank says the same. */
+    char name[200], msg[1000];
+    struct dcoll_text t = {msg, sizeof(msg), 0};
+    dcoll_group_name(g, name, sizeof(name));
+    dcoll_put(&t, "%s on %s: the ranks called different collectives, so none "
+        "ran (found by DCOLL_DEBUG=detail): ", c->fn, name);
+    unsigned char *told = calloc((size_t)g->size, 1);
+    for (int r = 0; r < g->size; r++) {
+        if (told && told[r])
+            continue;
+        struct same_pick p = {all, r};
+        if (r)
+            dcoll_put(&t, "; ");
+        dcoll_put_ranks(&t, g, pick_same, &p);
+        dcoll_put(&t, " called ");
+        describe(&all[r], &t);
+        for (int q = r; told && q < g->size; q++)
+            if (pick_same(&p, q))
+                told[q] = 1;
+        if (!told)
+            break;
+    }
+    free(told);
+    free(all);
+    dcoll_flight_print(g, msg);
+    return dcoll_error(DCOLL_ERR_MISMATCH, "%s", msg);
+}
+
+dcoll_status_t dcoll_fault_check(struct dcoll_group *g,
+                                 const struct dcoll_coll *c)
+{
+    if (g->diag->failed) {
+        char name[200];
+        return dcoll_error(DCOLL_ERR_GROUP_FAILED, "%s: %s is unusable "
+                           "after an earlier failure: %s", c->fn,
+                           dcoll_group_name(g, name, sizeof(name)),
+                           g->diag->failed);
+    }
+    if (dcoll_debug && c->seq)
+        return check_same(g, c);
+    return DCOLL_SUCCESS;
+}

@@ -1,0 +1,165 @@
+/* Failure behaviour's configuration: the timeout every group has, what a
+ * timeout does (end the job with a report, or leave the group unusable),
+ * debug mode and the recorder's size, from the environment and from a
+ * program's parameters; and each group's diagnostics record. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "diag.h"
+
+double dcoll_default_timeout = 1800;
+bool dcoll_default_recoverable;
+bool dcoll_debug;
+unsigned dcoll_flight_size = 16;
+
+static dcoll_status_t bad_env(const char *name, const char *value,
+                              const char *want)
+{
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                       "dcoll_init: %s='%s' is not %s", name, value, want);
+}
+
+static bool timeout_ok(double t)
+{
+    return t >= 0 && t <= 1e9; /* false for NaN too */
+}
+
+dcoll_status_t dcoll_fault_timeout_ok(const char *fn, const char *name,
+                                      double seconds)
+{
+    if (timeout_ok(seconds))
+        return DCOLL_SUCCESS;
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                       "%s: %s %g s is not a number of seconds from 0 (wait "
+                       "forever) to 1e9", fn, name, seconds);
+}
+
+int dcoll_fault_mode_parse(const char *v)
+{
+    if (!strcmp(v, "abort") || !strcmp(v, "ABORT"))
+        return DCOLL_ON_TIMEOUT_ABORT;
+    if (!strcmp(v, "return") || !strcmp(v, "RETURN"))
+        return DCOLL_ON_TIMEOUT_RETURN;
+    return -1;
+}
+
+dcoll_status_t dcoll_fault_mode_ok(const char *fn, const char *name,
+                                   int mode)
+{
+    if (mode == DCOLL_ON_TIMEOUT_ABORT || mode == DCOLL_ON_TIMEOUT_RETURN)
+        return DCOLL_SUCCESS;
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                       "%s: %s %d is not a dcoll_on_timeout_t "
+                       "(DCOLL_ON_TIMEOUT_ABORT 0 or DCOLL_ON_TIMEOUT_RETURN "
+                       "1)", fn, name, mode);
+}
+
+dcoll_status_t dcoll_fault_env(void)
+{
+    const char *v = getenv("DCOLL_TIMEOUT");
+    dcoll_default_timeout = 1800;
+    if (v && *v) {
+        char *end;
+        errno = 0;
+        double t = strtod(v, &end);
+        if (errno || *end || !timeout_ok(t))
+            return bad_env("DCOLL_TIMEOUT", v, "a number of seconds from 0 "
+                           "(wait forever) to 1e9");
+        dcoll_default_timeout = t;
+    }
+    v = getenv("DCOLL_ON_TIMEOUT");
+    dcoll_default_recoverable = false;
+    if (v && *v) {
+        int mode = dcoll_fault_mode_parse(v);
+        if (mode < 0)
+            return bad_env("DCOLL_ON_TIMEOUT", v, "'abort' or 'return'");
+        dcoll_default_recoverable = mode == DCOLL_ON_TIMEOUT_RETURN;
+    }
+    v = getenv("DCOLL_DEBUG");
+    dcoll_debug = false;
+    if (v && *v && strcmp(v, "off") && strcmp(v, "OFF") && strcmp(v, "0")) {
+        if (strcmp(v, "detail") && strcmp(v, "DETAIL"))
+            return bad_env("DCOLL_DEBUG", v, "'detail' or 'off'");
+        dcoll_debug = true;
+    }
+    v = getenv("DCOLL_FLIGHT_RECORDER");
+    dcoll_flight_size = 16;
+    if (v && *v) {
+        char *end;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (errno || *end || n < 0 || n > 1000000)
+            return bad_env("DCOLL_FLIGHT_RECORDER", v, "a number of calls "
+                           "from 0 to 1000000");
+        dcoll_flight_size = (unsigned)n;
+    }
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_fault_group_init(struct dcoll_group *g, double timeout,
+                                      bool recoverable)
+{
+    g->timeout = timeout;
+    g->recoverable = recoverable;
+    g->seq = 0;
+    g->cur_kind = 0;
+    g->cur_form = DCOLL_FORM_NONE;
+    g->cur_fn = NULL;
+    g->busy_start = 0;
+    g->busy_seq = 0;
+    g->busy_kind = 0;
+    struct dcoll_diag_group *d = calloc(1, sizeof(*d));
+    g->diag = d;
+    if (!d)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for a group's "
+                           "diagnostics");
+    d->slow = dcoll_debug;
+    d->flight = dcoll_flight_new(dcoll_flight_size);
+    if (dcoll_flight_size && !d->flight)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for a flight "
+                           "recorder of %u calls", dcoll_flight_size);
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn)
+{
+    bool has = g->timeout > 0;
+    int mine = (dcoll_debug ? 1 : 0) | (has ? 2 : 0) |
+               (has && g->recoverable ? 4 : 0);
+    int lo = mine, neg = -mine;
+    dcoll_status_t st = g->svc->agree(g, &lo);
+    if (!st)
+        st = g->svc->agree(g, &neg);
+    if (st || lo == -neg)
+        return st;
+    int differ = lo ^ -neg;
+    const char *what, *here;
+    if (differ & 1) {
+        what = "DCOLL_DEBUG";
+        here = dcoll_debug ? "detail" : "off";
+    } else if (differ & 2) {
+        what = "whether there is a timeout (0 on some, not others)";
+        here = has ? "a timeout" : "none";
+    } else {
+        /* Some would poll their own algorithms while others sit in MPI's
+         * blocking calls: they would never meet. */
+        what = "what a timeout does (DCOLL_ON_TIMEOUT, on_timeout)";
+        here = g->recoverable ? "return" : "abort";
+    }
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                       "%s: the ranks disagree on %s (this one: %s); set "
+                       "it alike on every rank", fn, what, here);
+}
+
+void dcoll_fault_group_free(struct dcoll_group *g)
+{
+    struct dcoll_diag_group *d = g->diag;
+    if (!d)
+        return;
+    free(d->failed);
+    dcoll_flight_free(d->flight);
+    free(d);
+    g->diag = NULL;
+}

@@ -1,0 +1,238 @@
+/* The text of diagnostics' reports: rank lists (by host where a group
+ * spans several), what a timed-out call's roll call found, and the report
+ * another rank sent before ending the job. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "report.h"
+
+void dcoll_put(struct dcoll_text *t, const char *fmt, ...)
+{
+    if (t->off >= t->cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->buf + t->off, t->cap - t->off, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        t->off += (size_t)n;
+}
+
+/* "rank 3" or "ranks 0,1,2" for the group ranks r with pick(r) true,
+ * and their world ranks after them in a sub-group. */
+void dcoll_put_ranks(struct dcoll_text *t, const struct dcoll_group *g,
+                     bool (*pick)(const void *, int), const void *arg)
+{
+    int n = 0;
+    for (int r = 0; r < g->size; r++)
+        n += pick(arg, r);
+    for (int pass = 0; pass < (g->ranks ? 2 : 1); pass++) {
+        dcoll_put(t, "%s", pass ? " (world " : n == 1 ? "rank " : "ranks ");
+        int shown = 0;
+        for (int r = 0; r < g->size; r++) {
+            if (!pick(arg, r))
+                continue;
+            if (shown == 16) {
+                dcoll_put(t, ", ... %d more", n - 16);
+                break;
+            }
+            dcoll_put(t, "%s%d", shown++ ? "," : "",
+                pass ? g->ranks[r] : r);
+        }
+        if (pass)
+            dcoll_put(t, ")");
+    }
+}
+
+struct roll_pick {
+    const struct dcoll_roll *roll;
+    int state;
+};
+
+static bool pick_state(const void *arg, int r)
+{
+    const struct roll_pick *p = arg;
+    return p->roll->state[r] == p->state;
+}
+
+const char *dcoll_form_name(int form)
+{
+    return form == DCOLL_FORM_ASYNC      ? "async"
+           : form == DCOLL_FORM_BLOCKING ? "blocking"
+                                         : "-";
+}
+
+static bool pick_behind(const void *arg, int r)
+{
+    const struct roll_pick *p = arg;
+    return p->roll->state[r] == DCOLL_ROLL_OTHER &&
+           p->roll->seq[r] < (uint64_t)p->state;
+}
+
+struct form_pick {
+    const struct dcoll_roll *roll;
+    int form;
+};
+
+static bool pick_form(const void *arg, int r)
+{
+    const struct form_pick *p = arg;
+    return p->roll->state[r] == DCOLL_ROLL_SAME && p->roll->form[r] == p->form;
+}
+
+/* The picked ranks by host, where the group spans several hosts and each
+ * one's is known: ", on nodeA {2,3}, nodeB {5}" (group ranks). */
+static void put_hosts(struct dcoll_text *t, const struct dcoll_group *g,
+                      bool (*pick)(const void *, int), const void *arg)
+{
+    const char *h0 = dcoll_host_of(dcoll_world_of(g, 0));
+    int r = 1;
+    while (h0 && r < g->size && dcoll_host_of(dcoll_world_of(g, r)) &&
+           !strcmp(dcoll_host_of(dcoll_world_of(g, r)), h0))
+        r++;
+    if (!h0 || r == g->size)
+        return;   /* one host, or not known */
+    int shown = 0;
+    for (r = 0; r < g->size; r++) {
+        const char *h = dcoll_host_of(dcoll_world_of(g, r));
+        if (!h)
+            return;
+        if (!pick(arg, r))
+            continue;
+        int q = 0;
+        while (q < r && !(pick(arg, q) &&
+                          !strcmp(dcoll_host_of(dcoll_world_of(g, q)), h)))
+            q++;
+        if (q < r)
+            continue;   /* its host is shown already */
+        if (shown == 8) {
+            dcoll_put(t, ", ...");
+            return;
+        }
+        dcoll_put(t, "%s%s {", shown++ ? ", " : ", on ", h);
+        for (int n = 0, u = r; u < g->size; u++)
+            if (pick(arg, u) &&
+                !strcmp(dcoll_host_of(dcoll_world_of(g, u)), h))
+                dcoll_put(t, "%s%d", n++ ? "," : "", u);
+        dcoll_put(t, "}");
+    }
+}
+
+/* What the roll call found, after "...timed out after T s (...)". */
+static void put_roll(struct dcoll_text *t, const struct dcoll_group *g,
+                     uint64_t seq, const struct dcoll_roll *roll)
+{
+    struct roll_pick p = {roll, DCOLL_ROLL_SILENT};
+    int silent = 0, behind = 0, forms[3] = {0};
+    for (int r = 0; r < g->size; r++) {
+        silent += roll->state[r] == DCOLL_ROLL_SILENT;
+        behind += roll->state[r] == DCOLL_ROLL_OTHER && roll->seq[r] < seq;
+        if (roll->state[r] == DCOLL_ROLL_SAME && roll->form[r] < 3)
+            forms[roll->form[r]]++;
+    }
+    dcoll_put(t, ": ");
+    if (silent) {
+        dcoll_put_ranks(t, g, pick_state, &p);
+        dcoll_put(t, " did not arrive (no answer: not in a dcoll call on the "
+            "group, stopped, or gone)");
+        put_hosts(t, g, pick_state, &p);
+        dcoll_put(t, "; ");
+    }
+    if (behind) {
+        struct roll_pick b = {roll, (int)seq};
+        dcoll_put_ranks(t, g, pick_behind, &b);
+        dcoll_put(t, " did not arrive (");
+        int shown = 0;
+        for (int r = 0; r < g->size && shown < 8; r++) {
+            if (!pick_behind(&b, r))
+                continue;
+            dcoll_put(t, "%srank %d: latest call #%llu, %s, %s, %s",
+                      shown++ ? "; " : "",
+                r, (unsigned long long)roll->seq[r],
+                roll->seq[r] ? dcoll_kind_name(roll->kind[r]) : "none",
+                dcoll_form_name(roll->form[r]),
+                roll->busy[r] ? "waiting in it"
+                              : "not waiting in a call on the group");
+        }
+        dcoll_put(t, "); ");
+    }
+    for (int r = 0; r < g->size; r++)
+        if (roll->state[r] == DCOLL_ROLL_OTHER && roll->seq[r] > seq)
+            dcoll_put(t, "rank %d (world %d) is at collective #%llu (%s); ",
+                r, dcoll_world_of(g, r), (unsigned long long)roll->seq[r],
+                dcoll_kind_name(roll->kind[r]));
+    p.state = DCOLL_ROLL_SAME;
+    dcoll_put_ranks(t, g, pick_state, &p);
+    dcoll_put(t, " arrived");
+    if (forms[DCOLL_FORM_BLOCKING] && forms[DCOLL_FORM_ASYNC]) {
+        struct form_pick f = {roll, DCOLL_FORM_BLOCKING};
+        dcoll_put(t, ", but in different forms: ");
+        dcoll_put_ranks(t, g, pick_form, &f);
+        dcoll_put(t, " called it blocking and ");
+        f.form = DCOLL_FORM_ASYNC;
+        dcoll_put_ranks(t, g, pick_form, &f);
+        dcoll_put(t, " async (with a work handle); MPI never matches a "
+            "blocking collective with a nonblocking one, so call it the same "
+            "way on every rank");
+    }
+}
+
+/* The report's head and the roll call, into t. */
+void dcoll_put_report(struct dcoll_text *t, struct dcoll_group *g,
+                      const char *fn, uint64_t seq, int kind, int form,
+                      const struct dcoll_roll *roll)
+{
+    char name[200];
+    dcoll_group_name(g, name, sizeof(name));
+    dcoll_put(t, "%s on %s timed out after %g s (", fn, name, g->timeout);
+    if (seq)
+        dcoll_put(t, "collective #%llu, %s", (unsigned long long)seq,
+            dcoll_kind_name(kind));
+    else
+        dcoll_put(t, "%s", dcoll_kind_name(kind));
+    if (form)
+        dcoll_put(t, ", %s", dcoll_form_name(form));
+    dcoll_put(t, ")");
+    if (roll && roll->n == g->size) {
+        roll->state[g->rank] = DCOLL_ROLL_SAME;
+        roll->seq[g->rank] = seq;
+        if (form)
+            roll->form[g->rank] = (unsigned char)form;
+        put_roll(t, g, seq, roll);
+    }
+}
+
+void dcoll_fault_told(struct dcoll_group *g, struct dcoll_verdict *v)
+{
+    char name[200], msg[1600];
+    struct dcoll_text t = {msg, sizeof(msg), 0};
+    const char *fn = v->kind >= 0 && v->kind < DCOLL_COLL_KIND_COUNT_
+                         ? dcoll_kinds[v->kind].fn
+                         : "a collective";
+    dcoll_group_name(g, name, sizeof(name));
+    dcoll_put(&t, "%s on %s timed out after %g s on rank %d (world %d) "
+        "(collective #%llu, %s)", fn, name, g->timeout, v->from,
+        dcoll_world_of(g, v->from), (unsigned long long)v->seq,
+        dcoll_kind_name(v->kind));
+    if (v->roll.n == g->size)
+        put_roll(&t, g, v->seq, &v->roll);
+    dcoll_put(&t, ". Rank %d ends the job (DCOLL_ON_TIMEOUT=abort, exit code "
+        "%d). This rank ", v->from, DCOLL_HANG_EXIT_CODE);
+    uint64_t seq = DCOLL_PEEK(g->seq);
+    int kind = DCOLL_PEEK(g->cur_kind), form = DCOLL_PEEK(g->cur_form);
+    bool busy = DCOLL_PEEK(g->busy_start) > 0 &&
+                DCOLL_PEEK(g->busy_seq) == seq;
+    if (seq == v->seq)
+        dcoll_put(&t, "%s it (%s)", busy ? "is waiting in" : "posted",
+            dcoll_form_name(form));
+    else if (seq < v->seq)
+        dcoll_put(&t, "never reached it: its latest call on the group is "
+            "#%llu (%s, %s), %s", (unsigned long long)seq,
+            seq ? dcoll_kind_name(kind) : "none", dcoll_form_name(form),
+            busy ? "waiting in it" : "not waiting in a call on the group");
+    else
+        dcoll_put(&t, "is already at #%llu (%s)", (unsigned long long)seq,
+            dcoll_kind_name(kind));
+    dcoll_flight_print(g, msg);
+}

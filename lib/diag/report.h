@@ -1,0 +1,34 @@
+/* Inside diagnostics: the report text the failure state (failed.c) and
+ * the debug check (check.c) write, built by report.c. */
+#ifndef DCOLL_DIAG_REPORT_H
+#define DCOLL_DIAG_REPORT_H
+
+#include "diag.h"
+
+/* A message being written: put appends (printf-style), cut at cap. */
+struct dcoll_text {
+    char *buf;
+    size_t cap, off;
+};
+void dcoll_put(struct dcoll_text *t, const char *fmt, ...) DCOLL_PRINTF(2, 3);
+/* "rank 3" or "ranks 0,1,2" for the group ranks r with pick(r) true,
+ * and their world ranks after them in a sub-group. */
+void dcoll_put_ranks(struct dcoll_text *t, const struct dcoll_group *g,
+                     bool (*pick)(const void *, int), const void *arg);
+/* "async", "blocking" or "-", for an enum dcoll_form. */
+const char *dcoll_form_name(int form);
+/* A timed-out call's report: its head, then what roll found. */
+void dcoll_put_report(struct dcoll_text *t, struct dcoll_group *g,
+                      const char *fn, uint64_t seq, int kind, int form,
+                      const struct dcoll_roll *roll);
+
+static inline int dcoll_world_of(const struct dcoll_group *g, int r)
+{
+    return g->ranks ? g->ranks[r] : r;
+}
+
+/* failed.c: g is unusable from now on, for why: its next call says so at
+ * once. */
+void dcoll_mark_failed(struct dcoll_group *g, const char *why);
+
+#endif
