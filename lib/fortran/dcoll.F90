@@ -1,5 +1,8 @@
 ! dcoll for Fortran: `use dcoll`. Every public C function of dcoll has a
-! bind(C) interface here; the public names wrap them so that Fortran code
+! bind(C) interface: the collectives' are generated from the C header by
+! gen-fortran.py (dcoll_bind_c.inc, with their generic names and module
+! procedures), the rest are written here, and the build stops where a C
+! function has neither. The public names wrap them so that Fortran code
 ! passes arrays of any type and rank, default integers, and handles as
 ! derived types. Buffers are assumed-rank (`type(*), dimension(..)`) and
 ! must be contiguous: an array goes through as its first element's
@@ -175,35 +178,9 @@ module dcoll
     end interface
     public :: dcoll_group_comm
 
-    interface dcoll_broadcast
-        module procedure broadcast_i4, broadcast_i8
-    end interface
-    public :: dcoll_broadcast
-
-    interface dcoll_all_reduce
-        module procedure all_reduce_i4, all_reduce_i8
-    end interface
-    public :: dcoll_all_reduce
-
-    interface dcoll_reduce
-        module procedure reduce_i4, reduce_i8
-    end interface
-    public :: dcoll_reduce
-
-    interface dcoll_all_gather
-        module procedure all_gather_i4, all_gather_i8
-    end interface
-    public :: dcoll_all_gather
-
-    interface dcoll_gather
-        module procedure gather_i4, gather_i8
-    end interface
-    public :: dcoll_gather
-
-    interface dcoll_scatter
-        module procedure scatter_i4, scatter_i8
-    end interface
-    public :: dcoll_scatter
+    ! The single-buffer collectives, send and recv: generated from the C
+    ! header (gen-fortran.py), each over an integer or integer(8) count.
+#include "dcoll_generics.inc"
 
     ! Vector forms: counts and displacements (0-based, in elements, as in
     ! MPI) are arrays of one kind, integer or integer(8), with an entry
@@ -248,37 +225,9 @@ module dcoll
     public :: dcoll_reduce_multi, dcoll_all_gather_multi
     public :: dcoll_reduce_scatter_multi
 
-    interface dcoll_reduce_scatter
-        module procedure reduce_scatter_i4, reduce_scatter_i8
-    end interface
-    public :: dcoll_reduce_scatter
-
-    interface dcoll_all_to_all
-        module procedure all_to_all_i4, all_to_all_i8
-    end interface
-    public :: dcoll_all_to_all
-
-    interface dcoll_send
-        module procedure send_i4, send_i8
-    end interface
-    public :: dcoll_send
-
-    interface dcoll_recv
-        module procedure recv_i4, recv_i8
-    end interface
-    public :: dcoll_recv
-
-    interface dcoll_isend
-        module procedure isend_i4, isend_i8
-    end interface
-    public :: dcoll_isend
-
-    interface dcoll_irecv
-        module procedure irecv_i4, irecv_i8
-    end interface
-    public :: dcoll_irecv
-
     interface
+
+#include "dcoll_bind_c.inc"
 
     function c_store_tcp_create(out, host, port, params) &
             bind(C, name='dcoll_store_tcp_create') result(st)
@@ -696,50 +645,6 @@ module dcoll
         type(dcoll_work), intent(out), optional :: work
     end function
 
-    function c_broadcast(group, buf, count, dtype, root, opts, work) &
-            bind(C, name='dcoll_broadcast') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(c_ptr), value :: buf
-        integer(c_int64_t), value :: count
-        integer(c_int), value :: dtype
-        integer(c_int), value :: root
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
-    function c_all_reduce(group, sendbuf, recvbuf, count, dtype, op, opts, &
-            work) &
-            bind(C, name='dcoll_all_reduce') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(c_ptr), value :: sendbuf
-        type(c_ptr), value :: recvbuf
-        integer(c_int64_t), value :: count
-        integer(c_int), value :: dtype
-        integer(c_int), value :: op
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
-    function c_reduce(group, sendbuf, recvbuf, count, dtype, op, root, opts, &
-            work) &
-            bind(C, name='dcoll_reduce') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(c_ptr), value :: sendbuf
-        type(c_ptr), value :: recvbuf
-        integer(c_int64_t), value :: count
-        integer(c_int), value :: dtype
-        integer(c_int), value :: op
-        integer(c_int), value :: root
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
     function c_broadcast_multi(group, bufs, nbufs, count, dtype, root, &
             root_buf, opts, work) bind(C, name='dcoll_broadcast_multi') &
             result(st)
@@ -865,133 +770,6 @@ module dcoll
         type(dcoll_work), intent(out), optional :: work
     end function
 
-    function c_all_gather(group, sendbuf, recvbuf, count, dtype, opts, work) &
-            bind(C, name='dcoll_all_gather') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(c_ptr), value :: sendbuf
-        type(c_ptr), value :: recvbuf
-        integer(c_int64_t), value :: count
-        integer(c_int), value :: dtype
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
-    function c_gather(group, sendbuf, recvbuf, count, dtype, root, opts, &
-            work) &
-            bind(C, name='dcoll_gather') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(c_ptr), value :: sendbuf
-        type(c_ptr), value :: recvbuf
-        integer(c_int64_t), value :: count
-        integer(c_int), value :: dtype
-        integer(c_int), value :: root
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
-    function c_scatter(group, sendbuf, recvbuf, count, dtype, root, opts, &
-            work) &
-            bind(C, name='dcoll_scatter') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(c_ptr), value :: sendbuf
-        type(c_ptr), value :: recvbuf
-        integer(c_int64_t), value :: count
-        integer(c_int), value :: dtype
-        integer(c_int), value :: root
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
-    function c_reduce_scatter(group, sendbuf, recvbuf, count, dtype, op, &
-            opts, work) &
-            bind(C, name='dcoll_reduce_scatter') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(c_ptr), value :: sendbuf
-        type(c_ptr), value :: recvbuf
-        integer(c_int64_t), value :: count
-        integer(c_int), value :: dtype
-        integer(c_int), value :: op
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
-    function c_all_to_all(group, sendbuf, recvbuf, count, dtype, opts, work) &
-            bind(C, name='dcoll_all_to_all') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(c_ptr), value :: sendbuf
-        type(c_ptr), value :: recvbuf
-        integer(c_int64_t), value :: count
-        integer(c_int), value :: dtype
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
-    function c_send(group, buf, count, dtype, dst, tag, opts, work) &
-            bind(C, name='dcoll_send') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(c_ptr), value :: buf
-        integer(c_int64_t), value :: count
-        integer(c_int), value :: dtype
-        integer(c_int), value :: dst
-        integer(c_int), value :: tag
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
-    function c_recv(group, buf, count, dtype, src, tag, opts, work, source) &
-            bind(C, name='dcoll_recv') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(c_ptr), value :: buf
-        integer(c_int64_t), value :: count
-        integer(c_int), value :: dtype
-        integer(c_int), value :: src
-        integer(c_int), value :: tag
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        integer(c_int), intent(out), optional :: source
-    end function
-
-    function c_isend(group, buf, count, dtype, dst, tag, opts, work) &
-            bind(C, name='dcoll_isend') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(c_ptr), value :: buf
-        integer(c_int64_t), value :: count
-        integer(c_int), value :: dtype
-        integer(c_int), value :: dst
-        integer(c_int), value :: tag
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out) :: work
-    end function
-
-    function c_irecv(group, buf, count, dtype, src, tag, opts, work) &
-            bind(C, name='dcoll_irecv') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(c_ptr), value :: buf
-        integer(c_int64_t), value :: count
-        integer(c_int), value :: dtype
-        integer(c_int), value :: src
-        integer(c_int), value :: tag
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out) :: work
-    end function
     end interface
 
     ! For tests: c_sizeof of each bind(C) type, by its C name.
@@ -999,6 +777,7 @@ module dcoll
 
 contains
 
+#include "dcoll_count_i8.inc"
 #include "dcoll_count_i4.inc"
 
     ! The size Fortran gives each bind(C) type that mirrors a C struct
@@ -1534,320 +1313,16 @@ contains
     end function
 
 
-    function broadcast_i8(group, buf, count, dtype, root, opts, &
-            work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous :: buf
-        integer(c_int64_t), intent(in) :: count
-        integer, intent(in) :: dtype
-        integer, intent(in) :: root
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: p_buf
-        f_err_on = .false.
-        if (.not. addr(buf, 'dcoll_broadcast', 'buf', p_buf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_broadcast(group%ptr, p_buf, int(count, c_int64_t), &
-                int(dtype, c_int), int(root, c_int), opts, work)
-    end function
 
 
-    function all_reduce_i8(group, sendbuf, recvbuf, count, dtype, op, opts, &
-            work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
-        type(*), dimension(..), target, asynchronous :: recvbuf
-        integer(c_int64_t), intent(in) :: count
-        integer, intent(in) :: dtype
-        integer, intent(in) :: op
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: p_sendbuf, p_recvbuf
-        f_err_on = .false.
-        if (.not. addr(sendbuf, 'dcoll_all_reduce', 'sendbuf', p_sendbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        if (.not. addr(recvbuf, 'dcoll_all_reduce', 'recvbuf', p_recvbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_all_reduce(group%ptr, p_sendbuf, p_recvbuf, &
-                int(count, c_int64_t), int(dtype, c_int), int(op, c_int), &
-                opts, work)
-    end function
 
 
-    function reduce_i8(group, sendbuf, recvbuf, count, dtype, op, root, &
-            opts, work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
-        type(*), dimension(..), target, asynchronous, optional :: recvbuf
-        integer(c_int64_t), intent(in) :: count
-        integer, intent(in) :: dtype
-        integer, intent(in) :: op
-        integer, intent(in) :: root
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: p_sendbuf, p_recvbuf
-        f_err_on = .false.
-        if (.not. addr(sendbuf, 'dcoll_reduce', 'sendbuf', p_sendbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        p_recvbuf = c_null_ptr
-        if (present(recvbuf)) then
-            if (.not. addr(recvbuf, 'dcoll_reduce', 'recvbuf', p_recvbuf)) then
-                st = DCOLL_ERR_INVALID_ARGUMENT
-                return
-            end if
-        end if
-        st = c_reduce(group%ptr, p_sendbuf, p_recvbuf, &
-                int(count, c_int64_t), int(dtype, c_int), int(op, c_int), &
-                int(root, c_int), opts, work)
-    end function
 
 
-    function all_gather_i8(group, sendbuf, recvbuf, count, dtype, opts, &
-            work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
-        type(*), dimension(..), target, asynchronous :: recvbuf
-        integer(c_int64_t), intent(in) :: count
-        integer, intent(in) :: dtype
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: p_sendbuf, p_recvbuf
-        f_err_on = .false.
-        if (.not. addr(sendbuf, 'dcoll_all_gather', 'sendbuf', p_sendbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        if (.not. addr(recvbuf, 'dcoll_all_gather', 'recvbuf', p_recvbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_all_gather(group%ptr, p_sendbuf, p_recvbuf, &
-                int(count, c_int64_t), int(dtype, c_int), opts, work)
-    end function
 
 
-    function gather_i8(group, sendbuf, recvbuf, count, dtype, root, opts, &
-            work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
-        type(*), dimension(..), target, asynchronous, optional :: recvbuf
-        integer(c_int64_t), intent(in) :: count
-        integer, intent(in) :: dtype
-        integer, intent(in) :: root
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: p_sendbuf, p_recvbuf
-        f_err_on = .false.
-        if (.not. addr(sendbuf, 'dcoll_gather', 'sendbuf', p_sendbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        p_recvbuf = c_null_ptr
-        if (present(recvbuf)) then
-            if (.not. addr(recvbuf, 'dcoll_gather', 'recvbuf', p_recvbuf)) then
-                st = DCOLL_ERR_INVALID_ARGUMENT
-                return
-            end if
-        end if
-        st = c_gather(group%ptr, p_sendbuf, p_recvbuf, &
-                int(count, c_int64_t), int(dtype, c_int), int(root, c_int), &
-                opts, work)
-    end function
 
 
-    function scatter_i8(group, sendbuf, recvbuf, count, dtype, root, opts, &
-            work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in), optional :: sendbuf
-        type(*), dimension(..), target, asynchronous :: recvbuf
-        integer(c_int64_t), intent(in) :: count
-        integer, intent(in) :: dtype
-        integer, intent(in) :: root
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: p_sendbuf, p_recvbuf
-        f_err_on = .false.
-        p_sendbuf = c_null_ptr
-        if (present(sendbuf)) then
-            if (.not. addr(sendbuf, 'dcoll_scatter', 'sendbuf', p_sendbuf)) then
-                st = DCOLL_ERR_INVALID_ARGUMENT
-                return
-            end if
-        end if
-        if (.not. addr(recvbuf, 'dcoll_scatter', 'recvbuf', p_recvbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_scatter(group%ptr, p_sendbuf, p_recvbuf, &
-                int(count, c_int64_t), int(dtype, c_int), int(root, c_int), &
-                opts, work)
-    end function
-
-
-    function reduce_scatter_i8(group, sendbuf, recvbuf, count, dtype, op, &
-            opts, work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
-        type(*), dimension(..), target, asynchronous :: recvbuf
-        integer(c_int64_t), intent(in) :: count
-        integer, intent(in) :: dtype
-        integer, intent(in) :: op
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: p_sendbuf, p_recvbuf
-        f_err_on = .false.
-        if (.not. addr(sendbuf, 'dcoll_reduce_scatter', 'sendbuf', p_sendbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        if (.not. addr(recvbuf, 'dcoll_reduce_scatter', 'recvbuf', p_recvbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_reduce_scatter(group%ptr, p_sendbuf, p_recvbuf, &
-                int(count, c_int64_t), int(dtype, c_int), int(op, c_int), &
-                opts, work)
-    end function
-
-
-    function all_to_all_i8(group, sendbuf, recvbuf, count, dtype, opts, &
-            work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
-        type(*), dimension(..), target, asynchronous :: recvbuf
-        integer(c_int64_t), intent(in) :: count
-        integer, intent(in) :: dtype
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: p_sendbuf, p_recvbuf
-        f_err_on = .false.
-        if (.not. addr(sendbuf, 'dcoll_all_to_all', 'sendbuf', p_sendbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        if (.not. addr(recvbuf, 'dcoll_all_to_all', 'recvbuf', p_recvbuf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_all_to_all(group%ptr, p_sendbuf, p_recvbuf, &
-                int(count, c_int64_t), int(dtype, c_int), opts, work)
-    end function
-
-
-    function send_i8(group, buf, count, dtype, dst, tag, opts, work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in) :: buf
-        integer(c_int64_t), intent(in) :: count
-        integer, intent(in) :: dtype
-        integer, intent(in) :: dst
-        integer, intent(in) :: tag
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: p_buf
-        f_err_on = .false.
-        if (.not. addr(buf, 'dcoll_send', 'buf', p_buf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_send(group%ptr, p_buf, int(count, c_int64_t), &
-                int(dtype, c_int), int(dst, c_int), int(tag, c_int), opts, &
-                work)
-    end function
-
-
-    function recv_i8(group, buf, count, dtype, src, tag, opts, work, &
-            source) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous :: buf
-        integer(c_int64_t), intent(in) :: count
-        integer, intent(in) :: dtype
-        integer, intent(in) :: src
-        integer, intent(in) :: tag
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        integer, intent(out), optional :: source
-        type(c_ptr) :: p_buf
-        integer(c_int) :: src_c
-        f_err_on = .false.
-        if (.not. addr(buf, 'dcoll_recv', 'buf', p_buf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        if (present(source)) then
-            st = c_recv(group%ptr, p_buf, int(count, c_int64_t), &
-                    int(dtype, c_int), int(src, c_int), int(tag, c_int), &
-                    opts, work, src_c)
-            source = int(src_c)
-        else
-            st = c_recv(group%ptr, p_buf, int(count, c_int64_t), &
-                    int(dtype, c_int), int(src, c_int), int(tag, c_int), &
-                    opts, work)
-        end if
-    end function
-
-
-    function isend_i8(group, buf, count, dtype, dst, tag, opts, &
-            work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in) :: buf
-        integer(c_int64_t), intent(in) :: count
-        integer, intent(in) :: dtype
-        integer, intent(in) :: dst
-        integer, intent(in) :: tag
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out) :: work
-        type(c_ptr) :: p_buf
-        f_err_on = .false.
-        if (.not. addr(buf, 'dcoll_isend', 'buf', p_buf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_isend(group%ptr, p_buf, int(count, c_int64_t), &
-                int(dtype, c_int), int(dst, c_int), int(tag, c_int), opts, &
-                work)
-    end function
-
-
-    function irecv_i8(group, buf, count, dtype, src, tag, opts, &
-            work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous :: buf
-        integer(c_int64_t), intent(in) :: count
-        integer, intent(in) :: dtype
-        integer, intent(in) :: src
-        integer, intent(in) :: tag
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out) :: work
-        type(c_ptr) :: p_buf
-        f_err_on = .false.
-        if (.not. addr(buf, 'dcoll_irecv', 'buf', p_buf)) then
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_irecv(group%ptr, p_buf, int(count, c_int64_t), &
-                int(dtype, c_int), int(src, c_int), int(tag, c_int), opts, &
-                work)
-    end function
 
     ! ---- stores: keys and values are Fortran strings ----
 

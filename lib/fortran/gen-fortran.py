@@ -1,15 +1,26 @@
 #!/usr/bin/env python3
 """Generate the parts of `use dcoll` that repeat the C headers, so they
-cannot drift: the constants (dcoll_constants.inc) and, for every public
-function with an int64_t count, the wrapper that takes a default-kind
-(4-byte) count and forwards to the 8-byte one (dcoll_count_i4.inc).
+cannot drift:
+  - the constants (dcoll_constants.inc);
+  - for every collective whose parameters are all of the kinds below (a
+    group, buffers, one int64_t count, types, ops, ranks and tags, the
+    options, the work handle, an int out): its bind(C) interface
+    (dcoll_bind_c.inc), its generic name over a default-kind (4-byte) and
+    an 8-byte count (dcoll_generics.inc), and the two module procedures
+    (dcoll_count_i8.inc, dcoll_count_i4.inc).
+What needs thought (lists of buffers, strings, callbacks, handles made or
+freed) is written by hand in dcoll.F90. Every public C function must be
+one or the other: the build stops, naming it, where a function is neither
+generated nor bound by hand.
 
-Usage: gen-fortran.py HEADER_DIR CONSTANTS_OUT WRAPPERS_OUT
+Usage: gen-fortran.py HEADER_DIR MODULE_F90 CONSTANTS_OUT BIND_C_OUT
+                      GENERICS_OUT I8_OUT I4_OUT
 """
 import re
 import sys
 
-hdr_dir, const_out, wrap_out = sys.argv[1:4]
+(hdr_dir, module_f90, const_out, bind_out, generic_out, i8_out,
+ wrap_out) = sys.argv[1:8]
 HEADERS = ['common.h', 'types.h', 'init.h', 'group.h', 'work.h',
            'collectives.h', 'store.h', 'spawn.h', 'backend.h']
 
@@ -87,15 +98,134 @@ def wrap(args, first, cont='        '):
     return out, line
 
 
+# The same parameters as the bind(C) interface declares them.
+CDECL = {
+    'dcoll_group_t *': 'type(c_ptr), value :: {}',
+    'const void *': 'type(c_ptr), value :: {}',
+    'void *': 'type(c_ptr), value :: {}',
+    'int64_t': 'integer(c_int64_t), value :: {}',
+    'dcoll_dtype_t': 'integer(c_int), value :: {}',
+    'dcoll_op_t': 'integer(c_int), value :: {}',
+    'int': 'integer(c_int), value :: {}',
+    'const dcoll_coll_opts_t *': 'type(dcoll_coll_opts), intent(in), '
+                                 'optional :: {}',
+    'dcoll_work_t **': 'type(dcoll_work), intent(out), optional :: {}',
+    'int *': 'integer(c_int), intent(out), optional :: {}',
+}
+BUFFERS = ('const void *', 'void *')
+SMALL_INTS = ('dcoll_dtype_t', 'dcoll_op_t', 'int')
+
 with open(f'{hdr_dir}/collectives.h') as f:
     raw = f.read()
-# A buffer the C header says only the root passes is optional in Fortran.
-root_only = {}
+# A buffer the C header says only the root passes is optional in Fortran;
+# a pointer it says must not be NULL is required.
+root_only, required = {}, {}
 for doc, fn in re.findall(r'/\*\*((?:(?!\*/).)*)\*/\s*DCOLL_API\s+\w+\s+dcoll_(\w+)',
                          raw, flags=re.S):
     doc = re.sub(r'\s*\*\s*', ' ', doc)
     root_only[fn] = set(re.findall(r'(\w+) must be given on the root', doc))
+    required[fn] = set(re.findall(r'(\w+) must not be NULL', doc))
+
+def dummy(decls, name, ctype, n):
+    """A dummy's declaration: optional where only the root passes it (in
+    the module procedure; C gets a null address), not optional where the
+    header requires it."""
+    decl = decls[ctype].format(n)
+    if n in root_only.get(name, ()) and decls is DECL:
+        decl = decl.replace(' :: ', ', optional :: ')
+    if n in required.get(name, ()):
+        decl = decl.replace(', optional', '')
+    return decl
+
+
+def c_call(name, typed, outs):
+    """The arguments the module procedure hands to the bind(C) function;
+    outs: whether the int-out arguments are passed."""
+    args = []
+    for ctype, n in typed:
+        if ctype == 'dcoll_group_t *':
+            args.append(f'{n}%ptr')
+        elif ctype in BUFFERS:
+            args.append(f'p_{n}')
+        elif ctype == 'int64_t':
+            args.append(f'int({n}, c_int64_t)')
+        elif ctype in SMALL_INTS:
+            args.append(f'int({n}, c_int)')
+        elif ctype == 'int *':
+            if outs:
+                args.append(f'{n}_c')
+        else:
+            args.append(n)
+    return args
+
+
+def bind_c(name, typed):
+    """The bind(C) interface of dcoll_<name>, as c_<name>."""
+    names = [n for _, n in typed]
+    lines, tail = wrap(names, f'    function c_{name}(')
+    out = lines + [tail + ') &',
+                   f"            bind(C, name='dcoll_{name}') result(st)",
+                   '        import', '        integer(c_int) :: st']
+    out += ['        ' + dummy(CDECL, name, c, n) for c, n in typed]
+    return out + ['    end function', '']
+
+
+def module_i8(name, typed):
+    """The 8-byte-count module procedure: buffers to addresses (refused
+    with a message where Fortran cannot give one), then the C call."""
+    names = [n for _, n in typed]
+    lines, tail = wrap(names, f'    function {name}_i8(')
+    out = lines + [tail + ') result(st)', '        integer :: st']
+    for ctype, n in typed:
+        decl = dummy(DECL, name, ctype, n)
+        if ctype == 'int64_t':
+            decl = f'integer(c_int64_t), intent(in) :: {n}'
+        out.append('        ' + decl)
+    bufs = [n for c, n in typed if c in BUFFERS]
+    ints = [n for c, n in typed if c == 'int *']
+    if bufs:
+        out.append('        type(c_ptr) :: ' + ', '.join(f'p_{n}' for n in bufs))
+    for n in ints:
+        out.append(f'        integer(c_int) :: {n}_c')
+    out.append('        f_err_on = .false.')
+    for n in bufs:
+        check = [f"        if (.not. addr({n}, 'dcoll_{name}', '{n}', "
+                 f"p_{n})) then",
+                 '            st = DCOLL_ERR_INVALID_ARGUMENT',
+                 '            return', '        end if']
+        if n in root_only.get(name, ()):
+            out.append(f'        p_{n} = c_null_ptr')
+            out.append(f'        if (present({n})) then')
+            out += ['    ' + c for c in check]
+            out.append('        end if')
+        else:
+            out += check
+    def call(outs, indent):
+        lines, tail = wrap(c_call(name, typed, outs),
+                           f'{indent}st = c_{name}(', cont=indent)
+        return lines + [tail + ')']
+    if ints:
+        out.append(f'        if (present({ints[0]})) then')
+        out += call(True, '            ')
+        out += [f'            {n} = int({n}_c)' for n in ints]
+        out.append('        else')
+        out += call(False, '            ')
+        out.append('        end if')
+    else:
+        out += call(True, '        ')
+    return out + ['    end function', '']
+
+
 text = read('collectives.h')
+bind_code = ['! Generated from dcoll/collectives.h by gen-fortran.py: do not '
+             'edit.', '! The bind(C) interfaces of the generated module '
+             'procedures.']
+generic_code = ['! Generated from dcoll/collectives.h by gen-fortran.py: do '
+                'not edit.', '! Each name takes a default-kind or an 8-byte '
+                'count.']
+i8_code = ['! Generated from dcoll/collectives.h by gen-fortran.py: do not '
+           'edit.', '! Each takes an 8-byte count and calls the C function.']
+generated = set()
 code = ['! Generated from dcoll/collectives.h by gen-fortran.py: do not '
         'edit.', '! Each takes a default-kind count and forwards to the '
         'int64 form.']
@@ -114,16 +244,19 @@ for m in re.finditer(r'DCOLL_API\s+dcoll_status_t\s+dcoll_(\w+)\s*\(([^)]*)\)',
     if ('int64_t', 'count') not in typed or any(c not in DECL
                                                for c, _ in typed):
         continue
+    generated.add(f'dcoll_{name}')
+    bind_code += bind_c(name, typed)
+    i8_code += module_i8(name, typed)
+    generic_code += [f'    interface dcoll_{name}',
+                     f'        module procedure {name}_i4, {name}_i8',
+                     '    end interface', f'    public :: dcoll_{name}', '']
     names = [n for _, n in typed]
     lines, tail = wrap(names, f'    function {name}_i4(')
     code += lines
     code.append(tail + ') result(st)')
     code.append('        integer :: st')
     for ctype, n in typed:
-        decl = DECL[ctype].format(n)
-        if n in root_only.get(name, ()):
-            decl = decl.replace(' :: ', ', optional :: ')
-        code.append('        ' + decl)
+        code.append('        ' + dummy(DECL, name, ctype, n))
     fwd = [('int(count, c_int64_t)' if n == 'count' else n) for n in names]
     lines, tail = wrap(fwd, f'        st = {name}_i8(')
     code += lines
@@ -132,3 +265,28 @@ for m in re.finditer(r'DCOLL_API\s+dcoll_status_t\s+dcoll_(\w+)\s*\(([^)]*)\)',
     code.append('')
 with open(wrap_out, 'w') as f:
     f.write('\n'.join(code))
+for path, lines in ((bind_out, bind_code), (generic_out, generic_code),
+                    (i8_out, i8_code)):
+    with open(path, 'w') as f:
+        f.write('\n'.join(lines) + '\n')
+
+# Every public function reaches Fortran: generated above, or bound by hand
+# in the module (a bind(C) interface naming it).
+with open(module_f90) as f:
+    module = f.read()
+by_hand = set(re.findall(r"bind\(C,\s*name='(dcoll_\w+)'\)", module))
+missing, twice = [], sorted(generated & by_hand)
+for name in HEADERS + ['rendezvous.h']:
+    for fn in re.findall(r'DCOLL_API[^;{]*?\b(dcoll_\w+)\s*\(', read(name)):
+        if fn not in generated and fn not in by_hand:
+            missing.append(f'{fn} (dcoll/{name})')
+if missing or twice:
+    for m in missing:
+        print(f'gen-fortran.py: {m} has no Fortran binding: its parameters '
+              'are not all of the kinds the generator maps, so bind it by '
+              'hand in lib/fortran/dcoll.F90', file=sys.stderr)
+    for t in twice:
+        print(f'gen-fortran.py: {t} is bound twice: generated, and by hand '
+              'in lib/fortran/dcoll.F90 (remove the hand binding)',
+              file=sys.stderr)
+    sys.exit(1)
