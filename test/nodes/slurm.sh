@@ -57,7 +57,7 @@ nodes_mpi_env
 cd "$build"
 status=0
 out=$(on 1 timeout -k 5 120 srun -N 2 -n 4 --ntasks-per-node=2 --mpi=pmix \
-      test/test_nodes 2>&1)
+      test/nodes/test_nodes 2>&1)
 echo "$out"
 for r in 0 1 2 3; do
     k=$((r / 2 + 1)) l=$((r % 2))

@@ -69,7 +69,7 @@ for prog in examples/grid examples/grid_f; do
 done
 
 # env:// with nothing but what srun sets: SLURM_PROCID, SLURM_STEP_NUM_TASKS.
-out=$(timeout -k 5 120 srun -n 4 --mpi=pmix test/test_env slurm 2>&1)
+out=$(timeout -k 5 120 srun -n 4 --mpi=pmix test/mpi/test_env slurm 2>&1)
 echo "$out"
 echo "$out" | grep -q 'env-slurm: 4 rank(s), 0 failure(s): ok' ||
     { echo "slurm: env:// under srun failed"; status=1; }
