@@ -8,8 +8,6 @@
 
 /* work.c: works made and not yet finished, every group together. */
 extern atomic_int dcoll_work_inflight;
-/* Record a failure inside an operation: kept for wait to report. */
-dcoll_status_t dcoll_work_fail(struct dcoll_work *w, dcoll_status_t st);
 /* The core's side of a new work: counted in flight until it ends. */
 static inline void dcoll_work_track(struct dcoll_work *w)
 {

@@ -8,7 +8,8 @@
 
 atomic_int dcoll_work_inflight;
 
-dcoll_status_t dcoll_work_fail(struct dcoll_work *w, dcoll_status_t st)
+/* Record a failure inside an operation: kept for wait to report. */
+static dcoll_status_t work_fail(struct dcoll_work *w, dcoll_status_t st)
 {
     if (st && !w->errmsg)
         w->errmsg = strdup(dcoll_last_error());
@@ -23,7 +24,7 @@ static dcoll_status_t complete(struct dcoll_work *w, dcoll_status_t st)
     /* Map the sender now: the group may be destroyed before source(). */
     if (!st && w->is_recv && w->group->ranks)
         w->source = w->group->ranks[w->source];
-    w->status = dcoll_work_fail(w, st);
+    w->status = work_fail(w, st);
     w->done = true;
     if (w->fid)
         dcoll_flight_end(w->group->diag->flight, w->fid, st);

@@ -36,7 +36,8 @@ dcoll_status_t dcoll_fault_timeout_ok(const char *fn, const char *name,
                        "forever) to 1e9", fn, name, seconds);
 }
 
-int dcoll_fault_mode_parse(const char *v)
+/* "abort" or "return" as a dcoll_on_timeout_t, else -1. */
+static int mode_parse(const char *v)
 {
     if (!strcmp(v, "abort") || !strcmp(v, "ABORT"))
         return DCOLL_ON_TIMEOUT_ABORT;
@@ -72,7 +73,7 @@ dcoll_status_t dcoll_fault_env(void)
     v = getenv("DCOLL_ON_TIMEOUT");
     dcoll_default_recoverable = false;
     if (v && *v) {
-        int mode = dcoll_fault_mode_parse(v);
+        int mode = mode_parse(v);
         if (mode < 0)
             return bad_env("DCOLL_ON_TIMEOUT", v, "'abort' or 'return'");
         dcoll_default_recoverable = mode == DCOLL_ON_TIMEOUT_RETURN;

@@ -26,8 +26,6 @@ dcoll_status_t dcoll_fault_timeout_ok(const char *fn, const char *name,
 /* An on_timeout value given by a program (fn's field name). */
 dcoll_status_t dcoll_fault_mode_ok(const char *fn, const char *name,
                                    int mode);
-/* "abort" or "return" as a dcoll_on_timeout_t, else -1. */
-int dcoll_fault_mode_parse(const char *v);
 /* Read DCOLL_TIMEOUT, DCOLL_ON_TIMEOUT, DCOLL_DEBUG and
  * DCOLL_FLIGHT_RECORDER (dcoll_init). */
 dcoll_status_t dcoll_fault_env(void);

@@ -8,7 +8,7 @@
 #include "report.h"
 
 /* g is unusable from now on, for why: its next call says so at once. */
-void dcoll_mark_failed(struct dcoll_group *g, const char *why)
+static void mark_failed(struct dcoll_group *g, const char *why)
 {
     char *copy = strdup(why);
     if (copy) {
@@ -48,7 +48,7 @@ dcoll_status_t dcoll_fault_timed_out(struct dcoll_group *g, const char *fn,
     dcoll_put_report(&t, g, fn, seq, kind, form, roll);
     dcoll_put(&t, ". The group is unusable from now on; other groups still "
         "work");
-    dcoll_mark_failed(g, msg);
+    mark_failed(g, msg);
     dcoll_flight_print(g, msg);
     return dcoll_error(DCOLL_ERR_TIMEOUT, "%s", msg);
 }
@@ -68,7 +68,7 @@ dcoll_status_t dcoll_fault_failed(struct dcoll_group *g, const char *fn,
              "The group is unusable from now on; other groups still work",
              fn, dcoll_group_name(g, name, sizeof(name)),
              (unsigned long long)seq, msg);
-    dcoll_mark_failed(g, text);
+    mark_failed(g, text);
     return dcoll_error(st, "%s", text);
 }
 

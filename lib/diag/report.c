@@ -56,7 +56,8 @@ static bool pick_state(const void *arg, int r)
     return p->roll->state[r] == p->state;
 }
 
-const char *dcoll_form_name(int form)
+/* "async", "blocking" or "-", for an enum dcoll_form. */
+static const char *form_name(int form)
 {
     return form == DCOLL_FORM_ASYNC      ? "async"
            : form == DCOLL_FORM_BLOCKING ? "blocking"
@@ -151,7 +152,7 @@ static void put_roll(struct dcoll_text *t, const struct dcoll_group *g,
                       shown++ ? "; " : "",
                 r, (unsigned long long)roll->seq[r],
                 roll->seq[r] ? dcoll_kind_name(roll->kind[r]) : "none",
-                dcoll_form_name(roll->form[r]),
+                form_name(roll->form[r]),
                 roll->busy[r] ? "waiting in it"
                               : "not waiting in a call on the group");
         }
@@ -192,7 +193,7 @@ void dcoll_put_report(struct dcoll_text *t, struct dcoll_group *g,
     else
         dcoll_put(t, "%s", dcoll_kind_name(kind));
     if (form)
-        dcoll_put(t, ", %s", dcoll_form_name(form));
+        dcoll_put(t, ", %s", form_name(form));
     dcoll_put(t, ")");
     if (roll && roll->n == g->size) {
         roll->state[g->rank] = DCOLL_ROLL_SAME;
@@ -225,11 +226,11 @@ void dcoll_fault_told(struct dcoll_group *g, struct dcoll_verdict *v)
                 DCOLL_PEEK(g->busy_seq) == seq;
     if (seq == v->seq)
         dcoll_put(&t, "%s it (%s)", busy ? "is waiting in" : "posted",
-            dcoll_form_name(form));
+            form_name(form));
     else if (seq < v->seq)
         dcoll_put(&t, "never reached it: its latest call on the group is "
             "#%llu (%s, %s), %s", (unsigned long long)seq,
-            seq ? dcoll_kind_name(kind) : "none", dcoll_form_name(form),
+            seq ? dcoll_kind_name(kind) : "none", form_name(form),
             busy ? "waiting in it" : "not waiting in a call on the group");
     else
         dcoll_put(&t, "is already at #%llu (%s)", (unsigned long long)seq,

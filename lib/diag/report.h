@@ -15,8 +15,6 @@ void dcoll_put(struct dcoll_text *t, const char *fmt, ...) DCOLL_PRINTF(2, 3);
  * and their world ranks after them in a sub-group. */
 void dcoll_put_ranks(struct dcoll_text *t, const struct dcoll_group *g,
                      bool (*pick)(const void *, int), const void *arg);
-/* "async", "blocking" or "-", for an enum dcoll_form. */
-const char *dcoll_form_name(int form);
 /* A timed-out call's report: its head, then what roll found. */
 void dcoll_put_report(struct dcoll_text *t, struct dcoll_group *g,
                       const char *fn, uint64_t seq, int kind, int form,
@@ -26,9 +24,5 @@ static inline int dcoll_world_of(const struct dcoll_group *g, int r)
 {
     return g->ranks ? g->ranks[r] : r;
 }
-
-/* failed.c: g is unusable from now on, for why: its next call says so at
- * once. */
-void dcoll_mark_failed(struct dcoll_group *g, const char *why);
 
 #endif
