@@ -52,6 +52,21 @@ static bool pick_same(const void *arg, int r)
     return !memcmp(&p->all[r], &p->all[p->like], sizeof(struct call));
 }
 
+/* Every rank's len bytes of mine into all, over g's control twin, bounded
+ * by c's deadline: a timeout there is c's, reported as any other. */
+static dcoll_status_t exchange(struct dcoll_group *g,
+                               const struct dcoll_coll *c, const void *mine,
+                               void *all, size_t len)
+{
+    struct dcoll_outcome out = {.source = -1};
+    dcoll_status_t st = g->svc->exchange(g, mine, all, len, c, &out);
+    if (out.timed_out)
+        st = dcoll_fault_outcome(g, &out, c->fn, c->seq, c->kind,
+                                 c->async ? DCOLL_FORM_ASYNC
+                                          : DCOLL_FORM_BLOCKING);
+    return st;
+}
+
 /* Above this many ranks the pairwise count check is skipped: each rank
  * would gather 16 * size^2 bytes. */
 #define COUNTS_CHECK_MAX 1024
@@ -97,14 +112,8 @@ static dcoll_status_t check_counts(struct dcoll_group *g,
         }
         break;
     }
-    struct dcoll_outcome out = {.source = -1};
-    dcoll_status_t st = g->svc->exchange(g, mine, all, sizeof(int64_t) * row,
-                                         c, &out);
+    dcoll_status_t st = exchange(g, c, mine, all, sizeof(int64_t) * row);
     free(mine);
-    if (out.timed_out)
-        st = dcoll_fault_outcome(g, &out, c->fn, c->seq, c->kind,
-                                 c->async ? DCOLL_FORM_ASYNC
-                                          : DCOLL_FORM_BLOCKING);
     if (st) {
         free(all);
         return st;
@@ -170,12 +179,7 @@ static dcoll_status_t check_same(struct dcoll_group *g,
     if (!all)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
                            "debug check of %d ranks", c->fn, g->size);
-    struct dcoll_outcome out = {.source = -1};
-    dcoll_status_t st = g->svc->exchange(g, &me, all, sizeof(me), c, &out);
-    if (out.timed_out)
-        st = dcoll_fault_outcome(g, &out, c->fn, c->seq, c->kind,
-                                 c->async ? DCOLL_FORM_ASYNC
-                                          : DCOLL_FORM_BLOCKING);
+    dcoll_status_t st = exchange(g, c, &me, all, sizeof(me));
     if (st) {
         free(all);
         return st;
