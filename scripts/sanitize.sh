@@ -18,8 +18,8 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 [ -d build-tsan ] ||
     meson setup build-tsan -Db_sanitize=thread -Dcuda=disabled \
         -Dfortran=disabled
-ninja -C build-tsan test/unit_store test/unit_store_limits test/unit_rdzv \
-    bench/dcoll-store-bench
+ninja -C build-tsan test/unit/unit_store test/unit/unit_store_limits \
+    test/unit/unit_rdzv bench/dcoll-store-bench
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     meson test -C build-tsan --print-errorlogs --no-rebuild store store-limits \
     rendezvous store-rendezvous-4096
