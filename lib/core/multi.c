@@ -1,6 +1,6 @@
 /* The multi-buffer forms (torch's *_multigpu): several buffers per
  * process, the operation over every buffer of every process. On host
- * buffers this process's buffers are combined first (lib/base/localop.c),
+ * buffers this process's buffers are combined first (lib/base/kernels.c),
  * one collective runs across processes, and its result is spread back
  * over the buffers, after the collective (at once, or in the work's
  * finish step for an async call). GPU buffers go to NCCL, one

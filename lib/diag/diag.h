@@ -11,7 +11,7 @@ struct dcoll_flight;
 /* Diagnostics' record of a group (g->diag), made by
  * dcoll_fault_group_init. The core reads slow and flight on every call. */
 struct dcoll_diag_group {
-    bool slow;             /* failed, or debug checks: see diag/fault.c */
+    bool slow;             /* failed, or debug checks: see diag/check.c */
     char *failed;          /* why the group is unusable, or NULL */
     struct dcoll_flight *flight;
 };
