@@ -339,7 +339,7 @@ static void on_timeout(uv_timer_t *t)
 /* Answer the waiters on key k whose keys are all there. Answering one
  * serves its client's buffered frames, whose SET calls wake again: that
  * nested call only queues its key for the loop here, so no waiter is
- * answered twice and no list changes while it is walked. */
+ * answered twice and no list is walked while it changes. */
 static void wake(struct store_server *s, struct wire_str k)
 {
     if (s->npending == s->cappending) {
@@ -382,8 +382,17 @@ static void wake(struct store_server *s, struct wire_str k)
             }
             ready[nready++] = x->w;
         }
-        for (size_t i = 0; i < nready; i++)
-            waiter_answer(ready[i]);
+        /* Answering one serves its client's pipelined requests, which
+         * may take a key another ready waiter needs (a DELETE, a
+         * compare_set) or end that waiter (its client refused and
+         * closed): each is looked at again first. One no longer ready
+         * stays parked for the key's next SET. An ended waiter's memory
+         * lasts until its timer's close callback, after this loop. */
+        for (size_t i = 0; i < nready; i++) {
+            struct waiter *w = ready[i];
+            if (w->c->waiter == w && kv_all(&s->kv, w->n, w->keys))
+                waiter_answer(w);
+        }
         free(ready);
     }
     for (size_t at = 0; at < s->npending; at++)

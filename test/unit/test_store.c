@@ -299,6 +299,48 @@ static void tcp_pipelined_wake(void **state)
     dcoll_store_destroy(&s);
 }
 
+/* A wake whose answers change the lists it walks (issue 27, finding 4):
+ * A and B park on GET x, B with a DELETE of x pipelined behind its GET.
+ * A SET of x answers B first (the later one heads the list), which runs
+ * B's DELETE; A, still on the wake's list, must then not be answered
+ * from a key that is gone (the server dereferenced it and died). A stays
+ * parked until x comes back, and is answered with the new value. */
+static void tcp_wake_after_delete(void **state)
+{
+    (void)state;
+    dcoll_store_t *s = serve(NULL, 5);
+    int port = port_of(s);
+    char msg[128];
+    struct wire_str x = {(const uint8_t *)"x", 1};
+    uint8_t frame[256];
+    int a = raw_connect(port), b = raw_connect(port);
+    wire_encode(frame, WIRE_GET, 5000, 1, &x);
+    raw_send(a, frame, wire_frame_size(1, &x));
+    usleep(50000);    /* A parks first */
+    size_t n1 = wire_frame_size(1, &x);
+    wire_encode(frame, WIRE_GET, 5000, 1, &x);
+    wire_encode(frame + n1, WIRE_DELETE, 0, 1, &x);
+    raw_send(b, frame, 2 * n1);
+    usleep(100000);   /* both parked, B's DELETE buffered */
+    dcoll_store_t *c = client(port, NULL, 5, DCOLL_SUCCESS);
+    OK(dcoll_store_set(c, "x", "v1", 2));
+    /* B: its GET, then its DELETE. */
+    assert_int_equal(raw_reply(b, msg, sizeof(msg)), WIRE_OK);
+    assert_string_equal(msg, "v1");
+    assert_int_equal(raw_reply(b, msg, sizeof(msg)), WIRE_OK);
+    /* The server still serves, and A is answered by the next SET. */
+    OK(dcoll_store_set(c, "x", "v2", 2));
+    assert_int_equal(raw_reply(a, msg, sizeof(msg)), WIRE_OK);
+    assert_true(!strcmp(msg, "v1") || !strcmp(msg, "v2"));
+    int64_t keys = -1;
+    OK(dcoll_store_num_keys(c, &keys));
+    assert_int_equal(keys, 1);
+    close(a);
+    close(b);
+    dcoll_store_destroy(&c);
+    dcoll_store_destroy(&s);
+}
+
 /* Waiters on many keys: a SET answers exactly the waiters on its key, a
  * WAIT on a key listed twice is answered once, and a waiter on two keys
  * only when both are there. */
@@ -697,6 +739,7 @@ int main(void)
         cmocka_unit_test(tcp_many_clients),
         cmocka_unit_test(tcp_bad_requests),
         cmocka_unit_test(tcp_pipelined_wake),
+        cmocka_unit_test(tcp_wake_after_delete),
         cmocka_unit_test(table_index),
         cmocka_unit_test(tcp_many_waiters),
         cmocka_unit_test(tcp_client_dies),
