@@ -44,6 +44,7 @@ dcoll_status_t dcoll_mpi_exchange(struct dcoll_group *g, const void *mine,
  * it. A failed dcoll_init does not: MPI cannot start twice, and a later
  * dcoll_init may use it (its dcoll_finalize ends it). */
 dcoll_status_t dcoll_mpi_stop(struct dcoll_group *world, bool finalize);
+void dcoll_mpi_at_end(void (*fn)(void));
 /* Collective over the world: members get a new communicator in *comm,
  * ordered by key; non-members get NULL. */
 dcoll_status_t dcoll_mpi_split(struct dcoll_group *parent, int color,

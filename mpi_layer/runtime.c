@@ -150,6 +150,34 @@ dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
     return st;
 }
 
+/* MPI_Finalize deletes MPI_COMM_SELF's attributes before anything else
+ * (MPI 3.1, 8.7.1): this one's callback is how dcoll learns that the
+ * program ends MPI. Set once per process; the hook may change. */
+static void (*end_hook)(void);
+static int end_keyval = MPI_KEYVAL_INVALID;
+
+static int on_self_delete(MPI_Comm comm, int keyval, void *attr, void *extra)
+{
+    (void)comm, (void)keyval, (void)attr, (void)extra;
+    void (*fn)(void) = end_hook;
+    end_hook = NULL;
+    started_mpi = false;   /* the program's MPI_Finalize is ending it */
+    if (fn)
+        fn();
+    return MPI_SUCCESS;
+}
+
+void dcoll_mpi_at_end(void (*fn)(void))
+{
+    end_hook = fn;
+    if (end_keyval != MPI_KEYVAL_INVALID || !fn)
+        return;
+    if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_self_delete,
+                               &end_keyval, NULL) != MPI_SUCCESS ||
+        MPI_Comm_set_attr(MPI_COMM_SELF, end_keyval, NULL) != MPI_SUCCESS)
+        end_keyval = MPI_KEYVAL_INVALID;
+}
+
 dcoll_status_t dcoll_mpi_stop(struct dcoll_group *world, bool finalize)
 {
     dcoll_mpi_work_cache_free();

@@ -8,6 +8,7 @@ const struct dcoll_comm_ops dcoll_mpi_services = {
     .order_world = dcoll_mpi_order_world,
     .local = dcoll_mpi_local,
     .stop = dcoll_mpi_stop,
+    .at_mpi_end = dcoll_mpi_at_end,
     .split = dcoll_mpi_split,
     .comm_free = dcoll_mpi_comm_free,
     .comm_fint = dcoll_mpi_comm_fint,

@@ -108,6 +108,9 @@ typedef struct dcoll_init_params {
 DCOLL_API dcoll_status_t dcoll_init(const dcoll_init_params_t *params);
 
 /** Free every group and the world; finalize MPI if dcoll started it.
+ *  Where the program called MPI_Finalize first, dcoll already ended there
+ *  (stopping its watchdog and freeing its communicators before MPI went),
+ *  and the first dcoll_finalize after it returns DCOLL_SUCCESS.
  *  @return DCOLL_ERR_INVALID_STATE, changing nothing, while any work handle
  *          is still in flight; DCOLL_ERR_NOT_INITIALIZED, DCOLL_ERR_FINALIZED. */
 DCOLL_API dcoll_status_t dcoll_finalize(void);

@@ -167,6 +167,12 @@ struct dcoll_comm_ops {
     dcoll_status_t (*local)(struct dcoll_group *world, bool joined);
     /* Free what start made; with finalize, end MPI if dcoll started it. */
     dcoll_status_t (*stop)(struct dcoll_group *world, bool finalize);
+    /* Have fn run first thing in MPI_Finalize, while MPI may still be
+     * called (the standard's delete callback of an attribute on
+     * MPI_COMM_SELF), so that a program ending MPI before dcoll ends
+     * dcoll too; NULL: nothing. Set once MPI runs; MPI is then no longer
+     * dcoll's to end. */
+    void (*at_mpi_end)(void (*fn)(void));
     /* Collective over parent's members: those of one color get a
      * communicator ordered by key, those of color -1 NULL. */
     dcoll_status_t (*split)(struct dcoll_group *parent, int color, int key,

@@ -30,12 +30,20 @@ struct dcoll_group dcoll_non_member = {
 
 /* The store the world's rendezvous made, if any; it outlives MPI. */
 static dcoll_store_t *world_store;
+/* The program's MPI_Finalize ended dcoll (mpi_ending), and no
+ * dcoll_finalize has come since. */
+static bool ended_by_mpi;
 
 dcoll_status_t dcoll_check_ready_slow(void)
 {
     if (dcoll_state == DCOLL_STATE_NEW)
         return dcoll_error(DCOLL_ERR_NOT_INITIALIZED,
                            "dcoll is not initialised: call dcoll_init first");
+    if (ended_by_mpi)
+        return dcoll_error(DCOLL_ERR_FINALIZED,
+                           "dcoll ended with MPI: the program called "
+                           "MPI_Finalize before dcoll_finalize, so no dcoll "
+                           "call may follow (dcoll_finalize is accepted)");
     return dcoll_error(DCOLL_ERR_FINALIZED,
                        "dcoll has been finalized: no call may follow "
                        "dcoll_finalize but dcoll_init");
@@ -53,6 +61,21 @@ static dcoll_status_t world_end(void)
     dcoll_hosts_set(NULL, 0);
     dcoll_world.magic = DCOLL_DEAD_MAGIC;
     return st;
+}
+
+/* The program ends MPI with dcoll still up: first thing in its
+ * MPI_Finalize, while MPI may still be called, dcoll ends too, as
+ * dcoll_finalize would (works still in flight end with it), and makes no
+ * MPI call afterwards. */
+static void mpi_ending(void)
+{
+    if (dcoll_state != DCOLL_STATE_READY)
+        return;
+    dcoll_watchdog_stop();
+    dcoll_groups_free_all();
+    world_end();
+    dcoll_state = DCOLL_STATE_DONE;
+    ended_by_mpi = true;
 }
 
 /* Every world rank's host name (collective), for reports of missing ranks
@@ -220,11 +243,17 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         return dcoll_error(st, "%s", msg);
     }
     dcoll_state = DCOLL_STATE_READY;
+    ended_by_mpi = false;
+    dcoll_world.svc->at_mpi_end(mpi_ending);
     return DCOLL_SUCCESS;
 }
 
 dcoll_status_t dcoll_finalize(void)
 {
+    if (dcoll_state == DCOLL_STATE_DONE && ended_by_mpi) {
+        ended_by_mpi = false;   /* MPI_Finalize did it already */
+        return DCOLL_SUCCESS;
+    }
     dcoll_status_t st = dcoll_check_ready();
     if (st)
         return st;
@@ -233,6 +262,8 @@ dcoll_status_t dcoll_finalize(void)
         return dcoll_error(DCOLL_ERR_INVALID_STATE,
                            "dcoll_finalize: %d operation(s) still in flight; "
                            "wait for their work handles first", inflight);
+    /* dcoll's own MPI_Finalize (in world_end) must not end it twice. */
+    dcoll_world.svc->at_mpi_end(NULL);
     dcoll_watchdog_stop();
     dcoll_groups_free_all();
     st = world_end();

@@ -182,6 +182,8 @@ dcoll_status_t dcoll_watchdog_start(struct dcoll_group *w)
     if (rc)
         return dcoll_error(DCOLL_ERR_INTERNAL, "dcoll_init: cannot start "
                            "the watchdog thread: %s", strerror(rc));
+    /* Named for top -H, gdb and the tests. */
+    pthread_setname_np(thread, "dcoll-watchdog");
     running = true;
     return DCOLL_SUCCESS;
 }
