@@ -54,14 +54,16 @@ DCOLL_API dcoll_status_t dcoll_reduce(dcoll_group_t *group,
         dcoll_work_t **work);
 
 /** recvbuf (size * count) holds every rank's sendbuf in group-rank order.
- *  In place: sendbuf == recvbuf + rank * count. */
+ *  In place: sendbuf == recvbuf + rank * count, or sendbuf == recvbuf (MPI's
+ *  MPI_IN_PLACE: this rank's block already at its place), on every rank. */
 DCOLL_API dcoll_status_t dcoll_all_gather(dcoll_group_t *group,
         const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
         const dcoll_coll_opts_t *opts, dcoll_work_t **work);
 
 /** As all_gather, the result only on @p root. recvbuf must be given on the
  *  root; the other ranks' recvbuf is ignored, as in MPI. In place on root:
- *  sendbuf == recvbuf + root_group_rank * count. */
+ *  sendbuf == recvbuf + root_group_rank * count, or sendbuf == recvbuf
+ *  (MPI_IN_PLACE: the root's block already at its place). */
 DCOLL_API dcoll_status_t dcoll_gather(dcoll_group_t *group,
         const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
         int root, const dcoll_coll_opts_t *opts, dcoll_work_t **work);
@@ -69,13 +71,16 @@ DCOLL_API dcoll_status_t dcoll_gather(dcoll_group_t *group,
 /** Group rank i gets block i (count elements) of the root's sendbuf.
  *  sendbuf must be given on the root; the other ranks' sendbuf is ignored,
  *  as in MPI.
- *  In place on root: recvbuf == sendbuf + root_group_rank * count. */
+ *  In place on root: recvbuf == sendbuf + root_group_rank * count, or
+ *  recvbuf == sendbuf (MPI_IN_PLACE: the root's block stays where it is). */
 DCOLL_API dcoll_status_t dcoll_scatter(dcoll_group_t *group,
         const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
         int root, const dcoll_coll_opts_t *opts, dcoll_work_t **work);
 
 /** Reduce sendbuf (size * count) over ranks; group rank i gets block i in
- *  recvbuf (count). In place: recvbuf == sendbuf + rank * count. */
+ *  recvbuf (count). In place: recvbuf == sendbuf + rank * count (the
+ *  result at its block), or recvbuf == sendbuf (MPI_IN_PLACE: the result
+ *  in the first count elements), on every rank. */
 DCOLL_API dcoll_status_t dcoll_reduce_scatter(dcoll_group_t *group,
         const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
         dcoll_op_t op, const dcoll_coll_opts_t *opts, dcoll_work_t **work);
@@ -125,7 +130,8 @@ DCOLL_API dcoll_status_t dcoll_irecv(dcoll_group_t *group, void *buf,
 /** all_gather with a count per rank: rank i's @p sendcount elements
  *  (equal to recvcounts[i] on every rank) land at recvbuf + displs[i].
  *  In place: sendbuf == recvbuf + displs[rank] (its packed place when
- *  displs is NULL). */
+ *  displs is NULL), or sendbuf == recvbuf (MPI_IN_PLACE: this rank's
+ *  block already there). */
 DCOLL_API dcoll_status_t dcoll_all_gatherv(dcoll_group_t *group,
         const void *sendbuf, int64_t sendcount, void *recvbuf,
         const int64_t *recvcounts, const int64_t *displs, dcoll_dtype_t dtype,
@@ -133,7 +139,7 @@ DCOLL_API dcoll_status_t dcoll_all_gatherv(dcoll_group_t *group,
 
 /** gather with a count per rank. recvbuf, recvcounts and displs are read
  *  on the root only. In place on the root: sendbuf == recvbuf +
- *  displs[root]. */
+ *  displs[root], or sendbuf == recvbuf (MPI_IN_PLACE). */
 DCOLL_API dcoll_status_t dcoll_gatherv(dcoll_group_t *group,
         const void *sendbuf, int64_t sendcount, void *recvbuf,
         const int64_t *recvcounts, const int64_t *displs, dcoll_dtype_t dtype,
@@ -142,7 +148,8 @@ DCOLL_API dcoll_status_t dcoll_gatherv(dcoll_group_t *group,
 /** scatter with a count per rank: group rank i gets sendcounts[i]
  *  elements from the root's sendbuf + displs[i]; @p recvcount must equal
  *  them. sendbuf, sendcounts and displs are read on the root only. In
- *  place on the root: recvbuf == sendbuf + displs[root]. */
+ *  place on the root: recvbuf == sendbuf + displs[root], or recvbuf ==
+ *  sendbuf (MPI_IN_PLACE). */
 DCOLL_API dcoll_status_t dcoll_scatterv(dcoll_group_t *group,
         const void *sendbuf, const int64_t *sendcounts, const int64_t *displs,
         void *recvbuf, int64_t recvcount, dcoll_dtype_t dtype, int root,
@@ -164,7 +171,8 @@ DCOLL_API dcoll_status_t dcoll_all_to_allv(dcoll_group_t *group,
  *  recvcounts elements; group rank i gets block i (recvcounts[i]
  *  elements, in rank order) of the reduction over ranks. recvcounts must
  *  be the same on every rank. In place: recvbuf == sendbuf + the counts
- *  of the ranks before this one. */
+ *  of the ranks before this one, or recvbuf == sendbuf (MPI_IN_PLACE: the
+ *  result at the front). */
 DCOLL_API dcoll_status_t dcoll_reduce_scatterv(dcoll_group_t *group,
         const void *sendbuf, void *recvbuf, const int64_t *recvcounts,
         dcoll_dtype_t dtype, dcoll_op_t op, const dcoll_coll_opts_t *opts,

@@ -107,15 +107,21 @@ static inline __attribute__((always_inline)) dcoll_status_t check_layout(const c
     unsigned in = k->in[role], out = k->out[role];
     if (!in || !out)
         return DCOLL_SUCCESS;   /* one buffer on this rank: nothing to alias */
+    /* sendbuf == recvbuf is in place for every kind and on every rank, as
+     * MPI_IN_PLACE is: for the kinds whose own block sits at an offset,
+     * rank 0 could not tell it from the offset pattern, so any other rank
+     * refusing it would leave rank 0 waiting. The rank's block is where
+     * the pattern puts it; a scatter of results (reduce_scatter) leaves
+     * this rank's at the front, as MPI does. */
     switch (k->inplace) {
     case DCOLL_IP_SAME:
         c->in_place = s == r;
         break;
     case DCOLL_IP_SEND_IN_RECV:
-        c->in_place = r && s == r + bytes * (size_t)at;
+        c->in_place = r && (s == r || s == r + bytes * (size_t)at);
         break;
     default: /* DCOLL_IP_RECV_IN_SEND */
-        c->in_place = s && r == s + bytes * (size_t)at;
+        c->in_place = s && (r == s || r == s + bytes * (size_t)at);
         break;
     }
     if (c->in_place ||

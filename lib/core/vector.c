@@ -108,9 +108,12 @@ static dcoll_status_t whole_and_own(const char *fn, struct dcoll_coll *c,
                          array, me, c->counts[me])) ||
         (st = need(fn, wname, whole, ext)))
         return st;
-    c->in_place = whole && own == whole + (size_t)start_of(c->counts,
-                                                           c->displs, me) *
-                                              esz;
+    /* sendbuf == recvbuf too, as MPI_IN_PLACE (see check_layout in
+     * collectives.c): this rank's block already at its displacement. */
+    c->in_place = whole && (own == whole ||
+                            own == whole + (size_t)start_of(c->counts,
+                                                            c->displs, me) *
+                                               esz);
     if (!c->in_place &&
         (st = need(fn, gather ? "sendbuf" : "recvbuf", own, c->count)))
         return st;
@@ -168,8 +171,10 @@ dcoll_status_t dcoll_vec_check(const char *fn, const struct dcoll_group *g,
             (st = need(fn, "sendbuf", s, ext)))
             return st;
         c->count = c->counts[me];
-        c->in_place = s && r == s + (size_t)start_of(c->counts, NULL, me) *
-                                        esz;
+        /* r == s too: the result at the front, as MPI_IN_PLACE. */
+        c->in_place = s && (r == s || r == s + (size_t)start_of(c->counts,
+                                                               NULL, me) *
+                                                  esz);
         if (!c->in_place && (st = need(fn, "recvbuf", r, c->count)))
             return st;
         return apart(fn, c, ext, c->count, esz);

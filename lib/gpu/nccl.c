@@ -153,8 +153,26 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
         .count = c->count, .dtype = c->dtype, .op = c->op, .root = c->root,
         .in_place = c->in_place,
     };
+    /* sendbuf == recvbuf is MPI's in-place form (the core's check_layout);
+     * NCCL knows only the offset pattern: give it that, and move a
+     * reduce_scatter's result to the front after, on the same stream. */
+    size_t bytes = (size_t)c->count * dcoll_dtype_sizes[c->dtype];
+    char *front = NULL;
+    if (c->in_place && c->sendbuf == c->recvbuf && g->rank > 0) {
+        if (c->kind == DCOLL_COLL_ALL_GATHER)
+            call.sendbuf = (char *)c->recvbuf + bytes * (size_t)g->rank;
+        else if (c->kind == DCOLL_COLL_REDUCE_SCATTER)
+            front = c->recvbuf;
+        if (front)
+            call.recvbuf = front + bytes * (size_t)g->rank;
+    }
     int rc = p->nccl_coll(ng->comm, &call, g->rank, g->size, stream,
                           DCOLL_GPU_TIMEOUT);
+    if (!rc && front && bytes &&
+        p->copy(front, call.recvbuf, bytes, device, stream))
+        return dcoll_error(DCOLL_ERR_INTERNAL, "%s: moving this rank's "
+                           "result to the front of recvbuf on GPU %d: %s", fn,
+                           device, p->last_error());
     if (rc == 1) /* an op NCCL lacks: the same on every rank */
         return DCOLL_DECLINED;
     if (rc == 2)

@@ -171,6 +171,24 @@ int main(int argc, char **argv)
             CHECK(h[k * N + i] == val(k, i), "all_gather in place[%d][%d]", k,
                   i);
     free(h);
+    /* MPI's in-place form, sendbuf == recvbuf: the same, on every rank. */
+    OK(dcoll_all_gather(NULL, ag, ag, N, DCOLL_FLOAT32, NULL, NULL));
+    h = host(ag, N * n);
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < N; i++)
+            CHECK(h[k * N + i] == val(k, i), "all_gather aliased[%d][%d]", k,
+                  i);
+    free(h);
+    /* And a reduce_scatter so: the result at the front. */
+    float *rs = dev(N * n, me, 1);
+    OK(dcoll_reduce_scatter(NULL, rs, rs, N, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                            NULL));
+    h = host(rs, N);
+    for (int i = 0; i < N; i++)
+        CHECK(h[i] == sum_at(me * N + i), "reduce_scatter aliased[%d] = %g",
+              i, h[i]);
+    free(h);
+    cudaFree(rs);
     cudaFree(ag);
     OK(dcoll_gather(NULL, s, me == 0 ? r : NULL, N, DCOLL_FLOAT32, 0, NULL,
                     NULL));
