@@ -5,9 +5,14 @@
  * netmod has no MPI_Open_port, so the connect/accept join cannot serve it.
  *
  * The wire is PMI-1's: one line per message, "cmd=NAME key=value ...".
- * The server takes the first size connections and then closes its
- * listener; it leaves when every one of them has hung up, or when not all
- * came within the timeout (so that none waits in a barrier forever). */
+ * A connection takes one of the size places once it speaks PMI (its first
+ * line names a command); one that stays silent for SILENT_S is dropped
+ * and takes none, so a stranger that connects and waits cannot lock a
+ * process out. Once size have spoken the listener closes. Every wait has
+ * the timeout as its deadline: not all came, or a barrier that not all
+ * entered, and the server lets those who did go (their MPI_Init fails)
+ * and leaves, saying on stderr how many did not come. It also leaves when
+ * every process has hung up. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -26,6 +31,10 @@
 #define LINE_MAX_BYTES 65536
 #define KVS_MAX_BYTES (64u << 20)
 #define SEND_TIMEOUT_S 10
+/* How long a connection may stay silent before it is dropped, and how
+ * many silent ones are held at once (more are closed at accept). */
+#define SILENT_S 3.0
+#define MAX_SILENT 16
 
 struct client {
     int fd;
@@ -33,6 +42,8 @@ struct client {
     size_t len;
     bool gone, waiting;   /* hung up or broken (its fd closed by the
                              loop); in a barrier */
+    bool spoke;           /* has sent a PMI line: holds a place */
+    double since;         /* when it connected */
 };
 
 struct kv {
@@ -40,8 +51,11 @@ struct kv {
 };
 
 struct server {
-    int size, joined;     /* connections taken */
+    int size, joined;     /* places taken: connections that spoke */
+    int n;                /* connections in c, silent ones included */
     struct client *c;
+    double barrier_since; /* when the open barrier's first came; 0: none */
+    double timeout;
     struct kv *kv;
     size_t nkv, kv_cap, kv_bytes;
     const char *mapping;  /* PMI_process_mapping, or NULL */
@@ -127,14 +141,17 @@ static void barrier_check(struct server *s)
     if (s->joined < s->size)
         return;
     int in = 0;
-    for (int i = 0; i < s->joined; i++) {
+    for (int i = 0; i < s->n; i++) {
+        if (!s->c[i].spoke)
+            continue;
         if (!s->c[i].gone && !s->c[i].waiting)
             return;
         in += s->c[i].waiting;
     }
     if (!in)
         return;
-    for (int i = 0; i < s->joined; i++)
+    s->barrier_since = 0;
+    for (int i = 0; i < s->n; i++)
         if (s->c[i].waiting) {
             s->c[i].waiting = false;
             reply(&s->c[i], "cmd=barrier_out rc=0");
@@ -152,6 +169,10 @@ static void serve_line(struct server *s, struct client *c, char *line)
     if (!cmd) {
         reply(c, "cmd=error rc=-1 msg=no_cmd");
         return;
+    }
+    if (!c->spoke) {
+        c->spoke = true;
+        s->joined++;
     }
     if (!strcmp(cmd, "init")) {
         reply(c, "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0");
@@ -184,6 +205,8 @@ static void serve_line(struct server *s, struct client *c, char *line)
             reply(c, "cmd=get_result rc=-1 found=FALSE msg=key_not_found");
     } else if (!strcmp(cmd, "barrier_in")) {
         c->waiting = true;
+        if (!s->barrier_since)
+            s->barrier_since = dcoll_now();
         barrier_check(s);
     } else if (!strcmp(cmd, "finalize")) {
         reply(c, "cmd=finalize_ack rc=0");
@@ -232,39 +255,69 @@ static void drop(struct server *s, struct client *c)
     barrier_check(s);
 }
 
+/* Let everyone go (their MPI_Init fails, none waits on) and say why. */
+static void give_up(struct server *s, const char *what, int missing)
+{
+    fprintf(stderr, "dcoll PMI server: %s: %d of the %d processes did not "
+            "come within %g s; ending the join\n", what, missing, s->size,
+            s->timeout);
+    for (int i = 0; i < s->n; i++)
+        drop(s, &s->c[i]);
+}
+
 static void serve(int lfd, int size, const char *mapping, double timeout)
 {
-    struct server s = {.size = size, .mapping = mapping};
-    s.c = calloc((size_t)size, sizeof(*s.c));
-    struct pollfd *p = calloc((size_t)size + 1, sizeof(*p));
-    int *who = calloc((size_t)size + 1, sizeof(*who));  /* p[j]'s client */
+    struct server s = {.size = size, .mapping = mapping, .timeout = timeout};
+    int cap = size + MAX_SILENT;
+    s.c = calloc((size_t)cap, sizeof(*s.c));
+    struct pollfd *p = calloc((size_t)cap + 1, sizeof(*p));
+    int *who = calloc((size_t)cap + 1, sizeof(*who));  /* p[j]'s client */
     if (!s.c || !p || !who)
         _exit(1);
     double deadline = dcoll_now() + timeout;
     for (;;) {
-        /* A reply that could not be sent broke its client: close it. */
-        for (int i = 0; i < s.joined; i++)
-            if (s.c[i].gone && s.c[i].fd >= 0)
-                drop(&s, &s.c[i]);
+        double now = dcoll_now();
+        int silent = 0;
+        /* A reply that could not be sent broke its client, and a
+         * connection silent too long holds nothing: close them. */
+        for (int i = 0; i < s.n; i++) {
+            struct client *c = &s.c[i];
+            if (c->fd >= 0 && !c->spoke &&
+                (lfd < 0 || now - c->since > SILENT_S))
+                c->gone = true;
+            if (c->gone && c->fd >= 0)
+                drop(&s, c);
+            silent += c->fd >= 0 && !c->spoke;
+        }
+        if (s.joined == size && lfd >= 0) {
+            close(lfd);
+            lfd = -1;
+            continue;   /* and drop the silent ones */
+        }
         int n = 0;
         if (lfd >= 0) {
             who[n] = -1;
             p[n++] = (struct pollfd){.fd = lfd, .events = POLLIN};
         }
-        for (int i = 0; i < s.joined; i++)
+        for (int i = 0; i < s.n; i++)
             if (!s.c[i].gone) {
                 who[n] = i;
                 p[n++] = (struct pollfd){.fd = s.c[i].fd, .events = POLLIN};
             }
         if (n == 0)
             break;   /* all came, and all have gone */
-        if (lfd >= 0 && dcoll_now() > deadline) {
-            /* Not all came: end it for those who did. */
-            for (int i = 0; i < s.joined; i++)
-                drop(&s, &s.c[i]);
+        if (lfd >= 0 && now > deadline) {
+            give_up(&s, "the join", size - s.joined);
             break;
         }
-        if (poll(p, (nfds_t)n, 1000) < 0 && errno != EINTR)
+        if (s.barrier_since && now > s.barrier_since + timeout) {
+            int out = 0;
+            for (int i = 0; i < s.n; i++)
+                out += s.c[i].spoke && !s.c[i].gone && !s.c[i].waiting;
+            give_up(&s, "a barrier", out + size - s.joined);
+            break;
+        }
+        if (poll(p, (nfds_t)n, 200) < 0 && errno != EINTR)
             break;
         for (int j = 0; j < n; j++) {
             short ev = p[j].revents;
@@ -274,17 +327,27 @@ static void serve(int lfd, int size, const char *mapping, double timeout)
                 int fd = accept(lfd, NULL, NULL);
                 if (fd < 0)
                     continue;
+                /* A place for it, reusing one a dropped silent one left;
+                 * past MAX_SILENT waiting to speak, it is not held. */
+                int at = -1;
+                for (int i = 0; i < s.n && at < 0; i++)
+                    if (s.c[i].fd < 0 && !s.c[i].spoke)
+                        at = i;
+                if (at < 0 && s.n < cap)
+                    at = s.n++;
+                if (at < 0 || silent >= MAX_SILENT) {
+                    close(fd);
+                    continue;
+                }
+                silent++;
                 int one = 1;
                 setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
                 /* A client that stops reading its replies is dropped, not
                  * waited for: the others' replies come from this loop. */
                 struct timeval tv = {SEND_TIMEOUT_S, 0};
                 setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-                s.c[s.joined++] = (struct client){.fd = fd};
-                if (s.joined == size) {
-                    close(lfd);
-                    lfd = -1;
-                }
+                free(s.c[at].in);
+                s.c[at] = (struct client){.fd = fd, .since = dcoll_now()};
             } else {
                 struct client *c = &s.c[who[j]];
                 if (!c->gone && (ev & (POLLIN | POLLHUP | POLLERR)) &&
