@@ -174,6 +174,9 @@ static void *abort_fallback(void *arg)
 
 void dcoll_mpi_abort_job(struct dcoll_group *world, int code)
 {
+    /* The job ends here: dcoll must not end itself again from inside
+     * MPI's teardown, which MPICH's abort path may start. */
+    dcoll_mpi_at_end(NULL);
 #ifdef MPICH
     /* MPICH 4.0's MPI_Abort waits for the lock that a thread hung in a
      * blocking call holds while it polls (the watchdog calls this beside
