@@ -20,6 +20,18 @@ static int32_t v(int rank, int i)
     return 1000 * (rank + 1) + i;
 }
 
+/* A reduce_scatter of v() in place as MPI does it: this rank's block of
+ * the sum over ranks in the buffer's first N elements. */
+static void sum_at_front(const int32_t *b, int n, const char *what)
+{
+    for (int i = 0; i < N; i++) {
+        int32_t want = 0;
+        for (int r = 0; r < n; r++)
+            want += v(r, t_rank * N + i);
+        CHECK(b[i] == want, "%s [%d] = %d, want %d", what, i, b[i], want);
+    }
+}
+
 static void wait_or_run(dcoll_status_t st, dcoll_work_t *w, const char *what)
 {
     CHECK(st == DCOLL_SUCCESS, "%s: %s", what, dcoll_last_error());
@@ -64,8 +76,8 @@ int main(void)
                               : (i / N == me ? v(me, i % N) : -1);
         snprintf(what, sizeof(what), "%s gather", form);
         w = NULL;
-        st = dcoll_gather(NULL, b, me == root ? b : NULL, N,
-                                 DCOLL_INT32, root, NULL, wp);
+        st = dcoll_gather(NULL, b, me == root ? b : NULL, N, DCOLL_INT32,
+                          root, NULL, wp);
         wait_or_run(st, w, what);
         for (int i = 0; me == root && i < N * n; i++)
             CHECK(b[i] == v(i / N, i % N), "%s [%d] = %d", what, i, b[i]);
@@ -74,8 +86,8 @@ int main(void)
             b[i] = me == root ? v(i / N, i % N) : -1;
         snprintf(what, sizeof(what), "%s scatter", form);
         w = NULL;
-        st = dcoll_scatter(NULL, me == root ? b : NULL, b, N,
-                                  DCOLL_INT32, root, NULL, wp);
+        st = dcoll_scatter(NULL, me == root ? b : NULL, b, N, DCOLL_INT32,
+                           root, NULL, wp);
         wait_or_run(st, w, what);
         for (int i = 0; i < N * n; i++)
             CHECK(me == root ? b[i] == v(i / N, i % N)
@@ -86,22 +98,17 @@ int main(void)
             b[i] = v(me, i);
         snprintf(what, sizeof(what), "%s reduce_scatter", form);
         w = NULL;
-        st = dcoll_reduce_scatter(NULL, b, b, N, DCOLL_INT32,
-                                         DCOLL_SUM, NULL, wp);
+        st = dcoll_reduce_scatter(NULL, b, b, N, DCOLL_INT32, DCOLL_SUM,
+                                  NULL, wp);
         wait_or_run(st, w, what);
-        for (int i = 0; i < N; i++) {
-            int32_t want = 0;
-            for (int r = 0; r < n; r++)
-                want += v(r, me * N + i);
-            CHECK(b[i] == want, "%s [%d] = %d, want %d", what, i, b[i], want);
-        }
+        sum_at_front(b, n, what);
 
         for (int i = 0; i < N * n; i++)
             b[i] = i / N == n - 1 - me ? v(me, i % N) : -1;
         snprintf(what, sizeof(what), "%s all_gatherv", form);
         w = NULL;
-        st = dcoll_all_gatherv(NULL, b, N, b, counts, displs,
-                                      DCOLL_INT32, NULL, wp);
+        st = dcoll_all_gatherv(NULL, b, N, b, counts, displs, DCOLL_INT32,
+                               NULL, wp);
         wait_or_run(st, w, what);
         for (int i = 0; i < N * n; i++)
             CHECK(b[i] == v(n - 1 - i / N, i % N), "%s [%d] = %d", what, i,
@@ -112,14 +119,9 @@ int main(void)
         snprintf(what, sizeof(what), "%s reduce_scatterv", form);
         w = NULL;
         st = dcoll_reduce_scatterv(NULL, b, b, counts, DCOLL_INT32,
-                                          DCOLL_SUM, NULL, wp);
+                                   DCOLL_SUM, NULL, wp);
         wait_or_run(st, w, what);
-        for (int i = 0; i < N; i++) {
-            int32_t want = 0;
-            for (int r = 0; r < n; r++)
-                want += v(r, me * N + i);
-            CHECK(b[i] == want, "%s [%d] = %d, want %d", what, i, b[i], want);
-        }
+        sum_at_front(b, n, what);
     }
     free(b);
     free(counts);
