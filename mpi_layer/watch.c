@@ -15,7 +15,14 @@
  *
  * In DCOLL_ON_TIMEOUT_ABORT mode the rank that found the hang then tells
  * the others (a verdict), each prints its side and acknowledges, and the
- * job ends. */
+ * job ends.
+ *
+ * A rank that has left a group (it refused a call by its own checks, such
+ * as a count of -1 the others cannot see, or MPI failed a call there)
+ * answers with the call and why (g->left), so the report names the rank
+ * and its reason instead of calling it behind or silent. Nothing is sent
+ * that no one asked for: a message left unreceived on a communicator
+ * that is then freed would reach the next one given its context id. */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -31,25 +38,35 @@
 #define TAG_ACK 4
 #define GRACE 1.0     /* seconds a roll call waits for answers */
 #define QUIET 0.05    /* seconds of waiting before a rank answers asks */
-#define ANSWER_LEN 5  /* asked seq, latest seq, kind, form, busy */
+#define WHY_MAX 232   /* bytes of a left rank's reason in its answer */
 #define ABORT_GRACE 1 /* seconds MPI_Abort gets before _exit (MPICH) */
+
+/* What a rank answers an ask with. */
+struct answer {
+    int64_t asked, seq, kind, form, busy;
+    int64_t left;          /* the call at which it left the group; 0: no */
+    char why[WHY_MAX];     /* why it left */
+};
 
 /* What this rank says of itself about g. The fields are the calling
  * thread's, read here perhaps from the watchdog's: each is read once. */
-static void answer_of(struct dcoll_group *g, int64_t asked, int64_t *a)
+static void answer_of(struct dcoll_group *g, int64_t asked, struct answer *a)
 {
-    a[0] = asked;
-    a[1] = (int64_t)DCOLL_PEEK(g->seq);
-    a[2] = DCOLL_PEEK(g->cur_kind);
-    a[3] = DCOLL_PEEK(g->cur_form);
-    a[4] = DCOLL_PEEK(g->busy_start) > 0 &&
-           DCOLL_PEEK(g->busy_seq) == (uint64_t)a[1];
+    a->asked = asked;
+    a->seq = (int64_t)DCOLL_PEEK(g->seq);
+    a->kind = DCOLL_PEEK(g->cur_kind);
+    a->form = DCOLL_PEEK(g->cur_form);
+    a->busy = DCOLL_PEEK(g->busy_start) > 0 &&
+              DCOLL_PEEK(g->busy_seq) == (uint64_t)a->seq;
+    const char *left = DCOLL_PEEK(g->left);
+    a->left = left ? (int64_t)DCOLL_PEEK(g->left_seq) : 0;
+    snprintf(a->why, sizeof(a->why), "%s", left ? left : "");
 }
 
 /* Receive one message of tag from anyone, if there is one: a matched
  * probe, so another thread serving the same twin cannot take it between
  * the probe and the receive. */
-static bool take(MPI_Comm ctl, int tag, int64_t *buf, int n, int *from)
+static bool take(MPI_Comm ctl, int tag, void *buf, int bytes, int *from)
 {
     int flag = 0;
     MPI_Message m;
@@ -57,7 +74,7 @@ static bool take(MPI_Comm ctl, int tag, int64_t *buf, int n, int *from)
     if (MPI_Improbe(MPI_ANY_SOURCE, tag, ctl, &flag, &m, &s) !=
             MPI_SUCCESS || !flag)
         return false;
-    if (MPI_Mrecv(buf, n, MPI_INT64_T, &m, MPI_STATUS_IGNORE) != MPI_SUCCESS)
+    if (MPI_Mrecv(buf, bytes, MPI_BYTE, &m, MPI_STATUS_IGNORE) != MPI_SUCCESS)
         return false;
     *from = s.MPI_SOURCE;
     return true;
@@ -71,11 +88,11 @@ static void serve_asks(struct dcoll_group *g, struct dcoll_roll *roll,
     MPI_Comm ctl = dcoll_mpi_ctl_of(g);
     int64_t asked;
     int from;
-    while (take(ctl, TAG_ASK, &asked, 1, &from)) {
-        int64_t answer[ANSWER_LEN];
-        answer_of(g, asked, answer);
+    while (take(ctl, TAG_ASK, &asked, (int)sizeof(asked), &from)) {
+        struct answer a;
+        answer_of(g, asked, &a);
         /* Small enough to go eagerly: the asker is polling for it. */
-        MPI_Send(answer, ANSWER_LEN, MPI_INT64_T, from, TAG_ANSWER, ctl);
+        MPI_Send(&a, (int)sizeof(a), MPI_BYTE, from, TAG_ANSWER, ctl);
         if (roll && (uint64_t)asked == seq &&
             roll->state[from] == DCOLL_ROLL_SILENT) {
             roll->state[from] = DCOLL_ROLL_SAME;
@@ -83,6 +100,29 @@ static void serve_asks(struct dcoll_group *g, struct dcoll_roll *roll,
             roll->kind[from] = -1;   /* known only to be in it */
         }
     }
+}
+
+/* What rank r answered, into roll: left ranks (at or before call #seq)
+ * with why, the others by where they stand. */
+static void note(struct dcoll_roll *roll, int r, uint64_t seq,
+                 struct answer *a)
+{
+    roll->seq[r] = (uint64_t)a->seq;
+    roll->kind[r] = (int)a->kind;
+    roll->form[r] = (unsigned char)a->form;
+    roll->busy[r] = (unsigned char)a->busy;
+    roll->state[r] = (uint64_t)a->seq == seq ? DCOLL_ROLL_SAME
+                                             : DCOLL_ROLL_OTHER;
+    if (!a->left || (uint64_t)a->left > seq)
+        return;
+    roll->state[r] = DCOLL_ROLL_LEFT;
+    roll->seq[r] = (uint64_t)a->left;
+    roll->busy[r] = 0;
+    a->why[WHY_MAX - 1] = 0;
+    if (!roll->why && !(roll->why = calloc((size_t)roll->n, sizeof(char *))))
+        return;
+    free(roll->why[r]);
+    roll->why[r] = strdup(a->why);
 }
 
 /* Room for what n ranks answer, all silent; false (nothing kept) if
@@ -102,9 +142,11 @@ static bool roll_alloc(struct dcoll_roll *r, int n)
 }
 
 /* A verdict on the wire: seq, kind, n, then per rank state, seq, kind,
- * form, busy. */
+ * form, busy, then for each rank that left (in rank order) why, in
+ * WHY_WORDS words. */
 #define VERDICT_HEAD 3
 #define VERDICT_EACH 5
+#define WHY_WORDS (WHY_MAX / 8)
 
 bool dcoll_mpi_serve(struct dcoll_group *g, struct dcoll_verdict *v)
 {
@@ -134,8 +176,14 @@ bool dcoll_mpi_serve(struct dcoll_group *g, struct dcoll_verdict *v)
     v->roll = (struct dcoll_roll){0};
     int n = (int)said[2];
     struct dcoll_roll *r = &v->roll;
-    if (n == g->size && len == VERDICT_HEAD + VERDICT_EACH * n &&
+    int left = 0;
+    for (int i = 0; n == g->size && len >= VERDICT_HEAD + VERDICT_EACH * n &&
+                    i < n; i++)
+        left += said[VERDICT_HEAD + VERDICT_EACH * i] == DCOLL_ROLL_LEFT;
+    if (n == g->size &&
+        len == VERDICT_HEAD + VERDICT_EACH * n + WHY_WORDS * left &&
         roll_alloc(r, n)) {
+        const int64_t *why = said + VERDICT_HEAD + VERDICT_EACH * n;
         for (int i = 0; i < n; i++) {
             const int64_t *e = said + VERDICT_HEAD + VERDICT_EACH * i;
             r->state[i] = (unsigned char)e[0];
@@ -143,6 +191,13 @@ bool dcoll_mpi_serve(struct dcoll_group *g, struct dcoll_verdict *v)
             r->kind[i] = (int)e[2];
             r->form[i] = (unsigned char)e[3];
             r->busy[i] = (unsigned char)e[4];
+            if (r->state[i] != DCOLL_ROLL_LEFT)
+                continue;
+            if (!r->why)
+                r->why = calloc((size_t)n, sizeof(char *));
+            if (r->why)
+                r->why[i] = strndup((const char *)why, WHY_MAX - 1);
+            why += WHY_WORDS;
         }
     } else {
         dcoll_roll_free(r);
@@ -233,12 +288,12 @@ static bool roll_call(struct dcoll_group *g, uint64_t seq,
         return false;
     }
     *ask = (int64_t)seq;
-    int64_t me[ANSWER_LEN];
-    answer_of(g, (int64_t)seq, me);
+    struct answer me;
+    answer_of(g, (int64_t)seq, &me);
     roll->state[g->rank] = DCOLL_ROLL_SAME;
     roll->seq[g->rank] = seq;
-    roll->kind[g->rank] = (int)me[2];
-    roll->form[g->rank] = (unsigned char)me[3];
+    roll->kind[g->rank] = (int)me.kind;
+    roll->form[g->rank] = (unsigned char)me.form;
     roll->busy[g->rank] = 1;
     int nrq = 0;
     for (int r = 0; r < n; r++)
@@ -258,19 +313,14 @@ static bool roll_call(struct dcoll_group *g, uint64_t seq,
         if (!silent(roll) && now > t0 + GRACE / 4)
             break;
         serve_asks(g, roll, seq);
-        int64_t a[ANSWER_LEN];
+        struct answer a;
         int r;
-        if (!take(ctl, TAG_ANSWER, a, ANSWER_LEN, &r) ||
-            (uint64_t)a[0] != seq || got[r])
+        if (!take(ctl, TAG_ANSWER, &a, (int)sizeof(a), &r) ||
+            (uint64_t)a.asked != seq || got[r])
             continue; /* nothing, or an answer to an older roll call */
         got[r] = 1;
         answered++;
-        roll->state[r] = (uint64_t)a[1] == seq ? DCOLL_ROLL_SAME
-                                               : DCOLL_ROLL_OTHER;
-        roll->seq[r] = (uint64_t)a[1];
-        roll->kind[r] = (int)a[2];
-        roll->form[r] = (unsigned char)a[3];
-        roll->busy[r] = (unsigned char)a[4];
+        note(roll, r, seq, &a);
     }
     free(got);
     let_go(nrq, rq, ask);
@@ -292,10 +342,13 @@ bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,
                     const struct dcoll_roll *roll)
 {
     MPI_Comm ctl = dcoll_mpi_ctl_of(g);
-    int n = g->size, nrq = 0, waiting = 0;
-    int len = VERDICT_HEAD + (roll->n == n ? VERDICT_EACH * n : 0);
+    int n = g->size, nrq = 0, waiting = 0, left = 0;
+    for (int i = 0; roll->n == n && i < n; i++)
+        left += roll->state[i] == DCOLL_ROLL_LEFT;
+    int len = VERDICT_HEAD +
+              (roll->n == n ? VERDICT_EACH * n + WHY_WORDS * left : 0);
     /* Outlives this call if a send never completes. */
-    int64_t *said = malloc(sizeof(int64_t) * (size_t)len);
+    int64_t *said = calloc((size_t)len, sizeof(int64_t));
     unsigned char *told = calloc((size_t)n, 1);
     MPI_Request *rq = malloc(sizeof(MPI_Request) * (size_t)n);
     if (!said || !told || !rq) {
@@ -315,6 +368,14 @@ bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,
         e[3] = roll->form[i];
         e[4] = roll->busy[i];
     }
+    char *why = (char *)(said + VERDICT_HEAD + VERDICT_EACH * n);
+    for (int i = 0; len > VERDICT_HEAD && i < n; i++) {
+        if (roll->state[i] != DCOLL_ROLL_LEFT)
+            continue;
+        snprintf(why, WHY_MAX, "%s",
+                 roll->why && roll->why[i] ? roll->why[i] : "");
+        why += WHY_MAX;
+    }
     for (int r = 0; r < n; r++) {
         /* A silent rank would never take it. */
         if (r == g->rank || (roll->n && roll->state[r] == DCOLL_ROLL_SILENT))
@@ -332,7 +393,8 @@ bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,
         serve_asks(g, NULL, 0);
         int64_t one;
         int from;
-        if (take(ctl, TAG_ACK, &one, 1, &from) && told[from]) {
+        if (take(ctl, TAG_ACK, &one, (int)sizeof(one), &from) &&
+            told[from]) {
             told[from] = 0;
             waiting--;
         }

@@ -43,6 +43,35 @@ extern int t_rank, t_failures;
               #call, m_, (text));                                            \
     } while (0)
 
+/* A collective refused on a member takes its number there and leaves its
+ * group unusable on that rank (the other ranks' call of that number would
+ * have no partner), so bad calls go to a spare group of all ranks.
+ * CHECK_DEAD checks the refusal, that the group's next call then fails
+ * naming it, and gives g a fresh spare for the next bad call. */
+static inline dcoll_group_t *t_spare(void)
+{
+    dcoll_group_t *g = NULL;
+    CHECK_OK(dcoll_new_group(&g, NULL, 0, NULL));
+    return g;
+}
+
+static inline void t_spent(dcoll_group_t **g, const char *after)
+{
+    dcoll_status_t st = dcoll_barrier(*g, NULL, NULL);
+    CHECK(st == DCOLL_ERR_GROUP_FAILED &&
+              strstr(dcoll_last_error(), "this rank refused"),
+          "after %s: the group's next call gave %s (%s)", after,
+          dcoll_status_string(st), dcoll_last_error());
+    CHECK_OK(dcoll_group_destroy(g));
+    *g = t_spare();
+}
+
+#define CHECK_DEAD(g, call, want, text)                                      \
+    do {                                                                     \
+        CHECK_REFUSED(call, want, text);                                     \
+        t_spent(&(g), #call);                                                \
+    } while (0)
+
 /* acc op x, on the small positive values the tests reduce (AVG sums;
  * t_average divides at the end, integer types rounding down). */
 static inline double t_combine(dcoll_op_t op, double acc, double x)

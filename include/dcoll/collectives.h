@@ -8,7 +8,15 @@
  * - work NULL: the call blocks until the result is ready. work non-NULL:
  *   the call starts the operation, stores a handle in *work and returns;
  *   the buffers must stay untouched until dcoll_work_wait/test says done.
- * - opts may be NULL (defaults). */
+ * - opts may be NULL (defaults).
+ * - A collective a member rank refuses by its own checks (a negative
+ *   count, a NULL buffer, a root outside the group, ...) still uses that
+ *   rank's next call number, and the group is unusable on that rank from
+ *   then on (DCOLL_ERR_GROUP_FAILED, naming the call and why): its next
+ *   call could otherwise pair with the call the other ranks made. They
+ *   fail at their timeout, naming the rank and why, or at once with
+ *   DCOLL_DEBUG=detail. Errors found before the group is known (not
+ *   initialized, a dead handle) are only returned. */
 #ifndef DCOLL_COLLECTIVES_H
 #define DCOLL_COLLECTIVES_H
 

@@ -82,7 +82,9 @@ DCOLL_API dcoll_status_t dcoll_split_group(dcoll_group_t **out,
  *  Beware: NULL is the world everywhere, so a call on the variable after
  *  this runs on the world, not on the destroyed group. A copy of the
  *  handle kept elsewhere is refused ("not a live dcoll group") as long as
- *  its memory has not been reused. */
+ *  its memory has not been reused. A group this rank left (it refused a
+ *  call, or MPI failed one here) keeps its communicators until
+ *  dcoll_finalize, so that the other ranks can still ask it why. */
 DCOLL_API dcoll_status_t dcoll_group_destroy(dcoll_group_t **group);
 
 /** This process's rank in @p group, or DCOLL_NON_MEMBER. */

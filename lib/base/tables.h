@@ -52,6 +52,8 @@ enum dcoll_roll_state {
     DCOLL_ROLL_SILENT,   /* no answer */
     DCOLL_ROLL_SAME,     /* in the same call */
     DCOLL_ROLL_OTHER,    /* at another call on the group: seq, kind */
+    DCOLL_ROLL_LEFT,     /* left the group at or before the call (refused
+                            it, or an earlier one failed there): why */
 };
 struct dcoll_roll {
     int n;               /* 0: no roll call was made */
@@ -60,6 +62,7 @@ struct dcoll_roll {
     int *kind;
     unsigned char *form; /* enum dcoll_form of that call */
     unsigned char *busy; /* waiting inside a blocking call on the group */
+    char **why;          /* why a rank left; NULL: none known */
 };
 
 static inline void dcoll_roll_free(struct dcoll_roll *r)
@@ -69,6 +72,9 @@ static inline void dcoll_roll_free(struct dcoll_roll *r)
     free(r->kind);
     free(r->form);
     free(r->busy);
+    for (int i = 0; r->why && i < r->n; i++)
+        free(r->why[i]);
+    free(r->why);
     *r = (struct dcoll_roll){0};
 }
 
@@ -89,6 +95,9 @@ struct dcoll_verdict {
 struct dcoll_outcome {
     int source;          /* a blocking receive's sender, group rank */
     bool timed_out;
+    bool refused;        /* the route refused the call on this rank alone
+                            (buffers where its transport cannot take
+                            them): it did not run here */
     struct dcoll_roll roll;
 };
 
@@ -290,6 +299,12 @@ struct dcoll_group {
     int busy_kind;
     const char *cur_fn;
     double busy_start;
+    /* Why this rank left the group: it refused call #left_seq by its own
+     * checks, or MPI failed it here ("refused all_reduce #7: count -1 is
+     * negative"); NULL while it has not. Diag writes it once and frees
+     * it; the MPI layer answers roll calls with it. */
+    const char *left;
+    uint64_t left_seq;
     /* Diagnostics' own record (lib/diag/diag.h): failure state, debug
      * checks, the flight recorder. */
     struct dcoll_diag_group *diag;

@@ -151,7 +151,10 @@ dcoll_status_t dcoll_all_reduce_coalesced(dcoll_group_t *group,
     struct dcoll_group *g;
     dcoll_status_t st = check_list(__func__, (const void *const *)bufs,
                                    "bufs", counts, n, dtype, &total);
-    if (st || (st = dcoll_group_resolve(group, &g, __func__)))
+    if (st)
+        return dcoll_coll_refuse(group, DCOLL_COLL_ALL_REDUCE, __func__,
+                                 work != NULL, st);
+    if ((st = dcoll_group_resolve(group, &g, __func__)))
         return st;
     struct dcoll_coll c = {.kind = DCOLL_COLL_ALL_REDUCE, .dtype = dtype,
                            .op = op, .opts = opts, .fn = __func__};
@@ -162,7 +165,8 @@ dcoll_status_t dcoll_all_reduce_coalesced(dcoll_group_t *group,
         return dcoll_coll_run(group, &c, 0, work, NULL);
     }
     if ((st = dcoll_check_dtype_op(__func__, dtype, op, true)))
-        return st;
+        return dcoll_coll_refuse(group, DCOLL_COLL_ALL_REDUCE, __func__,
+                                 work != NULL, st);
     size_t esz = dcoll_dtype_sizes[dtype];
     struct pack *p = pack_new(__func__, g, bufs, counts, n, esz, total,
                               false);
@@ -199,7 +203,8 @@ dcoll_status_t dcoll_all_gather_coalesced(dcoll_group_t *group,
                                    dtype, &total);
     if (st || (st = check_list(__func__, (const void *const *)recvbufs,
                                "recvbufs", counts, n, dtype, &total)))
-        return st;
+        return dcoll_coll_refuse(group, DCOLL_COLL_ALL_GATHER, __func__,
+                                 work != NULL, st);
     if ((st = dcoll_group_resolve(group, &g, __func__)))
         return st;
     struct dcoll_coll c = {.kind = DCOLL_COLL_ALL_GATHER, .dtype = dtype,
@@ -208,10 +213,11 @@ dcoll_status_t dcoll_all_gather_coalesced(dcoll_group_t *group,
         return dcoll_coll_run(group, &c, 0, work, NULL);
     size_t esz = dcoll_dtype_sizes[dtype];
     if (total > INT64_MAX / (int64_t)esz / g->size)
-        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                           "%s: %lld elements from %d ranks overflow a "
-                           "64-bit size", __func__, (long long)total,
-                           g->size);
+        return dcoll_coll_refuse(
+            group, DCOLL_COLL_ALL_GATHER, __func__, work != NULL,
+            dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %lld elements from "
+                        "%d ranks overflow a 64-bit size", __func__,
+                        (long long)total, g->size));
     struct pack *p = pack_new(__func__, g, recvbufs, counts, n, esz, total,
                               true);
     if (!p)

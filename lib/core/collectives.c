@@ -1,5 +1,6 @@
 /* The public collectives: validate, map roots, detect in-place use, then
  * hand one descriptor to the route, which picks the transport. */
+#include <stdio.h>
 #include <stdlib.h>
 #include "core.h"
 #include "diag.h"
@@ -145,6 +146,52 @@ static inline bool dtype_op_ok(const struct dcoll_coll *c)
            ((unsigned)c->op < DCOLL_OP_COUNT_ && !dcoll_dtype_is_float(c->dtype));
 }
 
+/* Inside coll_run: a check failed with status st, after the group is
+ * known (the rest of the path does not run). */
+#define REFUSE(st_)                                                          \
+    do {                                                                     \
+        st = (st_);                                                          \
+        goto refused;                                                        \
+    } while (0)
+
+/* A member's counted call that its own checks refused (st, message
+ * set): it still takes its number, since the other ranks' call of that
+ * number has no partner here, and diag makes the group unusable here and
+ * tells the others. Out of line: the public path only jumps here. */
+static __attribute__((noinline, cold)) dcoll_status_t
+refuse(struct dcoll_group *g, struct dcoll_coll *c, dcoll_status_t st)
+{
+    if (g->rank == DCOLL_NON_MEMBER ||
+        !(kinds[c->kind].flags & DCOLL_KF_COUNTED) || g->diag->failed)
+        return st;
+    c->seq = g->seq + 1;
+    DCOLL_PUBLISH(g->seq, c->seq);
+    DCOLL_PUBLISH(g->cur_kind, (int)c->kind);
+    DCOLL_PUBLISH(g->cur_form, c->async ? DCOLL_FORM_ASYNC
+                                        : DCOLL_FORM_BLOCKING);
+    c->start = dcoll_coarse_now();
+    if (g->diag->flight)
+        c->fid = dcoll_flight_begin(g->diag->flight, c);
+    st = dcoll_fault_refused(g, c, st, false);
+    dcoll_flight_end(g->diag->flight, c->fid, st);
+    return st;
+}
+
+dcoll_status_t dcoll_coll_refuse(dcoll_group_t *group,
+                                 enum dcoll_coll_kind kind, const char *fn,
+                                 bool async, dcoll_status_t st)
+{
+    struct dcoll_group *g = group ? group : &dcoll_world;
+    if (!st || dcoll_check_ready() || g->magic != DCOLL_GROUP_MAGIC)
+        return st;
+    char msg[DCOLL_ERROR_MAX];
+    snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+    dcoll_error(st, "%s", msg);   /* check_ready may have set its own */
+    struct dcoll_coll c = {.kind = kind, .fn = fn, .async = async,
+                           .dtype = DCOLL_UINT8};
+    return refuse(g, &c, st);
+}
+
 /* The public path, inlined into each public collective: there the kind is
  * a constant, so the compiler folds every look-up in kinds and the
  * branches on it, and the table costs nothing per call. */
@@ -163,51 +210,51 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
     if (DCOLL_UNLIKELY((st = dcoll_group_resolve(group, &g, fn))))
         return st;
     if (DCOLL_UNLIKELY(c->opts && (c->opts->mask & ~KNOWN_OPTS)))
-        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+        REFUSE(dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: opts->mask 0x%llx has bits this library "
                            "does not know", fn,
-                           (unsigned long long)c->opts->mask);
+                           (unsigned long long)c->opts->mask));
     if (DCOLL_UNLIKELY(!dtype_op_ok(c)) &&
         (st = dcoll_check_dtype_op(fn, c->dtype, c->op,
                                    (k->flags & DCOLL_KF_OP) != 0)))
-        return st;
+        REFUSE(st);
     size_t esz = dcoll_dtype_sizes[c->dtype];
     if (DCOLL_UNLIKELY(c->count < 0))
-        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+        REFUSE(dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: count %lld is negative", fn,
-                           (long long)c->count);
+                           (long long)c->count));
     /* Below 2^28 elements no buffer overflows a 64-bit size (8-byte
      * elements, fewer than 2^31 blocks): most calls skip the division. */
     if (DCOLL_UNLIKELY(c->count >= (INT64_C(1) << 28))) {
         int64_t nb = k->wide && g->size > 0 ? g->size : 1;
         if (c->count > INT64_MAX / (int64_t)esz / nb)
-            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+            REFUSE(dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                                "%s: count %lld is too large: %lld block(s) "
                                "of that many %s elements overflow a 64-bit "
                                "size", fn, (long long)c->count,
-                               (long long)nb, dcoll_dtype_name(c->dtype));
+                               (long long)nb, dcoll_dtype_name(c->dtype)));
     }
     /* Buffers every rank must pass; the root's own are checked later. */
     if (c->count > 0 &&
         DCOLL_UNLIKELY(((k->every & DCOLL_BUF_SEND) && !c->sendbuf) ||
                        ((k->every & DCOLL_BUF_RECV) && !c->recvbuf)))
-        return missing_buf(fn, k, c);
+        REFUSE(missing_buf(fn, k, c));
     if (k->flags & DCOLL_KF_PEER) {
         if (DCOLL_UNLIKELY(c->tag < 0))
-            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                               "%s: tag %d is negative", fn, c->tag);
+            REFUSE(dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "%s: tag %d is negative", fn, c->tag));
     }
 
     if (DCOLL_UNLIKELY(g->rank == DCOLL_NON_MEMBER)) {
         /* A collective is every rank's, and a non-member's part is none;
          * a message to or from one would be silently lost. */
         if (k->flags & DCOLL_KF_PEER)
-            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+            REFUSE(dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                                "%s: this process is not a member of the "
                                "group (its handle is the NON-MEMBER one), "
                                "so it has no %s there", fn,
                                c->kind == DCOLL_COLL_SEND ? "peer to send to"
-                                                          : "peer to receive from");
+                                                          : "peer to receive from"));
         return work ? noop_work(g, fn, work) : DCOLL_SUCCESS;
     }
 
@@ -217,27 +264,28 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
         } else {
             st = dcoll_group_root(g, root, fn, k->peer, &c->root);
             if (DCOLL_UNLIKELY(st))
-                return st;
+                REFUSE(st);
         }
         if ((c->kind == DCOLL_COLL_SEND || c->kind == DCOLL_COLL_RECV) &&
             !work && c->root == g->rank)
-            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+            REFUSE(dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                                "%s: %s %d is this process's own rank; a "
                                "blocking self-%s would never finish (use "
                                "isend/irecv)", fn, k->peer, root,
-                               c->kind == DCOLL_COLL_SEND ? "send" : "recv");
+                               c->kind == DCOLL_COLL_SEND ? "send" : "recv"));
     }
     if (k->flags & DCOLL_KF_VEC) {
         if ((st = dcoll_vec_check(fn, g, c)))
-            return st;
+            REFUSE(st);
     } else if (!(k->flags & DCOLL_KF_ONE_BUF) &&
                DCOLL_UNLIKELY((st = check_layout(fn, k, g, c,
                                                  (size_t)c->count * esz)))) {
-        return st;
+        REFUSE(st);
     }
 
     struct dcoll_outcome out;
-    out.timed_out = false;  /* source: set by a receive that succeeded */
+    out.timed_out = false;
+    out.refused = false;  /* source: set by a receive that succeeded */
     c->fn = fn;
     /* Numbered, timed and recorded; send and recv are not numbered, since
      * ranks make different numbers of them. */
@@ -275,7 +323,8 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
                                  work ? DCOLL_FORM_ASYNC
                                       : DCOLL_FORM_BLOCKING);
     else if (DCOLL_UNLIKELY(st))
-        st = dcoll_fault_failed(g, fn, c->seq, st);
+        st = out.refused && c->seq ? dcoll_fault_refused(g, c, st, true)
+                                   : dcoll_fault_failed(g, fn, c->seq, st);
     if (work && !st) {
         dcoll_work_stamp(*work, g, c);
         dcoll_work_track(*work);
@@ -285,6 +334,10 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
     if (!st && source && c->kind == DCOLL_COLL_RECV && !work)
         *source = g->ranks ? g->ranks[out.source] : out.source;
     return st;
+refused:
+    c->fn = fn;
+    c->async = work != NULL;
+    return refuse(g, c, st);
 }
 
 dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,

@@ -80,6 +80,13 @@ dcoll_status_t dcoll_vec_check(const char *fn, const struct dcoll_group *g,
 /* collectives.c: validate c and run it on group (the public path). */
 dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
                               int root, dcoll_work_t **work, int *source);
+/* A call of kind on group that a form's own checks refused with st
+ * (message set) before dcoll_coll_run: on a member it takes its number
+ * and the group becomes unusable here, as for coll_run's checks; a bad
+ * handle, a non-member or st 0 pass through. Returns the status. */
+dcoll_status_t dcoll_coll_refuse(dcoll_group_t *group,
+                                 enum dcoll_coll_kind kind, const char *fn,
+                                 bool async, dcoll_status_t st);
 
 /* backend.c: the registry. lookup finds a name; attach sets the group's
  * choice (collective over a program's backend's group, whose

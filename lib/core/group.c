@@ -421,6 +421,17 @@ dcoll_status_t dcoll_group_destroy(dcoll_group_t **group)
                            "dcoll_group_destroy: %d operation(s) on the "
                            "group are still in flight; wait for them first",
                            g->inflight);
+    /* This rank left the group (it refused a call the others are inside,
+     * or MPI failed one here): at their deadline they ask it why, and
+     * its watchdog answers. So its communicators stay until
+     * dcoll_finalize, and only the handle dies now: freed, a
+     * communicator the others' asks still reach would hand them to the
+     * next one given its context id. */
+    if (g->left && g->timeout > 0 && g->size > 1) {
+        g->magic = DCOLL_DEAD_MAGIC;
+        *group = NULL;
+        return DCOLL_SUCCESS;
+    }
     group_free(g);
     *group = NULL;
     return DCOLL_SUCCESS;

@@ -268,7 +268,8 @@ dcoll_status_t dcoll_broadcast_multi(dcoll_group_t *group, void *const *bufs,
     struct dcoll_group *g;
     if (st || outside(group, DCOLL_COLL_BROADCAST, fn, work, &st, &g) ||
         (st = root_of(fn, g, root, root_buf, nbufs, &mine, &gr)))
-        return st;
+        return dcoll_coll_refuse(group, DCOLL_COLL_BROADCAST, fn, work != NULL,
+                                st);
     size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
     struct dcoll_multi_call mc = {
         .kind = DCOLL_COLL_BROADCAST, .recv = bufs, .n = nbufs,
@@ -304,7 +305,8 @@ dcoll_status_t dcoll_all_reduce_multi(dcoll_group_t *group, void *const *bufs,
                                    nbufs, count, 1, dtype);
     if (st || (st = dcoll_check_dtype_op(fn, dtype, op, true)) ||
         outside(group, DCOLL_COLL_ALL_REDUCE, fn, work, &st, &g))
-        return st;
+        return dcoll_coll_refuse(group, DCOLL_COLL_ALL_REDUCE, fn, work != NULL,
+                                st);
     size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
     struct dcoll_multi_call mc = {
         .kind = DCOLL_COLL_ALL_REDUCE, .recv = bufs, .n = nbufs,
@@ -345,7 +347,8 @@ dcoll_status_t dcoll_reduce_multi(dcoll_group_t *group, void *const *bufs,
     if (st || (st = dcoll_check_dtype_op(fn, dtype, op, true)) ||
         outside(group, DCOLL_COLL_REDUCE, fn, work, &st, &g) ||
         (st = root_of(fn, g, root, root_buf, nbufs, &mine, &gr)))
-        return st;
+        return dcoll_coll_refuse(group, DCOLL_COLL_REDUCE, fn, work != NULL,
+                                st);
     size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
     struct dcoll_multi_call mc = {
         .kind = DCOLL_COLL_REDUCE, .recv = bufs, .n = nbufs, .count = count,
@@ -387,11 +390,13 @@ dcoll_status_t dcoll_all_gather_multi(dcoll_group_t *group,
     dcoll_status_t st = check_bufs(fn, sendbufs, "sendbufs", nbufs, count, 1,
                                    dtype);
     if (st || outside(group, DCOLL_COLL_ALL_GATHER, fn, work, &st, &g))
-        return st;
+        return dcoll_coll_refuse(group, DCOLL_COLL_ALL_GATHER, fn, work != NULL,
+                                st);
     int size = g->size;
     if ((st = check_bufs(fn, (const void *const *)recvbufs, "recvbufs",
                          nbufs, count, size, dtype)))
-        return st;
+        return dcoll_coll_refuse(group, DCOLL_COLL_ALL_GATHER, fn, work != NULL,
+                                st);
     size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
     size_t all = bytes * (size_t)nbufs * (size_t)size;
     struct dcoll_multi_call mc = {
@@ -433,11 +438,13 @@ dcoll_status_t dcoll_reduce_scatter_multi(dcoll_group_t *group,
                                    "recvbufs", nbufs, count, 1, dtype);
     if (st || (st = dcoll_check_dtype_op(fn, dtype, op, true)) ||
         outside(group, DCOLL_COLL_REDUCE_SCATTER, fn, work, &st, &g))
-        return st;
+        return dcoll_coll_refuse(group, DCOLL_COLL_REDUCE_SCATTER, fn, work != NULL,
+                                st);
     int size = g->size;
     if ((st = check_bufs(fn, sendbufs, "sendbufs", nbufs, count, size,
                          dtype)))
-        return st;
+        return dcoll_coll_refuse(group, DCOLL_COLL_REDUCE_SCATTER, fn, work != NULL,
+                                st);
     size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
     size_t in = bytes * (size_t)nbufs * (size_t)size;
     struct dcoll_multi_call mc = {

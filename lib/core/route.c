@@ -34,6 +34,9 @@ dcoll_status_t dcoll_route_slow(struct dcoll_group *g, struct dcoll_coll *c,
         return dcoll_user_backend.coll(g, c, work, out);
     if (c->multi)
         return dcoll_nccl_backend.coll(g, c, work, out);
+    /* The refusals below are this rank's alone (where its buffers are):
+     * out->refused, so that the core treats them as its own checks'. */
+    out->refused = true;
     if (dcoll_gpu_present() && c->kind != DCOLL_COLL_BARRIER &&
         (st = dcoll_gpu_where(fn, c, &device)))
         return st;
@@ -43,12 +46,14 @@ dcoll_status_t dcoll_route_slow(struct dcoll_group *g, struct dcoll_coll *c,
                                "%s: the group's backend is nccl, which takes "
                                "GPU buffers, and these are in host memory "
                                "(use the mpi or auto backend for them)", fn);
+        out->refused = false;
         return dcoll_mpi_backend.coll(g, c, work, out);
     }
     if (dcoll_kind_has(c->kind, DCOLL_KF_VEC))
         return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: the vector "
                            "collectives take host buffers only for now; "
                            "this one is on GPU %d", fn, device);
+    out->refused = false;
     c->device = device;
     if (g->choice != DCOLL_CHOICE_MPI && dcoll_gpu_has_nccl() &&
         !dcoll_kind_has(c->kind, DCOLL_KF_PEER)) {

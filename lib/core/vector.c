@@ -206,7 +206,8 @@ dcoll_status_t dcoll_all_gatherv(dcoll_group_t *group, const void *sendbuf,
 {
     dcoll_status_t st = count_ok(__func__, "sendcount", sendcount);
     if (st)
-        return st;
+        return dcoll_coll_refuse(group, DCOLL_COLL_ALL_GATHERV, __func__,
+                                 work != NULL, st);
     COLL(.kind = DCOLL_COLL_ALL_GATHERV, .sendbuf = sendbuf,
          .recvbuf = recvbuf, .count = sendcount, .dtype = dtype,
          .counts = recvcounts, .displs = displs, .opts = opts);
@@ -222,7 +223,8 @@ dcoll_status_t dcoll_gatherv(dcoll_group_t *group, const void *sendbuf,
 {
     dcoll_status_t st = count_ok(__func__, "sendcount", sendcount);
     if (st)
-        return st;
+        return dcoll_coll_refuse(group, DCOLL_COLL_GATHERV, __func__,
+                                 work != NULL, st);
     COLL(.kind = DCOLL_COLL_GATHERV, .sendbuf = sendbuf, .recvbuf = recvbuf,
          .count = sendcount, .dtype = dtype, .counts = recvcounts,
          .displs = displs, .opts = opts);
@@ -238,7 +240,8 @@ dcoll_status_t dcoll_scatterv(dcoll_group_t *group, const void *sendbuf,
 {
     dcoll_status_t st = count_ok(__func__, "recvcount", recvcount);
     if (st)
-        return st;
+        return dcoll_coll_refuse(group, DCOLL_COLL_SCATTERV, __func__,
+                                 work != NULL, st);
     COLL(.kind = DCOLL_COLL_SCATTERV, .sendbuf = sendbuf, .recvbuf = recvbuf,
          .count = recvcount, .dtype = dtype, .counts = sendcounts,
          .displs = displs, .opts = opts);

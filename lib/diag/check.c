@@ -14,11 +14,14 @@
  * the others carry neither, and their counts are matched pair by pair
  * (check_counts). */
 #define SHOWN_COUNTS 6
+#define WHY_SHOWN 160
 struct call {
     int64_t seq, count;
     int32_t kind, dtype, op, root; /* op, root -1 where the kind has none */
     int32_t async, nv;             /* MPI never matches the two forms */
     int64_t v[SHOWN_COUNTS];
+    int32_t refused, pad;          /* refused by its own checks: why */
+    char why[WHY_SHOWN];
 };
 
 static void describe(const struct call *c, struct dcoll_text *t)
@@ -147,6 +150,9 @@ static dcoll_status_t check_counts(struct dcoll_group *g,
     return dcoll_error(DCOLL_ERR_MISMATCH, "%s", msg);
 }
 
+static dcoll_status_t judge(struct dcoll_group *g, const struct dcoll_coll *c,
+                            const struct call *mine);
+
 static dcoll_status_t check_same(struct dcoll_group *g,
                                  const struct dcoll_coll *c)
 {
@@ -175,6 +181,63 @@ static dcoll_status_t check_same(struct dcoll_group *g,
     me.root = dcoll_kind_has(c->kind, DCOLL_KF_ROOT)
                   ? dcoll_world_of(g, c->root) : -1;
     me.async = c->async;
+    return judge(g, c, &me);
+}
+
+static bool pick_refused(const void *arg, int r)
+{
+    return ((const struct call *)arg)[r].refused != 0;
+}
+
+/* Some ranks refused the call (all: every rank's record): every rank
+ * says so, and the group is unusable on every rank. */
+static dcoll_status_t refused(struct dcoll_group *g,
+                              const struct dcoll_coll *c, struct call *all)
+{
+    char name[200], msg[1400];
+    struct dcoll_text t = {msg, sizeof(msg), 0};
+    dcoll_put(&t, "%s on %s: ", c->fn,
+        dcoll_group_name(g, name, sizeof(name)));
+    int shown = 0;
+    for (int r = 0; r < g->size; r++) {
+        if (!all[r].refused)
+            continue;
+        if (shown++ == 4) {
+            dcoll_put(&t, "; and more");
+            break;
+        }
+        all[r].why[WHY_SHOWN - 1] = 0;
+        dcoll_put(&t, "%srank %d (world %d) refused %s #%lld: %s",
+            shown > 1 ? "; " : "", r, dcoll_world_of(g, r),
+            dcoll_kind_name(all[r].kind), (long long)all[r].seq, all[r].why);
+    }
+    dcoll_put(&t, ", so none ran (found by DCOLL_DEBUG=detail); ");
+    dcoll_put_ranks(&t, g, pick_refused, all);
+    dcoll_put(&t, " left the group there, so it is unusable from now on; "
+        "other groups still work");
+    free(all);
+    dcoll_fault_mark(g, msg);
+    dcoll_flight_print(g, msg);
+    return dcoll_error(DCOLL_ERR_MISMATCH, "%s", msg);
+}
+
+void dcoll_fault_check_refused(struct dcoll_group *g,
+                               const struct dcoll_coll *c, const char *why)
+{
+    struct call me;
+    memset(&me, 0, sizeof(me));
+    me.seq = (int64_t)c->seq;
+    me.kind = c->kind;
+    me.async = c->async;
+    me.refused = 1;
+    snprintf(me.why, sizeof(me.why), "%s", why);
+    judge(g, c, &me);
+}
+
+static dcoll_status_t judge(struct dcoll_group *g, const struct dcoll_coll *c,
+                            const struct call *mine)
+{
+    struct call me = *mine;
     struct call *all = malloc(sizeof(me) * (size_t)g->size);
     if (!all)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
@@ -184,6 +247,9 @@ static dcoll_status_t check_same(struct dcoll_group *g,
         free(all);
         return st;
     }
+    for (int r = 0; r < g->size; r++)
+        if (all[r].refused)
+            return refused(g, c, all);
     int first_other = -1;
     for (int r = 0; r < g->size && first_other < 0; r++)
         if (memcmp(&all[r], &all[0], sizeof(me)))
@@ -224,12 +290,12 @@ static dcoll_status_t check_same(struct dcoll_group *g,
 dcoll_status_t dcoll_fault_check(struct dcoll_group *g,
                                  const struct dcoll_coll *c)
 {
-    if (g->diag->failed) {
+    const char *failed = g->diag->failed;
+    if (failed) {
         char name[200];
         return dcoll_error(DCOLL_ERR_GROUP_FAILED, "%s: %s is unusable "
                            "after an earlier failure: %s", c->fn,
-                           dcoll_group_name(g, name, sizeof(name)),
-                           g->diag->failed);
+                           dcoll_group_name(g, name, sizeof(name)), failed);
     }
     if (dcoll_debug && c->seq)
         return check_same(g, c);

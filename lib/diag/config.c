@@ -111,6 +111,8 @@ dcoll_status_t dcoll_fault_group_init(struct dcoll_group *g, double timeout,
     g->busy_start = 0;
     g->busy_seq = 0;
     g->busy_kind = 0;
+    g->left = NULL;
+    g->left_seq = 0;
     struct dcoll_diag_group *d = calloc(1, sizeof(*d));
     g->diag = d;
     if (!d)
@@ -160,6 +162,8 @@ void dcoll_fault_group_free(struct dcoll_group *g)
     if (!d)
         return;
     free(d->failed);
+    free((char *)g->left);
+    g->left = NULL;
     dcoll_flight_free(d->flight);
     free(d);
     g->diag = NULL;

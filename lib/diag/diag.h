@@ -59,6 +59,15 @@ dcoll_status_t dcoll_fault_outcome(struct dcoll_group *g,
  * error inside a collective (seq > 0) also makes the group unusable. */
 dcoll_status_t dcoll_fault_failed(struct dcoll_group *g, const char *fn,
                                   uint64_t seq, dcoll_status_t st);
+/* A counted call c that this member rank refused by its own checks, with
+ * status st and the message set: c's number is used (the caller set
+ * c->seq), the group becomes unusable here and the others learn why (at
+ * once in debug mode, unless checked says the debug exchange already
+ * ran; from this rank's answer to their roll call at their deadline
+ * otherwise). Returns st with the message extended. */
+dcoll_status_t dcoll_fault_refused(struct dcoll_group *g,
+                                   const struct dcoll_coll *c,
+                                   dcoll_status_t st, bool checked);
 /* A hang in abort mode: print the report (what roll found; without mpi,
  * what this rank alone knows, having waited waited s) and end the job. */
 _Noreturn void dcoll_fault_hung(struct dcoll_group *g, const char *fn,

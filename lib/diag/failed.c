@@ -1,14 +1,14 @@
 /* A group's failure state: a timeout or an MPI error inside a collective
  * leaves it unusable (return mode), or ends the job with the report
- * (abort mode). */
+ * (abort mode); so does a call this rank alone refused, which the other
+ * ranks are still inside. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "report.h"
 
-/* g is unusable from now on, for why: its next call says so at once. */
-static void mark_failed(struct dcoll_group *g, const char *why)
+void dcoll_fault_mark(struct dcoll_group *g, const char *why)
 {
     char *copy = strdup(why);
     if (copy) {
@@ -16,6 +16,69 @@ static void mark_failed(struct dcoll_group *g, const char *why)
         g->diag->failed = copy;
     }
     g->diag->slow = true;
+}
+
+/* "all_reduce" for "dcoll_all_reduce": the name the reports use. */
+static const char *short_fn(const char *fn)
+{
+    return strncmp(fn, "dcoll_", 6) ? fn : fn + 6;
+}
+
+/* msg without its leading "fn: ", as it follows fn in a report. */
+static const char *reason_of(const char *msg, const char *fn)
+{
+    size_t n = strlen(fn);
+    return !strncmp(msg, fn, n) && msg[n] == ':' && msg[n + 1] == ' '
+               ? msg + n + 2
+               : msg;
+}
+
+/* This rank leaves g at call #seq, for why (which follows "rank N
+ * (world W) " in the other ranks' reports, when their roll call asks). */
+static void leave(struct dcoll_group *g, uint64_t seq, const char *fmt, ...)
+    DCOLL_PRINTF(3, 4);
+static void leave(struct dcoll_group *g, uint64_t seq, const char *fmt, ...)
+{
+    if (DCOLL_PEEK(g->left))
+        return;   /* the first reason stands */
+    char why[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    char *copy = strdup(why);
+    if (!copy)
+        return;
+    DCOLL_PUBLISH(g->left_seq, seq);
+    DCOLL_PUBLISH(g->left, (const char *)copy);
+}
+
+dcoll_status_t dcoll_fault_refused(struct dcoll_group *g,
+                                   const struct dcoll_coll *c,
+                                   dcoll_status_t st, bool checked)
+{
+    char msg[DCOLL_ERROR_MAX], name[200], text[2 * DCOLL_ERROR_MAX];
+    snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+    const char *why = reason_of(msg, c->fn);
+    unsigned long long seq = (unsigned long long)c->seq;
+    dcoll_group_name(g, name, sizeof(name));
+    /* In debug mode the others are at the descriptor exchange: they learn
+     * it there, at once, and the group is unusable on every rank. Else
+     * they are inside the call, and their roll call at its deadline asks
+     * this rank, which answers with why. */
+    leave(g, c->seq, "refused %s #%llu: %s", dcoll_kind_name(c->kind), seq,
+          why);
+    if (dcoll_debug && !checked)
+        dcoll_fault_check_refused(g, c, why);
+    snprintf(text, sizeof(text), "%s on %s: this rank refused collective "
+             "#%llu (%s): %s. The other ranks' #%llu has no partner here, so "
+             "the group is unusable from now on; other groups still work",
+             c->fn, name, seq, dcoll_kind_name(c->kind), why, seq);
+    dcoll_fault_mark(g, text);
+    return dcoll_error(st, "%s: %s (collective #%llu on %s: the group is "
+                       "unusable on this rank from now on, as the other "
+                       "ranks' call #%llu has no partner here)", c->fn, why,
+                       seq, name, seq);
 }
 
 void dcoll_fault_hung(struct dcoll_group *g, const char *fn, uint64_t seq,
@@ -32,6 +95,7 @@ void dcoll_fault_hung(struct dcoll_group *g, const char *fn, uint64_t seq,
             "dcoll_init start MPI)", waited);
     dcoll_put(&t, ". dcoll ends the job (DCOLL_ON_TIMEOUT=abort) with exit "
               "code %d", DCOLL_HANG_EXIT_CODE);
+    dcoll_put_hint(&t);
     dcoll_watchdog_end(g, msg, seq, kind, roll, mpi);
 }
 
@@ -48,7 +112,8 @@ dcoll_status_t dcoll_fault_timed_out(struct dcoll_group *g, const char *fn,
     dcoll_put_report(&t, g, fn, seq, kind, form, roll);
     dcoll_put(&t, ". The group is unusable from now on; other groups still "
         "work");
-    mark_failed(g, msg);
+    dcoll_put_hint(&t);
+    dcoll_fault_mark(g, msg);
     dcoll_flight_print(g, msg);
     return dcoll_error(DCOLL_ERR_TIMEOUT, "%s", msg);
 }
@@ -62,13 +127,22 @@ dcoll_status_t dcoll_fault_failed(struct dcoll_group *g, const char *fn,
     if (st != DCOLL_ERR_MPI || !seq)
         return named ? st : dcoll_error(st, "%s: %s", fn, msg);
     /* An MPI error inside a collective may leave messages behind that a
-     * later call would take for its own: no later call may run. */
+     * later call would take for its own: no later call may run. The
+     * others may have seen nothing wrong (a truncation shows only on the
+     * receiving side): their next call on the group finds this rank gone
+     * at its deadline, and the report says why. */
     char text[2 * DCOLL_ERROR_MAX];
+    const char *why = reason_of(msg, fn);
     snprintf(text, sizeof(text), "%s on %s failed (collective #%llu): %s. "
-             "The group is unusable from now on; other groups still work",
+             "The group is unusable from now on; other groups still work "
+             "(the other ranks' next call on it times out, naming this "
+             "error). If the ranks' calls differed, DCOLL_DEBUG=detail "
+             "names the difference before any data move",
              fn, dcoll_group_name(g, name, sizeof(name)),
-             (unsigned long long)seq, msg);
-    mark_failed(g, text);
+             (unsigned long long)seq, why);
+    dcoll_fault_mark(g, text);
+    leave(g, seq, "had an MPI error in %s #%llu (%s)", short_fn(fn),
+          (unsigned long long)seq, why);
     return dcoll_error(st, "%s", text);
 }
 

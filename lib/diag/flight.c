@@ -56,7 +56,7 @@ void dcoll_flight_print(const struct dcoll_group *g, const char *why)
     uint64_t shown = f->n < f->cap ? f->n : f->cap;
     double now = dcoll_now();
     /* One buffer, one write: ranks printing at once do not interleave. */
-    size_t cap = 512 + shown * 160, off = 0;
+    size_t cap = strlen(why) + 512 + shown * 160, off = 0;
     char *out = malloc(cap);
     if (!out)
         return;

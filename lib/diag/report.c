@@ -133,6 +133,21 @@ static void put_roll(struct dcoll_text *t, const struct dcoll_group *g,
             forms[roll->form[r]]++;
     }
     dcoll_put(t, ": ");
+    for (int r = 0, shown = 0; r < g->size; r++) {
+        if (roll->state[r] != DCOLL_ROLL_LEFT)
+            continue;
+        if (shown++ == 8) {
+            dcoll_put(t, "more ranks left the group; ");
+            break;
+        }
+        if (roll->why && roll->why[r])
+            dcoll_put(t, "rank %d (world %d) %s, and left the group there; ",
+                      r, dcoll_world_of(g, r), roll->why[r]);
+        else
+            dcoll_put(t, "rank %d (world %d) left the group at its call "
+                      "#%llu; ", r, dcoll_world_of(g, r),
+                      (unsigned long long)roll->seq[r]);
+    }
     if (silent) {
         dcoll_put_ranks(t, g, pick_state, &p);
         dcoll_put(t, " did not arrive (no answer: not in a dcoll call on the "
@@ -177,6 +192,14 @@ static void put_roll(struct dcoll_text *t, const struct dcoll_group *g,
             "blocking collective with a nonblocking one, so call it the same "
             "way on every rank");
     }
+}
+
+void dcoll_put_hint(struct dcoll_text *t)
+{
+    if (!dcoll_debug)
+        dcoll_put(t, ". If the ranks' calls may differ (counts, types, a "
+            "rank skipping one), DCOLL_DEBUG=detail checks each call "
+            "against the others' before any data move");
 }
 
 /* The report's head and the roll call, into t. */

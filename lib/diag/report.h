@@ -20,6 +20,17 @@ void dcoll_put_report(struct dcoll_text *t, struct dcoll_group *g,
                       const char *fn, uint64_t seq, int kind, int form,
                       const struct dcoll_roll *roll);
 
+/* The advice a timeout's or an MPI error's report ends with, where
+ * debug mode is off. */
+void dcoll_put_hint(struct dcoll_text *t);
+/* g is unusable from now on, for why: its next call says so at once. */
+void dcoll_fault_mark(struct dcoll_group *g, const char *why);
+/* Debug mode: this rank refused call c for why; it takes its part in
+ * the descriptor exchange saying so, and every rank's group is marked
+ * (check.c). */
+void dcoll_fault_check_refused(struct dcoll_group *g,
+                               const struct dcoll_coll *c, const char *why);
+
 static inline int dcoll_world_of(const struct dcoll_group *g, int r)
 {
     return g->ranks ? g->ranks[r] : r;

@@ -13,7 +13,7 @@ program test_fortran
     use fcoll_int_rank1, only: int_1 => run
     use fcoll_int_rank2, only: int_2 => run
     implicit none
-    type(dcoll_group) :: sub, bad
+    type(dcoll_group) :: sub, bad, spare
     type(MPI_Comm) :: comm
     integer :: world, i, total, csize
     integer, allocatable :: members(:), all_ranks(:)
@@ -76,19 +76,31 @@ program test_fortran
     call expect(all(t1(1:3) == world - 1) .and. all(t2(1:3) == world - 1), &
                 'broadcast_multi result')
 
-    ! Bad input: a clear status and a message that names the value.
+    ! Bad input: a clear status and a message that names the value. A
+    ! collective refused on a member leaves its group unusable there (the
+    ! others' call of its number has no partner), so on spare groups.
     a = 1
     m = 1
-    call refused(dcoll_all_reduce(DCOLL_WORLD, a, a, -1, DCOLL_REAL4, &
+    call ok(dcoll_new_group(spare, all_ranks), 'spare group')
+    call refused(dcoll_all_reduce(spare, a, a, -1, DCOLL_REAL4, &
                  DCOLL_SUM), DCOLL_ERR_INVALID_ARGUMENT, 'count -1', &
                  'negative count')
-    call refused(dcoll_all_reduce(DCOLL_WORLD, a, a, 4, 42, DCOLL_SUM), &
+    call refused(dcoll_barrier(spare), DCOLL_ERR_GROUP_FAILED, &
+                 'this rank refused', 'the group after a refusal')
+    call ok(dcoll_group_destroy(spare), 'destroy spare')
+    call ok(dcoll_new_group(spare, all_ranks), 'spare group')
+    call refused(dcoll_all_reduce(spare, a, a, 4, 42, DCOLL_SUM), &
                  DCOLL_ERR_INVALID_ARGUMENT, 'dtype 42', 'bad dtype')
-    call refused(dcoll_all_reduce(DCOLL_WORLD, a, a, 4, DCOLL_REAL4, &
+    call ok(dcoll_group_destroy(spare), 'destroy spare')
+    call ok(dcoll_new_group(spare, all_ranks), 'spare group')
+    call refused(dcoll_all_reduce(spare, a, a, 4, DCOLL_REAL4, &
                  DCOLL_BXOR), DCOLL_ERR_INVALID_ARGUMENT, 'bitwise', &
                  'bitwise op on reals')
-    call refused(dcoll_broadcast(DCOLL_WORLD, a, 4, DCOLL_REAL4, world), &
+    call ok(dcoll_group_destroy(spare), 'destroy spare')
+    call ok(dcoll_new_group(spare, all_ranks), 'spare group')
+    call refused(dcoll_broadcast(spare, a, 4, DCOLL_REAL4, world), &
                  DCOLL_ERR_INVALID_ARGUMENT, 'root', 'root out of range')
+    call ok(dcoll_group_destroy(spare), 'destroy spare')
     if (world > 1) then
         call refused(dcoll_new_group(bad, [0, 0]), &
                      DCOLL_ERR_INVALID_ARGUMENT, 'listed twice', &

@@ -41,6 +41,9 @@ while [ "$r" -lt "$alive" ]; do
         mixed)
             echo "$lines" | grep -q "called it blocking and .* async" ||
                 bad "rank $r's report does not name the forms" ;;
+        refused)
+            echo "$lines" | grep -q "rank $last (world $last) refused all_reduce #[0-9]*: count -1 is negative" ||
+                bad "rank $r's report does not name rank $last's refusal" ;;
         nothreads)
             echo "$lines" | grep -q "could not be asked" ||
                 bad "rank $r's report does not say why it could not ask" ;;

@@ -1,6 +1,8 @@
 /* Bad input to every public function: the right status, a message that
  * names the bad value, and a run that goes on (a collective after each
- * batch proves the ranks still agree). Run under mpirun, 1 to 4 ranks. */
+ * batch proves the ranks still agree; a refused collective leaves its
+ * group unusable on the refusing rank, which bad_collectives checks).
+ * Run under mpirun, 1 to 4 ranks. */
 #include "testutil.h"
 
 int t_rank, t_failures;
@@ -155,8 +157,15 @@ static void bad_groups(int size)
            "not a live dcoll group");
 }
 
+/* The group the bad collectives go to (testutil.h's CHECK_DEAD). Send
+ * and receive are not numbered: EXPECT leaves the group as it was. */
+static dcoll_group_t *G;
+
+#define DEAD(call, want, text) CHECK_DEAD(G, call, want, text)
+
 static void bad_collectives(int size)
 {
+    G = t_spare();
     float a[64] = {0}, b[64] = {0};
     dcoll_work_t *w = (dcoll_work_t *)0x1;
     int me = t_rank;
@@ -164,74 +173,74 @@ static void bad_collectives(int size)
     dcoll_coll_opts_t o = DCOLL_COLL_OPTS_INIT;
     o.mask = 1u << 7;
 
-    EXPECT(dcoll_all_reduce(NULL, a, b, -5, DCOLL_FLOAT32, DCOLL_SUM, NULL,
-                            &w), BAD, "count -5 is negative");
+    DEAD(dcoll_all_reduce(G, a, b, -5, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                          &w), BAD, "count -5 is negative");
     CHECK(w == NULL, "failed call left *work set");
-    EXPECT(dcoll_all_reduce(NULL, a, b, huge, DCOLL_FLOAT32, DCOLL_SUM, NULL,
-                            NULL), BAD, "count 4611686018427387903");
-    EXPECT(dcoll_all_reduce(NULL, NULL, b, 4, DCOLL_FLOAT32, DCOLL_SUM, NULL,
-                            NULL), BAD, "sendbuf is NULL with count 4");
-    EXPECT(dcoll_all_reduce(NULL, a, NULL, 4, DCOLL_FLOAT32, DCOLL_SUM, NULL,
-                            NULL), BAD, "recvbuf is NULL with count 4");
-    EXPECT(dcoll_all_reduce(NULL, a, b, 4, (dcoll_dtype_t)10, DCOLL_SUM, NULL,
-                            NULL), BAD, "dtype 10");
-    EXPECT(dcoll_all_reduce(NULL, a, b, 4, (dcoll_dtype_t)-1, DCOLL_SUM, NULL,
-                            NULL), BAD, "dtype -1");
-    EXPECT(dcoll_all_reduce(NULL, a, b, 4, DCOLL_FLOAT32, (dcoll_op_t)8, NULL,
-                            NULL), BAD, "op 8");
-    EXPECT(dcoll_all_reduce(NULL, a, b, 4, DCOLL_FLOAT32, DCOLL_BXOR, NULL,
-                            NULL), BAD, "BXOR is bitwise");
-    EXPECT(dcoll_reduce_scatter(NULL, a, b, 1, DCOLL_BFLOAT16, DCOLL_BAND,
-                                NULL, NULL), BAD, "not bfloat16");
-    EXPECT(dcoll_all_reduce(NULL, a, a + 1, 4, DCOLL_FLOAT32, DCOLL_SUM, NULL,
-                            NULL), BAD, "overlap");
-    EXPECT(dcoll_all_reduce(NULL, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM, &o,
-                            NULL), BAD, "0x80");
-    EXPECT(dcoll_broadcast(NULL, a, 4, DCOLL_FLOAT32, size, NULL, NULL), BAD,
-           "root");
-    EXPECT(dcoll_broadcast(NULL, a, 4, DCOLL_FLOAT32, -1, NULL, NULL), BAD,
-           "root -1 is not a rank of the group");
-    EXPECT(dcoll_broadcast(NULL, NULL, 4, DCOLL_FLOAT32, 0, NULL, NULL), BAD,
-           "buf is NULL");
-    EXPECT(dcoll_reduce(NULL, a, b, 4, DCOLL_INT32, DCOLL_MAX, 99, NULL,
-                        NULL), BAD, "root 99");
-    EXPECT(dcoll_reduce(NULL, a, NULL, 4, DCOLL_INT32, DCOLL_MAX, me, NULL,
-                        NULL), BAD, "recvbuf (on the root) is NULL");
-    EXPECT(dcoll_gather(NULL, a, NULL, 1, DCOLL_INT32, me, NULL, NULL), BAD,
-           "recvbuf must be given on the root");
-    EXPECT(dcoll_scatter(NULL, NULL, b, 1, DCOLL_INT32, me, NULL, NULL), BAD,
-           "sendbuf must be given on the root");
+    DEAD(dcoll_all_reduce(G, a, b, huge, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                          NULL), BAD, "count 4611686018427387903");
+    DEAD(dcoll_all_reduce(G, NULL, b, 4, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                          NULL), BAD, "sendbuf is NULL with count 4");
+    DEAD(dcoll_all_reduce(G, a, NULL, 4, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                          NULL), BAD, "recvbuf is NULL with count 4");
+    DEAD(dcoll_all_reduce(G, a, b, 4, (dcoll_dtype_t)10, DCOLL_SUM, NULL,
+                          NULL), BAD, "dtype 10");
+    DEAD(dcoll_all_reduce(G, a, b, 4, (dcoll_dtype_t)-1, DCOLL_SUM, NULL,
+                          NULL), BAD, "dtype -1");
+    DEAD(dcoll_all_reduce(G, a, b, 4, DCOLL_FLOAT32, (dcoll_op_t)8, NULL,
+                          NULL), BAD, "op 8");
+    DEAD(dcoll_all_reduce(G, a, b, 4, DCOLL_FLOAT32, DCOLL_BXOR, NULL,
+                          NULL), BAD, "BXOR is bitwise");
+    DEAD(dcoll_reduce_scatter(G, a, b, 1, DCOLL_BFLOAT16, DCOLL_BAND,
+                              NULL, NULL), BAD, "not bfloat16");
+    DEAD(dcoll_all_reduce(G, a, a + 1, 4, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                          NULL), BAD, "overlap");
+    DEAD(dcoll_all_reduce(G, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM, &o,
+                          NULL), BAD, "0x80");
+    DEAD(dcoll_broadcast(G, a, 4, DCOLL_FLOAT32, size, NULL, NULL), BAD,
+         "root");
+    DEAD(dcoll_broadcast(G, a, 4, DCOLL_FLOAT32, -1, NULL, NULL), BAD,
+         "root -1 is not a rank of the group");
+    DEAD(dcoll_broadcast(G, NULL, 4, DCOLL_FLOAT32, 0, NULL, NULL), BAD,
+         "buf is NULL");
+    DEAD(dcoll_reduce(G, a, b, 4, DCOLL_INT32, DCOLL_MAX, 99, NULL,
+                      NULL), BAD, "root 99");
+    DEAD(dcoll_reduce(G, a, NULL, 4, DCOLL_INT32, DCOLL_MAX, me, NULL,
+                      NULL), BAD, "recvbuf (on the root) is NULL");
+    DEAD(dcoll_gather(G, a, NULL, 1, DCOLL_INT32, me, NULL, NULL), BAD,
+         "recvbuf must be given on the root");
+    DEAD(dcoll_scatter(G, NULL, b, 1, DCOLL_INT32, me, NULL, NULL), BAD,
+         "sendbuf must be given on the root");
     /* The root's own buffer on other ranks is ignored, as in MPI
      * (test_mistakes runs it). */
     /* One byte off: never the in-place position, always overlapping. */
-    EXPECT(dcoll_all_gather(NULL, (char *)b + 1, b, 1, DCOLL_FLOAT32, NULL,
-                            NULL), BAD, "overlap");
+    DEAD(dcoll_all_gather(G, (char *)b + 1, b, 1, DCOLL_FLOAT32, NULL,
+                          NULL), BAD, "overlap");
     /* recvbuf == sendbuf is MPI's in-place form on every rank now
      * (test_aliased); one byte off overlaps on every rank. */
-    EXPECT(dcoll_reduce_scatter(NULL, a, (char *)a + 1, 1, DCOLL_FLOAT32,
-                                DCOLL_SUM, NULL, NULL), BAD, "overlap");
-    EXPECT(dcoll_all_to_all(NULL, a, (char *)a + 1, 1, DCOLL_FLOAT32, NULL,
-                            NULL), BAD, "overlap");
-    EXPECT(dcoll_barrier(NULL, &o, NULL), BAD, "0x80");
-    EXPECT(dcoll_send(NULL, a, 1, DCOLL_FLOAT32, me, 0, NULL, NULL), BAD,
+    DEAD(dcoll_reduce_scatter(G, a, (char *)a + 1, 1, DCOLL_FLOAT32,
+                              DCOLL_SUM, NULL, NULL), BAD, "overlap");
+    DEAD(dcoll_all_to_all(G, a, (char *)a + 1, 1, DCOLL_FLOAT32, NULL,
+                          NULL), BAD, "overlap");
+    DEAD(dcoll_barrier(G, &o, NULL), BAD, "0x80");
+    EXPECT(dcoll_send(G, a, 1, DCOLL_FLOAT32, me, 0, NULL, NULL), BAD,
            "blocking self-send");
-    EXPECT(dcoll_recv(NULL, a, 1, DCOLL_FLOAT32, me, 0, NULL, NULL, NULL),
+    EXPECT(dcoll_recv(G, a, 1, DCOLL_FLOAT32, me, 0, NULL, NULL, NULL),
            BAD, "blocking self-recv");
-    EXPECT(dcoll_send(NULL, a, 1, DCOLL_FLOAT32, 0, -4, NULL, NULL), BAD,
+    EXPECT(dcoll_send(G, a, 1, DCOLL_FLOAT32, 0, -4, NULL, NULL), BAD,
            "tag -4");
-    EXPECT(dcoll_send(NULL, a, 1, DCOLL_FLOAT32, size + 3, 0, NULL, NULL),
+    EXPECT(dcoll_send(G, a, 1, DCOLL_FLOAT32, size + 3, 0, NULL, NULL),
            BAD, "dst");
-    EXPECT(dcoll_recv(NULL, a, 1, DCOLL_FLOAT32, -9, 0, NULL, NULL, NULL),
+    EXPECT(dcoll_recv(G, a, 1, DCOLL_FLOAT32, -9, 0, NULL, NULL, NULL),
            BAD, "src -9");
-    EXPECT(dcoll_isend(NULL, a, 1, DCOLL_FLOAT32, 0, 0, NULL, NULL), BAD,
+    EXPECT(dcoll_isend(G, a, 1, DCOLL_FLOAT32, 0, 0, NULL, NULL), BAD,
            "work is NULL");
-    EXPECT(dcoll_irecv(NULL, a, 1, DCOLL_FLOAT32, 0, 0, NULL, NULL), BAD,
+    EXPECT(dcoll_irecv(G, a, 1, DCOLL_FLOAT32, 0, 0, NULL, NULL), BAD,
            "work is NULL");
     /* Named for the call made, not the blocking form underneath. */
     dcoll_work_t *wk = NULL;
-    EXPECT(dcoll_isend(NULL, a, 1, DCOLL_FLOAT32, size + 3, 0, NULL, &wk),
+    EXPECT(dcoll_isend(G, a, 1, DCOLL_FLOAT32, size + 3, 0, NULL, &wk),
            BAD, "dcoll_isend: dst");
-    EXPECT(dcoll_irecv(NULL, a, 1, DCOLL_FLOAT32, -9, 0, NULL, &wk), BAD,
+    EXPECT(dcoll_irecv(G, a, 1, DCOLL_FLOAT32, -9, 0, NULL, &wk), BAD,
            "dcoll_irecv: src -9");
 
     /* Coalesced lists. */
@@ -239,33 +248,35 @@ static void bad_collectives(int size)
     const void *cbufs[2] = {a, b};
     void *outs[2] = {b, NULL};
     int64_t counts[2] = {2, 3};
-    EXPECT(dcoll_all_reduce_coalesced(NULL, bufs, counts, -1, DCOLL_FLOAT32,
-                                      DCOLL_SUM, NULL, NULL), BAD, "n -1");
-    EXPECT(dcoll_all_reduce_coalesced(NULL, NULL, counts, 2, DCOLL_FLOAT32,
-                                      DCOLL_SUM, NULL, NULL), BAD,
-           "bufs is NULL");
-    EXPECT(dcoll_all_reduce_coalesced(NULL, bufs, NULL, 2, DCOLL_FLOAT32,
-                                      DCOLL_SUM, NULL, NULL), BAD,
-           "counts is NULL");
-    EXPECT(dcoll_all_reduce_coalesced(NULL, bufs, counts, 2, DCOLL_FLOAT32,
-                                      DCOLL_SUM, NULL, NULL), BAD,
-           "bufs[1] is NULL with count 3");
+    DEAD(dcoll_all_reduce_coalesced(G, bufs, counts, -1, DCOLL_FLOAT32,
+                                    DCOLL_SUM, NULL, NULL), BAD, "n -1");
+    DEAD(dcoll_all_reduce_coalesced(G, NULL, counts, 2, DCOLL_FLOAT32,
+                                    DCOLL_SUM, NULL, NULL), BAD,
+         "bufs is NULL");
+    DEAD(dcoll_all_reduce_coalesced(G, bufs, NULL, 2, DCOLL_FLOAT32,
+                                    DCOLL_SUM, NULL, NULL), BAD,
+         "counts is NULL");
+    DEAD(dcoll_all_reduce_coalesced(G, bufs, counts, 2, DCOLL_FLOAT32,
+                                    DCOLL_SUM, NULL, NULL), BAD,
+         "bufs[1] is NULL with count 3");
     counts[1] = -2;
-    EXPECT(dcoll_all_reduce_coalesced(NULL, bufs, counts, 2, DCOLL_FLOAT32,
-                                      DCOLL_SUM, NULL, NULL), BAD,
-           "counts[1] = -2");
+    DEAD(dcoll_all_reduce_coalesced(G, bufs, counts, 2, DCOLL_FLOAT32,
+                                    DCOLL_SUM, NULL, NULL), BAD,
+         "counts[1] = -2");
     counts[1] = INT64_MAX;
-    EXPECT(dcoll_all_gather_coalesced(NULL, cbufs, outs, counts, 2,
-                                      DCOLL_FLOAT32, NULL, NULL), BAD,
-           "counts[1] = 9223372036854775807");
+    DEAD(dcoll_all_gather_coalesced(G, cbufs, outs, counts, 2,
+                                    DCOLL_FLOAT32, NULL, NULL), BAD,
+         "counts[1] = 9223372036854775807");
     counts[1] = 3;
-    EXPECT(dcoll_all_gather_coalesced(NULL, cbufs, outs, counts, 2,
-                                      DCOLL_FLOAT32, NULL, NULL), BAD,
-           "recvbufs[1] is NULL");
+    DEAD(dcoll_all_gather_coalesced(G, cbufs, outs, counts, 2,
+                                    DCOLL_FLOAT32, NULL, NULL), BAD,
+         "recvbufs[1] is NULL");
     bufs[1] = b;
-    EXPECT(dcoll_all_reduce_coalesced(NULL, bufs, counts, 2, DCOLL_FLOAT64,
-                                      DCOLL_BOR, NULL, NULL), BAD,
-           "BOR is bitwise");
+    DEAD(dcoll_all_reduce_coalesced(G, bufs, counts, 2, DCOLL_FLOAT64,
+                                    DCOLL_BOR, NULL, NULL), BAD,
+         "BOR is bitwise");
+    CHECK_OK(dcoll_barrier(G, NULL, NULL));
+    CHECK_OK(dcoll_group_destroy(&G));
     still_works("refused collectives");
 }
 

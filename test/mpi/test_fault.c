@@ -15,7 +15,7 @@
  *                            the same in N processes from dcoll_spawn
  * Those modes use groups whose timeouts return (on_timeout RETURN); the
  * default ends the job, which fault-hang.sh checks from outside:
- *   test_fault hang absent|busy|killed|mixed|nothreads
+ *   test_fault hang absent|busy|killed|mixed|nothreads|refused
  *                            at default settings, a group with a 2-s
  *                            timeout and a blocking all_reduce that never
  *                            completes: the last rank sleeps outside
@@ -456,6 +456,11 @@ static int hang(const char *how, const char *url)
     }
     if (last && !strcmp(how, "busy"))
         dcoll_all_reduce(NULL, x, x, 1, DCOLL_INT32, DCOLL_SUM, NULL, NULL);
+    /* A mistake only this rank sees: refused here, the others wait. */
+    if (last && !strcmp(how, "refused"))
+        CHECK(dcoll_all_reduce(g, x, x, -1, DCOLL_INT32, DCOLL_SUM, NULL,
+                               NULL) == DCOLL_ERR_INVALID_ARGUMENT,
+              "count -1 refused");
     if (last && strcmp(how, "mixed")) {
         sleep(60);
         return 1;

@@ -118,11 +118,18 @@ static void root_buffers_everywhere(void)
     for (int k = 0; k < 4; k++)
         CHECK(got[k] == 1000 + 4 * me + k, "scatter got[%d] = %d", k,
               got[k]);
-    /* The root still needs its own. */
-    CHECK(dcoll_gather(NULL, in, NULL, 4, DCOLL_INT32, me, NULL, NULL) ==
+    /* The root still needs its own. Refused, the call leaves its group
+     * unusable here: a spare one, not the world. */
+    dcoll_group_t *spare = NULL;
+    CHECK(dcoll_new_group(&spare, NULL, 0, NULL) == DCOLL_SUCCESS, "spare");
+    CHECK(dcoll_gather(spare, in, NULL, 4, DCOLL_INT32, me, NULL, NULL) ==
               DCOLL_ERR_INVALID_ARGUMENT &&
               says("recvbuf must be given on the root"),
           "gather without the root's recvbuf");
+    CHECK(dcoll_barrier(spare, NULL, NULL) == DCOLL_ERR_GROUP_FAILED &&
+              says("this rank refused collective"),
+          "the spare group after the refusal");
+    dcoll_group_destroy(&spare);
 }
 
 static void non_member_peers(void)

@@ -354,24 +354,26 @@ static void refused(void)
     float a[4], b[4];
     void *two[2] = {a, b}, *holed[2] = {a, NULL};
     dcoll_status_t bad = DCOLL_ERR_INVALID_ARGUMENT;
-    CHECK_REFUSED(dcoll_all_reduce_multi(NULL, two, 0, 4, DCOLL_FLOAT32,
+    dcoll_group_t *G = t_spare();
+    CHECK_DEAD(G, dcoll_all_reduce_multi(G, two, 0, 4, DCOLL_FLOAT32,
                                          DCOLL_SUM, NULL, NULL),
                   bad, "nbufs 0");
-    CHECK_REFUSED(dcoll_all_reduce_multi(NULL, NULL, 2, 4, DCOLL_FLOAT32,
+    CHECK_DEAD(G, dcoll_all_reduce_multi(G, NULL, 2, 4, DCOLL_FLOAT32,
                                          DCOLL_SUM, NULL, NULL),
                   bad, "bufs is NULL with nbufs 2");
-    CHECK_REFUSED(dcoll_all_reduce_multi(NULL, holed, 2, 4, DCOLL_FLOAT32,
+    CHECK_DEAD(G, dcoll_all_reduce_multi(G, holed, 2, 4, DCOLL_FLOAT32,
                                          DCOLL_SUM, NULL, NULL),
                   bad, "bufs[1] is NULL with count 4");
-    CHECK_REFUSED(dcoll_all_reduce_multi(NULL, two, 2, 4, DCOLL_FLOAT32,
+    CHECK_DEAD(G, dcoll_all_reduce_multi(G, two, 2, 4, DCOLL_FLOAT32,
                                          DCOLL_BAND, NULL, NULL),
                   bad, "BAND");
-    CHECK_REFUSED(dcoll_broadcast_multi(NULL, two, 2, 4, DCOLL_FLOAT32, 0, 2,
+    CHECK_DEAD(G, dcoll_broadcast_multi(G, two, 2, 4, DCOLL_FLOAT32, 0, 2,
                                         NULL, NULL),
                   bad, "root_buf 2 is not a buffer index");
-    CHECK_REFUSED(dcoll_reduce_multi(NULL, two, 2, 4, DCOLL_FLOAT32,
+    CHECK_DEAD(G, dcoll_reduce_multi(G, two, 2, 4, DCOLL_FLOAT32,
                                      DCOLL_SUM, world_size, 0, NULL, NULL),
                   bad, "root");
+    CHECK_OK(dcoll_group_destroy(&G));
     CHECK_OK(dcoll_barrier(NULL, NULL, NULL));
 }
 

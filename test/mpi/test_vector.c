@@ -324,32 +324,34 @@ static void refused(void)
         big[i] = (int64_t)1 << 33;
     int buf[64] = {0};
     dcoll_status_t bad = DCOLL_ERR_INVALID_ARGUMENT;
-    CHECK_REFUSED(dcoll_all_gatherv(NULL, buf, -1, buf, c, NULL, DCOLL_INT32,
+    dcoll_group_t *G = t_spare();
+    CHECK_DEAD(G, dcoll_all_gatherv(G, buf, -1, buf, c, NULL, DCOLL_INT32,
                                     NULL, NULL),
                   bad, "sendcount -1 is negative");
-    CHECK_REFUSED(dcoll_all_gatherv(NULL, buf, c[me], buf + 32, NULL, NULL,
+    CHECK_DEAD(G, dcoll_all_gatherv(G, buf, c[me], buf + 32, NULL, NULL,
                                     DCOLL_INT32, NULL, NULL),
                   bad, "recvcounts is NULL");
-    CHECK_REFUSED(dcoll_all_gatherv(NULL, buf, c[me] + 1, buf + 32, c, NULL,
+    CHECK_DEAD(G, dcoll_all_gatherv(G, buf, c[me] + 1, buf + 32, c, NULL,
                                     DCOLL_INT32, NULL, NULL),
                   bad, "differs from recvcounts");
     int64_t neg[8];
     memcpy(neg, c, sizeof(neg));
     neg[n - 1] = -3;
-    CHECK_REFUSED(dcoll_reduce_scatterv(NULL, buf, buf + 32, neg, DCOLL_INT32,
+    CHECK_DEAD(G, dcoll_reduce_scatterv(G, buf, buf + 32, neg, DCOLL_INT32,
                                         DCOLL_SUM, NULL, NULL),
                   bad, "is negative");
-    CHECK_REFUSED(dcoll_all_to_allv(NULL, buf, big, NULL, buf + 32, big, NULL,
+    CHECK_DEAD(G, dcoll_all_to_allv(G, buf, big, NULL, buf + 32, big, NULL,
                                     DCOLL_INT32, NULL, NULL),
                   DCOLL_ERR_UNSUPPORTED, "above INT_MAX");
-    CHECK_REFUSED(dcoll_scatterv(NULL, buf, c, NULL, buf + 32, -2,
+    CHECK_DEAD(G, dcoll_scatterv(G, buf, c, NULL, buf + 32, -2,
                                  DCOLL_INT32, 0, NULL, NULL),
                   bad, "recvcount -2 is negative");
     /* Overlap that is not the in-place pattern. */
     int64_t one[8] = {2, 2, 2, 2, 2, 2, 2, 2};
-    CHECK_REFUSED(dcoll_all_gatherv(NULL, buf + 1, 2, buf, one, NULL,
+    CHECK_DEAD(G, dcoll_all_gatherv(G, buf + 1, 2, buf, one, NULL,
                                     DCOLL_INT32, NULL, NULL),
                   bad, "overlap");
+    CHECK_OK(dcoll_group_destroy(&G));
     /* The world still answers after the refusals. */
     CHECK_OK(dcoll_barrier(NULL, NULL, NULL));
 }
