@@ -10,7 +10,8 @@
  *             than the others send): whichever rank MPI fails, every
  *             rank's next call on the group fails naming the rank and the
  *             error (at once where it failed, at the deadline elsewhere),
- *             and if MPI failed none, the data are right. With DCOLL_DEBUG=detail every rank is told of
+ *             and where MPI fails none (MPICH), it says so: only debug
+ *             mode can catch that. With DCOLL_DEBUG=detail every rank is told of
  *             the difference before any data move, and the group goes on.
  * Each case runs on its own group (timeout 3 s, timeouts return). */
 #include <stdbool.h>
@@ -161,11 +162,15 @@ static void mpierror_case(int size)
               dcoll_last_error());
         CHECK_OK(dcoll_barrier(g, NULL, NULL));
     } else if (!any) {
-        /* MPI saw nothing wrong: then every element must be the sum. */
-        for (int64_t i = 0; i < count && i < BIG / 2; i++)
-            CHECK(b[i] == size, "mpierror: no rank failed, but b[%lld] = %d",
-                  (long long)i, b[i]);
-        printf("[rank %d] mpierror: MPI reported no error here\n", t_rank);
+        /* MPI saw nothing wrong on any rank (MPICH 4.0: every rank gets
+         * success and sums of unequal arrays): only debug mode can catch
+         * this, as README says; the mpierror-debug test shows it does. */
+        const char *mpi = getenv("DCOLL_MPI");
+        CHECK(size == 1 || !mpi || strcmp(mpi, "openmpi"), "Open MPI 4.1 "
+              "fails an all_reduce whose counts differ; it failed none");
+        if (t_rank == 0)
+            printf("mpierror: MPI reported no error on any rank; without "
+                   "DCOLL_DEBUG=detail nothing can tell\n");
     } else {
         /* The ranks MPI failed (or that timed out beside them) are
          * unusable at once. The others saw success; their next call has
