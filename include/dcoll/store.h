@@ -25,6 +25,7 @@ typedef struct dcoll_store dcoll_store_t;
 #define DCOLL_STORE_PARAM_UNAUTHED_FRAME (UINT64_C(1) << 5)
 #define DCOLL_STORE_PARAM_IDLE_TIMEOUT   (UINT64_C(1) << 6)
 #define DCOLL_STORE_PARAM_MAX_MEMORY     (UINT64_C(1) << 7)
+#define DCOLL_STORE_PARAM_IDLE_CLOSE     (UINT64_C(1) << 8)
 
 /* The TCP server's limits, when a field is not set: first the
  * environment variable named, then these. */
@@ -33,6 +34,7 @@ typedef struct dcoll_store dcoll_store_t;
 #define DCOLL_STORE_DEFAULT_UNAUTHED_FRAME 8192    /* DCOLL_STORE_UNAUTHED_FRAME */
 #define DCOLL_STORE_DEFAULT_IDLE_TIMEOUT   30.0    /* DCOLL_STORE_IDLE_TIMEOUT */
 #define DCOLL_STORE_DEFAULT_MAX_MEMORY     (INT64_C(1) << 30) /* DCOLL_STORE_MAX_MEMORY */
+#define DCOLL_STORE_DEFAULT_IDLE_CLOSE     600.0   /* DCOLL_STORE_IDLE_CLOSE */
 
 typedef struct dcoll_store_params {
     uint64_t mask;        /**< which fields below are set */
@@ -55,12 +57,22 @@ typedef struct dcoll_store_params {
                                request it started, to show its token after
                                connecting, or to read a reply; then it is
                                cut off */
-    int64_t max_memory;   /**< bytes of keys and values the store holds; a
-                               SET, ADD or compare_set past it fails with
-                               DCOLL_ERR_NO_MEMORY and changes nothing */
+    int64_t max_memory;   /**< bytes the server holds: keys and values, and
+                               past 64 KiB per connection each, unfinished
+                               requests and unread replies. A SET, ADD or
+                               compare_set past it fails with
+                               DCOLL_ERR_NO_MEMORY and changes nothing; so
+                               does a GET whose reply does not fit; a
+                               request that does not fit is refused */
+    double idle_close;    /**< seconds an authenticated client may stay
+                               connected with nothing to do (no request,
+                               no wait) before its connection is closed,
+                               so that its place comes back; a dcoll
+                               client connects again when it next asks.
+                               0: never (API 1.5) */
 } dcoll_store_params_t;
 
-#define DCOLL_STORE_PARAMS_INIT {0, 0.0, NULL, 0, 0, 0, 0, 0.0, 0}
+#define DCOLL_STORE_PARAMS_INIT {0, 0.0, NULL, 0, 0, 0, 0, 0.0, 0, 0.0}
 
 /* Largest key and value the stores accept, in bytes. */
 #define DCOLL_STORE_MAX_KEY   4096

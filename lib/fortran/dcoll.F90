@@ -96,6 +96,7 @@ module dcoll
         integer(c_int) :: unauthed_frame = 0
         real(c_double) :: idle_timeout = 0
         integer(c_int64_t) :: max_memory = 0
+        real(c_double) :: idle_close = 0
     end type
 
     ! dcoll_spawn (dcoll/spawn.h). The function it runs is a bind(C)
@@ -1326,11 +1327,11 @@ contains
 
     ! ---- stores: keys and values are Fortran strings ----
 
-    ! The server's limits (max_clients ... max_memory) are those of
+    ! The server's limits (max_clients ... idle_close) are those of
     ! dcoll_store_params_t; they matter only where serve is true.
     function dcoll_store_tcp_create(store, host, port, serve, timeout, &
             token, max_clients, max_unauthed, unauthed_frame, &
-            idle_timeout, max_memory) result(st)
+            idle_timeout, max_memory, idle_close) result(st)
         type(dcoll_store), intent(out) :: store
         character(len=*), intent(in) :: host
         integer, intent(in) :: port
@@ -1339,7 +1340,7 @@ contains
         character(len=*), intent(in), optional :: token
         integer, intent(in), optional :: max_clients, max_unauthed, &
             unauthed_frame
-        real(8), intent(in), optional :: idle_timeout
+        real(8), intent(in), optional :: idle_timeout, idle_close
         integer(8), intent(in), optional :: max_memory
         integer :: st
         type(store_params) :: p
@@ -1378,6 +1379,10 @@ contains
         if (present(max_memory)) then
             p%max_memory = int(max_memory, c_int64_t)
             p%mask = ior(p%mask, DCOLL_STORE_PARAM_MAX_MEMORY)
+        end if
+        if (present(idle_close)) then
+            p%idle_close = real(idle_close, c_double)
+            p%mask = ior(p%mask, DCOLL_STORE_PARAM_IDLE_CLOSE)
         end if
         f_err_on = .false.
         st = c_store_tcp_create(store, chost, int(port, c_int), p)

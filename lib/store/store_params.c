@@ -12,7 +12,8 @@
     (DCOLL_STORE_PARAM_TIMEOUT | DCOLL_STORE_PARAM_TOKEN |                  \
      DCOLL_STORE_PARAM_SERVE | DCOLL_STORE_PARAM_MAX_CLIENTS |              \
      DCOLL_STORE_PARAM_MAX_UNAUTHED | DCOLL_STORE_PARAM_UNAUTHED_FRAME |    \
-     DCOLL_STORE_PARAM_IDLE_TIMEOUT | DCOLL_STORE_PARAM_MAX_MEMORY)
+     DCOLL_STORE_PARAM_IDLE_TIMEOUT | DCOLL_STORE_PARAM_MAX_MEMORY |        \
+     DCOLL_STORE_PARAM_IDLE_CLOSE)
 
 /* A limit not set in the params: its environment variable, else the
  * default. The variable is checked as the field would be. */
@@ -64,6 +65,8 @@ static const struct limit limits[] = {
           DCOLL_STORE_DEFAULT_IDLE_TIMEOUT, 0.001, 1e9),
     LIMIT(DCOLL_STORE_PARAM_MAX_MEMORY, max_memory, "DCOLL_STORE_MAX_MEMORY",
           LIMIT_INT64, (double)DCOLL_STORE_DEFAULT_MAX_MEMORY, 1, 9.0e18),
+    LIMIT(DCOLL_STORE_PARAM_IDLE_CLOSE, idle_close, "DCOLL_STORE_IDLE_CLOSE",
+          LIMIT_DOUBLE, DCOLL_STORE_DEFAULT_IDLE_CLOSE, 0, 1e9),
 };
 
 static double limit_get(const dcoll_store_params_t *p, const struct limit *l)

@@ -9,7 +9,13 @@
  * the size of a request before the token, the time a client may take
  * to finish a request or read its replies, and the bytes the store
  * holds. A client over a limit is told why and cut off; the others go on
- * being served. */
+ * being served.
+ *
+ * Memory is bounded as a whole: max_memory covers the keys and values,
+ * and also what clients make the server hold for them past a first
+ * allowance each (BASE bytes of request buffer and BASE of replies not
+ * yet read, which max_clients bounds): the rest of a large request is
+ * reserved when its header comes, and a large reply waits its turn. */
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -36,6 +42,9 @@ struct client {
     bool rejected;          /* over a connection cap: told, then dropped */
     bool blocked;           /* its replies pile up unread: not served */
     bool paused;            /* not read from */
+    bool quiet;             /* its timer runs for idle_close */
+    size_t queued;          /* bytes of replies not yet written */
+    size_t counted;         /* of cap and queued, what counts in held */
 };
 
 /* A waiter's place in the list of those waiting on one of its keys. */
@@ -74,7 +83,16 @@ struct store_server {
     int max_clients, max_unauthed, nclients, nunauthed, nrejected;
     uint32_t unauthed_frame;
     uint64_t idle_ms;
+    uint64_t idle_close_ms;  /* an authenticated client idle this long is
+                                let go; 0: never */
+    size_t max_memory;       /* keys, values and held, together */
+    size_t held;             /* request buffers and unread replies past
+                                each client's allowance */
 };
+
+/* Each client's allowance of request buffer, and of unread replies,
+ * that does not count against max_memory. */
+#define BASE (64u << 10)
 
 /* Replies queued for a client past this stop its requests being served
  * until it reads them: a client that never reads cannot make the server
@@ -101,7 +119,51 @@ struct store_server {
             (x)->next->prev = (x)->prev;                                   \
     } while (0)
 
+/* ---- memory ---- */
+
+/* What c makes the server hold past its allowance. */
+static size_t excess(const struct client *c)
+{
+    return (c->cap > BASE ? c->cap - BASE : 0) +
+           (c->queued > BASE ? c->queued - BASE : 0);
+}
+
+/* Bring s->held up to date with c's buffers. */
+static void recount(struct client *c)
+{
+    struct store_server *s = c->srv;
+    size_t now = c->closing ? 0 : excess(c);
+    s->held = s->held - c->counted + now;
+    c->counted = now;
+    /* What the key table may hold is what the clients leave. */
+    s->kv.limit = s->max_memory > s->held ? s->max_memory - s->held : 1;
+}
+
+/* Whether more bytes than c holds now fit under max_memory. */
+static bool room(const struct client *c, size_t more)
+{
+    const struct store_server *s = c->srv;
+    return s->kv.bytes + s->held + more <= s->max_memory;
+}
+
+/* "the server holds ... of its max_memory ..." for a refusal. */
+static void memory_said(const struct client *c, char *msg, size_t cap,
+                        const char *what, size_t n)
+{
+    const struct store_server *s = c->srv;
+    snprintf(msg, cap, "%s of %zu bytes does not fit: the server holds %zu "
+             "bytes of keys and values and %zu of unfinished requests and "
+             "unread replies, and its limit (max_memory) is %zu", what, n,
+             s->kv.bytes, s->held, s->max_memory);
+}
+
 /* ---- replies ---- */
+
+/* A write and the size it adds to its client's queue. */
+struct wreq {
+    uv_write_t req;
+    size_t n;
+};
 
 static void on_closed(uv_handle_t *h)
 {
@@ -132,9 +194,11 @@ static void reading(struct client *c, bool on)
 static void on_written(uv_write_t *req, int status)
 {
     struct client *c = req->data;
+    c->queued -= ((struct wreq *)req)->n;
     free(req);
     if (status == UV_ECANCELED || c->closing)
         return;
+    recount(c);
     if (c->close_after_write || status < 0) {
         close_client(c);
         return;
@@ -153,28 +217,50 @@ static void reply(struct client *c, enum wire_status code, int64_t num,
     if (c->closing)
         return;
     size_t n = wire_frame_size(nstr, str);
-    uv_write_t *req = malloc(sizeof(*req) + n);
-    if (!req) {
+    struct wreq *w = malloc(sizeof(*w) + n);
+    if (!w) {
         close_client(c);
         return;
     }
-    uint8_t *frame = (uint8_t *)(req + 1);
+    uint8_t *frame = (uint8_t *)(w + 1);
     wire_encode(frame, (uint8_t)code, num, nstr, str);
-    req->data = c;
+    w->req.data = c;
+    w->n = n;
+    c->queued += n;
     uv_buf_t b = uv_buf_init((char *)frame, (unsigned)n);
-    if (uv_write(req, (uv_stream_t *)&c->tcp, &b, 1, on_written)) {
-        free(req);
+    if (uv_write(&w->req, (uv_stream_t *)&c->tcp, &b, 1, on_written)) {
+        c->queued -= n;
+        free(w);
         close_client(c);
         return;
     }
+    recount(c);
     if (c->tcp.write_queue_size > WRITE_HIGH)
         c->blocked = true;
 }
+
 
 static void say(struct client *c, enum wire_status code, const char *msg)
 {
     struct wire_str m = {(const uint8_t *)msg, (uint32_t)strlen(msg)};
     reply(c, code, 0, 1, &m);
+}
+
+/* A value for c (a GET's answer), unless holding it would pass
+ * max_memory: then c is told so, and may ask again. */
+static void reply_value(struct client *c, struct wire_str v)
+{
+    size_t n = wire_frame_size(1, &v), before = excess(c);
+    c->queued += n;
+    size_t after = excess(c);
+    c->queued -= n;
+    if (after > before && !room(c, after - before)) {
+        char msg[300];
+        memory_said(c, msg, sizeof(msg), "a reply", n);
+        say(c, WIRE_FULL, msg);
+        return;
+    }
+    reply(c, WIRE_OK, 0, 1, &v);
 }
 
 static void waiter_end(struct waiter *w);
@@ -205,6 +291,14 @@ static void on_idle(uv_timer_t *t)
 {
     struct client *c = t->data;
     struct store_server *s = c->srv;
+    if (!owes(c)) {
+        /* Authenticated, owing nothing, not waiting, quiet past
+         * idle_close: its place goes back to the pool. A dcoll client
+         * connects again when it next has a request. */
+        if (!c->waiter)
+            close_client(c);
+        return;
+    }
     if (c->rejected || c->close_after_write || c->tcp.write_queue_size) {
         close_client(c);   /* it does not read what we send */
         return;
@@ -224,10 +318,18 @@ static void watch(struct client *c, bool progressed)
     if (c->closing)
         return;
     if (!owes(c)) {
-        uv_timer_stop(&c->idle);
+        bool quiet = c->authed && !c->waiter && c->srv->idle_close_ms;
+        if (quiet && (!c->quiet || progressed ||
+                      !uv_is_active((uv_handle_t *)&c->idle)))
+            uv_timer_start(&c->idle, on_idle, c->srv->idle_close_ms, 0);
+        else if (!quiet)
+            uv_timer_stop(&c->idle);
+        c->quiet = quiet;
         return;
     }
-    if (progressed || !uv_is_active((uv_handle_t *)&c->idle))
+    bool was_quiet = c->quiet;
+    c->quiet = false;
+    if (progressed || was_quiet || !uv_is_active((uv_handle_t *)&c->idle))
         uv_timer_start(&c->idle, on_idle,
                        c->rejected ? REJECT_LINGER_MS : c->srv->idle_ms, 0);
 }
@@ -318,8 +420,7 @@ static void waiter_answer(struct waiter *w)
     struct client *c = w->c;
     if (w->op == WIRE_GET) {
         struct kv *e = kv_find(&c->srv->kv, w->keys[0]);
-        struct wire_str v = {e->val, e->vlen};
-        reply(c, WIRE_OK, 0, 1, &v);
+        reply_value(c, (struct wire_str){e->val, e->vlen});
     } else {
         reply(c, WIRE_OK, 0, 0, NULL);
     }
@@ -521,8 +622,7 @@ static void handle(struct client *c, const struct wire_msg *m)
         if (kv_all(&s->kv, m->nstr, m->str)) {
             if (m->code == WIRE_GET) {
                 e = kv_find(&s->kv, m->str[0]);
-                struct wire_str val = {e->val, e->vlen};
-                reply(c, WIRE_OK, 0, 1, &val);
+                reply_value(c, (struct wire_str){e->val, e->vlen});
             } else {
                 reply(c, WIRE_OK, 0, 0, NULL);
             }
@@ -568,11 +668,35 @@ failed:
     if (r != KV_FULL)
         goto nomem;
     /* Over the store's limit: this request fails, the client stays. */
-    char msg[160];
-    snprintf(msg, sizeof(msg), "the store is full: it holds %zu bytes of "
-             "its limit of %zu, and this request would pass it",
-             s->kv.bytes, s->kv.limit);
+    char msg[300];
+    if (s->held)
+        snprintf(msg, sizeof(msg), "the store is full: it holds %zu bytes "
+                 "of keys and values and %zu of unfinished requests and "
+                 "unread replies, of its limit of %zu, and this request "
+                 "would pass it", s->kv.bytes, s->held, s->max_memory);
+    else
+        snprintf(msg, sizeof(msg), "the store is full: it holds %zu bytes "
+                 "of its limit of %zu, and this request would pass it",
+                 s->kv.bytes, s->max_memory);
     say(c, WIRE_FULL, msg);
+}
+
+/* Make c's request buffer hold need bytes, if max_memory allows. */
+static bool grow(struct client *c, size_t need)
+{
+    size_t old = c->cap, before = excess(c);
+    c->cap = need;
+    size_t after = excess(c);
+    c->cap = old;
+    if (after > before && !room(c, after - before))
+        return false;
+    uint8_t *p = realloc(c->buf, need);
+    if (!p)
+        return false;
+    c->buf = p;
+    c->cap = need;
+    recount(c);
+    return true;
 }
 
 /* Serve every whole frame buffered, until the client is parked. */
@@ -597,8 +721,18 @@ static void process(struct client *c)
             refuse(c, WIRE_BAD_REQUEST, msg);
             break;
         }
-        if (c->len - at - 4 < n)
+        if (c->len - at - 4 < n) {
+            /* The rest of a frame larger than the buffer: reserved now,
+             * against max_memory, or refused before it is read. (Not at
+             * the front yet: the pass below reserves it.) */
+            if (at == 0 && (size_t)n + 4 > c->cap &&
+                !grow(c, (size_t)n + 4)) {
+                char msg[300];
+                memory_said(c, msg, sizeof(msg), "a request", (size_t)n);
+                refuse(c, WIRE_FULL, msg);
+            }
             break;
+        }
         if (!m && !(m = malloc(sizeof(*m)))) {
             refuse(c, WIRE_BAD_REQUEST, "the server is out of memory");
             break;
@@ -608,7 +742,13 @@ static void process(struct client *c)
             refuse(c, WIRE_BAD_REQUEST, bad);
             break;
         }
+        /* The request's own buffer goes once it is served: a value it
+         * stores may use that room. */
+        size_t own = c->cap > BASE ? c->cap - BASE : 0;
+        s->kv.limit = s->max_memory > s->held - own
+                          ? s->max_memory - (s->held - own) : 1;
         handle(c, m);   /* a parked request copies what it keeps */
+        recount(c);
         at += 4 + n;
     }
     free(m);
@@ -616,6 +756,30 @@ static void process(struct client *c)
         return;
     memmove(c->buf, c->buf + at, c->len - at);
     c->len -= at;
+    /* A large request served: its buffer goes back, unless the next one
+     * (its header here) needs it. */
+    if (c->cap > BASE && c->len <= BASE / 2 &&
+        (c->len < 4 || (size_t)wire_get32(c->buf) + 4 <= BASE)) {
+        uint8_t *p = realloc(c->buf, BASE);
+        if (p) {
+            c->buf = p;
+            c->cap = BASE;
+            recount(c);
+        }
+    }
+    /* The next frame, when its header is here, may need room: this
+     * pass reserves it (at is 0 now). */
+    if (at && c->len >= 4 && !c->closing && !c->close_after_write &&
+        !c->waiter && !c->blocked) {
+        uint32_t n = wire_get32(c->buf);
+        if (n <= WIRE_MAX_BODY && (c->authed || n <= s->unauthed_frame) &&
+            (size_t)n + 4 > c->cap && !grow(c, (size_t)n + 4)) {
+            char msg[300];
+            memory_said(c, msg, sizeof(msg), "a request", (size_t)n);
+            refuse(c, WIRE_FULL, msg);
+            return;
+        }
+    }
     /* A blocked client is read again once its replies drain. */
     reading(c, !c->blocked && !c->close_after_write);
     watch(c, at > 0);
@@ -626,11 +790,14 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
     struct client *c = h->data;
     (void)hint;
     /* Before its token a client gets room for one small request; after,
-     * for one largest frame and one read. */
+     * for BASE bytes. A larger frame is reserved by process() when its
+     * header comes, against max_memory. */
     size_t chunk = c->authed ? 65536 : 512;
     size_t most = c->rejected ? 512
-                  : c->authed ? WIRE_MAX_BODY + 4 + chunk
+                  : c->authed ? BASE
                               : c->srv->unauthed_frame + 4;
+    if (most > BASE)
+        most = BASE;
     if (c->cap - c->len < chunk && c->cap < most) {
         size_t cap = c->cap ? 2 * c->cap : chunk;
         if (cap < c->len + chunk)
@@ -641,6 +808,7 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
         if (p) {
             c->buf = p;
             c->cap = cap;
+            recount(c);
         }
     }
     *b = uv_buf_init((char *)c->buf + c->len, (unsigned)(c->cap - c->len));
@@ -670,6 +838,7 @@ static void close_client(struct client *c)
         return;
     struct store_server *s = c->srv;
     c->closing = true;
+    recount(c);   /* nothing of it counts any more */
     if (c->waiter)
         waiter_end(c->waiter);
     if (c->rejected) {
@@ -785,7 +954,9 @@ dcoll_status_t dcoll_store_server_start(const char *host, int port,
     s->idle_ms = (uint64_t)(p->idle_timeout * 1000 + 0.5);
     if (!s->idle_ms)
         s->idle_ms = 1;
-    s->kv.limit = (size_t)p->max_memory;
+    s->max_memory = (size_t)p->max_memory;
+    s->kv.limit = s->max_memory;
+    s->idle_close_ms = (uint64_t)(p->idle_close * 1000 + 0.5);
     raise_files(s);
     char ps[8];
     snprintf(ps, sizeof(ps), "%d", port);

@@ -1,5 +1,7 @@
 /* The TCP store's client: one blocking connection, every read and write
- * bounded by a deadline with poll(), so a dead server is a timeout. */
+ * bounded by a deadline with poll(), so a dead server is a timeout. A
+ * server lets go of a client idle past its idle_close: the next request
+ * finds the connection closed and makes a new one, token and all. */
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
@@ -17,6 +19,7 @@ struct tcp_store {
     struct dcoll_store base;
     int fd;
     char *host;
+    char *token;                  /* what it shows on connecting, or NULL */
     struct store_server *server;  /* when this process serves */
 };
 
@@ -68,6 +71,18 @@ static dcoll_status_t send_all(struct tcp_store *t, const uint8_t *p,
     return DCOLL_SUCCESS;
 }
 
+/* Whether the server has closed the connection while it was idle: an
+ * end of stream is waiting, and nothing before it. */
+static bool closed_idle(const struct tcp_store *t)
+{
+    struct pollfd p = {t->fd, POLLIN, 0};
+    uint8_t b;
+    return poll(&p, 1, 0) == 1 &&
+           recv(t->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+static dcoll_status_t join(struct tcp_store *t, double deadline);
+
 static dcoll_status_t recv_all(struct tcp_store *t, uint8_t *p, size_t n,
                                double deadline)
 {
@@ -97,6 +112,13 @@ static dcoll_status_t call(struct tcp_store *t, enum wire_op op, int64_t num,
                            uint8_t **body)
 {
     *body = NULL;
+    if (t->fd >= 0 && op != WIRE_AUTH && closed_idle(t)) {
+        close(t->fd);
+        t->fd = -1;
+        dcoll_status_t st = join(t, deadline);
+        if (st)
+            return st;
+    }
     if (t->fd < 0)
         return dcoll_error(DCOLL_ERR_IO, "TCP store %s:%d: the connection "
                            "was lost earlier", t->host, t->base.port);
@@ -301,6 +323,7 @@ static void t_destroy(dcoll_store_t *s)
     if (t->server)
         dcoll_store_server_stop(t->server);
     free(t->host);
+    free(t->token);
     free(t);
 }
 
@@ -370,6 +393,29 @@ static dcoll_status_t dial(struct tcp_store *t, double deadline)
                        t->base.port, t->base.timeout, strerror(last));
 }
 
+/* Connect and show the token. A server with all its connections taken
+ * says so at once: try again until the deadline, as for one that is not
+ * up yet. */
+static dcoll_status_t join(struct tcp_store *t, double deadline)
+{
+    double pause = 0.01;
+    bool busy = false;
+    dcoll_status_t st;
+    for (;;) {
+        if (!(st = dial(t, deadline)) &&
+            !(st = t_auth(t, t->token, deadline, &busy)))
+            return DCOLL_SUCCESS;
+        double left = deadline - dcoll_now();
+        if (!busy || left <= 0)
+            return st;
+        usleep((useconds_t)((pause < left ? pause : left) * 1e6));
+        if (dcoll_now() >= deadline)
+            return st;   /* with the server's refusal as the error */
+        if (pause < 0.5)
+            pause *= 2;
+    }
+}
+
 dcoll_status_t dcoll_store_tcp_open(dcoll_store_t **out, const char *host,
                                     int port, const dcoll_store_params_t *p)
 {
@@ -382,27 +428,13 @@ dcoll_status_t dcoll_store_tcp_open(dcoll_store_t **out, const char *host,
                                    port};
     t->fd = -1;
     dcoll_status_t st = DCOLL_SUCCESS;
-    if (p->serve)
+    if (p->token && !(t->token = strdup(p->token)))
+        st = dcoll_error(DCOLL_ERR_NO_MEMORY, "TCP store: no memory");
+    if (!st && p->serve)
         st = dcoll_store_server_start(host, port, p, &t->server,
                                       &t->base.port);
-    /* A server with all its connections taken says so at once: try again
-     * until the timeout, as for one that is not up yet. */
-    double deadline = deadline_of(t), pause = 0.01;
-    bool busy = false;
-    while (!st) {
-        if (!(st = dial(t, deadline)) &&
-            !(st = t_auth(t, p->token, deadline, &busy)))
-            break;
-        double left = deadline - dcoll_now();
-        if (!busy || left <= 0)
-            break;
-        usleep((useconds_t)((pause < left ? pause : left) * 1e6));
-        if (dcoll_now() >= deadline)
-            break;   /* with the server's refusal as the error */
-        if (pause < 0.5)
-            pause *= 2;
-        st = DCOLL_SUCCESS;
-    }
+    if (!st)
+        st = join(t, deadline_of(t));
     if (st) {
         t_destroy(&t->base);
         return st;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
@@ -95,7 +96,9 @@ static void limits_checked(void **state)
     bad_limit(DCOLL_STORE_PARAM_IDLE_TIMEOUT, p, "idle_timeout");
     p.max_memory = 0;
     bad_limit(DCOLL_STORE_PARAM_MAX_MEMORY, p, "max_memory 0");
-    bad_limit(UINT64_C(1) << 8, p, "unknown bits");
+    p.idle_close = -2;
+    bad_limit(DCOLL_STORE_PARAM_IDLE_CLOSE, p, "idle_close -2");
+    bad_limit(UINT64_C(1) << 9, p, "unknown bits");
 
     /* The token must fit in a request made before it is shown. */
     char token[201];
@@ -458,6 +461,166 @@ static void memory_bound(void **state)
     dcoll_store_destroy(&s);
 }
 
+/* Requests held open half-sent count against max_memory as a whole:
+ * 16 peers announce 1 MiB each under a 4 MiB limit. Those that do not fit
+ * are refused at their header, the rest are cut off at the deadline, and
+ * a proper client is served throughout. */
+static void memory_total_frames(void **state)
+{
+    (void)state;
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    p.mask = DCOLL_STORE_PARAM_MAX_MEMORY | DCOLL_STORE_PARAM_IDLE_TIMEOUT;
+    p.max_memory = 4 << 20;
+    p.idle_timeout = 1;
+    dcoll_store_t *s = serve(p, NULL);
+    int port = port_of(s);
+    long before = rss_kib();
+    enum { PEERS = 16 };
+    int fd[PEERS], refused = 0;
+    uint8_t head[104] = {0, 0, 0x10, 0, WIRE_SET};   /* 1 MiB, little-endian */
+    for (int i = 0; i < PEERS; i++) {
+        fd[i] = raw_connect(port);
+        raw_send(fd[i], head, sizeof(head));
+    }
+    usleep(200000);
+    still_served(s);
+    long during = rss_kib();
+    char msg[512];
+    for (int i = 0; i < PEERS; i++) {
+        struct pollfd q = {fd[i], POLLIN, 0};
+        if (poll(&q, 1, 0) == 1 && raw_reply(fd[i], msg, sizeof(msg)) ==
+                                       WIRE_FULL) {
+            refused++;
+            assert_non_null(strstr(msg, "a request of 1048576 bytes does "
+                                        "not fit"));
+            assert_non_null(strstr(msg, "max_memory) is 4194304"));
+        }
+    }
+    print_message("%d of %d refused at their header (%s); the server grew "
+                  "by %.1f MiB\n", refused, PEERS, msg,
+                  (during - before) / 1024.0);
+    assert_true(refused >= PEERS - 4);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    assert_true(during - before < 8 * 1024);
+#endif
+    for (int i = 0; i < PEERS; i++)
+        close(fd[i]);
+    /* Their memory is back: a value as large as the rest fits. */
+    usleep(100000);
+    char *v = calloc(1, 3 << 20);
+    OK(dcoll_store_set(s, "big", v, 3 << 20));
+    free(v);
+    still_served(s);
+    dcoll_store_destroy(&s);
+}
+
+/* 24 peers parked on GET of one key and never reading, then a 4 MiB value
+ * set under it: the replies that would pass max_memory (16 MiB) are not
+ * held; those peers are told so instead. */
+static void memory_total_replies(void **state)
+{
+    (void)state;
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    p.mask = DCOLL_STORE_PARAM_MAX_MEMORY;
+    p.max_memory = 16 << 20;
+    dcoll_store_t *s = serve(p, NULL);
+    int port = port_of(s);
+    enum { PEERS = 24 };
+    int fd[PEERS];
+    struct wire_str k = {(const uint8_t *)"x", 1};
+    uint8_t frame[64];
+    size_t fl = wire_frame_size(1, &k);
+    wire_encode(frame, WIRE_GET, 60000, 1, &k);
+    for (int i = 0; i < PEERS; i++) {
+        fd[i] = raw_connect(port);
+        raw_send(fd[i], frame, fl);
+    }
+    usleep(100000);
+    long before = rss_kib();
+    size_t n = 4 << 20;
+    char *v = calloc(1, n);
+    OK(dcoll_store_set(s, "x", v, n));
+    free(v);
+    usleep(200000);
+    still_served(s);
+    long during = rss_kib();
+    int full = 0, got = 0;
+    char msg[512] = "";
+    for (int i = 0; i < PEERS; i++) {
+        uint8_t hdr[4];
+        assert_int_equal(recv(fd[i], hdr, 4, MSG_WAITALL), 4);
+        uint32_t len = wire_get32(hdr);
+        if (len < 4096) {
+            uint8_t body[4096];
+            assert_int_equal(recv(fd[i], body, len, MSG_WAITALL),
+                             (ssize_t)len);
+            struct wire_msg m;
+            assert_null(wire_parse(body, len, &m));
+            assert_int_equal(m.code, WIRE_FULL);
+            snprintf(msg, sizeof(msg), "%.*s", (int)m.str[0].len,
+                     (const char *)m.str[0].p);
+            full++;
+        } else {
+            char *b = malloc(len);
+            assert_int_equal(recv(fd[i], b, len, MSG_WAITALL), (ssize_t)len);
+            free(b);
+            got++;
+        }
+        close(fd[i]);
+    }
+    print_message("%d got the value, %d were told: %s; the server grew by "
+                  "%.1f MiB\n", got, full, msg, (during - before) / 1024.0);
+    assert_true(got >= 1 && full >= PEERS - 8);
+    assert_non_null(strstr(msg, "a reply of"));
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    assert_true(during - before < 24 * 1024);
+#endif
+    still_served(s);
+    dcoll_store_destroy(&s);
+}
+
+/* An authenticated client with nothing to do is let go after idle_close,
+ * so that max_clients idle connections do not lock others out; a dcoll
+ * client connects again at its next request. */
+static void idle_closed(void **state)
+{
+    (void)state;
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    p.mask = DCOLL_STORE_PARAM_MAX_CLIENTS | DCOLL_STORE_PARAM_IDLE_CLOSE;
+    p.max_clients = 3;
+    p.idle_close = 0.3;
+    dcoll_store_t *s = serve(p, "tok");
+    int port = port_of(s);
+    /* Two raw peers that show the token and then sit there. */
+    int fd[2];
+    struct wire_str t = {(const uint8_t *)"tok", 3};
+    for (int i = 0; i < 2; i++) {
+        fd[i] = raw_connect(port);
+        raw_request(fd[i], WIRE_AUTH, 1, &t);
+        char msg[256];
+        assert_int_equal(raw_reply(fd[i], msg, sizeof(msg)), WIRE_OK);
+    }
+    /* Full now (the server's own client is the third). */
+    dcoll_store_t *c = NULL;
+    assert_int_not_equal(connect_to(&c, port, "tok", 0.2), DCOLL_SUCCESS);
+    HAS("max_clients");
+    /* Past idle_close the quiet ones are gone, and room is back. */
+    usleep(600000);
+    for (int i = 0; i < 2; i++)
+        raw_closed(fd[i]);
+    OK(connect_to(&c, port, "tok", 5));
+    still_served(c);
+    /* The serving handle itself was idle too: it connects again. */
+    still_served(s);
+    /* A client waiting for a key is not idle. */
+    double t0 = now();
+    assert_int_equal(dcoll_store_wait(c, (const char *[]){"never"}, 1, 0.8),
+                     DCOLL_ERR_TIMEOUT);
+    assert_true(now() - t0 >= 0.75);
+    dcoll_store_destroy(&c);
+    dcoll_store_destroy(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -468,6 +631,9 @@ int main(void)
         cmocka_unit_test(idle_deadline),
         cmocka_unit_test(slow_reader),
         cmocka_unit_test(memory_bound),
+        cmocka_unit_test(memory_total_frames),
+        cmocka_unit_test(memory_total_replies),
+        cmocka_unit_test(idle_closed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
