@@ -11,6 +11,7 @@
  * process starts MPI as rank of size through it: MPI_COMM_WORLD is the
  * joined world. */
 #include <errno.h>
+#include <limits.h>
 #include <ifaddrs.h>
 #include <arpa/inet.h>
 #include <net/if.h>
@@ -217,17 +218,20 @@ dcoll_status_t dcoll_mpi_join_server(double timeout, int size,
     return st;
 #else
     char addr[64], hostport[128];
+    int base = 0;
     dcoll_status_t st = pmi_addr(size, hosts, addr, sizeof(addr));
     if (st)
         return st;
     /* The forked server has its own copy. */
     char *mapping = process_mapping(size, hosts);
     st = dcoll_pmi_serve(addr, size, mapping, timeout, &server_pid, hostport,
-                         sizeof(hostport));
+                         sizeof(hostport), &base);
     free(mapping);
     if (st)
         return st;
-    if ((size_t)snprintf(uri, cap, "pmi:%s", hostport) >= cap) {
+    /* The IDs' base goes where the address goes: into the join's store,
+     * which its token guards where it has one. */
+    if ((size_t)snprintf(uri, cap, "pmi:%s/%d", hostport, base) >= cap) {
         dcoll_mpi_join_stop();
         return dcoll_error(DCOLL_ERR_INTERNAL, "dcoll_init: PMI address "
                            "'%s' too long", hostport);
@@ -245,7 +249,7 @@ static dcoll_status_t set_var(const char *name, const char *v)
 }
 
 static const char *const pmi_vars[] = {"PMI_PORT", "PMI_RANK", "PMI_SIZE",
-                                       NULL};
+                                       "PMI_ID", NULL};
 
 #ifdef OPEN_MPI
 /* OpenMPI 4 singletons that start at the same instant on one host race to
@@ -279,15 +283,26 @@ static void session_dir(void)
 dcoll_status_t dcoll_mpi_join_use(const char *uri, int rank, int size)
 {
     if (!strncmp(uri, "pmi:", 4)) {
-        char r[16], n[16];
+        /* "pmi:host:port/base": this process's ID is base + rank. */
+        char port[128], r[16], n[16], id[16];
+        const char *slash = strrchr(uri, '/');
+        long base = slash ? strtol(slash + 1, NULL, 10) : -1;
+        if (!slash || base < 0 || base > INT_MAX - size ||
+            (size_t)(slash - uri - 4) >= sizeof(port))
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "
+                               "the join's PMI server address '%s' is not "
+                               "host:port/id", uri + 4);
+        snprintf(port, sizeof(port), "%.*s", (int)(slash - uri - 4),
+                 uri + 4);
         snprintf(r, sizeof(r), "%d", rank);
         snprintf(n, sizeof(n), "%d", size);
+        snprintf(id, sizeof(id), "%ld", base + rank);
         dcoll_status_t st;
-        if ((st = set_var(pmi_vars[0], uri + 4)) ||
-            (st = set_var(pmi_vars[1], r)) || (st = set_var(pmi_vars[2], n)))
+        if ((st = set_var(pmi_vars[0], port)) ||
+            (st = set_var(pmi_vars[1], r)) ||
+            (st = set_var(pmi_vars[2], n)) || (st = set_var(pmi_vars[3], id)))
             return st;
         unsetenv("PMI_FD");
-        unsetenv("PMI_ID");
         return DCOLL_SUCCESS;
     }
 #ifdef OPEN_MPI

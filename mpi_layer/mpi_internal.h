@@ -73,10 +73,12 @@ void dcoll_mpi_join_release(void);
 
 /* pmi_server.c: fork a PMI-1 server for size processes at addr (IPv4)
  * that leaves when all of them have; "host:port" in hostport. mapping:
- * PMI_process_mapping's value, or NULL. */
+ * PMI_process_mapping's value, or NULL. Process r must be started with
+ * PMI_ID base + r; *base is drawn at random. */
 dcoll_status_t dcoll_pmi_serve(const char *addr, int size,
                                const char *mapping, double timeout,
-                               pid_t *pid, char *hostport, size_t cap);
+                               pid_t *pid, char *hostport, size_t cap,
+                               int *base);
 
 
 struct dcoll_mpi_comm {

@@ -5,14 +5,18 @@
  * netmod has no MPI_Open_port, so the connect/accept join cannot serve it.
  *
  * The wire is PMI-1's: one line per message, "cmd=NAME key=value ...".
- * A connection takes one of the size places once it speaks PMI (its first
- * line names a command); one that stays silent for SILENT_S is dropped
- * and takes none, so a stranger that connects and waits cannot lock a
- * process out. Once size have spoken the listener closes. Every wait has
- * the timeout as its deadline: not all came, or a barrier that not all
- * entered, and the server lets those who did go (their MPI_Init fails)
- * and leaves, saying on stderr how many did not come. It also leaves when
- * every process has hung up. */
+ * Each process is started with PMI_ID, so that MPICH's client opens with
+ * "cmd=initack pmiid=ID" and learns its rank and size from the answer, as
+ * from hydra. The IDs are base + rank, base a random number rank 0 draws
+ * and publishes only in the join's store (behind its token, where it has
+ * one): a connection whose first line is not an initack with an ID of
+ * this join, or of a rank already here, is a stranger and is dropped.
+ * One that stays silent for SILENT_S is dropped too, and neither takes a
+ * place, so a stranger cannot lock a process out. Once size have come the
+ * listener closes. Every wait has the timeout as its deadline: not all
+ * came, or a barrier that not all entered, and the server lets those who
+ * did go (their MPI_Init fails) and leaves, naming on stderr the ranks
+ * that did not come. It also leaves when every process has hung up. */
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -24,6 +28,9 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <limits.h>
+#include <time.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include "mpi_internal.h"
@@ -42,7 +49,8 @@ struct client {
     size_t len;
     bool gone, waiting;   /* hung up or broken (its fd closed by the
                              loop); in a barrier */
-    bool spoke;           /* has sent a PMI line: holds a place */
+    bool spoke;           /* has shown its ID: holds a place */
+    int rank;             /* the place, once it spoke */
     double since;         /* when it connected */
 };
 
@@ -52,6 +60,7 @@ struct kv {
 
 struct server {
     int size, joined;     /* places taken: connections that spoke */
+    int base;             /* process r's ID is base + r */
     int n;                /* connections in c, silent ones included */
     struct client *c;
     double barrier_since; /* when the open barrier's first came; 0: none */
@@ -166,13 +175,30 @@ static void serve_line(struct server *s, struct client *c, char *line)
          w = strtok_r(NULL, " ", &save))
         words[n++] = w;
     const char *cmd = attr(words, n, "cmd");
+    if (!c->spoke) {
+        /* Its first line must show an ID of this join, of a rank not
+         * here yet; anything else is a stranger's. */
+        const char *id = cmd && !strcmp(cmd, "initack")
+                             ? attr(words, n, "pmiid") : NULL;
+        char *end = NULL;
+        long r = id ? strtol(id, &end, 10) - s->base : -1;
+        bool taken = false;
+        for (int i = 0; i < s->n && r >= 0 && r < s->size; i++)
+            taken |= s->c[i].spoke && s->c[i].rank == r;
+        if (!id || !*id || *end || r < 0 || r >= s->size || taken) {
+            c->gone = true;
+            return;
+        }
+        c->spoke = true;
+        c->rank = (int)r;
+        s->joined++;
+        reply(c, "cmd=initack\ncmd=set size=%d\ncmd=set rank=%d\n"
+              "cmd=set debug=0", s->size, c->rank);
+        return;
+    }
     if (!cmd) {
         reply(c, "cmd=error rc=-1 msg=no_cmd");
         return;
-    }
-    if (!c->spoke) {
-        c->spoke = true;
-        s->joined++;
     }
     if (!strcmp(cmd, "init")) {
         reply(c, "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0");
@@ -255,19 +281,42 @@ static void drop(struct server *s, struct client *c)
     barrier_check(s);
 }
 
-/* Let everyone go (their MPI_Init fails, none waits on) and say why. */
-static void give_up(struct server *s, const char *what, int missing)
+/* Let everyone go (their MPI_Init fails, none waits on) and say why,
+ * naming the ranks that are missing: absent ones, and for a barrier also
+ * those here but not in it. */
+static void give_up(struct server *s, const char *what, bool barrier)
 {
+    char names[512];
+    size_t off = 0;
+    int missing = 0;
+    for (int r = 0; r < s->size; r++) {
+        bool here = false;
+        for (int i = 0; i < s->n; i++) {
+            const struct client *c = &s->c[i];
+            here |= c->spoke && c->rank == r &&
+                    (!barrier || (c->waiting && !c->gone));
+        }
+        if (here)
+            continue;
+        if (missing++ < 32 && off < sizeof(names))
+            off += (size_t)snprintf(names + off, sizeof(names) - off, "%s%d",
+                                    missing > 1 ? "," : "", r);
+    }
+    if (missing > 32 && off < sizeof(names))
+        snprintf(names + off, sizeof(names) - off, ",...");
     fprintf(stderr, "dcoll PMI server: %s: %d of the %d processes did not "
-            "come within %g s; ending the join\n", what, missing, s->size,
-            s->timeout);
+            "come within %g s (rank%s %s); ending the join\n", what, missing,
+            s->size, s->timeout, missing == 1 ? "" : "s",
+            missing ? names : "none");
     for (int i = 0; i < s->n; i++)
         drop(s, &s->c[i]);
 }
 
-static void serve(int lfd, int size, const char *mapping, double timeout)
+static void serve(int lfd, int size, int base, const char *mapping,
+                  double timeout)
 {
-    struct server s = {.size = size, .mapping = mapping, .timeout = timeout};
+    struct server s = {.size = size, .base = base, .mapping = mapping,
+                       .timeout = timeout};
     int cap = size + MAX_SILENT;
     s.c = calloc((size_t)cap, sizeof(*s.c));
     struct pollfd *p = calloc((size_t)cap + 1, sizeof(*p));
@@ -307,14 +356,11 @@ static void serve(int lfd, int size, const char *mapping, double timeout)
         if (n == 0)
             break;   /* all came, and all have gone */
         if (lfd >= 0 && now > deadline) {
-            give_up(&s, "the join", size - s.joined);
+            give_up(&s, "the join", false);
             break;
         }
         if (s.barrier_since && now > s.barrier_since + timeout) {
-            int out = 0;
-            for (int i = 0; i < s.n; i++)
-                out += s.c[i].spoke && !s.c[i].gone && !s.c[i].waiting;
-            give_up(&s, "a barrier", out + size - s.joined);
+            give_up(&s, "a barrier", true);
             break;
         }
         if (poll(p, (nfds_t)n, 200) < 0 && errno != EINTR)
@@ -361,8 +407,14 @@ static void serve(int lfd, int size, const char *mapping, double timeout)
 
 dcoll_status_t dcoll_pmi_serve(const char *addr, int size,
                                const char *mapping, double timeout,
-                               pid_t *pid, char *hostport, size_t cap)
+                               pid_t *pid, char *hostport, size_t cap,
+                               int *base)
 {
+    /* The IDs: base + rank, below INT_MAX, base not guessable. */
+    uint32_t draw = 0;
+    if (getrandom(&draw, sizeof(draw), 0) != sizeof(draw))
+        draw = (uint32_t)getpid() * 2654435761u ^ (uint32_t)time(NULL);
+    *base = (int)(draw % (uint32_t)(INT_MAX - size));
     struct sockaddr_in a = {.sin_family = AF_INET};
     if (inet_pton(AF_INET, addr, &a.sin_addr) != 1)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: '%s' "
@@ -393,7 +445,7 @@ dcoll_status_t dcoll_pmi_serve(const char *addr, int size,
         lfd = 3;
         close_range(4, ~0u, 0);
         signal(SIGPIPE, SIG_IGN);
-        serve(lfd, size, mapping, timeout);
+        serve(lfd, size, *base, mapping, timeout);
     }
     close(lfd);
     return DCOLL_SUCCESS;

@@ -28,6 +28,7 @@ struct srv {
     pid_t pid;
     char hostport[64];
     int port;
+    int base;              /* process r's ID is base + r */
 };
 
 static void start(struct srv *s, int size, const char *mapping,
@@ -35,7 +36,7 @@ static void start(struct srv *s, int size, const char *mapping,
 {
     assert_int_equal(dcoll_pmi_serve("127.0.0.1", size, mapping, timeout,
                                      &s->pid, s->hostport,
-                                     sizeof(s->hostport)),
+                                     sizeof(s->hostport), &s->base),
                      DCOLL_SUCCESS);
     s->port = atoi(strchr(s->hostport, ':') + 1);
     assert_true(s->port > 0);
@@ -98,6 +99,21 @@ static void ask(int fd, const char *line, const char *want)
         fail_msg("'%s' got '%s', want '%s'", line, got, want);
 }
 
+/* The handshake MPICH's client opens with when PMI_ID is set: its ID,
+ * then its size and rank from the answer. */
+static void hello(const struct srv *s, int fd, int rank, int size)
+{
+    char line[64], buf[256], want[64];
+    snprintf(line, sizeof(line), "cmd=initack pmiid=%d\n", s->base + rank);
+    say(fd, line);
+    assert_string_equal(hear(fd, buf, sizeof(buf)), "cmd=initack");
+    snprintf(want, sizeof(want), "cmd=set size=%d", size);
+    assert_string_equal(hear(fd, buf, sizeof(buf)), want);
+    snprintf(want, sizeof(want), "cmd=set rank=%d", rank);
+    assert_string_equal(hear(fd, buf, sizeof(buf)), want);
+    assert_string_equal(hear(fd, buf, sizeof(buf)), "cmd=set debug=0");
+}
+
 /* What MPI_Init asks of a PM, from two processes; then finalize. */
 static void init_exchange(void **state)
 {
@@ -106,6 +122,8 @@ static void init_exchange(void **state)
     start(&s, 2, "(vector,(0,1,2))", 10);
     int a = dial(&s), b = dial(&s);
     assert_true(a >= 0 && b >= 0);
+    hello(&s, a, 0, 2);
+    hello(&s, b, 1, 2);
     ask(a, "cmd=init pmi_version=1 pmi_subversion=1\n",
         "cmd=response_to_init pmi_version=1 pmi_subversion=1 rc=0");
     ask(a, "cmd=get_maxes\n", "cmd=maxes kvsname_max=256");
@@ -154,6 +172,8 @@ static void no_third(void **state)
     start(&s, 2, NULL, 10);
     int a = dial(&s), b = dial(&s);
     assert_true(a >= 0 && b >= 0);
+    hello(&s, b, 1, 2);
+    hello(&s, a, 0, 2);
     ask(a, "cmd=get kvsname=k key=PMI_process_mapping\n", "rc=-1");
     ask(b, "cmd=init pmi_version=1 pmi_subversion=1\n", "rc=0");
     usleep(300000);
@@ -173,6 +193,9 @@ static void leaver_counts_out(void **state)
     start(&s, 3, NULL, 10);
     int a = dial(&s), b = dial(&s), c = dial(&s);
     assert_true(a >= 0 && b >= 0 && c >= 0);
+    hello(&s, a, 0, 3);
+    hello(&s, b, 1, 3);
+    hello(&s, c, 2, 3);
     ask(b, "cmd=init pmi_version=1 pmi_subversion=1\n", "rc=0");
     ask(c, "cmd=init pmi_version=1 pmi_subversion=1\n", "rc=0");
     say(a, "cmd=barrier_in\n");
@@ -200,6 +223,7 @@ static void not_all_came(void **state)
     start(&s, 3, NULL, 1);
     int a = dial(&s);
     assert_true(a >= 0);
+    hello(&s, a, 0, 3);
     say(a, "cmd=barrier_in\n");
     char buf[256];
     assert_string_equal(hear(a, buf, sizeof(buf)), "");
@@ -236,6 +260,8 @@ static void silent_holds_nothing(void **state)
     usleep(100000);
     int a = dial(&s), b = dial(&s);
     assert_true(a >= 0 && b >= 0);
+    hello(&s, a, 0, 2);
+    hello(&s, b, 1, 2);
     ask(a, "cmd=init pmi_version=1 pmi_subversion=1\n", "rc=0");
     ask(b, "cmd=init pmi_version=1 pmi_subversion=1\n", "rc=0");
     say(a, "cmd=barrier_in\n");
@@ -259,6 +285,8 @@ static void barrier_deadline(void **state)
     start(&s, 2, NULL, 1);
     int a = dial(&s), b = dial(&s);
     assert_true(a >= 0 && b >= 0);
+    hello(&s, a, 0, 2);
+    hello(&s, b, 1, 2);
     ask(a, "cmd=init pmi_version=1 pmi_subversion=1\n", "rc=0");
     ask(b, "cmd=init pmi_version=1 pmi_subversion=1\n", "rc=0");
     say(a, "cmd=barrier_in\n");
@@ -270,14 +298,88 @@ static void barrier_deadline(void **state)
     assert_int_equal(ended(&s, 5), 0);
 }
 
+/* Strangers are refused (issue 27, finding 5): a first line that is not
+ * an initack, an ID that is not this join's, and a second claim to a
+ * rank already here are each hung up on and take no place; the world's
+ * own processes get in and pass their barrier. */
+static void strangers_refused(void **state)
+{
+    (void)state;
+    struct srv s;
+    start(&s, 2, NULL, 10);
+    char line[64];
+    int x = dial(&s);
+    say(x, "cmd=init pmi_version=1 pmi_subversion=1\n");
+    assert_true(hung_up_within(x, 2));
+    close(x);
+    x = dial(&s);
+    snprintf(line, sizeof(line), "cmd=initack pmiid=%d\n", s.base + 2);
+    say(x, line);
+    assert_true(hung_up_within(x, 2));
+    close(x);
+    x = dial(&s);
+    snprintf(line, sizeof(line), "cmd=initack pmiid=%d\n", s.base - 1);
+    say(x, line);
+    assert_true(hung_up_within(x, 2));
+    close(x);
+    int a = dial(&s);
+    hello(&s, a, 0, 2);
+    x = dial(&s);
+    snprintf(line, sizeof(line), "cmd=initack pmiid=%d\n", s.base);
+    say(x, line);
+    assert_true(hung_up_within(x, 2));
+    close(x);
+    int b = dial(&s);
+    hello(&s, b, 1, 2);
+    say(a, "cmd=barrier_in\n");
+    say(b, "cmd=barrier_in\n");
+    char buf[256];
+    assert_string_equal(hear(a, buf, sizeof(buf)), "cmd=barrier_out rc=0");
+    assert_string_equal(hear(b, buf, sizeof(buf)), "cmd=barrier_out rc=0");
+    close(a);
+    close(b);
+    assert_int_equal(ended(&s, 5), 0);
+}
+
+/* Where some never come, the server names them when it gives up. */
+static void absent_named(void **state)
+{
+    (void)state;
+    int err[2];
+    assert_int_equal(pipe(err), 0);
+    int saved = dup(2);
+    dup2(err[1], 2);   /* the forked server's stderr */
+    struct srv s;
+    start(&s, 4, NULL, 1);
+    dup2(saved, 2);
+    close(saved);
+    close(err[1]);
+    int a = dial(&s), c = dial(&s);
+    hello(&s, a, 0, 4);
+    hello(&s, c, 2, 4);
+    say(a, "cmd=barrier_in\n");
+    assert_true(hung_up_within(a, 4));
+    close(a);
+    close(c);
+    assert_int_equal(ended(&s, 5), 0);
+    char said[1024] = "";
+    ssize_t k = read(err[0], said, sizeof(said) - 1);
+    close(err[0]);
+    said[k > 0 ? k : 0] = '\0';
+    print_message("%s", said);
+    assert_non_null(strstr(said, "2 of the 4 processes did not come within "
+                                 "1 s (ranks 1,3)"));
+}
+
 /* Bad addresses are refused with the value named. */
 static void bad_address(void **state)
 {
     (void)state;
     pid_t pid;
     char hp[64];
+    int base;
     assert_int_equal(dcoll_pmi_serve("not-an-ip", 2, NULL, 1, &pid, hp,
-                                     sizeof(hp)),
+                                     sizeof(hp), &base),
                      DCOLL_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dcoll_last_error(), "'not-an-ip'"));
     /* No socket to be had (no file descriptor left): the failure is
@@ -288,7 +390,7 @@ static void bad_address(void **state)
     none.rlim_cur = 3;
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &none), 0);
     dcoll_status_t st = dcoll_pmi_serve("127.0.0.1", 2, NULL, 1, &pid, hp,
-                                        sizeof(hp));
+                                        sizeof(hp), &base);
     assert_int_equal(setrlimit(RLIMIT_NOFILE, &old), 0);
     assert_int_equal(st, DCOLL_ERR_IO);
     assert_non_null(strstr(dcoll_last_error(), "cannot serve PMI at "
@@ -305,6 +407,8 @@ int main(void)
         cmocka_unit_test(not_all_came),
         cmocka_unit_test(silent_holds_nothing),
         cmocka_unit_test(barrier_deadline),
+        cmocka_unit_test(strangers_refused),
+        cmocka_unit_test(absent_named),
         cmocka_unit_test(bad_address),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
