@@ -3,6 +3,7 @@
  * a request before the token, the connection caps, the idle deadline, a
  * client that does not read its replies, and the memory bound. Also how
  * the limits are set and checked. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -461,9 +462,10 @@ static void memory_bound(void **state)
     dcoll_store_destroy(&s);
 }
 
-/* Requests held open half-sent count against max_memory as a whole:
- * 16 peers announce 1 MiB each under a 4 MiB limit. Those that do not fit
- * are refused at their header, the rest are cut off at the deadline, and
+/* Requests held open unfinished count against max_memory as a whole:
+ * 16 peers each send all but 100 bytes of a 1 MiB request under a 4 MiB
+ * limit. Those that do not fit are refused at their header and their
+ * bytes never read; the rest are held until the deadline cuts them off;
  * a proper client is served throughout. */
 static void memory_total_frames(void **state)
 {
@@ -475,13 +477,28 @@ static void memory_total_frames(void **state)
     dcoll_store_t *s = serve(p, NULL);
     int port = port_of(s);
     long before = rss_kib();
-    enum { PEERS = 16 };
+    enum { PEERS = 16, BODY = 1 << 20 };
     int fd[PEERS], refused = 0;
-    uint8_t head[104] = {0, 0, 0x10, 0, WIRE_SET};   /* 1 MiB, little-endian */
+    uint8_t *frame = calloc(1, 4 + BODY);
+    frame[2] = 0x10;   /* 1 MiB, little-endian */
+    frame[4] = WIRE_SET;
     for (int i = 0; i < PEERS; i++) {
         fd[i] = raw_connect(port);
-        raw_send(fd[i], head, sizeof(head));
+        /* As much as the server takes: a refused peer's send fails. */
+        size_t off = 0, n = 4 + BODY - 100;
+        double t0 = now();
+        while (off < n && now() - t0 < 2) {
+            ssize_t k = send(fd[i], frame + off, n - off,
+                             MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (k > 0)
+                off += (size_t)k;
+            else if (k < 0 && errno != EAGAIN)
+                break;
+            else
+                usleep(1000);
+        }
     }
+    free(frame);
     usleep(200000);
     still_served(s);
     long during = rss_kib();
