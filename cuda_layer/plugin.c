@@ -47,13 +47,25 @@ static int pci_bus_id(int i, char *busid, size_t len)
     return cudaDeviceGetPCIBusId(busid, (int)len, i) == cudaSuccess ? 0 : -1;
 }
 
+static int failed(const char *call, cudaError_t e);
+
 static enum dcoll_mem_kind mem_kind(const void *p, int *device)
 {
     struct cudaPointerAttributes a;
     *device = -1;
-    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-        cudaGetLastError(); /* a host pointer is not an error to keep */
-        return DCOLL_MEM_HOST;
+    /* Since CUDA 11, host memory CUDA does not know answers cudaSuccess
+     * with cudaMemoryTypeUnregistered (cuda_runtime_api.h,
+     * cudaPointerGetAttributes): a failure is a real one (memory of a
+     * context this process cannot see, CUDA in an error state). It is
+     * said, never taken for host memory, which would hand a device
+     * pointer to an MPI that cannot read it. */
+    cudaError_t e = cudaPointerGetAttributes(&a, p);
+    if (e != cudaSuccess) {
+        failed("cudaPointerGetAttributes", e);
+        /* This call's error is in the message; it is not left for the
+         * program's next cudaGetLastError (a sticky one stays). */
+        cudaGetLastError();
+        return DCOLL_MEM_UNKNOWN;
     }
     switch (a.type) {
     case cudaMemoryTypeDevice:
@@ -258,9 +270,9 @@ static const dcoll_cuda_plugin_t table = {
 };
 
 __attribute__((visibility("default")))
-const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v6(void);
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v7(void);
 
-const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v6(void)
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v7(void)
 {
     return &table;
 }

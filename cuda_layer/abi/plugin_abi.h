@@ -4,8 +4,8 @@
  * dcoll_cuda_plugin_v<N>, named for the version of the table it returns,
  * as NCCL's network plugins name theirs.
  *
- * Each version has a frozen header of its own (plugin_abi_v4.h, _v5.h,
- * _v6.h), as NCCL keeps one per network plugin version; this one names
+ * Each version has a frozen header of its own (plugin_abi_v4.h to
+ * _v7.h), as NCCL keeps one per network plugin version; this one names
  * the current version. A change to a table or a call record is a new
  * version: a new header, this one pointed at it, and an adapter for the
  * version it replaces (lib/gpu/plugin_v<N>.c) that turns that version's
@@ -15,12 +15,12 @@
 #define DCOLL_PLUGIN_ABI_H
 
 #include "dcoll/common.h"
-#include "plugin_abi_v6.h"
+#include "plugin_abi_v7.h"
 
-#define DCOLL_PLUGIN_ABI 6u
-#define DCOLL_CUDA_PLUGIN_ENTRY DCOLL_CUDA_PLUGIN_V6_ENTRY
+#define DCOLL_PLUGIN_ABI 7u
+#define DCOLL_CUDA_PLUGIN_ENTRY DCOLL_CUDA_PLUGIN_V7_ENTRY
 
-/* The current table and call record. */
+/* The current table (version 6's layout) and call record. */
 typedef struct dcoll_cuda_plugin_v6 dcoll_cuda_plugin_t;
 typedef struct dcoll_plugin_call_v5 dcoll_plugin_call_t;
 

@@ -1,5 +1,5 @@
 /* The loader's adapters, one file per plugin ABI version it still takes
- * (plugin_v4.c, plugin_v5.c), as NCCL keeps one shim per old network
+ * (plugin_v4.c to plugin_v6.c), as NCCL keeps one shim per old network
  * plugin version. Each turns what that version's entry point returned
  * into a table of the current layout, or NULL where its abi field says
  * it is not that version. */
@@ -10,6 +10,7 @@
 
 const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v4(const void *table);
 const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v5(const void *table);
+const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v6(const void *table);
 
 /* The calls versions 4 to 6 share, by name, from an old table p into a
  * current one t; nccl_coll's record changed in 5 and is each adapter's. */

@@ -11,7 +11,23 @@
 static const char *const kind_name[] = {
     [DCOLL_MEM_HOST] = "host", [DCOLL_MEM_PINNED] = "pinned host",
     [DCOLL_MEM_DEVICE] = "device", [DCOLL_MEM_MANAGED] = "managed",
+    [DCOLL_MEM_UNKNOWN] = "unknown",
 };
+
+/* Where p lives; a pointer CUDA cannot place is refused, naming it. */
+static dcoll_status_t kind_of(const char *fn, const char *name,
+                              const void *p, enum dcoll_mem_kind *kind,
+                              int *device)
+{
+    const dcoll_cuda_plugin_t *cu = dcoll_gpu_plugin;
+    *kind = cu->mem_kind(p, device);
+    if (*kind != DCOLL_MEM_UNKNOWN)
+        return DCOLL_SUCCESS;
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: CUDA cannot say "
+                       "where %s %p lives (%s): memory of a CUDA context "
+                       "this process cannot see, or CUDA in an error state",
+                       fn, name, p, cu->last_error());
+}
 
 dcoll_status_t dcoll_gpu_where(const char *fn, const struct dcoll_coll *c,
                                int *device)
@@ -20,10 +36,11 @@ dcoll_status_t dcoll_gpu_where(const char *fn, const struct dcoll_coll *c,
     int sdev = -1, rdev = -1;
     enum dcoll_mem_kind sk = DCOLL_MEM_HOST, rk = DCOLL_MEM_HOST;
     *device = -1;
-    if (c->sendbuf)
-        sk = cu->mem_kind(c->sendbuf, &sdev);
-    if (c->recvbuf)
-        rk = cu->mem_kind(c->recvbuf, &rdev);
+    dcoll_status_t st;
+    if ((c->sendbuf &&
+         (st = kind_of(fn, "sendbuf", c->sendbuf, &sk, &sdev))) ||
+        (c->recvbuf && (st = kind_of(fn, "recvbuf", c->recvbuf, &rk, &rdev))))
+        return st;
     bool sd = sk == DCOLL_MEM_DEVICE, rd = rk == DCOLL_MEM_DEVICE;
     if (c->sendbuf && c->recvbuf && sd != rd)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
@@ -35,8 +52,23 @@ dcoll_status_t dcoll_gpu_where(const char *fn, const struct dcoll_coll *c,
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: sendbuf is on GPU %d but recvbuf on GPU %d",
                            fn, sdev, rdev);
-    if (sd || rd)
+    if (sd || rd) {
         *device = sd ? sdev : rdev;
+        return DCOLL_SUCCESS;
+    }
+    /* Managed memory goes the host way, but a kernel on the call's stream
+     * may still be writing it: the host reads only after the stream's
+     * earlier work (CUDA Runtime API, unified memory coherency: the CPU
+     * may not touch managed memory a kernel in flight uses). */
+    if (sk == DCOLL_MEM_MANAGED || rk == DCOLL_MEM_MANAGED) {
+        int dev = sk == DCOLL_MEM_MANAGED ? sdev : rdev;
+        void *stream = c->opts && (c->opts->mask & DCOLL_COLL_OPT_STREAM)
+                           ? c->opts->stream : NULL;
+        if (cu->sync(dev, stream))
+            return dcoll_error(DCOLL_ERR_INTERNAL, "%s: waiting for the "
+                               "stream before reading managed memory: %s",
+                               fn, cu->last_error());
+    }
     return DCOLL_SUCCESS;
 }
 

@@ -9,7 +9,7 @@
  *                  with NCCL's grouping rules enforced;
  *   FAKE_SHARED_UUID=1  every process's GPU i has the same identity, as
  *                  processes sharing real GPUs do.
- * Built once per plugin ABI the loader takes (FAKE_ABI 4, 5 or 6, the
+ * Built once per plugin ABI the loader takes (FAKE_ABI 4 to 7, the
  * current one by default), exporting that version's entry point and
  * table, so that every adapter of lib/gpu/ runs under the tests.
  * Never installed. */
@@ -127,7 +127,7 @@ static int device_uuid(int device, unsigned char uuid[16])
 }
 
 #ifndef FAKE_ABI
-#define FAKE_ABI 6
+#define FAKE_ABI 7
 #endif
 #if FAKE_ABI == 4
 typedef struct dcoll_cuda_plugin_v4 fake_table_t;
@@ -135,9 +135,12 @@ typedef struct dcoll_cuda_plugin_v4 fake_table_t;
 #elif FAKE_ABI == 5
 typedef struct dcoll_cuda_plugin_v5 fake_table_t;
 #define FAKE_ENTRY dcoll_cuda_plugin_v5
-#else
+#elif FAKE_ABI == 6
 typedef struct dcoll_cuda_plugin_v6 fake_table_t;
 #define FAKE_ENTRY dcoll_cuda_plugin_v6
+#else   /* version 7: version 6's layout */
+typedef struct dcoll_cuda_plugin_v6 fake_table_t;
+#define FAKE_ENTRY dcoll_cuda_plugin_v7
 #endif
 
 #if FAKE_ABI == 4

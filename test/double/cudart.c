@@ -1,0 +1,904 @@
+/* A CUDA runtime for machines without a GPU that behaves as CUDA does
+ * where dcoll depends on it, so that the real plugin (cuda_layer/) and the
+ * GPU tests run against it and a missing synchronisation fails a test:
+ *   - device memory is a mapping no host code may touch (PROT_NONE); the
+ *     double works on a second mapping of the same pages;
+ *   - work queued on a stream runs later, in stream order, on that
+ *     stream's own thread, after a delay (FAKE_CUDA_DELAY_US, default
+ *     200): a read before synchronising sees the old bytes;
+ *   - the legacy default stream (NULL, cudaStreamLegacy) waits for the
+ *     device's blocking streams' earlier work and they for its, while a
+ *     cudaStreamNonBlocking stream waits for neither (CUDA Runtime API,
+ *     "stream synchronization behavior");
+ *   - events are done only once the stream reaches them;
+ *   - cudaPointerGetAttributes answers device, pinned (cudaMallocHost),
+ *     managed (cudaMallocManaged), unregistered host memory with
+ *     cudaSuccess (CUDA 11 on), and an error for a pointer of a context
+ *     the process cannot see (fake_cuda_foreign());
+ *   - a sticky error (fake_cuda_fault()) fails every later call and is
+ *     not cleared by cudaGetLastError;
+ *   - cudaMallocHost and cudaFreeHost synchronise the device, as page
+ *     locking does, and count themselves;
+ *   - a context is made on a device by the first call that needs one
+ *     (cudaSetDevice since CUDA 12, allocations, copies), and counted.
+ * FAKE_NGPUS=n gives n devices (1..8), FAKE_CUDA_NO_DEVICE=1 none.
+ * Never installed: tests only. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <cuda_runtime_api.h>
+#include "cudart_double.h"
+
+#define MAX_DEV 8
+#define MAX_WAITS 64    /* streams one op may wait for */
+#define ARENA_PER_DEV ((size_t)1 << 32)   /* reserved, not committed */
+#define API __attribute__((visibility("default")))
+
+/* ---- errors ---- */
+
+static _Thread_local cudaError_t last;
+static atomic_int sticky;              /* cudaSuccess: none */
+
+static cudaError_t ret(cudaError_t e)
+{
+    if (e != cudaSuccess)
+        last = e;
+    return e;
+}
+
+/* The sticky error, if one happened: every call answers it. */
+#define STICKY()                                                             \
+    do {                                                                     \
+        cudaError_t s_ = (cudaError_t)atomic_load(&sticky);                  \
+        if (s_ != cudaSuccess)                                               \
+            return ret(s_);                                                  \
+    } while (0)
+
+API void fake_cuda_fault(void)
+{
+    atomic_store(&sticky, cudaErrorIllegalAddress);
+}
+
+/* ---- devices, contexts ---- */
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static int ndev;
+static unsigned delay_us = 200;
+static char *dev_base, *shadow_base;   /* the two mappings of the arena */
+static char *foreign_base;             /* memory of "another context" */
+static atomic_uint contexts;           /* bit d: device d has one */
+static atomic_long pinned_calls;
+static _Thread_local int current = -1; /* -1: none chosen on this thread */
+
+static void setup(void)
+{
+    const char *e = getenv("FAKE_NGPUS");
+    ndev = e ? atoi(e) : 1;
+    if (ndev < 1 || ndev > MAX_DEV)
+        ndev = 1;
+    if ((e = getenv("FAKE_CUDA_NO_DEVICE")) && *e == '1')
+        ndev = 0;
+    if ((e = getenv("FAKE_CUDA_DELAY_US")))
+        delay_us = (unsigned)atoi(e);
+    size_t bytes = ARENA_PER_DEV * (size_t)(ndev ? ndev : 1);
+    int fd = memfd_create("fake-cuda-device", 0);
+    if (fd < 0 || ftruncate(fd, (off_t)bytes)) {
+        perror("fake CUDA: device memory");
+        abort();
+    }
+    dev_base = mmap(NULL, bytes, PROT_NONE, MAP_SHARED | MAP_NORESERVE, fd,
+                    0);
+    shadow_base = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_NORESERVE, fd, 0);
+    foreign_base = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+                        -1, 0);
+    close(fd);
+    if (dev_base == MAP_FAILED || shadow_base == MAP_FAILED ||
+        foreign_base == MAP_FAILED) {
+        perror("fake CUDA: mapping device memory");
+        abort();
+    }
+}
+
+static void init(void)
+{
+    pthread_once(&once, setup);
+}
+
+static int dev_of(const void *p)
+{
+    const char *c = p;
+    if (!dev_base || c < dev_base ||
+        c >= dev_base + ARENA_PER_DEV * (size_t)ndev)
+        return -1;
+    return (int)((size_t)(c - dev_base) / ARENA_PER_DEV);
+}
+
+/* Where the double reads and writes what p names. */
+static void *real(const void *p)
+{
+    if (dev_of(p) < 0)
+        return (void *)p;
+    return shadow_base + ((const char *)p - dev_base);
+}
+
+/* This thread's device; a context on it from now on. */
+static int here(void)
+{
+    if (current < 0)
+        current = 0;
+    atomic_fetch_or(&contexts, 1u << current);
+    return current;
+}
+
+API unsigned fake_cuda_contexts(void)
+{
+    return atomic_load(&contexts);
+}
+
+API long fake_cuda_pinned_calls(void)
+{
+    return atomic_load(&pinned_calls);
+}
+
+API void *fake_cuda_foreign(void)
+{
+    init();
+    return foreign_base;
+}
+
+/* ---- memory: a first-fit list per device, and host ranges ---- */
+
+struct block {
+    struct block *next;
+    size_t off, size;
+    bool used;
+};
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct block *blocks[MAX_DEV];
+
+struct range {
+    struct range *next;
+    char *p;
+    size_t size;
+    enum cudaMemoryType type;
+    int device;
+};
+static struct range *ranges;
+
+static void *dev_alloc(int d, size_t size)
+{
+    size = (size + 255) & ~(size_t)255;
+    pthread_mutex_lock(&mem_lock);
+    if (!blocks[d] && (blocks[d] = calloc(1, sizeof(struct block))))
+        blocks[d]->size = ARENA_PER_DEV;
+    void *p = NULL;
+    for (struct block *b = blocks[d]; b; b = b->next) {
+        if (b->used || b->size < size)
+            continue;
+        if (b->size > size) {
+            struct block *rest = malloc(sizeof(*rest));
+            if (!rest)
+                break;
+            *rest = (struct block){b->next, b->off + size, b->size - size,
+                                   false};
+            b->next = rest;
+            b->size = size;
+        }
+        b->used = true;
+        p = dev_base + ARENA_PER_DEV * (size_t)d + b->off;
+        break;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    return p;
+}
+
+static bool dev_free(void *p)
+{
+    int d = dev_of(p);
+    if (d < 0)
+        return false;
+    size_t off = (size_t)((char *)p - dev_base) - ARENA_PER_DEV * (size_t)d;
+    bool found = false;
+    pthread_mutex_lock(&mem_lock);
+    for (struct block *b = blocks[d]; b; b = b->next) {
+        if (b->off != off || !b->used)
+            continue;
+        found = true;
+        b->used = false;
+        /* Its pages go back; the next user finds zeros, as no one
+         * promises, but never this user's bytes. */
+        madvise(shadow_base + ((char *)p - dev_base), b->size,
+                MADV_REMOVE);
+        break;
+    }
+    for (struct block *b = blocks[d]; b && b->next;) {
+        struct block *n = b->next;
+        if (!b->used && !n->used) {
+            b->size += n->size;
+            b->next = n->next;
+            free(n);
+        } else {
+            b = n;
+        }
+    }
+    pthread_mutex_unlock(&mem_lock);
+    return found;
+}
+
+static struct range *range_of(const void *p)
+{
+    for (struct range *r = ranges; r; r = r->next)
+        if ((const char *)p >= r->p && (const char *)p < r->p + r->size)
+            return r;
+    return NULL;
+}
+
+static void *host_add(size_t size, enum cudaMemoryType type, int device)
+{
+    struct range *r = malloc(sizeof(*r));
+    char *p = calloc(1, size ? size : 1);
+    if (!r || !p) {
+        free(r);
+        free(p);
+        return NULL;
+    }
+    *r = (struct range){NULL, p, size ? size : 1, type, device};
+    pthread_mutex_lock(&mem_lock);
+    r->next = ranges;
+    ranges = r;
+    pthread_mutex_unlock(&mem_lock);
+    return p;
+}
+
+static bool host_remove(void *p, enum cudaMemoryType type)
+{
+    pthread_mutex_lock(&mem_lock);
+    for (struct range **at = &ranges; *at; at = &(*at)->next) {
+        struct range *r = *at;
+        if (r->p != p || r->type != type)
+            continue;
+        *at = r->next;
+        pthread_mutex_unlock(&mem_lock);
+        free(r->p);
+        free(r);
+        return true;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    return false;
+}
+
+/* ---- streams ---- */
+
+enum op_kind { OP_COPY, OP_SET, OP_EVENT, OP_CALL };
+
+struct op {
+    struct op *next;
+    enum op_kind kind;
+    void *dst;
+    const void *src;
+    size_t bytes;
+    int value;
+    void (*fn)(void *);
+    void *arg;
+    /* Work this op must wait for: stream wait_on[i] up to its count. */
+    int nwait;
+    struct stream *wait_on[MAX_WAITS];
+    uint64_t wait_upto[MAX_WAITS];
+};
+
+struct stream {
+    int device;
+    unsigned flags;
+    bool legacy;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    pthread_t thread;
+    struct op *head, *tail;
+    uint64_t queued, done;     /* ops enqueued, ops run */
+    bool stop;
+    struct stream *next_on_dev;
+};
+
+static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct stream *legacy[MAX_DEV];
+static struct stream *on_dev[MAX_DEV];   /* every stream of a device */
+static int nstreams[MAX_DEV];
+
+static void wait_done(struct stream *s, uint64_t upto)
+{
+    pthread_mutex_lock(&s->lock);
+    while (s->done < upto)
+        pthread_cond_wait(&s->cond, &s->lock);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void *run(void *arg)
+{
+    struct stream *s = arg;
+    pthread_mutex_lock(&s->lock);
+    for (;;) {
+        while (!s->head && !s->stop)
+            pthread_cond_wait(&s->cond, &s->lock);
+        if (!s->head)
+            break;
+        struct op *o = s->head;
+        pthread_mutex_unlock(&s->lock);
+        for (int i = 0; i < o->nwait; i++)
+            wait_done(o->wait_on[i], o->wait_upto[i]);
+        if (delay_us)
+            usleep(delay_us);
+        switch (o->kind) {
+        case OP_COPY:
+            memmove(real(o->dst), real(o->src), o->bytes);
+            break;
+        case OP_SET:
+            memset(real(o->dst), o->value, o->bytes);
+            break;
+        case OP_CALL:
+            o->fn(o->arg);
+            break;
+        case OP_EVENT:
+            break;
+        }
+        pthread_mutex_lock(&s->lock);
+        s->head = o->next;
+        if (!s->head)
+            s->tail = NULL;
+        s->done++;
+        pthread_cond_broadcast(&s->cond);
+        free(o);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+static struct stream *stream_new(int device, unsigned flags, bool is_legacy)
+{
+    struct stream *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->device = device;
+    s->flags = flags;
+    s->legacy = is_legacy;
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    if (pthread_create(&s->thread, NULL, run, s)) {
+        free(s);
+        return NULL;
+    }
+    pthread_mutex_lock(&streams_lock);
+    s->next_on_dev = on_dev[device];
+    on_dev[device] = s;
+    nstreams[device]++;
+    pthread_mutex_unlock(&streams_lock);
+    return s;
+}
+
+/* The stream a handle names: NULL and cudaStreamLegacy are the legacy
+ * stream of this thread's device (cudaStreamPerThread too: the double
+ * has no per-thread streams, and dcoll never asks for one). */
+static struct stream *stream_of(cudaStream_t h)
+{
+    if (h && h != cudaStreamLegacy && h != cudaStreamPerThread)
+        return (struct stream *)h;
+    int d = here();
+    pthread_mutex_lock(&streams_lock);
+    struct stream *s = legacy[d];
+    pthread_mutex_unlock(&streams_lock);
+    if (!s) {
+        s = stream_new(d, 0, true);
+        pthread_mutex_lock(&streams_lock);
+        if (legacy[d]) {
+            /* another thread made it meanwhile: keep one (this one's
+             * thread idles until exit) */
+            s = legacy[d];
+        } else {
+            legacy[d] = s;
+        }
+        pthread_mutex_unlock(&streams_lock);
+    }
+    return s;
+}
+
+/* Queue o on s, after what stream semantics make it wait for (added to
+ * the waits o has). */
+static cudaError_t enqueue(struct stream *s, struct op *o)
+{
+    if (!s) {
+        free(o);
+        return ret(cudaErrorInvalidResourceHandle);
+    }
+    if (!(s->flags & cudaStreamNonBlocking)) {
+        pthread_mutex_lock(&streams_lock);
+        for (struct stream *t = on_dev[s->device]; t; t = t->next_on_dev) {
+            if (t == s || (t->flags & cudaStreamNonBlocking))
+                continue;
+            /* The legacy stream waits for every blocking stream, and a
+             * blocking stream for the legacy one. */
+            if (!s->legacy && !t->legacy)
+                continue;
+            if (o->nwait == MAX_WAITS)
+                break;
+            pthread_mutex_lock(&t->lock);
+            o->wait_on[o->nwait] = t;
+            o->wait_upto[o->nwait++] = t->queued;
+            pthread_mutex_unlock(&t->lock);
+        }
+        pthread_mutex_unlock(&streams_lock);
+    }
+    o->next = NULL;
+    pthread_mutex_lock(&s->lock);
+    if (s->tail)
+        s->tail->next = o;
+    else
+        s->head = o;
+    s->tail = o;
+    s->queued++;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    return cudaSuccess;
+}
+
+static void drain(struct stream *s)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t upto = s->queued;
+    pthread_mutex_unlock(&s->lock);
+    wait_done(s, upto);
+}
+
+static void drain_device(int d)
+{
+    pthread_mutex_lock(&streams_lock);
+    int n = 0;
+    struct stream *all[256];
+    for (struct stream *t = on_dev[d]; t && n < 256; t = t->next_on_dev)
+        all[n++] = t;
+    pthread_mutex_unlock(&streams_lock);
+    for (int i = 0; i < n; i++)
+        drain(all[i]);
+}
+
+static void drain_all(void)
+{
+    for (int d = 0; d < ndev; d++)
+        drain_device(d);
+}
+
+/* ---- the API ---- */
+
+API cudaError_t cudaGetDeviceCount(int *count)
+{
+    init();
+    if (!count)
+        return ret(cudaErrorInvalidValue);
+    *count = ndev;
+    return ndev ? cudaSuccess : ret(cudaErrorNoDevice);
+}
+
+API cudaError_t cudaRuntimeGetVersion(int *v)
+{
+    *v = CUDART_VERSION;
+    return cudaSuccess;
+}
+
+API cudaError_t cudaDriverGetVersion(int *v)
+{
+    *v = CUDART_VERSION;
+    return cudaSuccess;
+}
+
+API cudaError_t cudaGetLastError(void)
+{
+    cudaError_t s = (cudaError_t)atomic_load(&sticky);
+    cudaError_t e = last;
+    last = s;   /* a sticky error stays */
+    return e != cudaSuccess ? e : s;
+}
+
+API cudaError_t cudaPeekAtLastError(void)
+{
+    return last != cudaSuccess ? last : (cudaError_t)atomic_load(&sticky);
+}
+
+API const char *cudaGetErrorString(cudaError_t e)
+{
+    switch (e) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidDevice: return "invalid device ordinal";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorNotReady: return "device not ready";
+    case cudaErrorIllegalAddress:
+        return "an illegal memory access was encountered";
+    case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    default: return "unknown error (fake CUDA)";
+    }
+}
+
+API const char *cudaGetErrorName(cudaError_t e)
+{
+    return cudaGetErrorString(e);
+}
+
+API cudaError_t cudaSetDevice(int d)
+{
+    init();
+    STICKY();
+    if (d < 0 || d >= ndev)
+        return ret(cudaErrorInvalidDevice);
+    current = d;
+    here();   /* CUDA 12 on: cudaSetDevice makes the primary context */
+    return cudaSuccess;
+}
+
+API cudaError_t cudaGetDevice(int *d)
+{
+    init();
+    STICKY();
+    /* No context is made: this only reads the thread's choice. */
+    *d = current < 0 ? 0 : current;
+    return cudaSuccess;
+}
+
+API cudaError_t cudaDeviceGetPCIBusId(char *bus, int len, int d)
+{
+    init();
+    if (d < 0 || d >= ndev)
+        return ret(cudaErrorInvalidDevice);
+    snprintf(bus, (size_t)len, "0000:%02x:00.0", 0x17 + d);
+    return cudaSuccess;
+}
+
+API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d)
+{
+    init();
+    if (d < 0 || d >= ndev)
+        return ret(cudaErrorInvalidDevice);
+    memset(p, 0, sizeof(*p));
+    snprintf(p->name, sizeof(p->name), "fake CUDA device %d", d);
+    const char *shared = getenv("FAKE_SHARED_UUID");
+    /* Each process's GPU d is its own, unless they share GPUs. */
+    uint32_t who = shared && *shared == '1' ? 0 : (uint32_t)getpid();
+    memcpy(p->uuid.bytes, &who, sizeof(who));
+    p->uuid.bytes[4] = (char)d;
+    p->pciBusID = 0x17 + d;
+    p->totalGlobalMem = ARENA_PER_DEV;
+    p->major = 9;
+    return cudaSuccess;
+}
+
+API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a,
+                                         const void *p)
+{
+    init();
+    STICKY();
+    memset(a, 0, sizeof(*a));
+    int d = dev_of(p);
+    if (d >= 0) {
+        a->type = cudaMemoryTypeDevice;
+        a->device = d;
+        a->devicePointer = (void *)p;
+        return cudaSuccess;
+    }
+    if ((const char *)p >= foreign_base && (const char *)p < foreign_base + 4096)
+        return ret(cudaErrorInvalidValue);
+    pthread_mutex_lock(&mem_lock);
+    struct range *r = range_of(p);
+    if (r) {
+        a->type = r->type;
+        a->device = r->device;
+        a->hostPointer = (void *)p;
+        if (r->type == cudaMemoryTypeManaged)
+            a->devicePointer = (void *)p;
+    } else {
+        /* CUDA 11 on: unregistered host memory is no error. */
+        a->type = cudaMemoryTypeUnregistered;
+        a->device = -2;
+        a->hostPointer = (void *)p;
+    }
+    pthread_mutex_unlock(&mem_lock);
+    return cudaSuccess;
+}
+
+API cudaError_t cudaMalloc(void **p, size_t bytes)
+{
+    init();
+    STICKY();
+    *p = dev_alloc(here(), bytes ? bytes : 1);
+    return *p ? cudaSuccess : ret(cudaErrorMemoryAllocation);
+}
+
+API cudaError_t cudaFree(void *p)
+{
+    init();
+    STICKY();
+    if (!p)
+        return cudaSuccess;
+    /* cudaFree waits for the device's work, as CUDA's does. */
+    int d = dev_of(p);
+    if (d >= 0)
+        drain_device(d);
+    if (dev_free(p) || host_remove(p, cudaMemoryTypeManaged))
+        return cudaSuccess;
+    return ret(cudaErrorInvalidValue);
+}
+
+API cudaError_t cudaMallocManaged(void **p, size_t bytes, unsigned flags)
+{
+    (void)flags;
+    init();
+    STICKY();
+    *p = host_add(bytes, cudaMemoryTypeManaged, here());
+    return *p ? cudaSuccess : ret(cudaErrorMemoryAllocation);
+}
+
+API cudaError_t cudaMallocHost(void **p, size_t bytes)
+{
+    init();
+    STICKY();
+    here();
+    atomic_fetch_add(&pinned_calls, 1);
+    drain_all();   /* page locking waits for every stream */
+    *p = host_add(bytes, cudaMemoryTypeHost, current);
+    return *p ? cudaSuccess : ret(cudaErrorMemoryAllocation);
+}
+
+API cudaError_t cudaHostAlloc(void **p, size_t bytes, unsigned flags)
+{
+    (void)flags;
+    return cudaMallocHost(p, bytes);
+}
+
+API cudaError_t cudaFreeHost(void *p)
+{
+    init();
+    STICKY();
+    drain_all();
+    return host_remove(p, cudaMemoryTypeHost) ? cudaSuccess
+                                              : ret(cudaErrorInvalidValue);
+}
+
+API cudaError_t cudaStreamCreateWithFlags(cudaStream_t *s, unsigned flags)
+{
+    init();
+    STICKY();
+    *s = (cudaStream_t)stream_new(here(), flags, false);
+    return *s ? cudaSuccess : ret(cudaErrorMemoryAllocation);
+}
+
+API cudaError_t cudaStreamCreate(cudaStream_t *s)
+{
+    return cudaStreamCreateWithFlags(s, cudaStreamDefault);
+}
+
+API cudaError_t cudaStreamDestroy(cudaStream_t h)
+{
+    init();
+    if (!h || h == cudaStreamLegacy || h == cudaStreamPerThread)
+        return ret(cudaErrorInvalidResourceHandle);
+    /* Its work still runs, as CUDA's does; the handle goes once done. */
+    struct stream *s = (struct stream *)h;
+    drain(s);
+    pthread_mutex_lock(&s->lock);
+    s->stop = true;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->thread, NULL);
+    pthread_mutex_lock(&streams_lock);
+    for (struct stream **at = &on_dev[s->device]; *at;
+         at = &(*at)->next_on_dev)
+        if (*at == s) {
+            *at = s->next_on_dev;
+            break;
+        }
+    nstreams[s->device]--;
+    pthread_mutex_unlock(&streams_lock);
+    /* Not freed: ops of other streams may still name it in their waits
+     * (all met, as it ran everything). A handle used after this is the
+     * program's fault, as in CUDA. */
+    return cudaSuccess;
+}
+
+API cudaError_t cudaStreamSynchronize(cudaStream_t h)
+{
+    init();
+    STICKY();
+    struct stream *s = stream_of(h);
+    if (!s)
+        return ret(cudaErrorInvalidResourceHandle);
+    drain(s);   /* for the legacy stream, what it waits for too */
+    return (cudaError_t)atomic_load(&sticky);
+}
+
+API cudaError_t cudaDeviceSynchronize(void)
+{
+    init();
+    STICKY();
+    drain_device(here());
+    return cudaSuccess;
+}
+
+static struct op *op_new(enum op_kind kind)
+{
+    struct op *o = calloc(1, sizeof(*o));
+    if (o)
+        o->kind = kind;
+    return o;
+}
+
+API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
+                                enum cudaMemcpyKind kind, cudaStream_t h)
+{
+    (void)kind;
+    init();
+    STICKY();
+    if (!bytes)
+        return cudaSuccess;
+    struct op *o = op_new(OP_COPY);
+    if (!o)
+        return ret(cudaErrorMemoryAllocation);
+    o->dst = dst;
+    o->src = src;
+    o->bytes = bytes;
+    return enqueue(stream_of(h), o);
+}
+
+API cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes,
+                           enum cudaMemcpyKind kind)
+{
+    /* On the legacy stream, and the host waits for it. */
+    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, kind, NULL);
+    if (e == cudaSuccess)
+        drain(stream_of(NULL));
+    return e;
+}
+
+API cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes,
+                                cudaStream_t h)
+{
+    init();
+    STICKY();
+    struct op *o = op_new(OP_SET);
+    if (!o)
+        return ret(cudaErrorMemoryAllocation);
+    o->dst = dst;
+    o->value = value;
+    o->bytes = bytes;
+    return enqueue(stream_of(h), o);
+}
+
+API cudaError_t cudaMemset(void *dst, int value, size_t bytes)
+{
+    cudaError_t e = cudaMemsetAsync(dst, value, bytes, NULL);
+    if (e == cudaSuccess)
+        drain(stream_of(NULL));
+    return e;
+}
+
+/* ---- events: a stream and the count it must reach ---- */
+
+struct event {
+    struct stream *s;
+    uint64_t upto;     /* 0: never recorded */
+};
+
+API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
+{
+    (void)flags;
+    init();
+    STICKY();
+    *e = (cudaEvent_t)calloc(1, sizeof(struct event));
+    return *e ? cudaSuccess : ret(cudaErrorMemoryAllocation);
+}
+
+API cudaError_t cudaEventCreate(cudaEvent_t *e)
+{
+    return cudaEventCreateWithFlags(e, 0);
+}
+
+API cudaError_t cudaEventRecord(cudaEvent_t h, cudaStream_t sh)
+{
+    init();
+    STICKY();
+    struct event *e = (struct event *)h;
+    struct stream *s = stream_of(sh);
+    struct op *o = op_new(OP_EVENT);
+    if (!e || !o) {
+        free(o);
+        return ret(cudaErrorInvalidResourceHandle);
+    }
+    cudaError_t r = enqueue(s, o);
+    if (r != cudaSuccess)
+        return r;
+    pthread_mutex_lock(&s->lock);
+    e->s = s;
+    e->upto = s->queued;
+    pthread_mutex_unlock(&s->lock);
+    return cudaSuccess;
+}
+
+API cudaError_t cudaEventQuery(cudaEvent_t h)
+{
+    STICKY();
+    struct event *e = (struct event *)h;
+    if (!e)
+        return ret(cudaErrorInvalidResourceHandle);
+    if (!e->s)
+        return cudaSuccess;
+    pthread_mutex_lock(&e->s->lock);
+    bool done = e->s->done >= e->upto;
+    pthread_mutex_unlock(&e->s->lock);
+    return done ? cudaSuccess : cudaErrorNotReady;  /* not sticky in CUDA */
+}
+
+API cudaError_t cudaEventSynchronize(cudaEvent_t h)
+{
+    STICKY();
+    struct event *e = (struct event *)h;
+    if (!e)
+        return ret(cudaErrorInvalidResourceHandle);
+    if (e->s)
+        wait_done(e->s, e->upto);
+    return cudaSuccess;
+}
+
+API cudaError_t cudaStreamWaitEvent(cudaStream_t sh, cudaEvent_t h,
+                                    unsigned flags)
+{
+    (void)flags;
+    STICKY();
+    struct event *e = (struct event *)h;
+    struct op *o = op_new(OP_EVENT);
+    if (!e || !o) {
+        free(o);
+        return ret(cudaErrorInvalidResourceHandle);
+    }
+    if (e->s) {
+        o->wait_on[o->nwait] = e->s;
+        o->wait_upto[o->nwait++] = e->upto;
+    }
+    return enqueue(stream_of(sh), o);
+}
+
+API cudaError_t cudaEventDestroy(cudaEvent_t h)
+{
+    free(h);
+    return cudaSuccess;
+}
+
+/* A host function run in stream order (the double's NCCL queues its
+ * collectives this way). */
+API int fake_cuda_enqueue(void *stream, void (*fn)(void *), void *arg)
+{
+    init();
+    if (atomic_load(&sticky) != cudaSuccess)
+        return -1;
+    struct op *o = op_new(OP_CALL);
+    if (!o)
+        return -1;
+    o->fn = fn;
+    o->arg = arg;
+    return enqueue(stream_of((cudaStream_t)stream), o) == cudaSuccess ? 0
+                                                                      : -1;
+}
+
+API void *fake_cuda_real(const void *p)
+{
+    return real(p);
+}
+
+API int fake_cuda_device_of(const void *p)
+{
+    return dev_of(p);
+}

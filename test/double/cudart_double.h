@@ -1,0 +1,25 @@
+/* What the CUDA double (cudart.c) offers tests and the NCCL double beyond
+ * CUDA's own API. */
+#ifndef DCOLL_CUDART_DOUBLE_H
+#define DCOLL_CUDART_DOUBLE_H
+
+/* From now on every CUDA call fails with cudaErrorIllegalAddress, as
+ * after a kernel's fault (a sticky error). */
+void fake_cuda_fault(void);
+/* Bit d set: device d has a context in this process. */
+unsigned fake_cuda_contexts(void);
+/* cudaMallocHost calls so far (each one synchronises the device). */
+long fake_cuda_pinned_calls(void);
+/* A pointer whose query fails, as one of a context this process cannot
+ * see does. */
+void *fake_cuda_foreign(void);
+/* Run fn(arg) in stream order on stream (NULL: the legacy stream);
+ * 0, or -1 after a sticky error. */
+int fake_cuda_enqueue(void *stream, void (*fn)(void *), void *arg);
+/* The address the double itself uses for p (device memory's second
+ * mapping); p where it is host memory. */
+void *fake_cuda_real(const void *p);
+/* The device p is on, or -1. */
+int fake_cuda_device_of(const void *p);
+
+#endif
