@@ -141,8 +141,7 @@ int dcoll_nccl_comms(const void *id, int nranks, int first, int ndev,
         if ((rc = settle(c->nc, timeout, "ncclCommInitRankConfig")) == -2)
             c->nc = NULL; /* settle aborted it */
     }
-    if (old >= 0)
-        cudaSetDevice(old); /* the program's device, as it was */
+    dcoll_cuda_restore(old); /* the program's device, as it was */
     if (rc) {
         /* Those made so far (the rest are NULL). */
         for (int i = 0; i < ndev; i++) {

@@ -12,6 +12,8 @@ int dcoll_cuda_fail(const char *call, const char *why);
  * what leave needs. */
 int dcoll_cuda_enter(int device);
 void dcoll_cuda_leave(int old, int device);
+/* Back to what enter found, whatever happened since. */
+void dcoll_cuda_restore(int old);
 
 int dcoll_nccl_uuid(int device, unsigned char uuid[16]);
 int dcoll_nccl_id(void *id);

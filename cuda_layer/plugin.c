@@ -3,6 +3,7 @@
  * the core never links CUDA; on a machine without a GPU it loads, probes,
  * and reports why it has nothing to offer. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <cuda_runtime_api.h>
@@ -118,19 +119,60 @@ static void host_free(void *p)
         cudaFreeHost(p);
 }
 
+/* The driver's context calls, where there is a driver: cudart has
+ * loaded it by now (the double exports them itself). */
+static int (*ctx_get)(void **ctx);
+static int (*ctx_set)(void *ctx);
+static pthread_once_t driver_once = PTHREAD_ONCE_INIT;
+
+static void driver_load(void)
+{
+    void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *from = drv ? drv : RTLD_DEFAULT;
+    *(void **)&ctx_get = dlsym(from, "cuCtxGetCurrent");
+    *(void **)&ctx_set = dlsym(from, "cuCtxSetCurrent");
+}
+
+/* Whether this thread has a CUDA context: 1 yes, 0 no, -1 the driver
+ * cannot be asked. */
+static int context_state(void)
+{
+    pthread_once(&driver_once, driver_load);
+    void *ctx = NULL;
+    if (!ctx_get || !ctx_set || ctx_get(&ctx) != 0)
+        return -1;
+    return ctx != NULL;
+}
+
+#define NO_CONTEXT (-2)
+
 int dcoll_cuda_enter(int device)
 {
-    int old = -1;
-    cudaGetDevice(&old);
+    int old = NO_CONTEXT;
+    if (context_state() != 0)   /* unknown: restored as cudart sees it */
+        cudaGetDevice(&old);   /* reads the choice; makes no context */
     if (device >= 0 && device != old)
         cudaSetDevice(device);
     return old;
 }
 
+void dcoll_cuda_restore(int old)
+{
+    /* A thread that had no context is left without one: restoring "the
+     * old device" would make a context on GPU 0 (cudaGetDevice answers 0
+     * there), which exclusive-process mode refuses to others. */
+    if (old == NO_CONTEXT) {
+        if (ctx_set)
+            ctx_set(NULL);
+    } else if (old >= 0) {
+        cudaSetDevice(old);
+    }
+}
+
 void dcoll_cuda_leave(int old, int device)
 {
-    if (device >= 0 && device != old && old >= 0)
-        cudaSetDevice(old);
+    if (device >= 0 && device != old)
+        dcoll_cuda_restore(old);
 }
 
 #define ON_DEVICE(device, call, what)                                        \
@@ -155,22 +197,6 @@ static int sync_stream(int device, void *stream)
 {
     ON_DEVICE(device, cudaStreamSynchronize((cudaStream_t)stream),
               "cudaStreamSynchronize");
-}
-
-/* Whether the program already has a CUDA context on this thread: then it
- * chose its GPU, and dcoll keeps it. Asked of the driver, which cudart
- * has loaded by now. */
-static int has_context(void)
-{
-    void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    int (*get)(void **) = NULL;
-    void *ctx = NULL;
-    if (drv)
-        *(void **)&get = dlsym(drv, "cuCtxGetCurrent");
-    int has = get && get(&ctx) == 0 && ctx != NULL;
-    if (drv)
-        dlclose(drv);
-    return has;
 }
 
 /* Each GPU's NUMA node and this process's, from hwloc; -1 unknown. */
@@ -217,7 +243,7 @@ static int select_device(int local_rank, int *device, char *how, size_t len)
         snprintf(how, len, "no GPU");
         return 0;
     }
-    if (has_context()) {
+    if (context_state() == 1) {
         cudaGetDevice(device);
         snprintf(how, len, "GPU %d, the program's current device", *device);
         return 0;
@@ -229,12 +255,13 @@ static int select_device(int local_rank, int *device, char *how, size_t len)
     *device = dcoll_choose_gpu(n, numa, mine, local_rank);
     int near = *device >= 0 && mine >= 0 && numa[*device] == mine;
     free(numa);
-    cudaError_t e = cudaSetDevice(*device);
-    if (e != cudaSuccess)
-        return failed("cudaSetDevice", e);
-    snprintf(how, len, "GPU %d, chosen for local rank %d (%s)", *device,
-             local_rank, near ? "on its NUMA node"
-                             : "no GPU known near its CPUs");
+    /* Not made current: since CUDA 12 cudaSetDevice makes the primary
+     * context (cuda_runtime_api.h), which a host-only program must not
+     * get (in exclusive-process mode it would take the GPU from the
+     * process meant to use it). The program sets it, as torch's do. */
+    snprintf(how, len, "GPU %d, chosen for local rank %d (%s), not made "
+             "current", *device, local_rank,
+             near ? "on its NUMA node" : "no GPU known near its CPUs");
     return 0;
 }
 

@@ -129,10 +129,14 @@ DCOLL_API dcoll_status_t dcoll_backend_status(const char *name,
                                               int *available,
                                               const char **text);
 
-/** The GPU this process uses, in *device, or -1 without one. dcoll_init
- *  keeps the device of a CUDA context the program already made, and
- *  otherwise picks the GPU closest to the process's CPU binding (hwloc),
- *  spreading the ranks of a node over them, and makes it current.
+/** The GPU this process should use, in *device, or -1 without one.
+ *  dcoll_init keeps the device of a CUDA context the program already
+ *  made, and otherwise picks the GPU closest to the process's CPU binding
+ *  (hwloc), spreading the ranks of a node over them. It does not make it
+ *  current: that would give every process a CUDA context, host-only ones
+ *  too; a program that uses the GPU calls cudaSetDevice(*device) itself,
+ *  as torch programs call torch.cuda.set_device. dcoll's own calls on GPU
+ *  buffers leave each thread's CUDA context as they found it.
  *  dcoll_backend_status("nccl") says which rule applied. */
 DCOLL_API dcoll_status_t dcoll_device(int *device);
 

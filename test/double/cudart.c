@@ -149,6 +149,21 @@ API long fake_cuda_pinned_calls(void)
     return atomic_load(&pinned_calls);
 }
 
+/* The driver's calls the plugin uses to keep a thread without a context
+ * without one (cuda.h: CUresult, CUcontext). A context is named by its
+ * device + 1. */
+API int cuCtxGetCurrent(void **ctx)
+{
+    *ctx = current < 0 ? NULL : (void *)(uintptr_t)(current + 1);
+    return 0;
+}
+
+API int cuCtxSetCurrent(void *ctx)
+{
+    current = ctx ? (int)(uintptr_t)ctx - 1 : -1;
+    return 0;
+}
+
 API void *fake_cuda_foreign(void)
 {
     init();

@@ -19,6 +19,9 @@ int fake_cuda_enqueue(void *stream, void (*fn)(void *), void *arg);
 /* The address the double itself uses for p (device memory's second
  * mapping); p where it is host memory. */
 void *fake_cuda_real(const void *p);
+/* The driver's context calls, as cuda.h declares them (0: success). */
+int cuCtxGetCurrent(void **ctx);
+int cuCtxSetCurrent(void *ctx);
 /* The device p is on, or -1. */
 int fake_cuda_device_of(const void *p);
 

@@ -6,8 +6,14 @@
  *             fails) is refused, named, never read as host memory, and
  *             its error is not left for the program's cudaGetLastError;
  *   managed   managed memory a copy on the call's stream is still
- *             writing: the collective reads it after that copy.
+ *             writing: the collective reads it after that copy;
+ *   contexts  (test_double contexts, 2 GPUs) a host-only program gets no
+ *             CUDA context from dcoll_init or its calls, and a thread
+ *             that never chose a GPU is left without one after a call on
+ *             GPU 1 (restoring "its device" made one on GPU 0).
  * Under mpirun, 1 to 4 ranks. */
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,19 +106,76 @@ static void managed(void)
     cudaStreamDestroy(s);
 }
 
+static void *on_gpu1(void *arg)
+{
+    float *d = arg;
+    dcoll_status_t st = dcoll_all_reduce(NULL, d, d, N, DCOLL_FLOAT32,
+                                         DCOLL_SUM, NULL, NULL);
+    CHECK(st == DCOLL_SUCCESS, "all_reduce from a new thread: %s",
+          dcoll_last_error());
+    void *ctx = (void *)1;
+    cuCtxGetCurrent(&ctx);
+    CHECK(ctx == NULL, "the thread has a context after dcoll's call");
+    return NULL;
+}
+
+static void contexts(void)
+{
+    /* No CUDA call of the program's own before this. */
+    int one = 1, sum = 0, dev = -2;
+    CHECK(dcoll_all_reduce(NULL, &one, &sum, 1, DCOLL_INT32, DCOLL_SUM, NULL,
+                           NULL) == DCOLL_SUCCESS && sum == n,
+          "host all_reduce: %d", sum);
+    CHECK(dcoll_device(&dev) == DCOLL_SUCCESS && dev >= 0, "device %d", dev);
+    CHECK(fake_cuda_contexts() == 0, "a host-only program got contexts "
+          "0x%x from dcoll_init and a host call", fake_cuda_contexts());
+    /* The program takes GPU 1; a thread of its, which never chose one,
+     * calls on its buffer. */
+    cudaSetDevice(1);
+    float *d = NULL, h[N];
+    for (int i = 0; i < N; i++)
+        h[i] = 1;
+    cudaMalloc((void **)&d, sizeof(h));
+    cudaMemcpy(d, h, sizeof(h), cudaMemcpyHostToDevice);
+    /* Once here first: the world's pinned block is made (in this
+     * thread's context) and kept, so the thread's call needs none. */
+    float zero[N] = {0};
+    float *z = NULL;
+    cudaMalloc((void **)&z, sizeof(zero));
+    cudaMemcpy(z, zero, sizeof(zero), cudaMemcpyHostToDevice);
+    CHECK(dcoll_all_reduce(NULL, z, z, N, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                           NULL) == DCOLL_SUCCESS, "warm-up: %s",
+          dcoll_last_error());
+    cudaFree(z);
+    pthread_t t;
+    pthread_create(&t, NULL, on_gpu1, d);
+    pthread_join(t, NULL);
+    cudaMemcpy(h, d, sizeof(h), cudaMemcpyDeviceToHost);
+    CHECK(h[0] == (float)n, "sum %g", h[0]);
+    CHECK(fake_cuda_contexts() == 2u, "contexts 0x%x, want GPU 1's alone",
+          fake_cuda_contexts());
+    cudaFree(d);
+}
+
 int main(int argc, char **argv)
 {
+    bool ctx_mode = argc > 1 && !strcmp(argv[1], "contexts");
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    cudaSetDevice(0);
+    if (!ctx_mode)
+        cudaSetDevice(0);
     if (dcoll_init(NULL) != DCOLL_SUCCESS) {
         fprintf(stderr, "init: %s\n", dcoll_last_error());
         return 1;
     }
-    the_double();
-    foreign();
-    managed();
+    if (ctx_mode) {
+        contexts();
+    } else {
+        the_double();
+        foreign();
+        managed();
+    }
     if (failures)
         printf("[rank %d] double: FAIL (%d)\n", me, failures);
     else if (me == 0)
