@@ -234,10 +234,11 @@ static dcoll_status_t on_gpu(dcoll_group_t *group, struct dcoll_group *g,
         } else {
             if (mc->send)
                 st = dcoll_mirror_make(mc->fn, mc->send, mc->n, in_bytes,
-                                       true, &mr->in);
+                                       true, mc->opts, &mr->in);
             if (!st)
                 st = dcoll_mirror_make(mc->fn, (const void *const *)mc->recv,
-                                       mc->n, out_bytes, !mc->send, &mr->out);
+                                       mc->n, out_bytes, !mc->send, mc->opts,
+                                       &mr->out);
             if (st)
                 mirrors_free(mr);
         }

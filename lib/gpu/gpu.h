@@ -89,10 +89,13 @@ dcoll_status_t dcoll_gpu_multi_run(struct dcoll_group *g,
                                    struct dcoll_work **work);
 void dcoll_cliques_free(struct dcoll_nccl_group *ng);
 /* A list of n buffers of bytes each as host memory: GPU ones copied to
- * pinned blocks (copy_in: their contents too), host ones as they are. */
+ * pinned blocks (copy_in: their contents too), host ones as they are.
+ * Copies both ways go on the call's stream (opts), which is of one GPU:
+ * buffers on another are refused with it. */
 struct dcoll_mirror;
 dcoll_status_t dcoll_mirror_make(const char *fn, const void *const *list,
                                  int n, size_t bytes, bool copy_in,
+                                 const dcoll_coll_opts_t *opts,
                                  struct dcoll_mirror **m);
 void *const *dcoll_mirror_host(const struct dcoll_mirror *m);
 /* Copy the mirrors back to their GPUs: buffer which, or all (-1). */

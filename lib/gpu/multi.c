@@ -293,10 +293,12 @@ struct dcoll_mirror {
     void **dev;            /* the caller's buffers (a copy of the list) */
     void **host;           /* what the host path uses */
     int *device;           /* -1: host[i] is the caller's own */
+    void *stream;          /* the call's (opts), or NULL: legacy */
 };
 
 dcoll_status_t dcoll_mirror_make(const char *fn, const void *const *list,
                                  int n, size_t bytes, bool copy_in,
+                                 const dcoll_coll_opts_t *opts,
                                  struct dcoll_mirror **out)
 {
     const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
@@ -314,6 +316,11 @@ dcoll_status_t dcoll_mirror_make(const char *fn, const void *const *list,
     }
     m->n = n;
     m->bytes = bytes;
+    /* The copies go in the call's stream order, as the NCCL path's
+     * collectives do, not on the legacy stream. */
+    m->stream = opts && (opts->mask & DCOLL_COLL_OPT_STREAM) ? opts->stream
+                                                            : NULL;
+    int first = -1;
     for (int i = 0; i < n; i++)
         m->device[i] = -1;      /* nothing of ours yet */
     for (int i = 0; i < n; i++) {
@@ -322,6 +329,16 @@ dcoll_status_t dcoll_mirror_make(const char *fn, const void *const *list,
         if (dev < 0) {
             m->host[i] = (void *)list[i];
             continue;
+        }
+        if (first < 0)
+            first = dev;
+        if (m->stream && dev != first) {
+            dcoll_mirror_free(m);
+            *out = NULL;
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: opts.stream "
+                               "is a stream of one GPU, and the buffers are "
+                               "on GPUs %d and %d; leave it out to use each "
+                               "GPU's default stream", fn, first, dev);
         }
         if (!(m->host[i] = p->host_alloc(bytes ? bytes : 1))) {
             dcoll_mirror_free(m);
@@ -332,8 +349,8 @@ dcoll_status_t dcoll_mirror_make(const char *fn, const void *const *list,
         }
         m->device[i] = dev;
         if (copy_in && bytes &&
-            (p->copy(m->host[i], list[i], bytes, m->device[i], NULL) ||
-             p->sync(m->device[i], NULL))) {
+            (p->copy(m->host[i], list[i], bytes, m->device[i], m->stream) ||
+             p->sync(m->device[i], m->stream))) {
             dcoll_mirror_free(m);
             *out = NULL;
             return dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying buffer %d "
@@ -355,8 +372,9 @@ dcoll_status_t dcoll_mirror_back(const struct dcoll_mirror *m, int which)
     for (int i = 0; i < m->n; i++) {
         if (m->device[i] < 0 || (which >= 0 && i != which) || !m->bytes)
             continue;
-        if (p->copy(m->dev[i], m->host[i], m->bytes, m->device[i], NULL) ||
-            p->sync(m->device[i], NULL))
+        if (p->copy(m->dev[i], m->host[i], m->bytes, m->device[i],
+                    m->stream) ||
+            p->sync(m->device[i], m->stream))
             return dcoll_error(DCOLL_ERR_INTERNAL, "copying the result "
                                "back to buffer %d on GPU %d: %s", i,
                                m->device[i], p->last_error());

@@ -7,6 +7,7 @@
  *             its error is not left for the program's cudaGetLastError;
  *   managed   managed memory a copy on the call's stream is still
  *             writing: the collective reads it after that copy;
+ *   multi     the multi-buffer form's host copies, on the call's stream;
  *   contexts  (test_double contexts, 2 GPUs) a host-only program gets no
  *             CUDA context from dcoll_init or its calls, and a thread
  *             that never chose a GPU is left without one after a call on
@@ -106,6 +107,41 @@ static void managed(void)
     cudaStreamDestroy(s);
 }
 
+/* The multi-buffer form's host mirrors copy on the call's stream: inputs
+ * a non-blocking stream is still writing are read after it. */
+static void multi_stream(void)
+{
+    float *b[2] = {NULL, NULL}, h[N];
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    for (int i = 0; i < N; i++)
+        h[i] = (float)(me + 1);
+    for (int j = 0; j < 2; j++) {
+        cudaMalloc((void **)&b[j], sizeof(h));
+        cudaMemcpyAsync(b[j], h, sizeof(h), cudaMemcpyHostToDevice, s);
+    }
+    dcoll_coll_opts_t o = DCOLL_COLL_OPTS_INIT;
+    o.mask = DCOLL_COLL_OPT_STREAM;
+    o.stream = s;
+    dcoll_status_t st = dcoll_all_reduce_multi(NULL, (void *const *)b, 2, N,
+                                               DCOLL_FLOAT32, DCOLL_SUM, &o,
+                                               NULL);
+    CHECK(st == DCOLL_SUCCESS, "all_reduce_multi: %s", dcoll_last_error());
+    cudaStreamSynchronize(s);
+    float want = (float)(n * (n + 1));
+    for (int j = 0; j < 2; j++) {
+        cudaMemcpy(h, b[j], sizeof(h), cudaMemcpyDeviceToHost);
+        int bad = 0;
+        for (int i = 0; i < N; i++)
+            bad += h[i] != want;
+        CHECK(!bad, "all_reduce_multi buffer %d: %d of %d wrong (%g, want "
+              "%g): copied off the GPU before the stream's writes", j, bad,
+              N, h[0], want);
+        cudaFree(b[j]);
+    }
+    cudaStreamDestroy(s);
+}
+
 static void *on_gpu1(void *arg)
 {
     float *d = arg;
@@ -175,6 +211,7 @@ int main(int argc, char **argv)
         the_double();
         foreign();
         managed();
+        multi_stream();
     }
     if (failures)
         printf("[rank %d] double: FAIL (%d)\n", me, failures);
