@@ -34,9 +34,15 @@ extern "C" {
 
 typedef struct dcoll_coll_opts {
     uint64_t mask;   /**< which fields below are set */
-    void *stream;    /**< CUDA stream for device buffers (cudaStream_t);
-                          ignored for host buffers; default: the legacy
-                          default stream */
+    void *stream;    /**< CUDA stream for device buffers (cudaStream_t):
+                          the call reads its inputs after the stream's
+                          earlier work. Default: the legacy default
+                          stream, which waits for earlier work on every
+                          blocking stream of the device but not on a
+                          cudaStreamNonBlocking one (CUDA's stream
+                          semantics): inputs written there need that
+                          stream passed here. Ignored for host buffers,
+                          but for managed memory, read after it */
 } dcoll_coll_opts_t;
 
 #define DCOLL_COLL_OPTS_INIT {0, NULL}
