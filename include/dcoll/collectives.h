@@ -31,6 +31,13 @@ extern "C" {
 
 /* Bits of dcoll_coll_opts_t.mask. */
 #define DCOLL_COLL_OPT_STREAM (UINT64_C(1) << 0)
+#define DCOLL_COLL_OPT_MEMORY (UINT64_C(1) << 1)
+
+/* Where a call's buffers live (opts.memory), as UCC's memory types. */
+typedef enum dcoll_memory {
+    DCOLL_MEMORY_HOST = 0,   /* host memory, pinned or not */
+    DCOLL_MEMORY_CUDA = 1    /* GPU memory: asked of CUDA, as unset */
+} dcoll_memory_t;
 
 typedef struct dcoll_coll_opts {
     uint64_t mask;   /**< which fields below are set */
@@ -43,9 +50,15 @@ typedef struct dcoll_coll_opts {
                           semantics): inputs written there need that
                           stream passed here. Ignored for host buffers,
                           but for managed memory, read after it */
+    int memory;      /**< dcoll_memory_t (API 1.5): where every buffer of
+                          the call lives. Unset, dcoll asks CUDA of each
+                          buffer once a GPU is present (a pointer query
+                          each); DCOLL_MEMORY_HOST skips that, and a GPU
+                          buffer passed with it reaches MPI as a host
+                          one, as with UCC's memory types */
 } dcoll_coll_opts_t;
 
-#define DCOLL_COLL_OPTS_INIT {0, NULL}
+#define DCOLL_COLL_OPTS_INIT {0, NULL, 0}
 
 /* src of dcoll_recv / dcoll_irecv: take a message from any rank. */
 #define DCOLL_ANY_SOURCE (-2)

@@ -132,7 +132,7 @@ static inline __attribute__((always_inline)) dcoll_status_t check_layout(const c
     return aliased(fn, k->rule);
 }
 
-#define KNOWN_OPTS DCOLL_COLL_OPT_STREAM
+#define KNOWN_OPTS (DCOLL_COLL_OPT_STREAM | DCOLL_COLL_OPT_MEMORY)
 
 /* The common answer of dcoll_check_dtype_op, without a call: a valid type,
  * and a valid op where the kind reduces (bitwise ones on integers only). */
@@ -214,6 +214,11 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
                            "%s: opts->mask 0x%llx has bits this library "
                            "does not know", fn,
                            (unsigned long long)c->opts->mask));
+    if (DCOLL_UNLIKELY(c->opts && (c->opts->mask & DCOLL_COLL_OPT_MEMORY) &&
+                       (unsigned)c->opts->memory > DCOLL_MEMORY_CUDA))
+        REFUSE(dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: opts->memory %d "
+                           "is not DCOLL_MEMORY_HOST (0) or "
+                           "DCOLL_MEMORY_CUDA (1)", fn, c->opts->memory));
     if (DCOLL_UNLIKELY(!dtype_op_ok(c)) &&
         (st = dcoll_check_dtype_op(fn, c->dtype, c->op,
                                    (k->flags & DCOLL_KF_OP) != 0)))

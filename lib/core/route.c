@@ -37,7 +37,10 @@ dcoll_status_t dcoll_route_slow(struct dcoll_group *g, struct dcoll_coll *c,
     /* The refusals below are this rank's alone (where its buffers are):
      * out->refused, so that the core treats them as its own checks'. */
     out->refused = true;
-    if (dcoll_gpu_present() && c->kind != DCOLL_COLL_BARRIER &&
+    /* The caller said host memory: no pointer query (opts.memory). */
+    bool host = c->opts && (c->opts->mask & DCOLL_COLL_OPT_MEMORY) &&
+                c->opts->memory == DCOLL_MEMORY_HOST;
+    if (dcoll_gpu_present() && c->kind != DCOLL_COLL_BARRIER && !host &&
         (st = dcoll_gpu_where(fn, c, &device)))
         return st;
     if (device < 0) {

@@ -63,10 +63,12 @@ module dcoll
     type(dcoll_group), parameter, public :: DCOLL_WORLD = &
         dcoll_group(c_null_ptr)
 
-    ! dcoll_coll_opts_t: a CUDA stream for device buffers.
+    ! dcoll_coll_opts_t: a CUDA stream for device buffers, and where the
+    ! buffers live (DCOLL_MEMORY_HOST skips asking CUDA).
     type, bind(C), public :: dcoll_coll_opts
         integer(c_int64_t) :: mask = 0
         type(c_ptr) :: stream = c_null_ptr
+        integer(c_int) :: memory = 0
     end type
 
     ! The C parameter structs, filled by the wrappers from optional

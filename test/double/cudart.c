@@ -75,7 +75,7 @@ static unsigned delay_us = 200;
 static char *dev_base, *shadow_base;   /* the two mappings of the arena */
 static char *foreign_base;             /* memory of "another context" */
 static atomic_uint contexts;           /* bit d: device d has one */
-static atomic_long pinned_calls;
+static atomic_long pinned_calls, queries;
 static _Thread_local int current = -1; /* -1: none chosen on this thread */
 
 static void setup(void)
@@ -162,6 +162,11 @@ API int cuCtxSetCurrent(void *ctx)
 {
     current = ctx ? (int)(uintptr_t)ctx - 1 : -1;
     return 0;
+}
+
+API long fake_cuda_queries(void)
+{
+    return atomic_load(&queries);
 }
 
 API void *fake_cuda_foreign(void)
@@ -598,6 +603,7 @@ API cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *a,
 {
     init();
     STICKY();
+    atomic_fetch_add(&queries, 1);
     memset(a, 0, sizeof(*a));
     int d = dev_of(p);
     if (d >= 0) {

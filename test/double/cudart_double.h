@@ -10,6 +10,8 @@ void fake_cuda_fault(void);
 unsigned fake_cuda_contexts(void);
 /* cudaMallocHost calls so far (each one synchronises the device). */
 long fake_cuda_pinned_calls(void);
+/* cudaPointerGetAttributes calls so far. */
+long fake_cuda_queries(void);
 /* A pointer whose query fails, as one of a context this process cannot
  * see does. */
 void *fake_cuda_foreign(void);

@@ -8,6 +8,7 @@
  *   managed   managed memory a copy on the call's stream is still
  *             writing: the collective reads it after that copy;
  *   multi     the multi-buffer form's host copies, on the call's stream;
+ *   host      opts.memory = DCOLL_MEMORY_HOST: no pointer query;
  *   contexts  (test_double contexts, 2 GPUs) a host-only program gets no
  *             CUDA context from dcoll_init or its calls, and a thread
  *             that never chose a GPU is left without one after a call on
@@ -142,6 +143,34 @@ static void multi_stream(void)
     cudaStreamDestroy(s);
 }
 
+/* A host call on a GPU machine asks CUDA of each buffer, unless the
+ * caller says where they live (opts.memory). */
+static void host_said(void)
+{
+    int a[8] = {1, 1, 1, 1, 1, 1, 1, 1}, b[8];
+    long q0 = fake_cuda_queries();
+    CHECK(dcoll_all_reduce(NULL, a, b, 8, DCOLL_INT32, DCOLL_SUM, NULL, NULL)
+              == DCOLL_SUCCESS && b[0] == n, "host all_reduce");
+    long asked = fake_cuda_queries() - q0;
+    CHECK(asked == 2, "an unsaid host all_reduce asked %ld times", asked);
+    dcoll_coll_opts_t o = DCOLL_COLL_OPTS_INIT;
+    o.mask = DCOLL_COLL_OPT_MEMORY;
+    o.memory = DCOLL_MEMORY_HOST;
+    q0 = fake_cuda_queries();
+    CHECK(dcoll_all_reduce(NULL, a, b, 8, DCOLL_INT32, DCOLL_SUM, &o, NULL)
+              == DCOLL_SUCCESS && b[0] == n, "host all_reduce, said");
+    CHECK(fake_cuda_queries() == q0, "a host all_reduce said so asked CUDA "
+          "%ld times", fake_cuda_queries() - q0);
+    dcoll_group_t *g = NULL;
+    dcoll_new_group(&g, NULL, 0, NULL);
+    o.memory = 7;
+    CHECK(dcoll_all_reduce(g, a, b, 8, DCOLL_INT32, DCOLL_SUM, &o, NULL) ==
+              DCOLL_ERR_INVALID_ARGUMENT &&
+              strstr(dcoll_last_error(), "opts->memory 7"),
+          "a bad memory kind: %s", dcoll_last_error());
+    dcoll_group_destroy(&g);
+}
+
 static void *on_gpu1(void *arg)
 {
     float *d = arg;
@@ -212,6 +241,7 @@ int main(int argc, char **argv)
         foreign();
         managed();
         multi_stream();
+        host_said();
     }
     if (failures)
         printf("[rank %d] double: FAIL (%d)\n", me, failures);
