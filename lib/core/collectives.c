@@ -134,6 +134,22 @@ static inline __attribute__((always_inline)) dcoll_status_t check_layout(const c
 
 #define KNOWN_OPTS (DCOLL_COLL_OPT_STREAM | DCOLL_COLL_OPT_MEMORY)
 
+/* opts past its stream: bits this library knows, a memory kind it has. */
+static __attribute__((noinline, cold)) dcoll_status_t
+check_opts(const char *fn, const dcoll_coll_opts_t *o)
+{
+    if (o->mask & ~KNOWN_OPTS)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: opts->mask "
+                           "0x%llx has bits this library does not know", fn,
+                           (unsigned long long)o->mask);
+    if ((o->mask & DCOLL_COLL_OPT_MEMORY) &&
+        (unsigned)o->memory > DCOLL_MEMORY_CUDA)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: opts->memory %d "
+                           "is not DCOLL_MEMORY_HOST (0) or "
+                           "DCOLL_MEMORY_CUDA (1)", fn, o->memory);
+    return DCOLL_SUCCESS;
+}
+
 /* The common answer of dcoll_check_dtype_op, without a call: a valid type,
  * and a valid op where the kind reduces (bitwise ones on integers only). */
 static inline bool dtype_op_ok(const struct dcoll_coll *c)
@@ -209,16 +225,11 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
         *work = NULL;
     if (DCOLL_UNLIKELY((st = dcoll_group_resolve(group, &g, fn))))
         return st;
-    if (DCOLL_UNLIKELY(c->opts && (c->opts->mask & ~KNOWN_OPTS)))
-        REFUSE(dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                           "%s: opts->mask 0x%llx has bits this library "
-                           "does not know", fn,
-                           (unsigned long long)c->opts->mask));
-    if (DCOLL_UNLIKELY(c->opts && (c->opts->mask & DCOLL_COLL_OPT_MEMORY) &&
-                       (unsigned)c->opts->memory > DCOLL_MEMORY_CUDA))
-        REFUSE(dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: opts->memory %d "
-                           "is not DCOLL_MEMORY_HOST (0) or "
-                           "DCOLL_MEMORY_CUDA (1)", fn, c->opts->memory));
+    /* One test on the common path: only opts with more than a stream
+     * are looked at further. */
+    if (DCOLL_UNLIKELY(c->opts && (c->opts->mask & ~DCOLL_COLL_OPT_STREAM)) &&
+        (st = check_opts(fn, c->opts)))
+        REFUSE(st);
     if (DCOLL_UNLIKELY(!dtype_op_ok(c)) &&
         (st = dcoll_check_dtype_op(fn, c->dtype, c->op,
                                    (k->flags & DCOLL_KF_OP) != 0)))
