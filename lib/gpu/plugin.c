@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include "gpu.h"
 #include "plugin_adapt.h"
 
@@ -95,6 +96,15 @@ void dcoll_plugins_load(int local_rank)
         if (self_dir(dir, sizeof(dir))) {
             snprintf(path, sizeof(path), "%s/dcoll/libdcoll_cuda.so", dir);
             ok = try_load(path, tried, sizeof(tried));
+            /* In a meson build tree (build.ninja above lib/), the plugin
+             * built beside it, so that dcoll-info, the examples and
+             * dcoll-perf there use the GPU as installed ones do. */
+            snprintf(path, sizeof(path), "%s/../build.ninja", dir);
+            if (!ok && access(path, F_OK) == 0) {
+                snprintf(path, sizeof(path),
+                         "%s/../cuda_layer/libdcoll_cuda.so", dir);
+                ok = try_load(path, tried, sizeof(tried));
+            }
         }
 #ifdef DCOLL_PLUGIN_DIR
         if (!ok)
