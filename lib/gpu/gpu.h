@@ -41,11 +41,19 @@ dcoll_status_t dcoll_gpu_where(const char *fn, const struct dcoll_coll *c,
 bool dcoll_on_device(const void *p);
 /* The GPU that p is on, -1 for host memory (or no GPU plugin). */
 int dcoll_device_of(const void *p);
-/* How long a GPU operation may take before its communicator is aborted.
- * Fixed until groups get their own timeouts. */
-#define DCOLL_GPU_TIMEOUT 600.0
-/* nccl.c: the plugin's failure rc (-2: timed out) as fn's status. */
+/* How long a GPU operation on g may take before the plugin gives up
+ * (and aborts its communicator): the group's timeout, as for host calls;
+ * none (0) is as long as a wait can be. */
+static inline double dcoll_gpu_timeout(const struct dcoll_group *g)
+{
+    return g->timeout > 0 ? g->timeout : 1e9;
+}
+/* nccl.c: the plugin's failure rc (-2: timed out) as fn's status. With
+ * out, a timeout is reported there too, so that the core treats it as a
+ * host call's: the group is failed, or in abort mode the job ends. */
 dcoll_status_t dcoll_gpu_error(const char *fn, int rc);
+dcoll_status_t dcoll_gpu_fail(const char *fn, int rc,
+                              struct dcoll_outcome *out);
 /* nccl.c: the NCCL transport's record of a group (g->tl[DCOLL_TL_NCCL]),
  * made on first use; NULL with a message when there is no memory. */
 struct dcoll_clique;
@@ -86,7 +94,8 @@ dcoll_status_t dcoll_gpu_multi_choose(struct dcoll_group *g,
 /* Launch c->multi on its clique: the NCCL transport's, for the route. */
 dcoll_status_t dcoll_gpu_multi_run(struct dcoll_group *g,
                                    const struct dcoll_coll *c,
-                                   struct dcoll_work **work);
+                                   struct dcoll_work **work,
+                                   struct dcoll_outcome *out);
 void dcoll_cliques_free(struct dcoll_nccl_group *ng);
 /* A list of n buffers of bytes each as host memory: GPU ones copied to
  * pinned blocks (copy_in: their contents too), host ones as they are.

@@ -49,9 +49,9 @@ static dcoll_status_t work_wait(struct dcoll_work *bw)
     struct multi_work *w = (struct multi_work *)bw;
     for (int i = 0; i < w->k; i++) {
         int rc = dcoll_gpu_plugin->event_wait(w->comms[i], w->events[i],
-                                              DCOLL_GPU_TIMEOUT);
+                                              dcoll_gpu_timeout(bw->group));
         if (rc)
-            return dcoll_gpu_error("dcoll_work_wait", rc);
+            return dcoll_gpu_fail("dcoll_work_wait", rc, &bw->report);
     }
     return DCOLL_SUCCESS;
 }
@@ -161,7 +161,7 @@ static dcoll_status_t clique_make(struct dcoll_group *g,
         if (!st)
             st = g->svc->bcast_bytes(g, id, p->nccl_bytes, 0);
         int rc = st ? 0 : p->nccl_comms(id, g->size * k, g->rank * k, k,
-                                        q->devices, DCOLL_GPU_TIMEOUT,
+                                        q->devices, dcoll_gpu_timeout(g),
                                         q->comms);
         if (rc)
             st = dcoll_gpu_error(fn, rc);
@@ -237,7 +237,8 @@ dcoll_status_t dcoll_gpu_multi_choose(struct dcoll_group *g,
 
 dcoll_status_t dcoll_gpu_multi_run(struct dcoll_group *g,
                                    const struct dcoll_coll *c,
-                                   struct dcoll_work **work)
+                                   struct dcoll_work **work,
+                                   struct dcoll_outcome *out)
 {
     const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
     const struct dcoll_multi_call *mc = c->multi;
@@ -257,17 +258,17 @@ dcoll_status_t dcoll_gpu_multi_run(struct dcoll_group *g,
             .in_place = !mc->send || mc->send[i] == mc->recv[i],
         };
         rc = p->nccl_coll(q->comms[i], &call, g->rank * k + i, g->size * k,
-                          stream, DCOLL_GPU_TIMEOUT);
+                          stream, dcoll_gpu_timeout(g));
     }
     /* The group closes with what it holds. The choice asked nccl_takes,
      * so a declined call (1) is a failure like any other here. */
-    int end = p->group_end(q->comms, i - (rc != 0), DCOLL_GPU_TIMEOUT);
+    int end = p->group_end(q->comms, i - (rc != 0), dcoll_gpu_timeout(g));
     if (rc || (rc = end))
-        return dcoll_gpu_error(mc->fn, rc);
+        return dcoll_gpu_fail(mc->fn, rc, out);
     if (!work) {
         for (i = 0; i < k && !rc; i++)
-            rc = p->nccl_wait(q->comms[i], stream, DCOLL_GPU_TIMEOUT);
-        return rc ? dcoll_gpu_error(mc->fn, rc) : DCOLL_SUCCESS;
+            rc = p->nccl_wait(q->comms[i], stream, dcoll_gpu_timeout(g));
+        return rc ? dcoll_gpu_fail(mc->fn, rc, out) : DCOLL_SUCCESS;
     }
     struct multi_work *w = calloc(1, sizeof(*w) + sizeof(void *) * (size_t)k);
     if (!w)

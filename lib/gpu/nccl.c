@@ -24,6 +24,16 @@ dcoll_status_t dcoll_gpu_error(const char *fn, int rc)
                        "%s: %s", fn, dcoll_gpu_plugin->last_error());
 }
 
+dcoll_status_t dcoll_gpu_fail(const char *fn, int rc,
+                              struct dcoll_outcome *out)
+{
+    if (rc == -2 && out) {
+        out->timed_out = true;
+        out->roll = (struct dcoll_roll){0};
+    }
+    return dcoll_gpu_error(fn, rc);
+}
+
 static dcoll_status_t work_test(struct dcoll_work *bw, int *done)
 {
     struct nccl_work *w = (struct nccl_work *)bw;
@@ -40,8 +50,9 @@ static dcoll_status_t work_wait(struct dcoll_work *bw)
     struct nccl_work *w = (struct nccl_work *)bw;
     /* Polled, so that a failed peer ends in NCCL's error or a timeout. */
     int rc = dcoll_gpu_plugin->event_wait(w->comm, w->event,
-                                          DCOLL_GPU_TIMEOUT);
-    return rc ? dcoll_gpu_error("dcoll_work_wait", rc) : DCOLL_SUCCESS;
+                                          dcoll_gpu_timeout(bw->group));
+    return rc ? dcoll_gpu_fail("dcoll_work_wait", rc, &bw->report)
+              : DCOLL_SUCCESS;
 }
 
 static void work_release(struct dcoll_work *bw)
@@ -96,7 +107,7 @@ static dcoll_status_t setup(struct dcoll_group *g,
         if (!st)
             st = g->svc->bcast_bytes(g, id, p->nccl_bytes, 0);
         int rc = st ? 0 : p->nccl_comm(id, g->size, g->rank, device,
-                                       DCOLL_GPU_TIMEOUT, &ng->comm);
+                                       dcoll_gpu_timeout(g), &ng->comm);
         if (rc)
             st = dcoll_gpu_error(fn, rc);
         if (!st) {
@@ -134,7 +145,7 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
     dcoll_status_t st;
     (void)out;
     if (c->multi)
-        return dcoll_gpu_multi_run(g, c, work);
+        return dcoll_gpu_multi_run(g, c, work, out);
     struct dcoll_nccl_group *ng = dcoll_nccl_group(g, fn);
     if (!ng)
         return DCOLL_ERR_NO_MEMORY;
@@ -167,7 +178,7 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
             call.recvbuf = front + bytes * (size_t)g->rank;
     }
     int rc = p->nccl_coll(ng->comm, &call, g->rank, g->size, stream,
-                          DCOLL_GPU_TIMEOUT);
+                          dcoll_gpu_timeout(g));
     if (!rc && front && bytes &&
         p->copy(front, call.recvbuf, bytes, device, stream))
         return dcoll_error(DCOLL_ERR_INTERNAL, "%s: moving this rank's "
@@ -181,10 +192,10 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
                            "through NCCL, which cannot do it; give separate "
                            "send and receive buffers", fn);
     if (rc)
-        return dcoll_gpu_error(fn, rc);
+        return dcoll_gpu_fail(fn, rc, out);
     if (!work) {
-        rc = p->nccl_wait(ng->comm, stream, DCOLL_GPU_TIMEOUT);
-        return rc ? dcoll_gpu_error(fn, rc) : DCOLL_SUCCESS;
+        rc = p->nccl_wait(ng->comm, stream, dcoll_gpu_timeout(g));
+        return rc ? dcoll_gpu_fail(fn, rc, out) : DCOLL_SUCCESS;
     }
     struct nccl_work *w = calloc(1, sizeof(*w));
     if (!w)

@@ -1,0 +1,98 @@
+/* The group's timeout on the GPU path (issue 28, finding 7): a rank that
+ * never comes to a GPU all_reduce on NCCL's path (the fake plugin's) is
+ * waited for the group's timeout, not a fixed 600 s; with on_timeout
+ * return every other rank gets DCOLL_ERR_TIMEOUT, the group is failed,
+ * and the next call says so. Blocking and async. */
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "dcoll/dcoll.h"
+
+static int me, n, failures;
+
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        if (!(cond) && failures++ < 20) {                                    \
+            fprintf(stderr, "[rank %d] line %d: ", me, __LINE__);            \
+            fprintf(stderr, __VA_ARGS__);                                    \
+            fprintf(stderr, "\n");                                           \
+        }                                                                    \
+    } while (0)
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void one(void *(*alloc)(size_t), bool async)
+{
+    dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
+    gp.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
+    gp.timeout = 1;
+    gp.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
+    dcoll_group_t *g = NULL;
+    CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_SUCCESS, "group");
+    float *d = alloc(64 * sizeof(float));
+    /* Every rank once: the group's NCCL communicator is made on its first
+     * GPU call, collectively. */
+    CHECK(dcoll_all_reduce(g, d, d, 64, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                           NULL) == DCOLL_SUCCESS, "warm-up: %s",
+          dcoll_last_error());
+    if (me != n - 1) {
+        double t0 = now();
+        dcoll_work_t *w = NULL;
+        dcoll_status_t st = dcoll_all_reduce(g, d, d, 64, DCOLL_FLOAT32,
+                                             DCOLL_SUM, NULL,
+                                             async ? &w : NULL);
+        if (!st && w)
+            st = dcoll_work_wait(w);
+        dcoll_work_free(&w);
+        double took = now() - t0;
+        CHECK(st == DCOLL_ERR_TIMEOUT && took < 5, "%s GPU all_reduce with "
+              "a rank absent: %s after %.1f s (%s)", async ? "async"
+              : "blocking", dcoll_status_string(st), took,
+              dcoll_last_error());
+        st = dcoll_all_reduce(g, d, d, 64, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                              NULL);
+        CHECK(st == DCOLL_ERR_GROUP_FAILED, "next call: %s",
+              dcoll_status_string(st));
+    }
+    MPI_Barrier(MPI_COMM_WORLD);   /* the absent rank waits here */
+    dcoll_group_destroy(&g);
+}
+
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    const char *path = getenv("DCOLL_CUDA_PLUGIN");
+    void *h = path ? dlopen(path, RTLD_NOW) : NULL;
+    void *(*alloc)(size_t) = NULL;
+    *(void **)&alloc = h ? dlsym(h, "fake_device_alloc") : NULL;
+    if (!alloc || n < 2) {
+        if (me == 0)
+            printf("needs the fake plugin and 2 ranks: skipping\n");
+        MPI_Finalize();
+        return 77;
+    }
+    if (dcoll_init(NULL) != DCOLL_SUCCESS) {
+        fprintf(stderr, "init: %s\n", dcoll_last_error());
+        return 1;
+    }
+    one(alloc, false);
+    one(alloc, true);
+    if (failures)
+        printf("[rank %d] gpu timeout: FAIL (%d)\n", me, failures);
+    else if (me == 0)
+        printf("gpu timeout: ok on %d ranks\n", n);
+    dcoll_finalize();
+    MPI_Finalize();
+    return failures != 0;
+}
