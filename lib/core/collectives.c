@@ -1,6 +1,5 @@
 /* The public collectives: validate, map roots, detect in-place use, then
  * hand one descriptor to the route, which picks the transport. */
-#include <stdio.h>
 #include <stdlib.h>
 #include "core.h"
 #include "diag.h"
@@ -198,11 +197,9 @@ dcoll_status_t dcoll_coll_refuse(dcoll_group_t *group,
                                  bool async, dcoll_status_t st)
 {
     struct dcoll_group *g = group ? group : &dcoll_world;
+    /* Not ready: st is check_ready's own, and there is no group yet. */
     if (!st || dcoll_check_ready() || g->magic != DCOLL_GROUP_MAGIC)
         return st;
-    char msg[DCOLL_ERROR_MAX];
-    snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
-    dcoll_error(st, "%s", msg);   /* check_ready may have set its own */
     struct dcoll_coll c = {.kind = kind, .fn = fn, .async = async,
                            .dtype = DCOLL_UINT8};
     return refuse(g, &c, st);

@@ -290,12 +290,12 @@ static dcoll_status_t judge(struct dcoll_group *g, const struct dcoll_coll *c,
 dcoll_status_t dcoll_fault_check(struct dcoll_group *g,
                                  const struct dcoll_coll *c)
 {
-    const char *failed = g->diag->failed;
-    if (failed) {
+    if (g->diag->failed) {
         char name[200];
         return dcoll_error(DCOLL_ERR_GROUP_FAILED, "%s: %s is unusable "
                            "after an earlier failure: %s", c->fn,
-                           dcoll_group_name(g, name, sizeof(name)), failed);
+                           dcoll_group_name(g, name, sizeof(name)),
+                           g->diag->failed);
     }
     if (dcoll_debug && c->seq)
         return check_same(g, c);

@@ -132,14 +132,14 @@ dcoll_status_t dcoll_fault_failed(struct dcoll_group *g, const char *fn,
      * receiving side): their next call on the group finds this rank gone
      * at its deadline, and the report says why. */
     char text[2 * DCOLL_ERROR_MAX];
+    struct dcoll_text t = {text, sizeof(text), 0};
     const char *why = reason_of(msg, fn);
-    snprintf(text, sizeof(text), "%s on %s failed (collective #%llu): %s. "
-             "The group is unusable from now on; other groups still work "
-             "(the other ranks' next call on it times out, naming this "
-             "error). If the ranks' calls differed, DCOLL_DEBUG=detail "
-             "names the difference before any data move",
-             fn, dcoll_group_name(g, name, sizeof(name)),
-             (unsigned long long)seq, why);
+    dcoll_put(&t, "%s on %s failed (collective #%llu): %s. The group is "
+              "unusable from now on; other groups still work (the other "
+              "ranks' next call on it times out, naming this error)", fn,
+              dcoll_group_name(g, name, sizeof(name)),
+              (unsigned long long)seq, why);
+    dcoll_put_hint(&t);
     dcoll_fault_mark(g, text);
     leave(g, seq, "had an MPI error in %s #%llu (%s)", short_fn(fn),
           (unsigned long long)seq, why);
