@@ -102,10 +102,20 @@ static void serve_asks(struct dcoll_group *g, struct dcoll_roll *roll,
     }
 }
 
+/* Why rank r left, at most WHY_MAX - 1 bytes of why, into roll (its
+ * list made on first use; nothing kept without memory). */
+static void set_why(struct dcoll_roll *roll, int r, const char *why)
+{
+    if (!roll->why && !(roll->why = calloc((size_t)roll->n, sizeof(char *))))
+        return;
+    free(roll->why[r]);
+    roll->why[r] = strndup(why, WHY_MAX - 1);
+}
+
 /* What rank r answered, into roll: left ranks (at or before call #seq)
  * with why, the others by where they stand. */
 static void note(struct dcoll_roll *roll, int r, uint64_t seq,
-                 struct answer *a)
+                 const struct answer *a)
 {
     roll->seq[r] = (uint64_t)a->seq;
     roll->kind[r] = (int)a->kind;
@@ -118,11 +128,7 @@ static void note(struct dcoll_roll *roll, int r, uint64_t seq,
     roll->state[r] = DCOLL_ROLL_LEFT;
     roll->seq[r] = (uint64_t)a->left;
     roll->busy[r] = 0;
-    a->why[WHY_MAX - 1] = 0;
-    if (!roll->why && !(roll->why = calloc((size_t)roll->n, sizeof(char *))))
-        return;
-    free(roll->why[r]);
-    roll->why[r] = strdup(a->why);
+    set_why(roll, r, a->why);
 }
 
 /* Room for what n ranks answer, all silent; false (nothing kept) if
@@ -193,10 +199,7 @@ bool dcoll_mpi_serve(struct dcoll_group *g, struct dcoll_verdict *v)
             r->busy[i] = (unsigned char)e[4];
             if (r->state[i] != DCOLL_ROLL_LEFT)
                 continue;
-            if (!r->why)
-                r->why = calloc((size_t)n, sizeof(char *));
-            if (r->why)
-                r->why[i] = strndup((const char *)why, WHY_MAX - 1);
+            set_why(r, i, (const char *)why);
             why += WHY_WORDS;
         }
     } else {
