@@ -128,6 +128,13 @@ static size_t excess(const struct client *c)
            (c->queued > BASE ? c->queued - BASE : 0);
 }
 
+/* What the key table may hold: what the clients' held bytes leave (at
+ * least 1, as 0 would mean no limit). */
+static void kv_room(struct store_server *s, size_t held)
+{
+    s->kv.limit = s->max_memory > held ? s->max_memory - held : 1;
+}
+
 /* Bring s->held up to date with c's buffers. */
 static void recount(struct client *c)
 {
@@ -135,8 +142,7 @@ static void recount(struct client *c)
     size_t now = c->closing ? 0 : excess(c);
     s->held = s->held - c->counted + now;
     c->counted = now;
-    /* What the key table may hold is what the clients leave. */
-    s->kv.limit = s->max_memory > s->held ? s->max_memory - s->held : 1;
+    kv_room(s, s->held);
 }
 
 /* Whether more bytes than c holds now fit under max_memory. */
@@ -699,6 +705,19 @@ static bool grow(struct client *c, size_t need)
     return true;
 }
 
+/* Room in c's buffer for the whole of a frame of n bytes (its header at
+ * the front), reserved against max_memory; a frame that does not fit is
+ * refused before it is read (false). */
+static bool reserve(struct client *c, uint32_t n)
+{
+    if ((size_t)n + 4 <= c->cap || grow(c, (size_t)n + 4))
+        return true;
+    char msg[300];
+    memory_said(c, msg, sizeof(msg), "a request", (size_t)n);
+    refuse(c, WIRE_FULL, msg);
+    return false;
+}
+
 /* Serve every whole frame buffered, until the client is parked. */
 static void process(struct client *c)
 {
@@ -722,15 +741,9 @@ static void process(struct client *c)
             break;
         }
         if (c->len - at - 4 < n) {
-            /* The rest of a frame larger than the buffer: reserved now,
-             * against max_memory, or refused before it is read. (Not at
-             * the front yet: the pass below reserves it.) */
-            if (at == 0 && (size_t)n + 4 > c->cap &&
-                !grow(c, (size_t)n + 4)) {
-                char msg[300];
-                memory_said(c, msg, sizeof(msg), "a request", (size_t)n);
-                refuse(c, WIRE_FULL, msg);
-            }
+            /* Not at the front yet: the pass below reserves it. */
+            if (at == 0)
+                reserve(c, n);
             break;
         }
         if (!m && !(m = malloc(sizeof(*m)))) {
@@ -744,9 +757,7 @@ static void process(struct client *c)
         }
         /* The request's own buffer goes once it is served: a value it
          * stores may use that room. */
-        size_t own = c->cap > BASE ? c->cap - BASE : 0;
-        s->kv.limit = s->max_memory > s->held - own
-                          ? s->max_memory - (s->held - own) : 1;
+        kv_room(s, s->held - (c->cap > BASE ? c->cap - BASE : 0));
         handle(c, m);   /* a parked request copies what it keeps */
         recount(c);
         at += 4 + n;
@@ -773,12 +784,8 @@ static void process(struct client *c)
         !c->waiter && !c->blocked) {
         uint32_t n = wire_get32(c->buf);
         if (n <= WIRE_MAX_BODY && (c->authed || n <= s->unauthed_frame) &&
-            (size_t)n + 4 > c->cap && !grow(c, (size_t)n + 4)) {
-            char msg[300];
-            memory_said(c, msg, sizeof(msg), "a request", (size_t)n);
-            refuse(c, WIRE_FULL, msg);
+            !reserve(c, n))
             return;
-        }
     }
     /* A blocked client is read again once its replies drain. */
     reading(c, !c->blocked && !c->close_after_write);
