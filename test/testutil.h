@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "dcoll/dcoll.h"
 #include "half.h"
 
@@ -175,6 +176,14 @@ static inline int t_group_ranks(int which, int n, int *ranks)
         break;
     }
     return k;
+}
+
+/* Seconds on the monotonic clock, to time how long a call waited. */
+static inline double t_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* Report and return this rank's exit status. Each rank's verdict is its

@@ -16,25 +16,14 @@
  * Under mpirun, 1 to 4 ranks. */
 #include <pthread.h>
 #include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <cuda_runtime_api.h>
 #include <mpi.h>
 #include "cudart_double.h"
-#include "dcoll/dcoll.h"
+#include "testutil.h"
 
 enum { N = 4096 };
-static int me, n, failures;
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond) && failures++ < 20) {                                    \
-            fprintf(stderr, "[rank %d] line %d: ", me, __LINE__);            \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fprintf(stderr, "\n");                                           \
-        }                                                                    \
-    } while (0)
+int t_rank, t_failures;
+static int n;
 
 static void the_double(void)
 {
@@ -88,7 +77,7 @@ static void managed(void)
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     cudaMallocManaged((void **)&m, sizeof(h), cudaMemAttachGlobal);
     for (int i = 0; i < N; i++)
-        h[i] = (float)(me + 1);
+        h[i] = (float)(t_rank + 1);
     /* Written on the stream, as a kernel would: the call, on the same
      * stream, must read it after. */
     cudaMemcpyAsync(m, h, sizeof(h), cudaMemcpyDefault, s);
@@ -116,7 +105,7 @@ static void multi_stream(void)
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     for (int i = 0; i < N; i++)
-        h[i] = (float)(me + 1);
+        h[i] = (float)(t_rank + 1);
     for (int j = 0; j < 2; j++) {
         cudaMalloc((void **)&b[j], sizeof(h));
         cudaMemcpyAsync(b[j], h, sizeof(h), cudaMemcpyHostToDevice, s);
@@ -226,7 +215,7 @@ int main(int argc, char **argv)
 {
     bool ctx_mode = argc > 1 && !strcmp(argv[1], "contexts");
     MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     if (!ctx_mode)
         cudaSetDevice(0);
@@ -243,11 +232,8 @@ int main(int argc, char **argv)
         multi_stream();
         host_said();
     }
-    if (failures)
-        printf("[rank %d] double: FAIL (%d)\n", me, failures);
-    else if (me == 0)
-        printf("double: ok on %d rank(s)\n", n);
+    int rc = t_finish(ctx_mode ? "double contexts" : "double");
     dcoll_finalize();
     MPI_Finalize();
-    return failures != 0;
+    return rc;
 }

@@ -6,29 +6,10 @@
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include "dcoll/dcoll.h"
+#include "testutil.h"
 
-static int me, n, failures;
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond) && failures++ < 20) {                                    \
-            fprintf(stderr, "[rank %d] line %d: ", me, __LINE__);            \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fprintf(stderr, "\n");                                           \
-        }                                                                    \
-    } while (0)
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+int t_rank, t_failures;
+static int n;
 
 static void one(void *(*alloc)(size_t), bool async)
 {
@@ -44,8 +25,8 @@ static void one(void *(*alloc)(size_t), bool async)
     CHECK(dcoll_all_reduce(g, d, d, 64, DCOLL_FLOAT32, DCOLL_SUM, NULL,
                            NULL) == DCOLL_SUCCESS, "warm-up: %s",
           dcoll_last_error());
-    if (me != n - 1) {
-        double t0 = now();
+    if (t_rank != n - 1) {
+        double t0 = t_now();
         dcoll_work_t *w = NULL;
         dcoll_status_t st = dcoll_all_reduce(g, d, d, 64, DCOLL_FLOAT32,
                                              DCOLL_SUM, NULL,
@@ -53,7 +34,7 @@ static void one(void *(*alloc)(size_t), bool async)
         if (!st && w)
             st = dcoll_work_wait(w);
         dcoll_work_free(&w);
-        double took = now() - t0;
+        double took = t_now() - t0;
         CHECK(st == DCOLL_ERR_TIMEOUT && took < 5, "%s GPU all_reduce with "
               "a rank absent: %s after %.1f s (%s)", async ? "async"
               : "blocking", dcoll_status_string(st), took,
@@ -70,14 +51,14 @@ static void one(void *(*alloc)(size_t), bool async)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     const char *path = getenv("DCOLL_CUDA_PLUGIN");
     void *h = path ? dlopen(path, RTLD_NOW) : NULL;
     void *(*alloc)(size_t) = NULL;
     *(void **)&alloc = h ? dlsym(h, "fake_device_alloc") : NULL;
     if (!alloc || n < 2) {
-        if (me == 0)
+        if (t_rank == 0)
             printf("needs the fake plugin and 2 ranks: skipping\n");
         MPI_Finalize();
         return 77;
@@ -88,11 +69,8 @@ int main(int argc, char **argv)
     }
     one(alloc, false);
     one(alloc, true);
-    if (failures)
-        printf("[rank %d] gpu timeout: FAIL (%d)\n", me, failures);
-    else if (me == 0)
-        printf("gpu timeout: ok on %d ranks\n", n);
+    int rc = t_finish("gpu timeout");
     dcoll_finalize();
     MPI_Finalize();
-    return failures != 0;
+    return rc;
 }

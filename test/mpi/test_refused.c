@@ -15,7 +15,6 @@
  *             the difference before any data move, and the group goes on.
  * Each case runs on its own group (timeout 3 s, timeouts return). */
 #include <stdbool.h>
-#include <time.h>
 #include <unistd.h>
 #include "testutil.h"
 
@@ -23,13 +22,6 @@ int t_rank, t_failures;
 
 enum { N = 4 };
 #define TIMEOUT 3.0
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static dcoll_group_t *fresh(void)
 {
@@ -52,14 +44,14 @@ static bool debug_on(void)
 static void next_fails(dcoll_group_t *g, const char *why, const char *what)
 {
     int32_t a[N] = {1, 1, 1, 1}, b[N];
-    double t0 = now();
+    double t0 = t_now();
     dcoll_status_t st = dcoll_all_reduce(g, a, b, N, DCOLL_INT32, DCOLL_SUM,
                                          NULL, NULL);
     CHECK(st == DCOLL_ERR_GROUP_FAILED, "%s: next call gave %s (%s)", what,
           dcoll_status_string(st), dcoll_last_error());
     CHECK(strstr(dcoll_last_error(), why), "%s: next call's message '%s' "
           "lacks '%s'", what, dcoll_last_error(), why);
-    CHECK(now() - t0 < 1.0, "%s: next call took %.1f s", what, now() - t0);
+    CHECK(t_now() - t0 < 1.0, "%s: next call took %.1f s", what, t_now() - t0);
 }
 
 /* One rank refuses; bad says how. */
@@ -70,7 +62,7 @@ static void refused_case(int size, int bad, const char *want)
     int32_t a[N] = {1, 2, 3, 4}, b[N] = {0};
     int64_t seq = 2;   /* the group's second call: a warm-up first */
     CHECK_OK(dcoll_barrier(g, NULL, NULL));
-    double t0 = now();
+    double t0 = t_now();
     dcoll_status_t st;
     dcoll_work_t *w = NULL;
     char name[96];
@@ -108,7 +100,7 @@ static void refused_case(int size, int bad, const char *want)
             st = dcoll_all_reduce(g, a, b, N, DCOLL_INT32, DCOLL_SUM, NULL,
                                   NULL);
         }
-        double took = now() - t0;
+        double took = t_now() - t0;
         char told[160];
         snprintf(told, sizeof(told), "rank %d (world %d) refused all_reduce "
                  "#%lld: %s", last, last, (long long)seq, want);
@@ -180,10 +172,10 @@ static void mpierror_case(int size)
             next_fails(g, "runcated", "mpierror");
         } else {
             int32_t x[N] = {1, 1, 1, 1}, y[N];
-            double t0 = now();
+            double t0 = t_now();
             st = dcoll_all_reduce(g, x, y, N, DCOLL_INT32, DCOLL_SUM, NULL,
                                   NULL);
-            double took = now() - t0;
+            double took = t_now() - t0;
             CHECK(st == DCOLL_ERR_TIMEOUT &&
                       strstr(dcoll_last_error(), "had an MPI error in "
                              "all_reduce #2") &&

@@ -114,6 +114,28 @@ static void hello(const struct srv *s, int fd, int rank, int size)
     assert_string_equal(hear(fd, buf, sizeof(buf)), "cmd=set debug=0");
 }
 
+/* Both processes of a world of two come, show their IDs and init. */
+static void join_two(const struct srv *s, int *a, int *b)
+{
+    *a = dial(s);
+    *b = dial(s);
+    assert_true(*a >= 0 && *b >= 0);
+    hello(s, *a, 0, 2);
+    hello(s, *b, 1, 2);
+    ask(*a, "cmd=init pmi_version=1 pmi_subversion=1\n", "rc=0");
+    ask(*b, "cmd=init pmi_version=1 pmi_subversion=1\n", "rc=0");
+}
+
+/* a and b enter a barrier and are both let out. */
+static void barrier_pass(int a, int b)
+{
+    char buf[256];
+    say(a, "cmd=barrier_in\n");
+    say(b, "cmd=barrier_in\n");
+    assert_string_equal(hear(a, buf, sizeof(buf)), "cmd=barrier_out rc=0");
+    assert_string_equal(hear(b, buf, sizeof(buf)), "cmd=barrier_out rc=0");
+}
+
 /* What MPI_Init asks of a PM, from two processes; then finalize. */
 static void init_exchange(void **state)
 {
@@ -258,17 +280,9 @@ static void silent_holds_nothing(void **state)
     int x = dial(&s);
     assert_true(x >= 0);
     usleep(100000);
-    int a = dial(&s), b = dial(&s);
-    assert_true(a >= 0 && b >= 0);
-    hello(&s, a, 0, 2);
-    hello(&s, b, 1, 2);
-    ask(a, "cmd=init pmi_version=1 pmi_subversion=1\n", "rc=0");
-    ask(b, "cmd=init pmi_version=1 pmi_subversion=1\n", "rc=0");
-    say(a, "cmd=barrier_in\n");
-    say(b, "cmd=barrier_in\n");
-    char buf[256];
-    assert_string_equal(hear(a, buf, sizeof(buf)), "cmd=barrier_out rc=0");
-    assert_string_equal(hear(b, buf, sizeof(buf)), "cmd=barrier_out rc=0");
+    int a, b;
+    join_two(&s, &a, &b);
+    barrier_pass(a, b);
     assert_true(hung_up_within(x, 5));
     close(x);
     close(a);
@@ -283,12 +297,8 @@ static void barrier_deadline(void **state)
     (void)state;
     struct srv s;
     start(&s, 2, NULL, 1);
-    int a = dial(&s), b = dial(&s);
-    assert_true(a >= 0 && b >= 0);
-    hello(&s, a, 0, 2);
-    hello(&s, b, 1, 2);
-    ask(a, "cmd=init pmi_version=1 pmi_subversion=1\n", "rc=0");
-    ask(b, "cmd=init pmi_version=1 pmi_subversion=1\n", "rc=0");
+    int a, b;
+    join_two(&s, &a, &b);
     say(a, "cmd=barrier_in\n");
     double t0 = (double)time(NULL);
     assert_true(hung_up_within(a, 4));
@@ -331,11 +341,7 @@ static void strangers_refused(void **state)
     close(x);
     int b = dial(&s);
     hello(&s, b, 1, 2);
-    say(a, "cmd=barrier_in\n");
-    say(b, "cmd=barrier_in\n");
-    char buf[256];
-    assert_string_equal(hear(a, buf, sizeof(buf)), "cmd=barrier_out rc=0");
-    assert_string_equal(hear(b, buf, sizeof(buf)), "cmd=barrier_out rc=0");
+    barrier_pass(a, b);
     close(a);
     close(b);
     assert_int_equal(ended(&s, 5), 0);
