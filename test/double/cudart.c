@@ -331,7 +331,6 @@ struct stream {
 static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct stream *legacy[MAX_DEV];
 static struct stream *on_dev[MAX_DEV];   /* every stream of a device */
-static int nstreams[MAX_DEV];
 
 static void wait_done(struct stream *s, uint64_t upto)
 {
@@ -398,7 +397,6 @@ static struct stream *stream_new(int device, unsigned flags, bool is_legacy)
     pthread_mutex_lock(&streams_lock);
     s->next_on_dev = on_dev[device];
     on_dev[device] = s;
-    nstreams[device]++;
     pthread_mutex_unlock(&streams_lock);
     return s;
 }
@@ -723,7 +721,6 @@ API cudaError_t cudaStreamDestroy(cudaStream_t h)
             *at = s->next_on_dev;
             break;
         }
-    nstreams[s->device]--;
     pthread_mutex_unlock(&streams_lock);
     /* Not freed: ops of other streams may still name it in their waits
      * (all met, as it ran everything). A handle used after this is the
