@@ -13,8 +13,9 @@
 #include "plugin_abi.h"
 
 struct comm {
-    ncclComm_t nc;
+    ncclComm_t nc;   /* NULL once aborted */
     int device;
+    char why[200];   /* why it was aborted */
 };
 
 static double now(void)
@@ -29,25 +30,58 @@ static int nccl_failed(const char *call, ncclResult_t r)
     return dcoll_cuda_fail(call, ncclGetErrorString(r));
 }
 
-/* Wait for a nonblocking communicator to leave ncclInProgress. */
-static int settle(ncclComm_t nc, double timeout, const char *call)
+/* End c's communicator for good: after an asynchronous error or a
+ * timeout, ncclCommAbort is all NCCL allows, and it frees the handle
+ * (nccl.h, 2.28: "Frees resources associated with communicator object
+ * and aborts any operations"). Later calls get why, not freed memory. */
+static void kill(struct comm *c, const char *why)
+{
+    if (c->nc)
+        ncclCommAbort(c->nc);
+    c->nc = NULL;
+    snprintf(c->why, sizeof(c->why), "%s", why);
+}
+
+static int gone(const struct comm *c, const char *call)
+{
+    char why[300];
+    snprintf(why, sizeof(why), "the group's NCCL communicator was aborted "
+             "after %s; this group can run no more GPU collectives", c->why);
+    return dcoll_cuda_fail(call, why);
+}
+
+/* Wait for a nonblocking communicator to leave ncclInProgress: after
+ * init, finalize, a launch (nccl.h: "ncclCommGetAsyncError ... returns
+ * ncclInProgress ... until the operation completes"). An error or the
+ * deadline aborts it. */
+static int settle(struct comm *c, double timeout, const char *call)
 {
     double end = now() + timeout;
     ncclResult_t st;
+    char why[200];
+    if (!c->nc)
+        return gone(c, call);
     for (;;) {
-        ncclResult_t r = ncclCommGetAsyncError(nc, &st);
+        ncclResult_t r = ncclCommGetAsyncError(c->nc, &st);
         if (r != ncclSuccess)
             return nccl_failed("ncclCommGetAsyncError", r);
         if (st != ncclInProgress)
             break;
         if (now() > end) {
-            ncclCommAbort(nc);
+            snprintf(why, sizeof(why), "%s timed out after %g s", call,
+                     timeout);
+            kill(c, why);
             dcoll_cuda_fail(call, "timed out; the communicator was aborted");
             return -2;
         }
         sched_yield();
     }
-    return st == ncclSuccess ? 0 : nccl_failed(call, st);
+    if (st == ncclSuccess)
+        return 0;
+    snprintf(why, sizeof(why), "%s failed (%s)", call,
+             ncclGetErrorString(st));
+    kill(c, why);
+    return nccl_failed(call, st);
 }
 
 int dcoll_nccl_uuid(int device, unsigned char uuid[16])
@@ -84,13 +118,10 @@ int dcoll_nccl_comm(const void *id, int nranks, int rank, int device,
     memcpy(&u, id, sizeof(u));
     ncclResult_t r = ncclCommInitRankConfig(&c->nc, nranks, u, rank, &cfg);
     int rc;
-    if (r != ncclSuccess && r != ncclInProgress) {
+    if (r != ncclSuccess && r != ncclInProgress)
         rc = nccl_failed("ncclCommInitRankConfig", r); /* nothing made */
-    } else {
-        rc = settle(c->nc, timeout, "ncclCommInitRankConfig");
-        if (rc == -1)
-            ncclCommAbort(c->nc); /* -2: settle aborted it already */
-    }
+    else
+        rc = settle(c, timeout, "ncclCommInitRankConfig"); /* aborts */
     dcoll_cuda_leave(old, device);
     if (rc) {
         free(c);
@@ -136,19 +167,15 @@ int dcoll_nccl_comms(const void *id, int nranks, int first, int ndev,
     ncclResult_t e = ncclGroupEnd();
     if (!rc && e != ncclSuccess && e != ncclInProgress)
         rc = nccl_failed("ncclGroupEnd", e);
-    for (int i = 0; !rc && i < ndev; i++) {
-        struct comm *c = out[i];
-        if ((rc = settle(c->nc, timeout, "ncclCommInitRankConfig")) == -2)
-            c->nc = NULL; /* settle aborted it */
-    }
+    for (int i = 0; !rc && i < ndev; i++)
+        rc = settle(out[i], timeout, "ncclCommInitRankConfig");
     dcoll_cuda_restore(old); /* the program's device, as it was */
     if (rc) {
         /* Those made so far (the rest are NULL). */
         for (int i = 0; i < ndev; i++) {
-            struct comm *c = out[i];
-            if (c && c->nc)
-                ncclCommAbort(c->nc);
-            free(c);
+            if (out[i])
+                kill(out[i], "");
+            free(out[i]);
             out[i] = NULL;
         }
     }
@@ -170,7 +197,7 @@ int dcoll_nccl_group_end(void *const *comms, int n, double timeout)
         return nccl_failed("ncclGroupEnd", r);
     int rc = 0;
     for (int i = 0; !rc && i < n; i++)
-        rc = settle(((struct comm *)comms[i])->nc, timeout, "ncclGroupEnd");
+        rc = settle(comms[i], timeout, "ncclGroupEnd");
     return rc;
 }
 
@@ -179,11 +206,17 @@ void dcoll_nccl_free(void *comm)
     struct comm *c = comm;
     if (!c)
         return;
-    if (ncclCommFinalize(c->nc) == ncclSuccess &&
-        settle(c->nc, 60, "ncclCommFinalize") == 0)
-        ncclCommDestroy(c->nc);
-    else
-        ncclCommAbort(c->nc);
+    if (c->nc) {
+        /* A nonblocking communicator's finalize answers ncclInProgress
+         * and settles later (nccl.h, 2.28: ncclCommFinalize "marks
+         * communicator state as ncclInProgress"); that is no failure. */
+        ncclResult_t r = ncclCommFinalize(c->nc);
+        if ((r == ncclSuccess || r == ncclInProgress) &&
+            settle(c, 60, "ncclCommFinalize") == 0)
+            ncclCommDestroy(c->nc);
+        else
+            kill(c, "ncclCommFinalize");   /* settle may have already */
+    }
     free(c);
 }
 
@@ -203,7 +236,7 @@ static const size_t sizes[DCOLL_DTYPE_COUNT_] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8};
     do {                                                                     \
         ncclResult_t r_ = (call);                                            \
         if (r_ == ncclInProgress)                                            \
-            rc = settle(c->nc, timeout, #call);                              \
+            rc = settle(c, timeout, #call);                                  \
         else if (r_ != ncclSuccess)                                          \
             rc = nccl_failed(#call, r_);                                     \
     } while (0)
@@ -244,6 +277,8 @@ int dcoll_nccl_coll(void *comm, const dcoll_plugin_call_t *k, int rank,
     int takes = dcoll_nccl_takes(k);
     if (takes)
         return takes;
+    if (!c->nc)
+        return gone(c, "dcoll_nccl_coll");
     ncclRedOp_t op = reduces(k->kind) ? ops[k->op] : ncclSum;
     int rc = 0, old = dcoll_cuda_enter(c->device);
     switch (k->kind) {
@@ -305,6 +340,8 @@ int dcoll_nccl_event_record(void *comm, void *stream, void **event)
 {
     struct comm *c = comm;
     cudaEvent_t e;
+    if (!c->nc)
+        return gone(c, "cudaEventRecord");
     int old = dcoll_cuda_enter(c->device);
     cudaError_t r = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
     if (r == cudaSuccess)
@@ -319,18 +356,24 @@ int dcoll_nccl_event_record(void *comm, void *stream, void **event)
 int dcoll_nccl_event_poll(void *comm, void *event, int *done)
 {
     struct comm *c = comm;
+    *done = 0;
+    if (!c->nc)
+        return gone(c, "waiting for NCCL");
+    /* An error first: after one, the work may never end. */
+    ncclResult_t st;
+    if (ncclCommGetAsyncError(c->nc, &st) == ncclSuccess &&
+        st != ncclSuccess && st != ncclInProgress) {
+        char why[200];
+        snprintf(why, sizeof(why), "NCCL reported an asynchronous error "
+                 "(%s)", ncclGetErrorString(st));
+        kill(c, why);
+        return nccl_failed("NCCL (asynchronous error); the communicator "
+                           "was aborted", st);
+    }
     cudaError_t r = cudaEventQuery((cudaEvent_t)event);
     *done = r == cudaSuccess;
     if (r != cudaSuccess && r != cudaErrorNotReady)
         return dcoll_cuda_fail("cudaEventQuery", cudaGetErrorString(r));
-    if (r == cudaErrorNotReady)
-        cudaGetLastError();
-    ncclResult_t st;
-    if (ncclCommGetAsyncError(c->nc, &st) == ncclSuccess &&
-        st != ncclSuccess && st != ncclInProgress) {
-        ncclCommAbort(c->nc);
-        return nccl_failed("NCCL (asynchronous error)", st);
-    }
     return 0;
 }
 
@@ -346,7 +389,10 @@ int dcoll_nccl_event_wait(void *comm, void *event, double timeout)
     while (!rc && !done) {
         rc = dcoll_nccl_event_poll(comm, event, &done);
         if (!rc && !done && now() > end) {
-            ncclCommAbort(((struct comm *)comm)->nc);
+            char why[200];
+            snprintf(why, sizeof(why), "a wait that timed out after %g s",
+                     timeout);
+            kill(comm, why);
             dcoll_cuda_fail("waiting for NCCL", "timed out; the "
                             "communicator was aborted");
             rc = -2;

@@ -27,4 +27,12 @@ int cuCtxSetCurrent(void *ctx);
 /* The device p is on, or -1. */
 int fake_cuda_device_of(const void *p);
 
+/* The NCCL double (nccl.c): ncclCommAbort calls so far; communicators
+ * made and not yet destroyed or aborted; the next collective of this
+ * process reports an asynchronous error and hangs until aborted. */
+long fake_nccl_aborts(void);
+long fake_nccl_calls(void);   /* stream ops run: collectives, groups */
+long fake_nccl_live(void);
+void fake_nccl_break(void);
+
 #endif

@@ -9,6 +9,11 @@
  *             writing: the collective reads it after that copy;
  *   multi     the multi-buffer form's host copies, on the call's stream;
  *   host      opts.memory = DCOLL_MEMORY_HOST: no pointer query;
+ *   abort     (test_double abort) a lost peer: the rank that sees NCCL's
+ *             asynchronous error and the ranks that time out each abort
+ *             their communicator once; later calls on the group get a
+ *             clear error and its destroy touches no freed handle (the
+ *             NCCL double stops the process on any use after abort);
  *   contexts  (test_double contexts, 2 GPUs) a host-only program gets no
  *             CUDA context from dcoll_init or its calls, and a thread
  *             that never chose a GPU is left without one after a call on
@@ -134,6 +139,51 @@ static void multi_stream(void)
 
 /* A host call on a GPU machine asks CUDA of each buffer, unless the
  * caller says where they live (opts.memory). */
+static void lost_peer(void)
+{
+    dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
+    p.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
+    p.timeout = 3;
+    p.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
+    dcoll_group_t *g = NULL;
+    CHECK_OK(dcoll_new_group(&g, NULL, 0, &p));
+    float *d = NULL;
+    cudaMalloc((void **)&d, N * sizeof(float));
+    cudaMemset(d, 0, N * sizeof(float));
+    /* A good call first: it makes the group's communicator. */
+    CHECK_OK(dcoll_all_reduce(g, d, d, N, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                              NULL));
+    long before = fake_nccl_calls();
+    CHECK(before > 0, "the NCCL double ran nothing: no NCCL group here");
+    if (t_rank == 0)
+        fake_nccl_break();
+    dcoll_work_t *w = NULL;
+    dcoll_status_t st = dcoll_all_reduce(g, d, d, N, DCOLL_FLOAT32,
+                                         DCOLL_SUM, NULL, &w);
+    if (st == DCOLL_SUCCESS) {
+        st = dcoll_work_wait(w);
+        dcoll_work_free(&w);
+    }
+    const char *want = t_rank == 0 ? "asynchronous error" : "timed out";
+    CHECK(st != DCOLL_SUCCESS && strstr(dcoll_last_error(), want),
+          "the lost peer's call: %s (%s), want \"%s\"",
+          dcoll_status_string(st), dcoll_last_error(), want);
+    CHECK(fake_nccl_aborts() == 1, "%ld aborts, want 1", fake_nccl_aborts());
+    /* The next call: an error that says why, not the freed handle. */
+    st = dcoll_all_reduce(g, d, d, N, DCOLL_FLOAT32, DCOLL_SUM, NULL, NULL);
+    CHECK(st != DCOLL_SUCCESS && *dcoll_last_error(),
+          "a call after the abort: %s (%s)", dcoll_status_string(st),
+          dcoll_last_error());
+    if (t_rank == 0)
+        CHECK(strstr(dcoll_last_error(), "aborted after NCCL reported"),
+              "a call after the abort does not say why: %s",
+              dcoll_last_error());
+    CHECK_OK(dcoll_group_destroy(&g));
+    CHECK(fake_nccl_aborts() == 1, "%ld aborts after destroy, want 1",
+          fake_nccl_aborts());
+    cudaFree(d);
+}
+
 static void host_said(void)
 {
     int a[8] = {1, 1, 1, 1, 1, 1, 1, 1}, b[8];
@@ -214,6 +264,7 @@ static void contexts(void)
 int main(int argc, char **argv)
 {
     bool ctx_mode = argc > 1 && !strcmp(argv[1], "contexts");
+    bool abort_mode = argc > 1 && !strcmp(argv[1], "abort");
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -225,6 +276,8 @@ int main(int argc, char **argv)
     }
     if (ctx_mode) {
         contexts();
+    } else if (abort_mode) {
+        lost_peer();
     } else {
         the_double();
         foreign();
@@ -232,7 +285,9 @@ int main(int argc, char **argv)
         multi_stream();
         host_said();
     }
-    int rc = t_finish(ctx_mode ? "double contexts" : "double");
+    int rc = t_finish(ctx_mode     ? "double contexts"
+                      : abort_mode ? "double abort"
+                                   : "double");
     dcoll_finalize();
     MPI_Finalize();
     return rc;

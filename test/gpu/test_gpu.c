@@ -12,6 +12,7 @@ typedef void *cudaStream_t;
 static void *(*fake_alloc)(size_t);
 static void (*fake_copy)(void *, const void *, size_t);
 static long (*fake_nccl_calls)(void);
+static long nccl_ran(void) { return fake_nccl_calls ? fake_nccl_calls() : -1; }
 #define cudaSuccess 0
 #define cudaMemcpyHostToDevice 0
 #define cudaMemcpyDeviceToHost 0
@@ -35,6 +36,10 @@ static void cudaStreamCreate(cudaStream_t *s) { *s = (void *)0x5; }
 static void cudaStreamDestroy(cudaStream_t s) { (void)s; }
 #else
 #include <cuda_runtime_api.h>
+#ifdef CUDA_DOUBLE
+#include "cudart_double.h"
+static long nccl_ran(void) { return fake_nccl_calls(); }
+#endif
 #endif
 #include <mpi.h>
 #include <stdio.h>
@@ -326,18 +331,27 @@ int main(int argc, char **argv)
     cudaFree(b);
     cudaFree(big);
     cudaFree(one);
-#ifdef FAKE_DEVICE
-    /* DCOLL_TEST_NCCL=yes: the fake's NCCL ran calls, through whichever
-     * plugin ABI the fake was built for; no: none reached it. */
+#if defined(FAKE_DEVICE) || defined(CUDA_DOUBLE)
+    /* DCOLL_TEST_NCCL=yes: the fake's (or the double's) NCCL ran calls,
+     * through whichever plugin ABI the fake was built for; no: none
+     * reached it. */
     const char *want = getenv("DCOLL_TEST_NCCL");
     if (want) {
-        long calls = fake_nccl_calls ? fake_nccl_calls() : -1;
+        long calls = nccl_ran();
         CHECK(!strcmp(want, "yes") ? calls > 0 : calls == 0,
               "DCOLL_TEST_NCCL=%s, but the fake NCCL ran %ld calls", want,
               calls);
     }
 #endif
     OK(dcoll_finalize());
+#ifdef CUDA_DOUBLE
+    /* Every communicator finalized and destroyed, none aborted: a healthy
+     * one's ncclCommFinalize answers ncclInProgress (nonblocking). */
+    CHECK(fake_nccl_aborts() == 0, "%ld NCCL communicator(s) aborted",
+          fake_nccl_aborts());
+    CHECK(fake_nccl_live() == 0, "%ld NCCL communicator(s) left",
+          fake_nccl_live());
+#endif
     MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM,
                   MPI_COMM_WORLD);
     if (me == 0)

@@ -1,0 +1,1059 @@
+/* An NCCL for machines without a GPU, beside the CUDA double (cudart.c),
+ * that behaves as NCCL 2.28 does where dcoll depends on it, so that the
+ * plugin's NCCL half (cuda_layer/nccl.c) runs in tests:
+ *   - a collective is queued on the caller's stream and runs there, in
+ *     stream order, on the CUDA double's stream thread; the ranks (one
+ *     process each, or several GPUs of one process) meet through files
+ *     under /dev/shm (FAKE_NCCL_DIR), as large as the message: no cap;
+ *   - a nonblocking communicator (config.blocking = 0) answers
+ *     ncclInProgress from ncclCommInitRankConfig, ncclCommFinalize, every
+ *     collective and ncclGroupEnd, and ncclCommGetAsyncError says
+ *     ncclInProgress until it is done; using it before then is refused
+ *     with ncclInvalidArgument, as ncclCommEnsureReady does (NCCL 2.28,
+ *     src/init.cc);
+ *   - ncclGroupStart/End defer every call, inits too, to the outermost
+ *     ncclGroupEnd; a send or receive outside a group holds its stream
+ *     until the peer's matching call comes, as NCCL's kernels do;
+ *   - ncclCommAbort and ncclCommDestroy end the handle: any later call
+ *     that names it stops the process with a message (use after free);
+ *   - two ranks of one communicator on one GPU (same NCCL_HOSTID or host
+ *     name, same device UUID) are refused ("Duplicate GPU detected");
+ *   - arithmetic is NCCL's: fp16 and bf16 rounded at every step, AVG a
+ *     pre-multiplied sum by 1/n in floating types and a sum divided after
+ *     in integer types (src/enqueue.cc, hostToDevRedOp);
+ *   - fake_nccl_break() makes this process's next collective report an
+ *     asynchronous error and hang its stream until aborted, as a lost
+ *     peer does.
+ * Ranks are reduced in rank order, one fixed order of NCCL's many. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include "cudart_double.h"
+
+/* nccl.h declares these without (void): no prototype in C. */
+ncclResult_t ncclGroupStart(void);
+ncclResult_t ncclGroupEnd(void);
+
+#define API __attribute__((visibility("default")))
+#define MAX_RANKS 64
+#define LIVE 0x6e63636cu
+#define DEAD 0x0dead0ccu
+
+/* One communicator's meeting place, shared by its ranks. */
+struct ctl {
+    atomic_int joined, finalized;
+    _Atomic uint64_t posted[MAX_RANKS], finished[MAX_RANKS];
+    char where[MAX_RANKS][96];   /* host and GPU: NCCL's duplicate check */
+};
+
+struct ncclComm {
+    unsigned magic;
+    char name[64];
+    int nranks, rank, device;
+    bool blocking;
+    atomic_int state;             /* ncclResult_t */
+    _Atomic double launch_until;  /* a launch still "in progress" */
+    struct ctl *ctl;
+    uint64_t colls;               /* collectives queued */
+    uint64_t sent[MAX_RANKS], recvd[MAX_RANKS];
+    atomic_int aborted, finalizing;
+    atomic_long running;          /* queued ops not yet run */
+};
+
+static atomic_long aborts, lives, calls_run;
+static atomic_int broken;
+
+API long fake_nccl_aborts(void)
+{
+    return atomic_load(&aborts);
+}
+
+API long fake_nccl_calls(void)
+{
+    return atomic_load(&calls_run);
+}
+
+API long fake_nccl_live(void)
+{
+    return atomic_load(&lives);
+}
+
+API void fake_nccl_break(void)
+{
+    atomic_store(&broken, 1);
+}
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static const char *dir(void)
+{
+    const char *d = getenv("FAKE_NCCL_DIR");
+    return d && *d ? d : "/dev/shm";
+}
+
+/* A handle the program gave: a dead one stops the process, as touching
+ * freed memory would at best. */
+static struct ncclComm *use(ncclComm_t c, const char *call)
+{
+    if (c && c->magic == LIVE)
+        return c;
+    fprintf(stderr, "fake NCCL: %s on %s\n", call,
+            !c ? "a NULL communicator"
+            : c->magic == DEAD ? "a communicator that ncclCommAbort or "
+                                 "ncclCommDestroy already freed"
+                               : "something that is not a communicator");
+    abort();
+}
+
+/* ncclCommEnsureReady: the previous call must have settled. */
+static ncclResult_t ready(struct ncclComm *c, const char *call)
+{
+    int st = atomic_load(&c->state);
+    if (st == ncclInProgress || now() < atomic_load(&c->launch_until)) {
+        fprintf(stderr, "fake NCCL: %s: attempt to use communicator "
+                "before the previous operation returned ncclSuccess\n",
+                call);
+        return ncclInvalidArgument;
+    }
+    return (ncclResult_t)st;
+}
+
+/* ---- types and NCCL's arithmetic ---- */
+
+static size_t type_size(ncclDataType_t t)
+{
+    switch (t) {
+    case ncclInt8: case ncclUint8: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    default: return 0;
+    }
+}
+
+static float h2f(uint16_t h)
+{
+    uint32_t s = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f,
+             m = h & 0x3ff, f;
+    if (e == 0x1f) {
+        f = s | 0x7f800000u | (m << 13);
+    } else if (e) {
+        f = s | ((e + 112) << 23) | (m << 13);
+    } else {
+        float v = ldexpf((float)m, -24);
+        return s ? -v : v;
+    }
+    float r;
+    memcpy(&r, &f, 4);
+    return r;
+}
+
+static uint16_t f2h(float v)
+{
+    uint32_t f;
+    memcpy(&f, &v, 4);
+    uint16_t s = (uint16_t)((f >> 16) & 0x8000);
+    uint32_t a = f & 0x7fffffffu;
+    if (a > 0x7f800000u)
+        return s | 0x7e00;
+    if (a >= 0x477ff000u)   /* 65520 and up round to infinity */
+        return s | 0x7c00;
+    if (a < 0x38800000u)    /* below 2^-14: a multiple of 2^-24 */
+        return s | (uint16_t)lrintf(fabsf(v) * 16777216.0f);
+    a -= 112u << 23;
+    return s | (uint16_t)((a + 0xfff + ((a >> 13) & 1)) >> 13);
+}
+
+static float b2f(uint16_t b)
+{
+    uint32_t f = (uint32_t)b << 16;
+    float r;
+    memcpy(&r, &f, 4);
+    return r;
+}
+
+static uint16_t f2b(float v)
+{
+    uint32_t f;
+    memcpy(&f, &v, 4);
+    if ((f & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((f >> 16) | 0x40);
+    return (uint16_t)((f + 0x7fff + ((f >> 16) & 1)) >> 16);
+}
+
+#define FOLD(T, U)                                                           \
+    do {                                                                     \
+        T *a = acc;                                                          \
+        const T *x = in;                                                     \
+        for (size_t i = 0; i < n; i++)                                       \
+            switch (op) {                                                    \
+            case ncclSum: case ncclAvg:                                      \
+                a[i] = (T)((U)a[i] + (U)x[i]); break;                        \
+            case ncclProd: a[i] = (T)((U)a[i] * (U)x[i]); break;             \
+            case ncclMin: a[i] = x[i] < a[i] ? x[i] : a[i]; break;           \
+            case ncclMax: a[i] = x[i] > a[i] ? x[i] : a[i]; break;           \
+            default: break;                                                  \
+            }                                                                \
+    } while (0)
+
+#define FOLD16(TO, FROM)                                                     \
+    do {                                                                     \
+        uint16_t *a = acc;                                                   \
+        const uint16_t *x = in;                                              \
+        for (size_t i = 0; i < n; i++) {                                     \
+            float p = FROM(a[i]), q = FROM(x[i]), r = p;                     \
+            switch (op) {                                                    \
+            case ncclSum: case ncclAvg: r = p + q; break;                    \
+            case ncclProd: r = p * q; break;                                 \
+            case ncclMin: r = q < p ? q : p; break;                          \
+            case ncclMax: r = q > p ? q : p; break;                          \
+            default: break;                                                  \
+            }                                                                \
+            a[i] = TO(r);                                                    \
+        }                                                                    \
+    } while (0)
+
+/* acc = acc op in, element by element, rounded to the type each time. */
+static void fold(void *acc, const void *in, size_t n, ncclDataType_t t,
+                 ncclRedOp_t op)
+{
+    switch (t) {
+    case ncclInt8: FOLD(int8_t, uint8_t); break;
+    case ncclUint8: FOLD(uint8_t, uint8_t); break;
+    case ncclInt32: FOLD(int32_t, uint32_t); break;
+    case ncclUint32: FOLD(uint32_t, uint32_t); break;
+    case ncclInt64: FOLD(int64_t, uint64_t); break;
+    case ncclUint64: FOLD(uint64_t, uint64_t); break;
+    case ncclFloat32: FOLD(float, float); break;
+    case ncclFloat64: FOLD(double, double); break;
+    case ncclFloat16: FOLD16(f2h, h2f); break;
+    case ncclBfloat16: FOLD16(f2b, b2f); break;
+    default: break;
+    }
+}
+
+/* AVG in a floating type: each input times the type's 1/n first
+ * (ncclDevPreMulSum; the scalar is made from the double 1.0/n). */
+static void premul(void *buf, size_t n, ncclDataType_t t, int nranks)
+{
+    double s = 1.0 / nranks;
+    for (size_t i = 0; i < n; i++)
+        switch (t) {
+        case ncclFloat32: ((float *)buf)[i] *= (float)s; break;
+        case ncclFloat64: ((double *)buf)[i] *= s; break;
+        case ncclFloat16: {
+            uint16_t *h = buf;
+            h[i] = f2h(h2f(h[i]) * h2f(f2h((float)s)));
+            break;
+        }
+        case ncclBfloat16: {
+            uint16_t *h = buf;
+            h[i] = f2b(b2f(h[i]) * b2f(f2b((float)s)));
+            break;
+        }
+        default: return;
+        }
+}
+
+#define DIVIDE(T)                                                            \
+    for (size_t i = 0; i < n; i++)                                           \
+        ((T *)buf)[i] = (T)(((T *)buf)[i] / (T)nranks)
+
+/* AVG in an integer type: the sum divided after (ncclDevSumPostDiv). */
+static void postdiv(void *buf, size_t n, ncclDataType_t t, int nranks)
+{
+    switch (t) {
+    case ncclInt8: DIVIDE(int8_t); break;
+    case ncclUint8: DIVIDE(uint8_t); break;
+    case ncclInt32: DIVIDE(int32_t); break;
+    case ncclUint32: DIVIDE(uint32_t); break;
+    case ncclInt64: DIVIDE(int64_t); break;
+    case ncclUint64: DIVIDE(uint64_t); break;
+    default: break;
+    }
+}
+
+static bool floating(ncclDataType_t t)
+{
+    return t == ncclFloat16 || t == ncclBfloat16 || t == ncclFloat32 ||
+           t == ncclFloat64;
+}
+
+/* ---- the files the ranks meet through ---- */
+
+static void path_of(char *p, size_t len, const struct ncclComm *c,
+                    const char *what)
+{
+    snprintf(p, len, "%s/%s.%s", dir(), c->name, what);
+}
+
+static bool put(const char *path, const void *src, size_t bytes)
+{
+    char tmp[512];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    int fd = open(tmp, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    if (fd < 0)
+        return false;
+    const char *p = src;
+    for (size_t left = bytes; left;) {
+        ssize_t w = write(fd, p, left);
+        if (w <= 0) {
+            close(fd);
+            unlink(tmp);
+            return false;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    close(fd);
+    return rename(tmp, path) == 0;   /* there all at once */
+}
+
+/* path's bytes, mapped; *bytes its size. NULL if it is not there. */
+static void *map(const char *path, size_t *bytes)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return NULL;
+    struct stat s;
+    void *p = NULL;
+    if (fstat(fd, &s) == 0) {
+        *bytes = (size_t)s.st_size;
+        p = *bytes ? mmap(NULL, *bytes, PROT_READ, MAP_SHARED, fd, 0)
+                   : (void *)"";
+        if (p == MAP_FAILED)
+            p = NULL;
+    }
+    close(fd);
+    return p;
+}
+
+static void unmap(void *p, size_t bytes)
+{
+    if (bytes)
+        munmap(p, bytes);
+}
+
+/* Until every rank's counter reaches k; false if aborted first. */
+static bool meet(struct ncclComm *c, _Atomic uint64_t *counter, uint64_t k)
+{
+    for (int r = 0; r < c->nranks; r++)
+        while (atomic_load(&counter[r]) < k) {
+            if (atomic_load(&c->aborted))
+                return false;
+            usleep(20);
+        }
+    return true;
+}
+
+static void fail(struct ncclComm *c, ncclResult_t why, const char *fmt,
+                 ...) __attribute__((format(printf, 3, 4)));
+
+static void fail(struct ncclComm *c, ncclResult_t why, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "fake NCCL: rank %d of %s: ", c->rank, c->name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    atomic_store(&c->state, why);
+}
+
+/* ---- joining and leaving ---- */
+
+static ncclResult_t join(struct ncclComm *c)
+{
+    char p[512];
+    path_of(p, sizeof(p), c, "ctl");
+    int fd = open(p, O_CREAT | O_RDWR, 0600);
+    if (fd < 0 || ftruncate(fd, sizeof(struct ctl))) {
+        if (fd >= 0)
+            close(fd);
+        return ncclSystemError;
+    }
+    c->ctl = mmap(NULL, sizeof(struct ctl), PROT_READ | PROT_WRITE,
+                  MAP_SHARED, fd, 0);
+    close(fd);
+    if (c->ctl == MAP_FAILED) {
+        c->ctl = NULL;
+        return ncclSystemError;
+    }
+    struct cudaDeviceProp prop;
+    char host[64] = "";
+    const char *hid = getenv("NCCL_HOSTID");
+    if (!hid || !*hid) {
+        gethostname(host, sizeof(host) - 1);
+        hid = host;
+    }
+    if (cudaGetDeviceProperties(&prop, c->device) != cudaSuccess)
+        return ncclUnhandledCudaError;
+    char *w = c->ctl->where[c->rank];
+    snprintf(w, sizeof(c->ctl->where[0]), "%.60s/", hid);
+    memcpy(w + 80, prop.uuid.bytes, 16);
+    atomic_fetch_add(&c->ctl->joined, 1);
+    while (atomic_load(&c->ctl->joined) < c->nranks) {
+        if (atomic_load(&c->aborted))
+            return ncclSystemError;
+        usleep(50);
+    }
+    unlink(p);   /* everyone has it open */
+    for (int r = 0; r < c->nranks; r++)
+        if (r != c->rank && !memcmp(c->ctl->where[r], w,
+                                    sizeof(c->ctl->where[0]))) {
+            fprintf(stderr, "fake NCCL: Duplicate GPU detected: rank %d "
+                    "and rank %d both on CUDA device %d of host %s\n",
+                    c->rank, r, c->device, hid);
+            return ncclInvalidUsage;
+        }
+    return ncclSuccess;
+}
+
+static void *join_thread(void *arg)
+{
+    struct ncclComm *c = arg;
+    atomic_store(&c->state, join(c));
+    return NULL;
+}
+
+API ncclResult_t ncclGetVersion(int *v)
+{
+    *v = NCCL_VERSION_CODE;
+    return ncclSuccess;
+}
+
+API ncclResult_t ncclGetUniqueId(ncclUniqueId *id)
+{
+    static atomic_int n;
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    memset(id, 0, sizeof(*id));
+    snprintf(id->internal, sizeof(id->internal), "fake-nccl-%d-%d-%lx",
+             (int)getpid(), atomic_fetch_add(&n, 1),
+             (unsigned long)t.tv_nsec ^ (unsigned long)rand());
+    return ncclSuccess;
+}
+
+API const char *ncclGetErrorString(ncclResult_t r)
+{
+    switch (r) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error";
+    case ncclSystemError: return "unhandled system error";
+    case ncclInternalError: return "internal error";
+    case ncclInvalidArgument: return "invalid argument";
+    case ncclInvalidUsage: return "invalid usage";
+    case ncclRemoteError: return "remote process exited or there was a "
+                                 "network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    default: return "unknown result code";
+    }
+}
+
+API const char *ncclGetLastError(ncclComm_t c)
+{
+    (void)c;
+    return "";
+}
+
+/* ---- groups ---- */
+
+enum kind { K_INIT, K_BCAST, K_ALLREDUCE, K_REDUCE, K_ALLGATHER,
+            K_REDSCAT, K_ALLTOALL, K_GATHER, K_SCATTER, K_SEND, K_RECV };
+
+struct call {
+    enum kind kind;
+    struct ncclComm *comm;
+    cudaStream_t stream;
+    const void *send;
+    void *recv;
+    size_t count;
+    ncclDataType_t type;
+    ncclRedOp_t op;
+    int root;         /* the peer, for send and receive */
+    uint64_t seq;
+};
+
+static _Thread_local int depth;
+static _Thread_local struct call *pending;
+static _Thread_local int npending, cap;
+
+API ncclResult_t ncclGroupStart(void)
+{
+    depth++;
+    return ncclSuccess;
+}
+
+/* One stream op: a collective, or the sends and receives of one group
+ * on one communicator. */
+struct job {
+    struct ncclComm *comm;
+    int n;
+    struct call calls[];
+};
+
+static void run_coll(struct ncclComm *c, const struct call *k);
+static void run_p2p(struct ncclComm *c, const struct call *k, int n);
+
+static void run_job(void *arg)
+{
+    struct job *j = arg;
+    struct ncclComm *c = j->comm;
+    if (atomic_exchange(&broken, 0)) {
+        fail(c, ncclRemoteError, "a peer was lost (fake_nccl_break); the "
+             "stream waits until the communicator is aborted");
+        while (!atomic_load(&c->aborted))
+            usleep(100);
+    } else if (!atomic_load(&c->aborted) &&
+               atomic_load(&c->state) == ncclSuccess) {
+        atomic_fetch_add(&calls_run, 1);
+        if (j->calls[0].kind == K_SEND || j->calls[0].kind == K_RECV)
+            run_p2p(c, j->calls, j->n);
+        else
+            run_coll(c, &j->calls[0]);
+    }
+    atomic_fetch_sub(&c->running, 1);
+    free(j);
+}
+
+static ncclResult_t launch(struct call *calls, int n)
+{
+    struct job *j = malloc(sizeof(*j) + (size_t)n * sizeof(*calls));
+    if (!j)
+        return ncclSystemError;
+    j->comm = calls[0].comm;
+    j->n = n;
+    memcpy(j->calls, calls, (size_t)n * sizeof(*calls));
+    atomic_fetch_add(&j->comm->running, 1);
+    int old;
+    cudaGetDevice(&old);
+    cudaSetDevice(j->comm->device);
+    int rc = fake_cuda_enqueue(calls[0].stream, run_job, j);
+    cudaSetDevice(old);
+    if (rc) {
+        atomic_fetch_sub(&j->comm->running, 1);
+        free(j);
+        return ncclUnhandledCudaError;
+    }
+    return ncclSuccess;
+}
+
+static ncclResult_t start_inits(struct call *calls, int n)
+{
+    pthread_t t[MAX_RANKS];
+    int nt = 0;
+    for (int i = 0; i < n; i++) {
+        if (calls[i].kind != K_INIT)
+            continue;
+        struct ncclComm *c = calls[i].comm;
+        if (nt == MAX_RANKS ||
+            pthread_create(&t[nt], NULL, join_thread, c))
+            return ncclSystemError;
+        if (c->blocking)
+            nt++;
+        else
+            pthread_detach(t[nt]);
+    }
+    for (int i = 0; i < nt; i++)
+        pthread_join(t[i], NULL);
+    return ncclSuccess;
+}
+
+/* A nonblocking communicator's launch is in progress for a while. */
+static ncclResult_t launched(struct ncclComm *c)
+{
+    if (c->blocking)
+        return ncclSuccess;
+    atomic_store(&c->launch_until, now() + 2e-4);
+    return ncclInProgress;
+}
+
+API ncclResult_t ncclGroupEnd(void)
+{
+    if (depth == 0) {
+        fprintf(stderr, "fake NCCL: ncclGroupEnd without ncclGroupStart\n");
+        return ncclInvalidUsage;
+    }
+    if (--depth > 0)
+        return ncclSuccess;
+    struct call *calls = pending;
+    int n = npending;
+    pending = NULL;
+    npending = cap = 0;
+    ncclResult_t rc = start_inits(calls, n), any = ncclSuccess;
+    bool *done = calloc((size_t)n + 1, 1);
+    for (int i = 0; rc == ncclSuccess && i < n; i++) {
+        if (calls[i].kind == K_INIT || done[i])
+            continue;
+        struct ncclComm *c = calls[i].comm;
+        if (calls[i].kind == K_SEND || calls[i].kind == K_RECV) {
+            /* This communicator's sends and receives, as one. */
+            struct call *p2p = malloc(sizeof(*p2p) * (size_t)n);
+            int m = 0;
+            for (int k = i; p2p && k < n; k++)
+                if (calls[k].comm == c && !done[k] &&
+                    (calls[k].kind == K_SEND || calls[k].kind == K_RECV)) {
+                    p2p[m++] = calls[k];
+                    done[k] = true;
+                }
+            rc = p2p ? launch(p2p, m) : ncclSystemError;
+            free(p2p);
+        } else {
+            rc = launch(&calls[i], 1);
+        }
+        if (rc == ncclSuccess && launched(c) == ncclInProgress)
+            any = ncclInProgress;
+    }
+    for (int i = 0; i < n; i++)
+        if (calls[i].kind == K_INIT && !calls[i].comm->blocking)
+            any = ncclInProgress;
+    free(done);
+    free(calls);
+    return rc != ncclSuccess ? rc : any;
+}
+
+/* A call: held for the group's end, or run now. */
+static ncclResult_t issue(struct call k, const char *name)
+{
+    if (k.kind != K_INIT) {
+        ncclResult_t r = ready(k.comm, name);
+        if (r != ncclSuccess)
+            return r;
+    }
+    if (k.kind == K_SEND)
+        k.seq = ++k.comm->sent[k.root];
+    else if (k.kind == K_RECV)
+        k.seq = ++k.comm->recvd[k.root];
+    else if (k.kind != K_INIT)
+        k.seq = ++k.comm->colls;
+    bool alone = depth == 0;   /* a group of its own */
+    if (alone)
+        ncclGroupStart();
+    if (npending == cap) {
+        int ncap = cap ? 2 * cap : 16;
+        struct call *p = realloc(pending, sizeof(*p) * (size_t)ncap);
+        if (!p) {
+            depth -= alone;
+            return ncclSystemError;
+        }
+        pending = p;
+        cap = ncap;
+    }
+    pending[npending++] = k;
+    return alone ? ncclGroupEnd() : ncclSuccess;
+}
+
+/* ---- communicators ---- */
+
+API ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks,
+                                        ncclUniqueId id, int rank,
+                                        ncclConfig_t *config)
+{
+    if (!out || nranks < 1 || nranks > MAX_RANKS || rank < 0 ||
+        rank >= nranks || !id.internal[0])
+        return ncclInvalidArgument;
+    if (config && config->magic != 0xcafebeef)
+        return ncclInvalidArgument;
+    struct ncclComm *c = calloc(1, sizeof(*c));
+    if (!c)
+        return ncclSystemError;
+    c->magic = LIVE;
+    snprintf(c->name, sizeof(c->name), "%.50s", id.internal);
+    c->nranks = nranks;
+    c->rank = rank;
+    c->blocking = !config || config->blocking != 0;
+    if (cudaGetDevice(&c->device) != cudaSuccess)
+        c->device = 0;
+    atomic_store(&c->state, ncclInProgress);
+    atomic_fetch_add(&lives, 1);
+    *out = c;
+    ncclResult_t r = issue((struct call){.kind = K_INIT, .comm = c},
+                           "ncclCommInitRankConfig");
+    if (c->blocking && r == ncclSuccess)
+        r = (ncclResult_t)atomic_load(&c->state);
+    return r;
+}
+
+API ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks,
+                                  ncclUniqueId id, int rank)
+{
+    return ncclCommInitRankConfig(out, nranks, id, rank, NULL);
+}
+
+API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *st)
+{
+    struct ncclComm *c = use(comm, "ncclCommGetAsyncError");
+    int s = atomic_load(&c->state);
+    if (s == ncclSuccess && now() < atomic_load(&c->launch_until))
+        s = ncclInProgress;
+    *st = (ncclResult_t)s;
+    return ncclSuccess;
+}
+
+static void finalize(struct ncclComm *c)
+{
+    while (atomic_load(&c->running) > 0 && !atomic_load(&c->aborted))
+        usleep(50);
+    atomic_fetch_add(&c->ctl->finalized, 1);
+    while (atomic_load(&c->ctl->finalized) < c->nranks &&
+           !atomic_load(&c->aborted))
+        usleep(50);
+    atomic_store(&c->state, ncclSuccess);
+}
+
+static void *finalize_thread(void *arg)
+{
+    finalize(arg);
+    return NULL;
+}
+
+API ncclResult_t ncclCommFinalize(ncclComm_t comm)
+{
+    struct ncclComm *c = use(comm, "ncclCommFinalize");
+    ncclResult_t r = ready(c, "ncclCommFinalize");
+    if (r != ncclSuccess)
+        return r;
+    atomic_store(&c->finalizing, 1);
+    if (c->blocking) {
+        finalize(c);
+        return ncclSuccess;
+    }
+    atomic_store(&c->state, ncclInProgress);
+    pthread_t t;
+    if (pthread_create(&t, NULL, finalize_thread, c))
+        return ncclSystemError;
+    pthread_detach(t);
+    return ncclInProgress;
+}
+
+static void end(struct ncclComm *c)
+{
+    c->magic = DEAD;   /* kept, so that a later use is caught */
+    atomic_fetch_sub(&lives, 1);
+}
+
+API ncclResult_t ncclCommDestroy(ncclComm_t comm)
+{
+    struct ncclComm *c = use(comm, "ncclCommDestroy");
+    if (atomic_load(&c->state) == ncclInProgress) {
+        fprintf(stderr, "fake NCCL: ncclCommDestroy while the "
+                "communicator is in progress\n");
+        return ncclInvalidUsage;
+    }
+    if (!atomic_load(&c->finalizing) && c->ctl)
+        finalize(c);   /* ncclCommDestroy finalizes one not finalized */
+    end(c);
+    return ncclSuccess;
+}
+
+API ncclResult_t ncclCommAbort(ncclComm_t comm)
+{
+    struct ncclComm *c = use(comm, "ncclCommAbort");
+    atomic_store(&c->aborted, 1);
+    atomic_fetch_add(&aborts, 1);
+    while (atomic_load(&c->running) > 0)   /* its kernels end */
+        usleep(50);
+    end(c);
+    return ncclSuccess;
+}
+
+API ncclResult_t ncclCommCount(const ncclComm_t comm, int *n)
+{
+    *n = use(comm, "ncclCommCount")->nranks;
+    return ncclSuccess;
+}
+
+API ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *d)
+{
+    *d = use(comm, "ncclCommCuDevice")->device;
+    return ncclSuccess;
+}
+
+API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *r)
+{
+    *r = use(comm, "ncclCommUserRank")->rank;
+    return ncclSuccess;
+}
+
+/* ---- the calls ---- */
+
+static ncclResult_t call(enum kind kind, const char *name, const void *send,
+                         void *recv, size_t count, ncclDataType_t t,
+                         ncclRedOp_t op, int root, ncclComm_t comm,
+                         cudaStream_t s)
+{
+    struct ncclComm *c = use(comm, name);
+    if (!type_size(t) || (unsigned)op >= ncclNumOps || root < 0 ||
+        root >= c->nranks) {
+        fprintf(stderr, "fake NCCL: %s: type %d, op %d or peer %d is not "
+                "valid\n", name, (int)t, (int)op, root);
+        return ncclInvalidArgument;
+    }
+    if (kind == K_ALLTOALL && count && send == recv) {
+        /* NCCL's all-to-all is grouped sends and receives: in place, one
+         * overwrites what another has still to send. */
+        fprintf(stderr, "fake NCCL: ncclAlltoAll in place: NCCL's result "
+                "would be undefined\n");
+        return ncclInvalidArgument;
+    }
+    return issue((struct call){kind, c, s, send, recv, count, t, op, root,
+                               0}, name);
+}
+
+API ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
+                               ncclDataType_t t, int root, ncclComm_t comm,
+                               cudaStream_t s)
+{
+    return call(K_BCAST, "ncclBroadcast", send, recv, count, t, ncclSum,
+                root, comm, s);
+}
+
+API ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
+                               ncclDataType_t t, ncclRedOp_t op,
+                               ncclComm_t comm, cudaStream_t s)
+{
+    return call(K_ALLREDUCE, "ncclAllReduce", send, recv, count, t, op, 0,
+                comm, s);
+}
+
+API ncclResult_t ncclReduce(const void *send, void *recv, size_t count,
+                            ncclDataType_t t, ncclRedOp_t op, int root,
+                            ncclComm_t comm, cudaStream_t s)
+{
+    return call(K_REDUCE, "ncclReduce", send, recv, count, t, op, root,
+                comm, s);
+}
+
+API ncclResult_t ncclAllGather(const void *send, void *recv, size_t count,
+                               ncclDataType_t t, ncclComm_t comm,
+                               cudaStream_t s)
+{
+    return call(K_ALLGATHER, "ncclAllGather", send, recv, count, t, ncclSum,
+                0, comm, s);
+}
+
+API ncclResult_t ncclReduceScatter(const void *send, void *recv,
+                                   size_t count, ncclDataType_t t,
+                                   ncclRedOp_t op, ncclComm_t comm,
+                                   cudaStream_t s)
+{
+    return call(K_REDSCAT, "ncclReduceScatter", send, recv, count, t, op, 0,
+                comm, s);
+}
+
+API ncclResult_t ncclAlltoAll(const void *send, void *recv, size_t count,
+                              ncclDataType_t t, ncclComm_t comm,
+                              cudaStream_t s)
+{
+    return call(K_ALLTOALL, "ncclAlltoAll", send, recv, count, t, ncclSum, 0,
+                comm, s);
+}
+
+API ncclResult_t ncclGather(const void *send, void *recv, size_t count,
+                            ncclDataType_t t, int root, ncclComm_t comm,
+                            cudaStream_t s)
+{
+    return call(K_GATHER, "ncclGather", send, recv, count, t, ncclSum, root,
+                comm, s);
+}
+
+API ncclResult_t ncclScatter(const void *send, void *recv, size_t count,
+                             ncclDataType_t t, int root, ncclComm_t comm,
+                             cudaStream_t s)
+{
+    return call(K_SCATTER, "ncclScatter", send, recv, count, t, ncclSum,
+                root, comm, s);
+}
+
+API ncclResult_t ncclSend(const void *send, size_t count, ncclDataType_t t,
+                          int peer, ncclComm_t comm, cudaStream_t s)
+{
+    return call(K_SEND, "ncclSend", send, NULL, count, t, ncclSum, peer,
+                comm, s);
+}
+
+API ncclResult_t ncclRecv(void *recv, size_t count, ncclDataType_t t,
+                          int peer, ncclComm_t comm, cudaStream_t s)
+{
+    return call(K_RECV, "ncclRecv", NULL, recv, count, t, ncclSum, peer,
+                comm, s);
+}
+
+/* ---- running them, on the stream's thread ---- */
+
+/* What rank r puts in for k, in bytes (0: nothing). */
+static size_t gives(const struct ncclComm *c, const struct call *k, int r)
+{
+    size_t b = k->count * type_size(k->type), n = (size_t)c->nranks;
+    switch (k->kind) {
+    case K_BCAST: return r == k->root ? b : 0;
+    case K_SCATTER: return r == k->root ? b * n : 0;
+    case K_REDSCAT: case K_ALLTOALL: return b * n;
+    default: return b;
+    }
+}
+
+static void run_coll(struct ncclComm *c, const struct call *k)
+{
+    char mine[512], peer[512], tag[64];
+    size_t b = k->count * type_size(k->type);
+    size_t own = gives(c, k, c->rank);
+    snprintf(tag, sizeof(tag), "c%llu-%d", (unsigned long long)k->seq,
+             c->rank);
+    path_of(mine, sizeof(mine), c, tag);
+    if (own && !put(mine, fake_cuda_real(k->send), own)) {
+        fail(c, ncclSystemError, "cannot write %s", mine);
+        return;
+    }
+    atomic_store(&c->ctl->posted[c->rank], k->seq);
+    if (!meet(c, c->ctl->posted, k->seq)) {
+        unlink(mine);
+        return;
+    }
+    char *out = fake_cuda_real(k->recv);
+    bool reduce = k->kind == K_ALLREDUCE || k->kind == K_REDSCAT ||
+                  (k->kind == K_REDUCE && c->rank == k->root);
+    size_t rb = b;   /* a reduction's result */
+    char *acc = reduce && rb ? malloc(rb) : NULL;
+    for (int r = 0; r < c->nranks; r++) {
+        size_t want = gives(c, k, r), got = 0;
+        bool needed = reduce || k->kind == K_ALLGATHER ||
+                      k->kind == K_ALLTOALL ||
+                      (k->kind == K_BCAST && r == k->root) ||
+                      (k->kind == K_SCATTER && r == k->root) ||
+                      (k->kind == K_GATHER && c->rank == k->root);
+        if (!needed || !want)
+            continue;
+        snprintf(tag, sizeof(tag), "c%llu-%d", (unsigned long long)k->seq,
+                 r);
+        path_of(peer, sizeof(peer), c, tag);
+        const char *in = map(peer, &got);
+        if (!in || got != want) {
+            fail(c, ncclInvalidUsage, "collective %llu: rank %d gave %zu "
+                 "bytes, this rank expected %zu (the ranks' counts differ)",
+                 (unsigned long long)k->seq, r, in ? got : 0, want);
+            if (in)
+                unmap((void *)in, got);
+            break;
+        }
+        size_t me = (size_t)c->rank;
+        switch (k->kind) {
+        case K_ALLREDUCE: case K_REDUCE: case K_REDSCAT: {
+            const char *part = in + (k->kind == K_REDSCAT ? me * b : 0);
+            if (!acc)
+                break;
+            if (r == 0) {
+                memcpy(acc, part, rb);
+                if (k->op == ncclAvg && floating(k->type))
+                    premul(acc, k->count, k->type, c->nranks);
+            } else if (k->op == ncclAvg && floating(k->type)) {
+                char *tmp = malloc(rb);
+                if (tmp) {
+                    memcpy(tmp, part, rb);
+                    premul(tmp, k->count, k->type, c->nranks);
+                    fold(acc, tmp, k->count, k->type, ncclSum);
+                }
+                free(tmp);
+            } else {
+                fold(acc, part, k->count, k->type, k->op);
+            }
+            break;
+        }
+        case K_BCAST: memmove(out, in, b); break;
+        case K_ALLGATHER: case K_GATHER:
+            memmove(out + (size_t)r * b, in, b);
+            break;
+        case K_ALLTOALL: memmove(out + (size_t)r * b, in + me * b, b); break;
+        case K_SCATTER: memmove(out, in + me * b, b); break;
+        default: break;
+        }
+        unmap((void *)in, got);
+    }
+    if (acc) {
+        if (k->op == ncclAvg && !floating(k->type))
+            postdiv(acc, k->count, k->type, c->nranks);
+        if (atomic_load(&c->state) == ncclSuccess)
+            memcpy(out, acc, rb);
+        free(acc);
+    }
+    atomic_store(&c->ctl->finished[c->rank], k->seq);
+    meet(c, c->ctl->finished, k->seq);
+    if (own)
+        unlink(mine);
+}
+
+static void p2p_path(char *p, size_t len, const struct ncclComm *c,
+                     int from, int to, uint64_t seq)
+{
+    char tag[64];
+    snprintf(tag, sizeof(tag), "p%d-%d-%llu", from, to,
+             (unsigned long long)seq);
+    path_of(p, len, c, tag);
+}
+
+/* A group's sends first, then its receives; each send ends when its
+ * peer has taken it. */
+static void run_p2p(struct ncclComm *c, const struct call *k, int n)
+{
+    char p[512];
+    for (int i = 0; i < n; i++) {
+        if (k[i].kind != K_SEND)
+            continue;
+        p2p_path(p, sizeof(p), c, c->rank, k[i].root, k[i].seq);
+        if (!put(p, fake_cuda_real(k[i].send),
+                 k[i].count * type_size(k[i].type))) {
+            fail(c, ncclSystemError, "cannot write %s", p);
+            return;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        if (k[i].kind != K_RECV)
+            continue;
+        p2p_path(p, sizeof(p), c, k[i].root, c->rank, k[i].seq);
+        size_t want = k[i].count * type_size(k[i].type), got = 0;
+        const char *in;
+        while (!(in = map(p, &got))) {
+            if (atomic_load(&c->aborted))
+                return;
+            usleep(20);
+        }
+        if (got != want)
+            fail(c, ncclInvalidUsage, "receive from rank %d: %zu bytes "
+                 "came, %zu expected", k[i].root, got, want);
+        else
+            memcpy(fake_cuda_real(k[i].recv), in, want);
+        unmap((void *)in, got);
+        unlink(p);
+    }
+    for (int i = 0; i < n; i++) {
+        if (k[i].kind != K_SEND)
+            continue;
+        p2p_path(p, sizeof(p), c, c->rank, k[i].root, k[i].seq);
+        while (access(p, F_OK) == 0) {
+            if (atomic_load(&c->aborted)) {
+                unlink(p);
+                return;
+            }
+            usleep(20);
+        }
+    }
+}
