@@ -12,6 +12,13 @@
 #include "nccl_plugin.h"
 #include "plugin_abi.h"
 
+/* NCCL 2.28's own all-to-all, gather and scatter: weak, so that the plugin
+ * still loads on an older libnccl, where they are NULL and grouped sends
+ * and receives do the work. */
+#pragma weak ncclAlltoAll
+#pragma weak ncclGather
+#pragma weak ncclScatter
+
 struct comm {
     ncclComm_t nc;   /* NULL once aborted */
     int device;
@@ -250,8 +257,7 @@ static bool reduces(int kind)
 int dcoll_nccl_takes(const dcoll_plugin_call_t *k)
 {
     /* Ops NCCL lacks go back to the staged path: every rank of a
-     * collective names the same op, so all take the same path. A choice
-     * one rank makes alone (an all_to_all in place) cannot: refused. */
+     * collective names the same op, so all take the same path. */
     if (reduces(k->kind) && (unsigned)k->op >= sizeof(ops) / sizeof(ops[0]))
         return 1;
     /* Point to point too: an NCCL receive is a kernel that holds its
@@ -259,9 +265,77 @@ int dcoll_nccl_takes(const dcoll_plugin_call_t *k)
      * on two ranks would deadlock both. MPI matches them in any order. */
     if (k->kind == DCOLL_KIND_SEND || k->kind == DCOLL_KIND_RECV)
         return 1;
-    if (k->kind == DCOLL_KIND_ALL_TO_ALL && k->in_place)
-        return 2;
     return 0;
+}
+
+/* All-to-all, gather and scatter: NCCL's own calls where it has them,
+ * else point to point in one group. In place (MPI's form: the root's own
+ * block, or an all-to-all's whole buffer, is already in recvbuf), NCCL
+ * wants its offset pattern (nccl.h: gather in place "if sendbuff ==
+ * recvbuff + root * count"), and an all-to-all, which has none, reads a
+ * stream-ordered copy of its input. */
+static int by_peer(struct comm *c, const dcoll_plugin_call_t *k, int rank,
+                   int size, cudaStream_t s, double timeout)
+{
+    ncclDataType_t t = types[k->dtype];
+    size_t n = (size_t)k->count, b = n * sizes[k->dtype];
+    const char *in = k->sendbuf;
+    char *out = k->recvbuf;
+    void *copy = NULL;
+    int rc = 0;
+    bool own = k->in_place;   /* this rank's own block stays */
+    if (k->kind == DCOLL_KIND_ALL_TO_ALL && k->in_place && b) {
+        cudaError_t e = cudaMallocAsync(&copy, b * (size_t)size, s);
+        if (e == cudaSuccess)
+            e = cudaMemcpyAsync(copy, out, b * (size_t)size,
+                                cudaMemcpyDeviceToDevice, s);
+        if (e != cudaSuccess) {
+            if (copy)
+                cudaFreeAsync(copy, s);
+            return dcoll_cuda_fail("an all_to_all in place: copying the "
+                                   "input", cudaGetErrorString(e));
+        }
+        in = copy;
+        own = false;
+    }
+    if (k->kind == DCOLL_KIND_ALL_TO_ALL && ncclAlltoAll) {
+        ENQ(ncclAlltoAll(in, out, n, t, c->nc, s));
+    } else if (k->kind == DCOLL_KIND_GATHER && ncclGather) {
+        if (own)
+            in = out + (size_t)k->root * b;
+        ENQ(ncclGather(in, out, n, t, k->root, c->nc, s));
+    } else if (k->kind == DCOLL_KIND_SCATTER && ncclScatter) {
+        if (own)
+            out = (char *)in + (size_t)k->root * b;
+        ENQ(ncclScatter(in, out, n, t, k->root, c->nc, s));
+    } else {
+        ENQ(ncclGroupStart());
+        for (int p = 0; p < size && !rc; p++) {
+            bool skip = p == rank && own;
+            if (k->kind == DCOLL_KIND_ALL_TO_ALL) {
+                ENQ(ncclSend(in + p * b, n, t, p, c->nc, s));
+                ENQ(ncclRecv(out + p * b, n, t, p, c->nc, s));
+            } else if (k->kind == DCOLL_KIND_GATHER) {
+                if (p == k->root && !skip)
+                    ENQ(ncclSend(in, n, t, p, c->nc, s));
+                if (rank == k->root && !skip)
+                    ENQ(ncclRecv(out + p * b, n, t, p, c->nc, s));
+            } else {
+                if (rank == k->root && !skip)
+                    ENQ(ncclSend(in + p * b, n, t, p, c->nc, s));
+                if (p == k->root && !skip)
+                    ENQ(ncclRecv(out, n, t, p, c->nc, s));
+            }
+        }
+        int rc2 = rc;
+        rc = 0;
+        ENQ(ncclGroupEnd());
+        if (rc2)
+            rc = rc2;
+    }
+    if (copy)
+        cudaFreeAsync(copy, s);
+    return rc;
 }
 
 int dcoll_nccl_coll(void *comm, const dcoll_plugin_call_t *k, int rank,
@@ -271,7 +345,6 @@ int dcoll_nccl_coll(void *comm, const dcoll_plugin_call_t *k, int rank,
     cudaStream_t s = (cudaStream_t)stream;
     ncclDataType_t t = types[k->dtype];
     size_t n = (size_t)k->count;
-    size_t b = n * sizes[k->dtype];
     const char *in = k->sendbuf;
     char *out = k->recvbuf;
     int takes = dcoll_nccl_takes(k);
@@ -300,33 +373,7 @@ int dcoll_nccl_coll(void *comm, const dcoll_plugin_call_t *k, int rank,
     case DCOLL_KIND_ALL_TO_ALL:
     case DCOLL_KIND_GATHER:
     case DCOLL_KIND_SCATTER:
-        /* Point to point in one group; in place, the root's own block is
-         * already where it belongs. */
-        ENQ(ncclGroupStart());
-        for (int p = 0; p < size && !rc; p++) {
-            bool mine = p == rank;
-            if (k->kind == DCOLL_KIND_ALL_TO_ALL) {
-                ENQ(ncclSend(in + p * b, n, t, p, c->nc, s));
-                ENQ(ncclRecv(out + p * b, n, t, p, c->nc, s));
-            } else if (k->kind == DCOLL_KIND_GATHER) {
-                if (p == k->root && !(mine && k->in_place))
-                    ENQ(ncclSend(in, n, t, p, c->nc, s));
-                if (rank == k->root && !(mine && k->in_place))
-                    ENQ(ncclRecv(out + p * b, n, t, p, c->nc, s));
-            } else {
-                if (rank == k->root && !(mine && k->in_place))
-                    ENQ(ncclSend(in + p * b, n, t, p, c->nc, s));
-                if (p == k->root && !(mine && k->in_place))
-                    ENQ(ncclRecv(out, n, t, p, c->nc, s));
-            }
-        }
-        {
-            int rc2 = rc;
-            rc = 0;
-            ENQ(ncclGroupEnd());
-            if (rc2)
-                rc = rc2;
-        }
+        rc = by_peer(c, k, rank, size, s, timeout);
         break;
     default:
         rc = 1;

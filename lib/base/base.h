@@ -180,6 +180,9 @@ void dcoll_kernels_setup(void);
 void dcoll_fold(void *io, const void *in, int64_t n, dcoll_dtype_t dt,
                 dcoll_op_t op);
 void dcoll_divide(void *buf, int64_t n, dcoll_dtype_t dt, int by);
+/* AVG as NCCL computes it in floating types: buf[i] *= the type's 1/by,
+ * before a sum. Other types: nothing. */
+void dcoll_premul(void *buf, int64_t n, dcoll_dtype_t dt, int by);
 /* The float16/bfloat16 rule for one element pair, in float32 (a: in). */
 float dcoll_half_rule(int op, float a, float b);
 

@@ -153,3 +153,39 @@ void dcoll_divide(void *buf, int64_t n, dcoll_dtype_t dt, int by)
         break;
     }
 }
+
+/* AVG the way NCCL computes it in floating types, each input times the
+ * type's 1/by before the sum (NCCL 2.28 src/enqueue.cc: ncclAvg is
+ * ncclDevPreMulSum there, with the scalar made from the double 1.0/by),
+ * so that GPU buffers give the same answer on the staged path as on
+ * NCCL's. A 16-bit product of two 16-bit values rounds once from float.
+ * Other types are left alone: their AVG divides the sum, on both. */
+void dcoll_premul(void *buf, int64_t n, dcoll_dtype_t dt, int by)
+{
+    double s = 1.0 / by;
+    uint16_t *h = buf;
+    bool bf = dt == DCOLL_BFLOAT16;
+    switch (dt) {
+    case DCOLL_FLOAT32: {
+        float *f = buf;
+        for (int64_t i = 0; i < n; i++)
+            f[i] *= (float)s;
+        break;
+    }
+    case DCOLL_FLOAT64: {
+        double *d = buf;
+        for (int64_t i = 0; i < n; i++)
+            d[i] *= s;
+        break;
+    }
+    case DCOLL_FLOAT16:
+    case DCOLL_BFLOAT16: {
+        float hs = h2f(f2h((float)s, bf), bf);
+        for (int64_t i = 0; i < n; i++)
+            h[i] = f2h(h2f(h[i], bf) * hs, bf);
+        break;
+    }
+    default:
+        break;
+    }
+}

@@ -152,6 +152,16 @@ static void staged_group_free(struct dcoll_group *g)
  * chunk on the GPU overlaps the MPI transfer of the one before. */
 #define CHUNK ((size_t)1 << 20)
 
+/* AVG of a floating type on GPU buffers: NCCL's way on this path too (a
+ * sum of inputs times 1/n, dcoll_premul), so that a group's answer does
+ * not hang on whether its ranks share a GPU. */
+static bool premultiplies(const struct dcoll_coll *c)
+{
+    return c->op == DCOLL_AVG && dcoll_kind_has(c->kind, DCOLL_KF_OP) &&
+           (c->dtype == DCOLL_FLOAT16 || c->dtype == DCOLL_BFLOAT16 ||
+            c->dtype == DCOLL_FLOAT32 || c->dtype == DCOLL_FLOAT64);
+}
+
 static bool pipelined(const struct dcoll_coll *c, size_t bytes, bool async)
 {
     return !async && bytes >= 2 * CHUNK &&
@@ -163,8 +173,8 @@ static bool pipelined(const struct dcoll_coll *c, size_t bytes, bool async)
 static dcoll_status_t run_chunks(struct dcoll_group *g, const struct dcoll_coll *h,
                                  const char *dsend, char *dhost_in,
                                  char *drecv, const char *hrecv_out,
-                                 struct staged *s, const char *fn,
-                                 struct dcoll_outcome *out)
+                                 struct staged *s, bool premul,
+                                 const char *fn, struct dcoll_outcome *out)
 {
     const dcoll_cuda_plugin_t *cu = s->cu;
     size_t esz = dcoll_dtype_sizes[h->dtype];
@@ -189,6 +199,9 @@ static dcoll_status_t run_chunks(struct dcoll_group *g, const struct dcoll_coll 
             part.sendbuf = (const char *)h->sendbuf + SPAN(i);
         if (part.recvbuf)
             part.recvbuf = (char *)h->recvbuf + SPAN(i);
+        if (premul)
+            dcoll_premul(part.sendbuf ? (void *)part.sendbuf : part.recvbuf,
+                         part.count, part.dtype, g->size);
         if ((st = be->coll(g, &part, &w, out)))
             break;
         /* Each chunk keeps the whole call's deadline. */
@@ -277,9 +290,12 @@ static dcoll_status_t staged_run(struct dcoll_group *g,
         h.recvbuf = c->recvbuf ? (hrecv ? hrecv : block) : NULL;
     }
     const char *host_out = c->kind == DCOLL_COLL_BROADCAST ? h.recvbuf : hrecv;
+    bool premul = premultiplies(c);
+    if (premul)
+        h.op = DCOLL_SUM;
     if (pipelined(c, in > out ? in : out, work != NULL))
-        return run_chunks(g, &h, dsend, hsend, drecv, host_out, s, fn,
-                          oc);
+        return run_chunks(g, &h, dsend, hsend, drecv, host_out, s, premul,
+                          fn, oc);
     /* Copy in: everything the collective reads, ordered after the
      * caller's earlier work on the stream. */
     const char *from = overlap ? lo : dsend;
@@ -291,6 +307,9 @@ static dcoll_status_t staged_run(struct dcoll_group *g,
         return dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying the input off "
                            "GPU %d: %s", fn, device, cu->last_error());
     }
+    if (premul && hsend)
+        dcoll_premul(hsend, (int64_t)(in / dcoll_dtype_sizes[c->dtype]),
+                     c->dtype, g->size);
     s->dev_out = drecv;
     s->host_out = host_out;
     s->out_bytes = out;

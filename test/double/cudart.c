@@ -653,6 +653,38 @@ API cudaError_t cudaFree(void *p)
     return ret(cudaErrorInvalidValue);
 }
 
+static struct op *op_new(enum op_kind kind);
+
+/* Stream-ordered: the memory is there at once (earlier than CUDA
+ * promises, which is allowed), and freed only when the stream gets
+ * there. */
+API cudaError_t cudaMallocAsync(void **p, size_t bytes, cudaStream_t h)
+{
+    (void)h;
+    return cudaMalloc(p, bytes);
+}
+
+static void free_later(void *p)
+{
+    dev_free(p);
+}
+
+API cudaError_t cudaFreeAsync(void *p, cudaStream_t h)
+{
+    init();
+    STICKY();
+    if (!p)
+        return cudaSuccess;
+    if (dev_of(p) < 0)
+        return ret(cudaErrorInvalidValue);
+    struct op *o = op_new(OP_CALL);
+    if (!o)
+        return ret(cudaErrorMemoryAllocation);
+    o->fn = free_later;
+    o->arg = p;
+    return enqueue(stream_of(h), o);
+}
+
 API cudaError_t cudaMallocManaged(void **p, size_t bytes, unsigned flags)
 {
     (void)flags;

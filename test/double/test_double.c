@@ -9,6 +9,12 @@
  *             writing: the collective reads it after that copy;
  *   multi     the multi-buffer form's host copies, on the call's stream;
  *   host      opts.memory = DCOLL_MEMORY_HOST: no pointer query;
+ *   agree     a group on NCCL and a group staged through the host give
+ *             the same bits for SUM and AVG of fp16, bf16, float32 and
+ *             float64 where the order of the sum cannot matter (every
+ *             rank's input the same, up to 3 ranks): AVG is a sum of
+ *             inputs times 1/n on both, as NCCL computes it, so an fp16
+ *             average of 40000 is 40000 on both, not infinity;
  *   abort     (test_double abort) a lost peer: the rank that sees NCCL's
  *             asynchronous error and the ranks that time out each abort
  *             their communicator once; later calls on the group get a
@@ -139,6 +145,78 @@ static void multi_stream(void)
 
 /* A host call on a GPU machine asks CUDA of each buffer, unless the
  * caller says where they live (opts.memory). */
+/* The same call on g, on the GPU; the result's bytes on the host. */
+static void *on_gpu(dcoll_group_t *g, const void *in, size_t esz,
+                    dcoll_dtype_t t, dcoll_op_t op)
+{
+    size_t bytes = (size_t)N * esz;
+    void *d = NULL, *h = malloc(bytes);
+    cudaMalloc(&d, bytes);
+    cudaMemcpy(d, in, bytes, cudaMemcpyHostToDevice);
+    dcoll_status_t st = dcoll_all_reduce(g, d, d, N, t, op, NULL, NULL);
+    CHECK(st == DCOLL_SUCCESS, "all_reduce type %d op %d: %s", (int)t,
+          (int)op, dcoll_last_error());
+    cudaMemcpy(h, d, bytes, cudaMemcpyDeviceToHost);
+    cudaFree(d);
+    return h;
+}
+
+static void agree(void)
+{
+    if (n > 3)
+        return;   /* beyond 3, MPI's tree and NCCL's order may differ */
+    dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
+    p.mask = DCOLL_GROUP_PARAM_BACKEND;
+    p.backend = "auto";
+    dcoll_group_t *nccl = NULL, *staged = NULL;
+    CHECK_OK(dcoll_new_group(&nccl, NULL, 0, &p));
+    p.backend = "mpi";
+    CHECK_OK(dcoll_new_group(&staged, NULL, 0, &p));
+    static const dcoll_dtype_t types[] = {DCOLL_FLOAT16, DCOLL_BFLOAT16,
+                                          DCOLL_FLOAT32, DCOLL_FLOAT64};
+    static const size_t sizes[] = {2, 2, 4, 8};
+    static const dcoll_op_t ops[] = {DCOLL_SUM, DCOLL_AVG};
+    long ran = fake_nccl_calls();
+    for (int t = 0; t < 4; t++) {
+        unsigned char in[N * 8];
+        unsigned x = 12345;
+        for (size_t i = 0; i < sizeof(in); i++) {
+            x = x * 1103515245u + 12345u;
+            in[i] = (unsigned char)(x >> 16);
+        }
+        /* Finite, and big: the top exponents, where a sum overflows. */
+        for (int i = 0; i < N; i++) {
+            unsigned char *top = in + (size_t)i * sizes[t] + sizes[t] - 1;
+            *top = (unsigned char)((*top & 0x80) | 0x77);
+        }
+        if (types[t] == DCOLL_FLOAT16)
+            for (int i = 0; i < N; i++)
+                ((uint16_t *)in)[i] = 0x78e2;   /* 40000 */
+        for (int o = 0; o < 2; o++) {
+            unsigned char *a = on_gpu(nccl, in, sizes[t], types[t], ops[o]);
+            unsigned char *b = on_gpu(staged, in, sizes[t], types[t], ops[o]);
+            int bad = 0, first = -1;
+            for (int i = 0; i < N; i++)
+                if (memcmp(a + (size_t)i * sizes[t], b + (size_t)i * sizes[t],
+                           sizes[t]) && bad++ == 0)
+                    first = i;
+            CHECK(!bad, "type %d op %d: NCCL and staged groups differ at %d "
+                  "of %d elements (first %d)", (int)types[t], (int)ops[o],
+                  bad, N, first);
+            if (types[t] == DCOLL_FLOAT16 && ops[o] == DCOLL_AVG)
+                CHECK(((uint16_t *)a)[0] == 0x78e2 &&
+                          ((uint16_t *)b)[0] == 0x78e2,
+                      "fp16 AVG of 40000: NCCL %#x, staged %#x, want "
+                      "0x78e2", ((uint16_t *)a)[0], ((uint16_t *)b)[0]);
+            free(a);
+            free(b);
+        }
+    }
+    CHECK(fake_nccl_calls() > ran, "the \"auto\" group did not use NCCL");
+    CHECK_OK(dcoll_group_destroy(&nccl));
+    CHECK_OK(dcoll_group_destroy(&staged));
+}
+
 static void lost_peer(void)
 {
     dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
@@ -284,6 +362,7 @@ int main(int argc, char **argv)
         managed();
         multi_stream();
         host_said();
+        agree();
     }
     int rc = t_finish(ctx_mode     ? "double contexts"
                       : abort_mode ? "double abort"

@@ -221,6 +221,40 @@ int main(int argc, char **argv)
     for (int k = 0; k < n; k++)
         CHECK(h[k * N + 3] == val(k, me * N + 3), "all_to_all[%d]", k);
     free(h);
+    /* In place: an all_to_all (NCCL has no such form), a gather and a
+     * scatter at the last rank, MPI's way (sendbuf == recvbuf). */
+    float *a2a = dev(N * n, me, 1);
+    OK(dcoll_all_to_all(NULL, a2a, a2a, N, DCOLL_FLOAT32, NULL, NULL));
+    h = host(a2a, N * n);
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < N; i++)
+            CHECK(h[k * N + i] == val(k, me * N + i),
+                  "all_to_all in place[%d][%d] = %g", k, i, h[k * N + i]);
+    free(h);
+    int last = n - 1;
+    float *g = dev(N * n, me, 1);   /* the root's block: val(root, root*N+i) */
+    OK(dcoll_gather(NULL, me == last ? g : g + (size_t)me * N,
+                    me == last ? g : NULL, N, DCOLL_FLOAT32, last, NULL,
+                    NULL));
+    if (me == last) {
+        h = host(g, N * n);
+        for (int k = 0; k < n; k++)
+            CHECK(h[k * N + 7] == val(k, k * N + 7), "gather in place[%d] = "
+                  "%g", k, h[k * N + 7]);
+        free(h);
+    }
+    cudaFree(g);
+    g = dev(N * n, me, 1);
+    OK(dcoll_scatter(NULL, me == last ? g : NULL,
+                     me == last ? g : g + (size_t)me * N, N, DCOLL_FLOAT32,
+                     last, NULL, NULL));
+    h = host(g + (size_t)me * N, N);
+    for (int i = 0; i < N; i++)
+        CHECK(h[i] == val(last, me * N + i), "scatter in place[%d] = %g", i,
+              h[i]);
+    free(h);
+    cudaFree(g);
+    cudaFree(a2a);
 
     /* A ring of isend/irecv, and async all_reduce on a named stream. */
     dcoll_work_t *ws, *wr;
