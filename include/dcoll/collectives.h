@@ -234,7 +234,9 @@ DCOLL_API dcoll_status_t dcoll_reduce_multi(dcoll_group_t *group,
         dcoll_work_t **work);
 
 /** Each recvbufs[i] (size * nbufs * count elements) gets every buffer of
- *  every rank: block k * nbufs + j holds rank k's sendbufs[j]. */
+ *  every rank: block k * nbufs + j holds rank k's sendbufs[j]. In place:
+ *  sendbufs[i] == recvbufs[i] + (rank * nbufs + i) * count; any other
+ *  overlap of sendbufs[i] and recvbufs[i] is refused. */
 DCOLL_API dcoll_status_t dcoll_all_gather_multi(dcoll_group_t *group,
         const void *const *sendbufs, void *const *recvbufs, int nbufs,
         int64_t count, dcoll_dtype_t dtype, const dcoll_coll_opts_t *opts,
@@ -242,7 +244,8 @@ DCOLL_API dcoll_status_t dcoll_all_gather_multi(dcoll_group_t *group,
 
 /** Each sendbufs[i] holds size * nbufs blocks of count elements;
  *  recvbufs[i] on group rank r gets block r * nbufs + i reduced over
- *  every buffer of every rank. */
+ *  every buffer of every rank. In place: recvbufs[i] == sendbufs[i] +
+ *  (r * nbufs + i) * count; any other overlap is refused. */
 DCOLL_API dcoll_status_t dcoll_reduce_scatter_multi(dcoll_group_t *group,
         const void *const *sendbufs, void *const *recvbufs, int nbufs,
         int64_t count, dcoll_dtype_t dtype, dcoll_op_t op,

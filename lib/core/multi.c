@@ -377,6 +377,33 @@ dcoll_status_t dcoll_reduce_multi(dcoll_group_t *group, void *const *bufs,
     return run(group, &c, root, m, work);
 }
 
+/* small[i] and big[i] (bytes and bytes * blocks) may share memory only
+ * in NCCL's in-place form: small[i] is exactly this rank's block of
+ * big[i], block rank * nbufs + i (nccl.h: all-gather in place "if
+ * sendbuff == recvbuff + rank * sendcount"). Any other overlap is a race
+ * on the GPU, where NCCL overwrites what it has still to read: refused
+ * on every path alike. */
+static dcoll_status_t check_alias(const char *fn, const void *const *small,
+                                  const char *sname, const void *const *big,
+                                  const char *bname, int nbufs, size_t bytes,
+                                  int blocks, int rank)
+{
+    size_t whole = bytes * (size_t)blocks;
+    for (int i = 0; i < nbufs && bytes; i++) {
+        uintptr_t s = (uintptr_t)small[i], b = (uintptr_t)big[i];
+        size_t mine = (size_t)rank * (size_t)nbufs + (size_t)i;
+        if (s + bytes <= b || b + whole <= s || s == b + mine * bytes)
+            continue;
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s[%d] overlaps "
+                           "%s[%d] (at byte %lld of it) but is not this "
+                           "rank's block %zu of it (byte %zu): in place, "
+                           "it must be exactly that block", fn, sname, i,
+                           bname, i, (long long)((intptr_t)s - (intptr_t)b),
+                           mine, mine * bytes);
+    }
+    return DCOLL_SUCCESS;
+}
+
 dcoll_status_t dcoll_all_gather_multi(dcoll_group_t *group,
                                       const void *const *sendbufs,
                                       void *const *recvbufs, int nbufs,
@@ -394,11 +421,14 @@ dcoll_status_t dcoll_all_gather_multi(dcoll_group_t *group,
         return dcoll_coll_refuse(group, DCOLL_COLL_ALL_GATHER, fn, work != NULL,
                                 st);
     int size = g->size;
+    size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
     if ((st = check_bufs(fn, (const void *const *)recvbufs, "recvbufs",
-                         nbufs, count, size, dtype)))
+                         nbufs, count, size, dtype)) ||
+        (st = check_alias(fn, sendbufs, "sendbufs",
+                          (const void *const *)recvbufs, "recvbufs", nbufs,
+                          bytes, size * nbufs, g->rank)))
         return dcoll_coll_refuse(group, DCOLL_COLL_ALL_GATHER, fn, work != NULL,
                                 st);
-    size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
     size_t all = bytes * (size_t)nbufs * (size_t)size;
     struct dcoll_multi_call mc = {
         .kind = DCOLL_COLL_ALL_GATHER, .send = sendbufs, .recv = recvbufs,
@@ -442,11 +472,14 @@ dcoll_status_t dcoll_reduce_scatter_multi(dcoll_group_t *group,
         return dcoll_coll_refuse(group, DCOLL_COLL_REDUCE_SCATTER, fn, work != NULL,
                                 st);
     int size = g->size;
+    size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
     if ((st = check_bufs(fn, sendbufs, "sendbufs", nbufs, count, size,
-                         dtype)))
+                         dtype)) ||
+        (st = check_alias(fn, (const void *const *)recvbufs, "recvbufs",
+                          sendbufs, "sendbufs", nbufs, bytes, size * nbufs,
+                          g->rank)))
         return dcoll_coll_refuse(group, DCOLL_COLL_REDUCE_SCATTER, fn, work != NULL,
                                 st);
-    size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
     size_t in = bytes * (size_t)nbufs * (size_t)size;
     struct dcoll_multi_call mc = {
         .kind = DCOLL_COLL_REDUCE_SCATTER, .send = sendbufs,

@@ -249,13 +249,22 @@ dcoll_status_t dcoll_gpu_multi_run(struct dcoll_group *g,
     int rc = p->group_start(), i = 0;
     if (rc)
         return dcoll_gpu_error(mc->fn, rc);
+    size_t bytes = (size_t)mc->count * dcoll_dtype_sizes[mc->dtype];
     for (; i < k && !rc; i++) {
+        /* In place: one buffer, or (the core checked) NCCL's form, the
+         * small buffer at this NCCL rank's block of the big one. */
+        const char *sb = mc->send ? mc->send[i] : mc->recv[i];
+        const char *rb = mc->recv[i];
+        size_t at = bytes * (size_t)(g->rank * k + i);
+        bool in_place = sb == rb;
+        if (mc->kind == DCOLL_COLL_ALL_GATHER)
+            in_place = sb == rb + at;
+        else if (mc->kind == DCOLL_COLL_REDUCE_SCATTER)
+            in_place = rb == sb + at;
         dcoll_plugin_call_t call = {
-            .kind = mc->kind,
-            .sendbuf = mc->send ? mc->send[i] : mc->recv[i],
-            .recvbuf = mc->recv[i], .count = mc->count, .dtype = mc->dtype,
-            .op = mc->op, .root = mc->root * k + mc->root_buf,
-            .in_place = !mc->send || mc->send[i] == mc->recv[i],
+            .kind = mc->kind, .sendbuf = sb, .recvbuf = (void *)rb,
+            .count = mc->count, .dtype = mc->dtype, .op = mc->op,
+            .root = mc->root * k + mc->root_buf, .in_place = in_place,
         };
         rc = p->nccl_coll(q->comms[i], &call, g->rank * k + i, g->size * k,
                           stream, dcoll_gpu_timeout(g));

@@ -373,6 +373,40 @@ static void refused(void)
     CHECK_DEAD(G, dcoll_reduce_multi(G, two, 2, 4, DCOLL_FLOAT32,
                                      DCOLL_SUM, world_size, 0, NULL, NULL),
                   bad, "root");
+    /* Overlapping buffers, other than NCCL's in-place form (a race on
+     * the GPU): refused on every path. */
+    float big[2][64];
+    const void *send[2] = {big[0], big[1] + 1};
+    void *recv[2] = {big[0], big[1]};
+    if (world_size * 2 * 4 <= 64) {
+        size_t mine = (size_t)t_rank * 2 * 4;
+        CHECK_DEAD(G, dcoll_all_gather_multi(G, send, recv, 2, 4,
+                                             DCOLL_FLOAT32, NULL, NULL),
+                   bad, t_rank ? "sendbufs[0] overlaps recvbufs[0]"
+                               : "sendbufs[1] overlaps recvbufs[1]");
+        CHECK_DEAD(G, dcoll_reduce_scatter_multi(G, (const void *const *)recv,
+                                                 (void *const *)send, 2, 4,
+                                                 DCOLL_FLOAT32, DCOLL_SUM,
+                                                 NULL, NULL),
+                   bad, "but is not this rank's block");
+        /* NCCL's form is taken: each input at this rank's block. */
+        for (int i = 0; i < 2; i++) {
+            for (int e = 0; e < 64; e++)
+                big[i][e] = -1;
+            for (int e = 0; e < 4; e++)
+                big[i][mine + (size_t)i * 4 + (size_t)e] =
+                    (float)(t_rank * 2 + i);
+            send[i] = big[i] + mine + (size_t)i * 4;
+            recv[i] = big[i];
+        }
+        CHECK_OK(dcoll_all_gather_multi(G, send, recv, 2, 4, DCOLL_FLOAT32,
+                                        NULL, NULL));
+        for (int i = 0; i < 2; i++)
+            for (int blk = 0; blk < world_size * 2; blk++)
+                CHECK(big[i][blk * 4 + 3] == (float)blk, "all_gather_multi "
+                      "in place: buffer %d block %d = %g", i, blk,
+                      big[i][blk * 4 + 3]);
+    }
     CHECK_OK(dcoll_group_destroy(&G));
     CHECK_OK(dcoll_barrier(NULL, NULL, NULL));
 }
