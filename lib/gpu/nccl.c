@@ -5,8 +5,10 @@
  * detected"): the device UUIDs are compared first, and such groups, like
  * ops NCCL lacks, are declined, on every rank alike, for the route to
  * stage. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "gpu.h"
 #include "plugin_abi.h"
 
@@ -73,6 +75,32 @@ struct dcoll_nccl_group *dcoll_nccl_group(struct dcoll_group *g,
     return ng;
 }
 
+/* For tests on one GPU only (DCOLL_NCCL_ONE_GPU=1): ranks that share a
+ * GPU use NCCL all the same. Each process then names itself a host of
+ * its own (NCCL_HOSTID, read by NCCL's first communicator), so that
+ * NCCL's "Duplicate GPU detected" check passes and the ranks talk through
+ * its network transport, and one GPU can run NCCL groups of several
+ * ranks. Slower than one rank per GPU; never for production. */
+static bool one_gpu(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("DCOLL_NCCL_ONE_GPU");
+        on = e && !strcmp(e, "1");
+        if (on) {
+            char host[64] = "", id[128];
+            const char *was = getenv("NCCL_HOSTID");
+            if (!was || !*was) {
+                gethostname(host, sizeof(host) - 1);
+                was = host;
+            }
+            snprintf(id, sizeof(id), "%s-dcoll-%d", was, (int)getpid());
+            setenv("NCCL_HOSTID", id, 1);
+        }
+    }
+    return on;
+}
+
 /* The group's NCCL communicator on device, made on first use. */
 static dcoll_status_t setup(struct dcoll_group *g,
                             struct dcoll_nccl_group *ng, int device,
@@ -93,7 +121,7 @@ static dcoll_status_t setup(struct dcoll_group *g,
     if (!st)
         st = g->svc->allgather_bytes(g, mine, all, 16);
     bool shared = false;
-    for (int a = 0; !st && a < g->size && !shared; a++)
+    for (int a = 0; !st && !one_gpu() && a < g->size && !shared; a++)
         for (int b = a + 1; b < g->size && !shared; b++)
             shared = memcmp(all + 16 * a, all + 16 * b, 16) == 0;
     if (!st && shared) {
