@@ -21,6 +21,9 @@
  *   - arithmetic is NCCL's: fp16 and bf16 rounded at every step, AVG a
  *     pre-multiplied sum by 1/n in floating types and a sum divided after
  *     in integer types (src/enqueue.cc, hostToDevRedOp);
+ *   - a collective takes its time on the stream (FAKE_NCCL_DELAY_US,
+ *     default 1000, besides the CUDA double's own delay), so that a read
+ *     that does not wait for it sees the old bytes;
  *   - fake_nccl_break() makes this process's next collective report an
  *     asynchronous error and hang its stream until aborted, as a lost
  *     peer does.
@@ -912,9 +915,21 @@ static size_t gives(const struct ncclComm *c, const struct call *k, int r)
     }
 }
 
+static unsigned delay_us(void)
+{
+    static int us = -1;
+    if (us < 0) {
+        const char *e = getenv("FAKE_NCCL_DELAY_US");
+        us = e ? atoi(e) : 1000;
+    }
+    return (unsigned)us;
+}
+
 static void run_coll(struct ncclComm *c, const struct call *k)
 {
     char mine[512], peer[512], tag[64];
+    if (delay_us())
+        usleep(delay_us());   /* the kernel's time */
     size_t b = k->count * type_size(k->type);
     size_t own = gives(c, k, c->rank);
     snprintf(tag, sizeof(tag), "c%llu-%d", (unsigned long long)k->seq,

@@ -15,6 +15,10 @@
  *             rank's input the same, up to 3 ranks): AVG is a sum of
  *             inputs times 1/n on both, as NCCL computes it, so an fp16
  *             average of 40000 is 40000 on both, not infinity;
+ *   valid     when a GPU result may be read, on an NCCL group and a
+ *             staged one alike: once a blocking call returns, once
+ *             dcoll_work_wait returns, from any stream or the host (read
+ *             here on a second non-blocking stream);
  *   abort     (test_double abort) a lost peer: the rank that sees NCCL's
  *             asynchronous error and the ranks that time out each abort
  *             their communicator once; later calls on the group get a
@@ -217,6 +221,60 @@ static void agree(void)
     CHECK_OK(dcoll_group_destroy(&staged));
 }
 
+/* in: N floats of rank + 1 on a non-blocking stream; the all_reduce's
+ * result read on another non-blocking stream, which waits for nothing. */
+static void read_after(dcoll_group_t *g, bool async, const char *what)
+{
+    cudaStream_t s, other;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking);
+    float *d = NULL, h[N];
+    cudaMalloc((void **)&d, sizeof(h));
+    for (int i = 0; i < N; i++)
+        h[i] = (float)(t_rank + 1);
+    cudaMemcpyAsync(d, h, sizeof(h), cudaMemcpyHostToDevice, s);
+    dcoll_coll_opts_t o = DCOLL_COLL_OPTS_INIT;
+    o.mask = DCOLL_COLL_OPT_STREAM;
+    o.stream = s;
+    dcoll_work_t *w = NULL;
+    dcoll_status_t st = dcoll_all_reduce(g, d, d, N, DCOLL_FLOAT32,
+                                         DCOLL_SUM, &o, async ? &w : NULL);
+    if (st == DCOLL_SUCCESS && async) {
+        st = dcoll_work_wait(w);
+        dcoll_work_free(&w);
+    }
+    CHECK(st == DCOLL_SUCCESS, "%s: %s", what, dcoll_last_error());
+    memset(h, 0, sizeof(h));
+    cudaMemcpyAsync(h, d, sizeof(h), cudaMemcpyDeviceToHost, other);
+    cudaStreamSynchronize(other);
+    float want = (float)(n * (n + 1) / 2);
+    int bad = 0;
+    for (int i = 0; i < N; i++)
+        bad += h[i] != want;
+    CHECK(!bad, "%s: %d of %d not yet the result (%g, want %g) when the "
+          "call said it was done", what, bad, N, h[0], want);
+    cudaFree(d);
+    cudaStreamDestroy(s);
+    cudaStreamDestroy(other);
+}
+
+static void valid(void)
+{
+    dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
+    p.mask = DCOLL_GROUP_PARAM_BACKEND;
+    p.backend = "auto";
+    dcoll_group_t *nccl = NULL, *staged = NULL;
+    CHECK_OK(dcoll_new_group(&nccl, NULL, 0, &p));
+    p.backend = "mpi";
+    CHECK_OK(dcoll_new_group(&staged, NULL, 0, &p));
+    read_after(nccl, false, "NCCL, blocking");
+    read_after(nccl, true, "NCCL, after dcoll_work_wait");
+    read_after(staged, false, "staged, blocking");
+    read_after(staged, true, "staged, after dcoll_work_wait");
+    CHECK_OK(dcoll_group_destroy(&nccl));
+    CHECK_OK(dcoll_group_destroy(&staged));
+}
+
 static void lost_peer(void)
 {
     dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
@@ -363,6 +421,7 @@ int main(int argc, char **argv)
         multi_stream();
         host_said();
         agree();
+        valid();
     }
     int rc = t_finish(ctx_mode     ? "double contexts"
                       : abort_mode ? "double abort"
