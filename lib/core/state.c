@@ -135,7 +135,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
             p.on_timeout = params->on_timeout;
     }
     dcoll_status_t st = dcoll_fault_env();
-    if (st)
+    if (st || (st = dcoll_stage_env()))
         return st;
     if (p.mask & DCOLL_INIT_PARAM_COLL_TIMEOUT) {
         if ((st = dcoll_fault_timeout_ok("dcoll_init", "coll_timeout",

@@ -26,6 +26,17 @@ bool dcoll_gpu_has_nccl(void);
 int dcoll_gpu_device(void);
 const char *dcoll_gpu_detail(void);
 
+/* pinned.c: the process's pool of host memory for staging (pinned up
+ * to DCOLL_STAGE_PINNED, ordinary past it: *pinned says which; NULL only
+ * when there is no memory at all), its settings from the environment
+ * (at init), the pipeline's chunk, and the pinned bytes it holds. */
+char *dcoll_stage_take(size_t bytes, bool *pinned);
+void dcoll_stage_give(char *p, bool pinned);
+void dcoll_stage_release(void);
+dcoll_status_t dcoll_stage_env(void);
+extern size_t dcoll_stage_chunk;
+size_t dcoll_stage_pinned(void);
+
 /* The transports: staged.c's runs any call on GPU buffers (c->device)
  * through pinned host memory and the group's host table; nccl.c's runs
  * them on the group's NCCL communicator, made on first use, and declines

@@ -303,6 +303,7 @@ struct dcoll_mirror {
     void **dev;            /* the caller's buffers (a copy of the list) */
     void **host;           /* what the host path uses */
     int *device;           /* -1: host[i] is the caller's own */
+    bool *pinned;          /* host[i] is from the pinned pool */
     void *stream;          /* the call's (opts), or NULL: legacy */
 };
 
@@ -317,9 +318,10 @@ dcoll_status_t dcoll_mirror_make(const char *fn, const void *const *list,
         m->dev = calloc((size_t)n, sizeof(void *));
         m->host = calloc((size_t)n, sizeof(void *));
         m->device = malloc(sizeof(int) * (size_t)n);
+        m->pinned = calloc((size_t)n, sizeof(bool));
     }
     *out = m;
-    if (!m || !m->dev || !m->host || !m->device) {
+    if (!m || !m->dev || !m->host || !m->device || !m->pinned) {
         dcoll_mirror_free(m);
         *out = NULL;
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", fn);
@@ -350,12 +352,11 @@ dcoll_status_t dcoll_mirror_make(const char *fn, const void *const *list,
                                "on GPUs %d and %d; leave it out to use each "
                                "GPU's default stream", fn, first, dev);
         }
-        if (!(m->host[i] = p->host_alloc(bytes ? bytes : 1))) {
+        if (!(m->host[i] = dcoll_stage_take(bytes, &m->pinned[i]))) {
             dcoll_mirror_free(m);
             *out = NULL;
-            return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no pinned host "
-                               "memory for %zu bytes of buffer %d: %s", fn,
-                               bytes, i, p->last_error());
+            return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no host memory for "
+                               "%zu bytes of buffer %d", fn, bytes, i);
         }
         m->device[i] = dev;
         if (copy_in && bytes &&
@@ -396,9 +397,10 @@ void dcoll_mirror_free(struct dcoll_mirror *m)
 {
     if (!m)
         return;
-    for (int i = 0; m->host && m->device && i < m->n; i++)
-        if (m->device[i] >= 0 && m->host[i] && dcoll_gpu_plugin)
-            dcoll_gpu_plugin->host_free(m->host[i]);
+    for (int i = 0; m->host && m->device && m->pinned && i < m->n; i++)
+        if (m->device[i] >= 0 && m->host[i])
+            dcoll_stage_give(m->host[i], m->pinned[i]);
+    free(m->pinned);
     free(m->dev);
     free(m->host);
     free(m->device);

@@ -158,6 +158,7 @@ void dcoll_plugins_unload(void)
 {
     /* The CUDA runtime registers exit handlers; unloading it under them
      * is not safe, so the object stays mapped until the process ends. */
+    dcoll_stage_release();
     plugin = NULL;
     dcoll_gpu_plugin = NULL;
     handle = NULL;

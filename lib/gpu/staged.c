@@ -2,8 +2,9 @@
  * staged transport that serves device buffers through pinned host memory:
  * copy in on the caller's stream, run the MPI collective on the host
  * copies, copy out. It works for any placement of ranks on GPUs, shared
- * ones included, and for every type and op. Its record of a group holds
- * the group's pinned block, kept between calls. */
+ * ones included, and for every type and op. Host memory comes from the
+ * process's pool (pinned.c). */
+#include <stdio.h>
 #include <stdlib.h>
 #include "gpu.h"
 #include "plugin_abi.h"
@@ -97,17 +98,11 @@ static void extents(const struct dcoll_group *g, const struct dcoll_coll *c,
     *out = dcoll_span_bytes(k->out[role], b, g->size);
 }
 
-/* The transport's record of a group (g->tl[DCOLL_TL_STAGED]). */
-struct staged_group {
-    struct dcoll_kept pinned;  /* pinned by the CUDA plugin */
-};
-
 /* The copy-out half, run when the host collective is done. */
 struct staged {
     const dcoll_cuda_plugin_t *cu;
-    struct dcoll_kept *pinned; /* the group's */
-    char *block;            /* the pinned block; pinned's or our own */
-    bool own;
+    char *block;            /* from the pool */
+    bool pinned;
     char *dev_out;          /* device destination, NULL: nothing to copy */
     const char *host_out;
     size_t out_bytes;
@@ -117,7 +112,7 @@ struct staged {
 
 static void staged_release(struct staged *s)
 {
-    dcoll_kept_give(s->pinned, s->block, s->own, s->cu->host_free);
+    dcoll_stage_give(s->block, s->pinned);
     free(s);
 }
 
@@ -138,20 +133,9 @@ static dcoll_status_t finish_staged(struct dcoll_work *w, dcoll_status_t st)
     return copy_out(w->finish_data, st);
 }
 
-static void staged_group_free(struct dcoll_group *g)
-{
-    struct staged_group *sg = g->tl[DCOLL_TL_STAGED];
-    /* Only made where the plugin sees a GPU; it is still loaded here. */
-    if (sg && dcoll_gpu_plugin)
-        dcoll_kept_free(&sg->pinned, dcoll_gpu_plugin->host_free);
-    free(sg);
-    g->tl[DCOLL_TL_STAGED] = NULL;
-}
-
-/* Elementwise calls big enough to split: in chunks, so that copying one
- * chunk on the GPU overlaps the MPI transfer of the one before. */
-#define CHUNK ((size_t)1 << 20)
-
+/* Elementwise calls big enough to split: in chunks (DCOLL_STAGE_CHUNK),
+ * so that copying one chunk on the GPU overlaps the MPI transfer of the
+ * one before. */
 /* AVG of a floating type on GPU buffers: NCCL's way on this path too (a
  * sum of inputs times 1/n, dcoll_premul), so that a group's answer does
  * not hang on whether its ranks share a GPU. */
@@ -164,8 +148,35 @@ static bool premultiplies(const struct dcoll_coll *c)
 
 static bool pipelined(const struct dcoll_coll *c, size_t bytes, bool async)
 {
-    return !async && bytes >= 2 * CHUNK &&
+    return !async && bytes >= 2 * dcoll_stage_chunk &&
            dcoll_kind_has(c->kind, DCOLL_KF_ELEMENTWISE);
+}
+
+/* After the chunks, every rank learns whether every rank's copies
+ * worked. A rank whose copy failed still took part in every chunk, with
+ * what its host block held, so that no peer waits for a chunk that never
+ * comes; this says which result is spoiled, on every rank. */
+static dcoll_status_t copies_agree(struct dcoll_group *g, const char *fn,
+                                   const char *why)
+{
+    int mine = *why ? 1 : 0;
+    int *all = malloc(sizeof(int) * (size_t)g->size);
+    if (!all)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", fn);
+    dcoll_status_t st = g->svc->allgather_bytes(g, &mine, all, sizeof(int));
+    int first = -1;
+    for (int r = 0; !st && r < g->size && first < 0; r++)
+        if (all[r])
+            first = r;
+    free(all);
+    if (st || first < 0)
+        return st;
+    if (*why)
+        return dcoll_error(DCOLL_ERR_INTERNAL, "%s: %s; the result is not "
+                           "valid on any rank (each was told)", fn, why);
+    return dcoll_error(DCOLL_ERR_INTERNAL, "%s: rank %d of the group could "
+                       "not copy between its GPU and host memory, so the "
+                       "result is not valid on any rank", fn, first);
 }
 
 /* Blocking only. h holds the host copies (hsend, hrecv), dsend/drecv the
@@ -178,20 +189,20 @@ static dcoll_status_t run_chunks(struct dcoll_group *g, const struct dcoll_coll 
 {
     const dcoll_cuda_plugin_t *cu = s->cu;
     size_t esz = dcoll_dtype_sizes[h->dtype];
-    int64_t per = (int64_t)(CHUNK / esz), n = h->count;
+    int64_t per = (int64_t)(dcoll_stage_chunk / esz), n = h->count;
     int64_t k = (n + per - 1) / per;
     dcoll_status_t st = DCOLL_SUCCESS;
     const struct dcoll_backend *be = g->host;
     struct dcoll_work *w = NULL;
+    char why[DCOLL_ERROR_MAX / 2] = "";   /* this rank's first copy failure */
 #define SPAN(i) ((size_t)(i) * (size_t)per * esz)
 #define LEN(i) ((size_t)((i) + 1 < k ? per : n - (i) * per) * esz)
+#define FAILED(what)                                                         \
+    snprintf(why, sizeof(why), "%s GPU %d: %s", what, s->device,            \
+             cu->last_error())
     if (dsend && (cu->copy(dhost_in, dsend, LEN(0), s->device, s->stream) ||
-                  cu->sync(s->device, s->stream))) {
-        st = dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying the input off "
-                         "GPU %d: %s", fn, s->device, cu->last_error());
-        staged_release(s);
-        return st;
-    }
+                  cu->sync(s->device, s->stream)))
+        FAILED("copying the input off");
     for (int64_t i = 0; i < k && !st; i++) {
         struct dcoll_coll part = *h;
         part.count = (int64_t)(LEN(i) / esz);
@@ -207,7 +218,7 @@ static dcoll_status_t run_chunks(struct dcoll_group *g, const struct dcoll_coll 
         /* Each chunk keeps the whole call's deadline. */
         dcoll_work_stamp(w, g, h);
         /* While MPI moves chunk i, the GPU copies chunk i+1 out. */
-        int bad = dsend && i + 1 < k &&
+        int bad = !*why && dsend && i + 1 < k &&
                   cu->copy(dhost_in + SPAN(i + 1), dsend + SPAN(i + 1),
                            LEN(i + 1), s->device, s->stream);
         st = be->work_wait(w);
@@ -215,24 +226,21 @@ static dcoll_status_t run_chunks(struct dcoll_group *g, const struct dcoll_coll 
             *out = w->report; /* the roll goes with it */
         be->work_release(w);
         w = NULL;
-        if (!st && (bad || cu->sync(s->device, s->stream)))
-            st = dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying to or from "
-                             "GPU %d: %s", fn, s->device, cu->last_error());
+        if (!st && !*why && (bad || cu->sync(s->device, s->stream)))
+            FAILED("copying to or from");
         /* Chunk i's result goes back while the next chunk is reduced. */
-        if (!st && drecv &&
+        if (!st && !*why && drecv &&
             cu->copy(drecv + SPAN(i), hrecv_out + SPAN(i), LEN(i), s->device,
                      s->stream))
-            st = dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying the result "
-                             "back to GPU %d: %s", fn, s->device,
-                             cu->last_error());
+            FAILED("copying the result back to");
     }
 #undef SPAN
 #undef LEN
-    if (!st && cu->sync(s->device, s->stream))
-        st = dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying the result back "
-                         "to GPU %d: %s", fn, s->device, cu->last_error());
+    if (!st && !*why && cu->sync(s->device, s->stream))
+        FAILED("copying the result back to");
+#undef FAILED
     staged_release(s);
-    return st;
+    return st ? st : copies_agree(g, fn, why);
 }
 
 static dcoll_status_t staged_run(struct dcoll_group *g,
@@ -243,10 +251,6 @@ static dcoll_status_t staged_run(struct dcoll_group *g,
     const dcoll_cuda_plugin_t *cu = dcoll_gpu_plugin;
     const char *fn = c->fn;
     int device = c->device;
-    struct staged_group *sg = g->tl[DCOLL_TL_STAGED];
-    if (!sg && !(sg = g->tl[DCOLL_TL_STAGED] = calloc(1, sizeof(*sg))))
-        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
-                           "group's staging record", fn);
     void *stream = c->opts && (c->opts->mask & DCOLL_COLL_OPT_STREAM)
                        ? c->opts->stream : NULL;
     size_t in, out;
@@ -266,18 +270,14 @@ static dcoll_status_t staged_run(struct dcoll_group *g,
     size_t bytes = overlap ? (size_t)(hi_end - lo) : in + out;
 
     struct staged *s = calloc(1, sizeof(*s));
-    bool own = false;
-    char *block = s ? dcoll_kept_take(&sg->pinned, bytes ? bytes : 1, &own,
-                                      cu->host_alloc, cu->host_free)
-                    : NULL;
+    bool pinned = false;
+    char *block = s ? dcoll_stage_take(bytes, &pinned) : NULL;
     if (!block) {
         free(s);
-        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no pinned host memory "
-                           "for %zu bytes of staging: %s", fn, bytes,
-                           cu->last_error());
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no host memory for "
+                           "%zu bytes of staging", fn, bytes);
     }
-    *s = (struct staged){cu, &sg->pinned, block, own, NULL, NULL, 0, device,
-                         stream};
+    *s = (struct staged){cu, block, pinned, NULL, NULL, 0, device, stream};
     char *hsend = dsend ? (overlap ? block + (dsend - lo) : block) : NULL;
     char *hrecv = drecv ? (overlap ? block + (drecv - lo) : block + in)
                         : NULL;
@@ -323,6 +323,5 @@ static dcoll_status_t staged_run(struct dcoll_group *g,
 
 /* Its works are the host table's, which calls finish_staged at the end. */
 const struct dcoll_backend dcoll_staged_backend = {
-    "staged", DCOLL_TL_STAGED, staged_run, NULL, NULL, NULL,
-    staged_group_free,
+    "staged", DCOLL_TL_STAGED, staged_run, NULL, NULL, NULL, NULL,
 };

@@ -75,7 +75,8 @@ static unsigned delay_us = 200;
 static char *dev_base, *shadow_base;   /* the two mappings of the arena */
 static char *foreign_base;             /* memory of "another context" */
 static atomic_uint contexts;           /* bit d: device d has one */
-static atomic_long pinned_calls, queries;
+static atomic_long pinned_calls, queries, pinned_bytes;
+static atomic_long copies_left = -1;   /* fake_cuda_fault_after */
 static _Thread_local int current = -1; /* -1: none chosen on this thread */
 
 static void setup(void)
@@ -142,6 +143,16 @@ static int here(void)
 API unsigned fake_cuda_contexts(void)
 {
     return atomic_load(&contexts);
+}
+
+API long fake_cuda_pinned_bytes(void)
+{
+    return atomic_load(&pinned_bytes);
+}
+
+API void fake_cuda_fault_after(long copies)
+{
+    atomic_store(&copies_left, copies);
 }
 
 API long fake_cuda_pinned_calls(void)
@@ -272,6 +283,8 @@ static void *host_add(size_t size, enum cudaMemoryType type, int device)
         return NULL;
     }
     *r = (struct range){NULL, p, size ? size : 1, type, device};
+    if (type == cudaMemoryTypeHost)
+        atomic_fetch_add(&pinned_bytes, (long)r->size);
     pthread_mutex_lock(&mem_lock);
     r->next = ranges;
     ranges = r;
@@ -288,6 +301,8 @@ static bool host_remove(void *p, enum cudaMemoryType type)
             continue;
         *at = r->next;
         pthread_mutex_unlock(&mem_lock);
+        if (type == cudaMemoryTypeHost)
+            atomic_fetch_sub(&pinned_bytes, (long)r->size);
         free(r->p);
         free(r);
         return true;
@@ -795,6 +810,11 @@ API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
     STICKY();
     if (!bytes)
         return cudaSuccess;
+    if (atomic_load(&copies_left) >= 0 &&
+        atomic_fetch_sub(&copies_left, 1) == 0) {
+        fake_cuda_fault();
+        return ret(cudaErrorIllegalAddress);
+    }
     struct op *o = op_new(OP_COPY);
     if (!o)
         return ret(cudaErrorMemoryAllocation);

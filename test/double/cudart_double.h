@@ -8,6 +8,11 @@
 void fake_cuda_fault(void);
 /* Bit d set: device d has a context in this process. */
 unsigned fake_cuda_contexts(void);
+/* The sticky error of fake_cuda_fault from the copy after the next
+ * copies copies on (cudaMemcpyAsync and cudaMemcpy). */
+void fake_cuda_fault_after(long copies);
+/* Bytes of pinned host memory held now. */
+long fake_cuda_pinned_bytes(void);
 /* cudaMallocHost calls so far (each one synchronises the device). */
 long fake_cuda_pinned_calls(void);
 /* cudaPointerGetAttributes calls so far. */

@@ -19,6 +19,14 @@
  *             staged one alike: once a blocking call returns, once
  *             dcoll_work_wait returns, from any stream or the host (read
  *             here on a second non-blocking stream);
+ *   pinned    (test_double pinned; DCOLL_STAGE_PINNED=1M,
+ *             DCOLL_STAGE_CHUNK=256K) staging pins memory once, not per
+ *             call: rounds of async calls outstanding together and of
+ *             multi-buffer calls make a few blocks in all; a call bigger
+ *             than the budget stages through ordinary memory and pins
+ *             nothing more; a copy failing on one rank in the middle of
+ *             a pipelined call ends the call at once on every rank with
+ *             an error that names it, instead of a wait for the timeout;
  *   abort     (test_double abort) a lost peer: the rank that sees NCCL's
  *             asynchronous error and the ranks that time out each abort
  *             their communicator once; later calls on the group get a
@@ -275,6 +283,118 @@ static void valid(void)
     CHECK_OK(dcoll_group_destroy(&staged));
 }
 
+static dcoll_group_t *staged_group(double timeout)
+{
+    dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
+    p.mask = DCOLL_GROUP_PARAM_BACKEND | DCOLL_GROUP_PARAM_TIMEOUT |
+             DCOLL_GROUP_PARAM_ON_TIMEOUT;
+    p.backend = "mpi";
+    p.timeout = timeout;
+    p.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
+    dcoll_group_t *g = NULL;
+    CHECK_OK(dcoll_new_group(&g, NULL, 0, &p));
+    return g;
+}
+
+static float *filled(size_t count, float v)
+{
+    float *h = malloc(count * sizeof(float)), *d = NULL;
+    for (size_t i = 0; i < count; i++)
+        h[i] = v;
+    cudaMalloc((void **)&d, count * sizeof(float));
+    cudaMemcpy(d, h, count * sizeof(float), cudaMemcpyHostToDevice);
+    free(h);
+    return d;
+}
+
+/* count floats of d all want? */
+static int wrong(const float *d, size_t count, float want)
+{
+    float *h = malloc(count * sizeof(float));
+    cudaMemcpy(h, d, count * sizeof(float), cudaMemcpyDeviceToHost);
+    int bad = 0;
+    for (size_t i = 0; i < count; i++)
+        bad += h[i] != want;
+    free(h);
+    return bad;
+}
+
+static void pinned(void)
+{
+    dcoll_group_t *g = staged_group(60), *g2 = staged_group(60);
+    float *d[3];
+    for (int j = 0; j < 3; j++)
+        d[j] = filled(N, 1);
+    long before = fake_cuda_pinned_calls();
+    for (int round = 0; round < 10; round++) {
+        dcoll_work_t *w[3];
+        for (int j = 0; j < 3; j++)
+            CHECK_OK(dcoll_all_reduce(j == 2 ? g2 : g, d[j], d[j], N,
+                                      DCOLL_FLOAT32, DCOLL_MAX, NULL, &w[j]));
+        for (int j = 0; j < 3; j++) {
+            CHECK_OK(dcoll_work_wait(w[j]));
+            dcoll_work_free(&w[j]);
+        }
+        void *two[2] = {d[0], d[1]};
+        CHECK_OK(dcoll_all_reduce_multi(g, two, 2, N, DCOLL_FLOAT32,
+                                        DCOLL_MAX, NULL, NULL));
+    }
+    long made = fake_cuda_pinned_calls() - before;
+    CHECK(made <= 4, "30 async staged calls (3 at a time) and 10 multi "
+          "calls pinned memory %ld times: page-locking per call", made);
+    for (int j = 0; j < 3; j++) {
+        CHECK(!wrong(d[j], N, 1), "buffer %d after the rounds", j);
+        cudaFree(d[j]);
+    }
+
+    /* 8 MiB out, over the 1 MiB budget: ordinary memory, right answer. */
+    size_t each = (size_t)1 << 19, all = each * (size_t)n;
+    float *in = filled(each, (float)(t_rank + 1)), *out = filled(all, 0);
+    CHECK_OK(dcoll_all_gather(g, in, out, (int64_t)each, DCOLL_FLOAT32, NULL,
+                              NULL));
+    for (int r = 0; r < n; r++)
+        CHECK(!wrong(out + (size_t)r * each, each, (float)(r + 1)),
+              "big all_gather, block %d", r);
+    CHECK(fake_cuda_pinned_bytes() <= ((long)1 << 20),
+          "%ld bytes pinned, over DCOLL_STAGE_PINNED=1M",
+          fake_cuda_pinned_bytes());
+    /* A pipelined all_reduce (2 MiB in 256 KiB chunks). */
+    float *big = filled(each, 1);
+    CHECK_OK(dcoll_all_reduce(g, big, big, (int64_t)each, DCOLL_FLOAT32,
+                              DCOLL_SUM, NULL, NULL));
+    CHECK(!wrong(big, each, (float)n), "pipelined all_reduce");
+    CHECK_OK(dcoll_group_destroy(&g2));
+
+    /* The last rank's copies fail from its fourth on, mid-pipeline. */
+    if (n > 1) {
+        if (t_rank == n - 1)
+            fake_cuda_fault_after(3);
+        double t0 = t_now();
+        dcoll_status_t st = dcoll_all_reduce(g, big, big, (int64_t)each,
+                                             DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                                             NULL);
+        double took = t_now() - t0;
+        CHECK(st == DCOLL_ERR_INTERNAL && took < 20,
+              "a copy failing mid-pipeline on rank %d: %s after %.1f s (%s)",
+              n - 1, dcoll_status_string(st), took, dcoll_last_error());
+        if (t_rank == n - 1) {
+            CHECK(strstr(dcoll_last_error(), "illegal memory access") &&
+                      strstr(dcoll_last_error(), "not valid on any rank"),
+                  "the failing rank's message: %s", dcoll_last_error());
+        } else {
+            char want[64];
+            snprintf(want, sizeof(want), "rank %d of the group could not "
+                     "copy", n - 1);
+            CHECK(strstr(dcoll_last_error(), want), "a peer's message: %s",
+                  dcoll_last_error());
+        }
+    }
+    /* The group is whole (every rank ran every chunk); CUDA is dead on
+     * the last rank, so the check is a host barrier. */
+    CHECK_OK(dcoll_barrier(g, NULL, NULL));
+    CHECK_OK(dcoll_group_destroy(&g));
+}
+
 static void lost_peer(void)
 {
     dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
@@ -401,6 +521,7 @@ int main(int argc, char **argv)
 {
     bool ctx_mode = argc > 1 && !strcmp(argv[1], "contexts");
     bool abort_mode = argc > 1 && !strcmp(argv[1], "abort");
+    bool pinned_mode = argc > 1 && !strcmp(argv[1], "pinned");
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -414,6 +535,8 @@ int main(int argc, char **argv)
         contexts();
     } else if (abort_mode) {
         lost_peer();
+    } else if (pinned_mode) {
+        pinned();
     } else {
         the_double();
         foreign();
@@ -423,9 +546,10 @@ int main(int argc, char **argv)
         agree();
         valid();
     }
-    int rc = t_finish(ctx_mode     ? "double contexts"
-                      : abort_mode ? "double abort"
-                                   : "double");
+    int rc = t_finish(ctx_mode      ? "double contexts"
+                      : abort_mode  ? "double abort"
+                      : pinned_mode ? "double pinned"
+                                    : "double");
     dcoll_finalize();
     MPI_Finalize();
     return rc;

@@ -303,6 +303,11 @@ static int config(void)
         {"DCOLL_FLIGHT_RECORDER", "-3", "DCOLL_FLIGHT_RECORDER='-3'"},
         {"DCOLL_ON_TIMEOUT", "exit", "DCOLL_ON_TIMEOUT='exit' is not "
                                      "'abort' or 'return'"},
+        {"DCOLL_STAGE_CHUNK", "1X", "DCOLL_STAGE_CHUNK='1X' is not a size "
+                                    "from 4K to 1G"},
+        {"DCOLL_STAGE_CHUNK", "100", "DCOLL_STAGE_CHUNK='100'"},
+        {"DCOLL_STAGE_PINNED", "-5M", "DCOLL_STAGE_PINNED='-5M' is not a "
+                                      "size"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         setenv(bad[i].var, bad[i].value, 1);
