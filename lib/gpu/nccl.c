@@ -171,7 +171,6 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
     const char *fn = c->fn;
     int device = c->device;
     dcoll_status_t st;
-    (void)out;
     if (c->multi)
         return dcoll_gpu_multi_run(g, c, work, out);
     struct dcoll_nccl_group *ng = dcoll_nccl_group(g, fn);
@@ -181,10 +180,12 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
         return st;
     if (ng->state == NCCL_SHARED)
         return DCOLL_DECLINED;
-    if (device != ng->device)
+    if (device != ng->device) {
+        out->refused = true;   /* this rank alone: it did not run */
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: the buffers are on GPU %d, but this "
                            "group's GPU is %d", fn, device, ng->device);
+    }
     void *stream = c->opts && (c->opts->mask & DCOLL_COLL_OPT_STREAM)
                        ? c->opts->stream : NULL;
     dcoll_plugin_call_t call = {

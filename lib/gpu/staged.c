@@ -272,8 +272,11 @@ static dcoll_status_t staged_run(struct dcoll_group *g,
     struct staged *s = calloc(1, sizeof(*s));
     bool pinned = false;
     char *block = s ? dcoll_stage_take(bytes, &pinned) : NULL;
+    /* Failing before the host call, this rank did not run it: refused
+     * here alone (the core leaves the group, and the others learn why). */
     if (!block) {
         free(s);
+        oc->refused = true;
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no host memory for "
                            "%zu bytes of staging", fn, bytes);
     }
@@ -304,6 +307,7 @@ static dcoll_status_t staged_run(struct dcoll_group *g,
         (cu->copy(overlap ? block : hsend, from, in_bytes, device, stream) ||
          cu->sync(device, stream))) {
         staged_release(s);
+        oc->refused = true;
         return dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying the input off "
                            "GPU %d: %s", fn, device, cu->last_error());
     }

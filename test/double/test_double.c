@@ -27,6 +27,11 @@
  *             nothing more; a copy failing on one rank in the middle of
  *             a pipelined call ends the call at once on every rank with
  *             an error that names it, instead of a wait for the timeout;
+ *   copyfail  (test_double copyfail, 2 ranks or more) the last rank's copy
+ *             off its GPU fails before a staged call's host part: it
+ *             leaves the group, which is unusable there, and the others'
+ *             call fails at the group's deadline naming it and why,
+ *             rather than matching the rank's next call;
  *   abort     (test_double abort) a lost peer: the rank that sees NCCL's
  *             asynchronous error and the ranks that time out each abort
  *             their communicator once; later calls on the group get a
@@ -395,6 +400,36 @@ static void pinned(void)
     CHECK_OK(dcoll_group_destroy(&g));
 }
 
+static void copy_fails(void)
+{
+    dcoll_group_t *g = staged_group(3);
+    float *d = filled(N, 1);
+    if (t_rank == n - 1)
+        fake_cuda_fault_after(0);
+    dcoll_status_t st = dcoll_all_reduce(g, d, d, N, DCOLL_FLOAT32,
+                                         DCOLL_SUM, NULL, NULL);
+    char want[160];
+    snprintf(want, sizeof(want), "rank %d (world %d) refused all_reduce #1: "
+             "copying the input off GPU 0", n - 1, n - 1);
+    if (t_rank == n - 1) {
+        CHECK(st == DCOLL_ERR_INTERNAL &&
+                  strstr(dcoll_last_error(), "copying the input off"),
+              "the failing rank: %s (%s)", dcoll_status_string(st),
+              dcoll_last_error());
+        st = dcoll_barrier(g, NULL, NULL);
+        CHECK(st == DCOLL_ERR_GROUP_FAILED, "its next call: %s (%s)",
+              dcoll_status_string(st), dcoll_last_error());
+    } else {
+        CHECK(st == DCOLL_ERR_TIMEOUT && strstr(dcoll_last_error(), want),
+              "a peer: %s (%s), want \"%s\"", dcoll_status_string(st),
+              dcoll_last_error(), want);
+    }
+    /* In a dcoll call meanwhile, the last rank answers the others' roll
+     * call with its reason. */
+    CHECK_OK(dcoll_barrier(NULL, NULL, NULL));
+    CHECK_OK(dcoll_group_destroy(&g));
+}
+
 static void lost_peer(void)
 {
     dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
@@ -522,7 +557,11 @@ int main(int argc, char **argv)
     bool ctx_mode = argc > 1 && !strcmp(argv[1], "contexts");
     bool abort_mode = argc > 1 && !strcmp(argv[1], "abort");
     bool pinned_mode = argc > 1 && !strcmp(argv[1], "pinned");
-    MPI_Init(&argc, &argv);
+    bool copy_mode = argc > 1 && !strcmp(argv[1], "copyfail");
+    /* MPI_THREAD_MULTIPLE, as dcoll_init asks when it starts MPI itself:
+     * the watchdog then answers the others' roll calls at any time. */
+    int level;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
     MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     if (!ctx_mode)
@@ -537,6 +576,8 @@ int main(int argc, char **argv)
         lost_peer();
     } else if (pinned_mode) {
         pinned();
+    } else if (copy_mode) {
+        copy_fails();
     } else {
         the_double();
         foreign();
@@ -549,6 +590,7 @@ int main(int argc, char **argv)
     int rc = t_finish(ctx_mode      ? "double contexts"
                       : abort_mode  ? "double abort"
                       : pinned_mode ? "double pinned"
+                      : copy_mode   ? "double copyfail"
                                     : "double");
     dcoll_finalize();
     MPI_Finalize();
