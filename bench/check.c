@@ -158,14 +158,27 @@ long perf_check(struct perf_ctx *c, const struct perf_coll *k)
     if (k->coalesced || strcmp(k->name, "barrier") == 0)
         goto out;
 
-    fill(c->send, c, red, me, k->blocks ? all : n, 0);
-    memset(c->recv, 0, c->recvbytes);
+    /* On GPU buffers (-m cuda), filled and read through host images. */
+    void *in = c->cuda ? c->hsend : c->send;
+    void *res = c->cuda ? c->hrecv : c->recv;
+    fill(in, c, red, me, k->blocks ? all : n, 0);
+    memset(res, 0, c->recvbytes);
     if (strcmp(k->name, "broadcast") == 0 && root)
-        fill(c->recv, c, false, me, n, 0);
+        fill(res, c, false, me, n, 0);
+#ifdef DCOLL_PERF_CUDA
+    if (c->cuda) {
+        perf_cuda_copy(c->send, in, c->sendbytes);
+        perf_cuda_copy(c->recv, res, c->recvbytes);
+    }
+#endif
     if (k->dcoll(c)) {
         wrong = -2;
         goto out;
     }
+#ifdef DCOLL_PERF_CUDA
+    if (c->cuda)
+        perf_cuda_copy(res, c->recv, c->recvbytes);
+#endif
     /* A vector form with every count the same checks as its plain form. */
     char plain[32];
     snprintf(plain, sizeof(plain), "%s", k->name);
@@ -175,24 +188,24 @@ long perf_check(struct perf_ctx *c, const struct perf_coll *k)
     const char *nm = plain;
     for (size_t i = 0; i < n; i++) {
         if (!strcmp(nm, "all_reduce") || (!strcmp(nm, "reduce") && root)) {
-            wrong += differs(c, c->recv, i, fold(c, i));
+            wrong += differs(c, res, i, fold(c, i));
         } else if (!strcmp(nm, "reduce_scatter")) {
-            wrong += differs(c, c->recv, i, fold(c, me * n + i));
+            wrong += differs(c, res, i, fold(c, me * n + i));
         } else if (!strcmp(nm, "broadcast")) {
-            wrong += differs(c, c->recv, i, val(c, false, c->groot, i));
+            wrong += differs(c, res, i, val(c, false, c->groot, i));
         } else if (!strcmp(nm, "scatter")) {
-            wrong += differs(c, c->recv, i,
+            wrong += differs(c, res, i,
                              val(c, false, c->groot, me * n + i));
         } else if (!strcmp(nm, "send_recv")) {
-            wrong += differs(c, c->recv, i, val(c, false, prev, i));
+            wrong += differs(c, res, i, val(c, false, prev, i));
         } else {
             for (int r = 0; r < c->size; r++) {
                 size_t at = r * n + i;
                 if (!strcmp(nm, "all_gather") ||
                     (!strcmp(nm, "gather") && root))
-                    wrong += differs(c, c->recv, at, val(c, false, r, i));
+                    wrong += differs(c, res, at, val(c, false, r, i));
                 else if (!strcmp(nm, "all_to_all"))
-                    wrong += differs(c, c->recv, at,
+                    wrong += differs(c, res, at,
                                      val(c, false, r, me * n + i));
             }
         }

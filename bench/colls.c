@@ -50,7 +50,7 @@ static double f_allreduce(int n)
 /* broadcast */
 static int bcast_d(struct perf_ctx *c)
 {
-#define CALL(wp) dcoll_broadcast(c->group, c->recv, ARGS(c), c->root, NULL, wp)
+#define CALL(wp) dcoll_broadcast(c->group, c->recv, ARGS(c), c->root, c->opts, wp)
     DCOLL_CALL(c, CALL);
 #undef CALL
 }
@@ -65,7 +65,7 @@ static int bcast_r(struct perf_ctx *c)
 static int allreduce_d(struct perf_ctx *c)
 {
 #define CALL(wp) dcoll_all_reduce(c->group, c->send, c->recv, ARGS(c),       \
-                                  c->o->op, NULL, wp)
+                                  c->o->op, c->opts, wp)
     DCOLL_CALL(c, CALL);
 #undef CALL
 }
@@ -83,7 +83,7 @@ static int reduce_d(struct perf_ctx *c)
 {
     void *out = c->rank == c->groot ? c->recv : NULL;
 #define CALL(wp) dcoll_reduce(c->group, c->send, out, ARGS(c), c->o->op,     \
-                              c->root, NULL, wp)
+                              c->root, c->opts, wp)
     DCOLL_CALL(c, CALL);
 #undef CALL
 }
@@ -100,7 +100,7 @@ static int reduce_r(struct perf_ctx *c)
 /* all_gather */
 static int allgather_d(struct perf_ctx *c)
 {
-#define CALL(wp) dcoll_all_gather(c->group, c->send, c->recv, ARGS(c), NULL, wp)
+#define CALL(wp) dcoll_all_gather(c->group, c->send, c->recv, ARGS(c), c->opts, wp)
     DCOLL_CALL(c, CALL);
 #undef CALL
 }
@@ -117,7 +117,7 @@ static int allgather_r(struct perf_ctx *c)
 static int gather_d(struct perf_ctx *c)
 {
     void *out = c->rank == c->groot ? c->recv : NULL;
-#define CALL(wp) dcoll_gather(c->group, c->send, out, ARGS(c), c->root, NULL, wp)
+#define CALL(wp) dcoll_gather(c->group, c->send, out, ARGS(c), c->root, c->opts, wp)
     DCOLL_CALL(c, CALL);
 #undef CALL
 }
@@ -134,7 +134,7 @@ static int gather_r(struct perf_ctx *c)
 static int scatter_d(struct perf_ctx *c)
 {
     const void *in = c->rank == c->groot ? c->send : NULL;
-#define CALL(wp) dcoll_scatter(c->group, in, c->recv, ARGS(c), c->root, NULL, wp)
+#define CALL(wp) dcoll_scatter(c->group, in, c->recv, ARGS(c), c->root, c->opts, wp)
     DCOLL_CALL(c, CALL);
 #undef CALL
 }
@@ -151,7 +151,7 @@ static int scatter_r(struct perf_ctx *c)
 static int redscat_d(struct perf_ctx *c)
 {
 #define CALL(wp) dcoll_reduce_scatter(c->group, c->send, c->recv, ARGS(c),   \
-                                      c->o->op, NULL, wp)
+                                      c->o->op, c->opts, wp)
     DCOLL_CALL(c, CALL);
 #undef CALL
 }
@@ -168,7 +168,7 @@ static int redscat_r(struct perf_ctx *c)
 /* all_to_all */
 static int alltoall_d(struct perf_ctx *c)
 {
-#define CALL(wp) dcoll_all_to_all(c->group, c->send, c->recv, ARGS(c), NULL, wp)
+#define CALL(wp) dcoll_all_to_all(c->group, c->send, c->recv, ARGS(c), c->opts, wp)
     DCOLL_CALL(c, CALL);
 #undef CALL
 }

@@ -147,12 +147,14 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
         }
     }
     if (strcmp(mem, "cuda") == 0) {
-        SAY("dcoll-perf: -m cuda: GPU buffers are not measured yet (the "
-            "NCCL and staged paths exist; this benchmark's GPU side does "
-            "not)\n");
+#ifdef DCOLL_PERF_CUDA
+        o->cuda = true;
+#else
+        SAY("dcoll-perf: -m cuda: this dcoll-perf was built without the "
+            "CUDA toolkit's headers\n");
         return -1;
-    }
-    if (strcmp(mem, "host") != 0) {
+#endif
+    } else if (strcmp(mem, "host") != 0) {
         SAY("dcoll-perf: -m '%s': use host or cuda\n", mem);
         return -1;
     }
@@ -178,6 +180,14 @@ bad:
     usage();
     return -1;
 }
+
+#ifdef DCOLL_PERF_CUDA
+/* The raw side on GPU buffers: the collective's own by hand. */
+static int cuda_raw(struct perf_ctx *c)
+{
+    return perf_cuda_raw(c, c->coll);
+}
+#endif
 
 static void die(const char *what, const char *coll)
 {
@@ -425,6 +435,9 @@ int main(int argc, char **argv)
     dcoll_group_size(c.group, &c.size);
     struct perf_row *rows = NULL;
     int nrows = 0;
+#ifdef DCOLL_PERF_CUDA
+    dcoll_coll_opts_t gpu_opts = DCOLL_COLL_OPTS_INIT;
+#endif
 
     if (c.rank != DCOLL_NON_MEMBER) {
         if (dcoll_group_mpi_comm(c.group, &c.comm))
@@ -437,6 +450,34 @@ int main(int argc, char **argv)
             die("dcoll_group_group_rank", "(-r)");
         size_t gap = (size_t)o.ntensors * 64 * (size_t)c.size;
         char *send = malloc(o.maxbytes + gap), *recv = malloc(o.maxbytes + gap);
+#ifdef DCOLL_PERF_CUDA
+        char *pin_send = NULL, *pin_recv = NULL;
+        if (o.cuda) {
+            const char *path;
+            if (perf_cuda_open(&c, &path))
+                MPI_Abort(MPI_COMM_WORLD, 2);
+            c.cuda = true;
+            gpu_opts.mask = DCOLL_COLL_OPT_STREAM;
+            gpu_opts.stream = c.stream;
+            c.opts = &gpu_opts;
+            /* send and recv become the host images; the GPU's own. */
+            c.hsend = send;
+            c.hrecv = recv;
+            send = perf_cuda_alloc(o.maxbytes + gap, false);
+            recv = perf_cuda_alloc(o.maxbytes + gap, false);
+            pin_send = perf_cuda_alloc(o.maxbytes + gap, true);
+            pin_recv = perf_cuda_alloc(o.maxbytes + gap, true);
+            if (!send || !recv || !pin_send || !pin_recv) {
+                fprintf(stderr, "dcoll-perf: -m cuda: no memory for "
+                        "%zu-byte GPU and pinned buffers\n", o.maxbytes);
+                MPI_Abort(MPI_COMM_WORLD, 1);
+            }
+            perf_cuda_mirrors(pin_send, pin_recv);
+            if (c.rank == 0)
+                printf("# GPU buffers (-m cuda), on dcoll's GPU, one "
+                       "non-blocking stream for both sides; %s\n", path);
+        }
+#endif
         c.pack = malloc(2 * o.maxbytes + 64);
         c.sendv = malloc(sizeof(void *) * (size_t)o.ntensors);
         c.recvv = malloc(sizeof(void *) * (size_t)o.ntensors);
@@ -446,8 +487,13 @@ int main(int argc, char **argv)
                     o.maxbytes);
             MPI_Abort(MPI_COMM_WORLD, 1);
         }
-        memset(send, 0, o.maxbytes + gap);   /* touch every page now */
-        memset(recv, 0, o.maxbytes + gap);
+        if (!c.cuda) {
+            memset(send, 0, o.maxbytes + gap);   /* touch every page now */
+            memset(recv, 0, o.maxbytes + gap);
+        } else {
+            memset(c.hsend, 0, o.maxbytes + gap);
+            memset(c.hrecv, 0, o.maxbytes + gap);
+        }
         memset(c.pack, 0, 2 * o.maxbytes + 64);
 
         int nsizes = 1;
@@ -457,20 +503,47 @@ int main(int argc, char **argv)
             nsizes++;
         rows = calloc((size_t)(nsizes * ntodo), sizeof(*rows));
         for (int t = 0; t < ntodo; t++) {
+            const struct perf_coll *k = todo[t];
+#ifdef DCOLL_PERF_CUDA
+            struct perf_coll gpu_k;
+            if (c.cuda) {
+                if (!perf_cuda_takes(&c, k)) {
+                    if (c.rank == 0)
+                        printf("# %s: not measured on GPU buffers here\n",
+                               k->name);
+                    continue;
+                }
+                gpu_k = *k;
+                gpu_k.raw = cuda_raw;
+                c.coll = k;
+                k = &gpu_k;
+            }
+#endif
             if (c.rank == 0)
-                perf_header(&o, todo[t], c.size, gname);
+                perf_header(&o, k, c.size, gname);
             double s = (double)o.minbytes;
             /* A barrier moves no data: one row, size 0. */
-            bool barrier = strcmp(todo[t]->name, "barrier") == 0;
+            bool barrier = strcmp(k->name, "barrier") == 0;
             for (int i = 0; i < (barrier ? 1 : nsizes); i++, s *= o.factor) {
-                run_size(&c, todo[t], barrier ? 0 : (size_t)s, send, recv,
+                run_size(&c, k, barrier ? 0 : (size_t)s, send, recv,
                          &rows[nrows]);
                 if (c.rank == 0)
-                    perf_print(&rows[nrows], todo[t]->coalesced);
+                    perf_print(&rows[nrows], k->coalesced);
                 fflush(stdout);
                 nrows++;
             }
         }
+#ifdef DCOLL_PERF_CUDA
+        if (c.cuda) {
+            perf_cuda_free(send, false);
+            perf_cuda_free(recv, false);
+            perf_cuda_free(pin_send, true);
+            perf_cuda_free(pin_recv, true);
+            perf_cuda_close();
+            send = c.hsend;
+            recv = c.hrecv;
+        }
+#endif
         free(send);
         free(recv);
         free(c.pack);

@@ -26,6 +26,7 @@ struct perf_opts {
     int *members;           /* -g: world ranks of the group; NULL: world */
     int nmembers;
     const char *out;        /* -o: .json or .csv */
+    bool cuda;              /* -m cuda: GPU buffers */
 };
 
 /* Everything one measurement needs. */
@@ -50,6 +51,13 @@ struct perf_ctx {
     void **sendv, **recvv;
     int64_t *counts;
     void *pack;             /* the hand-packed staging buffer */
+    /* -m cuda: send and recv are GPU memory; hsend and hrecv their host
+     * images for the check; opts carries the stream. */
+    bool cuda;
+    void *stream;
+    const dcoll_coll_opts_t *opts;
+    void *hsend, *hrecv;
+    const struct perf_coll *coll;   /* the one being measured */
 };
 
 struct perf_coll {
@@ -67,6 +75,20 @@ extern const int perf_ncolls;
 
 /* check.c: fill inputs, run once through dcoll, count wrong elements. */
 long perf_check(struct perf_ctx *c, const struct perf_coll *k);
+
+/* cuda.c (built where the CUDA headers are): -m cuda. open: load CUDA
+ * and NCCL, pick dcoll's GPU, make a stream and the raw side's NCCL
+ * communicator; *path says what the raw side is. takes: whether k can
+ * run on GPU buffers here. raw: k by hand (NCCL, or staged by hand
+ * through the pinned mirrors). */
+int perf_cuda_open(struct perf_ctx *c, const char **path);
+void perf_cuda_close(void);
+void *perf_cuda_alloc(size_t bytes, bool host_pinned);
+void perf_cuda_free(void *p, bool host_pinned);
+void perf_cuda_mirrors(char *send, char *recv);
+void perf_cuda_copy(void *dst, const void *src, size_t bytes);
+bool perf_cuda_takes(const struct perf_ctx *c, const struct perf_coll *k);
+int perf_cuda_raw(struct perf_ctx *c, const struct perf_coll *k);
 
 /* One row of results. */
 struct perf_row {
