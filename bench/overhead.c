@@ -5,6 +5,7 @@
  * of the loops' inclusive instruction counts by N. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <valgrind/callgrind.h>
 #include "dcoll/dcoll_mpi.h"
 
@@ -13,6 +14,10 @@
 
 static MPI_Comm comm;
 static float s[64], r[64];
+/* DCOLL_OVERHEAD_MEMORY=host: every call says its buffers are host
+ * memory (opts.memory), as a host code on a GPU machine can. */
+static const dcoll_coll_opts_t *opts;
+static dcoll_coll_opts_t host_opts = DCOLL_COLL_OPTS_INIT;
 
 #define PAIR(name, dcoll_call, raw_call)                                     \
     NOINLINE static int via_dcoll_##name(void)                                   \
@@ -31,32 +36,32 @@ static float s[64], r[64];
     }
 
 PAIR(all_reduce,
-     dcoll_all_reduce(NULL, s, r, 2, DCOLL_FLOAT32, DCOLL_SUM, NULL, NULL),
+     dcoll_all_reduce(NULL, s, r, 2, DCOLL_FLOAT32, DCOLL_SUM, opts, NULL),
      MPI_Allreduce(s, r, 2, MPI_FLOAT, MPI_SUM, comm))
 PAIR(broadcast,
-     dcoll_broadcast(NULL, r, 2, DCOLL_FLOAT32, 0, NULL, NULL),
+     dcoll_broadcast(NULL, r, 2, DCOLL_FLOAT32, 0, opts, NULL),
      MPI_Bcast(r, 2, MPI_FLOAT, 0, comm))
 PAIR(reduce,
-     dcoll_reduce(NULL, s, r, 2, DCOLL_FLOAT32, DCOLL_SUM, 0, NULL, NULL),
+     dcoll_reduce(NULL, s, r, 2, DCOLL_FLOAT32, DCOLL_SUM, 0, opts, NULL),
      MPI_Reduce(s, r, 2, MPI_FLOAT, MPI_SUM, 0, comm))
 PAIR(all_gather,
-     dcoll_all_gather(NULL, s, r, 2, DCOLL_FLOAT32, NULL, NULL),
+     dcoll_all_gather(NULL, s, r, 2, DCOLL_FLOAT32, opts, NULL),
      MPI_Allgather(s, 2, MPI_FLOAT, r, 2, MPI_FLOAT, comm))
 PAIR(reduce_scatter,
-     dcoll_reduce_scatter(NULL, s, r, 2, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+     dcoll_reduce_scatter(NULL, s, r, 2, DCOLL_FLOAT32, DCOLL_SUM, opts,
                           NULL),
      MPI_Reduce_scatter_block(s, r, 2, MPI_FLOAT, MPI_SUM, comm))
 PAIR(all_to_all,
-     dcoll_all_to_all(NULL, s, r, 2, DCOLL_FLOAT32, NULL, NULL),
+     dcoll_all_to_all(NULL, s, r, 2, DCOLL_FLOAT32, opts, NULL),
      MPI_Alltoall(s, 2, MPI_FLOAT, r, 2, MPI_FLOAT, comm))
-PAIR(barrier, dcoll_barrier(NULL, NULL, NULL), MPI_Barrier(comm))
+PAIR(barrier, dcoll_barrier(NULL, opts, NULL), MPI_Barrier(comm))
 
 /* Async: the handle's life (make, wait, free) against request + wait. */
 static dcoll_status_t dcoll_iallreduce(void)
 {
     dcoll_work_t *w;
     dcoll_status_t st = dcoll_all_reduce(NULL, s, r, 2, DCOLL_FLOAT32,
-                                         DCOLL_SUM, NULL, &w);
+                                         DCOLL_SUM, opts, &w);
     if (st == DCOLL_SUCCESS)
         st = dcoll_work_wait(w);
     dcoll_work_free(&w);
@@ -79,6 +84,12 @@ int main(int argc, char **argv)
         dcoll_group_mpi_comm(NULL, &comm)) {
         fprintf(stderr, "overhead: %s\n", dcoll_last_error());
         MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    const char *mem = getenv("DCOLL_OVERHEAD_MEMORY");
+    if (mem && !strcmp(mem, "host")) {
+        host_opts.mask = DCOLL_COLL_OPT_MEMORY;
+        host_opts.memory = DCOLL_MEMORY_HOST;
+        opts = &host_opts;
     }
     int bad = 0;
     /* Twice: the first pass warms caches and binds lazy symbols; the stats

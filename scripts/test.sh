@@ -10,3 +10,8 @@ meson test -C build --print-errorlogs "$@"
 [ $# -gt 0 ] || ./scripts/mpich.sh
 [ $# -gt 0 ] || ./scripts/sanitize.sh
 [ $# -gt 0 ] || ./scripts/fuzz.sh
+# And the GPU machine's one command, here on the CUDA and NCCL doubles
+# (where the toolkit's headers are), so it is tested before a GPU runs it.
+if [ $# -eq 0 ] && [ -f "${CUDA_HOME:-/usr/local/cuda}/include/nccl.h" ]; then
+    ./scripts/gpu.sh build-gpu/out
+fi
