@@ -18,7 +18,13 @@ static inline dcoll_status_t dcoll_route_run(struct dcoll_group *g,
                                              struct dcoll_work **work,
                                              struct dcoll_outcome *out)
 {
-    if (DCOLL_LIKELY(g->choice <= DCOLL_CHOICE_MPI && !dcoll_gpu_present()))
+    /* Host memory: no GPU here, or the caller said so (opts.memory), in
+     * which case no pointer is asked about; a barrier has no buffers. */
+    if (DCOLL_LIKELY(g->choice <= DCOLL_CHOICE_MPI &&
+                     (!dcoll_gpu_present() ||
+                      c->kind == DCOLL_COLL_BARRIER ||
+                      (c->opts && (c->opts->mask & DCOLL_COLL_OPT_MEMORY) &&
+                       c->opts->memory == DCOLL_MEMORY_HOST))))
         return dcoll_mpi_backend.coll(g, c, work, out);
     return dcoll_route_slow(g, c, work, out);
 }
