@@ -18,6 +18,7 @@
 #pragma weak ncclAlltoAll
 #pragma weak ncclGather
 #pragma weak ncclScatter
+#pragma weak ncclCommSplit
 
 struct comm {
     ncclComm_t nc;   /* NULL once aborted */
@@ -187,6 +188,48 @@ int dcoll_nccl_comms(const void *id, int nranks, int first, int ndev,
         }
     }
     return rc;
+}
+
+/* A child communicator from parent's (ncclCommSplit, NCCL 2.18 on),
+ * sharing its resources (splitShare: nccl.h's config), nonblocking as
+ * every communicator here: the parent and the child are settled. Ranks
+ * with a negative color take part and get none. */
+int dcoll_nccl_split(void *parent, int color, int key, double timeout,
+                     void **out)
+{
+    struct comm *p = parent;
+    *out = NULL;
+    if (!ncclCommSplit)
+        return dcoll_cuda_fail("ncclCommSplit", "this NCCL has none");
+    if (!p->nc)
+        return gone(p, "ncclCommSplit");
+    struct comm *c = calloc(1, sizeof(*c));
+    if (!c)
+        return dcoll_cuda_fail("dcoll_nccl_split", "no memory");
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    cfg.splitShare = 1;
+    int old = dcoll_cuda_enter(p->device), rc;
+    ncclResult_t r = ncclCommSplit(p->nc, color < 0 ? NCCL_SPLIT_NOCOLOR
+                                                    : color,
+                                   key, &c->nc, &cfg);
+    if (r != ncclSuccess && r != ncclInProgress) {
+        rc = nccl_failed("ncclCommSplit", r);
+    } else {
+        rc = settle(p, timeout, "ncclCommSplit");
+        if (!rc && c->nc)
+            rc = settle(c, timeout, "ncclCommSplit");
+    }
+    dcoll_cuda_leave(old, p->device);
+    if (rc || !c->nc) {
+        if (c->nc)
+            kill(c, "");
+        free(c);
+        return rc;
+    }
+    c->device = p->device;
+    *out = c;
+    return 0;
 }
 
 int dcoll_nccl_group_start(void)

@@ -24,6 +24,8 @@ int dcoll_nccl_comms(const void *id, int nranks, int first, int ndev,
 int dcoll_nccl_group_start(void);
 int dcoll_nccl_group_end(void *const *comms, int n, double timeout);
 void dcoll_nccl_free(void *comm);
+int dcoll_nccl_split(void *parent, int color, int key, double timeout,
+                     void **comm);
 int dcoll_nccl_takes(const dcoll_plugin_call_t *c);
 int dcoll_nccl_coll(void *comm, const dcoll_plugin_call_t *c, int rank,
                     int size, void *stream, double timeout);

@@ -293,13 +293,14 @@ static const dcoll_cuda_plugin_t table = {
     .group_start = dcoll_nccl_group_start,
     .group_end = dcoll_nccl_group_end,
     .nccl_takes = dcoll_nccl_takes,
+    .nccl_split = dcoll_nccl_split,
 #endif
 };
 
 __attribute__((visibility("default")))
-const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v7(void);
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v8(void);
 
-const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v7(void)
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v8(void)
 {
     return &table;
 }

@@ -236,6 +236,12 @@ dcoll_status_t dcoll_backend_lookup(const char *name,
     return DCOLL_SUCCESS;
 }
 
+bool dcoll_opts_nccl(const struct dcoll_group_opts *o)
+{
+    return o->be && (o->be->choice == DCOLL_CHOICE_AUTO ||
+                     o->be->choice == DCOLL_CHOICE_NCCL);
+}
+
 dcoll_status_t dcoll_backend_attach(struct dcoll_group *g,
                                     const struct dcoll_backend_entry *e,
                                     const char *fn)

@@ -64,11 +64,15 @@ dcoll_status_t dcoll_group_params_read(const dcoll_group_params_t *params,
 dcoll_status_t dcoll_group_agree_args(struct dcoll_group *g,
                                       dcoll_status_t local, const char *fn);
 /* Make a member's group on comm (collective over its members): ranks
- * (group rank -> world rank, any order) and comm become the group's; on
- * failure both are freed. */
+ * (group rank -> world rank, any order) and comm become the group's, and
+ * nccl, its NCCL communicator split from parent's (or NULL); on failure
+ * all are freed. */
 dcoll_status_t dcoll_group_make(void *comm, int me, int n, int *ranks, int id,
                                 const struct dcoll_group_opts *o,
-                                const char *fn, struct dcoll_group **out);
+                                const char *fn, struct dcoll_group *parent,
+                                void *nccl, struct dcoll_group **out);
+/* backend.c: whether a group made with o may put GPU buffers on NCCL. */
+bool dcoll_opts_nccl(const struct dcoll_group_opts *o);
 /* Free a group's coalescing buffer (group destroy, finalize). */
 void dcoll_group_stage_free(struct dcoll_group *g);
 

@@ -295,6 +295,9 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
     st = dcoll_world.svc->split(&dcoll_world, me >= 0 ? 0 : -1, me, &comm);
     /* Every world rank counts the group, member or not: ids agree. */
     int id = ++dcoll_groups_made;
+    void *nccl = st ? NULL
+                    : dcoll_nccl_split_from(&dcoll_world, me >= 0 ? 0 : -1,
+                                            me, dcoll_opts_nccl(&a.o));
     if (st || me < 0) {
         free(sorted);
         if (!st)
@@ -302,7 +305,7 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
         return st;
     }
     return dcoll_group_make(comm, me, n, sorted, id, &a.o, "dcoll_new_group",
-                            out);
+                            &dcoll_world, nccl, out);
 }
 
 static int by_world(const void *a, const void *b, void *ranks)
@@ -314,7 +317,8 @@ static int by_world(const void *a, const void *b, void *ranks)
 
 dcoll_status_t dcoll_group_make(void *comm, int me, int n, int *ranks, int id,
                                 const struct dcoll_group_opts *o,
-                                const char *fn, struct dcoll_group **out)
+                                const char *fn, struct dcoll_group *parent,
+                                void *nccl, struct dcoll_group **out)
 {
     dcoll_status_t st;
     struct dcoll_group *g = calloc(1, sizeof(*g));
@@ -325,6 +329,7 @@ dcoll_status_t dcoll_group_make(void *comm, int me, int n, int *ranks, int id,
     if (g && !ascending)
         order = malloc(sizeof(int) * (size_t)n);
     if (!g || (!ascending && !order)) {
+        dcoll_nccl_adopt(NULL, parent, nccl);
         dcoll_world.svc->comm_free(comm);
         free(ranks);
         free(g);
@@ -349,6 +354,7 @@ dcoll_status_t dcoll_group_make(void *comm, int me, int n, int *ranks, int id,
         (st = dcoll_fault_agree(g, fn)) ||
         (st = dcoll_backend_attach(g, o->be, fn)) ||
         ((st = dcoll_watchdog_add(g)) && (dcoll_route_group_free(g), 1))) {
+        dcoll_nccl_adopt(NULL, parent, nccl);
         dcoll_fault_group_free(g);
         dcoll_world.svc->comm_free(comm);
         free(ranks);
@@ -356,6 +362,8 @@ dcoll_status_t dcoll_group_make(void *comm, int me, int n, int *ranks, int id,
         free(g);
         return st;
     }
+    if (nccl)
+        dcoll_nccl_adopt(g, parent, nccl);
     g->next = live_groups;
     if (live_groups)
         live_groups->prev = g;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include "core.h"
 #include "diag.h"
+#include "route.h"
 
 struct member {
     int key, prank;
@@ -87,6 +88,9 @@ dcoll_status_t dcoll_split_group(dcoll_group_t **out, dcoll_group_t *parent,
 
     void *comm = NULL;
     st = p->svc->split(p, color, key, &comm);
+    void *nccl = st ? NULL
+                    : dcoll_nccl_split_from(p, color, key,
+                                            dcoll_opts_nccl(&o));
     if (st || color < 0) {
         if (comm)
             p->svc->comm_free(comm);
@@ -109,5 +113,5 @@ dcoll_status_t dcoll_split_group(dcoll_group_t **out, dcoll_group_t *parent,
             me = i;
     }
     free(m);
-    return dcoll_group_make(comm, me, n, ranks, id, &o, fn, out);
+    return dcoll_group_make(comm, me, n, ranks, id, &o, fn, p, nccl, out);
 }

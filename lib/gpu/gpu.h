@@ -15,8 +15,8 @@ void dcoll_plugins_load(int local_rank);
 void dcoll_plugins_unload(void);
 /* Whether a plugin that sees a GPU is loaded (NCCL too, with nccl). Read
  * on every collective: a variable, not a call. */
-struct dcoll_cuda_plugin_v6;  /* the current table: plugin_abi.h */
-extern const struct dcoll_cuda_plugin_v6 *dcoll_gpu_plugin;
+struct dcoll_cuda_plugin_v8;  /* the current table: plugin_abi.h */
+extern const struct dcoll_cuda_plugin_v8 *dcoll_gpu_plugin;
 static inline bool dcoll_gpu_present(void)
 {
     return dcoll_gpu_plugin != NULL;
@@ -76,6 +76,18 @@ struct dcoll_nccl_group {
 };
 struct dcoll_nccl_group *dcoll_nccl_group(struct dcoll_group *g,
                                           const char *fn);
+/* nccl.c: a child group's NCCL communicator split from its parent's
+ * (ncclCommSplit: it shares the parent's resources, and costs no new
+ * bootstrap), where the parent has one and the child may use NCCL
+ * (wants). Every rank of parent calls it while the child is made, with
+ * the child's color (negative outside it) and key; members get the
+ * communicator, or NULL, and then the child makes its own on first use.
+ * A split that failed anywhere is dropped everywhere. adopt: the child's
+ * record takes it (g NULL: the child was not made; it is freed). */
+void *dcoll_nccl_split_from(struct dcoll_group *parent, int color, int key,
+                            bool wants);
+void dcoll_nccl_adopt(struct dcoll_group *g, struct dcoll_group *parent,
+                      void *comm);
 
 /* multi.c: the multi-buffer forms (lib/core/multi.c) with GPU buffers.
  * One call of k = n buffers: send NULL for the kinds that work in place;

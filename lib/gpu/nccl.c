@@ -148,6 +148,42 @@ static dcoll_status_t setup(struct dcoll_group *g,
     return st;
 }
 
+void *dcoll_nccl_split_from(struct dcoll_group *parent, int color, int key,
+                            bool wants)
+{
+    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
+    struct dcoll_nccl_group *pg = parent->tl[DCOLL_TL_NCCL];
+    /* The parent's state was reached by all its ranks together, and
+     * wants comes from arguments they agreed on: all decide alike. */
+    if (!wants || !p || !p->nccl_split || !pg || pg->state != NCCL_READY ||
+        !pg->comm)
+        return NULL;
+    void *comm = NULL;
+    int ok = p->nccl_split(pg->comm, color, key, dcoll_gpu_timeout(parent),
+                           &comm) == 0;
+    if (parent->svc->agree(parent, &ok) || !ok) {
+        if (comm)
+            p->nccl_free(comm);
+        return NULL;
+    }
+    return comm;
+}
+
+void dcoll_nccl_adopt(struct dcoll_group *g, struct dcoll_group *parent,
+                      void *comm)
+{
+    struct dcoll_nccl_group *pg = parent->tl[DCOLL_TL_NCCL];
+    struct dcoll_nccl_group *ng = g ? dcoll_nccl_group(g, "adopt") : NULL;
+    if (!ng || !pg) {
+        if (comm && dcoll_gpu_plugin)
+            dcoll_gpu_plugin->nccl_free(comm);
+        return;
+    }
+    ng->comm = comm;
+    ng->state = NCCL_READY;
+    ng->device = pg->device;
+}
+
 static void nccl_group_free(struct dcoll_group *g)
 {
     struct dcoll_nccl_group *ng = g->tl[DCOLL_TL_NCCL];

@@ -1,6 +1,7 @@
-/* Plugins of ABI version 6 (plugin_abi_v6.h): the current layout, whose
- * mem_kind never answers DCOLL_MEM_UNKNOWN (it said host where CUDA
- * failed). Taken as they are, with the current version number. */
+/* Plugins of ABI version 6 (plugin_abi_v6.h): the prefix of the current
+ * layout, whose mem_kind never answers DCOLL_MEM_UNKNOWN (it said host
+ * where CUDA failed). Taken as they are, with the current version
+ * number; nccl_split stays NULL. */
 #include <string.h>
 #include "plugin_adapt.h"
 
@@ -11,7 +12,8 @@ const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v6(const void *entry_table)
     const struct dcoll_cuda_plugin_v6 *p = entry_table;
     if (!p || p->abi != 6)
         return NULL;
-    memcpy(&table, p, sizeof(table));
+    memset(&table, 0, sizeof(table));
+    memcpy(&table, p, sizeof(*p));
     table.abi = DCOLL_PLUGIN_ABI;
     return &table;
 }

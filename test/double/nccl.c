@@ -61,6 +61,11 @@ struct ctl {
     atomic_int joined, finalized;
     _Atomic uint64_t posted[MAX_RANKS], finished[MAX_RANKS];
     char where[MAX_RANKS][96];   /* host and GPU: NCCL's duplicate check */
+    /* ncclCommSplit: each rank's color and key for split n in slot n % 2
+     * (a rank cannot reach split n + 2 before every rank has read n's),
+     * and the last split each rank posted. */
+    int color[2][MAX_RANKS], key[2][MAX_RANKS];
+    _Atomic uint64_t split[MAX_RANKS];
 };
 
 struct ncclComm {
@@ -72,12 +77,13 @@ struct ncclComm {
     _Atomic double launch_until;  /* a launch still "in progress" */
     struct ctl *ctl;
     uint64_t colls;               /* collectives queued */
+    uint64_t splits;              /* ncclCommSplit calls */
     uint64_t sent[MAX_RANKS], recvd[MAX_RANKS];
     atomic_int aborted, finalizing;
     atomic_long running;          /* queued ops not yet run */
 };
 
-static atomic_long aborts, lives, calls_run;
+static atomic_long aborts, lives, calls_run, inits, splits_made;
 static atomic_int broken;
 
 API long fake_nccl_aborts(void)
@@ -88,6 +94,16 @@ API long fake_nccl_aborts(void)
 API long fake_nccl_calls(void)
 {
     return atomic_load(&calls_run);
+}
+
+API long fake_nccl_inits(void)
+{
+    return atomic_load(&inits);
+}
+
+API long fake_nccl_splits(void)
+{
+    return atomic_load(&splits_made);
 }
 
 API long fake_nccl_live(void)
@@ -688,12 +704,101 @@ API ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks,
         c->device = 0;
     atomic_store(&c->state, ncclInProgress);
     atomic_fetch_add(&lives, 1);
+    atomic_fetch_add(&inits, 1);
     *out = c;
     ncclResult_t r = issue((struct call){.kind = K_INIT, .comm = c},
                            "ncclCommInitRankConfig");
     if (c->blocking && r == ncclSuccess)
         r = (ncclResult_t)atomic_load(&c->state);
     return r;
+}
+
+/* ncclCommSplit: collective over the parent; the child's ranks are those
+ * of one color, in key order (ties by parent rank), and it joins as a
+ * new communicator does. NCCL_SPLIT_NOCOLOR: none. */
+struct split_job {
+    struct ncclComm *parent, *child;
+    int color, key;
+    uint64_t seq;
+};
+
+static void split_run(struct split_job *j)
+{
+    struct ncclComm *p = j->parent, *c = j->child;
+    struct ctl *x = p->ctl;
+    int slot = (int)(j->seq % 2);
+    x->color[slot][p->rank] = j->color;
+    x->key[slot][p->rank] = j->key;
+    atomic_store(&x->split[p->rank], j->seq);
+    bool met = meet(p, x->split, j->seq);
+    if (c) {
+        int n = 0, me = 0;
+        for (int r = 0; met && r < p->nranks; r++) {
+            if (x->color[slot][r] != j->color)
+                continue;
+            int kr = x->key[slot][r];
+            if (kr < j->key || (kr == j->key && r < p->rank))
+                me++;
+            n++;
+        }
+        c->nranks = n;
+        c->rank = me;
+        atomic_store(&c->state, met ? join(c) : ncclSystemError);
+    }
+    atomic_store(&p->state, ncclSuccess);
+    free(j);
+}
+
+static void *split_thread(void *arg)
+{
+    split_run(arg);
+    return NULL;
+}
+
+API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
+                               ncclComm_t *out, ncclConfig_t *config)
+{
+    struct ncclComm *p = use(comm, "ncclCommSplit");
+    ncclResult_t r = ready(p, "ncclCommSplit");
+    if (r != ncclSuccess)
+        return r;
+    if (!out || (config && config->magic != 0xcafebeef) ||
+        (color < 0 && color != NCCL_SPLIT_NOCOLOR))
+        return ncclInvalidArgument;
+    struct split_job *j = calloc(1, sizeof(*j));
+    struct ncclComm *c = color < 0 ? NULL : calloc(1, sizeof(*c));
+    if (!j || (color >= 0 && !c)) {
+        free(j);
+        free(c);
+        return ncclSystemError;
+    }
+    *out = c;
+    j->parent = p;
+    j->child = c;
+    j->color = color;
+    j->key = key;
+    j->seq = ++p->splits;
+    bool blocking = config ? config->blocking != 0 : p->blocking;
+    if (c) {
+        c->magic = LIVE;
+        snprintf(c->name, sizeof(c->name), "%.40s.s%llu-%d", p->name,
+                 (unsigned long long)j->seq, color);
+        c->device = p->device;
+        c->blocking = blocking;
+        atomic_store(&c->state, ncclInProgress);
+        atomic_fetch_add(&lives, 1);
+        atomic_fetch_add(&splits_made, 1);
+    }
+    if (blocking) {
+        split_run(j);
+        return c ? (ncclResult_t)atomic_load(&c->state) : ncclSuccess;
+    }
+    atomic_store(&p->state, ncclInProgress);
+    pthread_t t;
+    if (pthread_create(&t, NULL, split_thread, j))
+        return ncclSystemError;
+    pthread_detach(t);
+    return ncclInProgress;
 }
 
 API ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks,

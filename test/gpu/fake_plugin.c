@@ -9,7 +9,7 @@
  *                  with NCCL's grouping rules enforced;
  *   FAKE_SHARED_UUID=1  every process's GPU i has the same identity, as
  *                  processes sharing real GPUs do.
- * Built once per plugin ABI the loader takes (FAKE_ABI 4 to 7, the
+ * Built once per plugin ABI the loader takes (FAKE_ABI 4 to 8, the
  * current one by default), exporting that version's entry point and
  * table, so that every adapter of lib/gpu/ runs under the tests.
  * Never installed. */
@@ -127,7 +127,7 @@ static int device_uuid(int device, unsigned char uuid[16])
 }
 
 #ifndef FAKE_ABI
-#define FAKE_ABI 7
+#define FAKE_ABI 8
 #endif
 #if FAKE_ABI == 4
 typedef struct dcoll_cuda_plugin_v4 fake_table_t;
@@ -138,9 +138,12 @@ typedef struct dcoll_cuda_plugin_v5 fake_table_t;
 #elif FAKE_ABI == 6
 typedef struct dcoll_cuda_plugin_v6 fake_table_t;
 #define FAKE_ENTRY dcoll_cuda_plugin_v6
-#else   /* version 7: version 6's layout */
+#elif FAKE_ABI == 7   /* version 6's layout */
 typedef struct dcoll_cuda_plugin_v6 fake_table_t;
 #define FAKE_ENTRY dcoll_cuda_plugin_v7
+#else   /* version 8: no nccl_split, so groups make their own */
+typedef struct dcoll_cuda_plugin_v8 fake_table_t;
+#define FAKE_ENTRY dcoll_cuda_plugin_v8
 #endif
 
 #if FAKE_ABI == 4
