@@ -88,9 +88,12 @@ dcoll_status_t dcoll_split_group(dcoll_group_t **out, dcoll_group_t *parent,
 
     void *comm = NULL;
     st = p->svc->split(p, color, key, &comm);
+    /* From the world only: a split communicator shares its parent's
+     * resources, and the world outlives every group. */
     void *nccl = st ? NULL
                     : dcoll_nccl_split_from(p, color, key,
-                                            dcoll_opts_nccl(&o));
+                                            p == &dcoll_world &&
+                                                dcoll_opts_nccl(&o));
     if (st || color < 0) {
         if (comm)
             p->svc->comm_free(comm);

@@ -153,10 +153,14 @@ void *dcoll_nccl_split_from(struct dcoll_group *parent, int color, int key,
 {
     const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
     struct dcoll_nccl_group *pg = parent->tl[DCOLL_TL_NCCL];
-    /* The parent's state was reached by all its ranks together, and
-     * wants comes from arguments they agreed on: all decide alike. */
-    if (!wants || !p || !p->nccl_split || !pg || pg->state != NCCL_READY ||
-        !pg->comm)
+    /* The parent's state was reached by all its ranks together: all
+     * decide alike here. Which backend the child takes may differ between
+     * the children of one split: a split only if every child may use
+     * NCCL. */
+    if (!p || !p->nccl_split || !pg || pg->state != NCCL_READY || !pg->comm)
+        return NULL;
+    int all = wants;
+    if (parent->svc->agree(parent, &all) || !all)
         return NULL;
     void *comm = NULL;
     int ok = p->nccl_split(pg->comm, color, key, dcoll_gpu_timeout(parent),

@@ -32,6 +32,11 @@
  *             leaves the group, which is unusable there, and the others'
  *             call fails at the group's deadline naming it and why,
  *             rather than matching the rank's next call;
+ *   split     (test_double split) once the world has an NCCL
+ *             communicator, a group made by new_group or by a split of
+ *             the world gets one split from it (ncclCommSplit), not a
+ *             new one, and its calls give the right answers; a group
+ *             whose backend is "mpi" gets none;
  *   abort     (test_double abort) a lost peer: the rank that sees NCCL's
  *             asynchronous error and the ranks that time out each abort
  *             their communicator once; later calls on the group get a
@@ -430,6 +435,58 @@ static void copy_fails(void)
     CHECK_OK(dcoll_group_destroy(&g));
 }
 
+static void split_ok(dcoll_group_t *g, const char *what)
+{
+    int size = 0;
+    dcoll_group_size(g, &size);
+    float *d = filled(N, 2);
+    CHECK_OK(dcoll_all_reduce(g, d, d, N, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                              NULL));
+    CHECK(!wrong(d, N, (float)(2 * size)), "%s: all_reduce", what);
+    cudaFree(d);
+}
+
+static void splits(void)
+{
+    float *d = filled(N, 1);
+    CHECK_OK(dcoll_all_reduce(NULL, d, d, N, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                              NULL));
+    cudaFree(d);
+    long inits = fake_nccl_inits(), made = fake_nccl_splits();
+    CHECK(inits == 1, "the world's communicator: %ld inits", inits);
+    /* The first n - 1 ranks (all of them on one rank). */
+    int ranks[8], m = n > 1 ? n - 1 : 1;
+    for (int i = 0; i < m; i++)
+        ranks[i] = i;
+    dcoll_group_t *g = NULL;
+    CHECK_OK(dcoll_new_group(&g, ranks, m, NULL));
+    if (t_rank < m) {
+        CHECK(fake_nccl_splits() == made + 1, "new_group: %ld splits, want "
+              "%ld", fake_nccl_splits(), made + 1);
+        split_ok(g, "new_group");
+    }
+    CHECK(fake_nccl_inits() == inits, "new_group made a communicator of "
+          "its own (%ld inits)", fake_nccl_inits());
+    CHECK_OK(dcoll_group_destroy(&g));
+    /* By parity, from the world. */
+    dcoll_group_t *half = NULL;
+    CHECK_OK(dcoll_split_group(&half, NULL, t_rank % 2, t_rank, NULL));
+    split_ok(half, "split by parity");
+    CHECK(fake_nccl_inits() == inits, "a split group made a communicator "
+          "of its own (%ld inits)", fake_nccl_inits());
+    CHECK_OK(dcoll_group_destroy(&half));
+    /* A staged group needs none. */
+    long before = fake_nccl_splits();
+    dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
+    p.mask = DCOLL_GROUP_PARAM_BACKEND;
+    p.backend = "mpi";
+    CHECK_OK(dcoll_new_group(&g, NULL, 0, &p));
+    CHECK(fake_nccl_splits() == before, "an \"mpi\" group got an NCCL "
+          "communicator");
+    split_ok(g, "staged group");
+    CHECK_OK(dcoll_group_destroy(&g));
+}
+
 static void lost_peer(void)
 {
     dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
@@ -558,6 +615,7 @@ int main(int argc, char **argv)
     bool abort_mode = argc > 1 && !strcmp(argv[1], "abort");
     bool pinned_mode = argc > 1 && !strcmp(argv[1], "pinned");
     bool copy_mode = argc > 1 && !strcmp(argv[1], "copyfail");
+    bool split_mode = argc > 1 && !strcmp(argv[1], "split");
     /* MPI_THREAD_MULTIPLE, as dcoll_init asks when it starts MPI itself:
      * the watchdog then answers the others' roll calls at any time. */
     int level;
@@ -578,6 +636,8 @@ int main(int argc, char **argv)
         pinned();
     } else if (copy_mode) {
         copy_fails();
+    } else if (split_mode) {
+        splits();
     } else {
         the_double();
         foreign();
@@ -591,6 +651,7 @@ int main(int argc, char **argv)
                       : abort_mode  ? "double abort"
                       : pinned_mode ? "double pinned"
                       : copy_mode   ? "double copyfail"
+                      : split_mode  ? "double split"
                                     : "double");
     dcoll_finalize();
     MPI_Finalize();
