@@ -183,17 +183,24 @@ static void *on_gpu(dcoll_group_t *g, const void *in, size_t esz,
     return h;
 }
 
+/* Two groups of every rank: "auto" (NCCL on the double, each process's
+ * GPU its own) and "mpi" (staged). */
+static void both_paths(dcoll_group_t **nccl, dcoll_group_t **staged)
+{
+    dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
+    p.mask = DCOLL_GROUP_PARAM_BACKEND;
+    p.backend = "auto";
+    CHECK_OK(dcoll_new_group(nccl, NULL, 0, &p));
+    p.backend = "mpi";
+    CHECK_OK(dcoll_new_group(staged, NULL, 0, &p));
+}
+
 static void agree(void)
 {
     if (n > 3)
         return;   /* beyond 3, MPI's tree and NCCL's order may differ */
-    dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
-    p.mask = DCOLL_GROUP_PARAM_BACKEND;
-    p.backend = "auto";
     dcoll_group_t *nccl = NULL, *staged = NULL;
-    CHECK_OK(dcoll_new_group(&nccl, NULL, 0, &p));
-    p.backend = "mpi";
-    CHECK_OK(dcoll_new_group(&staged, NULL, 0, &p));
+    both_paths(&nccl, &staged);
     static const dcoll_dtype_t types[] = {DCOLL_FLOAT16, DCOLL_BFLOAT16,
                                           DCOLL_FLOAT32, DCOLL_FLOAT64};
     static const size_t sizes[] = {2, 2, 4, 8};
@@ -278,13 +285,8 @@ static void read_after(dcoll_group_t *g, bool async, const char *what)
 
 static void valid(void)
 {
-    dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
-    p.mask = DCOLL_GROUP_PARAM_BACKEND;
-    p.backend = "auto";
     dcoll_group_t *nccl = NULL, *staged = NULL;
-    CHECK_OK(dcoll_new_group(&nccl, NULL, 0, &p));
-    p.backend = "mpi";
-    CHECK_OK(dcoll_new_group(&staged, NULL, 0, &p));
+    both_paths(&nccl, &staged);
     read_after(nccl, false, "NCCL, blocking");
     read_after(nccl, true, "NCCL, after dcoll_work_wait");
     read_after(staged, false, "staged, blocking");
