@@ -72,6 +72,7 @@ struct dcoll_nccl_group {
     void *comm;            /* the group's communicator, once made */
     int state;             /* untried, ready, or shared: see nccl.c */
     int device;            /* the GPU comm is on */
+    bool broken;           /* a call on comm failed here */
     struct dcoll_clique *cliques;  /* multi.c's, one per placement */
 };
 struct dcoll_nccl_group *dcoll_nccl_group(struct dcoll_group *g,

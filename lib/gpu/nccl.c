@@ -159,7 +159,9 @@ void *dcoll_nccl_split_from(struct dcoll_group *parent, int color, int key,
      * NCCL. */
     if (!p || !p->nccl_split || !pg || pg->state != NCCL_READY || !pg->comm)
         return NULL;
-    int all = wants;
+    /* A rank whose communicator failed would leave the others in the
+     * split: it says so here. */
+    int all = wants && !pg->broken;
     if (parent->svc->agree(parent, &all) || !all)
         return NULL;
     void *comm = NULL;
@@ -255,6 +257,8 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
                            device, p->last_error());
     if (rc == 1) /* an op NCCL lacks: the same on every rank */
         return DCOLL_DECLINED;
+    if (rc && rc != 2)
+        ng->broken = true;
     if (rc == 2)
         return dcoll_error(DCOLL_ERR_UNSUPPORTED,
                            "%s: an all_to_all in place on GPU buffers goes "
@@ -264,6 +268,7 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
         return dcoll_gpu_fail(fn, rc, out);
     if (!work) {
         rc = p->nccl_wait(ng->comm, stream, dcoll_gpu_timeout(g));
+        ng->broken |= rc != 0;
         return rc ? dcoll_gpu_fail(fn, rc, out) : DCOLL_SUCCESS;
     }
     struct nccl_work *w = calloc(1, sizeof(*w));
