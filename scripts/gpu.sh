@@ -65,7 +65,7 @@ fi
 
 # 2. The build.
 {
-    if [ -d "$build" ]; then
+    if [ -d "$build/meson-private" ]; then
         meson setup --reconfigure "$build" "$src" -Dcuda=enabled \
             -Dnccl=enabled -Dcudadir="$cuda"
     else
