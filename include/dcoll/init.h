@@ -69,7 +69,7 @@ typedef struct dcoll_init_params {
                                  "nccl" or a registered name (see
                                  dcoll_group_params_t), case-insensitive */
     double timeout;         /**< seconds the rendezvous may take; default
-                                 300 */
+                                 $DCOLL_INIT_TIMEOUT, else 300 */
     double coll_timeout;    /**< seconds a host collective on the world
                                  (and by default on new groups) may wait
                                  for the other ranks; then the report

@@ -308,6 +308,9 @@ static int config(void)
         {"DCOLL_STAGE_CHUNK", "100", "DCOLL_STAGE_CHUNK='100'"},
         {"DCOLL_STAGE_PINNED", "-5M", "DCOLL_STAGE_PINNED='-5M' is not a "
                                       "size"},
+        {"DCOLL_INIT_TIMEOUT", "soon", "DCOLL_INIT_TIMEOUT='soon' is not a "
+                                       "positive number of seconds"},
+        {"DCOLL_INIT_TIMEOUT", "0", "DCOLL_INIT_TIMEOUT='0'"},
     };
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         setenv(bad[i].var, bad[i].value, 1);

@@ -36,6 +36,13 @@ static char file_path[256];
 
 /* The URL each scheme is reached by, for process rank. */
 /* A port nobody listens on now: bind to 0 and read back what was given. */
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 static int free_port(void)
 {
     struct sockaddr_in a = {.sin_family = AF_INET};
@@ -211,6 +218,26 @@ int main(int argc, char **argv)
         printf("join %s, %d processes: %s\n", argv[2], n,
                st ? dcoll_last_error() : "ok");
         return st != DCOLL_SUCCESS;
+    }
+    if (!strcmp(mode, "init-timeout")) {
+        /* DCOLL_INIT_TIMEOUT bounds a rendezvous that a rank never comes
+         * to (the second of a tcp:// world of two), with no launcher. */
+        char url[128];
+        int port = free_port();
+        snprintf(url, sizeof(url), "tcp://127.0.0.1:%d?rank=0&world_size=2",
+                 port);
+        setenv("DCOLL_INIT_TIMEOUT", "1.5", 1);
+        dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
+        p.mask = DCOLL_INIT_PARAM_URL;
+        p.url = url;
+        double t0 = now();
+        dcoll_status_t st = dcoll_init(&p);
+        double took = now() - t0;
+        int bad = port <= 0 || st != DCOLL_ERR_TIMEOUT || took < 1.0 ||
+                  took > 10;
+        printf("DCOLL_INIT_TIMEOUT=1.5, a rank absent: %s after %.1f s "
+               "(%s)\n", dcoll_status_string(st), took, dcoll_last_error());
+        return bad;
     }
     if (!strcmp(mode, "child") && argc == 3) {
         /* One process of a job dcollrun started. */
