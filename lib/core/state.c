@@ -104,6 +104,21 @@ static dcoll_status_t gather_hosts(struct dcoll_group *w)
     return DCOLL_SUCCESS;
 }
 
+/* Where a rendezvous meets, for reports: its URL without the query
+ * (which may hold a token), or env://'s MASTER_ADDR and MASTER_PORT. */
+static void rdzv_where(const char *url, const char *scheme, char *out,
+                       size_t cap)
+{
+    if (!strcmp(scheme, "env")) {
+        const char *a = getenv("MASTER_ADDR"), *pt = getenv("MASTER_PORT");
+        snprintf(out, cap, "env:// (%.100s:%.16s)", a ? a : "?",
+                 pt ? pt : "?");
+        return;
+    }
+    size_t n = url ? strcspn(url, "?") : 0;
+    snprintf(out, cap, "%.*s", (int)(n < 256 ? n : 256), url ? url : "");
+}
+
 dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
 {
     dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
@@ -213,10 +228,12 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         join = !rdzv.mpi && rdzv.world_size > 1;
         int fcomm = 0;
         void *joined = NULL;
+        char where[320];
+        rdzv_where(p.url, rdzv.scheme, where, sizeof(where));
         if (join)
             st = dcoll_launch_join(svc, rdzv.store, rdzv.rank,
                                    rdzv.world_size, p.thread_level,
-                                   p.timeout, &joined, &fcomm);
+                                   p.timeout, where, &joined, &fcomm);
         if (!st)
             st = svc->start(join, fcomm, p.thread_level, &w);
         /* start works on a duplicate, made or not. */

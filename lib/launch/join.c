@@ -4,9 +4,11 @@
  * server made them one world already, admits the others one at a time,
  * each accepted by all who joined before it. Every MPI step goes through
  * the communicator services table. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "launch.h"
 
 #define PORT_MAX 1024
@@ -67,6 +69,84 @@ static dcoll_status_t admit(const struct dcoll_comm_ops *svc,
     return DCOLL_SUCCESS;
 }
 
+/* "1,3,7" of the ranks not yet come (bounded; "..." past the room). */
+static void missing_list(const bool *came, int size, char *out, size_t cap)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (int r = 0; r < size; r++) {
+        if (came[r])
+            continue;
+        int w = snprintf(out + n, cap - n, "%s%d", n ? "," : "", r);
+        if (w < 0 || (size_t)w >= cap - n) {
+            snprintf(out + (n < cap - 4 ? n : cap - 4), 4, "...");
+            return;
+        }
+        n += (size_t)w;
+    }
+}
+
+/* How often rank 0 says who has come: DCOLL_INIT_REPORT seconds (10 by
+ * default; 0: never). */
+static double report_every(void)
+{
+    const char *v = getenv("DCOLL_INIT_REPORT");
+    if (!v || !*v)
+        return 10;
+    char *end;
+    errno = 0;
+    double t = strtod(v, &end);
+    return errno || *end || !(t >= 0) ? 10 : t;
+}
+
+/* Rank 0: until every rank's host key is there, saying now and then how
+ * many have come to where, and at the deadline which never did. */
+static dcoll_status_t wait_hosts(dcoll_store_t *store, int size,
+                                 double timeout, const char *where)
+{
+    bool *came = calloc((size_t)size, sizeof(bool));
+    if (!came)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_init: no memory");
+    came[0] = true;
+    int have = 1;
+    double start = dcoll_now(), every = report_every(), said = start;
+    dcoll_status_t st = DCOLL_SUCCESS;
+    while (have < size && !st) {
+        for (int r = 1; r < size && !st; r++) {
+            char key[64];
+            int exist = 0;
+            if (came[r])
+                continue;
+            snprintf(key, sizeof(key), "dcoll/join/host/%d", r);
+            const char *keys[1] = {key};
+            st = dcoll_store_check(store, keys, 1, &exist);
+            if (!st && exist) {
+                came[r] = true;
+                have++;
+            }
+        }
+        double t = dcoll_now();
+        char list[256];
+        if (st || have == size)
+            break;
+        missing_list(came, size, list, sizeof(list));
+        if (t - start > timeout) {
+            st = dcoll_error(DCOLL_ERR_TIMEOUT, "dcoll_init: the rendezvous "
+                             "at %s: %d of %d processes came within %g s; "
+                             "rank(s) %s never did", where, have, size,
+                             timeout, list);
+        } else if (every > 0 && t - said >= every) {
+            fprintf(stderr, "dcoll[0]: dcoll_init: waiting at %s: %d of %d "
+                    "processes have come (not yet: rank(s) %s; %.1f s of "
+                    "%g)\n", where, have, size, list, t - start, timeout);
+            said = t;
+        }
+        nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+    }
+    free(came);
+    return st;
+}
+
 /* Rank 0: every rank's host name, in rank order, for the MPI layer. */
 static dcoll_status_t gather_hosts(dcoll_store_t *store, int size,
                                    const char *mine, char ***out)
@@ -99,7 +179,8 @@ static void free_hosts(char **hosts, int size)
 dcoll_status_t dcoll_launch_join(const struct dcoll_comm_ops *svc,
                                  dcoll_store_t *store, int rank, int size,
                                  int thread_level, double timeout,
-                                 void **joined, int *fcomm)
+                                 const char *where, void **joined,
+                                 int *fcomm)
 {
     char uri[1024], port[PORT_MAX] = "", host[256] = "";
     dcoll_status_t st;
@@ -107,6 +188,12 @@ dcoll_status_t dcoll_launch_join(const struct dcoll_comm_ops *svc,
     dcoll_host_name(host, sizeof(host));
     if (rank == 0) {
         char **hosts = NULL;
+        st = wait_hosts(store, size, timeout, where);
+        if (st) {
+            /* The others wait on the server key: they learn why. */
+            set_str(store, "dcoll/join/server", "!");
+            return st;
+        }
         st = gather_hosts(store, size, host, &hosts);
         if (!st)
             st = svc->join_server(timeout, size, (const char *const *)hosts,
@@ -123,6 +210,11 @@ dcoll_status_t dcoll_launch_join(const struct dcoll_comm_ops *svc,
         if ((st = set_str(store, key, host)) ||
             (st = get_str(store, "dcoll/join/server", uri, sizeof(uri))))
             return st;
+        if (!strcmp(uri, "!"))
+            return dcoll_error(DCOLL_ERR_TIMEOUT, "dcoll_init: not every "
+                               "process came to the rendezvous at %s in "
+                               "time; rank 0's message names those that "
+                               "did not", where);
         if (!strcmp(uri, "-"))
             return dcoll_error(DCOLL_ERR_UNSUPPORTED, "dcoll_init: rank 0 "
                                "could not start the server that "

@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <mpi.h>
 #include "dcoll/dcoll.h"
+#include "capture.h"
 #include "procs.h"
 
 #define CHECK(cond, ...)                                                     \
@@ -227,16 +228,27 @@ int main(int argc, char **argv)
         snprintf(url, sizeof(url), "tcp://127.0.0.1:%d?rank=0&world_size=2",
                  port);
         setenv("DCOLL_INIT_TIMEOUT", "1.5", 1);
+        setenv("DCOLL_INIT_REPORT", "0.5", 1);
         dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
         p.mask = DCOLL_INIT_PARAM_URL;
         p.url = url;
+        struct capture cap;
+        capture_begin(&cap);
         double t0 = now();
         dcoll_status_t st = dcoll_init(&p);
         double took = now() - t0;
+        const char *err = capture_end(&cap);
+        char where[64], told[160];
+        snprintf(where, sizeof(where), "tcp://127.0.0.1:%d", port);
+        snprintf(told, sizeof(told), "waiting at %s: 1 of 2 processes have "
+                 "come (not yet: rank(s) 1", where);
         int bad = port <= 0 || st != DCOLL_ERR_TIMEOUT || took < 1.0 ||
-                  took > 10;
+                  took > 10 || !strstr(dcoll_last_error(), where) ||
+                  !strstr(dcoll_last_error(), "rank(s) 1 never did") ||
+                  !strstr(err, told) || strstr(err, "rank=");
         printf("DCOLL_INIT_TIMEOUT=1.5, a rank absent: %s after %.1f s "
-               "(%s)\n", dcoll_status_string(st), took, dcoll_last_error());
+               "(%s); said:\n%s", dcoll_status_string(st), took,
+               dcoll_last_error(), err);
         return bad;
     }
     if (!strcmp(mode, "child") && argc == 3) {
