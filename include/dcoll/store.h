@@ -99,8 +99,19 @@ DCOLL_API dcoll_status_t dcoll_store_prefix_create(dcoll_store_t **out,
                                                    const char *prefix,
                                                    dcoll_store_t *base);
 
+/** The store the world met through at dcoll_init, for the program's own
+ *  keys, as torch.distributed programs use their default store: a prefix
+ *  view of it ("user/"), so that no key of the program meets one of
+ *  dcoll's. Every call gives the same handle; dcoll frees it at
+ *  dcoll_finalize, and dcoll_store_destroy refuses it. The world's ranks
+ *  share it (a key one sets, the others get). DCOLL_ERR_UNSUPPORTED where
+ *  the world was made without a store (mpi://, or env:// under an MPI
+ *  launcher without MASTER_ADDR and MASTER_PORT), saying so. (API 1.6.) */
+DCOLL_API dcoll_status_t dcoll_world_store(dcoll_store_t **store);
+
 /** Close the store and set *store to NULL; a serving TCP store stops its
- *  server. NULL *store is fine. */
+ *  server. NULL *store is fine; the world's store (dcoll_world_store) is
+ *  refused. */
 DCOLL_API dcoll_status_t dcoll_store_destroy(dcoll_store_t **store);
 
 /** The port a TCP store is on (after port 0 chose one). */

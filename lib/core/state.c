@@ -8,6 +8,7 @@
 #include "diag.h"
 #include "route.h"
 #include "launch.h"
+#include "store.h"
 
 enum dcoll_state dcoll_state = DCOLL_STATE_NEW;
 struct dcoll_group dcoll_world;
@@ -31,6 +32,8 @@ struct dcoll_group dcoll_non_member = {
 
 /* The store the world's rendezvous made, if any; it outlives MPI. */
 static dcoll_store_t *world_store;
+static dcoll_store_t *user_store;   /* dcoll_world_store's view of it */
+static char world_scheme[32];       /* how the world met */
 /* The program's MPI_Finalize ended dcoll (mpi_ending), and no
  * dcoll_finalize has come since. */
 static bool ended_by_mpi;
@@ -50,6 +53,31 @@ dcoll_status_t dcoll_check_ready_slow(void)
                        "dcoll_finalize but dcoll_init");
 }
 
+dcoll_status_t dcoll_world_store(dcoll_store_t **out)
+{
+    if (!out)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_world_store: store is NULL");
+    *out = NULL;
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    if (!world_store)
+        return dcoll_error(DCOLL_ERR_UNSUPPORTED, "dcoll_world_store: the "
+                           "world was made by %s://, which meets through no "
+                           "store; initialise with env:// (MASTER_ADDR and "
+                           "MASTER_PORT set) or tcp:// for one, or make one "
+                           "with dcoll_store_tcp_create", world_scheme);
+    if (!user_store) {
+        if ((st = dcoll_store_prefix_create(&user_store, "user",
+                                            world_store)))
+            return st;
+        dcoll_store_keep(user_store);
+    }
+    *out = user_store;
+    return DCOLL_SUCCESS;
+}
+
 /* Free the world and what it holds, ending MPI if dcoll started it. */
 static dcoll_status_t world_end(void)
 {
@@ -58,6 +86,7 @@ static dcoll_status_t world_end(void)
     dcoll_fault_group_free(&dcoll_world);
     dcoll_plugins_unload();
     dcoll_status_t st = dcoll_world.svc->stop(&dcoll_world, true);
+    dcoll_store_release(&user_store);
     dcoll_store_destroy(&world_store);
     dcoll_hosts_set(NULL, 0);
     dcoll_world.magic = DCOLL_DEAD_MAGIC;
@@ -264,6 +293,8 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         return dcoll_error(st, "%s", msg);
     }
     world_store = rdzv.store;
+    snprintf(world_scheme, sizeof(world_scheme), "%s",
+             rdzv.scheme[0] ? rdzv.scheme : "mpi");
     dcoll_world = w;
     if ((st = dcoll_watchdog_start(&dcoll_world)) ||
         (st = dcoll_watchdog_add(&dcoll_world))) {

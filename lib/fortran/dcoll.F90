@@ -157,6 +157,7 @@ module dcoll
     public :: dcoll_all_reduce_coalesced, dcoll_all_gather_coalesced
     public :: dcoll_store_tcp_create, dcoll_store_file_create
     public :: dcoll_store_prefix_create, dcoll_store_destroy, dcoll_store_port
+    public :: dcoll_world_store
     public :: dcoll_store_set, dcoll_store_get, dcoll_store_add
     public :: dcoll_store_compare_set, dcoll_store_wait, dcoll_store_check
     public :: dcoll_store_delete_key, dcoll_store_num_keys
@@ -258,6 +259,13 @@ module dcoll
         type(dcoll_store), intent(out) :: out
         character(kind=c_char), intent(in) :: prefix(*)
         type(c_ptr), value :: base
+    end function
+
+    function c_world_store(out) bind(C, name='dcoll_world_store') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_store), intent(out) :: out
     end function
 
     function c_store_destroy(store) bind(C, name='dcoll_store_destroy') &
@@ -1415,6 +1423,15 @@ contains
         call c_string(prefix, cp)
         f_err_on = .false.
         st = c_store_prefix_create(store, cp, base%p)
+    end function
+
+    ! The world's rendezvous store, for the program's keys (API 1.6):
+    ! dcoll's own handle, freed at dcoll_finalize.
+    function dcoll_world_store(store) result(st)
+        type(dcoll_store), intent(out) :: store
+        integer :: st
+        f_err_on = .false.
+        st = c_world_store(store)
     end function
 
     function dcoll_store_destroy(store) result(st)

@@ -164,10 +164,26 @@ dcoll_status_t dcoll_store_destroy(dcoll_store_t **store)
         dcoll_store_check_handle("dcoll_store_destroy", *store);
     if (st)
         return st;
+    if ((*store)->owned)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_store_destroy: "
+                           "this is the world's store (dcoll_world_store), "
+                           "which dcoll frees at dcoll_finalize");
     (*store)->magic = DCOLL_DEAD_MAGIC;
     (*store)->ops->destroy(*store);
     *store = NULL;
     return DCOLL_SUCCESS;
+}
+
+void dcoll_store_keep(dcoll_store_t *s)
+{
+    s->owned = true;
+}
+
+void dcoll_store_release(dcoll_store_t **s)
+{
+    if (*s)
+        (*s)->owned = false;
+    dcoll_store_destroy(s);
 }
 
 dcoll_status_t dcoll_store_port(const dcoll_store_t *store, int *port)

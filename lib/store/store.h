@@ -41,7 +41,13 @@ struct dcoll_store {
     const struct store_ops *ops;
     double timeout;
     int port;             /* TCP only */
+    bool owned;           /* dcoll's (dcoll_world_store's): the program's
+                             dcoll_store_destroy refuses it */
 };
+
+/* store.c: mark s as dcoll's own, and free one so marked (finalize). */
+void dcoll_store_keep(dcoll_store_t *s);
+void dcoll_store_release(dcoll_store_t **s);
 
 /* store_params.c: fill defaults from params (NULL: all defaults) and
  * check them. */

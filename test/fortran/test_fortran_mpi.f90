@@ -9,6 +9,7 @@ program test_fortran_mpi
     logical :: flag
     integer :: x(3, 2)
     character(len=:), allocatable :: text
+    type(dcoll_store) :: ws
 
     call MPI_Init(ierr)
     call MPI_Comm_rank(MPI_COMM_WORLD, me, ierr)
@@ -19,6 +20,8 @@ program test_fortran_mpi
     call ok(dcoll_init_comm(half), 'dcoll_init_comm(integer)')
     call ok(dcoll_initialized(flag), 'initialized')
     call expect(flag, 'initialized after init')
+    call expect(dcoll_world_store(ws) == DCOLL_ERR_UNSUPPORTED, &
+                'no world store for a world made from a communicator')
     call ok(dcoll_group_size(DCOLL_WORLD, n), 'size')
     call ok(dcoll_group_rank(DCOLL_WORLD, rank), 'rank')
     call ok(dcoll_group_comm(DCOLL_WORLD, gcomm), 'group_comm(integer)')

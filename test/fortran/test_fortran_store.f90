@@ -11,11 +11,23 @@ contains
         integer(c_int), value :: rank
         type(c_ptr), value :: arg
         integer(c_int) :: code
-        integer :: x(4), n
+        integer :: x(4), n, vn
+        type(dcoll_store) :: ws
+        character(len=16) :: key, v
         code = 1
         if (c_associated(arg)) return   ! none is passed
         if (dcoll_init(url='env://', timeout=60d0) /= DCOLL_SUCCESS) return
         if (dcoll_group_size(DCOLL_WORLD, n) /= DCOLL_SUCCESS) return
+        ! The world's store: each sets its key and reads the next rank's.
+        code = 2
+        if (dcoll_world_store(ws) /= DCOLL_SUCCESS) return
+        write (key, '(a,i0)') 'f', rank
+        if (dcoll_store_set(ws, trim(key), 'hi') /= DCOLL_SUCCESS) return
+        write (key, '(a,i0)') 'f', mod(rank + 1, n)
+        if (dcoll_store_get(ws, trim(key), v, vn) /= DCOLL_SUCCESS) return
+        if (v(1:vn) /= 'hi') return
+        if (dcoll_store_destroy(ws) /= DCOLL_ERR_INVALID_ARGUMENT) return
+        code = 1
         x = rank + 1
         if (dcoll_all_reduce(DCOLL_WORLD, x, x, 4, DCOLL_INTEGER, &
                 DCOLL_SUM) /= DCOLL_SUCCESS) return

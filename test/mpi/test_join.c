@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,50 @@ static void url_of(const char *scheme, int rank, int n, char *url, size_t cap)
         snprintf(url, cap, "%s://", scheme);
 }
 
+/* The world's store after init: the rendezvous's, keys apart from
+ * dcoll's, shared by the ranks, dcoll's to free; none for mpi://, nor for
+ * env:// without MASTER_ADDR (under a launcher). */
+static int world_store(const char *url, int r, int n)
+{
+    dcoll_store_t *ws = NULL, *again = NULL;
+    dcoll_status_t st = dcoll_world_store(&ws);
+    bool none = !strncmp(url, "mpi", 3) ||
+                (!strncmp(url, "env", 3) && !getenv("MASTER_ADDR"));
+    if (none) {
+        CHECK(st == DCOLL_ERR_UNSUPPORTED && !ws &&
+                  strstr(dcoll_last_error(), "meets through no store"),
+              "%s: world store: %s (%s)", url, dcoll_status_string(st),
+              dcoll_last_error());
+        return 0;
+    }
+    CHECK(st == DCOLL_SUCCESS && ws, "%s: world store: %s", url,
+          dcoll_last_error());
+    CHECK(dcoll_world_store(&again) == DCOLL_SUCCESS && again == ws,
+          "%s: a second call gave another handle", url);
+    char key[32], want[32], got[32];
+    size_t len = 0;
+    snprintf(key, sizeof(key), "from/%d", r);
+    snprintf(want, sizeof(want), "%d", r);
+    CHECK(dcoll_store_set(ws, key, want, strlen(want)) == DCOLL_SUCCESS,
+          "%s: set %s", url, key);
+    int next = (r + 1) % n;
+    snprintf(key, sizeof(key), "from/%d", next);
+    snprintf(want, sizeof(want), "%d", next);
+    CHECK(dcoll_store_get(ws, key, got, sizeof(got) - 1, &len) ==
+                  DCOLL_SUCCESS &&
+              len == strlen(want) && !memcmp(got, want, len),
+          "%s: rank %d's key from rank %d", url, r, next);
+    /* dcoll's own keys are out of its sight. */
+    const char *mine[1] = {"dcoll/join/server"};
+    int exist = 1;
+    CHECK(dcoll_store_check(ws, mine, 1, &exist) == DCOLL_SUCCESS && !exist,
+          "%s: dcoll's key seen through the world store", url);
+    CHECK(dcoll_store_destroy(&again) == DCOLL_ERR_INVALID_ARGUMENT &&
+              again == ws && strstr(dcoll_last_error(), "world's store"),
+          "%s: destroying the world store: %s", url, dcoll_last_error());
+    return 0;
+}
+
 /* all_reduce, broadcast and new_group on the world the URL made. */
 static int body(const char *url, int want_rank, int want_size)
 {
@@ -119,6 +164,8 @@ static int body(const char *url, int want_rank, int want_size)
     if (gr >= 0)
         CHECK(sum == (k - 1) * k, "group sum %d, want %d", sum, (k - 1) * k);
     CHECK(dcoll_group_destroy(&g) == DCOLL_SUCCESS, "group_destroy");
+    if (world_store(url, r, n))
+        return 1;
     CHECK(dcoll_barrier(w, NULL, NULL) == DCOLL_SUCCESS, "barrier");
     CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
     return 0;
