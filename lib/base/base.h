@@ -9,6 +9,20 @@
 #include <stdint.h>
 #include "dcoll/dcoll.h"
 
+/* What a call's opts say, for every layer that reads them: the stream
+ * (NULL: none named, the legacy default stream), and whether the caller
+ * said its buffers are host memory (DCOLL_MEMORY_HOST). */
+static inline void *dcoll_opts_stream(const dcoll_coll_opts_t *o)
+{
+    return o && (o->mask & DCOLL_COLL_OPT_STREAM) ? o->stream : NULL;
+}
+
+static inline bool dcoll_opts_host(const dcoll_coll_opts_t *o)
+{
+    return o && (o->mask & DCOLL_COLL_OPT_MEMORY) &&
+           o->memory == DCOLL_MEMORY_HOST;
+}
+
 #define DCOLL_GROUP_MAGIC 0x64636731u /* "dcg1" */
 #define DCOLL_WORK_MAGIC  0x64637731u /* "dcw1" */
 #define DCOLL_DEAD_MAGIC  0xdeadd0c1u

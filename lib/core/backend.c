@@ -67,8 +67,7 @@ static dcoll_status_t user_coll(struct dcoll_group *g,
         .kind = (dcoll_call_kind_t)c->kind, .sendbuf = c->sendbuf,
         .recvbuf = c->recvbuf, .count = c->count, .dtype = c->dtype,
         .op = c->op, .root = c->root, .tag = c->tag,
-        .stream = c->opts && (c->opts->mask & DCOLL_COLL_OPT_STREAM)
-                      ? c->opts->stream : NULL,
+        .stream = dcoll_opts_stream(c->opts),
     };
     /* Its call record carries one count, not one per rank. */
     if (dcoll_kind_has(c->kind, DCOLL_KF_VEC))

@@ -38,9 +38,8 @@ dcoll_status_t dcoll_route_slow(struct dcoll_group *g, struct dcoll_coll *c,
      * out->refused, so that the core treats them as its own checks'. */
     out->refused = true;
     /* The caller said host memory: no pointer query (opts.memory). */
-    bool host = c->opts && (c->opts->mask & DCOLL_COLL_OPT_MEMORY) &&
-                c->opts->memory == DCOLL_MEMORY_HOST;
-    if (dcoll_gpu_present() && c->kind != DCOLL_COLL_BARRIER && !host &&
+    if (dcoll_gpu_present() && c->kind != DCOLL_COLL_BARRIER &&
+        !dcoll_opts_host(c->opts) &&
         (st = dcoll_gpu_where(fn, c, &device)))
         return st;
     if (device < 0) {

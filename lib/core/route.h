@@ -23,8 +23,7 @@ static inline dcoll_status_t dcoll_route_run(struct dcoll_group *g,
     if (DCOLL_LIKELY(g->choice <= DCOLL_CHOICE_MPI &&
                      (!dcoll_gpu_present() ||
                       c->kind == DCOLL_COLL_BARRIER ||
-                      (c->opts && (c->opts->mask & DCOLL_COLL_OPT_MEMORY) &&
-                       c->opts->memory == DCOLL_MEMORY_HOST))))
+                      dcoll_opts_host(c->opts))))
         return dcoll_mpi_backend.coll(g, c, work, out);
     return dcoll_route_slow(g, c, work, out);
 }

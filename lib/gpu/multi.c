@@ -226,7 +226,7 @@ dcoll_status_t dcoll_gpu_multi_choose(struct dcoll_group *g,
                                      .dtype = mc->dtype, .op = mc->op};
     if (dcoll_gpu_plugin->nccl_takes(&call))
         return DCOLL_SUCCESS;
-    if (k > 1 && mc->opts && (mc->opts->mask & DCOLL_COLL_OPT_STREAM))
+    if (k > 1 && dcoll_opts_stream(mc->opts))
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: opts.stream is "
                            "a stream of one GPU, and the buffers are on %d; "
                            "leave it unset to use each GPU's default "
@@ -244,8 +244,7 @@ dcoll_status_t dcoll_gpu_multi_run(struct dcoll_group *g,
     const struct dcoll_multi_call *mc = c->multi;
     struct dcoll_clique *q = mc->clique;
     int k = mc->n;
-    void *stream = mc->opts && (mc->opts->mask & DCOLL_COLL_OPT_STREAM)
-                       ? mc->opts->stream : NULL;
+    void *stream = dcoll_opts_stream(mc->opts);
     int rc = p->group_start(), i = 0;
     if (rc)
         return dcoll_gpu_error(mc->fn, rc);
@@ -330,8 +329,7 @@ dcoll_status_t dcoll_mirror_make(const char *fn, const void *const *list,
     m->bytes = bytes;
     /* The copies go in the call's stream order, as the NCCL path's
      * collectives do, not on the legacy stream. */
-    m->stream = opts && (opts->mask & DCOLL_COLL_OPT_STREAM) ? opts->stream
-                                                            : NULL;
+    m->stream = dcoll_opts_stream(opts);
     int first = -1;
     for (int i = 0; i < n; i++)
         m->device[i] = -1;      /* nothing of ours yet */

@@ -228,8 +228,7 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
                            "%s: the buffers are on GPU %d, but this "
                            "group's GPU is %d", fn, device, ng->device);
     }
-    void *stream = c->opts && (c->opts->mask & DCOLL_COLL_OPT_STREAM)
-                       ? c->opts->stream : NULL;
+    void *stream = dcoll_opts_stream(c->opts);
     dcoll_plugin_call_t call = {
         .kind = c->kind, .sendbuf = c->sendbuf, .recvbuf = c->recvbuf,
         .count = c->count, .dtype = c->dtype, .op = c->op, .root = c->root,

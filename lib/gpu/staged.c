@@ -63,9 +63,7 @@ dcoll_status_t dcoll_gpu_where(const char *fn, const struct dcoll_coll *c,
      * may not touch managed memory a kernel in flight uses). */
     if (sk == DCOLL_MEM_MANAGED || rk == DCOLL_MEM_MANAGED) {
         int dev = sk == DCOLL_MEM_MANAGED ? sdev : rdev;
-        void *stream = c->opts && (c->opts->mask & DCOLL_COLL_OPT_STREAM)
-                           ? c->opts->stream : NULL;
-        if (cu->sync(dev, stream))
+        if (cu->sync(dev, dcoll_opts_stream(c->opts)))
             return dcoll_error(DCOLL_ERR_INTERNAL, "%s: waiting for the "
                                "stream before reading managed memory: %s",
                                fn, cu->last_error());
@@ -142,8 +140,7 @@ static dcoll_status_t finish_staged(struct dcoll_work *w, dcoll_status_t st)
 static bool premultiplies(const struct dcoll_coll *c)
 {
     return c->op == DCOLL_AVG && dcoll_kind_has(c->kind, DCOLL_KF_OP) &&
-           (c->dtype == DCOLL_FLOAT16 || c->dtype == DCOLL_BFLOAT16 ||
-            c->dtype == DCOLL_FLOAT32 || c->dtype == DCOLL_FLOAT64);
+           dcoll_dtype_is_float(c->dtype);
 }
 
 static bool pipelined(const struct dcoll_coll *c, size_t bytes, bool async)
@@ -251,8 +248,7 @@ static dcoll_status_t staged_run(struct dcoll_group *g,
     const dcoll_cuda_plugin_t *cu = dcoll_gpu_plugin;
     const char *fn = c->fn;
     int device = c->device;
-    void *stream = c->opts && (c->opts->mask & DCOLL_COLL_OPT_STREAM)
-                       ? c->opts->stream : NULL;
+    void *stream = dcoll_opts_stream(c->opts);
     size_t in, out;
     extents(g, c, &in, &out);
     /* The device ranges; in place, one holds the other, and the host

@@ -126,16 +126,19 @@ static dcoll_status_t wait_hosts(dcoll_store_t *store, int size,
             }
         }
         double t = dcoll_now();
+        bool late = t - start > timeout;
+        bool say = every > 0 && t - said >= every;
         char list[256];
         if (st || have == size)
             break;
-        missing_list(came, size, list, sizeof(list));
-        if (t - start > timeout) {
+        if (late || say)   /* the list only when it is said */
+            missing_list(came, size, list, sizeof(list));
+        if (late) {
             st = dcoll_error(DCOLL_ERR_TIMEOUT, "dcoll_init: the rendezvous "
                              "at %s: %d of %d processes came within %g s; "
                              "rank(s) %s never did", where, have, size,
                              timeout, list);
-        } else if (every > 0 && t - said >= every) {
+        } else if (say) {
             fprintf(stderr, "dcoll[0]: dcoll_init: waiting at %s: %d of %d "
                     "processes have come (not yet: rank(s) %s; %.1f s of "
                     "%g)\n", where, have, size, list, t - start, timeout);

@@ -337,7 +337,7 @@ dcoll_status_t dcoll_store_file_open(dcoll_store_t **out, const char *path,
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "file store: no memory");
     }
     f->base = (struct dcoll_store){DCOLL_STORE_MAGIC, &file_ops, p->timeout,
-                                   0};
+                                   0, false};
     for (;;) {
         f->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (f->fd < 0) {

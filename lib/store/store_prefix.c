@@ -147,7 +147,7 @@ dcoll_status_t dcoll_store_prefix_create(dcoll_store_t **out,
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", fn);
     }
     ps->base = (struct dcoll_store){DCOLL_STORE_MAGIC, &prefix_ops,
-                                    base->timeout, base->port};
+                                    base->timeout, base->port, false};
     ps->inner = base;
     *out = &ps->base;
     return DCOLL_SUCCESS;

@@ -425,7 +425,7 @@ dcoll_status_t dcoll_store_tcp_open(dcoll_store_t **out, const char *host,
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "TCP store: no memory");
     }
     t->base = (struct dcoll_store){DCOLL_STORE_MAGIC, &tcp_ops, p->timeout,
-                                   port};
+                                   port, false};
     t->fd = -1;
     dcoll_status_t st = DCOLL_SUCCESS;
     if (p->token && !(t->token = strdup(p->token)))
