@@ -44,6 +44,72 @@ bool dcoll_mpi_launched(void)
     return false;
 }
 
+/* How many processes the launcher that started this one says it started,
+ * and which variable says so; 0 where none does. srun's counts hold only
+ * inside a step (SLURM_STEP_ID): a batch script's own process is one. */
+static long launcher_count(const char **var)
+{
+    static const struct { const char *name; bool step; } vars[] = {
+        {"WORLD_SIZE", false},          /* dcollrun, torchrun */
+        {"OMPI_COMM_WORLD_SIZE", false},/* Open MPI's mpirun */
+        {"PMI_SIZE", false},            /* MPICH's hydra, PMI launchers */
+        {"SLURM_STEP_NUM_TASKS", true},
+        {"SLURM_NTASKS", true},
+        {"SLURM_NPROCS", true},
+    };
+    const char *step = getenv("SLURM_STEP_ID");
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i].name);
+        char *end;
+        if (!v || !*v || (vars[i].step && (!step || !*step)))
+            continue;
+        errno = 0;
+        long n = strtol(v, &end, 10);
+        if (errno || *end || n < 1)
+            continue;
+        *var = vars[i].name;
+        return n;
+    }
+    return 0;
+}
+
+dcoll_status_t dcoll_mpi_launcher_check(void)
+{
+    int n = 0;
+    const char *var = NULL;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    long want = n == 1 ? launcher_count(&var) : 0;
+    if (want <= 1)
+        return DCOLL_SUCCESS;
+    if (!dcoll_mpi_started_here())
+        return dcoll_error(DCOLL_ERR_INVALID_STATE, "dcoll_init: %s=%ld says "
+                           "this is one of %ld processes, but the program "
+                           "started MPI itself before dcoll_init and MPI's "
+                           "world is this process alone: each process would "
+                           "run the job by itself. MPI cannot join processes "
+                           "into MPI_COMM_WORLD after MPI_Init. Start the job "
+                           "with mpirun -n %ld (or srun), or, under dcollrun "
+                           "or torchrun, call dcoll_init before any MPI call "
+                           "so that it starts MPI and joins the %ld", var,
+                           want, want, want, want);
+    const char *plugin = getenv("SLURM_MPI_TYPE");
+    if (!strncmp(var, "SLURM_", 6))
+        return dcoll_error(DCOLL_ERR_INVALID_STATE, "dcoll_init: srun started "
+                           "%ld tasks (%s=%ld), but MPI made this one a world "
+                           "of its own: this MPI did not understand srun's "
+                           "--mpi plugin (%s). Use one it speaks (srun "
+                           "--mpi=list; Open MPI: --mpi=pmix; MPICH: "
+                           "--mpi=pmi2), or run dcollrun as one task per node",
+                           want, var, want, plugin ? plugin : "none given");
+    return dcoll_error(DCOLL_ERR_INVALID_STATE, "dcoll_init: %s=%ld says this "
+                       "is one of %ld processes, but MPI made it a world of "
+                       "its own: the launcher and this MPI library do not "
+                       "match (a program built with one MPI, started by "
+                       "another's mpirun?). Start it with the mpirun of the "
+                       "MPI dcoll was built with (dcoll-info names it)",
+                       var, want, want);
+}
+
 void dcoll_mpi_join_release(void)
 {
 #ifdef OPEN_MPI

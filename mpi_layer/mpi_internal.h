@@ -23,6 +23,10 @@ dcoll_status_t dcoll_mpi_order_world(struct dcoll_group *world,
 dcoll_status_t dcoll_mpi_init(int thread_level);
 /* Whether an MPI launcher started this process (or MPI is running). */
 bool dcoll_mpi_launched(void);
+/* Refuse an MPI world of one where the launcher says it started more. */
+dcoll_status_t dcoll_mpi_launcher_check(void);
+/* Whether dcoll_init started MPI (not the program). */
+bool dcoll_mpi_started_here(void);
 /* Fill world->local_rank and local_size (collective over the world):
  * from MPI's shared-memory split, or by host name for a @p joined world. */
 dcoll_status_t dcoll_mpi_local(struct dcoll_group *world, bool joined);

@@ -70,6 +70,11 @@ static dcoll_status_t check_level(int thread_level, int provided,
                        [thread_level], who, level_names[have]);
 }
 
+bool dcoll_mpi_started_here(void)
+{
+    return started_mpi;
+}
+
 dcoll_status_t dcoll_mpi_init(int thread_level)
 {
     int provided;

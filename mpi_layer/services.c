@@ -5,6 +5,7 @@
 const struct dcoll_comm_ops dcoll_mpi_services = {
     .launched = dcoll_mpi_launched,
     .start = dcoll_mpi_start,
+    .launcher_check = dcoll_mpi_launcher_check,
     .order_world = dcoll_mpi_order_world,
     .local = dcoll_mpi_local,
     .stop = dcoll_mpi_stop,

@@ -66,11 +66,14 @@ static void my_line(hwloc_topology_t topo, char *out, size_t len)
 int main(int argc, char **argv)
 {
     int provided, rank, size;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    (void)argc, (void)argv;
+    /* dcoll starts MPI: under dcollrun or torchrun it joins the processes
+     * into one world, where an MPI_Init of ours would leave each alone. */
     if (dcoll_init(NULL) != DCOLL_SUCCESS) {
         fprintf(stderr, "dcoll-info: %s\n", dcoll_last_error());
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        return 1;
     }
+    MPI_Query_thread(&provided);
     dcoll_group_rank(NULL, &rank);
     dcoll_group_size(NULL, &size);
 
@@ -115,7 +118,6 @@ int main(int argc, char **argv)
         free(all);
     }
     hwloc_topology_destroy(topo);
-    dcoll_finalize();
-    MPI_Finalize();
+    dcoll_finalize();   /* ends the MPI it started */
     return 0;
 }

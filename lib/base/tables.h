@@ -164,6 +164,10 @@ struct dcoll_comm_ops {
      * less; -1: none asked, serialized where dcoll starts MPI. */
     dcoll_status_t (*start)(bool have_comm, int fcomm, int thread_level,
                             struct dcoll_group *world);
+    /* After start, under a launcher: refuse an MPI world of one where the
+     * launcher's variables say it started more processes (each would run
+     * the job alone), saying why and what to do. */
+    dcoll_status_t (*launcher_check)(void);
     /* Check every process's rank and world size against MPI's
      * (collective) and renumber the world to them; strict: they must be
      * MPI's already. */

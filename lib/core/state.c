@@ -240,6 +240,14 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         if ((st = svc->start(p.mask & DCOLL_INIT_PARAM_COMM, p.comm,
                              p.thread_level, &w)))
             return st;
+        /* Alone in MPI's world: every process fails alike, no agreement
+         * needed (nor possible). */
+        if ((st = svc->launcher_check())) {
+            char msg[DCOLL_ERROR_MAX];
+            snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+            svc->stop(&w, false);
+            return dcoll_error(st, "%s", msg);
+        }
         st = dcoll_rdzv_run(p.url, p.timeout, true, &rdzv);
         int ok = st == DCOLL_SUCCESS;
         dcoll_status_t ast = svc->agree(&w, &ok);

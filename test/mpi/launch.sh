@@ -44,6 +44,16 @@ echo "$out"
 out=$("$dcollrun" -n 2 "$prog" mpi 2>&1) || bad "dcollrun -n 2, mpi://: $out"
 echo "$out" | head -1
 
+# A program that starts MPI itself under dcollrun: each is MPI's world
+# alone, so every process is refused, saying so (not N jobs of one).
+for how in plain comm; do
+    out=$(timeout -k 5 60 "$dcollrun" -n 2 "$prog" mpi-first $how 2>&1) ||
+        bad "dcollrun -n 2, MPI first ($how): $out"
+    n=$(echo "$out" | grep -c "^refused: .*WORLD_SIZE=2 says this is one of 2")
+    [ "$n" = 2 ] || bad "MPI first ($how): $n of 2 refused: $out"
+    echo "$out" | head -1
+done
+
 why="ends the job with code 7: the test asked for it"
 aborted "abort under mpirun" 7 "$why" "$prog" \
     "$mpirun_sh" 3 60 "$prog" abort 7

@@ -24,7 +24,7 @@ static int me, n, failures;
 static dcoll_status_t init(const char *url)
 {
     dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
-    p.mask = DCOLL_INIT_PARAM_URL;
+    p.mask = url ? DCOLL_INIT_PARAM_URL : 0;
     p.url = url;
     return dcoll_init(&p);
 }
@@ -200,9 +200,36 @@ int main(int argc, char **argv)
         set("WORLD_SIZE", n);
         REFUSED("env://", BAD, "rank 0 is claimed by MPI processes 0 and 1");
     } else {
-        /* One process claiming a bigger world under a launcher. */
-        REFUSED("env://", BAD, "has world size 2, but the launcher started "
-                "1 processes");
+        /* One process claiming a bigger world, alone in MPI's world:
+         * the program started MPI itself (finding 1 of issue 30). */
+        REFUSED("env://", DCOLL_ERR_INVALID_STATE, "WORLD_SIZE=2 says this "
+                "is one of 2 processes, but the program started MPI itself");
+        REFUSED(NULL, DCOLL_ERR_INVALID_STATE, "call dcoll_init before any "
+                "MPI call");
+        /* A batch script's own process is one, whatever SLURM_NTASKS
+         * says; inside an srun step it is not. mpirun's own count (the
+         * innermost launcher's) would say 1 first: set aside. */
+        clear();
+        char *ompi = getenv("OMPI_COMM_WORLD_SIZE"), *pmi = getenv("PMI_SIZE");
+        ompi = ompi ? strdup(ompi) : NULL;
+        pmi = pmi ? strdup(pmi) : NULL;
+        unsetenv("OMPI_COMM_WORLD_SIZE");
+        unsetenv("PMI_SIZE");
+        setenv("SLURM_NTASKS", "4", 1);
+        CHECK(init(NULL) == DCOLL_SUCCESS, "batch step: %s",
+              dcoll_last_error());
+        dcoll_finalize();
+        setenv("SLURM_STEP_ID", "0", 1);
+        REFUSED(NULL, DCOLL_ERR_INVALID_STATE, "SLURM_NTASKS=4 says this is "
+                "one of 4 processes");
+        unsetenv("SLURM_STEP_ID");
+        unsetenv("SLURM_NTASKS");
+        if (ompi)
+            setenv("OMPI_COMM_WORLD_SIZE", ompi, 1);
+        if (pmi)
+            setenv("PMI_SIZE", pmi, 1);
+        free(ompi);
+        free(pmi);
     }
 
     /* local_rank: one output may be NULL, not both. */

@@ -6,11 +6,18 @@
  *                         is one of N without an MPI launcher: refused
  *   test_launch abort C   the last rank ends the job with code C while
  *                         the others wait in a barrier
- *   test_launch wtime     dcoll_wtime before and after dcoll_init */
+ *   test_launch wtime     dcoll_wtime before and after dcoll_init
+ *   test_launch mpi-first [comm]
+ *                         MPI_Init_thread by the program, then dcoll_init
+ *                         (with MPI_COMM_WORLD as comm): under dcollrun -n
+ *                         N each is MPI's world alone, so dcoll_init must
+ *                         refuse, saying why, on every process */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <mpi.h>
 #include "dcoll/dcoll.h"
 
 static int fail(const char *what)
@@ -81,8 +88,38 @@ static int wtime(void)
     return t1 - t0 >= 0.199 && t1 - t0 < 2.0 && t2 >= t1 && t3 >= t2 ? 0 : 1;
 }
 
+static int mpi_first(bool comm)
+{
+    int provided;
+    MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
+    dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
+    if (comm) {
+        p.mask = DCOLL_INIT_PARAM_COMM;
+        p.comm = (int)MPI_Comm_c2f(MPI_COMM_WORLD);
+    }
+    dcoll_status_t st = dcoll_init(&p);
+    int rc = 0;
+    if (st == DCOLL_SUCCESS) {
+        int size = -1;
+        dcoll_group_size(NULL, &size);
+        fprintf(stderr, "test_launch: a world of %d was made where MPI's is "
+                "this process alone\n", size);
+        dcoll_finalize();
+        rc = 1;
+    } else if (st != DCOLL_ERR_INVALID_STATE ||
+               !strstr(dcoll_last_error(), "started MPI itself")) {
+        rc = fail("mpi-first refused, but not as expected");
+    } else {
+        printf("refused: %s\n", dcoll_last_error());
+    }
+    MPI_Finalize();
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && !strcmp(argv[1], "mpi-first"))
+        return mpi_first(argc >= 3 && !strcmp(argv[2], "comm"));
     if (argc >= 3 && !strcmp(argv[1], "world"))
         return world(atoi(argv[2]));
     if (argc >= 2 && !strcmp(argv[1], "mpi"))
