@@ -1,35 +1,54 @@
-/* dcollrun -n N [options] prog [args...]: run N copies of a program on this
- * machine, each with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
- * MASTER_ADDR and MASTER_PORT set, as torchrun does; the program calls
- * dcoll_init with "env://". The first copy to fail stops the others, and
- * dcollrun exits with its status (128 + the signal if one killed it). */
+/* dcollrun [options] prog [args...]: start a job's processes on this node,
+ * as torchrun does, each with RANK, WORLD_SIZE, LOCAL_RANK,
+ * LOCAL_WORLD_SIZE, MASTER_ADDR and MASTER_PORT set; the program calls
+ * dcoll_init (its default, env://, meets them). Across nodes, run it on
+ * each with the same --nnodes and master address and its own --node-rank
+ * (under srun, one task per node, SLURM's variables give all three). The
+ * first process to fail anywhere stops every node's, and dcollrun exits
+ * with its status (128 + the signal if one killed it). */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include "dcoll/dcoll.h"
+
+extern char **environ;
+
+struct job {
+    char **argv;
+    const char *log_dir;   /* one file per rank, or NULL */
+    int tag;               /* "[rank] " before every line */
+};
 
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: dcollrun -n N [--master-addr A] [--master-port P] "
-            "[--timeout S] prog [args...]\n"
-            "  -n N            processes to start (1 to 4096)\n"
-            "  --master-addr A address rank 0 serves the store on "
-            "(default 127.0.0.1)\n"
-            "  --master-port P its port (default: a free one)\n"
-            "  --timeout S     stop everything after S seconds\n");
-}
-
-static int run(int rank, void *arg)
-{
-    char **argv = arg;
-    (void)rank;
-    execvp(argv[0], argv);
-    fprintf(stderr, "dcollrun: cannot run %s: %s\n", argv[0],
-            strerror(errno));
-    return 127;
+"usage: dcollrun [options] prog [args...]\n"
+"  -n, --nproc-per-node N  processes to start on this node (1 to 4096)\n"
+"  --nnodes M              nodes in the job (default 1; under srun, the\n"
+"                          step's nodes)\n"
+"  --node-rank K           this node's place, 0 to M-1 (default 0; under\n"
+"                          srun, SLURM_NODEID)\n"
+"  --master-addr A         node 0's address, where the job's store is\n"
+"                          served (default 127.0.0.1; under srun, the\n"
+"                          step's first node)\n"
+"  --master-port P         its port (default: a free one on one node; under\n"
+"                          srun, 20000 + the job id modulo 20000)\n"
+"  --rdzv-endpoint A:P     both at once\n"
+"  --tag-output            start every line of output with [rank]\n"
+"  --log-dir D             each rank's output (stdout and stderr) in\n"
+"                          D/rank-R.log instead of the terminal\n"
+"  --timeout S             stop everything after S seconds\n"
+"  --version               dcoll's version\n"
+"Across nodes the store takes DCOLL_STORE_TOKEN as its token; the nodes\n"
+"wait DCOLL_INIT_TIMEOUT seconds (300) for each other.\n");
 }
 
 /* A whole number in [lo, hi], or exit 2 naming the option. */
@@ -46,31 +65,268 @@ static long number(const char *opt, const char *s, long lo, long hi)
     return v;
 }
 
+/* Copy lines from fd to out, each after tag; a last line without its
+ * newline gets one. Lines of up to 4 KiB go in one write. */
+struct relay {
+    int fd, out;
+    char buf[4096];
+    size_t len;
+};
+
+static void emit(struct relay *r, const char *tag, size_t upto)
+{
+    char line[4096 + 32];
+    size_t t = strlen(tag);
+    memcpy(line, tag, t);
+    memcpy(line + t, r->buf, upto);
+    if (upto == 0 || r->buf[upto - 1] != '\n')
+        line[t + upto++] = '\n';
+    ssize_t w = write(r->out, line, t + upto);
+    (void)w;
+}
+
+static bool pump(struct relay *r, const char *tag)
+{
+    ssize_t n = read(r->fd, r->buf + r->len, sizeof(r->buf) - r->len);
+    if (n <= 0) {
+        if (n < 0 && errno == EINTR)
+            return true;
+        if (r->len)
+            emit(r, tag, r->len);
+        r->len = 0;
+        return false;
+    }
+    r->len += (size_t)n;
+    char *nl;
+    while ((nl = memchr(r->buf, '\n', r->len))) {
+        size_t upto = (size_t)(nl - r->buf) + 1;
+        emit(r, tag, upto);
+        memmove(r->buf, r->buf + upto, r->len - upto);
+        r->len -= upto;
+    }
+    if (r->len == sizeof(r->buf)) {   /* a line longer than the buffer */
+        emit(r, tag, r->len);
+        r->len = 0;
+    }
+    return true;
+}
+
+/* The program as a child whose stdout and stderr come back through pipes,
+ * tagged; this process ends as it did. */
+static int tagged(int rank, char **argv)
+{
+    int po[2], pe[2];
+    if (pipe(po) || pipe(pe)) {
+        fprintf(stderr, "dcollrun: rank %d: pipe: %s\n", rank,
+                strerror(errno));
+        return 127;
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "dcollrun: rank %d: fork: %s\n", rank,
+                strerror(errno));
+        return 127;
+    }
+    if (pid == 0) {
+        dup2(po[1], 1);
+        dup2(pe[1], 2);
+        close(po[0]), close(po[1]), close(pe[0]), close(pe[1]);
+        execvp(argv[0], argv);
+        fprintf(stderr, "dcollrun: cannot run %s: %s\n", argv[0],
+                strerror(errno));
+        _exit(127);
+    }
+    close(po[1]);
+    close(pe[1]);
+    char tag[32];
+    snprintf(tag, sizeof(tag), "[%d] ", rank);
+    struct relay rel[2] = {{po[0], 1, "", 0}, {pe[0], 2, "", 0}};
+    int open_fds = 2;
+    while (open_fds) {
+        struct pollfd pf[2];
+        int k = 0;
+        for (int i = 0; i < 2; i++)
+            if (rel[i].fd >= 0)
+                pf[k++] = (struct pollfd){rel[i].fd, POLLIN, 0};
+        if (poll(pf, (nfds_t)k, -1) < 0 && errno != EINTR)
+            break;
+        for (int j = 0; j < k; j++) {
+            if (!pf[j].revents)
+                continue;
+            struct relay *r = pf[j].fd == rel[0].fd ? &rel[0] : &rel[1];
+            if (!pump(r, tag)) {
+                close(r->fd);
+                r->fd = -1;
+                open_fds--;
+            }
+        }
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFSIGNALED(status)) {
+        signal(WTERMSIG(status), SIG_DFL);
+        raise(WTERMSIG(status));
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+static int run(int rank, void *arg)
+{
+    struct job *job = arg;
+    if (job->log_dir) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s/rank-%d.log", job->log_dir, rank);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) {
+            fprintf(stderr, "dcollrun: rank %d: cannot write %s: %s\n", rank,
+                    path, strerror(errno));
+            return 127;
+        }
+        dup2(fd, 1);
+        dup2(fd, 2);
+        close(fd);
+    }
+    if (job->tag)
+        return tagged(rank, job->argv);
+    execvp(job->argv[0], job->argv);
+    fprintf(stderr, "dcollrun: cannot run %s: %s\n", job->argv[0],
+            strerror(errno));
+    return 127;
+}
+
+/* The first host of a SLURM host list: "node[07-09,12],gpu3" -> "node07". */
+static bool first_host(const char *list, char *out, size_t cap)
+{
+    size_t n = strcspn(list, ",[");
+    if (!n || n >= cap)
+        return false;
+    memcpy(out, list, n);
+    out[n] = '\0';
+    if (list[n] == '[') {
+        size_t d = strspn(list + n + 1, "0123456789");
+        if (!d || n + d >= cap)
+            return false;
+        memcpy(out + n, list + n + 1, d);
+        out[n + d] = '\0';
+    }
+    return true;
+}
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+/* srun's task of a step, one per node: the job's shape from SLURM. */
+static void from_slurm(dcoll_spawn_params_t *p, char *addr, size_t cap)
+{
+    const char *nodes = env("SLURM_STEP_NUM_NODES"), *tasks =
+        env("SLURM_STEP_NUM_TASKS"), *list = env("SLURM_STEP_NODELIST"),
+        *id = env("SLURM_NODEID"), *job = env("SLURM_JOB_ID");
+    if (!env("SLURM_STEP_ID") || !nodes || !tasks)
+        return;
+    if (strcmp(nodes, tasks)) {
+        fprintf(stderr, "dcollrun: srun started %s tasks on %s nodes: run "
+                "dcollrun as one task per node (srun --ntasks-per-node=1) "
+                "and give it --nproc-per-node\n", tasks, nodes);
+        exit(2);
+    }
+    p->mask |= DCOLL_SPAWN_PARAM_NODES;
+    p->nnodes = (int)number("SLURM_STEP_NUM_NODES", nodes, 1, 4096);
+    p->node_rank = id ? (int)number("SLURM_NODEID", id, 0, 4095) : 0;
+    if (list && first_host(list, addr, cap)) {
+        p->mask |= DCOLL_SPAWN_PARAM_MASTER_ADDR;
+        p->master_addr = addr;
+    }
+    if (job) {
+        p->mask |= DCOLL_SPAWN_PARAM_MASTER_PORT;
+        p->master_port = 20000 + (int)(number("SLURM_JOB_ID", job, 0,
+                                              1L << 40) % 20000);
+    }
+}
+
+/* dcollrun is its processes' launcher: what an MPI launcher (srun's PMI,
+ * an mpirun above) set for dcollrun itself must not reach them. */
+static void forget_launcher(void)
+{
+    static const char *const prefixes[] = {"PMIX_", "PMI_",
+                                           "OMPI_COMM_WORLD_",
+                                           "OMPI_UNIVERSE_SIZE", NULL};
+    for (char **e = environ; *e;) {
+        bool drop = false;
+        for (int i = 0; prefixes[i] && !drop; i++)
+            drop = !strncmp(*e, prefixes[i], strlen(prefixes[i]));
+        if (!drop) {
+            e++;
+            continue;
+        }
+        char name[256];
+        size_t n = strcspn(*e, "=");
+        snprintf(name, sizeof(name), "%.*s", (int)n, *e);
+        unsetenv(name);   /* environ shifts down: look at *e again */
+    }
+}
+
 int main(int argc, char **argv)
 {
     dcoll_spawn_params_t p = DCOLL_SPAWN_PARAMS_INIT;
+    struct job job = {0};
+    char slurm_addr[256], endpoint[256];
     long n = 0;
     int i = 1;
+    from_slurm(&p, slurm_addr, sizeof(slurm_addr));
     for (; i < argc && argv[i][0] == '-'; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool takes = true;
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             usage(stdout);
+            return 0;
+        } else if (!strcmp(o, "--version")) {
+            int maj, min, pat;
+            dcoll_version(&maj, &min, &pat);
+            printf("dcollrun (dcoll) %d.%d.%d\n", maj, min, pat);
             return 0;
         } else if (!strcmp(o, "--")) {
             i++;
             break;
-        } else if (!strcmp(o, "-n") || !strcmp(o, "--nprocs")) {
+        } else if (!strcmp(o, "--tag-output")) {
+            job.tag = 1;
+            takes = false;
+        } else if (!v) {
+            fprintf(stderr, "dcollrun: %s needs a value\n", o);
+            usage(stderr);
+            return 2;
+        } else if (!strcmp(o, "-n") || !strcmp(o, "--nproc-per-node") ||
+                   !strcmp(o, "--nprocs")) {
             n = number(o, v, 1, 4096);
+        } else if (!strcmp(o, "--nnodes")) {
+            p.mask |= DCOLL_SPAWN_PARAM_NODES;
+            p.nnodes = (int)number(o, v, 1, 4096);
+        } else if (!strcmp(o, "--node-rank")) {
+            p.mask |= DCOLL_SPAWN_PARAM_NODES;
+            p.node_rank = (int)number(o, v, 0, 4095);
         } else if (!strcmp(o, "--master-addr")) {
-            if (!v) {
-                fprintf(stderr, "dcollrun: %s needs a value\n", o);
-                return 2;
-            }
             p.mask |= DCOLL_SPAWN_PARAM_MASTER_ADDR;
             p.master_addr = v;
         } else if (!strcmp(o, "--master-port")) {
             p.mask |= DCOLL_SPAWN_PARAM_MASTER_PORT;
             p.master_port = (int)number(o, v, 1, 65535);
+        } else if (!strcmp(o, "--rdzv-endpoint")) {
+            const char *colon = strrchr(v, ':');
+            if (!colon || colon == v || (size_t)(colon - v) >= sizeof(endpoint)) {
+                fprintf(stderr, "dcollrun: --rdzv-endpoint '%s' is not "
+                        "HOST:PORT\n", v);
+                return 2;
+            }
+            snprintf(endpoint, sizeof(endpoint), "%.*s", (int)(colon - v), v);
+            p.mask |= DCOLL_SPAWN_PARAM_MASTER_ADDR |
+                      DCOLL_SPAWN_PARAM_MASTER_PORT;
+            p.master_addr = endpoint;
+            p.master_port = (int)number(o, colon + 1, 1, 65535);
+        } else if (!strcmp(o, "--log-dir")) {
+            job.log_dir = v;
         } else if (!strcmp(o, "--timeout")) {
             p.mask |= DCOLL_SPAWN_PARAM_TIMEOUT;
             p.timeout = (double)number(o, v, 1, 1000000000);
@@ -79,20 +335,30 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
-        i++;
+        i += takes;
     }
     if (!n || i >= argc) {
-        fprintf(stderr, "dcollrun: %s\n", !n ? "-n N is required"
-                                             : "no program to run");
+        fprintf(stderr, "dcollrun: %s\n", !n ? "-n N (--nproc-per-node) is "
+                "required" : "no program to run");
         usage(stderr);
         return 2;
     }
+    if (job.log_dir && mkdir(job.log_dir, 0755) && errno != EEXIST) {
+        fprintf(stderr, "dcollrun: cannot make --log-dir %s: %s\n",
+                job.log_dir, strerror(errno));
+        return 2;
+    }
+    forget_launcher();
+    job.argv = argv + i;
     dcoll_spawn_failure_t f;
-    dcoll_status_t st = dcoll_spawn(run, argv + i, (int)n, &p, &f);
+    dcoll_status_t st = dcoll_spawn(run, &job, (int)n, &p, &f);
     if (st == DCOLL_SUCCESS)
         return 0;
     fprintf(stderr, "dcollrun: %s\n", dcoll_last_error());
-    if (st != DCOLL_ERR_CHILD_FAILED)
+    if (job.log_dir && f.rank >= 0)
+        fprintf(stderr, "dcollrun: rank %d's output: %s/rank-%d.log\n",
+                f.rank, job.log_dir, f.rank);
+    if (st != DCOLL_ERR_CHILD_FAILED || f.rank < 0)
         return 1;
-    return f.signal ? 128 + f.signal : f.exit_code;
+    return f.signal ? 128 + f.signal : f.exit_code ? f.exit_code : 1;
 }

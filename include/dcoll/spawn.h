@@ -16,6 +16,7 @@ typedef int (*dcoll_spawn_fn)(int rank, void *arg);
 #define DCOLL_SPAWN_PARAM_MASTER_ADDR (UINT64_C(1) << 0)
 #define DCOLL_SPAWN_PARAM_MASTER_PORT (UINT64_C(1) << 1)
 #define DCOLL_SPAWN_PARAM_TIMEOUT     (UINT64_C(1) << 2)
+#define DCOLL_SPAWN_PARAM_NODES       (UINT64_C(1) << 3)
 
 typedef struct dcoll_spawn_params {
     uint64_t mask;            /**< which fields below are set */
@@ -23,9 +24,14 @@ typedef struct dcoll_spawn_params {
     int master_port;          /**< MASTER_PORT; default: a free port */
     double timeout;           /**< seconds before every process is stopped;
                                    default: no limit */
+    /* A job over several machines (API 1.6), torchrun's way: the same
+     * call on each, every one with the same master_addr and master_port
+     * (both then required) and its own node_rank. */
+    int nnodes;               /**< machines in the job; default 1 */
+    int node_rank;            /**< this one's place, 0 to nnodes - 1 */
 } dcoll_spawn_params_t;
 
-#define DCOLL_SPAWN_PARAMS_INIT {0, NULL, 0, 0.0}
+#define DCOLL_SPAWN_PARAMS_INIT {0, NULL, 0, 0.0, 1, 0}
 
 /** The first process that failed: its rank, and its exit code or the
  *  signal that ended it (the other one is 0). */
@@ -42,8 +48,21 @@ typedef struct dcoll_spawn_failure {
  *  reported, in *failure if not NULL, and the others are stopped (SIGTERM,
  *  then SIGKILL), with everything they started; nothing is left running.
  *  Call it before dcoll_init, from a process no MPI launcher started.
- *  @return DCOLL_ERR_CHILD_FAILED naming the rank and its exit code or
- *          signal; DCOLL_ERR_TIMEOUT after params->timeout. */
+ *
+ *  Over several machines (DCOLL_SPAWN_PARAM_NODES, nnodes > 1): node 0
+ *  serves the job's TCP store at master_addr:master_port (token:
+ *  $DCOLL_STORE_TOKEN); the nodes meet there within $DCOLL_INIT_TIMEOUT
+ *  seconds (300), node 0 naming those that never came, every
+ *  DCOLL_INIT_REPORT seconds while it waits too. Node k's processes are
+ *  ranks k * nprocs to k * nprocs + nprocs - 1 of WORLD_SIZE nnodes *
+ *  nprocs (GROUP_RANK k, GROUP_WORLD_SIZE nnodes), and meet through that
+ *  store (TORCHELASTIC_USE_AGENT_STORE=True), fn running in a child even
+ *  where nprocs is 1. A failure on one node stops every node's
+ *  processes; node 0 returns once every node is done.
+ *  @return DCOLL_ERR_CHILD_FAILED naming the rank (its node, its host) and
+ *          its exit code or signal; DCOLL_ERR_TIMEOUT after
+ *          params->timeout, or where the nodes did not all come;
+ *          DCOLL_ERR_IO where a node lost node 0's store. */
 DCOLL_API dcoll_status_t dcoll_spawn(dcoll_spawn_fn fn, void *arg, int nprocs,
                                      const dcoll_spawn_params_t *params,
                                      dcoll_spawn_failure_t *failure);

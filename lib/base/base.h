@@ -57,6 +57,10 @@ void dcoll_host_name(char *out, size_t cap);
 
 /* clock.c: seconds since an arbitrary start, from CLOCK_MONOTONIC. */
 double dcoll_now(void);
+/* Seconds from variable name (dflt where unset or empty); a value that is
+ * not a positive number up to 1e9 is refused, naming fn and it. */
+dcoll_status_t dcoll_env_seconds(const char *fn, const char *name,
+                                 double dflt, double *out);
 /* The same clock as the kernel last ticked it (CLOCK_MONOTONIC_COARSE):
  * a fifth of dcoll_now's cost, at most DCOLL_COARSE_S behind it. For
  * every call's start and end, where deadlines of seconds need no finer

@@ -1,5 +1,4 @@
 /* Library life cycle: dcoll_init, dcoll_finalize and the world group. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -196,18 +195,9 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
     }
     if (!(p.mask & DCOLL_INIT_PARAM_TIMEOUT)) {
         /* The parameter, else DCOLL_INIT_TIMEOUT, else 300 s. */
-        const char *v = getenv("DCOLL_INIT_TIMEOUT");
-        p.timeout = 300.0;
-        if (v && *v) {
-            char *end;
-            errno = 0;
-            p.timeout = strtod(v, &end);
-            if (errno || *end || !(p.timeout > 0) || p.timeout > 1e9)
-                return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                                   "dcoll_init: DCOLL_INIT_TIMEOUT='%s' is "
-                                   "not a positive number of seconds (up "
-                                   "to 1e9)", v);
-        }
+        if ((st = dcoll_env_seconds("dcoll_init", "DCOLL_INIT_TIMEOUT",
+                                    300.0, &p.timeout)))
+            return st;
     }
     if (!(p.timeout > 0) || p.timeout > 1e9)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,

@@ -109,6 +109,7 @@ module dcoll
         type(c_ptr) :: master_addr = c_null_ptr
         integer(c_int) :: master_port = 0
         real(c_double) :: timeout = 0
+        integer(c_int) :: nnodes = 1, node_rank = 0
     end type
     type, bind(C), public :: dcoll_spawn_failure
         integer(c_int) :: rank = -1, exit_code = 0, signal = 0
@@ -1627,7 +1628,7 @@ contains
     end function
 
     function dcoll_spawn(fn, nprocs, arg, master_addr, master_port, &
-            timeout, failure) result(st)
+            timeout, failure, nnodes, node_rank) result(st)
         type(c_funptr), intent(in) :: fn
         integer, intent(in) :: nprocs
         type(c_ptr), intent(in), optional :: arg
@@ -1635,6 +1636,7 @@ contains
         integer, intent(in), optional :: master_port
         real(8), intent(in), optional :: timeout
         type(dcoll_spawn_failure), intent(out), optional :: failure
+        integer, intent(in), optional :: nnodes, node_rank
         integer :: st
         type(spawn_params) :: p
         type(dcoll_spawn_failure) :: f
@@ -1654,6 +1656,11 @@ contains
         if (present(timeout)) then
             p%timeout = real(timeout, c_double)
             p%mask = ior(p%mask, DCOLL_SPAWN_PARAM_TIMEOUT)
+        end if
+        if (present(nnodes) .or. present(node_rank)) then
+            if (present(nnodes)) p%nnodes = int(nnodes, c_int)
+            if (present(node_rank)) p%node_rank = int(node_rank, c_int)
+            p%mask = ior(p%mask, DCOLL_SPAWN_PARAM_NODES)
         end if
         f_err_on = .false.
         st = c_spawn(fn, a, int(nprocs, c_int), p, f)

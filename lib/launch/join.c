@@ -86,8 +86,8 @@ static void missing_list(const bool *came, int size, char *out, size_t cap)
     }
 }
 
-/* How often rank 0 says who has come: DCOLL_INIT_REPORT seconds (10 by
- * default; 0: never). */
+/* How often the waiting side says who has come: DCOLL_INIT_REPORT
+ * seconds (10 by default; 0: never). */
 static double report_every(void)
 {
     const char *v = getenv("DCOLL_INIT_REPORT");
@@ -99,14 +99,14 @@ static double report_every(void)
     return errno || *end || !(t >= 0) ? 10 : t;
 }
 
-/* Rank 0: until every rank's host key is there, saying now and then how
- * many have come to where, and at the deadline which never did. */
-static dcoll_status_t wait_hosts(dcoll_store_t *store, int size,
-                                 double timeout, const char *where)
+dcoll_status_t dcoll_launch_wait_all(dcoll_store_t *store,
+                                     const struct dcoll_wait_all *w,
+                                     int size, double timeout,
+                                     const char *where)
 {
     bool *came = calloc((size_t)size, sizeof(bool));
     if (!came)
-        return dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_init: no memory");
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", w->fn);
     came[0] = true;
     int have = 1;
     double start = dcoll_now(), every = report_every(), said = start;
@@ -117,7 +117,7 @@ static dcoll_status_t wait_hosts(dcoll_store_t *store, int size,
             int exist = 0;
             if (came[r])
                 continue;
-            snprintf(key, sizeof(key), "dcoll/join/host/%d", r);
+            snprintf(key, sizeof(key), w->key_fmt, r);
             const char *keys[1] = {key};
             st = dcoll_store_check(store, keys, 1, &exist);
             if (!st && exist) {
@@ -134,14 +134,15 @@ static dcoll_status_t wait_hosts(dcoll_store_t *store, int size,
         if (late || say)   /* the list only when it is said */
             missing_list(came, size, list, sizeof(list));
         if (late) {
-            st = dcoll_error(DCOLL_ERR_TIMEOUT, "dcoll_init: the rendezvous "
-                             "at %s: %d of %d processes came within %g s; "
-                             "rank(s) %s never did", where, have, size,
-                             timeout, list);
+            st = dcoll_error(DCOLL_ERR_TIMEOUT, "%s: the rendezvous at %s: "
+                             "%d of %d %s came within %g s; %s %s never "
+                             "did", w->fn, where, have, size, w->noun,
+                             timeout, w->who, list);
         } else if (say) {
-            fprintf(stderr, "dcoll[0]: dcoll_init: waiting at %s: %d of %d "
-                    "processes have come (not yet: rank(s) %s; %.1f s of "
-                    "%g)\n", where, have, size, list, t - start, timeout);
+            fprintf(stderr, "%s: %s: waiting at %s: %d of %d %s have come "
+                    "(not yet: %s %s; %.1f s of %g)\n", w->tag, w->fn,
+                    where, have, size, w->noun, w->who, list, t - start,
+                    timeout);
             said = t;
         }
         nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
@@ -191,7 +192,10 @@ dcoll_status_t dcoll_launch_join(const struct dcoll_comm_ops *svc,
     dcoll_host_name(host, sizeof(host));
     if (rank == 0) {
         char **hosts = NULL;
-        st = wait_hosts(store, size, timeout, where);
+        static const struct dcoll_wait_all hosts_of = {
+            "dcoll_init", "dcoll[0]", "dcoll/join/host/%d", "processes",
+            "rank(s)"};
+        st = dcoll_launch_wait_all(store, &hosts_of, size, timeout, where);
         if (st) {
             /* The others wait on the server key: they learn why. */
             set_str(store, "dcoll/join/server", "!");

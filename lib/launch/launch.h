@@ -19,6 +19,53 @@ dcoll_status_t dcoll_launch_join(const struct dcoll_comm_ops *svc,
                                  const char *where, void **joined,
                                  int *fcomm);
 
+/* What dcoll_launch_wait_all waits for: keys key_fmt % 1..size-1, each
+ * a rank or node (who) come; fn and tag name the caller in messages. */
+struct dcoll_wait_all {
+    const char *fn;        /* "dcoll_init" */
+    const char *tag;       /* "dcoll[0]": what starts a progress line */
+    const char *key_fmt;   /* "dcoll/join/host/%d" */
+    const char *noun;      /* "processes" */
+    const char *who;       /* "rank(s)" */
+};
+
+/* Wait until every key of w is in store, saying on stderr every
+ * DCOLL_INIT_REPORT seconds (10; 0: never) how many have come to where
+ * and which not yet; at the timeout, DCOLL_ERR_TIMEOUT naming them. */
+dcoll_status_t dcoll_launch_wait_all(dcoll_store_t *store,
+                                     const struct dcoll_wait_all *w,
+                                     int size, double timeout,
+                                     const char *where);
+
+/* The nodes of a spawn across machines (nodes.c). */
+struct dcoll_nodes {
+    dcoll_store_t *store;      /* the job's: node 0 serves it */
+    int nnodes, node, nprocs;
+    char where[300];           /* "addr:port" */
+    double next_poll;
+};
+
+/* Open (node 0: serve) the job's store at addr:port and meet every node
+ * there within timeout; node 0 names at the timeout the nodes that never
+ * came, and refuses nodes starting another number of processes. */
+dcoll_status_t dcoll_nodes_meet(struct dcoll_nodes *n, const char *addr,
+                                int port, int nnodes, int node, int nprocs,
+                                double timeout);
+/* While the processes run (asks the store at most every 0.25 s): a
+ * failure on another node, with *failure its rank and status, or the
+ * store lost. */
+dcoll_status_t dcoll_nodes_poll(struct dcoll_nodes *n,
+                                dcoll_spawn_failure_t *failure);
+/* Tell every node that this one's process f failed (why: the message,
+ * which names the node). */
+void dcoll_nodes_fail(struct dcoll_nodes *n, const dcoll_spawn_failure_t *f,
+                      const char *why);
+/* This node's processes all succeeded; node 0 then waits for every node
+ * to say so, or for one to fail, or deadline (0: none). */
+dcoll_status_t dcoll_nodes_done(struct dcoll_nodes *n, double deadline,
+                                dcoll_spawn_failure_t *failure);
+void dcoll_nodes_close(struct dcoll_nodes *n);
+
 /* dcoll_spawn, with the services that say whether MPI or a launcher is
  * already there (spawn must come first). */
 dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,

@@ -11,6 +11,7 @@
 #include <strings.h>
 #include "rendezvous.h"
 #include "dcoll/store.h"
+#include "store.h"
 #include "url.h"
 
 #define MAX_SCHEMES 32
@@ -130,20 +131,41 @@ static dcoll_status_t env_rank_size(const char *url, struct dcoll_url *u,
     return DCOLL_SUCCESS;
 }
 
-/* Rank 0 serves; everyone connects. */
+/* Rank 0 serves; everyone connects. Under an agent that serves the store
+ * itself (dcollrun across nodes, torchrun: TORCHELASTIC_USE_AGENT_STORE
+ * is "True"), every rank connects, and sees the store under
+ * /worker/attempt_<TORCHELASTIC_RESTART_COUNT>, as torch's ranks do. */
 static dcoll_status_t tcp_store(const char *host, int port, int rank,
                                 const struct dcoll_url *u, double timeout,
                                 dcoll_store_t **store, const char **why)
 {
+    const char *agent = env("TORCHELASTIC_USE_AGENT_STORE");
+    bool by_agent = agent && !strcmp(agent, "True");
+    char prefix[64];
+    if (by_agent) {
+        const char *n = env("TORCHELASTIC_RESTART_COUNT");
+        if (!n || url_int(n, strlen(n), 0, INT_MAX) < 0)
+            return say(why, DCOLL_ERR_INVALID_ARGUMENT, "the agent serves "
+                       "the store (TORCHELASTIC_USE_AGENT_STORE=True), but "
+                       "TORCHELASTIC_RESTART_COUNT is %s%s%s: the attempt's "
+                       "keys cannot be found", n ? "'" : "not set",
+                       n ? n : "", n ? "', not a count" : "");
+        snprintf(prefix, sizeof(prefix), "/worker/attempt_%s", n);
+    }
     dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
     p.mask = DCOLL_STORE_PARAM_TIMEOUT | DCOLL_STORE_PARAM_SERVE;
     p.timeout = timeout;
-    p.serve = rank == 0;
+    p.serve = rank == 0 && !by_agent;
     if (u->has_token) {
         p.mask |= DCOLL_STORE_PARAM_TOKEN;
         p.token = u->token;
     }
-    dcoll_status_t st = dcoll_store_tcp_create(store, host, port, &p);
+    dcoll_store_t *s = NULL;
+    dcoll_status_t st = dcoll_store_tcp_create(&s, host, port, &p);
+    if (!st && by_agent && (st = dcoll_store_prefix_over(store, prefix, s)))
+        dcoll_store_destroy(&s);
+    else if (!st && !by_agent)
+        *store = s;
     return st ? pass(why, st) : DCOLL_SUCCESS;
 }
 

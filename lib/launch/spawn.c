@@ -1,6 +1,8 @@
 /* dcoll_spawn: local processes with a rendezvous environment, joined; the
  * first failure stops the rest. Each child leads its own process group, so
- * stopping it also stops what it started (MPI's orted, ompi-server). */
+ * stopping it also stops what it started (MPI's orted, ompi-server). Over
+ * several machines, the nodes meet and watch each other through the
+ * job's store (nodes.c). */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -16,7 +18,7 @@
 
 #define KNOWN                                                               \
     (DCOLL_SPAWN_PARAM_MASTER_ADDR | DCOLL_SPAWN_PARAM_MASTER_PORT |        \
-     DCOLL_SPAWN_PARAM_TIMEOUT)
+     DCOLL_SPAWN_PARAM_TIMEOUT | DCOLL_SPAWN_PARAM_NODES)
 /* How long stopped processes get between SIGTERM and SIGKILL. */
 #define GRACE 3.0
 
@@ -44,31 +46,40 @@ static void set_int(const char *name, int v)
     setenv(name, buf, 1);
 }
 
-static void set_env(int rank, int n, const char *addr, int port)
+/* Process local of nlocal on node of nnodes: torchrun's variables, and
+ * across nodes, the agent's store for the rendezvous. */
+static void set_env(int node, int nnodes, int local, int nlocal,
+                    const char *addr, int port)
 {
-    set_int("RANK", rank);
-    set_int("WORLD_SIZE", n);
-    set_int("LOCAL_RANK", rank);
-    set_int("LOCAL_WORLD_SIZE", n);
+    set_int("RANK", node * nlocal + local);
+    set_int("WORLD_SIZE", nnodes * nlocal);
+    set_int("LOCAL_RANK", local);
+    set_int("LOCAL_WORLD_SIZE", nlocal);
     setenv("MASTER_ADDR", addr, 1);
     set_int("MASTER_PORT", port);
+    if (nnodes > 1) {
+        set_int("GROUP_RANK", node);
+        set_int("GROUP_WORLD_SIZE", nnodes);
+        setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1);
+        setenv("TORCHELASTIC_RESTART_COUNT", "0", 1);
+    }
 }
 
-static dcoll_status_t failed(dcoll_spawn_failure_t *out, int rank, int status)
+/* Process rank ended with status: *f says how, and the error why. */
+static dcoll_status_t failed(dcoll_spawn_failure_t *f, int rank, int status,
+                             const char *where)
 {
-    dcoll_spawn_failure_t f = {rank, 0, 0};
+    *f = (dcoll_spawn_failure_t){rank, 0, 0};
     if (WIFSIGNALED(status))
-        f.signal = WTERMSIG(status);
+        f->signal = WTERMSIG(status);
     else
-        f.exit_code = WEXITSTATUS(status);
-    if (out)
-        *out = f;
-    if (f.signal)
-        return dcoll_error(DCOLL_ERR_CHILD_FAILED, "dcoll_spawn: process %d "
-                           "was killed by signal %d (%s)", rank, f.signal,
-                           strsignal(f.signal));
-    return dcoll_error(DCOLL_ERR_CHILD_FAILED, "dcoll_spawn: process %d "
-                       "exited with code %d", rank, f.exit_code);
+        f->exit_code = WEXITSTATUS(status);
+    if (f->signal)
+        return dcoll_error(DCOLL_ERR_CHILD_FAILED, "dcoll_spawn: process %d%s "
+                           "was killed by signal %d (%s)", rank, where,
+                           f->signal, strsignal(f->signal));
+    return dcoll_error(DCOLL_ERR_CHILD_FAILED, "dcoll_spawn: process %d%s "
+                       "exited with code %d", rank, where, f->exit_code);
 }
 
 /* Stop every child's process group, politely first; reap the children. */
@@ -110,6 +121,54 @@ static void groups_gone(const pid_t *pids, int n)
     }
 }
 
+/* Every check of params, before anything starts. */
+static dcoll_status_t check_params(const char *name, int nprocs,
+                                   dcoll_spawn_params_t *p)
+{
+    if (p->mask & ~KNOWN)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: params->mask 0x%llx has unknown bits",
+                           name, (unsigned long long)p->mask);
+    if (!(p->mask & DCOLL_SPAWN_PARAM_NODES)) {
+        p->nnodes = 1;
+        p->node_rank = 0;
+    } else if (p->nnodes < 1 || p->nnodes > 4096) {
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: nnodes %d (must "
+                           "be 1 to 4096)", name, p->nnodes);
+    } else if (p->node_rank < 0 || p->node_rank >= p->nnodes) {
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: node_rank %d is "
+                           "not a node of %d (0 to %d)", name, p->node_rank,
+                           p->nnodes, p->nnodes - 1);
+    } else if ((long)p->nnodes * nprocs > (1L << 20)) {
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %d nodes of %d "
+                           "processes is over 1048576 processes", name,
+                           p->nnodes, nprocs);
+    } else if (p->nnodes > 1 &&
+               (~p->mask & (DCOLL_SPAWN_PARAM_MASTER_ADDR |
+                            DCOLL_SPAWN_PARAM_MASTER_PORT))) {
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %d nodes need "
+                           "the master_addr and master_port every node "
+                           "meets at (node 0's address)", name, p->nnodes);
+    }
+    if (!(p->mask & DCOLL_SPAWN_PARAM_MASTER_ADDR))
+        p->master_addr = "127.0.0.1";
+    if (!p->master_addr || !*p->master_addr)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: master_addr is %s", name,
+                           p->master_addr ? "empty" : "NULL");
+    if ((p->mask & DCOLL_SPAWN_PARAM_MASTER_PORT) &&
+        (p->master_port < 1 || p->master_port > 65535))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: master_port %d is not a port (1 to 65535)",
+                           name, p->master_port);
+    if ((p->mask & DCOLL_SPAWN_PARAM_TIMEOUT) &&
+        (!(p->timeout > 0) || p->timeout > 1e9))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: timeout %g s is not a positive number of "
+                           "seconds", name, p->timeout);
+    return DCOLL_SUCCESS;
+}
+
 dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
                                   dcoll_spawn_fn fn, void *arg, int nprocs,
                                   const dcoll_spawn_params_t *params,
@@ -117,36 +176,19 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
 {
     static const char name[] = "dcoll_spawn";
     dcoll_spawn_params_t p = DCOLL_SPAWN_PARAMS_INIT;
+    dcoll_spawn_failure_t f = {-1, 0, 0};
     if (failure)
-        *failure = (dcoll_spawn_failure_t){-1, 0, 0};
+        *failure = f;
     if (!fn)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: fn is NULL", name);
     if (nprocs < 1 || nprocs > 4096)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: nprocs %d (must be 1 to 4096)", name, nprocs);
-    if (params) {
-        if (params->mask & ~KNOWN)
-            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                               "%s: params->mask 0x%llx has unknown bits",
-                               name, (unsigned long long)params->mask);
+    if (params)
         p = *params;
-    }
-    if (!(p.mask & DCOLL_SPAWN_PARAM_MASTER_ADDR))
-        p.master_addr = "127.0.0.1";
-    if (!p.master_addr || !*p.master_addr)
-        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                           "%s: master_addr is %s", name,
-                           p.master_addr ? "empty" : "NULL");
-    if ((p.mask & DCOLL_SPAWN_PARAM_MASTER_PORT) &&
-        (p.master_port < 1 || p.master_port > 65535))
-        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                           "%s: master_port %d is not a port (1 to 65535)",
-                           name, p.master_port);
-    if ((p.mask & DCOLL_SPAWN_PARAM_TIMEOUT) &&
-        (!(p.timeout > 0) || p.timeout > 1e9))
-        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                           "%s: timeout %g s is not a positive number of "
-                           "seconds", name, p.timeout);
+    dcoll_status_t st = check_params(name, nprocs, &p);
+    if (st)
+        return st;
     if (svc->launched())
         return dcoll_error(DCOLL_ERR_INVALID_STATE,
                            "%s: MPI is running or an MPI launcher started "
@@ -156,26 +198,41 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
         !(p.master_port = free_port(p.master_addr)))
         return dcoll_error(DCOLL_ERR_IO, "%s: found no free port on %s",
                            name, p.master_addr);
-
-    if (nprocs == 1) {
-        set_env(0, 1, p.master_addr, p.master_port);
+    int node = p.node_rank, nnodes = p.nnodes, base = node * nprocs;
+    struct dcoll_nodes nodes = {0};
+    char where[300] = "";
+    if (nnodes > 1) {
+        double meet;
+        if ((st = dcoll_env_seconds(name, "DCOLL_INIT_TIMEOUT", 300.0,
+                                    &meet)) ||
+            (st = dcoll_nodes_meet(&nodes, p.master_addr, p.master_port,
+                                   nnodes, node, nprocs, meet)))
+            return st;
+        char host[256] = "";
+        dcoll_host_name(host, sizeof(host));
+        snprintf(where, sizeof(where), " (node %d, %s)", node, host);
+    } else if (nprocs == 1) {
+        set_env(0, 1, 0, 1, p.master_addr, p.master_port);
         int code = fn(0, arg);
-        return code ? failed(failure, 0, (code & 0xff) << 8)
-                    : DCOLL_SUCCESS;
+        st = code ? failed(&f, 0, (code & 0xff) << 8, "") : DCOLL_SUCCESS;
+        if (failure)
+            *failure = f;
+        return st;
     }
 
     pid_t *pids = calloc((size_t)nprocs, sizeof(*pids));
-    if (!pids)
+    if (!pids) {
+        dcoll_nodes_close(&nodes);
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", name);
+    }
     pid_t parent = getpid();
     fflush(NULL);   /* or children would print the parent's buffers too */
-    dcoll_status_t st = DCOLL_SUCCESS;
     int running = 0;
     for (int r = 0; r < nprocs; r++) {
         pid_t pid = fork();
         if (pid < 0) {
             st = dcoll_error(DCOLL_ERR_IO, "%s: fork for process %d: %s",
-                             name, r, strerror(errno));
+                             name, base + r, strerror(errno));
             break;
         }
         if (pid == 0) {
@@ -184,8 +241,8 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
             prctl(PR_SET_PDEATHSIG, SIGKILL);
             if (getppid() != parent)
                 _exit(1);
-            set_env(r, nprocs, p.master_addr, p.master_port);
-            exit(fn(r, arg) & 0xff);
+            set_env(node, nnodes, r, nprocs, p.master_addr, p.master_port);
+            exit(fn(base + r, arg) & 0xff);
         }
         setpgid(pid, pid);  /* both sides, so no kill can miss it */
         pids[r] = pid;
@@ -193,14 +250,17 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
     }
     double deadline = (p.mask & DCOLL_SPAWN_PARAM_TIMEOUT)
                           ? dcoll_now() + p.timeout : 0;
+    bool mine = true;   /* the failure is this node's (not another's) */
     while (!st && running) {
         int status;
         pid_t pid = waitpid(-1, &status, WNOHANG);
         if (pid <= 0) {
             if (deadline && dcoll_now() > deadline)
-                st = dcoll_error(DCOLL_ERR_TIMEOUT, "%s: the processes ran "
-                                 "past the timeout of %g s and were stopped",
-                                 name, p.timeout);
+                st = dcoll_error(DCOLL_ERR_TIMEOUT, "%s: the processes%s "
+                                 "ran past the timeout of %g s and were "
+                                 "stopped", name, where, p.timeout);
+            else if (nnodes > 1 && (st = dcoll_nodes_poll(&nodes, &f)))
+                mine = false;
             else
                 usleep(5000);
             continue;
@@ -211,10 +271,15 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
             pids[r] = -pid;
             running--;
             if (!WIFEXITED(status) || WEXITSTATUS(status))
-                st = failed(failure, r, status);
+                st = failed(&f, base + r, status, where);
             else
                 kill(-pid, SIGKILL);  /* anything it left behind */
         }
+    }
+    if (st && nnodes > 1 && mine) {
+        /* The others stop on this; the message loses its "dcoll_spawn: ". */
+        const char *why = dcoll_last_error();
+        dcoll_nodes_fail(&nodes, &f, why + (strncmp(why, name, 11) ? 0 : 13));
     }
     if (st) {
         /* Stopping sets no error: the failure's message stays whole. */
@@ -225,5 +290,16 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
     }
     groups_gone(pids, nprocs);
     free(pids);
+    if (!st && nnodes > 1)
+        st = dcoll_nodes_done(&nodes, deadline, &f);
+    if (nnodes > 1) {
+        char msg[DCOLL_ERROR_MAX];
+        snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+        dcoll_nodes_close(&nodes);
+        if (st)
+            dcoll_error(st, "%s", msg);
+    }
+    if (failure)
+        *failure = f;
     return st;
 }

@@ -45,6 +45,12 @@ struct dcoll_store {
                              dcoll_store_destroy refuses it */
 };
 
+/* store_prefix.c: a prefix view that owns base: destroying the view
+ * destroys base too (a rendezvous's view of an agent's store). */
+dcoll_status_t dcoll_store_prefix_over(dcoll_store_t **out,
+                                       const char *prefix,
+                                       dcoll_store_t *base);
+
 /* store.c: mark s as dcoll's own, and free one so marked (finalize). */
 void dcoll_store_keep(dcoll_store_t *s);
 void dcoll_store_release(dcoll_store_t **s);

@@ -9,6 +9,7 @@ struct prefix_store {
     struct dcoll_store base;
     dcoll_store_t *inner;
     char *prefix;
+    bool owns_inner;      /* dcoll_store_prefix_over: inner goes with it */
 };
 
 static char *prefixed(dcoll_store_t *s, const char *key)
@@ -119,8 +120,11 @@ static dcoll_status_t px_num_keys(dcoll_store_t *s, int64_t *count)
 
 static void px_destroy(dcoll_store_t *s)
 {
-    free(((struct prefix_store *)s)->prefix);
-    free(s);
+    struct prefix_store *ps = (struct prefix_store *)s;
+    if (ps->owns_inner)
+        dcoll_store_destroy(&ps->inner);
+    free(ps->prefix);
+    free(ps);
 }
 
 static const struct store_ops prefix_ops = {
@@ -151,4 +155,14 @@ dcoll_status_t dcoll_store_prefix_create(dcoll_store_t **out,
     ps->inner = base;
     *out = &ps->base;
     return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_store_prefix_over(dcoll_store_t **out,
+                                       const char *prefix,
+                                       dcoll_store_t *base)
+{
+    dcoll_status_t st = dcoll_store_prefix_create(out, prefix, base);
+    if (!st)
+        ((struct prefix_store *)*out)->owns_inner = true;
+    return st;
 }

@@ -10,6 +10,9 @@
  *   test_nodes loop                all_reduce of 4 MiB until the job ends
  *                                  (the watchdog ends it when a node goes);
  *                                  "looping" once under way
+ *   test_nodes exit R C            rank R exits with code C after init, the
+ *                                  others wait in a barrier it never joins
+ *                                  (dcollrun must stop them, every node's)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,9 +69,26 @@ static int loop(void)
     }
 }
 
+static int leave(int who, int code)
+{
+    CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init");
+    int r;
+    dcoll_group_rank(NULL, &r);
+    printf("rank %d on %s: %s\n", r, host, r == who ? "leaving" : "waiting");
+    fflush(stdout);
+    if (r == who)
+        _exit(code);
+    dcoll_barrier(NULL, NULL, NULL);
+    fprintf(stderr, "[%s] rank %d left a barrier rank %d never came to\n",
+            host, r, who);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
     gethostname(host, sizeof(host) - 1);
+    if (argc == 4 && !strcmp(argv[1], "exit"))
+        return leave(atoi(argv[2]), atoi(argv[3]));
     if (argc == 4 && !strcmp(argv[1], "outsider"))
         return outsider(argv[2], atoi(argv[3]));
     if (argc == 2 && !strcmp(argv[1], "loop"))

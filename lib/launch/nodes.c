@@ -1,0 +1,190 @@
+/* The nodes of a spawn across machines (dcoll_spawn with nnodes > 1), as
+ * torchrun's agents meet: node 0 serves the job's store at the master
+ * address, every node says it has come and how many processes it starts,
+ * node 0 waits for all of them (saying now and then who has not) and
+ * says go. While the processes run, a failure on one node is written to
+ * the store, and every other node stops its own on seeing it; node 0
+ * keeps the store until every node is done. The processes use the same
+ * store, under torch's agent prefix (rendezvous.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "launch.h"
+
+#define GO_KEY "dcoll/spawn/go"
+#define FAILED_KEY "dcoll/spawn/failed"
+/* How often a node asks whether another failed. */
+#define POLL_EVERY 0.25
+
+static dcoll_status_t get_str(dcoll_store_t *s, const char *key, char *buf,
+                              size_t cap)
+{
+    size_t len = 0;
+    dcoll_status_t st = dcoll_store_get(s, key, buf, cap - 1, &len);
+    buf[st ? 0 : len] = '\0';
+    return st;
+}
+
+/* Node 0: every node has come; they must all start as many processes. */
+static dcoll_status_t same_counts(struct dcoll_nodes *n, int nprocs)
+{
+    for (int k = 1; k < n->nnodes; k++) {
+        char key[64], v[320];
+        int theirs = -1;
+        snprintf(key, sizeof(key), "dcoll/spawn/node/%d", k);
+        dcoll_status_t st = get_str(n->store, key, v, sizeof(v));
+        if (st)
+            return st;
+        char *sp = strrchr(v, ' ');
+        if (sp)
+            theirs = atoi(sp + 1);
+        if (theirs != nprocs)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_spawn: node "
+                               "%d (%.*s) starts %d processes and node 0 "
+                               "%d: every node must start as many", k,
+                               sp ? (int)(sp - v) : 0, v, theirs, nprocs);
+    }
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_nodes_meet(struct dcoll_nodes *n, const char *addr,
+                                int port, int nnodes, int node, int nprocs,
+                                double timeout)
+{
+    memset(n, 0, sizeof(*n));
+    n->nnodes = nnodes;
+    n->node = node;
+    n->nprocs = nprocs;
+    snprintf(n->where, sizeof(n->where), "%s:%d", addr, port);
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    p.mask = DCOLL_STORE_PARAM_TIMEOUT | DCOLL_STORE_PARAM_SERVE;
+    p.timeout = timeout;
+    p.serve = node == 0;
+    dcoll_status_t st = dcoll_store_tcp_create(&n->store, addr, port, &p);
+    if (st)
+        return dcoll_error(st, "dcoll_spawn: node %d: the job's store at "
+                           "%s: %s", node, n->where, dcoll_last_error());
+    char key[64], host[256] = "", mine[320], go[512];
+    dcoll_host_name(host, sizeof(host));
+    if (node == 0) {
+        static const struct dcoll_wait_all nodes_of = {
+            "dcoll_spawn", "dcoll[node 0]", "dcoll/spawn/node/%d", "nodes",
+            "node(s)"};
+        st = dcoll_launch_wait_all(n->store, &nodes_of, nnodes, timeout,
+                                   n->where);
+        if (!st)
+            st = same_counts(n, nprocs);
+        /* The others wait on this key: tell them either way. */
+        snprintf(go, sizeof(go), "%s%s", st ? "!" : "",
+                 st ? dcoll_last_error() : "");
+        if (dcoll_store_set(n->store, GO_KEY, go, strlen(go)) && !st)
+            st = dcoll_error(DCOLL_ERR_IO, "dcoll_spawn: node 0 could not "
+                             "tell the nodes to start: %s",
+                             dcoll_last_error());
+    } else {
+        snprintf(key, sizeof(key), "dcoll/spawn/node/%d", node);
+        snprintf(mine, sizeof(mine), "%s %d", host, nprocs);
+        if (!(st = dcoll_store_set(n->store, key, mine, strlen(mine))) &&
+            !(st = get_str(n->store, GO_KEY, go, sizeof(go))) && go[0])
+            st = dcoll_error(DCOLL_ERR_TIMEOUT, "dcoll_spawn: node %d: node "
+                             "0 called the job off: %s", node, go + 1);
+        else if (st)
+            st = dcoll_error(st, "dcoll_spawn: node %d: no word from node 0 "
+                             "at %s: %s", node, n->where, dcoll_last_error());
+    }
+    if (st) {
+        char msg[DCOLL_ERROR_MAX];
+        snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+        dcoll_nodes_close(n);
+        return dcoll_error(st, "%s", msg);
+    }
+    n->next_poll = dcoll_now() + POLL_EVERY;
+    return DCOLL_SUCCESS;
+}
+
+/* A failure as the store keeps it: "RANK CODE SIGNAL text". */
+static dcoll_status_t failed_from(const char *v, dcoll_spawn_failure_t *f)
+{
+    int used = 0;
+    dcoll_spawn_failure_t got = {-1, 0, 0};
+    if (sscanf(v, "%d %d %d %n", &got.rank, &got.exit_code, &got.signal,
+               &used) < 3)
+        used = 0;
+    if (f)
+        *f = got;
+    return dcoll_error(DCOLL_ERR_CHILD_FAILED, "dcoll_spawn: %s; every "
+                       "node's processes were stopped", v + used);
+}
+
+dcoll_status_t dcoll_nodes_poll(struct dcoll_nodes *n,
+                                dcoll_spawn_failure_t *failure)
+{
+    double t = dcoll_now();
+    if (t < n->next_poll)
+        return DCOLL_SUCCESS;
+    n->next_poll = t + POLL_EVERY;
+    const char *keys[1] = {FAILED_KEY};
+    int exist = 0;
+    char v[DCOLL_ERROR_MAX];
+    dcoll_status_t st = dcoll_store_check(n->store, keys, 1, &exist);
+    if (!st && !exist)
+        return DCOLL_SUCCESS;
+    if (!st && !(st = get_str(n->store, FAILED_KEY, v, sizeof(v))))
+        return failed_from(v, failure);
+    if (failure)
+        *failure = (dcoll_spawn_failure_t){-1, 0, 0};
+    return dcoll_error(DCOLL_ERR_IO, "dcoll_spawn: node %d lost the job's "
+                       "store at %s (node 0 gone?): %s; its processes were "
+                       "stopped", n->node, n->where, dcoll_last_error());
+}
+
+void dcoll_nodes_fail(struct dcoll_nodes *n, const dcoll_spawn_failure_t *f,
+                      const char *why)
+{
+    char v[DCOLL_ERROR_MAX], now[DCOLL_ERROR_MAX], msg[DCOLL_ERROR_MAX];
+    size_t len = 0;
+    snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+    snprintf(v, sizeof(v), "%d %d %d %s", f->rank, f->exit_code, f->signal,
+             why);
+    /* The first failure stays: the others are its consequences. Telling
+     * them is the best this node can do; its own error stays the one
+     * set. */
+    dcoll_status_t st = dcoll_store_compare_set(n->store, FAILED_KEY, "", 0,
+                                                v, strlen(v), now,
+                                                sizeof(now), &len);
+    if (st)
+        fprintf(stderr, "dcoll[node %d]: could not tell the other nodes: "
+                "%s\n", n->node, dcoll_last_error());
+    dcoll_error(DCOLL_ERR_CHILD_FAILED, "%s", msg);
+}
+
+dcoll_status_t dcoll_nodes_done(struct dcoll_nodes *n, double deadline,
+                                dcoll_spawn_failure_t *failure)
+{
+    char key[64];
+    snprintf(key, sizeof(key), "dcoll/spawn/done/%d", n->node);
+    dcoll_status_t st = dcoll_store_set(n->store, key, "1", 1);
+    /* Node 0 serves the store: it stays until every node is done. */
+    for (int k = 1; n->node == 0 && k < n->nnodes && !st; k++) {
+        snprintf(key, sizeof(key), "dcoll/spawn/done/%d", k);
+        const char *keys[1] = {key};
+        int exist = 0;
+        while (!(st = dcoll_store_check(n->store, keys, 1, &exist)) &&
+               !exist) {
+            n->next_poll = 0;
+            if ((st = dcoll_nodes_poll(n, failure)))
+                return st;
+            if (deadline && dcoll_now() > deadline)
+                return dcoll_error(DCOLL_ERR_TIMEOUT, "dcoll_spawn: node %d "
+                                   "was not done by the timeout", k);
+            nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+        }
+    }
+    return st;
+}
+
+void dcoll_nodes_close(struct dcoll_nodes *n)
+{
+    dcoll_store_destroy(&n->store);
+}
