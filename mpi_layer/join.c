@@ -384,8 +384,26 @@ dcoll_status_t dcoll_mpi_join_begin(int thread_level, int size,
     dcoll_status_t st = DCOLL_SUCCESS;
     int inited = 0;
     MPI_Initialized(&inited);
+#ifdef OPEN_MPI
+    /* Inside an srun step (srun --mpi=none, or dcollrun under srun), Open
+     * MPI 4 takes a singleton with SLURM_NODELIST for a task srun started
+     * without PMI, and refuses to start. This process is no task of
+     * srun's MPI: hide the variable while MPI starts, then put it back. */
+    char *nodelist = getenv("SLURM_NODELIST");
+    if (nodelist && getenv("SLURM_STEP_ID")) {
+        nodelist = strdup(nodelist);
+        unsetenv("SLURM_NODELIST");
+    } else {
+        nodelist = NULL;
+    }
+#endif
     if (!inited)
         st = dcoll_mpi_init(thread_level);
+#ifdef OPEN_MPI
+    if (nodelist)
+        setenv("SLURM_NODELIST", nodelist, 1);
+    free(nodelist);
+#endif
     /* Read at MPI_Init only; the processes this one starts must not think
      * a launcher started them. */
     for (int i = 0; pmi_vars[i]; i++)

@@ -41,6 +41,14 @@ aborted() {
 
 out=$("$dcollrun" -n 3 "$prog" world 3 2>&1) || bad "dcollrun -n 3, plain init: $out"
 echo "$out"
+# As dcollrun runs under srun (one task per node): the step's variables
+# must not make Open MPI take the processes for srun's tasks.
+out=$(SLURM_NODELIST=dcnode1 SLURM_JOBID=1 SLURM_STEP_ID=0 SLURM_NODEID=0 \
+      SLURM_STEP_NUM_TASKS=1 SLURM_STEP_NUM_NODES=1 \
+      SLURM_STEP_NODELIST=dcnode1 \
+      timeout -k 5 60 "$dcollrun" -n 3 --master-addr 127.0.0.1 "$prog" world 3 2>&1) ||
+    bad "dcollrun -n 3 in an srun step: $out"
+echo "$out"
 out=$("$dcollrun" -n 2 "$prog" mpi 2>&1) || bad "dcollrun -n 2, mpi://: $out"
 echo "$out" | head -1
 

@@ -2,7 +2,9 @@
 # SLURM on two nodes (test/nodes/nodes.sh): slurmctld and a slurmd on node
 # 1, a slurmd on node 2, munged beside them. examples/grid.sbatch runs
 # exactly as written (2 nodes x 4 tasks) through `sbatch --wait`, and
-# `srun -N 2` gives each node's tasks local ranks of their own.
+# `srun -N 2` gives each node's tasks local ranks of their own;
+# examples/dcollrun.sbatch runs dcollrun as one task per node, from
+# SLURM's variables alone.
 #   slurm.sh BUILD_DIR SOURCE_DIR
 set -u
 build=$(cd "$1" && pwd) src=$(cd "$2" && pwd)
@@ -12,7 +14,7 @@ slurm_tools
 . "$here/nodes.sh"
 dir=$(mktemp -d /tmp/dcoll-slurm2.XXXXXX)
 chmod 755 "$dir"
-NODES_CLEAN='[ -f "$dir/munge/pid" ] && kill "$(cat "$dir/munge/pid")" 2>/dev/null; rm -rf "$dir"; rm -f "$build"/dcoll-grid-*.out'
+NODES_CLEAN='[ -f "$dir/munge/pid" ] && kill "$(cat "$dir/munge/pid")" 2>/dev/null; rm -rf "$dir"; rm -f "$build"/dcoll-grid-*.out "$build"/dcoll-dcollrun-*.out'
 nodes_up 2
 fail() { slurm_fail "$dir" "$@"; }
 slurm_munge "$dir" || fail "munged did not start"
@@ -79,5 +81,17 @@ if [ -f "$file" ]; then
 else
     echo "slurm: no output file from job '$job'"; status=1
 fi
+# dcollrun as one task per node, from SLURM's variables alone.
+on 1 timeout -k 5 240 sbatch --wait "$src/examples/dcollrun.sbatch" \
+    >"$dir/sbatch2.txt" 2>&1 || { cat "$dir/sbatch2.txt"; status=1; }
+job=$(sed -n 's/^Submitted batch job //p' "$dir/sbatch2.txt")
+file="$build/dcoll-dcollrun-$job.out"
+if [ -f "$file" ]; then
+    cat "$file"
+    grep -q '^\[0\] grid: 2 x 2 ranks.*: ok' "$file" ||
+        { echo "slurm: the dcollrun job's output lacks '[0] grid: 2 x 2 ranks ... ok'"; status=1; }
+else
+    echo "slurm: no output file from job '$job'"; status=1
+fi
 [ "$status" = 0 ] || fail "some runs failed"
-echo "slurm: two nodes ran test_nodes and grid.sbatch as written"
+echo "slurm: two nodes ran test_nodes, grid.sbatch and dcollrun.sbatch as written"
