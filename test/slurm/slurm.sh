@@ -3,7 +3,9 @@
 # and slurmd, all on 127.0.0.1, in a private directory), run the C and
 # Fortran grid examples with `srun -n 4 --mpi=pmix`, init through env://
 # from SLURM's variables alone, submit examples/grid.sbatch and check its
-# output file, then stop every daemon.
+# output file, then stop every daemon. Under the MPICH build (no PMIx),
+# srun --mpi=pmix must be refused on every task instead, and --mpi=pmi2
+# make one world.
 #   slurm.sh BUILD_DIR SOURCE_DIR
 # Exits 77 (skip) where SLURM or munge is not installed.
 set -u
@@ -60,6 +62,26 @@ export OMPI_MCA_btl=self,vader OMPI_MCA_btl_tcp_if_include=lo \
        OMPI_MCA_hwloc_base_binding_policy=none PMIX_MCA_gds=hash
 cd "$build"
 status=0
+if [ "${DCOLL_MPI:-openmpi}" = mpich ]; then
+    # Debian's MPICH speaks no PMIx: under srun --mpi=pmix each task is a
+    # world of its own. Every task must be refused, saying so, not run
+    # the job alone and say ok.
+    out=$(timeout -k 5 120 srun -n 2 --mpi=pmix test/mpi/test_launch world 2 2>&1)
+    rc=$?
+    echo "$out"
+    [ "$rc" != 0 ] || { echo "slurm: srun --mpi=pmix under MPICH exited 0"; status=1; }
+    n=$(echo "$out" | grep -c "srun started 2 tasks (SLURM_STEP_NUM_TASKS=2), but MPI made this one a world of its own")
+    [ "$n" = 2 ] || { echo "slurm: $n of 2 tasks refused under MPICH"; status=1; }
+    # The plugin the message names for MPICH makes one world.
+    out=$(timeout -k 5 120 srun -n 2 --mpi=pmi2 test/mpi/test_launch world 2 2>&1) ||
+        { echo "slurm: srun --mpi=pmi2 under MPICH failed"; status=1; }
+    echo "$out"
+    echo "$out" | grep -q "^world: 2 ranks, all_reduce counted 2" ||
+        { echo "slurm: srun --mpi=pmi2 did not make one world of 2"; status=1; }
+    [ "$status" = 0 ] || fail "MPICH under srun: refusal or pmi2 failed"
+    echo "slurm: MPICH under srun --mpi=pmix refused on every task; --mpi=pmi2 one world"
+    exit 0
+fi
 for prog in examples/grid examples/grid_f; do
     [ -x "$prog" ] || { echo "slurm: $prog not built, skipped"; continue; }
     out=$(timeout -k 5 120 srun -n 4 --mpi=pmix "$prog" 2>&1)
