@@ -252,8 +252,13 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
                           ? dcoll_now() + p.timeout : 0;
     bool mine = true;   /* the failure is this node's (not another's) */
     while (!st && running) {
-        int status;
-        pid_t pid = waitpid(-1, &status, WNOHANG);
+        int status = 0;
+        pid_t pid = 0;
+        /* Only ours: children the program started otherwise stay its to
+         * reap. */
+        for (int r = 0; r < nprocs && pid <= 0; r++)
+            if (pids[r] > 0)
+                pid = waitpid(pids[r], &status, WNOHANG);
         if (pid <= 0) {
             if (deadline && dcoll_now() > deadline)
                 st = dcoll_error(DCOLL_ERR_TIMEOUT, "%s: the processes%s "

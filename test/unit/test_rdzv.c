@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 #include "dcoll/dcoll.h"
 
@@ -32,7 +33,9 @@ static void clear_env(void)
     static const char *const vars[] = {"RANK", "WORLD_SIZE", "MASTER_ADDR",
                                        "MASTER_PORT", "SLURM_PROCID",
                                        "SLURM_NTASKS", "SLURM_STEP_NUM_TASKS",
-                                       "DCOLL_STORE_TOKEN"};
+                                       "DCOLL_STORE_TOKEN",
+                                       "TORCHELASTIC_USE_AGENT_STORE",
+                                       "TORCHELASTIC_RESTART_COUNT"};
     for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
         unsetenv(vars[i]);
 }
@@ -280,6 +283,144 @@ static void spawn_inline(void **state)
     clear_env();
 }
 
+/* A process of node k of a two-node spawn: torchrun's variables, and the
+ * agent's store for the rendezvous; rank 3 fails where arg says. */
+static int node_fn(int rank, void *arg)
+{
+    const char *want[][2] = {
+        {"WORLD_SIZE", "4"}, {"LOCAL_WORLD_SIZE", "2"},
+        {"GROUP_WORLD_SIZE", "2"}, {"TORCHELASTIC_USE_AGENT_STORE", "True"},
+        {"TORCHELASTIC_RESTART_COUNT", "0"}, {"MASTER_ADDR", "127.0.0.1"}};
+    for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+        const char *v = getenv(want[i][0]);
+        if (!v || strcmp(v, want[i][1]))
+            return 20 + (int)i;
+    }
+    const char *r = getenv("RANK"), *l = getenv("LOCAL_RANK"),
+               *g = getenv("GROUP_RANK");
+    if (!r || atoi(r) != rank || !l || atoi(l) != rank % 2 || !g ||
+        atoi(g) != rank / 2)
+        return 30;
+    /* The processes meet through node 0's store, under the agent's
+     * prefix: a key one sets, every other gets. */
+    dcoll_store_t *s = NULL;
+    int me = -1, n = -1;
+    if (dcoll_rendezvous("env://", 20, &s, &me, &n) || me != rank || n != 4)
+        return 31;
+    char key[16], v[16];
+    size_t len = 0;
+    snprintf(key, sizeof(key), "k%d", rank);
+    if (dcoll_store_set(s, key, "x", 1))
+        return 32;
+    for (int q = 0; q < 4; q++) {
+        snprintf(key, sizeof(key), "k%d", q);
+        if (dcoll_store_get(s, key, v, sizeof(v), &len))
+            return 33;
+    }
+    dcoll_store_destroy(&s);
+    if (rank == 3 && arg)
+        return *(int *)arg;
+    if (arg)
+        sleep(30);   /* until the failure on the other node stops this */
+    return 0;
+}
+
+/* Both nodes of a spawn on this machine: node 1 in a child process. */
+static dcoll_status_t two_nodes(int port, int nprocs1, int *code,
+                                dcoll_spawn_failure_t *f, int *child_rc)
+{
+    dcoll_spawn_params_t p = DCOLL_SPAWN_PARAMS_INIT;
+    p.mask = DCOLL_SPAWN_PARAM_NODES | DCOLL_SPAWN_PARAM_MASTER_ADDR |
+             DCOLL_SPAWN_PARAM_MASTER_PORT;
+    p.nnodes = 2;
+    p.master_addr = "127.0.0.1";
+    p.master_port = port;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        p.node_rank = 1;
+        dcoll_status_t st = dcoll_spawn(node_fn, code, nprocs1, &p, NULL);
+        _exit(st == DCOLL_SUCCESS ? 0 : 10 + (int)st);
+    }
+    dcoll_status_t st = dcoll_spawn(node_fn, code, 2, &p, f);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    *child_rc = WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+    return st;
+}
+
+static void spawn_nodes(void **state)
+{
+    (void)state;
+    clear_env();
+    dcoll_spawn_failure_t f;
+    dcoll_spawn_params_t p = DCOLL_SPAWN_PARAMS_INIT;
+    p.mask = DCOLL_SPAWN_PARAM_NODES;
+    p.nnodes = 0;
+    assert_int_equal(dcoll_spawn(spawn_fn, NULL, 2, &p, &f), BAD);
+    assert_non_null(strstr(dcoll_last_error(), "nnodes 0 (must be 1 to "
+                                                "4096)"));
+    p.nnodes = 2;
+    p.node_rank = 2;
+    assert_int_equal(dcoll_spawn(spawn_fn, NULL, 2, &p, &f), BAD);
+    assert_non_null(strstr(dcoll_last_error(), "node_rank 2 is not a node "
+                                                "of 2"));
+    p.node_rank = 1;
+    assert_int_equal(dcoll_spawn(spawn_fn, NULL, 2, &p, &f), BAD);
+    assert_non_null(strstr(dcoll_last_error(), "2 nodes need the "
+                                                "master_addr and master_port"));
+    p.nnodes = 4096;
+    assert_int_equal(dcoll_spawn(spawn_fn, NULL, 4096, &p, &f), BAD);
+    assert_non_null(strstr(dcoll_last_error(), "over 1048576 processes"));
+    p.nnodes = 2;
+    p.mask |= DCOLL_SPAWN_PARAM_MASTER_ADDR | DCOLL_SPAWN_PARAM_MASTER_PORT;
+    p.master_addr = "127.0.0.1";
+    p.master_port = 29999;
+    setenv("DCOLL_INIT_TIMEOUT", "soon", 1);
+    assert_int_equal(dcoll_spawn(spawn_fn, NULL, 2, &p, &f), BAD);
+    assert_non_null(strstr(dcoll_last_error(), "DCOLL_INIT_TIMEOUT='soon'"));
+    unsetenv("DCOLL_INIT_TIMEOUT");
+
+    /* An agent's store without the attempt's number is refused. */
+    setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1);
+    setenv("MASTER_ADDR", "127.0.0.1", 1);
+    setenv("MASTER_PORT", "29999", 1);
+    refused("env://?rank=0&world_size=1", BAD, "TORCHELASTIC_RESTART_COUNT "
+            "is not set");
+    setenv("TORCHELASTIC_RESTART_COUNT", "x", 1);
+    refused("env://?rank=0&world_size=1", BAD, "TORCHELASTIC_RESTART_COUNT "
+            "is 'x', not a count");
+    clear_env();
+
+    /* Two nodes of two: every process sees its place and the others'
+     * keys; nothing fails. */
+    int port = 20000 + getpid() % 20000, child = -1;
+    assert_int_equal(two_nodes(port, 2, NULL, &f, &child), DCOLL_SUCCESS);
+    assert_int_equal(child, 0);
+    /* Rank 3 (node 1) exits 7: node 0's processes are stopped, and node 0
+     * names it. */
+    int code = 7;
+    assert_int_equal(two_nodes(port + 1, 2, &code, &f, &child),
+                     DCOLL_ERR_CHILD_FAILED);
+    assert_int_equal(f.rank, 3);
+    assert_int_equal(f.exit_code, 7);
+    assert_non_null(strstr(dcoll_last_error(), "process 3 (node 1, "));
+    assert_non_null(strstr(dcoll_last_error(), "exited with code 7; every "
+                                                "node's processes were "
+                                                "stopped"));
+    assert_int_equal(child, 10 + DCOLL_ERR_CHILD_FAILED);
+    /* Nodes that start different numbers of processes: refused on both. */
+    setenv("DCOLL_INIT_TIMEOUT", "20", 1);
+    assert_int_equal(two_nodes(port + 2, 1, NULL, &f, &child), BAD);
+    assert_non_null(strstr(dcoll_last_error(), "node 1 ("));
+    assert_non_null(strstr(dcoll_last_error(), "starts 1 processes and node "
+                                                "0 2: every node must start "
+                                                "as many"));
+    assert_int_equal(child, 10 + DCOLL_ERR_TIMEOUT);
+    unsetenv("DCOLL_INIT_TIMEOUT");
+    clear_env();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -288,6 +429,7 @@ int main(void)
         cmocka_unit_test(registry),
         cmocka_unit_test(backend_registry),
         cmocka_unit_test(spawn_inline),
+        cmocka_unit_test(spawn_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
