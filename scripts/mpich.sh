@@ -10,7 +10,9 @@ cd "$(dirname "$0")/.."
 ninja -C build-mpich
 meson test -C build-mpich --print-errorlogs --suite unit --suite mpi \
     --suite fortran
-# Across nodes without a launcher (network namespaces; skips without root),
+# Across nodes without a launcher and under dcollrun (network namespaces;
+# skips without root),
 # and srun with a plugin MPICH does not speak, refused (skips without SLURM).
 meson test -C build-mpich --print-errorlogs --no-rebuild nodes-rendezvous \
+    nodes-dcollrun \
     slurm

@@ -3,10 +3,11 @@
 # node runs dcollrun --nnodes 2 with its own --node-rank, both naming node
 # 1's address (--master-addr/--master-port on one, --rdzv-endpoint on the
 # other), 2 processes each. Checked: the C test (world, local ranks) with
-# [rank] tags on node 1 and one log file per rank on node 2; the Fortran
-# example, with a store token; a node that never comes, named at the
-# timeout by node 1; a rank that fails on node 2 stops node 1's ranks,
-# both dcollruns exit with its code, nothing is left on either node.
+# [rank] tags on node 1 and one log file per rank on node 2, and the
+# Fortran example, each without and with a store token; a rank that fails
+# on node 2 stops node 1's ranks, both dcollruns exit with its code,
+# nothing is left on either node; a node that never comes, named at the
+# timeout by node 1.
 #   dcollrun.sh DCOLLRUN TEST_NODES GRID_F
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -51,28 +52,26 @@ job() {
     done
 }
 
-# C, without a token: tagged lines on node 1, a log per rank on node 2.
-job c 0 "$prog"
-for r in 0 1; do
-    grep -q "^\[$r\] rank $r of 4 on $(node_name 1): local rank $r of 2, 2 nodes: ok" \
-        "$tmp/c.1" || bad "c: rank $r untagged or wrong on node 1"
+# C and Fortran, without and with a store token (on every node): tagged
+# lines on node 1, a log per rank on node 2.
+for tok in none "t$$-$(date +%s%N)"; do
+    if [ "$tok" = none ]; then unset DCOLL_STORE_TOKEN; t=""
+    else export DCOLL_STORE_TOKEN="$tok"; t="-token"; fi
+    job "c$t" 0 "$prog"
+    for r in 0 1; do
+        grep -q "^\[$r\] rank $r of 4 on $(node_name 1): local rank $r of 2, 2 nodes: ok" \
+            "$tmp/c$t.1" || bad "c$t: rank $r untagged or wrong on node 1"
+    done
+    for r in 2 3; do
+        grep -q "^rank $r of 4 on $(node_name 2): local rank $((r - 2)) of 2, 2 nodes: ok" \
+            "$tmp/logs/rank-$r.log" 2>/dev/null || bad "c$t: rank $r's log"
+    done
+    [ "$(ls "$tmp/logs" | wc -l)" = 2 ] || bad "c$t: node 2 logs: $(ls "$tmp/logs")"
+    [ "$grid_f" != - ] || continue
+    job "fortran$t" 0 "$grid_f"
+    grep -q "^\[0\] grid_f: 2 x 2 ranks.*: ok" "$tmp/fortran$t.1" ||
+        bad "fortran$t: grid_f did not say ok"
 done
-for r in 2 3; do
-    grep -q "^rank $r of 4 on $(node_name 2): local rank $((r - 2)) of 2, 2 nodes: ok" \
-        "$tmp/logs/rank-$r.log" 2>/dev/null || bad "c: rank $r's log"
-done
-[ "$(ls "$tmp/logs" | wc -l)" = 2 ] || bad "c: node 2 logs: $(ls "$tmp/logs")"
-
-# Fortran (or C again, without Fortran), with a store token on both.
-export DCOLL_STORE_TOKEN="t$$-$(date +%s%N)"
-if [ "$grid_f" != - ]; then
-    job fortran 0 "$grid_f"
-    grep -q "ranks.*: ok" "$tmp/fortran.1" || bad "fortran: grid_f did not say ok"
-else
-    job token 0 "$prog"
-    grep -q "2 nodes: ok" "$tmp/token.1" || bad "token: no ok"
-fi
-# A node with another token is not let in: it never comes.
 unset DCOLL_STORE_TOKEN
 
 # A rank failing on node 2 (rank 3, code 7) stops node 1's ranks.
