@@ -15,13 +15,7 @@ dcollrun=$1 prog=$2 grid_f=$3
 . "$here/nodes.sh"
 tmp=$NODES_TMP
 nodes_up 2
-unset OMPI_COMM_WORLD_SIZE PMIX_RANK PMI_RANK PMI_SIZE PMI_PORT PMI_FD
-nodes_mpi_env
-export UCX_NET_DEVICES=eth0,lo UCX_TLS=self,sm,tcp UCX_WARN_UNUSED_ENV_VARS=n
-if [ "${DCOLL_MPI:-openmpi}" = openmpi ] &&
-    ! command -v ompi-server >/dev/null 2>&1; then
-    echo "ompi-server not found: skipping"; exit 77
-fi
+nodes_join_env
 master=$(node_addr 1)
 port=$((20000 + $$ % 20000))
 

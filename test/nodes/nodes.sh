@@ -5,6 +5,8 @@
 #   on K CMD...       run CMD on node K (its network, its host name)
 #   node_addr K       node K's address;   node_name K: its host name
 #   nodes_mpi_env     OpenMPI between the nodes, over their network only
+#   nodes_join_env    that, for processes no MPI launcher starts (skips
+#                     where OpenMPI has no ompi-server to join them)
 #   nodes_mpirun_env HOSTFILE AGENT
 #                     for mpirun on node 1 over nodes 1 and 2 (2 slots
 #                     each) through OpenMPI's launch agent; $NODES_MPIRUN
@@ -111,6 +113,16 @@ nodes_mpi_env() {
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     export OMPI_MCA_hwloc_base_binding_policy=none
     export PMIX_MCA_gds=hash
+}
+
+nodes_join_env() {
+    unset OMPI_COMM_WORLD_SIZE PMIX_RANK PMI_RANK PMI_SIZE PMI_PORT PMI_FD
+    nodes_mpi_env
+    export UCX_NET_DEVICES=eth0,lo UCX_TLS=self,sm,tcp UCX_WARN_UNUSED_ENV_VARS=n
+    if [ "${DCOLL_MPI:-openmpi}" = openmpi ] &&
+        ! command -v ompi-server >/dev/null 2>&1; then
+        echo "ompi-server not found: skipping"; exit 77
+    fi
 }
 
 # Call before nodes_up: under another MPI the test skips.

@@ -12,13 +12,7 @@ prog=$1
 tmp=$NODES_TMP
 nodes_up 3
 # MPI between the nodes over their network; no launcher anywhere.
-unset OMPI_COMM_WORLD_SIZE PMIX_RANK PMI_RANK PMI_SIZE PMI_PORT PMI_FD
-nodes_mpi_env
-export UCX_NET_DEVICES=eth0,lo UCX_TLS=self,sm,tcp UCX_WARN_UNUSED_ENV_VARS=n
-if [ "${DCOLL_MPI:-openmpi}" = openmpi ] &&
-    ! command -v ompi-server >/dev/null 2>&1; then
-    echo "ompi-server not found: skipping"; exit 77
-fi
+nodes_join_env
 master=$(node_addr 1)
 token=t$$-$(date +%s%N)
 port=$((20000 + $$ % 20000))

@@ -66,32 +66,30 @@ for r in 0 1 2 3; do
     echo "$out" | grep -q "^rank $r of 4 on $(node_name $k): local rank $l of 2, 2 nodes: ok" ||
         { echo "slurm: rank $r is not local rank $l on $(node_name $k)"; status=1; }
 done
-# The batch script exactly as written: 2 nodes x 4 tasks.
-on 1 timeout -k 5 240 sbatch --wait "$src/examples/grid.sbatch" \
-    >"$dir/sbatch.txt" 2>&1 || { cat "$dir/sbatch.txt"; status=1; }
-job=$(sed -n 's/^Submitted batch job //p' "$dir/sbatch.txt")
-file="$build/dcoll-grid-$job.out"
-if [ -f "$file" ]; then
-    cat "$file"
-    grep -q '8 tasks on 2 node(s)' "$file" ||
-        { echo "slurm: the batch job did not run 8 tasks on 2 nodes"; status=1; }
-    # One world of 8 (2 x 4), not 8 worlds of 1 each saying ok.
-    grep -q 'grid: 2 x 4 ranks.*: ok' "$file" ||
-        { echo "slurm: the batch job's output lacks 'grid: 2 x 4 ranks ... ok'"; status=1; }
-else
-    echo "slurm: no output file from job '$job'"; status=1
+# batch SCRIPT NAME: submit examples/SCRIPT as written and wait; its
+# output file (dcoll-NAME-JOB.out, in the build directory) goes to $file,
+# or status=1 where there is none.
+batch() {
+    on 1 timeout -k 5 240 sbatch --wait "$src/examples/$1" \
+        >"$dir/sbatch.txt" 2>&1 || { cat "$dir/sbatch.txt"; status=1; }
+    job=$(sed -n 's/^Submitted batch job //p' "$dir/sbatch.txt")
+    file="$build/dcoll-$2-$job.out"
+    [ -f "$file" ] && cat "$file" && return 0
+    echo "slurm: no output file from job '$job' ($1)"; status=1; return 1
+}
+# need FILE PATTERN WHAT: FILE holds PATTERN, or WHAT failed.
+need() {
+    grep -q "$2" "$1" || { echo "slurm: $3: no '$2'"; status=1; }
+}
+# The batch script exactly as written: 2 nodes x 4 tasks, one world of 8
+# (2 x 4), not 8 worlds of 1 each saying ok.
+if batch grid.sbatch grid; then
+    need "$file" '8 tasks on 2 node(s)' "grid.sbatch"
+    need "$file" 'grid: 2 x 4 ranks.*: ok' "grid.sbatch"
 fi
 # dcollrun as one task per node, from SLURM's variables alone.
-on 1 timeout -k 5 240 sbatch --wait "$src/examples/dcollrun.sbatch" \
-    >"$dir/sbatch2.txt" 2>&1 || { cat "$dir/sbatch2.txt"; status=1; }
-job=$(sed -n 's/^Submitted batch job //p' "$dir/sbatch2.txt")
-file="$build/dcoll-dcollrun-$job.out"
-if [ -f "$file" ]; then
-    cat "$file"
-    grep -q '^\[0\] grid: 2 x 2 ranks.*: ok' "$file" ||
-        { echo "slurm: the dcollrun job's output lacks '[0] grid: 2 x 2 ranks ... ok'"; status=1; }
-else
-    echo "slurm: no output file from job '$job'"; status=1
+if batch dcollrun.sbatch dcollrun; then
+    need "$file" '^\[0\] grid: 2 x 2 ranks.*: ok' "dcollrun.sbatch"
 fi
 [ "$status" = 0 ] || fail "some runs failed"
 echo "slurm: two nodes ran test_nodes, grid.sbatch and dcollrun.sbatch as written"
