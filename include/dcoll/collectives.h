@@ -205,6 +205,34 @@ DCOLL_API dcoll_status_t dcoll_reduce_scatterv(dcoll_group_t *group,
         dcoll_dtype_t dtype, dcoll_op_t op, const dcoll_coll_opts_t *opts,
         dcoll_work_t **work);
 
+/* The vector forms with int counts and displacements (API 1.7), as MPI
+ * programs hold them: the same calls and rules as above, the arrays read
+ * as int. In C11 the 64-bit forms above take only int64_t arrays (or
+ * NULL): an int array passed to one is a compile error, not a warning
+ * and a misread (define DCOLL_NO_COUNT_CHECK to call them unchecked). In
+ * C++ the plain names take either, by overload. */
+DCOLL_API dcoll_status_t dcoll_all_gatherv_int(dcoll_group_t *group,
+        const void *sendbuf, int sendcount, void *recvbuf,
+        const int *recvcounts, const int *displs, dcoll_dtype_t dtype,
+        const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+DCOLL_API dcoll_status_t dcoll_gatherv_int(dcoll_group_t *group,
+        const void *sendbuf, int sendcount, void *recvbuf,
+        const int *recvcounts, const int *displs, dcoll_dtype_t dtype,
+        int root, const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+DCOLL_API dcoll_status_t dcoll_scatterv_int(dcoll_group_t *group,
+        const void *sendbuf, const int *sendcounts, const int *displs,
+        void *recvbuf, int recvcount, dcoll_dtype_t dtype, int root,
+        const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+DCOLL_API dcoll_status_t dcoll_all_to_allv_int(dcoll_group_t *group,
+        const void *sendbuf, const int *sendcounts, const int *sdispls,
+        void *recvbuf, const int *recvcounts, const int *rdispls,
+        dcoll_dtype_t dtype, const dcoll_coll_opts_t *opts,
+        dcoll_work_t **work);
+DCOLL_API dcoll_status_t dcoll_reduce_scatterv_int(dcoll_group_t *group,
+        const void *sendbuf, void *recvbuf, const int *recvcounts,
+        dcoll_dtype_t dtype, dcoll_op_t op, const dcoll_coll_opts_t *opts,
+        dcoll_work_t **work);
+
 /* Multi-buffer forms (API 1.4), torch's *_multigpu: each process passes
  * @p nbufs buffers of @p count elements (nbufs the same on every rank),
  * and the operation runs over every buffer of every process, as if each
@@ -267,5 +295,71 @@ DCOLL_API dcoll_status_t dcoll_all_gather_coalesced(dcoll_group_t *group,
 
 #ifdef __cplusplus
 }
+
+/* C++: the vector forms take int arrays too, by overload. */
+static inline dcoll_status_t dcoll_all_gatherv(dcoll_group_t *group,
+        const void *sendbuf, int sendcount, void *recvbuf,
+        const int *recvcounts, const int *displs, dcoll_dtype_t dtype,
+        const dcoll_coll_opts_t *opts, dcoll_work_t **work)
+{
+    return dcoll_all_gatherv_int(group, sendbuf, sendcount, recvbuf,
+                                 recvcounts, displs, dtype, opts, work);
+}
+static inline dcoll_status_t dcoll_gatherv(dcoll_group_t *group,
+        const void *sendbuf, int sendcount, void *recvbuf,
+        const int *recvcounts, const int *displs, dcoll_dtype_t dtype,
+        int root, const dcoll_coll_opts_t *opts, dcoll_work_t **work)
+{
+    return dcoll_gatherv_int(group, sendbuf, sendcount, recvbuf, recvcounts,
+                             displs, dtype, root, opts, work);
+}
+static inline dcoll_status_t dcoll_scatterv(dcoll_group_t *group,
+        const void *sendbuf, const int *sendcounts, const int *displs,
+        void *recvbuf, int recvcount, dcoll_dtype_t dtype, int root,
+        const dcoll_coll_opts_t *opts, dcoll_work_t **work)
+{
+    return dcoll_scatterv_int(group, sendbuf, sendcounts, displs, recvbuf,
+                              recvcount, dtype, root, opts, work);
+}
+static inline dcoll_status_t dcoll_all_to_allv(dcoll_group_t *group,
+        const void *sendbuf, const int *sendcounts, const int *sdispls,
+        void *recvbuf, const int *recvcounts, const int *rdispls,
+        dcoll_dtype_t dtype, const dcoll_coll_opts_t *opts,
+        dcoll_work_t **work)
+{
+    return dcoll_all_to_allv_int(group, sendbuf, sendcounts, sdispls,
+                                 recvbuf, recvcounts, rdispls, dtype, opts,
+                                 work);
+}
+static inline dcoll_status_t dcoll_reduce_scatterv(dcoll_group_t *group,
+        const void *sendbuf, void *recvbuf, const int *recvcounts,
+        dcoll_dtype_t dtype, dcoll_op_t op, const dcoll_coll_opts_t *opts,
+        dcoll_work_t **work)
+{
+    return dcoll_reduce_scatterv_int(group, sendbuf, recvbuf, recvcounts,
+                                     dtype, op, opts, work);
+}
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && \
+    !defined(DCOLL_NO_COUNT_CHECK)
+/* C11: an array of counts or displacements given to a 64-bit vector form
+ * must be int64_t (or NULL); anything else, an int array above all, does
+ * not compile. The _int forms take int arrays. */
+#define DCOLL_COUNTS64_(a)                                                  \
+    _Generic((a), const int64_t *: (a), int64_t *: (a), void *: (a))
+#define dcoll_all_gatherv(g, sb, sc, rb, rc, d, t, o, w)                    \
+    (dcoll_all_gatherv)(g, sb, sc, rb, DCOLL_COUNTS64_(rc),                 \
+                        DCOLL_COUNTS64_(d), t, o, w)
+#define dcoll_gatherv(g, sb, sc, rb, rc, d, t, root, o, w)                  \
+    (dcoll_gatherv)(g, sb, sc, rb, DCOLL_COUNTS64_(rc), DCOLL_COUNTS64_(d), \
+                    t, root, o, w)
+#define dcoll_scatterv(g, sb, scs, d, rb, rc, t, root, o, w)                \
+    (dcoll_scatterv)(g, sb, DCOLL_COUNTS64_(scs), DCOLL_COUNTS64_(d), rb,   \
+                     rc, t, root, o, w)
+#define dcoll_all_to_allv(g, sb, scs, sd, rb, rcs, rd, t, o, w)             \
+    (dcoll_all_to_allv)(g, sb, DCOLL_COUNTS64_(scs), DCOLL_COUNTS64_(sd),   \
+                        rb, DCOLL_COUNTS64_(rcs), DCOLL_COUNTS64_(rd), t, o, \
+                        w)
+#define dcoll_reduce_scatterv(g, sb, rb, rcs, t, op, o, w)                  \
+    (dcoll_reduce_scatterv)(g, sb, rb, DCOLL_COUNTS64_(rcs), t, op, o, w)
 #endif
 #endif

@@ -197,7 +197,7 @@ static dcoll_status_t count_ok(const char *fn, const char *name, int64_t n)
 
 #define COLL(...) struct dcoll_coll c = {__VA_ARGS__}
 
-dcoll_status_t dcoll_all_gatherv(dcoll_group_t *group, const void *sendbuf,
+dcoll_status_t (dcoll_all_gatherv)(dcoll_group_t *group, const void *sendbuf,
                                  int64_t sendcount, void *recvbuf,
                                  const int64_t *recvcounts,
                                  const int64_t *displs, dcoll_dtype_t dtype,
@@ -214,7 +214,7 @@ dcoll_status_t dcoll_all_gatherv(dcoll_group_t *group, const void *sendbuf,
     return dcoll_coll_run(group, &c, 0, work, NULL);
 }
 
-dcoll_status_t dcoll_gatherv(dcoll_group_t *group, const void *sendbuf,
+dcoll_status_t (dcoll_gatherv)(dcoll_group_t *group, const void *sendbuf,
                              int64_t sendcount, void *recvbuf,
                              const int64_t *recvcounts, const int64_t *displs,
                              dcoll_dtype_t dtype, int root,
@@ -231,7 +231,7 @@ dcoll_status_t dcoll_gatherv(dcoll_group_t *group, const void *sendbuf,
     return dcoll_coll_run(group, &c, root, work, NULL);
 }
 
-dcoll_status_t dcoll_scatterv(dcoll_group_t *group, const void *sendbuf,
+dcoll_status_t (dcoll_scatterv)(dcoll_group_t *group, const void *sendbuf,
                               const int64_t *sendcounts,
                               const int64_t *displs, void *recvbuf,
                               int64_t recvcount, dcoll_dtype_t dtype,
@@ -248,7 +248,7 @@ dcoll_status_t dcoll_scatterv(dcoll_group_t *group, const void *sendbuf,
     return dcoll_coll_run(group, &c, root, work, NULL);
 }
 
-dcoll_status_t dcoll_all_to_allv(dcoll_group_t *group, const void *sendbuf,
+dcoll_status_t (dcoll_all_to_allv)(dcoll_group_t *group, const void *sendbuf,
                                  const int64_t *sendcounts,
                                  const int64_t *sdispls, void *recvbuf,
                                  const int64_t *recvcounts,
@@ -263,7 +263,7 @@ dcoll_status_t dcoll_all_to_allv(dcoll_group_t *group, const void *sendbuf,
     return dcoll_coll_run(group, &c, 0, work, NULL);
 }
 
-dcoll_status_t dcoll_reduce_scatterv(dcoll_group_t *group,
+dcoll_status_t (dcoll_reduce_scatterv)(dcoll_group_t *group,
                                      const void *sendbuf, void *recvbuf,
                                      const int64_t *recvcounts,
                                      dcoll_dtype_t dtype, dcoll_op_t op,
@@ -274,4 +274,141 @@ dcoll_status_t dcoll_reduce_scatterv(dcoll_group_t *group,
          .recvbuf = recvbuf, .dtype = dtype, .op = op, .counts = recvcounts,
          .opts = opts);
     return dcoll_coll_run(group, &c, 0, work, NULL);
+}
+
+/* The int forms: the arrays widened to int64_t, then the calls above.
+ * Only arrays that call reads are read: on a rank that is not the root,
+ * gatherv's and scatterv's arrays are not (MPI lets them be anything). A
+ * group this rank cannot read the size of goes on with no arrays, so the
+ * call above gives that group's own error. */
+struct wide {
+    int64_t stack[4][64];
+    int64_t *heap;
+    int n;            /* entries per array; 0: none widened */
+};
+
+static dcoll_status_t widen_begin(const char *fn, dcoll_group_t *group,
+                                  int root, bool rooted, struct wide *w)
+{
+    int n = 0, me = -1;
+    w->heap = NULL;
+    w->n = 0;
+    if (dcoll_group_size(group, &n) || dcoll_group_rank(group, &me) ||
+        n < 1 || (rooted && me != root))
+        return DCOLL_SUCCESS;
+    if (n > 64 && !(w->heap = malloc(sizeof(int64_t) * 4 * (size_t)n)))
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
+                           "64-bit copies of %d counts", fn, n);
+    w->n = n;
+    return DCOLL_SUCCESS;
+}
+
+/* Array k of w holding a's entries, or NULL for NULL (or none read). */
+static const int64_t *widen(struct wide *w, int k, const int *a)
+{
+    if (!a || !w->n)
+        return NULL;
+    int64_t *to = w->heap ? w->heap + (size_t)k * (size_t)w->n
+                          : w->stack[k];
+    for (int i = 0; i < w->n; i++)
+        to[i] = a[i];
+    return to;
+}
+
+dcoll_status_t dcoll_all_gatherv_int(dcoll_group_t *group,
+                                     const void *sendbuf, int sendcount,
+                                     void *recvbuf, const int *recvcounts,
+                                     const int *displs, dcoll_dtype_t dtype,
+                                     const dcoll_coll_opts_t *opts,
+                                     dcoll_work_t **work)
+{
+    struct wide w;
+    dcoll_status_t st = widen_begin(__func__, group, 0, false, &w);
+    if (st)
+        return dcoll_coll_refuse(group, DCOLL_COLL_ALL_GATHERV, __func__,
+                                 work != NULL, st);
+    st = (dcoll_all_gatherv)(group, sendbuf, sendcount, recvbuf,
+                             widen(&w, 0, recvcounts), widen(&w, 1, displs),
+                             dtype, opts, work);
+    free(w.heap);
+    return st;
+}
+
+dcoll_status_t dcoll_gatherv_int(dcoll_group_t *group, const void *sendbuf,
+                                 int sendcount, void *recvbuf,
+                                 const int *recvcounts, const int *displs,
+                                 dcoll_dtype_t dtype, int root,
+                                 const dcoll_coll_opts_t *opts,
+                                 dcoll_work_t **work)
+{
+    struct wide w;
+    dcoll_status_t st = widen_begin(__func__, group, root, true, &w);
+    if (st)
+        return dcoll_coll_refuse(group, DCOLL_COLL_GATHERV, __func__,
+                                 work != NULL, st);
+    st = (dcoll_gatherv)(group, sendbuf, sendcount, recvbuf,
+                         widen(&w, 0, recvcounts), widen(&w, 1, displs),
+                         dtype, root, opts, work);
+    free(w.heap);
+    return st;
+}
+
+dcoll_status_t dcoll_scatterv_int(dcoll_group_t *group, const void *sendbuf,
+                                  const int *sendcounts, const int *displs,
+                                  void *recvbuf, int recvcount,
+                                  dcoll_dtype_t dtype, int root,
+                                  const dcoll_coll_opts_t *opts,
+                                  dcoll_work_t **work)
+{
+    struct wide w;
+    dcoll_status_t st = widen_begin(__func__, group, root, true, &w);
+    if (st)
+        return dcoll_coll_refuse(group, DCOLL_COLL_SCATTERV, __func__,
+                                 work != NULL, st);
+    st = (dcoll_scatterv)(group, sendbuf, widen(&w, 0, sendcounts),
+                          widen(&w, 1, displs), recvbuf, recvcount, dtype,
+                          root, opts, work);
+    free(w.heap);
+    return st;
+}
+
+dcoll_status_t dcoll_all_to_allv_int(dcoll_group_t *group,
+                                     const void *sendbuf,
+                                     const int *sendcounts,
+                                     const int *sdispls, void *recvbuf,
+                                     const int *recvcounts,
+                                     const int *rdispls, dcoll_dtype_t dtype,
+                                     const dcoll_coll_opts_t *opts,
+                                     dcoll_work_t **work)
+{
+    struct wide w;
+    dcoll_status_t st = widen_begin(__func__, group, 0, false, &w);
+    if (st)
+        return dcoll_coll_refuse(group, DCOLL_COLL_ALL_TO_ALLV, __func__,
+                                 work != NULL, st);
+    st = (dcoll_all_to_allv)(group, sendbuf, widen(&w, 0, sendcounts),
+                             widen(&w, 1, sdispls), recvbuf,
+                             widen(&w, 2, recvcounts), widen(&w, 3, rdispls),
+                             dtype, opts, work);
+    free(w.heap);
+    return st;
+}
+
+dcoll_status_t dcoll_reduce_scatterv_int(dcoll_group_t *group,
+                                         const void *sendbuf, void *recvbuf,
+                                         const int *recvcounts,
+                                         dcoll_dtype_t dtype, dcoll_op_t op,
+                                         const dcoll_coll_opts_t *opts,
+                                         dcoll_work_t **work)
+{
+    struct wide w;
+    dcoll_status_t st = widen_begin(__func__, group, 0, false, &w);
+    if (st)
+        return dcoll_coll_refuse(group, DCOLL_COLL_REDUCE_SCATTERV, __func__,
+                                 work != NULL, st);
+    st = (dcoll_reduce_scatterv)(group, sendbuf, recvbuf,
+                                 widen(&w, 0, recvcounts), dtype, op, opts,
+                                 work);
+    free(w.heap);
+    return st;
 }

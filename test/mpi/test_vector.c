@@ -2,8 +2,8 @@
  * all_to_allv and reduce_scatterv, for every type (and every op), uneven
  * counts with zeros, packed and gapped displacements (the gaps must stay
  * untouched), in place, blocking and async, on the world, on sub-groups
- * with gaps and non-members, and what bad counts get. Run under mpirun
- * with 1 to 4 ranks. */
+ * with gaps and non-members, and what bad counts get; the int forms give
+ * the same. Run under mpirun with 1 to 4 ranks. */
 #include "testutil.h"
 
 int t_rank, t_failures;
@@ -74,6 +74,91 @@ static void fill(void *buf, dcoll_dtype_t dt, int64_t n, double v)
         t_set(buf, dt, (size_t)i, v);
 }
 
+/* Each call by its 64-bit form, or, with as_int, by its int form on int
+ * copies of the same arrays (junk stays junk). */
+static int as_int;
+#define NMAX 8
+
+static const int *narrow(const int64_t *a, int n, int *to)
+{
+    if (!a)
+        return NULL;
+    for (int i = 0; i < n; i++)
+        to[i] = (int)a[i];
+    return to;
+}
+
+static dcoll_status_t v_all_gatherv(dcoll_group_t *g, const void *s,
+                                    int64_t sc, void *r, const int64_t *rc,
+                                    const int64_t *d, dcoll_dtype_t t,
+                                    const dcoll_coll_opts_t *o,
+                                    dcoll_work_t **w)
+{
+    int n = 0, a[NMAX], b[NMAX];
+    dcoll_group_size(g, &n);
+    if (!as_int)
+        return dcoll_all_gatherv(g, s, sc, r, rc, d, t, o, w);
+    return dcoll_all_gatherv_int(g, s, (int)sc, r, narrow(rc, n, a),
+                                 narrow(d, n, b), t, o, w);
+}
+
+static dcoll_status_t v_gatherv(dcoll_group_t *g, const void *s, int64_t sc,
+                                void *r, const int64_t *rc, const int64_t *d,
+                                dcoll_dtype_t t, int root,
+                                const dcoll_coll_opts_t *o, dcoll_work_t **w)
+{
+    int n = 0, a[NMAX], b[NMAX];
+    dcoll_group_size(g, &n);
+    if (!as_int)
+        return dcoll_gatherv(g, s, sc, r, rc, d, t, root, o, w);
+    return dcoll_gatherv_int(g, s, (int)sc, r, narrow(rc, n, a),
+                             narrow(d, n, b), t, root, o, w);
+}
+
+static dcoll_status_t v_scatterv(dcoll_group_t *g, const void *s,
+                                 const int64_t *sc, const int64_t *d,
+                                 void *r, int64_t rc, dcoll_dtype_t t,
+                                 int root, const dcoll_coll_opts_t *o,
+                                 dcoll_work_t **w)
+{
+    int n = 0, a[NMAX], b[NMAX];
+    dcoll_group_size(g, &n);
+    if (!as_int)
+        return dcoll_scatterv(g, s, sc, d, r, rc, t, root, o, w);
+    return dcoll_scatterv_int(g, s, narrow(sc, n, a), narrow(d, n, b), r,
+                              (int)rc, t, root, o, w);
+}
+
+static dcoll_status_t v_all_to_allv(dcoll_group_t *g, const void *s,
+                                    const int64_t *sc, const int64_t *sd,
+                                    void *r, const int64_t *rc,
+                                    const int64_t *rd, dcoll_dtype_t t,
+                                    const dcoll_coll_opts_t *o,
+                                    dcoll_work_t **w)
+{
+    int n = 0, a[NMAX], b[NMAX], c[NMAX], e[NMAX];
+    dcoll_group_size(g, &n);
+    if (!as_int)
+        return dcoll_all_to_allv(g, s, sc, sd, r, rc, rd, t, o, w);
+    return dcoll_all_to_allv_int(g, s, narrow(sc, n, a), narrow(sd, n, b), r,
+                                 narrow(rc, n, c), narrow(rd, n, e), t, o,
+                                 w);
+}
+
+static dcoll_status_t v_reduce_scatterv(dcoll_group_t *g, const void *s,
+                                        void *r, const int64_t *rc,
+                                        dcoll_dtype_t t, dcoll_op_t op,
+                                        const dcoll_coll_opts_t *o,
+                                        dcoll_work_t **w)
+{
+    int n = 0, a[NMAX];
+    dcoll_group_size(g, &n);
+    if (!as_int)
+        return dcoll_reduce_scatterv(g, s, r, rc, t, op, o, w);
+    return dcoll_reduce_scatterv_int(g, s, r, narrow(rc, n, a), t, op, o,
+                                     w);
+}
+
 static void all_gatherv(struct ctx *x, int in_place)
 {
     int64_t c[8], d[8];
@@ -85,7 +170,7 @@ static void all_gatherv(struct ctx *x, int in_place)
     for (int64_t k = 0; k < c[x->me]; k++)
         t_set(src, x->dt, (size_t)k, val(x->me, 0, k));
     dcoll_work_t *w = NULL;
-    dcoll_status_t st = dcoll_all_gatherv(x->g, src, c[x->me], r, c,
+    dcoll_status_t st = v_all_gatherv(x->g, src, c[x->me], r, c,
                                           x->gapped ? d : NULL, x->dt, NULL,
                                           WP(x->mode));
     finish(x->mode, st, &w, x->what);
@@ -120,7 +205,7 @@ static void gatherv(struct ctx *x, int in_place)
     /* Off the root the receive side means nothing: garbage there. */
     int64_t junk[8] = {-5, -5, -5, -5, -5, -5, -5, -5};
     int at_root = x->me == root;
-    dcoll_status_t st = dcoll_gatherv(x->g, src, c[x->me],
+    dcoll_status_t st = v_gatherv(x->g, src, c[x->me],
                                       at_root ? r : NULL, at_root ? c : junk,
                                       x->gapped ? d : NULL, x->dt,
                                       x->m[root], NULL, WP(x->mode));
@@ -150,7 +235,7 @@ static void scatterv(struct ctx *x, int in_place)
     char *dst = ip ? s + (size_t)d[x->me] * x->esz : r;
     dcoll_work_t *w = NULL;
     int at_root = x->me == root;
-    dcoll_status_t st = dcoll_scatterv(x->g, at_root ? s : NULL,
+    dcoll_status_t st = v_scatterv(x->g, at_root ? s : NULL,
                                        at_root ? c : NULL,
                                        x->gapped ? d : NULL, dst, c[x->me],
                                        x->dt, x->m[root], NULL, WP(x->mode));
@@ -200,7 +285,7 @@ static void all_to_allv(struct ctx *x, int in_place)
         for (int64_t k = 0; k < sc[j]; k++)
             t_set(src, x->dt, (size_t)(sd[j] + k), val(x->me, j, k));
     dcoll_work_t *w = NULL;
-    dcoll_status_t st = dcoll_all_to_allv(x->g, src, sc,
+    dcoll_status_t st = v_all_to_allv(x->g, src, sc,
                                           x->gapped ? sd : NULL, r, rc,
                                           x->gapped ? rd : NULL, x->dt, NULL,
                                           WP(x->mode));
@@ -239,7 +324,7 @@ static void reduce_scatterv(struct ctx *x, dcoll_op_t op, int in_place)
             t_set(s, x->dt, (size_t)(d[j] + k), val(x->me, j, k));
     char *dst = in_place ? s + (size_t)d[x->me] * x->esz : r;
     dcoll_work_t *w = NULL;
-    dcoll_status_t st = dcoll_reduce_scatterv(x->g, s, dst, c, x->dt, op,
+    dcoll_status_t st = v_reduce_scatterv(x->g, s, dst, c, x->dt, op,
                                               NULL, WP(x->mode));
     finish(x->mode, st, &w, x->what);
     for (int64_t k = 0; k < c[x->me]; k++) {
@@ -280,8 +365,9 @@ static void on_group(int which)
             struct ctx x = {g, n, me, members, (dcoll_dtype_t)dt,
                             t_size((dcoll_dtype_t)dt), (enum mode)mode,
                             mode % 2, ""};
-            snprintf(x.what, sizeof(x.what), "group %d %s mode %d%s", which,
-                     t_dtype_names[dt], mode, x.gapped ? " gapped" : "");
+            snprintf(x.what, sizeof(x.what), "group %d %s mode %d%s%s",
+                     which, t_dtype_names[dt], mode,
+                     x.gapped ? " gapped" : "", as_int ? " (int form)" : "");
             if (me == DCOLL_NON_MEMBER) {
                 /* Calls succeed at once and touch nothing. */
                 dcoll_work_t *w = NULL;
@@ -343,6 +429,17 @@ static void refused(void)
     CHECK_DEAD(G, dcoll_all_to_allv(G, buf, big, NULL, buf + 32, big, NULL,
                                     DCOLL_INT32, NULL, NULL),
                   DCOLL_ERR_UNSUPPORTED, "above INT_MAX");
+    /* The int forms' refusals name the same entries. */
+    int ineg[8];
+    for (int i = 0; i < n; i++)
+        ineg[i] = (int)c[i];
+    ineg[n - 1] = -3;
+    char want[48];
+    snprintf(want, sizeof(want), "recvcounts[%d] = -3 is negative", n - 1);
+    CHECK_DEAD(G, dcoll_reduce_scatterv_int(G, buf, buf + 32, ineg,
+                                            DCOLL_INT32, DCOLL_SUM, NULL,
+                                            NULL),
+                  bad, want);
     CHECK_DEAD(G, dcoll_scatterv(G, buf, c, NULL, buf + 32, -2,
                                  DCOLL_INT32, 0, NULL, NULL),
                   bad, "recvcount -2 is negative");
@@ -418,6 +515,11 @@ int main(void)
     dcoll_group_size(NULL, &world_size);
     for (int which = 0; which < T_NGROUPS; which++)
         on_group(which);
+    /* The int forms: the same results on the world and a sub-group. */
+    as_int = 1;
+    on_group(0);
+    on_group(T_NGROUPS - 1);
+    as_int = 0;
     refused();
     const char *dbg = getenv("DCOLL_DEBUG");
     if (dbg && !strcmp(dbg, "detail"))
