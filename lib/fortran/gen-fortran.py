@@ -10,8 +10,9 @@ cannot drift:
     (dcoll_count_i8.inc, dcoll_count_i4.inc).
 What needs thought (lists of buffers, strings, callbacks, handles made or
 freed) is written by hand in dcoll.F90. Every public C function must be
-one or the other: the build stops, naming it, where a function is neither
-generated nor bound by hand.
+one or the other, or a C spelling of what a Fortran generic already does
+(C_SPELLINGS below): the build stops, naming it, where a function is none
+of these.
 
 Usage: gen-fortran.py HEADER_DIR MODULE_F90 CONSTANTS_OUT BIND_C_OUT
                       GENERICS_OUT I8_OUT I4_OUT
@@ -271,10 +272,23 @@ for path, lines in ((bind_out, bind_code), (generic_out, generic_code),
         f.write('\n'.join(lines) + '\n')
 
 # Every public function reaches Fortran: generated above, or bound by hand
-# in the module (a bind(C) interface naming it).
+# in the module (a bind(C) interface naming it), or, for C's spellings of
+# what a Fortran generic already does, named here with that generic.
+C_SPELLINGS = {
+    # C's int-array vector forms: the Fortran generics take default
+    # integer arrays (their _i4 procedures).
+    'dcoll_all_gatherv_int': 'dcoll_all_gatherv',
+    'dcoll_gatherv_int': 'dcoll_gatherv',
+    'dcoll_scatterv_int': 'dcoll_scatterv',
+    'dcoll_all_to_allv_int': 'dcoll_all_to_allv',
+    'dcoll_reduce_scatterv_int': 'dcoll_reduce_scatterv',
+}
 with open(module_f90) as f:
     module = f.read()
 by_hand = set(re.findall(r"bind\(C,\s*name='(dcoll_\w+)'\)", module))
+for c_name, generic in C_SPELLINGS.items():
+    if f'interface {generic}\n' in module:
+        by_hand.add(c_name)
 missing, twice = [], sorted(generated & by_hand)
 for name in HEADERS + ['rendezvous.h']:
     for fn in re.findall(r'DCOLL_API[^;{]*?\b(dcoll_\w+)\s*\(', read(name)):
