@@ -2,6 +2,7 @@
  * through dcoll, every output element compared with the formula's result.
  * The values are small integers, exact in every type, bfloat16 included. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include "half.h"
@@ -20,6 +21,8 @@ static void put(void *b, dcoll_dtype_t t, size_t i, double v)
     case DCOLL_BFLOAT16: ((uint16_t *)b)[i] = dcoll_float_to_bf16((float)v); break;
     case DCOLL_FLOAT32: ((float *)b)[i] = (float)v; break;
     case DCOLL_FLOAT64: ((double *)b)[i] = v; break;
+    case DCOLL_BOOL: ((bool *)b)[i] = v != 0; break;
+    case DCOLL_LOGICAL: ((int32_t *)b)[i] = v != 0; break;
     default: break;
     }
 }
@@ -37,6 +40,8 @@ static double get(const void *b, dcoll_dtype_t t, size_t i)
     case DCOLL_BFLOAT16: return dcoll_bf16_to_float(((const uint16_t *)b)[i]);
     case DCOLL_FLOAT32: return ((const float *)b)[i];
     case DCOLL_FLOAT64: return ((const double *)b)[i];
+    case DCOLL_BOOL: return ((const bool *)b)[i];
+    case DCOLL_LOGICAL: return ((const int32_t *)b)[i];
     default: return NAN;
     }
 }
@@ -44,9 +49,15 @@ static double get(const void *b, dcoll_dtype_t t, size_t i)
 /* Rank r's input element j. */
 static double val(const struct perf_ctx *c, bool reduces, int r, size_t j)
 {
+    bool truth = c->o->dtype == DCOLL_BOOL || c->o->dtype == DCOLL_LOGICAL;
     if (!reduces)
-        return (double)((r * 37 + j * 11) % 97 + 1);
+        return truth ? (double)((r + j) % 2)
+                     : (double)((r * 37 + j * 11) % 97 + 1);
     switch (c->o->op) {
+    case DCOLL_LAND:
+    case DCOLL_LOR:
+    case DCOLL_LXOR:
+        return (double)((r * 3 + j) % 4 == 0 ? 0 : truth ? 1 : (j % 5));
     case DCOLL_PRODUCT:
         return (r + j) % 4 == 0 ? 2 : 1;
     case DCOLL_BAND:
@@ -72,6 +83,9 @@ static double fold(const struct perf_ctx *c, size_t j)
         case DCOLL_BAND: u &= (uint64_t)v; break;
         case DCOLL_BOR: u |= (uint64_t)v; break;
         case DCOLL_BXOR: u ^= (uint64_t)v; break;
+        case DCOLL_LAND: a = (a != 0) && (v != 0); break;
+        case DCOLL_LOR: a = (a != 0) || (v != 0); break;
+        case DCOLL_LXOR: a = (a != 0) != (v != 0); break;
         default: a += v; break;
         }
     }
@@ -79,7 +93,8 @@ static double fold(const struct perf_ctx *c, size_t j)
     if (op == DCOLL_BAND || op == DCOLL_BOR || op == DCOLL_BXOR)
         return (double)u;
     if (op == DCOLL_AVG) {
-        bool is_float = c->o->dtype >= DCOLL_FLOAT16;
+        bool is_float = c->o->dtype >= DCOLL_FLOAT16 &&
+                        c->o->dtype <= DCOLL_FLOAT64;
         a = is_float ? a / c->size : trunc(a / c->size);
     }
     return a;

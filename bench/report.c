@@ -8,7 +8,7 @@ const char *perf_dtype_name(dcoll_dtype_t t)
 {
     static const char *const n[DCOLL_DTYPE_COUNT_] = {
         "int8", "uint8", "int32", "uint32", "int64", "uint64", "float16",
-        "bfloat16", "float32", "float64",
+        "bfloat16", "float32", "float64", "bool", "logical",
     };
     return (unsigned)t < DCOLL_DTYPE_COUNT_ ? n[t] : "?";
 }
@@ -16,7 +16,8 @@ const char *perf_dtype_name(dcoll_dtype_t t)
 const char *perf_op_name(dcoll_op_t op)
 {
     static const char *const n[DCOLL_OP_COUNT_] = {
-        "sum", "prod", "min", "max", "avg", "band", "bor", "bxor",
+        "sum", "prod", "min", "max", "avg", "band", "bor", "bxor", "land",
+        "lor", "lxor",
     };
     return (unsigned)op < DCOLL_OP_COUNT_ ? n[op] : "?";
 }

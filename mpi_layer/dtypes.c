@@ -28,6 +28,8 @@ dcoll_status_t dcoll_mpi_types_create(void)
     dcoll_mpi_dtype[DCOLL_UINT64] = MPI_UINT64_T;
     dcoll_mpi_dtype[DCOLL_FLOAT32] = MPI_FLOAT;
     dcoll_mpi_dtype[DCOLL_FLOAT64] = MPI_DOUBLE;
+    dcoll_mpi_dtype[DCOLL_BOOL] = MPI_C_BOOL;
+    dcoll_mpi_dtype[DCOLL_LOGICAL] = MPI_LOGICAL;
     /* Two distinct 2-byte types, so one op function can tell them apart. */
     int rc;
     if ((rc = MPI_Type_contiguous(2, MPI_BYTE,
@@ -40,7 +42,7 @@ dcoll_status_t dcoll_mpi_types_create(void)
 
     const MPI_Op native[DCOLL_OP_COUNT_] = {
         MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_SUM, MPI_BAND, MPI_BOR,
-        MPI_BXOR,
+        MPI_BXOR, MPI_LAND, MPI_LOR, MPI_LXOR,
     };
     for (int i = 0; i < DCOLL_OP_COUNT_; i++) {
         dcoll_mpi_native_op[i] = native[i];

@@ -4,6 +4,7 @@
 #define DCOLL_TESTUTIL_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,9 @@ static inline double t_combine(dcoll_op_t op, double acc, double x)
     case DCOLL_BAND: return (double)((int64_t)acc & (int64_t)x);
     case DCOLL_BOR: return (double)((int64_t)acc | (int64_t)x);
     case DCOLL_BXOR: return (double)((int64_t)acc ^ (int64_t)x);
+    case DCOLL_LAND: return (acc != 0) && (x != 0);
+    case DCOLL_LOR: return (acc != 0) || (x != 0);
+    case DCOLL_LXOR: return (acc != 0) != (x != 0);
     default: return acc;
     }
 }
@@ -109,6 +113,8 @@ static inline void t_set(void *buf, dcoll_dtype_t dt, size_t i, double v)
     case DCOLL_BFLOAT16: ((uint16_t *)buf)[i] = dcoll_float_to_bf16((float)v); break;
     case DCOLL_FLOAT32: ((float *)buf)[i] = (float)v; break;
     case DCOLL_FLOAT64: ((double *)buf)[i] = v; break;
+    case DCOLL_BOOL: ((bool *)buf)[i] = v != 0; break;
+    case DCOLL_LOGICAL: ((int32_t *)buf)[i] = v != 0; break;
     default: break;
     }
 }
@@ -126,6 +132,8 @@ static inline double t_get(const void *buf, dcoll_dtype_t dt, size_t i)
     case DCOLL_BFLOAT16: return dcoll_bf16_to_float(((const uint16_t *)buf)[i]);
     case DCOLL_FLOAT32: return ((const float *)buf)[i];
     case DCOLL_FLOAT64: return ((const double *)buf)[i];
+    case DCOLL_BOOL: return ((const bool *)buf)[i];
+    case DCOLL_LOGICAL: return ((const int32_t *)buf)[i];
     default: return NAN;
     }
 }
@@ -139,15 +147,33 @@ static inline size_t t_size(dcoll_dtype_t dt)
 
 static inline int t_is_float(dcoll_dtype_t dt)
 {
-    return dt >= DCOLL_FLOAT16;
+    return dt >= DCOLL_FLOAT16 && dt <= DCOLL_FLOAT64;
+}
+
+/* The numeric types (every op of theirs is exact on the tests' small
+ * values) come first: loops over them stop here. bool and logical
+ * (t_logical.c) take the logical ops only. */
+#define T_NUMERIC DCOLL_BOOL
+
+/* Whether op takes dt, as MPI's rules have it. */
+static inline int t_op_ok(dcoll_dtype_t dt, dcoll_op_t op)
+{
+    if (dt >= DCOLL_BOOL)
+        return op >= DCOLL_LAND;
+    if (op >= DCOLL_BAND && op <= DCOLL_BXOR)
+        return !t_is_float(dt);
+    if (op >= DCOLL_LAND)
+        return !t_is_float(dt);
+    return 1;
 }
 
 static const char *const t_dtype_names[] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64",
-    "float16", "bfloat16", "float32", "float64",
+    "float16", "bfloat16", "float32", "float64", "bool", "logical",
 };
 static const char *const t_op_names[] = {
-    "SUM", "PRODUCT", "MIN", "MAX", "AVG", "BAND", "BOR", "BXOR",
+    "SUM", "PRODUCT", "MIN", "MAX", "AVG", "BAND", "BOR", "BXOR", "LAND",
+    "LOR", "LXOR",
 };
 
 /* The groups every multi-rank test runs on, for a world of n ranks:

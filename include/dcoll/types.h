@@ -20,10 +20,16 @@ typedef enum dcoll_dtype {
     DCOLL_BFLOAT16 = 7,  /* bfloat16: the top half of a binary32 */
     DCOLL_FLOAT32 = 8,
     DCOLL_FLOAT64 = 9,
-    DCOLL_DTYPE_COUNT_ = 10 /* not a type */
+    DCOLL_BOOL = 10,     /* C's bool (_Bool), Fortran's logical(c_bool):
+                            1 byte, 0 or 1 (API 1.7) */
+    DCOLL_LOGICAL = 11,  /* Fortran's default LOGICAL, as MPI_LOGICAL
+                            (4 bytes with gfortran; dcoll_dtype_size says) */
+    DCOLL_DTYPE_COUNT_ = 12 /* not a type */
 } dcoll_dtype_t;
 
-/* Reduction operations. Bitwise ones apply to integer types only. */
+/* Reduction operations. Bitwise ones apply to integer types only; logical
+ * ones to integer types, bool and logical, which take no other (as in
+ * MPI). */
 typedef enum dcoll_op {
     DCOLL_SUM = 0,
     DCOLL_PRODUCT = 1,
@@ -33,7 +39,10 @@ typedef enum dcoll_op {
     DCOLL_BAND = 5,
     DCOLL_BOR = 6,
     DCOLL_BXOR = 7,
-    DCOLL_OP_COUNT_ = 8 /* not an op */
+    DCOLL_LAND = 8,  /* logical and, or, exclusive or: 1 or 0 (API 1.7) */
+    DCOLL_LOR = 9,
+    DCOLL_LXOR = 10,
+    DCOLL_OP_COUNT_ = 11 /* not an op */
 } dcoll_op_t;
 
 /** Bytes per element of @p dtype in *size.

@@ -76,6 +76,14 @@ static inline bool dcoll_dtype_is_float(dcoll_dtype_t dtype)
 {
     return dtype >= DCOLL_FLOAT16 && dtype <= DCOLL_FLOAT64;
 }
+/* Bit t of dcoll_op_types[op]: op takes type t. */
+extern const uint32_t dcoll_op_types[DCOLL_OP_COUNT_];
+static inline bool dcoll_dtype_op_valid(dcoll_dtype_t dtype, dcoll_op_t op)
+{
+    return (unsigned)dtype < DCOLL_DTYPE_COUNT_ &&
+           (unsigned)op < DCOLL_OP_COUNT_ &&
+           ((dcoll_op_types[op] >> dtype) & 1);
+}
 dcoll_status_t dcoll_check_dtype_op(const char *fn, dcoll_dtype_t dtype,
                                     dcoll_op_t op, bool has_op);
 

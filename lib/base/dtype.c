@@ -1,20 +1,45 @@
 /* Element types and reduction ops: sizes, names, which pairs are valid. */
 #include "base.h"
 
+#ifndef DCOLL_LOGICAL_SIZE
+#define DCOLL_LOGICAL_SIZE 4   /* gfortran's default LOGICAL */
+#endif
+
 const size_t dcoll_dtype_sizes[DCOLL_DTYPE_COUNT_] = {
     [DCOLL_INT8] = 1,    [DCOLL_UINT8] = 1,    [DCOLL_INT32] = 4,
     [DCOLL_UINT32] = 4,  [DCOLL_INT64] = 8,    [DCOLL_UINT64] = 8,
     [DCOLL_FLOAT16] = 2, [DCOLL_BFLOAT16] = 2, [DCOLL_FLOAT32] = 4,
-    [DCOLL_FLOAT64] = 8,
+    [DCOLL_FLOAT64] = 8, [DCOLL_BOOL] = 1,
+    [DCOLL_LOGICAL] = DCOLL_LOGICAL_SIZE,
 };
 
 static const char *const dtype_names[DCOLL_DTYPE_COUNT_] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64",
-    "float16", "bfloat16", "float32", "float64",
+    "float16", "bfloat16", "float32", "float64", "bool", "logical",
 };
 
 static const char *const op_names[DCOLL_OP_COUNT_] = {
-    "SUM", "PRODUCT", "MIN", "MAX", "AVG", "BAND", "BOR", "BXOR",
+    "SUM", "PRODUCT", "MIN", "MAX", "AVG", "BAND", "BOR", "BXOR", "LAND",
+    "LOR", "LXOR",
+};
+
+#define T(t) (UINT32_C(1) << (t))
+#define INTS                                                                 \
+    (T(DCOLL_INT8) | T(DCOLL_UINT8) | T(DCOLL_INT32) | T(DCOLL_UINT32) |     \
+     T(DCOLL_INT64) | T(DCOLL_UINT64))
+#define FLOATS                                                               \
+    (T(DCOLL_FLOAT16) | T(DCOLL_BFLOAT16) | T(DCOLL_FLOAT32) |               \
+     T(DCOLL_FLOAT64))
+#define TRUTHS (T(DCOLL_BOOL) | T(DCOLL_LOGICAL))
+
+/* Which types each op takes, as MPI's rules have it. */
+const uint32_t dcoll_op_types[DCOLL_OP_COUNT_] = {
+    [DCOLL_SUM] = INTS | FLOATS,  [DCOLL_PRODUCT] = INTS | FLOATS,
+    [DCOLL_MIN] = INTS | FLOATS,  [DCOLL_MAX] = INTS | FLOATS,
+    [DCOLL_AVG] = INTS | FLOATS,  [DCOLL_BAND] = INTS,
+    [DCOLL_BOR] = INTS,           [DCOLL_BXOR] = INTS,
+    [DCOLL_LAND] = INTS | TRUTHS, [DCOLL_LOR] = INTS | TRUTHS,
+    [DCOLL_LXOR] = INTS | TRUTHS,
 };
 
 const char *dcoll_dtype_name(dcoll_dtype_t dtype)
@@ -40,11 +65,21 @@ dcoll_status_t dcoll_check_dtype_op(const char *fn, dcoll_dtype_t dtype,
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: op %d is not a dcoll_op_t (0..%d)", fn, (int)op,
                            DCOLL_OP_COUNT_ - 1);
-    if (op >= DCOLL_BAND && dcoll_dtype_is_float(dtype))
+    if (dcoll_op_types[op] & T(dtype))
+        return DCOLL_SUCCESS;
+    if (op >= DCOLL_BAND && op <= DCOLL_BXOR)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: op %s is bitwise and needs an integer "
                            "type, not %s", fn, op_names[op], dtype_names[dtype]);
-    return DCOLL_SUCCESS;
+    if (op >= DCOLL_LAND)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: op %s is logical and needs an integer type, "
+                           "bool or logical, not %s", fn, op_names[op],
+                           dtype_names[dtype]);
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                       "%s: op %s is arithmetic; %s takes only the logical "
+                       "ops (LAND, LOR, LXOR)", fn, op_names[op],
+                       dtype_names[dtype]);
 }
 
 dcoll_status_t dcoll_dtype_size(dcoll_dtype_t dtype, size_t *size)

@@ -56,9 +56,21 @@ void dcoll_kernels_setup(void)
         }                                                                    \
     } while (0)
 
+/* Logical ops give 1 or 0 in the operands' type, as MPI's do. */
+#define FOLD_LOGIC(T)                                                        \
+    do {                                                                     \
+        switch (op) {                                                        \
+        case DCOLL_LAND: LOOP(T, (a[i] != 0) & (b[i] != 0)); break;          \
+        case DCOLL_LOR: LOOP(T, (a[i] != 0) | (b[i] != 0)); break;           \
+        default: LOOP(T, (a[i] != 0) ^ (b[i] != 0)); break;                  \
+        }                                                                    \
+    } while (0)
+
 #define INT_FOLD(T)                                                          \
     do {                                                                     \
-        if (op >= DCOLL_BAND)                                                \
+        if (op >= DCOLL_LAND)                                                \
+            FOLD_LOGIC(T);                                                   \
+        else if (op >= DCOLL_BAND)                                           \
             FOLD_BITS(T);                                                    \
         else                                                                 \
             FOLD(T);                                                         \
@@ -118,6 +130,18 @@ void dcoll_fold(void *io, const void *in, int64_t n, dcoll_dtype_t dt,
     case DCOLL_FLOAT64: FOLD(double); break;
     case DCOLL_FLOAT16: fold_half(io, in, n, op, false); break;
     case DCOLL_BFLOAT16: fold_half(io, in, n, op, true); break;
+    /* bool and logical take the logical ops only. */
+    case DCOLL_BOOL: FOLD_LOGIC(uint8_t); break;
+    case DCOLL_LOGICAL:
+        if (dcoll_dtype_sizes[DCOLL_LOGICAL] == 4)
+            FOLD_LOGIC(int32_t);
+        else if (dcoll_dtype_sizes[DCOLL_LOGICAL] == 8)
+            FOLD_LOGIC(int64_t);
+        else if (dcoll_dtype_sizes[DCOLL_LOGICAL] == 2)
+            FOLD_LOGIC(int16_t);
+        else
+            FOLD_LOGIC(int8_t);
+        break;
     default: break;
     }
 }

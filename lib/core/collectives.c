@@ -150,15 +150,14 @@ check_opts(const char *fn, const dcoll_coll_opts_t *o)
 }
 
 /* The common answer of dcoll_check_dtype_op, without a call: a valid type,
- * and a valid op where the kind reduces (bitwise ones on integers only). */
+ * and where the kind reduces, an op that takes it. */
 static inline bool dtype_op_ok(const struct dcoll_coll *c)
 {
     if ((unsigned)c->dtype >= DCOLL_DTYPE_COUNT_)
         return false;
     if (!(kinds[c->kind].flags & DCOLL_KF_OP))
         return true;
-    return (unsigned)c->op < DCOLL_BAND ||
-           ((unsigned)c->op < DCOLL_OP_COUNT_ && !dcoll_dtype_is_float(c->dtype));
+    return dcoll_dtype_op_valid(c->dtype, c->op);
 }
 
 /* Inside coll_run: a check failed with status st, after the group is

@@ -116,6 +116,14 @@ dcoll_status_t dcoll_gpu_multi_choose(struct dcoll_group *g,
                                       struct dcoll_multi_call *mc,
                                       const int *devices, bool nccl);
 /* Launch c->multi on its clique: the NCCL transport's, for the route. */
+/* Whether the plugin's NCCL path may see this type and op: not bool,
+ * logical or the logical ops, which NCCL lacks and plugins built before
+ * API 1.7 have no entry for. */
+static inline bool dcoll_nccl_knows(dcoll_dtype_t dtype, dcoll_op_t op)
+{
+    return dtype < DCOLL_BOOL && op < DCOLL_LAND;
+}
+
 dcoll_status_t dcoll_gpu_multi_run(struct dcoll_group *g,
                                    const struct dcoll_coll *c,
                                    struct dcoll_work **work,

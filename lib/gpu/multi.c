@@ -224,7 +224,8 @@ dcoll_status_t dcoll_gpu_multi_choose(struct dcoll_group *g,
     /* Ops and types NCCL lacks: the same answer on every rank. */
     dcoll_plugin_call_t call = {.kind = mc->kind, .count = mc->count,
                                      .dtype = mc->dtype, .op = mc->op};
-    if (dcoll_gpu_plugin->nccl_takes(&call))
+    if (!dcoll_nccl_knows(mc->dtype, mc->op) ||
+        dcoll_gpu_plugin->nccl_takes(&call))
         return DCOLL_SUCCESS;
     if (k > 1 && dcoll_opts_stream(mc->opts))
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: opts.stream is "

@@ -215,6 +215,10 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
     dcoll_status_t st;
     if (c->multi)
         return dcoll_gpu_multi_run(g, c, work, out);
+    /* Types and ops NCCL lacks and plugins before API 1.7 do not know
+     * (bool, logical, the logical ops): staged, on every rank alike. */
+    if (!dcoll_nccl_knows(c->dtype, c->op))
+        return DCOLL_DECLINED;
     struct dcoll_nccl_group *ng = dcoll_nccl_group(g, fn);
     if (!ng)
         return DCOLL_ERR_NO_MEMORY;

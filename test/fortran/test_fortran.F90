@@ -18,6 +18,8 @@ program test_fortran
     integer :: world, i, total, csize
     integer, allocatable :: members(:), all_ranks(:)
     real(4) :: a(4), m(2, 3)
+    logical :: flag(3)
+    logical(c_bool) :: cflag(2)
     real(8), target :: t1(3), t2(5), t3(1)
     type(c_ptr) :: bufs(3)
     integer(c_int64_t) :: counts(3)
@@ -126,6 +128,17 @@ program test_fortran
     call ok(dcoll_all_reduce(DCOLL_WORLD, a, a, 4, DCOLL_REAL4, DCOLL_SUM), &
             'all_reduce after errors')
     call expect(all(a == world), 'all_reduce after errors')
+    ! Convergence flags: default LOGICAL and logical(c_bool), LOR and LAND.
+    flag = [me == 0, .true., .false.]
+    call ok(dcoll_all_reduce(DCOLL_WORLD, flag, flag, 3, DCOLL_LOGICAL, &
+            DCOLL_LOR), 'all_reduce LOR on LOGICAL')
+    call expect(flag(1) .and. flag(2) .and. .not. flag(3), 'LOR on LOGICAL')
+    cflag(1) = logical(me == 0, c_bool)
+    cflag(2) = .true.
+    call ok(dcoll_all_reduce(DCOLL_WORLD, cflag, cflag, 2, DCOLL_BOOL, &
+            DCOLL_LAND), 'all_reduce LAND on logical(c_bool)')
+    call expect(logical(cflag(1)) .eqv. (world == 1) .and. &
+                logical(cflag(2)), 'LAND on logical(c_bool)')
 
     call ok(dcoll_finalize(), 'finalize')
     call refused(dcoll_barrier(DCOLL_WORLD), DCOLL_ERR_FINALIZED, '', &

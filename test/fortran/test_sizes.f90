@@ -28,6 +28,26 @@ program test_sizes
             bad = bad + 1
         end if
     end do
+    ! dcoll's bool and logical are this compiler's logical(c_bool) and
+    ! default LOGICAL.
+    block
+        integer :: sz
+        logical :: l
+        logical(c_bool) :: b
+        if (dcoll_dtype_size(DCOLL_LOGICAL, sz) /= DCOLL_SUCCESS .or. &
+                sz /= storage_size(l) / 8) then
+            print '(a, i0, a, i0)', 'size differs: DCOLL_LOGICAL ', sz, &
+                ', LOGICAL ', storage_size(l) / 8
+            bad = bad + 1
+        end if
+        if (dcoll_dtype_size(DCOLL_BOOL, sz) /= DCOLL_SUCCESS .or. &
+                sz /= storage_size(b) / 8) then
+            print '(a, i0, a, i0)', 'size differs: DCOLL_BOOL ', sz, &
+                ', logical(c_bool) ', storage_size(b) / 8
+            bad = bad + 1
+        end if
+    end block
     if (bad /= 0) error stop 1
-    print '(a, i0, a)', 'fortran sizes: ', size(names), ' types match C'
+    print '(a, i0, a)', 'fortran sizes: ', size(names), &
+        ' types and bool and logical match C'
 end program

@@ -42,6 +42,7 @@ static long nccl_ran(void) { return fake_nccl_calls(); }
 #endif
 #endif
 #include <mpi.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -337,6 +338,32 @@ int main(int argc, char **argv)
         CHECK(xh[i] == want, "bxor[%d] = %d, want %d", i, xh[i], want);
     }
     cudaFree(xi);
+
+    /* bool and the logical ops (NCCL has neither): staged, on device
+     * buffers too. Element i is true on rank r where (i + r) % 3 != 0. */
+    bool *xb = NULL, bh[64];
+    cudaMalloc((void **)&xb, sizeof(bh));
+    for (int op = DCOLL_LAND; op <= DCOLL_LXOR; op++) {
+        for (int i = 0; i < 64; i++)
+            bh[i] = (i + me) % 3 != 0;
+        cudaMemcpy(xb, bh, sizeof(bh), cudaMemcpyHostToDevice);
+        OK(dcoll_all_reduce(NULL, xb, xb, 64, DCOLL_BOOL, (dcoll_op_t)op,
+                            NULL, NULL));
+        cudaMemcpy(bh, xb, sizeof(bh), cudaMemcpyDeviceToHost);
+        for (int i = 0; i < 64; i++) {
+            int all = 1, any = 0, odd = 0;
+            for (int r = 0; r < n; r++) {
+                int v = (i + r) % 3 != 0;
+                all &= v;
+                any |= v;
+                odd ^= v;
+            }
+            int want = op == DCOLL_LAND ? all : op == DCOLL_LOR ? any : odd;
+            CHECK(bh[i] == want, "bool op %d [%d] = %d, want %d", op, i,
+                  bh[i], want);
+        }
+    }
+    cudaFree(xb);
 
     /* Mixed host and device buffers are refused, naming both. Where the
      * buffers live is this rank's alone to see, so the refusal leaves the

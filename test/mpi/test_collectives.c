@@ -405,9 +405,10 @@ static void run_group(struct grp *G)
 {
     static const int64_t counts[] = {0, 3, 257};
     test_queries(G);
-    for (int dt = 0; dt < DCOLL_DTYPE_COUNT_; dt++) {
-        for (int op = 0; op < DCOLL_OP_COUNT_; op++) {
-            if (op >= DCOLL_BAND && t_is_float((dcoll_dtype_t)dt))
+    for (int dt = 0; dt < T_NUMERIC; dt++) {
+        /* The logical ops, and bool and logical: test_logical.c. */
+        for (int op = 0; op < DCOLL_LAND; op++) {
+            if (!t_op_ok((dcoll_dtype_t)dt, (dcoll_op_t)op))
                 continue; /* refused: test_errors checks that */
             for (size_t c = 0; c < 3; c++)
                 for (int mode = 0; mode < NMODES; mode++)

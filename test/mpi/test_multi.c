@@ -306,7 +306,7 @@ static void on_group(int which)
                 ranks[j] = t;
             }
     for (int nb = 1; nb <= 3; nb++)
-        for (int dt = 0; dt < DCOLL_DTYPE_COUNT_; dt++)
+        for (int dt = 0; dt < T_NUMERIC; dt++)
             for (int async = 0; async < 2; async++) {
                 struct ctx x = {g, n, me, nb, ranks, (dcoll_dtype_t)dt,
                                 async, ""};
@@ -332,7 +332,7 @@ static void on_group(int which)
                 broadcast(&x);
                 all_gather(&x);
                 for (int op = 0; op < DCOLL_OP_COUNT_; op++) {
-                    if (op >= DCOLL_BAND && t_is_float(x.dt))
+                    if (!t_op_ok(x.dt, (dcoll_op_t)op))
                         continue;
                     if (async && op != DCOLL_SUM && op != DCOLL_AVG)
                         continue;

@@ -360,7 +360,7 @@ static void on_group(int which)
                 members[i] = members[j];
                 members[j] = t;
             }
-    for (int dt = 0; dt < DCOLL_DTYPE_COUNT_; dt++) {
+    for (int dt = 0; dt < T_NUMERIC; dt++) {
         for (int mode = BLOCK; mode <= TEST; mode++) {
             struct ctx x = {g, n, me, members, (dcoll_dtype_t)dt,
                             t_size((dcoll_dtype_t)dt), (enum mode)mode,
@@ -383,7 +383,7 @@ static void on_group(int which)
                 scatterv(&x, ip);
                 all_to_allv(&x, ip);
                 for (int op = 0; op < DCOLL_OP_COUNT_; op++) {
-                    if (op >= DCOLL_BAND && t_is_float(x.dt))
+                    if (!t_op_ok(x.dt, (dcoll_op_t)op))
                         continue;
                     if (mode != BLOCK && op != DCOLL_SUM && op != DCOLL_AVG)
                         continue;   /* every op once, blocking */
