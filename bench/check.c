@@ -23,6 +23,12 @@ static void put(void *b, dcoll_dtype_t t, size_t i, double v)
     case DCOLL_FLOAT64: ((double *)b)[i] = v; break;
     case DCOLL_BOOL: ((bool *)b)[i] = v != 0; break;
     case DCOLL_LOGICAL: ((int32_t *)b)[i] = v != 0; break;
+    /* Complex: the value, and an imaginary part of 0, which every op
+     * keeps 0 (get says NAN where it is not). */
+    case DCOLL_COMPLEX64: ((float *)b)[2 * i] = (float)v;
+                          ((float *)b)[2 * i + 1] = 0; break;
+    case DCOLL_COMPLEX128: ((double *)b)[2 * i] = v;
+                           ((double *)b)[2 * i + 1] = 0; break;
     default: break;
     }
 }
@@ -42,6 +48,14 @@ static double get(const void *b, dcoll_dtype_t t, size_t i)
     case DCOLL_FLOAT64: return ((const double *)b)[i];
     case DCOLL_BOOL: return ((const bool *)b)[i];
     case DCOLL_LOGICAL: return ((const int32_t *)b)[i];
+    case DCOLL_COMPLEX64: {
+        const float *f = (const float *)b + 2 * i;
+        return f[1] == 0 ? f[0] : NAN;
+    }
+    case DCOLL_COMPLEX128: {
+        const double *d = (const double *)b + 2 * i;
+        return d[1] == 0 ? d[0] : NAN;
+    }
     default: return NAN;
     }
 }
@@ -95,6 +109,7 @@ static double fold(const struct perf_ctx *c, size_t j)
     if (op == DCOLL_AVG) {
         bool is_float = c->o->dtype >= DCOLL_FLOAT16 &&
                         c->o->dtype <= DCOLL_FLOAT64;
+        is_float = is_float || c->o->dtype >= DCOLL_COMPLEX64;
         a = is_float ? a / c->size : trunc(a / c->size);
     }
     return a;
@@ -106,6 +121,7 @@ static long differs(const struct perf_ctx *c, const void *b, size_t i,
     static const double tol[DCOLL_DTYPE_COUNT_] = {
         [DCOLL_FLOAT16] = 1e-3, [DCOLL_BFLOAT16] = 8e-3,
         [DCOLL_FLOAT32] = 1e-6, [DCOLL_FLOAT64] = 1e-12,
+        [DCOLL_COMPLEX64] = 1e-6, [DCOLL_COMPLEX128] = 1e-12,
     };
     double got = get(b, c->o->dtype, i);
     return fabs(got - want) > tol[c->o->dtype] * fabs(want);

@@ -8,7 +8,8 @@ const char *perf_dtype_name(dcoll_dtype_t t)
 {
     static const char *const n[DCOLL_DTYPE_COUNT_] = {
         "int8", "uint8", "int32", "uint32", "int64", "uint64", "float16",
-        "bfloat16", "float32", "float64", "bool", "logical",
+        "bfloat16", "float32", "float64", "bool", "logical", "complex64",
+        "complex128",
     };
     return (unsigned)t < DCOLL_DTYPE_COUNT_ ? n[t] : "?";
 }

@@ -270,11 +270,13 @@ void dcoll_nccl_free(void *comm)
     free(c);
 }
 
-/* bool and logical never come here (the library stages them): their
- * entries are byte-wise placeholders. */
+/* bool and logical never come here (the library stages them), nor do
+ * complex types (the library gives their real view): their entries are
+ * placeholders of their size. */
 static const ncclDataType_t types[DCOLL_DTYPE_COUNT_] = {
     ncclInt8, ncclUint8, ncclInt32, ncclUint32, ncclInt64, ncclUint64,
     ncclFloat16, ncclBfloat16, ncclFloat32, ncclFloat64, ncclUint8, ncclInt32,
+    ncclUint64, ncclUint64,
 };
 
 static const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMin, ncclMax,
@@ -282,7 +284,7 @@ static const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMin, ncclMax,
 
 /* The plugin does not link libdcoll: its own copy of the sizes. */
 static const size_t sizes[DCOLL_DTYPE_COUNT_] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8,
-                                                  1, 4};
+                                                  1, 4, 8, 16};
 
 /* Enqueue; a nonblocking communicator may answer ncclInProgress. */
 #define ENQ(call)                                                            \
@@ -306,7 +308,7 @@ int dcoll_nccl_takes(const dcoll_plugin_call_t *k)
      * collective names the same op, so all take the same path. */
     if (reduces(k->kind) && (unsigned)k->op >= sizeof(ops) / sizeof(ops[0]))
         return 1;
-    if (k->dtype >= DCOLL_BOOL)
+    if (k->dtype >= DCOLL_BOOL)   /* see types[] */
         return 1;
     /* Point to point too: an NCCL receive is a kernel that holds its
      * stream until the message comes, so an irecv posted before an isend

@@ -30,6 +30,8 @@ dcoll_status_t dcoll_mpi_types_create(void)
     dcoll_mpi_dtype[DCOLL_FLOAT64] = MPI_DOUBLE;
     dcoll_mpi_dtype[DCOLL_BOOL] = MPI_C_BOOL;
     dcoll_mpi_dtype[DCOLL_LOGICAL] = MPI_LOGICAL;
+    dcoll_mpi_dtype[DCOLL_COMPLEX64] = MPI_C_FLOAT_COMPLEX;
+    dcoll_mpi_dtype[DCOLL_COMPLEX128] = MPI_C_DOUBLE_COMPLEX;
     /* Two distinct 2-byte types, so one op function can tell them apart. */
     int rc;
     if ((rc = MPI_Type_contiguous(2, MPI_BYTE,

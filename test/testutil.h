@@ -151,13 +151,15 @@ static inline int t_is_float(dcoll_dtype_t dt)
 }
 
 /* The numeric types (every op of theirs is exact on the tests' small
- * values) come first: loops over them stop here. bool and logical
- * (t_logical.c) take the logical ops only. */
+ * values) come first: loops over them stop here. bool, logical and the
+ * complex types: test_mpitypes.c. */
 #define T_NUMERIC DCOLL_BOOL
 
 /* Whether op takes dt, as MPI's rules have it. */
 static inline int t_op_ok(dcoll_dtype_t dt, dcoll_op_t op)
 {
+    if (dt >= DCOLL_COMPLEX64)
+        return op == DCOLL_SUM || op == DCOLL_PRODUCT || op == DCOLL_AVG;
     if (dt >= DCOLL_BOOL)
         return op >= DCOLL_LAND;
     if (op >= DCOLL_BAND && op <= DCOLL_BXOR)
@@ -170,6 +172,7 @@ static inline int t_op_ok(dcoll_dtype_t dt, dcoll_op_t op)
 static const char *const t_dtype_names[] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64",
     "float16", "bfloat16", "float32", "float64", "bool", "logical",
+    "complex64", "complex128",
 };
 static const char *const t_op_names[] = {
     "SUM", "PRODUCT", "MIN", "MAX", "AVG", "BAND", "BOR", "BXOR", "LAND",

@@ -24,12 +24,16 @@ typedef enum dcoll_dtype {
                             1 byte, 0 or 1 (API 1.7) */
     DCOLL_LOGICAL = 11,  /* Fortran's default LOGICAL, as MPI_LOGICAL
                             (4 bytes with gfortran; dcoll_dtype_size says) */
-    DCOLL_DTYPE_COUNT_ = 12 /* not a type */
+    DCOLL_COMPLEX64 = 12,  /* float _Complex, complex(c_float_complex):
+                              MPI_C_FLOAT_COMPLEX (API 1.7) */
+    DCOLL_COMPLEX128 = 13, /* double _Complex, complex(c_double_complex):
+                              MPI_C_DOUBLE_COMPLEX (API 1.7) */
+    DCOLL_DTYPE_COUNT_ = 14 /* not a type */
 } dcoll_dtype_t;
 
 /* Reduction operations. Bitwise ones apply to integer types only; logical
- * ones to integer types, bool and logical, which take no other (as in
- * MPI). */
+ * ones to integer types, bool and logical, which take no other; complex
+ * types take SUM, PRODUCT and AVG (as in MPI, AVG aside). */
 typedef enum dcoll_op {
     DCOLL_SUM = 0,
     DCOLL_PRODUCT = 1,

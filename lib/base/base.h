@@ -76,6 +76,18 @@ static inline bool dcoll_dtype_is_float(dcoll_dtype_t dtype)
 {
     return dtype >= DCOLL_FLOAT16 && dtype <= DCOLL_FLOAT64;
 }
+static inline bool dcoll_dtype_is_complex(dcoll_dtype_t dtype)
+{
+    return dtype == DCOLL_COMPLEX64 || dtype == DCOLL_COMPLEX128;
+}
+/* A complex type's real view: its parts' type (n complex elements are
+ * 2n of it); other types are their own. */
+static inline dcoll_dtype_t dcoll_dtype_real(dcoll_dtype_t dtype)
+{
+    return dtype == DCOLL_COMPLEX64    ? DCOLL_FLOAT32
+           : dtype == DCOLL_COMPLEX128 ? DCOLL_FLOAT64
+                                       : dtype;
+}
 /* Bit t of dcoll_op_types[op]: op takes type t. */
 extern const uint32_t dcoll_op_types[DCOLL_OP_COUNT_];
 static inline bool dcoll_dtype_op_valid(dcoll_dtype_t dtype, dcoll_op_t op)

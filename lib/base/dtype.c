@@ -10,12 +10,14 @@ const size_t dcoll_dtype_sizes[DCOLL_DTYPE_COUNT_] = {
     [DCOLL_UINT32] = 4,  [DCOLL_INT64] = 8,    [DCOLL_UINT64] = 8,
     [DCOLL_FLOAT16] = 2, [DCOLL_BFLOAT16] = 2, [DCOLL_FLOAT32] = 4,
     [DCOLL_FLOAT64] = 8, [DCOLL_BOOL] = 1,
-    [DCOLL_LOGICAL] = DCOLL_LOGICAL_SIZE,
+    [DCOLL_LOGICAL] = DCOLL_LOGICAL_SIZE, [DCOLL_COMPLEX64] = 8,
+    [DCOLL_COMPLEX128] = 16,
 };
 
 static const char *const dtype_names[DCOLL_DTYPE_COUNT_] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64",
     "float16", "bfloat16", "float32", "float64", "bool", "logical",
+    "complex64", "complex128",
 };
 
 static const char *const op_names[DCOLL_OP_COUNT_] = {
@@ -31,12 +33,14 @@ static const char *const op_names[DCOLL_OP_COUNT_] = {
     (T(DCOLL_FLOAT16) | T(DCOLL_BFLOAT16) | T(DCOLL_FLOAT32) |               \
      T(DCOLL_FLOAT64))
 #define TRUTHS (T(DCOLL_BOOL) | T(DCOLL_LOGICAL))
+#define COMPLEX (T(DCOLL_COMPLEX64) | T(DCOLL_COMPLEX128))
 
 /* Which types each op takes, as MPI's rules have it. */
 const uint32_t dcoll_op_types[DCOLL_OP_COUNT_] = {
-    [DCOLL_SUM] = INTS | FLOATS,  [DCOLL_PRODUCT] = INTS | FLOATS,
+    [DCOLL_SUM] = INTS | FLOATS | COMPLEX,
+    [DCOLL_PRODUCT] = INTS | FLOATS | COMPLEX,
     [DCOLL_MIN] = INTS | FLOATS,  [DCOLL_MAX] = INTS | FLOATS,
-    [DCOLL_AVG] = INTS | FLOATS,  [DCOLL_BAND] = INTS,
+    [DCOLL_AVG] = INTS | FLOATS | COMPLEX,  [DCOLL_BAND] = INTS,
     [DCOLL_BOR] = INTS,           [DCOLL_BXOR] = INTS,
     [DCOLL_LAND] = INTS | TRUTHS, [DCOLL_LOR] = INTS | TRUTHS,
     [DCOLL_LXOR] = INTS | TRUTHS,
@@ -67,6 +71,11 @@ dcoll_status_t dcoll_check_dtype_op(const char *fn, dcoll_dtype_t dtype,
                            DCOLL_OP_COUNT_ - 1);
     if (dcoll_op_types[op] & T(dtype))
         return DCOLL_SUCCESS;
+    if (COMPLEX & T(dtype))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: op %s is not one of a complex type's (SUM, "
+                           "PRODUCT, AVG): %s has no order and no bits to "
+                           "combine", fn, op_names[op], dtype_names[dtype]);
     if (op >= DCOLL_BAND && op <= DCOLL_BXOR)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: op %s is bitwise and needs an integer "

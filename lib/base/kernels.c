@@ -130,6 +130,20 @@ void dcoll_fold(void *io, const void *in, int64_t n, dcoll_dtype_t dt,
     case DCOLL_FLOAT64: FOLD(double); break;
     case DCOLL_FLOAT16: fold_half(io, in, n, op, false); break;
     case DCOLL_BFLOAT16: fold_half(io, in, n, op, true); break;
+    /* Complex: SUM (and AVG's) part by part, PRODUCT as C multiplies,
+     * which is what MPI's own op does. */
+    case DCOLL_COMPLEX64:
+        if (op == DCOLL_PRODUCT)
+            LOOP(float _Complex, a[i] * b[i]);
+        else
+            dcoll_fold(io, in, 2 * n, DCOLL_FLOAT32, op);
+        break;
+    case DCOLL_COMPLEX128:
+        if (op == DCOLL_PRODUCT)
+            LOOP(double _Complex, a[i] * b[i]);
+        else
+            dcoll_fold(io, in, 2 * n, DCOLL_FLOAT64, op);
+        break;
     /* bool and logical take the logical ops only. */
     case DCOLL_BOOL: FOLD_LOGIC(uint8_t); break;
     case DCOLL_LOGICAL:
@@ -155,6 +169,10 @@ void dcoll_fold(void *io, const void *in, int64_t n, dcoll_dtype_t dt,
 
 void dcoll_divide(void *buf, int64_t n, dcoll_dtype_t dt, int by)
 {
+    if (dcoll_dtype_is_complex(dt)) {   /* both parts */
+        dcoll_divide(buf, 2 * n, dcoll_dtype_real(dt), by);
+        return;
+    }
     uint16_t *h = buf;
     bool bf = dt == DCOLL_BFLOAT16;
     switch (dt) {
@@ -186,6 +204,10 @@ void dcoll_divide(void *buf, int64_t n, dcoll_dtype_t dt, int by)
  * Other types are left alone: their AVG divides the sum, on both. */
 void dcoll_premul(void *buf, int64_t n, dcoll_dtype_t dt, int by)
 {
+    if (dcoll_dtype_is_complex(dt)) {   /* NCCL's real view */
+        dcoll_premul(buf, 2 * n, dcoll_dtype_real(dt), by);
+        return;
+    }
     double s = 1.0 / by;
     uint16_t *h = buf;
     bool bf = dt == DCOLL_BFLOAT16;

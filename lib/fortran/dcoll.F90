@@ -43,6 +43,11 @@ module dcoll
     integer, parameter, public :: DCOLL_REAL = &
         merge(DCOLL_FLOAT64, DCOLL_FLOAT32, storage_size(0.0) == 64)
     integer, parameter, public :: DCOLL_DOUBLE_PRECISION = DCOLL_FLOAT64
+    ! COMPLEX follows the default REAL; complex(c_float_complex) and
+    ! complex(c_double_complex) are DCOLL_COMPLEX64 and DCOLL_COMPLEX128.
+    integer, parameter, public :: DCOLL_COMPLEX = &
+        merge(DCOLL_COMPLEX128, DCOLL_COMPLEX64, storage_size(0.0) == 64)
+    integer, parameter, public :: DCOLL_DOUBLE_COMPLEX = DCOLL_COMPLEX128
 
     ! Reduction operations (dcoll_op_t).
 

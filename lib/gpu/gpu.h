@@ -118,10 +118,24 @@ dcoll_status_t dcoll_gpu_multi_choose(struct dcoll_group *g,
 /* Launch c->multi on its clique: the NCCL transport's, for the route. */
 /* Whether the plugin's NCCL path may see this type and op: not bool,
  * logical or the logical ops, which NCCL lacks and plugins built before
- * API 1.7 have no entry for. */
+ * API 1.7 have no entry for; complex types only as their real view
+ * (dcoll_nccl_view), where NCCL's arithmetic is right: moving data, SUM
+ * and AVG, not PRODUCT. (op is SUM, 0, in calls that do not reduce.) */
 static inline bool dcoll_nccl_knows(dcoll_dtype_t dtype, dcoll_op_t op)
 {
-    return dtype < DCOLL_BOOL && op < DCOLL_LAND;
+    if (dtype == DCOLL_BOOL || dtype == DCOLL_LOGICAL || op >= DCOLL_LAND)
+        return false;
+    return !dcoll_dtype_is_complex(dtype) || op != DCOLL_PRODUCT;
+}
+
+/* What the plugin is given for a call (a dcoll_plugin_call_t's count and
+ * dtype): a complex type as twice as many of its parts' type. */
+static inline void dcoll_nccl_view(int64_t *count, int *dtype)
+{
+    if (dcoll_dtype_is_complex((dcoll_dtype_t)*dtype)) {
+        *count *= 2;
+        *dtype = dcoll_dtype_real((dcoll_dtype_t)*dtype);
+    }
 }
 
 dcoll_status_t dcoll_gpu_multi_run(struct dcoll_group *g,

@@ -224,6 +224,7 @@ dcoll_status_t dcoll_gpu_multi_choose(struct dcoll_group *g,
     /* Ops and types NCCL lacks: the same answer on every rank. */
     dcoll_plugin_call_t call = {.kind = mc->kind, .count = mc->count,
                                      .dtype = mc->dtype, .op = mc->op};
+    dcoll_nccl_view(&call.count, &call.dtype);
     if (!dcoll_nccl_knows(mc->dtype, mc->op) ||
         dcoll_gpu_plugin->nccl_takes(&call))
         return DCOLL_SUCCESS;
@@ -266,6 +267,7 @@ dcoll_status_t dcoll_gpu_multi_run(struct dcoll_group *g,
             .count = mc->count, .dtype = mc->dtype, .op = mc->op,
             .root = mc->root * k + mc->root_buf, .in_place = in_place,
         };
+        dcoll_nccl_view(&call.count, &call.dtype);
         rc = p->nccl_coll(q->comms[i], &call, g->rank * k + i, g->size * k,
                           stream, dcoll_gpu_timeout(g));
     }

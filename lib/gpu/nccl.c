@@ -216,7 +216,8 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
     if (c->multi)
         return dcoll_gpu_multi_run(g, c, work, out);
     /* Types and ops NCCL lacks and plugins before API 1.7 do not know
-     * (bool, logical, the logical ops): staged, on every rank alike. */
+     * (bool, logical, the logical ops, a complex PRODUCT): staged, on
+     * every rank alike. */
     if (!dcoll_nccl_knows(c->dtype, c->op))
         return DCOLL_DECLINED;
     struct dcoll_nccl_group *ng = dcoll_nccl_group(g, fn);
@@ -238,6 +239,7 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
         .count = c->count, .dtype = c->dtype, .op = c->op, .root = c->root,
         .in_place = c->in_place,
     };
+    dcoll_nccl_view(&call.count, &call.dtype);
     /* sendbuf == recvbuf is MPI's in-place form (the core's check_layout);
      * NCCL knows only the offset pattern: give it that, and move a
      * reduce_scatter's result to the front after, on the same stream. */

@@ -140,7 +140,8 @@ static dcoll_status_t finish_staged(struct dcoll_work *w, dcoll_status_t st)
 static bool premultiplies(const struct dcoll_coll *c)
 {
     return c->op == DCOLL_AVG && dcoll_kind_has(c->kind, DCOLL_KF_OP) &&
-           dcoll_dtype_is_float(c->dtype);
+           (dcoll_dtype_is_float(c->dtype) ||
+            dcoll_dtype_is_complex(c->dtype));
 }
 
 static bool pipelined(const struct dcoll_coll *c, size_t bytes, bool async)

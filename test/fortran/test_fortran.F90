@@ -19,6 +19,8 @@ program test_fortran
     integer, allocatable :: members(:), all_ranks(:)
     real(4) :: a(4), m(2, 3)
     logical :: flag(3)
+    complex :: z(2)
+    complex(8) :: zz(1)
     logical(c_bool) :: cflag(2)
     real(8), target :: t1(3), t2(5), t3(1)
     type(c_ptr) :: bufs(3)
@@ -128,6 +130,16 @@ program test_fortran
     call ok(dcoll_all_reduce(DCOLL_WORLD, a, a, 4, DCOLL_REAL4, DCOLL_SUM), &
             'all_reduce after errors')
     call expect(all(a == world), 'all_reduce after errors')
+    ! A complex checksum, and a product of (0, 1) on every rank.
+    z = [cmplx(1.0, real(me)), cmplx(0.0, 1.0)]
+    call ok(dcoll_all_reduce(DCOLL_WORLD, z, z, 2, DCOLL_COMPLEX, &
+            DCOLL_SUM), 'all_reduce SUM on COMPLEX')
+    call expect(z(1) == cmplx(real(world), real(world * (world - 1) / 2)) &
+                .and. z(2) == cmplx(0.0, real(world)), 'SUM on COMPLEX')
+    zz = (0d0, 1d0)
+    call ok(dcoll_all_reduce(DCOLL_WORLD, zz, zz, 1, DCOLL_DOUBLE_COMPLEX, &
+            DCOLL_PRODUCT), 'all_reduce PRODUCT on DOUBLE COMPLEX')
+    call expect(zz(1) == (0d0, 1d0)**world, 'PRODUCT on DOUBLE COMPLEX')
     ! Convergence flags: default LOGICAL and logical(c_bool), LOR and LAND.
     flag = [me == 0, .true., .false.]
     call ok(dcoll_all_reduce(DCOLL_WORLD, flag, flag, 3, DCOLL_LOGICAL, &

@@ -42,6 +42,7 @@ static long nccl_ran(void) { return fake_nccl_calls(); }
 #endif
 #endif
 #include <mpi.h>
+#include <complex.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -364,6 +365,35 @@ int main(int argc, char **argv)
         }
     }
     cudaFree(xb);
+
+    /* complex64: SUM and AVG on NCCL's real view where NCCL runs, PRODUCT
+     * staged (NCCL's would multiply the parts). Rank r gives (1, r), then
+     * (0, 1). */
+    float _Complex *zc = NULL, zh[8];
+    cudaMalloc((void **)&zc, sizeof(zh));
+    for (int i = 0; i < 8; i++)
+        zh[i] = 1.0f + (float)me * I;
+    cudaMemcpy(zc, zh, sizeof(zh), cudaMemcpyHostToDevice);
+    OK(dcoll_all_reduce(NULL, zc, zc, 8, DCOLL_COMPLEX64, DCOLL_SUM, NULL,
+                        NULL));
+    cudaMemcpy(zh, zc, sizeof(zh), cudaMemcpyDeviceToHost);
+    for (int i = 0; i < 8; i++)
+        CHECK(crealf(zh[i]) == n && cimagf(zh[i]) == n * (n - 1) / 2,
+              "complex sum[%d] = (%g, %g)", i, crealf(zh[i]), cimagf(zh[i]));
+    for (int i = 0; i < 8; i++)
+        zh[i] = I;
+    cudaMemcpy(zc, zh, sizeof(zh), cudaMemcpyHostToDevice);
+    OK(dcoll_all_reduce(NULL, zc, zc, 8, DCOLL_COMPLEX64, DCOLL_PRODUCT,
+                        NULL, NULL));
+    cudaMemcpy(zh, zc, sizeof(zh), cudaMemcpyDeviceToHost);
+    float _Complex zwant = 1;
+    for (int r = 0; r < n; r++)
+        zwant *= I;
+    for (int i = 0; i < 8; i++)
+        CHECK(zh[i] == zwant, "complex product[%d] = (%g, %g), want (%g, "
+              "%g)", i, crealf(zh[i]), cimagf(zh[i]), crealf(zwant),
+              cimagf(zwant));
+    cudaFree(zc);
 
     /* Mixed host and device buffers are refused, naming both. Where the
      * buffers live is this rank's alone to see, so the refusal leaves the

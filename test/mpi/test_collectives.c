@@ -406,7 +406,7 @@ static void run_group(struct grp *G)
     static const int64_t counts[] = {0, 3, 257};
     test_queries(G);
     for (int dt = 0; dt < T_NUMERIC; dt++) {
-        /* The logical ops, and bool and logical: test_logical.c. */
+        /* The logical ops, bool, logical, complex: test_mpitypes.c. */
         for (int op = 0; op < DCOLL_LAND; op++) {
             if (!t_op_ok((dcoll_dtype_t)dt, (dcoll_op_t)op))
                 continue; /* refused: test_errors checks that */

@@ -1,10 +1,14 @@
-/* The logical ops (LAND, LOR, LXOR) on every integer type, bool and
- * logical, against MPI's own calls on the same inputs: all_reduce
- * (blocking, async, in place), reduce, reduce_scatter, the coalesced and
- * the multi-buffer forms must give MPI's bytes. Inputs are 0, 1 and 2
- * (0 and 1 for bool and logical), odd counts. bool and logical also move
- * through broadcast and all_gather; the ops they do not take are refused
- * with a message naming the rule. Run under mpirun with 1 to 4 ranks. */
+/* The types and ops of MPI's that dcoll added in API 1.7, against MPI's
+ * own calls on the same inputs: the logical ops (LAND, LOR, LXOR) on
+ * every integer type, bool and logical, and SUM, PRODUCT (and AVG, as a
+ * SUM divided) on complex64 and complex128. all_reduce (blocking, async,
+ * in place), reduce, reduce_scatter, the coalesced and the multi-buffer
+ * forms must give MPI's bytes. Inputs are small (0, 1 and 2; 0 and 1 for
+ * bool and logical; complex parts from -1 to 1), odd counts. The new
+ * types also move through broadcast and all_gather; the ops they do not
+ * take are refused with a message naming the rule. Run under mpirun with
+ * 1 to 4 ranks. */
+#include <complex.h>
 #include <mpi.h>
 #include "testutil.h"
 
@@ -22,20 +26,78 @@ static MPI_Datatype mpi_type(dcoll_dtype_t dt)
     case DCOLL_INT64: return MPI_INT64_T;
     case DCOLL_UINT64: return MPI_UINT64_T;
     case DCOLL_BOOL: return MPI_C_BOOL;
+    case DCOLL_COMPLEX64: return MPI_C_FLOAT_COMPLEX;
+    case DCOLL_COMPLEX128: return MPI_C_DOUBLE_COMPLEX;
     default: return MPI_LOGICAL;
     }
 }
 
 static MPI_Op mpi_op(dcoll_op_t op)
 {
-    return op == DCOLL_LAND ? MPI_LAND : op == DCOLL_LOR ? MPI_LOR : MPI_LXOR;
+    switch (op) {
+    case DCOLL_LAND: return MPI_LAND;
+    case DCOLL_LOR: return MPI_LOR;
+    case DCOLL_LXOR: return MPI_LXOR;
+    case DCOLL_PRODUCT: return MPI_PROD;
+    default: return MPI_SUM;   /* AVG: MPI's sum, divided after */
+    }
+}
+
+static int is_complex(dcoll_dtype_t dt)
+{
+    return dt == DCOLL_COMPLEX64 || dt == DCOLL_COMPLEX128;
 }
 
 /* Element k of rank r's buffer b. */
 static void fill(void *buf, dcoll_dtype_t dt, int r, int b, int n)
 {
-    for (int k = 0; k < n; k++)
-        t_set(buf, dt, (size_t)k, (double)((r * 5 + b * 7 + k * 3) % 3));
+    for (int k = 0; k < n; k++) {
+        int v = (r * 5 + b * 7 + k * 3) % 3;
+        double re = v - 1, im = (r + b + k) % 3 - 1;
+        if (dt == DCOLL_COMPLEX64)
+            ((float _Complex *)buf)[k] = (float)re + (float)im * I;
+        else if (dt == DCOLL_COMPLEX128)
+            ((double _Complex *)buf)[k] = re + im * I;
+        else
+            t_set(buf, dt, (size_t)k, v);
+    }
+}
+
+/* io = in op io, element by element, as dcoll's own fold does. */
+static void fold(void *io, const void *in, dcoll_dtype_t dt, dcoll_op_t op,
+                 int n)
+{
+    for (int k = 0; k < n; k++) {
+        if (dt == DCOLL_COMPLEX64) {
+            float _Complex a = ((const float _Complex *)in)[k];
+            float _Complex *b = (float _Complex *)io + k;
+            *b = op == DCOLL_PRODUCT ? a * *b : a + *b;
+        } else if (dt == DCOLL_COMPLEX128) {
+            double _Complex a = ((const double _Complex *)in)[k];
+            double _Complex *b = (double _Complex *)io + k;
+            *b = op == DCOLL_PRODUCT ? a * *b : a + *b;
+        } else {
+            t_set(io, dt, (size_t)k,
+                  t_combine(op, t_get(in, dt, (size_t)k),
+                            t_get(io, dt, (size_t)k)));
+        }
+    }
+}
+
+/* AVG: MPI's sum divided by the group's size, part by part. */
+static void divide(void *buf, dcoll_dtype_t dt, int n, int by)
+{
+    for (int k = 0; k < n; k++) {
+        if (dt == DCOLL_COMPLEX64) {
+            float *p = (float *)buf + 2 * k;
+            p[0] /= (float)by;
+            p[1] /= (float)by;
+        } else {
+            double *p = (double *)buf + 2 * k;
+            p[0] /= by;
+            p[1] /= by;
+        }
+    }
 }
 
 static void same(const void *got, const void *want, size_t bytes,
@@ -53,8 +115,11 @@ static void reductions(dcoll_dtype_t dt, dcoll_op_t op)
     MPI_Datatype mt = mpi_type(dt);
     MPI_Op mo = mpi_op(op);
 
+    int avg = op == DCOLL_AVG;
     fill(in, dt, t_rank, 0, (int)n);
     MPI_Allreduce(in, want, COUNT, mt, mo, MPI_COMM_WORLD);
+    if (avg)
+        divide(want, dt, COUNT, world);
     CHECK_OK(dcoll_all_reduce(NULL, in, got, COUNT, dt, op, NULL, NULL));
     same(got, want, COUNT * esz, "all_reduce", tn, on);
 
@@ -70,11 +135,15 @@ static void reductions(dcoll_dtype_t dt, dcoll_op_t op)
     memset(want, 0x5a, n * esz);
     memset(got, 0x5a, n * esz);
     MPI_Reduce(in, want, COUNT, mt, mo, root, MPI_COMM_WORLD);
+    if (avg && t_rank == root)
+        divide(want, dt, COUNT, world);
     CHECK_OK(dcoll_reduce(NULL, in, got, COUNT, dt, op, root, NULL, NULL));
     if (t_rank == root)
         same(got, want, COUNT * esz, "reduce", tn, on);
 
     MPI_Reduce_scatter_block(in, want, COUNT, mt, mo, MPI_COMM_WORLD);
+    if (avg)
+        divide(want, dt, COUNT, world);
     CHECK_OK(dcoll_reduce_scatter(NULL, in, got, COUNT, dt, op, NULL, NULL));
     same(got, want, COUNT * esz, "reduce_scatter", tn, on);
 
@@ -84,6 +153,10 @@ static void reductions(dcoll_dtype_t dt, dcoll_op_t op)
     fill(b, dt, t_rank, 2, 5);
     MPI_Allreduce(a, want, COUNT, mt, mo, MPI_COMM_WORLD);
     MPI_Allreduce(b, want + COUNT * esz, 5, mt, mo, MPI_COMM_WORLD);
+    if (avg) {
+        divide(want, dt, COUNT, world);
+        divide(want + COUNT * esz, dt, 5, world);
+    }
     void *bufs[2] = {a, b};
     int64_t counts[2] = {COUNT, 5};
     CHECK_OK(dcoll_all_reduce_coalesced(NULL, bufs, counts, 2, dt, op, NULL,
@@ -96,11 +169,11 @@ static void reductions(dcoll_dtype_t dt, dcoll_op_t op)
     fill(a, dt, t_rank, 3, COUNT);
     fill(got, dt, t_rank, 4, COUNT);
     char *mine = calloc(COUNT, esz);
-    for (int k = 0; k < COUNT; k++)
-        t_set(mine, dt, (size_t)k,
-              t_combine(op, t_get(a, dt, (size_t)k),
-                        t_get(got, dt, (size_t)k)));
+    memcpy(mine, got, COUNT * esz);
+    fold(mine, a, dt, op, COUNT);
     MPI_Allreduce(mine, want, COUNT, mt, mo, MPI_COMM_WORLD);
+    if (avg)
+        divide(want, dt, COUNT, 2 * world);
     void *multi[2] = {a, got};
     CHECK_OK(dcoll_all_reduce_multi(NULL, multi, 2, COUNT, dt, op, NULL,
                                     NULL));
@@ -114,8 +187,8 @@ static void reductions(dcoll_dtype_t dt, dcoll_op_t op)
     free(want);
 }
 
-/* bool and logical move as they are, and take no other op. */
-static void truths(dcoll_dtype_t dt)
+/* The new types move as they are, and take no other op. */
+static void moves(dcoll_dtype_t dt)
 {
     size_t esz = t_size(dt);
     const char *tn = t_dtype_names[dt];
@@ -137,13 +210,23 @@ static void truths(dcoll_dtype_t dt)
     free(x);
     free(y);
 
-    int v[4] = {0};
-    for (int op = 0; op < DCOLL_LAND; op++) {
+    double v[4] = {0};
+    for (int op = 0; op < DCOLL_OP_COUNT_; op++) {
         char want[96];
-        snprintf(want, sizeof(want), "%s takes only the logical ops", tn);
-        if (op >= DCOLL_BAND)
+        if (is_complex(dt)) {
+            if (op == DCOLL_SUM || op == DCOLL_PRODUCT || op == DCOLL_AVG)
+                continue;
+            snprintf(want, sizeof(want), "op %s is not one of a complex "
+                     "type's (SUM, PRODUCT, AVG)", t_op_names[op]);
+        } else if (op >= DCOLL_LAND) {
+            continue;
+        } else if (op >= DCOLL_BAND) {
             snprintf(want, sizeof(want), "is bitwise and needs an integer "
                      "type, not %s", tn);
+        } else {
+            snprintf(want, sizeof(want), "%s takes only the logical ops",
+                     tn);
+        }
         dcoll_group_t *g = t_spare();
         CHECK_DEAD(g, dcoll_all_reduce(g, v, v, 1, dt, (dcoll_op_t)op, NULL,
                                        NULL),
@@ -169,8 +252,13 @@ int main(void)
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         for (int op = DCOLL_LAND; op <= DCOLL_LXOR; op++)
             reductions(types[i], (dcoll_op_t)op);
-    truths(DCOLL_BOOL);
-    truths(DCOLL_LOGICAL);
+    for (int dt = DCOLL_COMPLEX64; dt <= DCOLL_COMPLEX128; dt++) {
+        reductions((dcoll_dtype_t)dt, DCOLL_SUM);
+        reductions((dcoll_dtype_t)dt, DCOLL_PRODUCT);
+        reductions((dcoll_dtype_t)dt, DCOLL_AVG);
+    }
+    for (int dt = DCOLL_BOOL; dt <= DCOLL_COMPLEX128; dt++)
+        moves((dcoll_dtype_t)dt);
     /* Floating types take no logical op. */
     float f = 1;
     dcoll_group_t *g = t_spare();
@@ -186,7 +274,7 @@ int main(void)
     dcoll_dtype_size(DCOLL_LOGICAL, &dsize);
     CHECK((size_t)msize == dsize, "MPI_LOGICAL has %d bytes, DCOLL_LOGICAL "
           "%zu", msize, dsize);
-    int rc = t_finish("logical");
+    int rc = t_finish("mpitypes");
     dcoll_finalize();
     MPI_Finalize();
     return rc;
