@@ -29,6 +29,19 @@ static void put(void *b, dcoll_dtype_t t, size_t i, double v)
                           ((float *)b)[2 * i + 1] = 0; break;
     case DCOLL_COMPLEX128: ((double *)b)[2 * i] = v;
                            ((double *)b)[2 * i + 1] = 0; break;
+    /* Pairs: the value, and its index, the value's last three digits
+     * (MINLOC and MAXLOC's inputs put the rank there). */
+#define PAIR_PUT(V, X)                                                       \
+    do {                                                                     \
+        struct { V v; X i; } *p = b;                                         \
+        p[i].v = (V)v;                                                       \
+        p[i].i = (X)((int64_t)v % 1000);                                     \
+    } while (0)
+    case DCOLL_FLOAT32_INT: PAIR_PUT(float, int); break;
+    case DCOLL_FLOAT64_INT: PAIR_PUT(double, int); break;
+    case DCOLL_INT32_INT: PAIR_PUT(int, int); break;
+    case DCOLL_2FLOAT32: PAIR_PUT(float, float); break;
+    case DCOLL_2FLOAT64: PAIR_PUT(double, double); break;
     default: break;
     }
 }
@@ -56,6 +69,18 @@ static double get(const void *b, dcoll_dtype_t t, size_t i)
         const double *d = (const double *)b + 2 * i;
         return d[1] == 0 ? d[0] : NAN;
     }
+    /* A pair whose index is not its value's: NAN, a wrong answer. */
+#define PAIR_GET(V, X)                                                       \
+    do {                                                                     \
+        const struct { V v; X i; } *p = b;                                   \
+        return (int64_t)p[i].i == (int64_t)p[i].v % 1000 ? (double)p[i].v    \
+                                                         : NAN;              \
+    } while (0)
+    case DCOLL_FLOAT32_INT: PAIR_GET(float, int);
+    case DCOLL_FLOAT64_INT: PAIR_GET(double, int);
+    case DCOLL_INT32_INT: PAIR_GET(int, int);
+    case DCOLL_2FLOAT32: PAIR_GET(float, float);
+    case DCOLL_2FLOAT64: PAIR_GET(double, double);
     default: return NAN;
     }
 }
@@ -68,6 +93,10 @@ static double val(const struct perf_ctx *c, bool reduces, int r, size_t j)
         return truth ? (double)((r + j) % 2)
                      : (double)((r * 37 + j * 11) % 97 + 1);
     switch (c->o->op) {
+    case DCOLL_MINLOC:
+    case DCOLL_MAXLOC:
+        /* Small values, each rank's own: its rank in the last digits. */
+        return (double)(((r * 7 + j) % 5) * 1000 + r);
     case DCOLL_LAND:
     case DCOLL_LOR:
     case DCOLL_LXOR:
@@ -97,6 +126,8 @@ static double fold(const struct perf_ctx *c, size_t j)
         case DCOLL_BAND: u &= (uint64_t)v; break;
         case DCOLL_BOR: u |= (uint64_t)v; break;
         case DCOLL_BXOR: u ^= (uint64_t)v; break;
+        case DCOLL_MINLOC: a = v < a ? v : a; break;
+        case DCOLL_MAXLOC: a = v > a ? v : a; break;
         case DCOLL_LAND: a = (a != 0) && (v != 0); break;
         case DCOLL_LOR: a = (a != 0) || (v != 0); break;
         case DCOLL_LXOR: a = (a != 0) != (v != 0); break;

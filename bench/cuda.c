@@ -179,7 +179,8 @@ void perf_cuda_copy(void *dst, const void *src, size_t bytes)
 static const ncclDataType_t nt[DCOLL_DTYPE_COUNT_] = {
     ncclInt8, ncclUint8, ncclInt32, ncclUint32, ncclInt64, ncclUint64,
     ncclFloat16, ncclBfloat16, ncclFloat32, ncclFloat64, ncclUint8, ncclInt32,
-    ncclUint64, ncclUint64,
+    ncclUint64, ncclUint64, ncclUint64, ncclUint64, ncclUint64, ncclUint64,
+    ncclUint64,
 };
 static const ncclRedOp_t nop[] = {ncclSum, ncclProd, ncclMin, ncclMax,
                                   ncclAvg};

@@ -318,10 +318,12 @@ static size_t setup(struct perf_ctx *c, const struct perf_coll *k,
         MPI_INT8_T, MPI_UINT8_T, MPI_INT32_T, MPI_UINT32_T, MPI_INT64_T,
         MPI_UINT64_T, MPI_UINT16_T, MPI_UINT16_T, MPI_FLOAT, MPI_DOUBLE,
         MPI_C_BOOL, MPI_LOGICAL, MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX,
+        MPI_FLOAT_INT, MPI_DOUBLE_INT, MPI_2INT, MPI_2REAL,
+        MPI_2DOUBLE_PRECISION,
     };
     static const MPI_Op ops[DCOLL_OP_COUNT_] = {
         MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_SUM, MPI_BAND, MPI_BOR,
-        MPI_BXOR, MPI_LAND, MPI_LOR, MPI_LXOR,
+        MPI_BXOR, MPI_LAND, MPI_LOR, MPI_LXOR, MPI_MINLOC, MPI_MAXLOC,
     };
     c->raw_type = types[o->dtype];
     c->raw_op = ops[o->op];

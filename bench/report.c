@@ -9,7 +9,8 @@ const char *perf_dtype_name(dcoll_dtype_t t)
     static const char *const n[DCOLL_DTYPE_COUNT_] = {
         "int8", "uint8", "int32", "uint32", "int64", "uint64", "float16",
         "bfloat16", "float32", "float64", "bool", "logical", "complex64",
-        "complex128",
+        "complex128", "float32int", "float64int", "int32int", "2float32",
+        "2float64",
     };
     return (unsigned)t < DCOLL_DTYPE_COUNT_ ? n[t] : "?";
 }
@@ -18,7 +19,7 @@ const char *perf_op_name(dcoll_op_t op)
 {
     static const char *const n[DCOLL_OP_COUNT_] = {
         "sum", "prod", "min", "max", "avg", "band", "bor", "bxor", "land",
-        "lor", "lxor",
+        "lor", "lxor", "minloc", "maxloc",
     };
     return (unsigned)op < DCOLL_OP_COUNT_ ? n[op] : "?";
 }

@@ -270,13 +270,14 @@ void dcoll_nccl_free(void *comm)
     free(c);
 }
 
-/* bool and logical never come here (the library stages them), nor do
- * complex types (the library gives their real view): their entries are
- * placeholders of their size. */
+/* bool, logical and the pair types never come here (the library stages
+ * them), nor do complex types (the library gives their real view): their
+ * entries are placeholders. */
 static const ncclDataType_t types[DCOLL_DTYPE_COUNT_] = {
     ncclInt8, ncclUint8, ncclInt32, ncclUint32, ncclInt64, ncclUint64,
     ncclFloat16, ncclBfloat16, ncclFloat32, ncclFloat64, ncclUint8, ncclInt32,
-    ncclUint64, ncclUint64,
+    ncclUint64, ncclUint64, ncclUint64, ncclUint64, ncclUint64, ncclUint64,
+    ncclUint64,
 };
 
 static const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMin, ncclMax,
@@ -284,7 +285,8 @@ static const ncclRedOp_t ops[] = {ncclSum, ncclProd, ncclMin, ncclMax,
 
 /* The plugin does not link libdcoll: its own copy of the sizes. */
 static const size_t sizes[DCOLL_DTYPE_COUNT_] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8,
-                                                  1, 4, 8, 16};
+                                                  1, 4, 8, 16, 8, 16, 8,
+                                                  8, 16};
 
 /* Enqueue; a nonblocking communicator may answer ncclInProgress. */
 #define ENQ(call)                                                            \

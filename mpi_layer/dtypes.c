@@ -32,6 +32,11 @@ dcoll_status_t dcoll_mpi_types_create(void)
     dcoll_mpi_dtype[DCOLL_LOGICAL] = MPI_LOGICAL;
     dcoll_mpi_dtype[DCOLL_COMPLEX64] = MPI_C_FLOAT_COMPLEX;
     dcoll_mpi_dtype[DCOLL_COMPLEX128] = MPI_C_DOUBLE_COMPLEX;
+    dcoll_mpi_dtype[DCOLL_FLOAT32_INT] = MPI_FLOAT_INT;
+    dcoll_mpi_dtype[DCOLL_FLOAT64_INT] = MPI_DOUBLE_INT;
+    dcoll_mpi_dtype[DCOLL_INT32_INT] = MPI_2INT;
+    dcoll_mpi_dtype[DCOLL_2FLOAT32] = MPI_2REAL;
+    dcoll_mpi_dtype[DCOLL_2FLOAT64] = MPI_2DOUBLE_PRECISION;
     /* Two distinct 2-byte types, so one op function can tell them apart. */
     int rc;
     if ((rc = MPI_Type_contiguous(2, MPI_BYTE,
@@ -44,7 +49,7 @@ dcoll_status_t dcoll_mpi_types_create(void)
 
     const MPI_Op native[DCOLL_OP_COUNT_] = {
         MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_SUM, MPI_BAND, MPI_BOR,
-        MPI_BXOR, MPI_LAND, MPI_LOR, MPI_LXOR,
+        MPI_BXOR, MPI_LAND, MPI_LOR, MPI_LXOR, MPI_MINLOC, MPI_MAXLOC,
     };
     for (int i = 0; i < DCOLL_OP_COUNT_; i++) {
         dcoll_mpi_native_op[i] = native[i];

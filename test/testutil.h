@@ -151,13 +151,17 @@ static inline int t_is_float(dcoll_dtype_t dt)
 }
 
 /* The numeric types (every op of theirs is exact on the tests' small
- * values) come first: loops over them stop here. bool, logical and the
- * complex types: test_mpitypes.c. */
+ * values) come first: loops over them stop here. bool, logical, the
+ * complex and the pair types: test_mpitypes.c. */
 #define T_NUMERIC DCOLL_BOOL
 
 /* Whether op takes dt, as MPI's rules have it. */
 static inline int t_op_ok(dcoll_dtype_t dt, dcoll_op_t op)
 {
+    if (dt >= DCOLL_FLOAT32_INT)
+        return op >= DCOLL_MINLOC;
+    if (op >= DCOLL_MINLOC)
+        return 0;
     if (dt >= DCOLL_COMPLEX64)
         return op == DCOLL_SUM || op == DCOLL_PRODUCT || op == DCOLL_AVG;
     if (dt >= DCOLL_BOOL)
@@ -172,11 +176,12 @@ static inline int t_op_ok(dcoll_dtype_t dt, dcoll_op_t op)
 static const char *const t_dtype_names[] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64",
     "float16", "bfloat16", "float32", "float64", "bool", "logical",
-    "complex64", "complex128",
+    "complex64", "complex128", "float32int", "float64int", "int32int",
+    "2float32", "2float64",
 };
 static const char *const t_op_names[] = {
     "SUM", "PRODUCT", "MIN", "MAX", "AVG", "BAND", "BOR", "BXOR", "LAND",
-    "LOR", "LXOR",
+    "LOR", "LXOR", "MINLOC", "MAXLOC",
 };
 
 /* The groups every multi-rank test runs on, for a world of n ranks:

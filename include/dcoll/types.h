@@ -28,12 +28,22 @@ typedef enum dcoll_dtype {
                               MPI_C_FLOAT_COMPLEX (API 1.7) */
     DCOLL_COMPLEX128 = 13, /* double _Complex, complex(c_double_complex):
                               MPI_C_DOUBLE_COMPLEX (API 1.7) */
-    DCOLL_DTYPE_COUNT_ = 14 /* not a type */
+    /* (value, index) pairs for MINLOC and MAXLOC (API 1.7), laid out as
+     * C structs of the two, as MPI's pair types are: */
+    DCOLL_FLOAT32_INT = 14, /* struct { float v; int i; }: MPI_FLOAT_INT */
+    DCOLL_FLOAT64_INT = 15, /* struct { double v; int i; } (16 bytes):
+                               MPI_DOUBLE_INT */
+    DCOLL_INT32_INT = 16,   /* struct { int v; int i; }: MPI_2INT, and
+                               Fortran's 2INTEGER */
+    DCOLL_2FLOAT32 = 17,    /* two floats: Fortran's 2REAL (MPI_2REAL) */
+    DCOLL_2FLOAT64 = 18,    /* two doubles: Fortran's 2DOUBLE PRECISION */
+    DCOLL_DTYPE_COUNT_ = 19 /* not a type */
 } dcoll_dtype_t;
 
 /* Reduction operations. Bitwise ones apply to integer types only; logical
  * ones to integer types, bool and logical, which take no other; complex
- * types take SUM, PRODUCT and AVG (as in MPI, AVG aside). */
+ * types take SUM, PRODUCT and AVG (as in MPI, AVG aside); MINLOC and MAXLOC
+ * take the pair types, which take no other. */
 typedef enum dcoll_op {
     DCOLL_SUM = 0,
     DCOLL_PRODUCT = 1,
@@ -46,7 +56,10 @@ typedef enum dcoll_op {
     DCOLL_LAND = 8,  /* logical and, or, exclusive or: 1 or 0 (API 1.7) */
     DCOLL_LOR = 9,
     DCOLL_LXOR = 10,
-    DCOLL_OP_COUNT_ = 11 /* not an op */
+    DCOLL_MINLOC = 11, /* on pair types: the least (greatest) value and its
+                          index, the lowest index among equals (API 1.7) */
+    DCOLL_MAXLOC = 12,
+    DCOLL_OP_COUNT_ = 13 /* not an op */
 } dcoll_op_t;
 
 /** Bytes per element of @p dtype in *size.

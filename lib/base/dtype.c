@@ -12,17 +12,22 @@ const size_t dcoll_dtype_sizes[DCOLL_DTYPE_COUNT_] = {
     [DCOLL_FLOAT64] = 8, [DCOLL_BOOL] = 1,
     [DCOLL_LOGICAL] = DCOLL_LOGICAL_SIZE, [DCOLL_COMPLEX64] = 8,
     [DCOLL_COMPLEX128] = 16,
+    [DCOLL_FLOAT32_INT] = sizeof(struct { float v; int i; }),
+    [DCOLL_FLOAT64_INT] = sizeof(struct { double v; int i; }),
+    [DCOLL_INT32_INT] = 2 * sizeof(int), [DCOLL_2FLOAT32] = 8,
+    [DCOLL_2FLOAT64] = 16,
 };
 
 static const char *const dtype_names[DCOLL_DTYPE_COUNT_] = {
     "int8", "uint8", "int32", "uint32", "int64", "uint64",
     "float16", "bfloat16", "float32", "float64", "bool", "logical",
-    "complex64", "complex128",
+    "complex64", "complex128", "float32int", "float64int", "int32int",
+    "2float32", "2float64",
 };
 
 static const char *const op_names[DCOLL_OP_COUNT_] = {
     "SUM", "PRODUCT", "MIN", "MAX", "AVG", "BAND", "BOR", "BXOR", "LAND",
-    "LOR", "LXOR",
+    "LOR", "LXOR", "MINLOC", "MAXLOC",
 };
 
 #define T(t) (UINT32_C(1) << (t))
@@ -34,6 +39,9 @@ static const char *const op_names[DCOLL_OP_COUNT_] = {
      T(DCOLL_FLOAT64))
 #define TRUTHS (T(DCOLL_BOOL) | T(DCOLL_LOGICAL))
 #define COMPLEX (T(DCOLL_COMPLEX64) | T(DCOLL_COMPLEX128))
+#define PAIRS                                                                \
+    (T(DCOLL_FLOAT32_INT) | T(DCOLL_FLOAT64_INT) | T(DCOLL_INT32_INT) |      \
+     T(DCOLL_2FLOAT32) | T(DCOLL_2FLOAT64))
 
 /* Which types each op takes, as MPI's rules have it. */
 const uint32_t dcoll_op_types[DCOLL_OP_COUNT_] = {
@@ -43,7 +51,8 @@ const uint32_t dcoll_op_types[DCOLL_OP_COUNT_] = {
     [DCOLL_AVG] = INTS | FLOATS | COMPLEX,  [DCOLL_BAND] = INTS,
     [DCOLL_BOR] = INTS,           [DCOLL_BXOR] = INTS,
     [DCOLL_LAND] = INTS | TRUTHS, [DCOLL_LOR] = INTS | TRUTHS,
-    [DCOLL_LXOR] = INTS | TRUTHS,
+    [DCOLL_LXOR] = INTS | TRUTHS, [DCOLL_MINLOC] = PAIRS,
+    [DCOLL_MAXLOC] = PAIRS,
 };
 
 const char *dcoll_dtype_name(dcoll_dtype_t dtype)
@@ -71,6 +80,17 @@ dcoll_status_t dcoll_check_dtype_op(const char *fn, dcoll_dtype_t dtype,
                            DCOLL_OP_COUNT_ - 1);
     if (dcoll_op_types[op] & T(dtype))
         return DCOLL_SUCCESS;
+    if (op >= DCOLL_MINLOC)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: op %s needs a (value, index) pair type "
+                           "(float32int, float64int, int32int, 2float32, "
+                           "2float64), not %s", fn, op_names[op],
+                           dtype_names[dtype]);
+    if (PAIRS & T(dtype))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: op %s on %s: a pair type takes only MINLOC "
+                           "and MAXLOC", fn, op_names[op],
+                           dtype_names[dtype]);
     if (COMPLEX & T(dtype))
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: op %s is not one of a complex type's (SUM, "

@@ -56,6 +56,21 @@ void dcoll_kernels_setup(void)
         }                                                                    \
     } while (0)
 
+/* MINLOC and MAXLOC on (value, index) pairs, as MPI defines them: the
+ * lesser (greater) value with its index, the lower index among equals. */
+#define FOLD_PAIR(V, X)                                                      \
+    do {                                                                     \
+        struct pair { V v; X i; } *restrict b = io;                          \
+        const struct pair *restrict a = in;                                  \
+        bool lo = op == DCOLL_MINLOC;                                        \
+        for (int64_t i = 0; i < n; i++) {                                    \
+            if (lo ? a[i].v < b[i].v : a[i].v > b[i].v)                      \
+                b[i] = a[i];                                                 \
+            else if (a[i].v == b[i].v && a[i].i < b[i].i)                    \
+                b[i].i = a[i].i;                                             \
+        }                                                                    \
+    } while (0)
+
 /* Logical ops give 1 or 0 in the operands' type, as MPI's do. */
 #define FOLD_LOGIC(T)                                                        \
     do {                                                                     \
@@ -144,6 +159,11 @@ void dcoll_fold(void *io, const void *in, int64_t n, dcoll_dtype_t dt,
         else
             dcoll_fold(io, in, 2 * n, DCOLL_FLOAT64, op);
         break;
+    case DCOLL_FLOAT32_INT: FOLD_PAIR(float, int); break;
+    case DCOLL_FLOAT64_INT: FOLD_PAIR(double, int); break;
+    case DCOLL_INT32_INT: FOLD_PAIR(int, int); break;
+    case DCOLL_2FLOAT32: FOLD_PAIR(float, float); break;
+    case DCOLL_2FLOAT64: FOLD_PAIR(double, double); break;
     /* bool and logical take the logical ops only. */
     case DCOLL_BOOL: FOLD_LOGIC(uint8_t); break;
     case DCOLL_LOGICAL:

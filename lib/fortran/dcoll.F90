@@ -48,6 +48,14 @@ module dcoll
     integer, parameter, public :: DCOLL_COMPLEX = &
         merge(DCOLL_COMPLEX128, DCOLL_COMPLEX64, storage_size(0.0) == 64)
     integer, parameter, public :: DCOLL_DOUBLE_COMPLEX = DCOLL_COMPLEX128
+    ! MINLOC and MAXLOC pairs, MPI's Fortran forms: (value, index) as two
+    ! of the value's type (-1, refused, where no pair type matches the
+    ! compiler's default INTEGER).
+    integer, parameter, public :: DCOLL_2REAL = &
+        merge(DCOLL_2FLOAT64, DCOLL_2FLOAT32, storage_size(0.0) == 64)
+    integer, parameter, public :: DCOLL_2DOUBLE_PRECISION = DCOLL_2FLOAT64
+    integer, parameter, public :: DCOLL_2INTEGER = &
+        merge(DCOLL_INT32_INT, -1, storage_size(0) == 32)
 
     ! Reduction operations (dcoll_op_t).
 

@@ -117,13 +117,14 @@ dcoll_status_t dcoll_gpu_multi_choose(struct dcoll_group *g,
                                       const int *devices, bool nccl);
 /* Launch c->multi on its clique: the NCCL transport's, for the route. */
 /* Whether the plugin's NCCL path may see this type and op: not bool,
- * logical or the logical ops, which NCCL lacks and plugins built before
- * API 1.7 have no entry for; complex types only as their real view
+ * logical, the pair types, the logical ops or MINLOC/MAXLOC, which NCCL
+ * lacks and plugins built before API 1.7 have no entry for; complex types only as their real view
  * (dcoll_nccl_view), where NCCL's arithmetic is right: moving data, SUM
  * and AVG, not PRODUCT. (op is SUM, 0, in calls that do not reduce.) */
 static inline bool dcoll_nccl_knows(dcoll_dtype_t dtype, dcoll_op_t op)
 {
-    if (dtype == DCOLL_BOOL || dtype == DCOLL_LOGICAL || op >= DCOLL_LAND)
+    if (dtype == DCOLL_BOOL || dtype == DCOLL_LOGICAL ||
+        dtype >= DCOLL_FLOAT32_INT || op >= DCOLL_LAND)
         return false;
     return !dcoll_dtype_is_complex(dtype) || op != DCOLL_PRODUCT;
 }

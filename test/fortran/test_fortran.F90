@@ -21,6 +21,8 @@ program test_fortran
     logical :: flag(3)
     complex :: z(2)
     complex(8) :: zz(1)
+    real(8) :: loc(2, 2)
+    integer :: iloc(2)
     logical(c_bool) :: cflag(2)
     real(8), target :: t1(3), t2(5), t3(1)
     type(c_ptr) :: bufs(3)
@@ -140,6 +142,20 @@ program test_fortran
     call ok(dcoll_all_reduce(DCOLL_WORLD, zz, zz, 1, DCOLL_DOUBLE_COMPLEX, &
             DCOLL_PRODUCT), 'all_reduce PRODUCT on DOUBLE COMPLEX')
     call expect(zz(1) == (0d0, 1d0)**world, 'PRODUCT on DOUBLE COMPLEX')
+    ! Where the largest residual is: MAXLOC on (value, index) pairs, the
+    ! lowest index among equals; and MINLOC on 2INTEGER.
+    loc(:, 1) = [real(mod(me, 2), 8), real(me, 8)]
+    loc(:, 2) = [1d0, real(10 - me, 8)]
+    call ok(dcoll_all_reduce(DCOLL_WORLD, loc, loc, 2, &
+            DCOLL_2DOUBLE_PRECISION, DCOLL_MAXLOC), 'MAXLOC on 2DOUBLE')
+    call expect(loc(1, 1) == merge(1d0, 0d0, world > 1) .and. &
+                loc(2, 1) == merge(1d0, 0d0, world > 1) .and. &
+                loc(1, 2) == 1d0 .and. loc(2, 2) == real(11 - world, 8), &
+                'MAXLOC on 2DOUBLE PRECISION')
+    iloc = [me, me]
+    call ok(dcoll_all_reduce(DCOLL_WORLD, iloc, iloc, 1, DCOLL_2INTEGER, &
+            DCOLL_MINLOC), 'MINLOC on 2INTEGER')
+    call expect(iloc(1) == 0 .and. iloc(2) == 0, 'MINLOC on 2INTEGER')
     ! Convergence flags: default LOGICAL and logical(c_bool), LOR and LAND.
     flag = [me == 0, .true., .false.]
     call ok(dcoll_all_reduce(DCOLL_WORLD, flag, flag, 3, DCOLL_LOGICAL, &

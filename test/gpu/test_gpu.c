@@ -395,6 +395,25 @@ int main(int argc, char **argv)
               cimagf(zwant));
     cudaFree(zc);
 
+    /* MAXLOC on float32int (NCCL has no pairs: staged): every rank has
+     * the value 7 at element 0, so the lowest index (rank 0's) wins. */
+    struct { float v; int i; } *pc = NULL, ph[4];
+    cudaMalloc((void **)&pc, sizeof(ph));
+    for (int i = 0; i < 4; i++) {
+        ph[i].v = i == 0 ? 7.0f : (float)me;
+        ph[i].i = me;
+    }
+    cudaMemcpy(pc, ph, sizeof(ph), cudaMemcpyHostToDevice);
+    OK(dcoll_all_reduce(NULL, pc, pc, 4, DCOLL_FLOAT32_INT, DCOLL_MAXLOC,
+                        NULL, NULL));
+    cudaMemcpy(ph, pc, sizeof(ph), cudaMemcpyDeviceToHost);
+    CHECK(ph[0].v == 7.0f && ph[0].i == 0, "maxloc tie: (%g, %d)", ph[0].v,
+          ph[0].i);
+    for (int i = 1; i < 4; i++)
+        CHECK(ph[i].v == n - 1 && ph[i].i == n - 1, "maxloc[%d]: (%g, %d)",
+              i, ph[i].v, ph[i].i);
+    cudaFree(pc);
+
     /* Mixed host and device buffers are refused, naming both. Where the
      * buffers live is this rank's alone to see, so the refusal leaves the
      * group unusable here, as a refused count does: a spare group. */

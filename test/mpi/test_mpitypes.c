@@ -1,7 +1,8 @@
 /* The types and ops of MPI's that dcoll added in API 1.7, against MPI's
  * own calls on the same inputs: the logical ops (LAND, LOR, LXOR) on
- * every integer type, bool and logical, and SUM, PRODUCT (and AVG, as a
- * SUM divided) on complex64 and complex128. all_reduce (blocking, async,
+ * every integer type, bool and logical, SUM, PRODUCT (and AVG, as a SUM
+ * divided) on complex64 and complex128, and MINLOC and MAXLOC on the five
+ * pair types, with many ties (the lowest index must win). all_reduce (blocking, async,
  * in place), reduce, reduce_scatter, the coalesced and the multi-buffer
  * forms must give MPI's bytes. Inputs are small (0, 1 and 2; 0 and 1 for
  * bool and logical; complex parts from -1 to 1), odd counts. The new
@@ -28,6 +29,11 @@ static MPI_Datatype mpi_type(dcoll_dtype_t dt)
     case DCOLL_BOOL: return MPI_C_BOOL;
     case DCOLL_COMPLEX64: return MPI_C_FLOAT_COMPLEX;
     case DCOLL_COMPLEX128: return MPI_C_DOUBLE_COMPLEX;
+    case DCOLL_FLOAT32_INT: return MPI_FLOAT_INT;
+    case DCOLL_FLOAT64_INT: return MPI_DOUBLE_INT;
+    case DCOLL_INT32_INT: return MPI_2INT;
+    case DCOLL_2FLOAT32: return MPI_2REAL;
+    case DCOLL_2FLOAT64: return MPI_2DOUBLE_PRECISION;
     default: return MPI_LOGICAL;
     }
 }
@@ -39,6 +45,8 @@ static MPI_Op mpi_op(dcoll_op_t op)
     case DCOLL_LOR: return MPI_LOR;
     case DCOLL_LXOR: return MPI_LXOR;
     case DCOLL_PRODUCT: return MPI_PROD;
+    case DCOLL_MINLOC: return MPI_MINLOC;
+    case DCOLL_MAXLOC: return MPI_MAXLOC;
     default: return MPI_SUM;   /* AVG: MPI's sum, divided after */
     }
 }
@@ -48,13 +56,76 @@ static int is_complex(dcoll_dtype_t dt)
     return dt == DCOLL_COMPLEX64 || dt == DCOLL_COMPLEX128;
 }
 
-/* Element k of rank r's buffer b. */
+/* A pair type's element k as (value, index), through its C struct. */
+#define PAIR_AT(V, X, buf, k) (((struct { V v; X i; } *)(buf)) + (k))
+static void pair_set(void *buf, dcoll_dtype_t dt, int k, double v, int i)
+{
+    switch (dt) {
+    case DCOLL_FLOAT32_INT:
+        PAIR_AT(float, int, buf, k)->v = (float)v;
+        PAIR_AT(float, int, buf, k)->i = i;
+        break;
+    case DCOLL_FLOAT64_INT:
+        PAIR_AT(double, int, buf, k)->v = v;
+        PAIR_AT(double, int, buf, k)->i = i;
+        break;
+    case DCOLL_INT32_INT:
+        PAIR_AT(int, int, buf, k)->v = (int)v;
+        PAIR_AT(int, int, buf, k)->i = i;
+        break;
+    case DCOLL_2FLOAT32:
+        PAIR_AT(float, float, buf, k)->v = (float)v;
+        PAIR_AT(float, float, buf, k)->i = (float)i;
+        break;
+    default:
+        PAIR_AT(double, double, buf, k)->v = v;
+        PAIR_AT(double, double, buf, k)->i = i;
+        break;
+    }
+}
+
+static void pair_get(const void *buf, dcoll_dtype_t dt, int k, double *v,
+                     double *i)
+{
+    switch (dt) {
+    case DCOLL_FLOAT32_INT:
+        *v = PAIR_AT(float, int, buf, k)->v;
+        *i = PAIR_AT(float, int, buf, k)->i;
+        break;
+    case DCOLL_FLOAT64_INT:
+        *v = PAIR_AT(double, int, buf, k)->v;
+        *i = PAIR_AT(double, int, buf, k)->i;
+        break;
+    case DCOLL_INT32_INT:
+        *v = PAIR_AT(int, int, buf, k)->v;
+        *i = PAIR_AT(int, int, buf, k)->i;
+        break;
+    case DCOLL_2FLOAT32:
+        *v = PAIR_AT(float, float, buf, k)->v;
+        *i = PAIR_AT(float, float, buf, k)->i;
+        break;
+    default:
+        *v = PAIR_AT(double, double, buf, k)->v;
+        *i = PAIR_AT(double, double, buf, k)->i;
+        break;
+    }
+}
+
+static int is_pair(dcoll_dtype_t dt)
+{
+    return dt >= DCOLL_FLOAT32_INT;
+}
+
+/* Element k of rank r's buffer b. Pairs: values 0..2, many equal across
+ * ranks, with indices that differ, so that ties are decided by them. */
 static void fill(void *buf, dcoll_dtype_t dt, int r, int b, int n)
 {
     for (int k = 0; k < n; k++) {
         int v = (r * 5 + b * 7 + k * 3) % 3;
         double re = v - 1, im = (r + b + k) % 3 - 1;
-        if (dt == DCOLL_COMPLEX64)
+        if (is_pair(dt))
+            pair_set(buf, dt, k, v - 1, (r * 3 + k * 5 + b) % 7);
+        else if (dt == DCOLL_COMPLEX64)
             ((float _Complex *)buf)[k] = (float)re + (float)im * I;
         else if (dt == DCOLL_COMPLEX128)
             ((double _Complex *)buf)[k] = re + im * I;
@@ -68,7 +139,14 @@ static void fold(void *io, const void *in, dcoll_dtype_t dt, dcoll_op_t op,
                  int n)
 {
     for (int k = 0; k < n; k++) {
-        if (dt == DCOLL_COMPLEX64) {
+        if (is_pair(dt)) {
+            double av, ai, bv, bi;
+            pair_get(in, dt, k, &av, &ai);
+            pair_get(io, dt, k, &bv, &bi);
+            bool better = op == DCOLL_MINLOC ? av < bv : av > bv;
+            if (better || (av == bv && ai < bi))
+                pair_set(io, dt, k, av == bv ? bv : av, (int)ai);
+        } else if (dt == DCOLL_COMPLEX64) {
             float _Complex a = ((const float _Complex *)in)[k];
             float _Complex *b = (float _Complex *)io + k;
             *b = op == DCOLL_PRODUCT ? a * *b : a + *b;
@@ -100,9 +178,24 @@ static void divide(void *buf, dcoll_dtype_t dt, int n, int by)
     }
 }
 
+/* The dtype of the buffers same() compares: pairs compare field by field
+ * (a struct's padding is no one's). */
+static dcoll_dtype_t cur;
+
 static void same(const void *got, const void *want, size_t bytes,
                  const char *what, const char *tn, const char *on)
 {
+    if (is_pair(cur)) {
+        size_t esz = t_size(cur);
+        for (size_t k = 0; k < bytes / esz; k++) {
+            double gv, gi, wv, wi;
+            pair_get(got, cur, (int)k, &gv, &gi);
+            pair_get(want, cur, (int)k, &wv, &wi);
+            CHECK(gv == wv && gi == wi, "%s %s %s [%zu]: (%g, %g), MPI's "
+                  "(%g, %g)", what, tn, on, k, gv, gi, wv, wi);
+        }
+        return;
+    }
     CHECK(!memcmp(got, want, bytes), "%s %s %s: not MPI's bytes", what, tn,
           on);
 }
@@ -111,6 +204,7 @@ static void reductions(dcoll_dtype_t dt, dcoll_op_t op)
 {
     size_t esz = t_size(dt), n = COUNT * (size_t)(world + 1);
     const char *tn = t_dtype_names[dt], *on = t_op_names[op];
+    cur = dt;
     char *in = calloc(n, esz), *got = calloc(n, esz), *want = calloc(n, esz);
     MPI_Datatype mt = mpi_type(dt);
     MPI_Op mo = mpi_op(op);
@@ -167,7 +261,7 @@ static void reductions(dcoll_dtype_t dt, dcoll_op_t op)
     /* Multi-buffer: each buffer a rank of its own. MPI's side: this
      * process's two buffers folded by hand, then MPI_Allreduce. */
     fill(a, dt, t_rank, 3, COUNT);
-    fill(got, dt, t_rank, 4, COUNT);
+    fill(got, dt, t_rank, 6, COUNT);   /* values as buffer 3's: ties */
     char *mine = calloc(COUNT, esz);
     memcpy(mine, got, COUNT * esz);
     fold(mine, a, dt, op, COUNT);
@@ -192,6 +286,7 @@ static void moves(dcoll_dtype_t dt)
 {
     size_t esz = t_size(dt);
     const char *tn = t_dtype_names[dt];
+    cur = dt;
     char *x = calloc((size_t)world * COUNT, esz);
     char *y = calloc((size_t)world * COUNT, esz);
     fill(x, dt, t_rank, 0, COUNT);
@@ -213,11 +308,21 @@ static void moves(dcoll_dtype_t dt)
     double v[4] = {0};
     for (int op = 0; op < DCOLL_OP_COUNT_; op++) {
         char want[96];
-        if (is_complex(dt)) {
+        if (is_pair(dt)) {
+            if (op >= DCOLL_MINLOC)
+                continue;
+            snprintf(want, sizeof(want), "a pair type takes only MINLOC and "
+                     "MAXLOC");
+        } else if (is_complex(dt)) {
             if (op == DCOLL_SUM || op == DCOLL_PRODUCT || op == DCOLL_AVG)
                 continue;
-            snprintf(want, sizeof(want), "op %s is not one of a complex "
-                     "type's (SUM, PRODUCT, AVG)", t_op_names[op]);
+            snprintf(want, sizeof(want), op >= DCOLL_MINLOC
+                     ? "op %s needs a (value, index) pair type"
+                     : "op %s is not one of a complex type's (SUM, "
+                       "PRODUCT, AVG)", t_op_names[op]);
+        } else if (op >= DCOLL_MINLOC) {
+            snprintf(want, sizeof(want), "op %s needs a (value, index) pair "
+                     "type", t_op_names[op]);
         } else if (op >= DCOLL_LAND) {
             continue;
         } else if (op >= DCOLL_BAND) {
@@ -257,7 +362,11 @@ int main(void)
         reductions((dcoll_dtype_t)dt, DCOLL_PRODUCT);
         reductions((dcoll_dtype_t)dt, DCOLL_AVG);
     }
-    for (int dt = DCOLL_BOOL; dt <= DCOLL_COMPLEX128; dt++)
+    for (int dt = DCOLL_FLOAT32_INT; dt <= DCOLL_2FLOAT64; dt++) {
+        reductions((dcoll_dtype_t)dt, DCOLL_MINLOC);
+        reductions((dcoll_dtype_t)dt, DCOLL_MAXLOC);
+    }
+    for (int dt = DCOLL_BOOL; dt < DCOLL_DTYPE_COUNT_; dt++)
         moves((dcoll_dtype_t)dt);
     /* Floating types take no logical op. */
     float f = 1;
