@@ -182,12 +182,16 @@ static void bad_collectives(int size)
                           NULL), BAD, "sendbuf is NULL with count 4");
     DEAD(dcoll_all_reduce(G, a, NULL, 4, DCOLL_FLOAT32, DCOLL_SUM, NULL,
                           NULL), BAD, "recvbuf is NULL with count 4");
-    DEAD(dcoll_all_reduce(G, a, b, 4, (dcoll_dtype_t)10, DCOLL_SUM, NULL,
-                          NULL), BAD, "dtype 10");
+    char past[32];
+    snprintf(past, sizeof(past), "dtype %d", DCOLL_DTYPE_COUNT_);
+    DEAD(dcoll_all_reduce(G, a, b, 4, (dcoll_dtype_t)DCOLL_DTYPE_COUNT_,
+                          DCOLL_SUM, NULL, NULL), BAD, past);
     DEAD(dcoll_all_reduce(G, a, b, 4, (dcoll_dtype_t)-1, DCOLL_SUM, NULL,
                           NULL), BAD, "dtype -1");
-    DEAD(dcoll_all_reduce(G, a, b, 4, DCOLL_FLOAT32, (dcoll_op_t)8, NULL,
-                          NULL), BAD, "op 8");
+    snprintf(past, sizeof(past), "op %d", DCOLL_OP_COUNT_);
+    DEAD(dcoll_all_reduce(G, a, b, 4, DCOLL_FLOAT32,
+                          (dcoll_op_t)DCOLL_OP_COUNT_, NULL, NULL), BAD,
+         past);
     DEAD(dcoll_all_reduce(G, a, b, 4, DCOLL_FLOAT32, DCOLL_BXOR, NULL,
                           NULL), BAD, "BXOR is bitwise");
     DEAD(dcoll_reduce_scatter(G, a, b, 1, DCOLL_BFLOAT16, DCOLL_BAND,
