@@ -12,6 +12,7 @@
 #include <complex.h>
 #include <mpi.h>
 #include "testutil.h"
+#include "newtypes.h"
 
 int t_rank, t_failures;
 static int world;
@@ -51,101 +52,18 @@ static MPI_Op mpi_op(dcoll_op_t op)
     }
 }
 
-static int is_complex(dcoll_dtype_t dt)
-{
-    return dt == DCOLL_COMPLEX64 || dt == DCOLL_COMPLEX128;
-}
-
-/* A pair type's element k as (value, index), through its C struct. */
-#define PAIR_AT(V, X, buf, k) (((struct { V v; X i; } *)(buf)) + (k))
-static void pair_set(void *buf, dcoll_dtype_t dt, int k, double v, int i)
-{
-    switch (dt) {
-    case DCOLL_FLOAT32_INT:
-        PAIR_AT(float, int, buf, k)->v = (float)v;
-        PAIR_AT(float, int, buf, k)->i = i;
-        break;
-    case DCOLL_FLOAT64_INT:
-        PAIR_AT(double, int, buf, k)->v = v;
-        PAIR_AT(double, int, buf, k)->i = i;
-        break;
-    case DCOLL_INT32_INT:
-        PAIR_AT(int, int, buf, k)->v = (int)v;
-        PAIR_AT(int, int, buf, k)->i = i;
-        break;
-    case DCOLL_2FLOAT32:
-        PAIR_AT(float, float, buf, k)->v = (float)v;
-        PAIR_AT(float, float, buf, k)->i = (float)i;
-        break;
-    default:
-        PAIR_AT(double, double, buf, k)->v = v;
-        PAIR_AT(double, double, buf, k)->i = i;
-        break;
-    }
-}
-
-static void pair_get(const void *buf, dcoll_dtype_t dt, int k, double *v,
-                     double *i)
-{
-    switch (dt) {
-    case DCOLL_FLOAT32_INT:
-        *v = PAIR_AT(float, int, buf, k)->v;
-        *i = PAIR_AT(float, int, buf, k)->i;
-        break;
-    case DCOLL_FLOAT64_INT:
-        *v = PAIR_AT(double, int, buf, k)->v;
-        *i = PAIR_AT(double, int, buf, k)->i;
-        break;
-    case DCOLL_INT32_INT:
-        *v = PAIR_AT(int, int, buf, k)->v;
-        *i = PAIR_AT(int, int, buf, k)->i;
-        break;
-    case DCOLL_2FLOAT32:
-        *v = PAIR_AT(float, float, buf, k)->v;
-        *i = PAIR_AT(float, float, buf, k)->i;
-        break;
-    default:
-        *v = PAIR_AT(double, double, buf, k)->v;
-        *i = PAIR_AT(double, double, buf, k)->i;
-        break;
-    }
-}
-
-static int is_pair(dcoll_dtype_t dt)
-{
-    return dt >= DCOLL_FLOAT32_INT;
-}
-
-/* Element k of rank r's buffer b. Pairs: values 0..2, many equal across
- * ranks, with indices that differ, so that ties are decided by them. */
-static void fill(void *buf, dcoll_dtype_t dt, int r, int b, int n)
-{
-    for (int k = 0; k < n; k++) {
-        int v = (r * 5 + b * 7 + k * 3) % 3;
-        double re = v - 1, im = (r + b + k) % 3 - 1;
-        if (is_pair(dt))
-            pair_set(buf, dt, k, v - 1, (r * 3 + k * 5 + b) % 7);
-        else if (dt == DCOLL_COMPLEX64)
-            ((float _Complex *)buf)[k] = (float)re + (float)im * I;
-        else if (dt == DCOLL_COMPLEX128)
-            ((double _Complex *)buf)[k] = re + im * I;
-        else
-            t_set(buf, dt, (size_t)k, v);
-    }
-}
-
 /* io = in op io, element by element, as dcoll's own fold does. */
 static void fold(void *io, const void *in, dcoll_dtype_t dt, dcoll_op_t op,
                  int n)
 {
     for (int k = 0; k < n; k++) {
-        if (is_pair(dt)) {
+        if (nt_is_pair(dt)) {
             double av, ai, bv, bi;
-            pair_get(in, dt, k, &av, &ai);
-            pair_get(io, dt, k, &bv, &bi);
+            nt_pair_get(in, dt, k, &av, &ai);
+            nt_pair_get(io, dt, k, &bv, &bi);
             bool better = op == DCOLL_MINLOC ? av < bv : av > bv;
             if (better || (av == bv && ai < bi))
-                pair_set(io, dt, k, av == bv ? bv : av, (int)ai);
+                nt_pair_set(io, dt, k, av == bv ? bv : av, (int)ai);
         } else if (dt == DCOLL_COMPLEX64) {
             float _Complex a = ((const float _Complex *)in)[k];
             float _Complex *b = (float _Complex *)io + k;
@@ -178,26 +96,14 @@ static void divide(void *buf, dcoll_dtype_t dt, int n, int by)
     }
 }
 
-/* The dtype of the buffers same() compares: pairs compare field by field
- * (a struct's padding is no one's). */
+/* The dtype of the buffers same() compares. */
 static dcoll_dtype_t cur;
 
 static void same(const void *got, const void *want, size_t bytes,
                  const char *what, const char *tn, const char *on)
 {
-    if (is_pair(cur)) {
-        size_t esz = t_size(cur);
-        for (size_t k = 0; k < bytes / esz; k++) {
-            double gv, gi, wv, wi;
-            pair_get(got, cur, (int)k, &gv, &gi);
-            pair_get(want, cur, (int)k, &wv, &wi);
-            CHECK(gv == wv && gi == wi, "%s %s %s [%zu]: (%g, %g), MPI's "
-                  "(%g, %g)", what, tn, on, k, gv, gi, wv, wi);
-        }
-        return;
-    }
-    CHECK(!memcmp(got, want, bytes), "%s %s %s: not MPI's bytes", what, tn,
-          on);
+    long k = nt_differs(got, want, (int64_t)(bytes / t_size(cur)), cur);
+    CHECK(k < 0, "%s %s %s: element %ld is not MPI's", what, tn, on, k);
 }
 
 static void reductions(dcoll_dtype_t dt, dcoll_op_t op)
@@ -210,7 +116,7 @@ static void reductions(dcoll_dtype_t dt, dcoll_op_t op)
     MPI_Op mo = mpi_op(op);
 
     int avg = op == DCOLL_AVG;
-    fill(in, dt, t_rank, 0, (int)n);
+    nt_fill(in, dt, t_rank, 0, (int)n);
     MPI_Allreduce(in, want, COUNT, mt, mo, MPI_COMM_WORLD);
     if (avg)
         divide(want, dt, COUNT, world);
@@ -243,8 +149,8 @@ static void reductions(dcoll_dtype_t dt, dcoll_op_t op)
 
     /* Coalesced: two tensors, each as its own all_reduce. */
     char *a = calloc(COUNT, esz), *b = calloc(5, esz);
-    fill(a, dt, t_rank, 1, COUNT);
-    fill(b, dt, t_rank, 2, 5);
+    nt_fill(a, dt, t_rank, 1, COUNT);
+    nt_fill(b, dt, t_rank, 2, 5);
     MPI_Allreduce(a, want, COUNT, mt, mo, MPI_COMM_WORLD);
     MPI_Allreduce(b, want + COUNT * esz, 5, mt, mo, MPI_COMM_WORLD);
     if (avg) {
@@ -260,8 +166,8 @@ static void reductions(dcoll_dtype_t dt, dcoll_op_t op)
 
     /* Multi-buffer: each buffer a rank of its own. MPI's side: this
      * process's two buffers folded by hand, then MPI_Allreduce. */
-    fill(a, dt, t_rank, 3, COUNT);
-    fill(got, dt, t_rank, 6, COUNT);   /* values as buffer 3's: ties */
+    nt_fill(a, dt, t_rank, 3, COUNT);
+    nt_fill(got, dt, t_rank, 6, COUNT);   /* values as buffer 3's: ties */
     char *mine = calloc(COUNT, esz);
     memcpy(mine, got, COUNT * esz);
     fold(mine, a, dt, op, COUNT);
@@ -289,18 +195,18 @@ static void moves(dcoll_dtype_t dt)
     cur = dt;
     char *x = calloc((size_t)world * COUNT, esz);
     char *y = calloc((size_t)world * COUNT, esz);
-    fill(x, dt, t_rank, 0, COUNT);
+    nt_fill(x, dt, t_rank, 0, COUNT);
     CHECK_OK(dcoll_all_gather(NULL, x, y, COUNT, dt, NULL, NULL));
     for (int r = 0; r < world; r++) {
-        fill(x, dt, r, 0, COUNT);
+        nt_fill(x, dt, r, 0, COUNT);
         same(y + (size_t)r * COUNT * esz, x, COUNT * esz, "all_gather", tn,
              "");
     }
-    fill(x, dt, 0, 9, COUNT);
+    nt_fill(x, dt, 0, 9, COUNT);
     if (t_rank != 0)
         memset(x, 0, COUNT * esz);
     CHECK_OK(dcoll_broadcast(NULL, x, COUNT, dt, 0, NULL, NULL));
-    fill(y, dt, 0, 9, COUNT);
+    nt_fill(y, dt, 0, 9, COUNT);
     same(x, y, COUNT * esz, "broadcast", tn, "");
     free(x);
     free(y);
@@ -308,12 +214,12 @@ static void moves(dcoll_dtype_t dt)
     double v[4] = {0};
     for (int op = 0; op < DCOLL_OP_COUNT_; op++) {
         char want[96];
-        if (is_pair(dt)) {
+        if (nt_is_pair(dt)) {
             if (op >= DCOLL_MINLOC)
                 continue;
             snprintf(want, sizeof(want), "a pair type takes only MINLOC and "
                      "MAXLOC");
-        } else if (is_complex(dt)) {
+        } else if (nt_is_complex(dt)) {
             if (op == DCOLL_SUM || op == DCOLL_PRODUCT || op == DCOLL_AVG)
                 continue;
             snprintf(want, sizeof(want), op >= DCOLL_MINLOC
