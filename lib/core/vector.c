@@ -287,8 +287,10 @@ struct wide {
     int n;            /* entries per array; 0: none widened */
 };
 
+/* Room for the copies; no memory is this rank's refusal of call kind. */
 static dcoll_status_t widen_begin(const char *fn, dcoll_group_t *group,
-                                  int root, bool rooted, struct wide *w)
+                                  enum dcoll_coll_kind kind, int root,
+                                  bool rooted, bool async, struct wide *w)
 {
     int n = 0, me = -1;
     w->heap = NULL;
@@ -297,8 +299,10 @@ static dcoll_status_t widen_begin(const char *fn, dcoll_group_t *group,
         n < 1 || (rooted && me != root))
         return DCOLL_SUCCESS;
     if (n > 64 && !(w->heap = malloc(sizeof(int64_t) * 4 * (size_t)n)))
-        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
-                           "64-bit copies of %d counts", fn, n);
+        return dcoll_coll_refuse(group, kind, fn, async,
+                                 dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no "
+                                             "memory for the 64-bit copies "
+                                             "of %d counts", fn, n));
     w->n = n;
     return DCOLL_SUCCESS;
 }
@@ -323,10 +327,10 @@ dcoll_status_t dcoll_all_gatherv_int(dcoll_group_t *group,
                                      dcoll_work_t **work)
 {
     struct wide w;
-    dcoll_status_t st = widen_begin(__func__, group, 0, false, &w);
+    dcoll_status_t st = widen_begin(__func__, group, DCOLL_COLL_ALL_GATHERV, 0, false,
+                                    work != NULL, &w);
     if (st)
-        return dcoll_coll_refuse(group, DCOLL_COLL_ALL_GATHERV, __func__,
-                                 work != NULL, st);
+        return st;
     st = (dcoll_all_gatherv)(group, sendbuf, sendcount, recvbuf,
                              widen(&w, 0, recvcounts), widen(&w, 1, displs),
                              dtype, opts, work);
@@ -342,10 +346,10 @@ dcoll_status_t dcoll_gatherv_int(dcoll_group_t *group, const void *sendbuf,
                                  dcoll_work_t **work)
 {
     struct wide w;
-    dcoll_status_t st = widen_begin(__func__, group, root, true, &w);
+    dcoll_status_t st = widen_begin(__func__, group, DCOLL_COLL_GATHERV, root, true,
+                                    work != NULL, &w);
     if (st)
-        return dcoll_coll_refuse(group, DCOLL_COLL_GATHERV, __func__,
-                                 work != NULL, st);
+        return st;
     st = (dcoll_gatherv)(group, sendbuf, sendcount, recvbuf,
                          widen(&w, 0, recvcounts), widen(&w, 1, displs),
                          dtype, root, opts, work);
@@ -361,10 +365,10 @@ dcoll_status_t dcoll_scatterv_int(dcoll_group_t *group, const void *sendbuf,
                                   dcoll_work_t **work)
 {
     struct wide w;
-    dcoll_status_t st = widen_begin(__func__, group, root, true, &w);
+    dcoll_status_t st = widen_begin(__func__, group, DCOLL_COLL_SCATTERV, root, true,
+                                    work != NULL, &w);
     if (st)
-        return dcoll_coll_refuse(group, DCOLL_COLL_SCATTERV, __func__,
-                                 work != NULL, st);
+        return st;
     st = (dcoll_scatterv)(group, sendbuf, widen(&w, 0, sendcounts),
                           widen(&w, 1, displs), recvbuf, recvcount, dtype,
                           root, opts, work);
@@ -382,10 +386,10 @@ dcoll_status_t dcoll_all_to_allv_int(dcoll_group_t *group,
                                      dcoll_work_t **work)
 {
     struct wide w;
-    dcoll_status_t st = widen_begin(__func__, group, 0, false, &w);
+    dcoll_status_t st = widen_begin(__func__, group, DCOLL_COLL_ALL_TO_ALLV, 0, false,
+                                    work != NULL, &w);
     if (st)
-        return dcoll_coll_refuse(group, DCOLL_COLL_ALL_TO_ALLV, __func__,
-                                 work != NULL, st);
+        return st;
     st = (dcoll_all_to_allv)(group, sendbuf, widen(&w, 0, sendcounts),
                              widen(&w, 1, sdispls), recvbuf,
                              widen(&w, 2, recvcounts), widen(&w, 3, rdispls),
@@ -402,10 +406,10 @@ dcoll_status_t dcoll_reduce_scatterv_int(dcoll_group_t *group,
                                          dcoll_work_t **work)
 {
     struct wide w;
-    dcoll_status_t st = widen_begin(__func__, group, 0, false, &w);
+    dcoll_status_t st = widen_begin(__func__, group, DCOLL_COLL_REDUCE_SCATTERV, 0, false,
+                                    work != NULL, &w);
     if (st)
-        return dcoll_coll_refuse(group, DCOLL_COLL_REDUCE_SCATTERV, __func__,
-                                 work != NULL, st);
+        return st;
     st = (dcoll_reduce_scatterv)(group, sendbuf, recvbuf,
                                  widen(&w, 0, recvcounts), dtype, op, opts,
                                  work);
