@@ -22,9 +22,10 @@ static int world_rank;
             fprintf(stderr, __VA_ARGS__);                                    \
     } while (0)
 
-static void usage(void)
+static void usage(FILE *f)
 {
-    SAY("usage: dcoll-perf [options] [collective ...]\n"
+    if (world_rank == 0)
+        fprintf(f, "usage: dcoll-perf [options] [collective ...]\n"
         "  -b SIZE   smallest size in bytes (K, M, G suffixes; default 8)\n"
         "  -e SIZE   largest size (default 64M)\n"
         "  -f N      factor between sizes (default 2)\n"
@@ -49,8 +50,9 @@ static void usage(void)
         "  -m MEM    host (default) or cuda\n"
         "  -o FILE   also write the results to FILE.json or FILE.csv\n"
         "collectives: all (every one below), ");
-    for (int i = 0; i < perf_ncolls; i++)
-        SAY("%s%s", perf_colls[i].name, i + 1 < perf_ncolls ? ", " : "\n");
+    for (int i = 0; i < perf_ncolls && world_rank == 0; i++)
+        fprintf(f, "%s%s", perf_colls[i].name,
+                i + 1 < perf_ncolls ? ", " : "\n");
 }
 
 static int parse_size(const char *s, size_t *out)
@@ -145,8 +147,8 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
         case 'g': if (parse_members(optarg, o, world)) goto bad; break;
         case 'm': mem = optarg; break;
         case 'o': o->out = optarg; break;
-        case 'h': usage(); return -2;
-        default: usage(); return -1;
+        case 'h': usage(stderr); return -2;
+        default: usage(stderr); return -1;
         }
     }
     if (strcmp(mem, "cuda") == 0) {
@@ -180,7 +182,7 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
     return optind;
 bad:
     SAY("dcoll-perf: -%c: bad value '%s'\n", c, optarg);
-    usage();
+    usage(stderr);
     return -1;
 }
 
@@ -389,6 +391,17 @@ int main(int argc, char **argv)
         .check = true, .ntensors = 1000,
     };
     int world, provided;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[i], "--version")) {
+            printf("dcoll-perf (dcoll) %d.%d.%d\n", DCOLL_API_VERSION_MAJOR,
+                   DCOLL_API_VERSION_MINOR, DCOLL_API_VERSION_PATCH);
+            return 0;
+        }
+    }
     /* What dcoll_init asks for when it starts MPI: the watchdog needs it
      * to ask other ranks where they are. Both sides run under it. */
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -415,7 +428,7 @@ int main(int argc, char **argv)
             }
         if (!found) {
             SAY("dcoll-perf: unknown collective '%s'\n", argv[i]);
-            usage();
+            usage(stderr);
             MPI_Finalize();
             return 2;
         }

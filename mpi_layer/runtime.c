@@ -14,7 +14,17 @@ dcoll_status_t dcoll_mpi_error(int rc, const char *call)
     int len = 0;
     if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS)
         len = snprintf(text, sizeof(text), "error code %d", rc);
-    return dcoll_error(DCOLL_ERR_MPI, "%s failed: %.*s", call, len, text);
+    /* A truncation is the ranks disagreeing on a count: say how to find
+     * where. */
+    int cls = 0;
+    const char *hint = "";
+    if (MPI_Error_class(rc, &cls) == MPI_SUCCESS && cls == MPI_ERR_TRUNCATE)
+        hint = " (a rank sent more than this one's count could take; "
+               "DCOLL_DEBUG=detail compares every rank's collective calls "
+               "before any data moves and names the ranks whose counts "
+               "differ)";
+    return dcoll_error(DCOLL_ERR_MPI, "%s failed: %.*s%s", call, len, text,
+                       hint);
 }
 
 static dcoll_status_t comm_wrap(MPI_Comm comm, void **out)

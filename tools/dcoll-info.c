@@ -7,6 +7,7 @@
  *   mpirun -n 4 dcoll-info */
 #include <hwloc.h>
 #include <mpi.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +67,24 @@ static void my_line(hwloc_topology_t topo, char *out, size_t len)
 int main(int argc, char **argv)
 {
     int provided, rank, size;
-    (void)argc, (void)argv;
+    if (argc > 1) {
+        bool help = !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h");
+        if (!help && strcmp(argv[1], "--version")) {
+            fprintf(stderr, "dcoll-info: unknown argument '%s' (--help)\n",
+                    argv[1]);
+            return 2;
+        }
+        if (help)
+            printf("usage: dcoll-info [--help | --version]\n"
+                   "Under mpirun, srun or dcollrun (or alone): what dcoll "
+                   "finds here: the MPI library, each\nbackend and whether "
+                   "it can serve collectives, the GPUs on the PCI bus, and "
+                   "each rank's\nhost, local rank, CPU binding and GPU.\n");
+        else
+            printf("dcoll-info (dcoll) %d.%d.%d\n", DCOLL_API_VERSION_MAJOR,
+                   DCOLL_API_VERSION_MINOR, DCOLL_API_VERSION_PATCH);
+        return 0;
+    }
     /* dcoll starts MPI: under dcollrun or torchrun it joins the processes
      * into one world, where an MPI_Init of ours would leave each alone. */
     if (dcoll_init(NULL) != DCOLL_SUCCESS) {

@@ -49,9 +49,18 @@ dcoll_status_t dcoll_group_root_slow(const struct dcoll_group *g,
     int r = find_rank(g, global);
     if (DCOLL_UNLIKELY(r < 0)) {
         char buf[160];
+        dcoll_group_ranks_text(g, buf, sizeof(buf));
+        /* The usual slip: a group rank where a world rank belongs. */
+        if (global >= 0 && global < g->size && g->ranks)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "%s: %s %d is not a rank of the group (%s): "
+                               "roots and peers are world ranks, and group "
+                               "rank %d is world rank %d "
+                               "(dcoll_group_global_rank)", fn, what, global,
+                               buf, global, g->ranks[global]);
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: %s %d is not a rank of the group (%s)", fn,
-                           what, global, dcoll_group_ranks_text(g, buf, sizeof(buf)));
+                           what, global, buf);
     }
     *group_rank = r;
     return DCOLL_SUCCESS;

@@ -175,6 +175,13 @@ dcoll_status_t dcoll_watchdog_start(struct dcoll_group *w)
 {
     world = w;
     threaded = w->svc->threaded();
+    /* Said once per job, where a hang would be reported half-blind. */
+    if (!threaded && w->timeout > 0 && w->rank == 0)
+        fprintf(stderr, "dcoll[0]: MPI runs below MPI_THREAD_MULTIPLE, so "
+                "dcoll's watchdog cannot ask the other ranks where they are: "
+                "a hang will be reported by the stuck ranks alone, without "
+                "naming the missing ones (start MPI with "
+                "MPI_THREAD_MULTIPLE, or let dcoll_init start it)\n");
     stopping = false;
     told_g = NULL;
     atomic_store(&ending, false);

@@ -14,7 +14,7 @@ stamp=${2:-}
 bad=0
 say() { echo "layers: $*" >&2; bad=1; }
 
-# What each layer may call, besides itself: the arrows of README.md's
+# What each layer may call, besides itself: the arrows of HACKING.md's
 # "Layout", by layer.
 below() {
     case $1 in

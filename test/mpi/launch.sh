@@ -28,7 +28,7 @@ aborted() {
     grep -q "$text" "$log" || { bad "$what: reason not printed"; cat "$log"; }
     # hydra 4.0.2 (MPICH) races the aborting rank's status against the
     # peers it kills: its mpiexec may exit 9 (SIGKILL) instead of the code
-    # (README, MPICH), taken only where hydra printed the rank's abort with
+    # (docs/mpi-implementations.md), taken only where hydra printed the rank's abort with
     # the code. dcollrun and OpenMPI's mpirun are held to the code.
     if [ "$rc" = 9 ] && [ "$code" != 9 ] && [ "${DCOLL_MPI:-}" = mpich ] &&
        [ "$1" = "$mpirun_sh" ] && grep -q "Abort($code)" "$log"; then

@@ -329,6 +329,7 @@ static void bad_work(void)
             CHECK_OK(dcoll_irecv(NULL, &f, 1, DCOLL_FLOAT32, 1, 3, NULL, &w));
             EXPECT(dcoll_work_wait(w), DCOLL_ERR_MPI, "MPI_Test failed");
             EXPECT(dcoll_work_wait(w), DCOLL_ERR_MPI, "truncated");
+            EXPECT(dcoll_work_wait(w), DCOLL_ERR_MPI, "DCOLL_DEBUG=detail");
             EXPECT(dcoll_work_source(w, &x), DCOLL_ERR_MPI, "MPI_Test");
             CHECK_OK(dcoll_work_free(&w));
         } else {
@@ -362,6 +363,34 @@ static void after_finalize(void)
     EXPECT(dcoll_init(NULL), DCOLL_ERR_INVALID_STATE, "MPI has been finalized");
 }
 
+/* A group rank passed where a world rank belongs: the refusal says that
+ * roots are world ranks, and which world rank that group rank is. */
+static void group_rank_as_root(int size)
+{
+    if (size < 2)
+        return;
+    int ranks[4], n = 0;
+    for (int r = 1; r < size && n < 4; r++)
+        ranks[n++] = r;
+    dcoll_group_t *g = NULL;
+    CHECK_OK(dcoll_new_group(&g, ranks, n, NULL));
+    int me;
+    CHECK_OK(dcoll_group_rank(g, &me));
+    if (me >= 0) {
+        float a[4] = {0};
+        CHECK_REFUSED(dcoll_reduce(g, a, a, 4, DCOLL_FLOAT32, DCOLL_SUM, 0,
+                                   NULL, NULL), BAD,
+                      "root 0 is not a rank of the group (ranks {1");
+        CHECK(strstr(dcoll_last_error(), "roots and peers are world ranks, "
+                     "and group rank 0 is world rank 1") != NULL,
+              "the refusal does not say what root 0 would be: %s",
+              dcoll_last_error());
+        CHECK(dcoll_barrier(g, NULL, NULL) == DCOLL_ERR_GROUP_FAILED,
+              "the group still runs after a refused call");
+    }
+    CHECK_OK(dcoll_group_destroy(&g));
+}
+
 int main(void)
 {
     before_init();
@@ -375,6 +404,7 @@ int main(void)
     bad_groups(size);
     still_works("bad groups");
     bad_collectives(size);
+    group_rank_as_root(size);
     bad_work();
     int rc = t_finish("test_errors");
     CHECK_OK(dcoll_finalize());
