@@ -4,6 +4,8 @@
 #   cmake   find_package(dcoll 1.3), the C and Fortran targets
 #   meson   dependency('dcoll') from the install (pkg-config)
 #   wrap    the same project with dcoll as its subproject
+#   examples every installed example (share/dcoll/examples), built with
+#           its own CMakeLists.txt and with its own meson.build, and run
 # Installs into a prefix of its own (setup --prefix, as a user would, not
 # DESTDIR), builds, and runs the program on 2 ranks with no
 # LD_LIBRARY_PATH: the install's RUNPATHs must be enough.
@@ -71,6 +73,36 @@ wrap)
     grep -q "subproject dcoll" "$tmp/w.log" ||
         { echo "dcoll was not built as a subproject"; cat "$tmp/w.log"; exit 1; }
     "$mpirun_sh" 2 60 "$tmp/wb/hello_c"
+    ;;
+examples)
+    command -v cmake >/dev/null || { echo "cmake not found: skipping"; exit 77; }
+    install_dcoll
+    pc=$(dirname "$(find "$prefix" -name dcoll.pc | head -1)")
+    n=0
+    for ex in "$prefix"/share/dcoll/examples/*/; do
+        name=$(basename "$ex")
+        cp -r "$ex" "$tmp/ex-$name"
+        log=$tmp/ex-$name.log
+        cmake -S "$tmp/ex-$name" -B "$tmp/ex-$name/cb" \
+            -DCMAKE_PREFIX_PATH="$prefix" >"$log" 2>&1 &&
+            cmake --build "$tmp/ex-$name/cb" >>"$log" 2>&1 ||
+            { echo "$name: the CMake build failed"; cat "$log"; exit 1; }
+        PKG_CONFIG_PATH=$pc meson setup "$tmp/ex-$name/mb" "$tmp/ex-$name" \
+            >>"$log" 2>&1 && ninja -C "$tmp/ex-$name/mb" >>"$log" 2>&1 ||
+            { echo "$name: the meson build failed"; cat "$log"; exit 1; }
+        for b in cb mb; do
+            for prog in $(find "$tmp/ex-$name/$b" -maxdepth 1 -type f \
+                          -perm -u+x); do
+                case $name in
+                env) "$prefix/bin/dcollrun" -n 2 --timeout 60 "$prog" ;;
+                *) "$mpirun_sh" 2 60 "$prog" ;;
+                esac
+                n=$((n + 1))
+            done
+        done
+    done
+    # Eight examples, nine programs (grid has two), each built both ways.
+    [ "$n" = 18 ] || { echo "ran $n example programs, not 18"; exit 1; }
     ;;
 *)
     echo "consumer.sh: unknown way $how" >&2; exit 2 ;;

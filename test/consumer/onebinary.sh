@@ -1,5 +1,5 @@
 #!/bin/sh
-# One application binary, two MPIs: examples/heat.c and grid.c compiled
+# One application binary, two MPIs: examples/heat/heat.c and grid/grid.c compiled
 # once with plain cc against dcoll's headers (which carry no MPI type),
 # then run unchanged against libdcoll.so.1 built with OpenMPI and against
 # one built with MPICH, each under its own launcher. Their outputs must
@@ -24,7 +24,7 @@ meson setup other "$src" -Dmpi=$other -Dtests=false -Dcuda=disabled \
     -Dfortran=disabled >setup.log 2>&1 || { cat setup.log; exit 1; }
 ninja -C other >build.log 2>&1 || { cat build.log; exit 1; }
 for prog in heat grid; do
-    cc -std=c11 -I"$src/include" "$src/examples/$prog.c" \
+    cc -std=c11 -I"$src/include" "$src/examples/$prog/$prog.c" \
         -L"$build/lib" -ldcoll -lm -o "$prog"
 done
 # Linked against libdcoll alone, not against either MPI.

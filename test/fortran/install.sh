@@ -35,7 +35,7 @@ libs=$(pkg-config --libs dcoll-fortran)
 libdir=$(dirname "$(find "$root" -name 'libdcollf.so' | head -1)")
 echo "pkg-config: $cflags | $libs"
 # shellcheck disable=SC2086
-"$fc" $cflags -c "$src/examples/grid.f90" -o grid.o
+"$fc" $cflags -c "$src/examples/grid/grid.f90" -o grid.o
 # shellcheck disable=SC2086
 "$fc" grid.o $libs -Wl,-rpath,"$libdir" -o grid_f
 "$mpirun_sh" 2 60 ./grid_f
@@ -54,7 +54,7 @@ share=$(dirname "$(find "$root" -name dcoll.F90 | head -1)")
 mkdir modsrc
 "$fc" -cpp -DDCOLL_HAVE_MPI_F08 -I"$share" -Jmodsrc -c "$share/dcoll.F90" \
     -o modsrc/dcoll.o
-"$fc" -Imodsrc -c "$src/examples/grid.f90" -o grid2.o
+"$fc" -Imodsrc -c "$src/examples/grid/grid.f90" -o grid2.o
 "$fc" grid2.o modsrc/dcoll.o -L"$libdir" -ldcoll -Wl,-rpath,"$libdir" \
     -o grid_own
 "$mpirun_sh" 2 60 ./grid_own

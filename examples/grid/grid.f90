@@ -1,4 +1,4 @@
-! grid.f90: examples/grid.c in Fortran, through `use dcoll`.
+! grid.f90: examples/grid/grid.c in Fortran, through `use dcoll`.
 !
 ! A periodic NX x NY plate on a PR x PC grid of ranks. Each step: halo
 ! exchange with the four neighbours (isend/irecv, one wait_all), the
