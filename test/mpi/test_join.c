@@ -22,6 +22,7 @@
 #include <mpi.h>
 #include "dcoll/dcoll.h"
 #include "capture.h"
+#include "freeport.h"
 #include "procs.h"
 
 #define CHECK(cond, ...)                                                     \
@@ -37,26 +38,11 @@
 static char file_path[256];
 
 /* The URL each scheme is reached by, for process rank. */
-/* A port nobody listens on now: bind to 0 and read back what was given. */
 static double now(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
-static int free_port(void)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    socklen_t len = sizeof(a);
-    int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd >= 0 && !bind(fd, (struct sockaddr *)&a, sizeof(a)) &&
-        !getsockname(fd, (struct sockaddr *)&a, &len))
-        port = ntohs(a.sin_port);
-    if (fd >= 0)
-        close(fd);
-    return port;
 }
 
 static void url_of(const char *scheme, int rank, int n, char *url, size_t cap)
@@ -271,7 +257,7 @@ int main(int argc, char **argv)
         /* DCOLL_INIT_TIMEOUT bounds a rendezvous that a rank never comes
          * to (the second of a tcp:// world of two), with no launcher. */
         char url[128];
-        int port = free_port();
+        int port = t_free_port();
         snprintf(url, sizeof(url), "tcp://127.0.0.1:%d?rank=0&world_size=2",
                  port);
         setenv("DCOLL_INIT_TIMEOUT", "1.5", 1);
@@ -321,7 +307,7 @@ int main(int argc, char **argv)
          * (a port made from a pid once met an ephemeral one in use). */
         char port[16] = "", url[256];
         if (r == 0)
-            snprintf(port, sizeof(port), "%d", free_port());
+            snprintf(port, sizeof(port), "%d", t_free_port());
         MPI_Bcast(port, sizeof(port), MPI_CHAR, 0, MPI_COMM_WORLD);
         setenv("MASTER_PORT", port, 1);
         setenv("RANK", "x", 1);  /* the query wins */

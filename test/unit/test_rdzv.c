@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <cmocka.h>
 #include "dcoll/dcoll.h"
+#include "freeport.h"
 
 #define OK(call) assert_int_equal((call), DCOLL_SUCCESS)
 
@@ -141,11 +142,14 @@ static void one_process(void **state)
     setenv("RANK", "0", 1);
     setenv("WORLD_SIZE", "1", 1);
     setenv("MASTER_ADDR", "127.0.0.1", 1);
-    setenv("MASTER_PORT", "29733", 1);
+    char free[16];
+    int want = t_free_port();
+    snprintf(free, sizeof(free), "%d", want);
+    setenv("MASTER_PORT", free, 1);
     OK(dcoll_rendezvous("env://", 5, &s, &rank, &size));
     int port = 0;
     OK(dcoll_store_port(s, &port));
-    assert_int_equal(port, 29733);
+    assert_int_equal(port, want);
     OK(dcoll_store_destroy(&s));
     /* The query wins over the environment. */
     setenv("RANK", "junk", 1);
@@ -394,13 +398,16 @@ static void spawn_nodes(void **state)
 
     /* Two nodes of two: every process sees its place and the others'
      * keys; nothing fails. */
-    int port = 20000 + getpid() % 20000, child = -1;
-    assert_int_equal(two_nodes(port, 2, NULL, &f, &child), DCOLL_SUCCESS);
+    int child = -1;
+    /* A node whose partner is gone gives up in 20 s, not 300. */
+    setenv("DCOLL_INIT_TIMEOUT", "20", 1);
+    assert_int_equal(two_nodes(t_free_port(), 2, NULL, &f, &child),
+                     DCOLL_SUCCESS);
     assert_int_equal(child, 0);
     /* Rank 3 (node 1) exits 7: node 0's processes are stopped, and node 0
      * names it. */
     int code = 7;
-    assert_int_equal(two_nodes(port + 1, 2, &code, &f, &child),
+    assert_int_equal(two_nodes(t_free_port(), 2, &code, &f, &child),
                      DCOLL_ERR_CHILD_FAILED);
     assert_int_equal(f.rank, 3);
     assert_int_equal(f.exit_code, 7);
@@ -410,8 +417,7 @@ static void spawn_nodes(void **state)
                                                 "stopped"));
     assert_int_equal(child, 10 + DCOLL_ERR_CHILD_FAILED);
     /* Nodes that start different numbers of processes: refused on both. */
-    setenv("DCOLL_INIT_TIMEOUT", "20", 1);
-    assert_int_equal(two_nodes(port + 2, 1, NULL, &f, &child), BAD);
+    assert_int_equal(two_nodes(t_free_port(), 1, NULL, &f, &child), BAD);
     assert_non_null(strstr(dcoll_last_error(), "node 1 ("));
     assert_non_null(strstr(dcoll_last_error(), "starts 1 processes and node "
                                                 "0 2: every node must start "
