@@ -155,6 +155,15 @@ def exported(lib):
             if l.split() and l.split()[-1].startswith('dcoll_')}
 
 
+def same_as_header(bad, page, what, name, found, header):
+    """A synopsis's C text (a match, or None) against the header's."""
+    if not found:
+        bad.append(f'{page}.3.md: no C {what} of {name} in its SYNOPSIS')
+    elif norm(found.group(0)) != header:
+        bad.append(f'{page}.3.md: the synopsis has\n    '
+                   f'{norm(found.group(0))}\n  the header\n    {header}')
+
+
 def check(inc, man, fdir, gdir, lib=None):
     funcs, types, consts = header_api(inc)
     pg = pages(man)
@@ -190,26 +199,14 @@ def check(inc, man, fdir, gdir, lib=None):
         for n in p['names']:
             if n in funcs:
                 m = re.search(r'[^;{}]*?\b' + n + r'\s*\([^;]*\);', c)
-                if not m:
-                    bad.append(f'{page}.3.md: no C declaration of {n} in '
-                               'its SYNOPSIS')
-                elif norm(m.group(0)) != funcs[n]:
-                    bad.append(f'{page}.3.md: the synopsis declares\n    '
-                               f'{norm(m.group(0))}\n  the header\n    '
-                               f'{funcs[n]}')
+                same_as_header(bad, page, 'declaration', n, m, funcs[n])
             if n in types:
                 m = (re.search(r'typedef\s+(?:struct|enum)\s+\w+\s*\{[^}]*\}'
                                r'\s*' + n + r'\s*;', c) or
                      re.search(r'typedef\s+struct\s+\w+\s+' + n + r'\s*;', c) or
                      re.search(r'typedef[^;{}]*\(\s*\*\s*' + n + r'\s*\)[^;]*;',
                                c))
-                if not m:
-                    bad.append(f'{page}.3.md: no typedef of {n} in its '
-                               'SYNOPSIS')
-                elif norm(m.group(0)) != types[n]:
-                    bad.append(f'{page}.3.md: the synopsis defines\n    '
-                               f'{norm(m.group(0))}\n  the header\n    '
-                               f'{types[n]}')
+                same_as_header(bad, page, 'typedef', n, m, types[n])
             if n in fapi:
                 m = re.search(r'\b' + n + r'\s*\(([^)]*)\)', f)
                 want = fortran_line(n, fapi[n])
