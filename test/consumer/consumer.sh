@@ -77,6 +77,16 @@ wrap)
 examples)
     command -v cmake >/dev/null || { echo "cmake not found: skipping"; exit 77; }
     install_dcoll
+    # The reference is installed where man finds it, aliases included.
+    if command -v lowdown >/dev/null && command -v man >/dev/null; then
+        for page in dcoll dcoll_all_reduce dcoll_isend dcoll_gatherv_int; do
+            MANPATH="$prefix/share/man" man -w "$page" >/dev/null ||
+                { echo "man $page: not installed"; exit 1; }
+        done
+        MANPATH="$prefix/share/man" MANWIDTH=80 man dcoll_isend 2>/dev/null |
+            grep -q "dcoll_send, dcoll_isend - send a buffer" ||
+            { echo "man dcoll_isend does not show dcoll_send's page"; exit 1; }
+    fi
     pc=$(dirname "$(find "$prefix" -name dcoll.pc | head -1)")
     n=0
     for ex in "$prefix"/share/dcoll/examples/*/; do
