@@ -34,10 +34,12 @@ struct mpi_work {
 
 static void mpi_work_release(struct dcoll_work *bw);
 
-/* Post state: blocking (w NULL) or filling w->reqs. */
+/* Post state: blocking (w NULL) or filling w->reqs, with the
+ * nonblocking calls or, for a plan (persist), their persistent forms. */
 struct post {
     struct mpi_work *w;
     int used;
+    bool persist;
 };
 
 static MPI_Request *slot(struct post *p)
@@ -142,10 +144,12 @@ static int post_reduce(struct post *p, const struct dcoll_coll *c,
         MPI_Request *rq = slot(p);
         if (all)
             rc = CALL(rq, MPI_Allreduce(in, out, len, dt, op, comm),
-                      MPI_Iallreduce(in, out, len, dt, op, comm, rq));
+                      DCOLL_NB(p->persist, MPI_Iallreduce, Allreduce, rq,
+                               in, out, len, dt, op, comm));
         else
             rc = CALL(rq, reduce_call(in, out, len, dt, op, c->root, comm),
-                      MPI_Ireduce(in, out, len, dt, op, c->root, comm, rq));
+                      DCOLL_NB(p->persist, MPI_Ireduce, Reduce, rq,
+                               in, out, len, dt, op, c->root, comm));
         off += len;
     } while (rc == MPI_SUCCESS && off < c->count);
     return rc;
@@ -166,7 +170,8 @@ static int post_bcast_chunks(struct post *p, const struct dcoll_coll *c,
         void *b = (char *)c->recvbuf + (size_t)off * esz;
         MPI_Request *rq = slot(p);
         rc = CALL(rq, MPI_Bcast(b, len, dt, c->root, comm),
-                  MPI_Ibcast(b, len, dt, c->root, comm, rq));
+                  DCOLL_NB(p->persist, MPI_Ibcast, Bcast, rq,
+                           b, len, dt, c->root, comm));
         off += len;
     }
     return rc;
@@ -192,7 +197,8 @@ static int post_reduce_scatter(struct post *p, const struct dcoll_coll *c,
         int n = (int)c->count;
         *call = rq ? "MPI_Ireduce_scatter_block" : "MPI_Reduce_scatter_block";
         return CALL(rq, MPI_Reduce_scatter_block(in, out, n, dt, op, comm),
-                    MPI_Ireduce_scatter_block(in, out, n, dt, op, comm, rq));
+                    DCOLL_NB(p->persist, MPI_Ireduce_scatter_block, Reduce_scatter_block, rq,
+                             in, out, n, dt, op, comm));
     }
     /* Too big for one call: a reduce per rank and chunk, rooted there. */
     *call = p->w ? "MPI_Ireduce" : "MPI_Reduce";
@@ -206,7 +212,8 @@ static int post_reduce_scatter(struct post *p, const struct dcoll_coll *c,
             void *out = mine ? (char *)c->recvbuf + (size_t)off * esz : NULL;
             MPI_Request *rq = slot(p);
             rc = CALL(rq, reduce_call(in, out, len, dt, op, root, comm),
-                      MPI_Ireduce(in, out, len, dt, op, root, comm, rq));
+                      DCOLL_NB(p->persist, MPI_Ireduce, Reduce, rq,
+                               in, out, len, dt, op, root, comm));
             off += len;
         }
     }
@@ -233,17 +240,20 @@ static int post_one(struct post *p, const struct dcoll_coll *c, MPI_Comm comm,
     case DCOLL_COLL_BROADCAST:
         *call = rq ? "MPI_Ibcast" : "MPI_Bcast";
         rc = CALL(rq, MPI_Bcast(r, n, t, c->root, comm),
-                  MPI_Ibcast(r, n, t, c->root, comm, rq));
+                  DCOLL_NB(p->persist, MPI_Ibcast, Bcast, rq,
+                           r, n, t, c->root, comm));
         break;
     case DCOLL_COLL_ALL_GATHER:
         *call = rq ? "MPI_Iallgather" : "MPI_Allgather";
         rc = CALL(rq, MPI_Allgather(s, n, t, r, n, t, comm),
-                  MPI_Iallgather(s, n, t, r, n, t, comm, rq));
+                  DCOLL_NB(p->persist, MPI_Iallgather, Allgather, rq,
+                           s, n, t, r, n, t, comm));
         break;
     case DCOLL_COLL_GATHER:
         *call = rq ? "MPI_Igather" : "MPI_Gather";
         rc = CALL(rq, MPI_Gather(s, n, t, r, n, t, c->root, comm),
-                  MPI_Igather(s, n, t, r, n, t, c->root, comm, rq));
+                  DCOLL_NB(p->persist, MPI_Igather, Gather, rq,
+                           s, n, t, r, n, t, c->root, comm));
         break;
     case DCOLL_COLL_SCATTER:
         /* MPI's in-place scatter marks the receive side instead. */
@@ -252,27 +262,32 @@ static int post_one(struct post *p, const struct dcoll_coll *c, MPI_Comm comm,
             r = MPI_IN_PLACE;
         *call = rq ? "MPI_Iscatter" : "MPI_Scatter";
         rc = CALL(rq, MPI_Scatter(s, n, t, r, n, t, c->root, comm),
-                  MPI_Iscatter(s, n, t, r, n, t, c->root, comm, rq));
+                  DCOLL_NB(p->persist, MPI_Iscatter, Scatter, rq,
+                           s, n, t, r, n, t, c->root, comm));
         break;
     case DCOLL_COLL_ALL_TO_ALL:
         *call = rq ? "MPI_Ialltoall" : "MPI_Alltoall";
         rc = CALL(rq, MPI_Alltoall(s, n, t, r, n, t, comm),
-                  MPI_Ialltoall(s, n, t, r, n, t, comm, rq));
+                  DCOLL_NB(p->persist, MPI_Ialltoall, Alltoall, rq,
+                           s, n, t, r, n, t, comm));
         break;
     case DCOLL_COLL_BARRIER:
         *call = rq ? "MPI_Ibarrier" : "MPI_Barrier";
-        rc = CALL(rq, MPI_Barrier(comm), MPI_Ibarrier(comm, rq));
+        rc = CALL(rq,
+                 MPI_Barrier(comm), DCOLL_NB(p->persist, MPI_Ibarrier, Barrier, rq, comm));
         break;
     case DCOLL_COLL_SEND:
         *call = rq ? "MPI_Isend" : "MPI_Send";
         rc = CALL(rq, MPI_Send(c->sendbuf, n, t, c->root, c->tag, comm),
-                  MPI_Isend(c->sendbuf, n, t, c->root, c->tag, comm, rq));
+                  (p->persist ? MPI_Send_init : MPI_Isend)(c->sendbuf, n, t, c->root,
+                                                        c->tag, comm, rq));
         break;
     case DCOLL_COLL_RECV: {
         int src = c->root == DCOLL_ANY_SOURCE ? MPI_ANY_SOURCE : c->root;
         *call = rq ? "MPI_Irecv" : "MPI_Recv";
         rc = CALL(rq, MPI_Recv(r, n, t, src, c->tag, comm, status),
-                  MPI_Irecv(r, n, t, src, c->tag, comm, rq));
+                  (p->persist ? MPI_Recv_init : MPI_Irecv)(r, n, t, src, c->tag, comm,
+                                                      rq));
         break;
     }
     default:
@@ -359,7 +374,8 @@ static dcoll_status_t post(struct dcoll_group *g, const struct dcoll_coll *c,
     case DCOLL_COLL_ALL_TO_ALLV:
     case DCOLL_COLL_REDUCE_SCATTERV: {
         int *keep = NULL;
-        rc = dcoll_mpi_post_vec(c, g, comm, slot(p), &keep, &call);
+        rc = dcoll_mpi_post_vec(c, g, comm, slot(p), p->persist, &keep,
+                                &call);
         /* Blocking: done with the counts; else they go with the work. */
         if (p->w && rc == MPI_SUCCESS)
             p->w->vec = keep;
@@ -476,7 +492,7 @@ static dcoll_status_t run_watched(struct dcoll_group *g,
     if (!w.reqs)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for %d requests",
                            nreq);
-    struct post p = {&w, 0};
+    struct post p = {&w, 0, false};
     const char *call = "MPI";
     w.vec = NULL;
     dcoll_status_t st = post(g, c, &p, NULL, &call);
@@ -561,7 +577,7 @@ static dcoll_status_t mpi_coll(struct dcoll_group *g,
             return DCOLL_SUCCESS;
         if (rc > 0)
             return dcoll_mpi_error(rc, call);
-        struct post p = {NULL, 0};
+        struct post p = {NULL, 0, false};
         MPI_Status status;
         dcoll_status_t st = post(g, c, &p, &status, &call);
         if (!st)
@@ -581,7 +597,7 @@ static dcoll_status_t mpi_coll(struct dcoll_group *g,
     w->nreq = nreq;
     w->vec = NULL;
     w->type = MPI_DATATYPE_NULL;
-    struct post p = {w, 0};
+    struct post p = {w, 0, false};
     const char *call;
     dcoll_status_t st = post(g, c, &p, NULL, &call);
     if (st) {
@@ -675,6 +691,207 @@ static void mpi_work_release(struct dcoll_work *bw)
     work_put(w);
 }
 
+/* ---- plans ---- */
+
+/* What a plan's starts call: MPI's persistent request, made once at plan
+ * time (MPI_Start, then MPI_Wait), or the blocking call (async: the
+ * nonblocking one) from the plan's checked descriptor. Which is faster
+ * depends on the MPI: Open MPI 4.1's persistent collectives (pcollreq)
+ * run on its nonblocking schedules and are up to twice as slow as its
+ * blocking calls; MPICH 4.0's are faster than its own blocking calls for
+ * most kinds (bench/README.md, "Plans"). Point-to-point plans use
+ * MPI_Send_init and MPI_Recv_init for async starts everywhere. */
+struct mpi_plan {
+    struct mpi_work w;   /* its requests, counts, type and after-step */
+    bool blocking;       /* a blocking start uses the requests */
+    bool async;          /* an async start does */
+};
+
+#if DCOLL_MPI_PCOLL == 1
+/* Per kind, the smallest message (bytes per rank) from which MPICH's
+ * persistent call beats its blocking one; INT64_MAX: never. */
+static int64_t mpich_persist_from(enum dcoll_coll_kind kind)
+{
+    switch (kind) {
+    case DCOLL_COLL_ALL_GATHER:
+        return 4096;     /* below, MPI_Allgather_init is 2x slower */
+    case DCOLL_COLL_SEND:
+    case DCOLL_COLL_RECV:
+        return INT64_MAX;
+    default:
+        return 0;
+    }
+}
+#endif
+
+/* Whether a plan of c starts MPI's persistent requests: blocking starts
+ * (blocking) or async ones. */
+static bool persists(const struct dcoll_group *g, const struct dcoll_coll *c,
+                     bool blocking)
+{
+    bool p2p = c->kind == DCOLL_COLL_SEND || c->kind == DCOLL_COLL_RECV;
+    if (!p2p && !DCOLL_MPI_PCOLL)
+        return false;
+    /* What the requests cannot hold: reduce_scatter's chunks of a count
+     * above INT_MAX (a reduce per rank), MPICH's all_gatherv copy of its
+     * own block before each call. */
+    if (c->kind == DCOLL_COLL_REDUCE_SCATTER && c->count > INT_MAX)
+        return false;
+#ifdef MPICH
+    if (c->kind == DCOLL_COLL_ALL_GATHERV && !c->in_place && c->displs)
+        return false;
+#endif
+    if (dcoll_plan_calls == DCOLL_PLAN_CALLS_PERSISTENT)
+        return true;
+    if (dcoll_plan_calls == DCOLL_PLAN_CALLS_PLAIN)
+        return false;
+    if (p2p)
+        return !blocking;
+    (void)g;
+#if DCOLL_MPI_PCOLL == 1
+    return c->count * (int64_t)dcoll_dtype_sizes[c->dtype] >=
+           mpich_persist_from(c->kind);
+#else
+    return false;
+#endif
+}
+
+const char *dcoll_mpi_plan_rule(void)
+{
+    if (dcoll_plan_calls == DCOLL_PLAN_CALLS_PERSISTENT)
+        return DCOLL_MPI_PCOLL ? "MPI's persistent calls (DCOLL_PLAN_CALLS="
+                                 "persistent)"
+                               : "persistent point-to-point; this MPI has no "
+                                 "persistent collectives";
+    if (dcoll_plan_calls == DCOLL_PLAN_CALLS_PLAIN)
+        return "MPI's blocking and nonblocking calls (DCOLL_PLAN_CALLS=plain)";
+#if DCOLL_MPI_PCOLL == 1
+    return "MPI 4's persistent collectives (MPI_*_init), but all_gather "
+           "below 4 KiB per rank: its blocking call; send/recv: blocking "
+           "calls, async starts MPI_Send_init/MPI_Recv_init";
+#elif DCOLL_MPI_PCOLL == 2
+    return "the blocking calls (async starts: the nonblocking ones), which "
+           "beat Open MPI's MPIX_*_init (pcollreq) here; send/recv async "
+           "starts: MPI_Send_init/MPI_Recv_init";
+#else
+    return "the blocking calls (async starts: the nonblocking ones): this "
+           "MPI has no persistent collectives; send/recv async starts: "
+           "MPI_Send_init/MPI_Recv_init";
+#endif
+}
+
+static void mpi_plan_free(void *state)
+{
+    struct mpi_plan *p = state;
+    if (!p)
+        return;
+    for (int i = 0; i < p->w.nreq; i++)
+        if (p->w.reqs[i] != MPI_REQUEST_NULL)
+            MPI_Request_free(&p->w.reqs[i]);
+    if (p->w.reqs != &p->w.one)
+        free(p->w.reqs);
+    free(p->w.vec);
+    if (p->w.type != MPI_DATATYPE_NULL)
+        MPI_Type_free(&p->w.type);
+    free(p);
+}
+
+static dcoll_status_t mpi_plan_make(struct dcoll_group *g,
+                                    const struct dcoll_coll *c, void **state)
+{
+    *state = NULL;
+    bool blocking = persists(g, c, true), async = persists(g, c, false);
+    /* Nothing to move, as MPI's blocking calls say too. */
+    if ((!blocking && !async) ||
+        (c->count == 0 && c->kind != DCOLL_COLL_BARRIER &&
+         !dcoll_kind_has(c->kind, DCOLL_KF_VEC) &&
+         c->kind != DCOLL_COLL_SEND && c->kind != DCOLL_COLL_RECV))
+        return DCOLL_SUCCESS;
+    struct mpi_plan *p = calloc(1, sizeof(*p));
+    int nreq = requests_needed(g, c);
+    if (p)
+        p->w.reqs = nreq == 1 ? &p->w.one
+                              : malloc(sizeof(MPI_Request) * (size_t)nreq);
+    if (!p || !p->w.reqs) {
+        free(p);
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for a plan's "
+                           "%d request(s)", c->fn, nreq);
+    }
+    for (int i = 0; i < nreq; i++)
+        p->w.reqs[i] = MPI_REQUEST_NULL;
+    p->w.type = MPI_DATATYPE_NULL;
+    p->w.nreq = nreq;
+    struct post pp = {&p->w, 0, true};
+    const char *call = "MPI";
+    dcoll_status_t st = post(g, c, &pp, NULL, &call);
+    p->w.nreq = pp.used;
+    if (st) {
+        mpi_plan_free(p);
+        return st;
+    }
+    if (has_after(c)) {
+        plan_after(&p->w, g, c);
+    } else {
+        p->w.avg_buf = NULL;
+        p->w.move_bytes = 0;
+    }
+    p->blocking = blocking;
+    p->async = async;
+    *state = p;
+    return DCOLL_SUCCESS;
+}
+
+static void plan_work_keep(struct dcoll_work *w)
+{
+    (void)w; /* the plan's own: freed with it */
+}
+
+/* The works of a plan's async starts: its requests, waited for as any
+ * work's; the plan keeps them. */
+static const struct dcoll_backend mpi_plan_works = {
+    .name = "mpi",
+    .tl = DCOLL_TL_MPI,
+    .work_test = mpi_work_test,
+    .work_wait = mpi_work_wait,
+    .work_release = plan_work_keep,
+};
+
+static dcoll_status_t mpi_plan_start(struct dcoll_group *g,
+                                     const struct dcoll_coll *c, void *state,
+                                     struct dcoll_work **work,
+                                     struct dcoll_outcome *out)
+{
+    struct mpi_plan *p = state;
+    if (!(work ? p->async : p->blocking))
+        return mpi_coll(g, c, work, out);
+    struct mpi_work *w = &p->w;
+    int rc = w->nreq == 1 ? MPI_Start(w->reqs)
+                          : MPI_Startall(w->nreq, w->reqs);
+    if (DCOLL_UNLIKELY(rc != MPI_SUCCESS))
+        return dcoll_mpi_error(rc, "MPI_Start");
+    if (work) {
+        dcoll_work_init(&w->base, g, &mpi_plan_works);
+        w->base.is_recv = c->kind == DCOLL_COLL_RECV;
+        *work = &w->base;
+        return DCOLL_SUCCESS;
+    }
+    dcoll_status_t st;
+    if (g->timeout > 0 && g->recoverable) {
+        struct dcoll_watch wt = watch_of(g, c, "MPI_Test (a plan's start)",
+                                         out);
+        st = dcoll_mpi_poll(g, &wt, w->nreq, w->reqs, &w->status);
+    } else {
+        rc = w->nreq == 1 ? MPI_Wait(w->reqs, &w->status)
+                          : MPI_Waitall(w->nreq, w->reqs,
+                                        MPI_STATUSES_IGNORE);
+        st = rc == MPI_SUCCESS ? DCOLL_SUCCESS
+                               : dcoll_mpi_error(rc, "MPI_Wait");
+    }
+    if (!st)
+        run_after(w);
+    return st;
+}
+
 const struct dcoll_backend dcoll_mpi_backend = {
     .name = "mpi",
     .tl = DCOLL_TL_MPI,
@@ -682,4 +899,7 @@ const struct dcoll_backend dcoll_mpi_backend = {
     .work_test = mpi_work_test,
     .work_wait = mpi_work_wait,
     .work_release = mpi_work_release,
+    .plan_make = mpi_plan_make,
+    .plan_start = mpi_plan_start,
+    .plan_free = mpi_plan_free,
 };

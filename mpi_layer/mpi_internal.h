@@ -175,6 +175,34 @@ dcoll_status_t dcoll_mpi_error(int rc, const char *call);
  * (also when it fails). */
 int dcoll_mpi_post_vec(const struct dcoll_coll *c,
                        const struct dcoll_group *g, MPI_Comm comm,
-                       MPI_Request *rq, int **keep, const char **call);
+                       MPI_Request *rq, bool persist, int **keep,
+                       const char **call);
+
+/* Persistent collectives (plans): MPI 4's MPI_<Name>_init, or Open MPI
+ * 4.1's MPIX_<Name>_init (its pcollreq extension). DCOLL_MPI_PCOLL is
+ * what this build has: 0 none, 1 MPI 4's, 2 the extension. */
+#if MPI_VERSION >= 4
+#define DCOLL_MPI_PCOLL 1
+#define DCOLL_PINIT(name) MPI_##name##_init
+#elif defined(OPEN_MPI)
+#include <mpi-ext.h>
+#endif
+#ifndef DCOLL_MPI_PCOLL
+#if defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define DCOLL_MPI_PCOLL 2
+#define DCOLL_PINIT(name) MPIX_##name##_init
+#else
+#define DCOLL_MPI_PCOLL 0
+#endif
+#endif
+/* A call's nonblocking form ib, or with persist its persistent form:
+ * the same arguments, then an info, then the request rq. */
+#if DCOLL_MPI_PCOLL
+#define DCOLL_NB(persist, ib, pname, rq, ...)                               \
+    ((persist) ? DCOLL_PINIT(pname)(__VA_ARGS__, MPI_INFO_NULL, rq)         \
+               : ib(__VA_ARGS__, rq))
+#else
+#define DCOLL_NB(persist, ib, pname, rq, ...) ib(__VA_ARGS__, rq)
+#endif
 
 #endif

@@ -22,7 +22,8 @@ static void to_int(const int64_t *counts, const int64_t *displs, int n,
 
 int dcoll_mpi_post_vec(const struct dcoll_coll *c,
                        const struct dcoll_group *g, MPI_Comm comm,
-                       MPI_Request *rq, int **keep, const char **call)
+                       MPI_Request *rq, bool persist, int **keep,
+                       const char **call)
 {
     int n = g->size;
     /* Room for two layouts (all_to_allv's send and receive sides): on the
@@ -55,13 +56,15 @@ int dcoll_mpi_post_vec(const struct dcoll_coll *c,
         }
 #endif
         *call = rq ? "MPI_Iallgatherv" : "MPI_Allgatherv";
-        return rq ? MPI_Iallgatherv(s, own, t, r, cnt, dsp, t, comm, rq)
+        return rq ? DCOLL_NB(persist, MPI_Iallgatherv, Allgatherv, rq, s,
+                             own, t, r, cnt, dsp, t, comm)
                   : MPI_Allgatherv(s, own, t, r, cnt, dsp, t, comm);
     case DCOLL_COLL_GATHERV:
         *call = rq ? "MPI_Igatherv" : "MPI_Gatherv";
         if (g->rank != c->root)
             cnt = dsp = NULL;
-        return rq ? MPI_Igatherv(s, own, t, r, cnt, dsp, t, c->root, comm, rq)
+        return rq ? DCOLL_NB(persist, MPI_Igatherv, Gatherv, rq, s, own, t,
+                             r, cnt, dsp, t, c->root, comm)
                   : MPI_Gatherv(s, own, t, r, cnt, dsp, t, c->root, comm);
     case DCOLL_COLL_SCATTERV:
         /* MPI's in-place scatterv marks the receive side. */
@@ -71,14 +74,16 @@ int dcoll_mpi_post_vec(const struct dcoll_coll *c,
         if (g->rank != c->root)
             cnt = dsp = NULL;
         *call = rq ? "MPI_Iscatterv" : "MPI_Scatterv";
-        return rq ? MPI_Iscatterv(s, cnt, dsp, t, r, own, t, c->root, comm, rq)
+        return rq ? DCOLL_NB(persist, MPI_Iscatterv, Scatterv, rq, s, cnt,
+                             dsp, t, r, own, t, c->root, comm)
                   : MPI_Scatterv(s, cnt, dsp, t, r, own, t, c->root, comm);
     case DCOLL_COLL_ALL_TO_ALLV:
         to_int(c->counts2, c->displs2, n, cnt2);
         if (c->in_place)
             cnt = dsp = cnt2;   /* ignored by MPI, but must be valid */
         *call = rq ? "MPI_Ialltoallv" : "MPI_Alltoallv";
-        return rq ? MPI_Ialltoallv(s, cnt, dsp, t, r, cnt2, dsp2, t, comm, rq)
+        return rq ? DCOLL_NB(persist, MPI_Ialltoallv, Alltoallv, rq, s, cnt,
+                             dsp, t, r, cnt2, dsp2, t, comm)
                   : MPI_Alltoallv(s, cnt, dsp, t, r, cnt2, dsp2, t, comm);
     default: { /* DCOLL_COLL_REDUCE_SCATTERV */
         MPI_Op op = dcoll_mpi_op(c->dtype, c->op);
@@ -87,7 +92,8 @@ int dcoll_mpi_post_vec(const struct dcoll_coll *c,
         if (c->in_place)
             r = (void *)c->sendbuf;
         *call = rq ? "MPI_Ireduce_scatter" : "MPI_Reduce_scatter";
-        return rq ? MPI_Ireduce_scatter(s, r, cnt, t, op, comm, rq)
+        return rq ? DCOLL_NB(persist, MPI_Ireduce_scatter, Reduce_scatter,
+                             rq, s, r, cnt, t, op, comm)
                   : MPI_Reduce_scatter(s, r, cnt, t, op, comm);
     }
     }

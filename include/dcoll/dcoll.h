@@ -9,6 +9,7 @@
 #include "dcoll/group.h"
 #include "dcoll/work.h"
 #include "dcoll/collectives.h"
+#include "dcoll/plan.h"
 #include "dcoll/store.h"
 #include "dcoll/rendezvous.h"
 #include "dcoll/spawn.h"

@@ -3,6 +3,7 @@
 #include "base.h"
 
 #include "kinds.h"
+#include "tables.h"
 
 const struct dcoll_kind_info dcoll_kinds[DCOLL_COLL_KIND_COUNT_] =
     DCOLL_KINDS_INIT;
@@ -13,3 +14,7 @@ const char *dcoll_kind_name(int kind)
         return "unknown";
     return dcoll_kinds[kind].name;
 }
+
+/* What a plan's starts call on the MPI path (enum dcoll_plan_calls in
+ * tables.h): set by diag from DCOLL_PLAN_CALLS, read by the MPI layer. */
+int dcoll_plan_calls;

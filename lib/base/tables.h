@@ -45,7 +45,8 @@ struct dcoll_coll {
 
 /* The form a counted call took on a rank (roll calls, debug checks):
  * MPI never matches a blocking collective with a nonblocking one. */
-enum dcoll_form { DCOLL_FORM_NONE, DCOLL_FORM_BLOCKING, DCOLL_FORM_ASYNC };
+enum dcoll_form { DCOLL_FORM_NONE, DCOLL_FORM_BLOCKING, DCOLL_FORM_ASYNC,
+                  DCOLL_FORM_PLAN /* a plan's start, either way */ };
 
 /* How the ranks of a group stood when a call ran out of time. */
 enum dcoll_roll_state {
@@ -149,6 +150,18 @@ struct dcoll_backend {
     /* Free what it keeps for g in g->tl[tl] and clear the slot (group
      * destroy, finalize); NULL: it keeps nothing. */
     void (*group_free)(struct dcoll_group *g);
+    /* Plans (lib/core/plan.c), where the transport keeps something for
+     * one; NULL: each start runs coll on the plan's descriptor.
+     * plan_make is collective over g as c's blocking call is, and may
+     * leave *state NULL for the same; plan_start runs c as coll does,
+     * from state; plan_free frees it (not while started). */
+    dcoll_status_t (*plan_make)(struct dcoll_group *g,
+                                const struct dcoll_coll *c, void **state);
+    dcoll_status_t (*plan_start)(struct dcoll_group *g,
+                                 const struct dcoll_coll *c, void *state,
+                                 struct dcoll_work **work,
+                                 struct dcoll_outcome *out);
+    void (*plan_free)(void *state);
 };
 
 /* Communicator services: what the core, diagnostics, launch and GPU
@@ -259,6 +272,16 @@ struct dcoll_comm_ops {
 /* The MPI layer's tables: the only names the core knows it by. */
 extern const struct dcoll_backend dcoll_mpi_backend;
 extern const struct dcoll_comm_ops dcoll_mpi_services;
+/* Which MPI calls a plan's starts make here, in words (dcoll-info). */
+const char *dcoll_mpi_plan_rule(void);
+
+/* DCOLL_PLAN_CALLS (lib/diag/config.c): what a plan's starts call on the
+ * MPI path. auto: the faster for this MPI (mpi_layer/collectives.c);
+ * persistent: MPI's persistent requests wherever it has them; plain: the
+ * blocking and nonblocking calls. The same on every rank. */
+enum dcoll_plan_calls { DCOLL_PLAN_CALLS_AUTO, DCOLL_PLAN_CALLS_PERSISTENT,
+                        DCOLL_PLAN_CALLS_PLAIN };
+extern int dcoll_plan_calls;
 
 struct dcoll_backend_entry;
 struct dcoll_diag_group;
@@ -285,6 +308,7 @@ struct dcoll_group {
     int local_rank, local_size; /* the world only: this node's share */
     struct dcoll_kept stage;   /* coalesced packing, from malloc */
     struct dcoll_group *next, *prev; /* live user groups, for finalize */
+    struct dcoll_plan *plans;  /* its live plans (lib/core/plan.c) */
     int id;                /* 0: the world; then 1, 2, ... as made */
     /* Timeouts, read by the backends too. */
     double timeout;        /* seconds a call may wait; 0: forever */
@@ -347,6 +371,8 @@ struct dcoll_work {
     int kind;                         /* enum dcoll_coll_kind */
     const char *fn;                   /* the public name, for messages */
     struct dcoll_outcome report;      /* a timeout seen by test or wait */
+    struct dcoll_plan *plan;          /* the plan whose start made it, which
+                                         owns it; NULL: the caller's */
 };
 
 /* Release stores and acquire loads of the fields the watchdog thread
@@ -399,6 +425,7 @@ static inline void dcoll_work_init(struct dcoll_work *w, struct dcoll_group *g,
     w->kind = 0;
     w->fn = NULL;
     w->report.timed_out = false;
+    w->plan = NULL;
 }
 
 #endif

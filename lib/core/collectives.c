@@ -204,6 +204,91 @@ dcoll_status_t dcoll_coll_refuse(dcoll_group_t *group,
     return refuse(g, &c, st);
 }
 
+/* The checks of a call that need no other rank: c on g (resolved),
+ * with root as the caller gave it. *member is false on a NON-MEMBER
+ * handle, which has nothing more to check. blocking: a call that must
+ * finish before it returns (a plan's starts are checked for it later).
+ * Inlined with coll_run, so that k is a constant there. */
+static inline __attribute__((always_inline)) dcoll_status_t
+coll_check(struct dcoll_group *g, struct dcoll_coll *c, int root,
+           bool blocking, const char *fn, bool *member)
+{
+    const struct dcoll_kind_info *k = &kinds[c->kind];
+    dcoll_status_t st;
+    *member = true;
+    /* One test on the common path: only opts with more than a stream
+     * are looked at further. */
+    if (DCOLL_UNLIKELY(c->opts && (c->opts->mask & ~DCOLL_COLL_OPT_STREAM)) &&
+        (st = check_opts(fn, c->opts)))
+        return st;
+    if (DCOLL_UNLIKELY(!dtype_op_ok(c)) &&
+        (st = dcoll_check_dtype_op(fn, c->dtype, c->op,
+                                   (k->flags & DCOLL_KF_OP) != 0)))
+        return st;
+    size_t esz = dcoll_dtype_sizes[c->dtype];
+    if (DCOLL_UNLIKELY(c->count < 0))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "%s: count %lld is negative", fn,
+                           (long long)c->count);
+    /* Below 2^28 elements no buffer overflows a 64-bit size (8-byte
+     * elements, fewer than 2^31 blocks): most calls skip the division. */
+    if (DCOLL_UNLIKELY(c->count >= (INT64_C(1) << 28))) {
+        int64_t nb = k->wide && g->size > 0 ? g->size : 1;
+        if (c->count > INT64_MAX / (int64_t)esz / nb)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "%s: count %lld is too large: %lld block(s) "
+                               "of that many %s elements overflow a 64-bit "
+                               "size", fn, (long long)c->count,
+                               (long long)nb, dcoll_dtype_name(c->dtype));
+    }
+    /* Buffers every rank must pass; the root's own are checked later. */
+    if (c->count > 0 &&
+        DCOLL_UNLIKELY(((k->every & DCOLL_BUF_SEND) && !c->sendbuf) ||
+                       ((k->every & DCOLL_BUF_RECV) && !c->recvbuf)))
+        return missing_buf(fn, k, c);
+    if (k->flags & DCOLL_KF_PEER) {
+        if (DCOLL_UNLIKELY(c->tag < 0))
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "%s: tag %d is negative", fn, c->tag);
+    }
+
+    if (DCOLL_UNLIKELY(g->rank == DCOLL_NON_MEMBER)) {
+        /* A collective is every rank's, and a non-member's part is none;
+         * a message to or from one would be silently lost. */
+        if (k->flags & DCOLL_KF_PEER)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "%s: this process is not a member of the "
+                               "group (its handle is the NON-MEMBER one), "
+                               "so it has no %s there", fn,
+                               c->kind == DCOLL_COLL_SEND ? "peer to send to"
+                                                          : "peer to receive from");
+        *member = false;
+        return DCOLL_SUCCESS;
+    }
+
+    if (k->flags & (DCOLL_KF_ROOT | DCOLL_KF_PEER)) {
+        if (c->kind == DCOLL_COLL_RECV && root == DCOLL_ANY_SOURCE) {
+            c->root = DCOLL_ANY_SOURCE;
+        } else {
+            st = dcoll_group_root(g, root, fn, k->peer, &c->root);
+            if (DCOLL_UNLIKELY(st))
+                return st;
+        }
+        if ((c->kind == DCOLL_COLL_SEND || c->kind == DCOLL_COLL_RECV) &&
+            blocking && c->root == g->rank)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                               "%s: %s %d is this process's own rank; a "
+                               "blocking self-%s would never finish (use "
+                               "isend/irecv)", fn, k->peer, root,
+                               c->kind == DCOLL_COLL_SEND ? "send" : "recv");
+    }
+    if (k->flags & DCOLL_KF_VEC)
+        return dcoll_vec_check(fn, g, c);
+    if (!(k->flags & DCOLL_KF_ONE_BUF))
+        return check_layout(fn, k, g, c, (size_t)c->count * esz);
+    return DCOLL_SUCCESS;
+}
+
 /* The public path, inlined into each public collective: there the kind is
  * a constant, so the compiler folds every look-up in kinds and the
  * branches on it, and the table costs nothing per call. */
@@ -214,6 +299,7 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
     const struct dcoll_kind_info *k = &kinds[c->kind];
     const char *fn = c->fn ? c->fn : k->fn;
     struct dcoll_group *g;
+    bool member;
     dcoll_status_t st = dcoll_check_ready();
     if (DCOLL_UNLIKELY(st))
         return st;
@@ -221,79 +307,10 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
         *work = NULL;
     if (DCOLL_UNLIKELY((st = dcoll_group_resolve(group, &g, fn))))
         return st;
-    /* One test on the common path: only opts with more than a stream
-     * are looked at further. */
-    if (DCOLL_UNLIKELY(c->opts && (c->opts->mask & ~DCOLL_COLL_OPT_STREAM)) &&
-        (st = check_opts(fn, c->opts)))
+    if (DCOLL_UNLIKELY((st = coll_check(g, c, root, !work, fn, &member))))
         REFUSE(st);
-    if (DCOLL_UNLIKELY(!dtype_op_ok(c)) &&
-        (st = dcoll_check_dtype_op(fn, c->dtype, c->op,
-                                   (k->flags & DCOLL_KF_OP) != 0)))
-        REFUSE(st);
-    size_t esz = dcoll_dtype_sizes[c->dtype];
-    if (DCOLL_UNLIKELY(c->count < 0))
-        REFUSE(dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                           "%s: count %lld is negative", fn,
-                           (long long)c->count));
-    /* Below 2^28 elements no buffer overflows a 64-bit size (8-byte
-     * elements, fewer than 2^31 blocks): most calls skip the division. */
-    if (DCOLL_UNLIKELY(c->count >= (INT64_C(1) << 28))) {
-        int64_t nb = k->wide && g->size > 0 ? g->size : 1;
-        if (c->count > INT64_MAX / (int64_t)esz / nb)
-            REFUSE(dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                               "%s: count %lld is too large: %lld block(s) "
-                               "of that many %s elements overflow a 64-bit "
-                               "size", fn, (long long)c->count,
-                               (long long)nb, dcoll_dtype_name(c->dtype)));
-    }
-    /* Buffers every rank must pass; the root's own are checked later. */
-    if (c->count > 0 &&
-        DCOLL_UNLIKELY(((k->every & DCOLL_BUF_SEND) && !c->sendbuf) ||
-                       ((k->every & DCOLL_BUF_RECV) && !c->recvbuf)))
-        REFUSE(missing_buf(fn, k, c));
-    if (k->flags & DCOLL_KF_PEER) {
-        if (DCOLL_UNLIKELY(c->tag < 0))
-            REFUSE(dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                               "%s: tag %d is negative", fn, c->tag));
-    }
-
-    if (DCOLL_UNLIKELY(g->rank == DCOLL_NON_MEMBER)) {
-        /* A collective is every rank's, and a non-member's part is none;
-         * a message to or from one would be silently lost. */
-        if (k->flags & DCOLL_KF_PEER)
-            REFUSE(dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                               "%s: this process is not a member of the "
-                               "group (its handle is the NON-MEMBER one), "
-                               "so it has no %s there", fn,
-                               c->kind == DCOLL_COLL_SEND ? "peer to send to"
-                                                          : "peer to receive from"));
+    if (DCOLL_UNLIKELY(!member))
         return work ? noop_work(g, fn, work) : DCOLL_SUCCESS;
-    }
-
-    if (k->flags & (DCOLL_KF_ROOT | DCOLL_KF_PEER)) {
-        if (c->kind == DCOLL_COLL_RECV && root == DCOLL_ANY_SOURCE) {
-            c->root = DCOLL_ANY_SOURCE;
-        } else {
-            st = dcoll_group_root(g, root, fn, k->peer, &c->root);
-            if (DCOLL_UNLIKELY(st))
-                REFUSE(st);
-        }
-        if ((c->kind == DCOLL_COLL_SEND || c->kind == DCOLL_COLL_RECV) &&
-            !work && c->root == g->rank)
-            REFUSE(dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                               "%s: %s %d is this process's own rank; a "
-                               "blocking self-%s would never finish (use "
-                               "isend/irecv)", fn, k->peer, root,
-                               c->kind == DCOLL_COLL_SEND ? "send" : "recv"));
-    }
-    if (k->flags & DCOLL_KF_VEC) {
-        if ((st = dcoll_vec_check(fn, g, c)))
-            REFUSE(st);
-    } else if (!(k->flags & DCOLL_KF_ONE_BUF) &&
-               DCOLL_UNLIKELY((st = check_layout(fn, k, g, c,
-                                                 (size_t)c->count * esz)))) {
-        REFUSE(st);
-    }
 
     struct dcoll_outcome out;
     out.timed_out = false;
@@ -356,6 +373,22 @@ dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
                               int root, dcoll_work_t **work, int *source)
 {
     return coll_run(group, c, root, work, source);
+}
+
+dcoll_status_t dcoll_coll_plan_check(dcoll_group_t *group,
+                                     struct dcoll_coll *c, int root,
+                                     struct dcoll_group **g, bool *member)
+{
+    const char *fn = c->fn ? c->fn : kinds[c->kind].fn;
+    c->fn = fn;
+    *g = NULL;
+    *member = false;
+    dcoll_status_t st = dcoll_group_resolve(group, g, fn);
+    if (st) {
+        *g = NULL;
+        return st;
+    }
+    return coll_check(*g, c, root, false, fn, member);
 }
 
 #define COLL(...) struct dcoll_coll c = {__VA_ARGS__}

@@ -62,7 +62,8 @@ dcoll_status_t dcoll_group_params_read(const dcoll_group_params_t *params,
  * (collective over g): each returns a status, the refusing rank its own
  * message, the others that another rank refused. */
 dcoll_status_t dcoll_group_agree_args(struct dcoll_group *g,
-                                      dcoll_status_t local, const char *fn);
+                                      dcoll_status_t local, const char *fn,
+                                      const char *what);
 /* Make a member's group on comm (collective over its members): ranks
  * (group rank -> world rank, any order) and comm become the group's, and
  * nccl, its NCCL communicator split from parent's (or NULL); on failure
@@ -84,6 +85,21 @@ dcoll_status_t dcoll_vec_check(const char *fn, const struct dcoll_group *g,
 /* collectives.c: validate c and run it on group (the public path). */
 dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,
                               int root, dcoll_work_t **work, int *source);
+/* The public path's checks of c for a plan (lib/core/plan.c): resolves
+ * group into *g (NULL where it is no live group) and checks c on it as a
+ * call with a work would be; *member false on a NON-MEMBER handle. */
+dcoll_status_t dcoll_coll_plan_check(dcoll_group_t *group,
+                                     struct dcoll_coll *c, int root,
+                                     struct dcoll_group **g, bool *member);
+/* plan.c: make a plan of c (its fn set) on group; pre: a refusal this
+ * rank's own checks made before (message set), or 0. Collective over a
+ * member's group for the counted kinds. */
+dcoll_status_t dcoll_plan_make(dcoll_group_t *group, struct dcoll_coll *c,
+                               int root, dcoll_status_t pre,
+                               struct dcoll_plan **plan);
+/* Every plan of g can only be freed from now on (its group is going). */
+void dcoll_plans_group_gone(struct dcoll_group *g);
+
 /* A call of kind on group that a form's own checks refused with st
  * (message set) before dcoll_coll_run: on a member it takes its number
  * and the group becomes unusable here, as for coll_run's checks; a bad

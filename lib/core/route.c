@@ -23,47 +23,86 @@ static const struct dcoll_backend *const transports[DCOLL_TL_COUNT_] = {
     [DCOLL_TL_USER] = &dcoll_user_backend,
 };
 
-dcoll_status_t dcoll_route_slow(struct dcoll_group *g, struct dcoll_coll *c,
-                                struct dcoll_work **work,
-                                struct dcoll_outcome *out)
+/* Where c's buffers are: *device -1 for host memory. A refusal is this
+ * rank's alone (out->refused). */
+static dcoll_status_t where(struct dcoll_group *g, struct dcoll_coll *c,
+                            int *device, struct dcoll_outcome *out)
 {
     const char *fn = c->fn;
     dcoll_status_t st;
-    int device = -1;
-    if (g->choice == DCOLL_CHOICE_USER)
-        return dcoll_user_backend.coll(g, c, work, out);
-    if (c->multi)
-        return dcoll_nccl_backend.coll(g, c, work, out);
-    /* The refusals below are this rank's alone (where its buffers are):
-     * out->refused, so that the core treats them as its own checks'. */
+    *device = -1;
     out->refused = true;
     /* The caller said host memory: no pointer query (opts.memory). */
     if (dcoll_gpu_present() && c->kind != DCOLL_COLL_BARRIER &&
         !dcoll_opts_host(c->opts) &&
-        (st = dcoll_gpu_where(fn, c, &device)))
+        (st = dcoll_gpu_where(fn, c, device)))
         return st;
-    if (device < 0) {
+    if (*device < 0) {
         if (g->choice == DCOLL_CHOICE_NCCL && c->kind != DCOLL_COLL_BARRIER)
             return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                                "%s: the group's backend is nccl, which takes "
                                "GPU buffers, and these are in host memory "
                                "(use the mpi or auto backend for them)", fn);
-        out->refused = false;
-        return dcoll_mpi_backend.coll(g, c, work, out);
-    }
-    if (dcoll_kind_has(c->kind, DCOLL_KF_VEC))
+    } else if (dcoll_kind_has(c->kind, DCOLL_KF_VEC)) {
         return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: the vector "
                            "collectives take host buffers only for now; "
-                           "this one is on GPU %d", fn, device);
+                           "this one is on GPU %d", fn, *device);
+    }
     out->refused = false;
-    c->device = device;
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_route_gpu(struct dcoll_group *g,
+                               const struct dcoll_coll *c,
+                               struct dcoll_work **work,
+                               struct dcoll_outcome *out)
+{
     if (g->choice != DCOLL_CHOICE_MPI && dcoll_gpu_has_nccl() &&
         !dcoll_kind_has(c->kind, DCOLL_KF_PEER)) {
-        st = dcoll_nccl_backend.coll(g, c, work, out);
+        dcoll_status_t st = dcoll_nccl_backend.coll(g, c, work, out);
         if (st != DCOLL_DECLINED)
             return st;
     }
     return dcoll_staged_backend.coll(g, c, work, out);
+}
+
+dcoll_status_t dcoll_route_slow(struct dcoll_group *g, struct dcoll_coll *c,
+                                struct dcoll_work **work,
+                                struct dcoll_outcome *out)
+{
+    int device;
+    dcoll_status_t st;
+    if (g->choice == DCOLL_CHOICE_USER)
+        return dcoll_user_backend.coll(g, c, work, out);
+    if (c->multi)
+        return dcoll_nccl_backend.coll(g, c, work, out);
+    if ((st = where(g, c, &device, out)))
+        return st;
+    if (device < 0)
+        return dcoll_mpi_backend.coll(g, c, work, out);
+    c->device = device;
+    return dcoll_route_gpu(g, c, work, out);
+}
+
+dcoll_status_t dcoll_route_plan(struct dcoll_group *g, struct dcoll_coll *c,
+                                const struct dcoll_backend **tl)
+{
+    struct dcoll_outcome out = {.source = -1};
+    int device;
+    *tl = &dcoll_user_backend;
+    if (g->choice == DCOLL_CHOICE_USER)
+        return DCOLL_SUCCESS;
+    *tl = &dcoll_mpi_backend;
+    if (g->choice <= DCOLL_CHOICE_MPI &&
+        (!dcoll_gpu_present() || c->kind == DCOLL_COLL_BARRIER ||
+         dcoll_opts_host(c->opts)))
+        return DCOLL_SUCCESS;
+    dcoll_status_t st = where(g, c, &device, &out);
+    if (st || device < 0)
+        return st;
+    c->device = device;
+    *tl = NULL;
+    return DCOLL_SUCCESS;
 }
 
 bool dcoll_route_multi_nccl(const struct dcoll_group *g)
@@ -73,6 +112,8 @@ bool dcoll_route_multi_nccl(const struct dcoll_group *g)
 
 void dcoll_route_group_free(struct dcoll_group *g)
 {
+    /* Plans first: MPI's persistent requests use the communicator. */
+    dcoll_plans_group_gone(g);
     for (int i = 0; i < DCOLL_TL_COUNT_; i++)
         if (transports[i]->group_free)
             transports[i]->group_free(g);

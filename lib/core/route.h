@@ -28,6 +28,17 @@ static inline dcoll_status_t dcoll_route_run(struct dcoll_group *g,
     return dcoll_route_slow(g, c, work, out);
 }
 
+/* A plan's route, found once (lib/core/plan.c): *tl the transport whose
+ * coll (or plan_start) runs c, or NULL for GPU buffers, which each start
+ * hands to dcoll_route_gpu (NCCL, or staged where NCCL declines it).
+ * Sets c->device. A refusal is this rank's alone. */
+dcoll_status_t dcoll_route_plan(struct dcoll_group *g, struct dcoll_coll *c,
+                                const struct dcoll_backend **tl);
+dcoll_status_t dcoll_route_gpu(struct dcoll_group *g,
+                               const struct dcoll_coll *c,
+                               struct dcoll_work **work,
+                               struct dcoll_outcome *out);
+
 /* Whether g's multi-buffer calls may take NCCL cliques (lib/gpu/multi.c
  * asks the plugin and the ranks the rest). */
 bool dcoll_route_multi_nccl(const struct dcoll_group *g);

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "core.h"
+#include "dcoll/plan.h"
 
 /* One array of counts (and its displacements) over n ranks: every entry
  * in range; *extent = elements the layout spans. */
@@ -274,6 +275,82 @@ dcoll_status_t (dcoll_reduce_scatterv)(dcoll_group_t *group,
          .recvbuf = recvbuf, .dtype = dtype, .op = op, .counts = recvcounts,
          .opts = opts);
     return dcoll_coll_run(group, &c, 0, work, NULL);
+}
+
+/* Their plans (lib/core/plan.c): the same descriptors. */
+dcoll_status_t dcoll_all_gatherv_plan(dcoll_group_t *group,
+                                      const void *sendbuf, int64_t sendcount,
+                                      void *recvbuf,
+                                      const int64_t *recvcounts,
+                                      const int64_t *displs,
+                                      dcoll_dtype_t dtype,
+                                      const dcoll_coll_opts_t *opts,
+                                      dcoll_plan_t **plan)
+{
+    COLL(.kind = DCOLL_COLL_ALL_GATHERV, .sendbuf = sendbuf,
+         .recvbuf = recvbuf, .count = sendcount, .dtype = dtype,
+         .counts = recvcounts, .displs = displs, .opts = opts,
+         .fn = __func__);
+    return dcoll_plan_make(group, &c, 0,
+                           count_ok(__func__, "sendcount", sendcount), plan);
+}
+
+dcoll_status_t dcoll_gatherv_plan(dcoll_group_t *group, const void *sendbuf,
+                                  int64_t sendcount, void *recvbuf,
+                                  const int64_t *recvcounts,
+                                  const int64_t *displs, dcoll_dtype_t dtype,
+                                  int root, const dcoll_coll_opts_t *opts,
+                                  dcoll_plan_t **plan)
+{
+    COLL(.kind = DCOLL_COLL_GATHERV, .sendbuf = sendbuf, .recvbuf = recvbuf,
+         .count = sendcount, .dtype = dtype, .counts = recvcounts,
+         .displs = displs, .opts = opts, .fn = __func__);
+    return dcoll_plan_make(group, &c, root,
+                           count_ok(__func__, "sendcount", sendcount), plan);
+}
+
+dcoll_status_t dcoll_scatterv_plan(dcoll_group_t *group, const void *sendbuf,
+                                   const int64_t *sendcounts,
+                                   const int64_t *displs, void *recvbuf,
+                                   int64_t recvcount, dcoll_dtype_t dtype,
+                                   int root, const dcoll_coll_opts_t *opts,
+                                   dcoll_plan_t **plan)
+{
+    COLL(.kind = DCOLL_COLL_SCATTERV, .sendbuf = sendbuf, .recvbuf = recvbuf,
+         .count = recvcount, .dtype = dtype, .counts = sendcounts,
+         .displs = displs, .opts = opts, .fn = __func__);
+    return dcoll_plan_make(group, &c, root,
+                           count_ok(__func__, "recvcount", recvcount), plan);
+}
+
+dcoll_status_t dcoll_all_to_allv_plan(dcoll_group_t *group,
+                                      const void *sendbuf,
+                                      const int64_t *sendcounts,
+                                      const int64_t *sdispls, void *recvbuf,
+                                      const int64_t *recvcounts,
+                                      const int64_t *rdispls,
+                                      dcoll_dtype_t dtype,
+                                      const dcoll_coll_opts_t *opts,
+                                      dcoll_plan_t **plan)
+{
+    COLL(.kind = DCOLL_COLL_ALL_TO_ALLV, .sendbuf = sendbuf,
+         .recvbuf = recvbuf, .dtype = dtype, .counts = sendcounts,
+         .displs = sdispls, .counts2 = recvcounts, .displs2 = rdispls,
+         .opts = opts, .fn = __func__);
+    return dcoll_plan_make(group, &c, 0, 0, plan);
+}
+
+dcoll_status_t dcoll_reduce_scatterv_plan(dcoll_group_t *group,
+                                          const void *sendbuf, void *recvbuf,
+                                          const int64_t *recvcounts,
+                                          dcoll_dtype_t dtype, dcoll_op_t op,
+                                          const dcoll_coll_opts_t *opts,
+                                          dcoll_plan_t **plan)
+{
+    COLL(.kind = DCOLL_COLL_REDUCE_SCATTERV, .sendbuf = sendbuf,
+         .recvbuf = recvbuf, .dtype = dtype, .op = op, .counts = recvcounts,
+         .opts = opts, .fn = __func__);
+    return dcoll_plan_make(group, &c, 0, 0, plan);
 }
 
 /* The int forms: the arrays widened to int64_t, then the calls above.

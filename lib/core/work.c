@@ -134,6 +134,13 @@ dcoll_status_t dcoll_work_free(dcoll_work_t **work)
         return DCOLL_SUCCESS;
     struct dcoll_work *w = *work;
     dcoll_status_t st = check_work(w, __func__);
+    /* A plan's work is the plan's: waited for, and left to it. */
+    if (!st && w->plan) {
+        if (!w->done)
+            st = complete(w, backend_end(w, NULL));
+        *work = NULL;
+        return st;
+    }
     /* After finalize every work has finished (finalize refuses while any
      * is in flight): its handle is still the program's to free. */
     if (DCOLL_UNLIKELY(st)) {

@@ -14,11 +14,13 @@
  * the others carry neither, and their counts are matched pair by pair
  * (check_counts). */
 #define SHOWN_COUNTS 6
+#define PLAN_FORM 2
 #define WHY_SHOWN 160
 struct call {
     int64_t seq, count;
     int32_t kind, dtype, op, root; /* op, root -1 where the kind has none */
-    int32_t async, nv;             /* MPI never matches the two forms */
+    int32_t async, nv;             /* MPI never matches the two forms;
+                                      PLAN_FORM: a plan being made */
     int64_t v[SHOWN_COUNTS];
     int32_t refused, pad;          /* refused by its own checks: why */
     char why[WHY_SHOWN];
@@ -40,8 +42,11 @@ static void describe(const struct call *c, struct dcoll_text *t)
     }
     if (c->root >= 0)
         dcoll_put(t, ", root %d", c->root);
-    dcoll_put(t, "%s) as collective #%lld", c->async ? ", async" : "",
-        (long long)c->seq);
+    if (c->async == PLAN_FORM)
+        dcoll_put(t, ") as a plan");
+    else
+        dcoll_put(t, "%s) as collective #%lld", c->async ? ", async" : "",
+            (long long)c->seq);
 }
 
 struct same_pick {
@@ -154,7 +159,7 @@ static dcoll_status_t judge(struct dcoll_group *g, const struct dcoll_coll *c,
                             const struct call *mine);
 
 static dcoll_status_t check_same(struct dcoll_group *g,
-                                 const struct dcoll_coll *c)
+                                 const struct dcoll_coll *c, int form)
 {
     struct call me;
     memset(&me, 0, sizeof(me));
@@ -180,7 +185,7 @@ static dcoll_status_t check_same(struct dcoll_group *g,
     me.op = dcoll_kind_has(c->kind, DCOLL_KF_OP) ? (int32_t)c->op : -1;
     me.root = dcoll_kind_has(c->kind, DCOLL_KF_ROOT)
                   ? dcoll_world_of(g, c->root) : -1;
-    me.async = c->async;
+    me.async = form;
     return judge(g, c, &me);
 }
 
@@ -298,6 +303,12 @@ dcoll_status_t dcoll_fault_check(struct dcoll_group *g,
                            g->diag->failed);
     }
     if (dcoll_debug && c->seq)
-        return check_same(g, c);
+        return check_same(g, c, c->async);
     return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_fault_check_plan(struct dcoll_group *g,
+                                      const struct dcoll_coll *c)
+{
+    return check_same(g, c, PLAN_FORM);
 }

@@ -85,6 +85,17 @@ dcoll_status_t dcoll_fault_env(void)
             return bad_env("DCOLL_DEBUG", v, "'detail' or 'off'");
         dcoll_debug = true;
     }
+    v = getenv("DCOLL_PLAN_CALLS");
+    dcoll_plan_calls = DCOLL_PLAN_CALLS_AUTO;
+    if (v && *v) {
+        if (!strcmp(v, "persistent"))
+            dcoll_plan_calls = DCOLL_PLAN_CALLS_PERSISTENT;
+        else if (!strcmp(v, "plain"))
+            dcoll_plan_calls = DCOLL_PLAN_CALLS_PLAIN;
+        else if (strcmp(v, "auto"))
+            return bad_env("DCOLL_PLAN_CALLS", v, "'auto', 'persistent' "
+                           "or 'plain'");
+    }
     v = getenv("DCOLL_FLIGHT_RECORDER");
     dcoll_flight_size = 16;
     if (v && *v) {
@@ -130,7 +141,7 @@ dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn)
 {
     bool has = g->timeout > 0;
     int mine = (dcoll_debug ? 1 : 0) | (has ? 2 : 0) |
-               (has && g->recoverable ? 4 : 0);
+               (has && g->recoverable ? 4 : 0) | dcoll_plan_calls << 3;
     int lo = mine, neg = -mine;
     dcoll_status_t st = g->svc->agree(g, &lo);
     if (!st)
@@ -145,6 +156,11 @@ dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn)
     } else if (differ & 2) {
         what = "whether there is a timeout (0 on some, not others)";
         here = has ? "a timeout" : "none";
+    } else if (differ & 24) {
+        /* A blocking call on some would meet a persistent one on others. */
+        static const char *const calls[] = {"auto", "persistent", "plain"};
+        what = "DCOLL_PLAN_CALLS";
+        here = calls[dcoll_plan_calls];
     } else {
         /* Some would poll their own algorithms while others sit in MPI's
          * blocking calls: they would never meet. */

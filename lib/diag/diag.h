@@ -42,6 +42,10 @@ dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn);
  * failed group, or (debug) check that every rank called the same. */
 dcoll_status_t dcoll_fault_check(struct dcoll_group *g,
                                  const struct dcoll_coll *c);
+/* Debug: every rank makes the same plan c (collective; its seq is the
+ * group's last call's, as it takes no number). */
+dcoll_status_t dcoll_fault_check_plan(struct dcoll_group *g,
+                                      const struct dcoll_coll *c);
 /* A call (fn, seq, kind, form: enum dcoll_form) ran out of time on g.
  * Abort mode: end the job with the report (dcoll_fault_hung). Return
  * mode: make the group unusable, print its flight recorder and return

@@ -56,11 +56,13 @@ static bool pick_state(const void *arg, int r)
     return p->roll->state[r] == p->state;
 }
 
-/* "async", "blocking" or "-", for an enum dcoll_form. */
+/* "async", "blocking", "persistent start" or "-", for an enum
+ * dcoll_form. */
 static const char *form_name(int form)
 {
     return form == DCOLL_FORM_ASYNC      ? "async"
            : form == DCOLL_FORM_BLOCKING ? "blocking"
+           : form == DCOLL_FORM_PLAN     ? "persistent start"
                                          : "-";
 }
 
@@ -125,11 +127,11 @@ static void put_roll(struct dcoll_text *t, const struct dcoll_group *g,
                      uint64_t seq, const struct dcoll_roll *roll)
 {
     struct roll_pick p = {roll, DCOLL_ROLL_SILENT};
-    int silent = 0, behind = 0, forms[3] = {0};
+    int silent = 0, behind = 0, forms[4] = {0};
     for (int r = 0; r < g->size; r++) {
         silent += roll->state[r] == DCOLL_ROLL_SILENT;
         behind += roll->state[r] == DCOLL_ROLL_OTHER && roll->seq[r] < seq;
-        if (roll->state[r] == DCOLL_ROLL_SAME && roll->form[r] < 3)
+        if (roll->state[r] == DCOLL_ROLL_SAME && roll->form[r] < 4)
             forms[roll->form[r]]++;
     }
     dcoll_put(t, ": ");
@@ -191,6 +193,15 @@ static void put_roll(struct dcoll_text *t, const struct dcoll_group *g,
         dcoll_put(t, " async (with a work handle); MPI never matches a "
             "blocking collective with a nonblocking one, so call it the same "
             "way on every rank");
+    }
+    if (forms[DCOLL_FORM_PLAN] &&
+        (forms[DCOLL_FORM_BLOCKING] || forms[DCOLL_FORM_ASYNC])) {
+        struct form_pick f = {roll, DCOLL_FORM_PLAN};
+        dcoll_put(t, ", but in different forms: ");
+        dcoll_put_ranks(t, g, pick_form, &f);
+        dcoll_put(t, " started a plan of it and the others called it "
+            "directly; MPI never matches a persistent collective with "
+            "another form, so use the plan on every rank or on none");
     }
 }
 

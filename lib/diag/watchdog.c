@@ -117,7 +117,9 @@ static void declare(struct dcoll_group *g, double start)
     if (threaded && seq)
         g->svc->roll_call(g, seq, &roll);
     dcoll_fault_hung(g, fn ? fn : dcoll_kind_name(kind), seq, kind,
-                     DCOLL_FORM_BLOCKING, roll.n ? &roll : NULL, threaded,
+                     DCOLL_PEEK(g->cur_form) == DCOLL_FORM_PLAN
+                         ? DCOLL_FORM_PLAN : DCOLL_FORM_BLOCKING,
+                     roll.n ? &roll : NULL, threaded,
                      dcoll_now() - start);
 }
 

@@ -72,6 +72,12 @@ module dcoll
         type(c_ptr) :: ptr = c_null_ptr
     end type
 
+    ! A plan (persistent call): dcoll_<collective>_plan makes it,
+    ! dcoll_plan_start runs it, dcoll_plan_free frees it.
+    type, bind(C), public :: dcoll_plan
+        type(c_ptr) :: ptr = c_null_ptr
+    end type
+
     ! The world group, for any argument that takes a group.
     type(dcoll_group), parameter, public :: DCOLL_WORLD = &
         dcoll_group(c_null_ptr)
@@ -218,6 +224,24 @@ module dcoll
     interface dcoll_reduce_scatterv
         module procedure reduce_scatterv_i4, reduce_scatterv_i8
     end interface
+    interface dcoll_all_gatherv_plan
+        module procedure all_gatherv_plan_i4, all_gatherv_plan_i8
+    end interface
+    interface dcoll_gatherv_plan
+        module procedure gatherv_plan_i4, gatherv_plan_i8
+    end interface
+    interface dcoll_scatterv_plan
+        module procedure scatterv_plan_i4, scatterv_plan_i8
+    end interface
+    interface dcoll_all_to_allv_plan
+        module procedure all_to_allv_plan_i4, all_to_allv_plan_i8
+    end interface
+    interface dcoll_reduce_scatterv_plan
+        module procedure reduce_scatterv_plan_i4, reduce_scatterv_plan_i8
+    end interface
+    public :: dcoll_all_gatherv_plan, dcoll_gatherv_plan, dcoll_scatterv_plan
+    public :: dcoll_all_to_allv_plan, dcoll_reduce_scatterv_plan
+    public :: dcoll_plan_start, dcoll_plan_free, dcoll_barrier_plan
     public :: dcoll_all_gatherv, dcoll_gatherv, dcoll_scatterv
     public :: dcoll_all_to_allv, dcoll_reduce_scatterv
 
@@ -793,6 +817,90 @@ module dcoll
         integer(c_int), value :: dtype, op
         type(dcoll_coll_opts), intent(in), optional :: opts
         type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_plan_start(plan, work) bind(C, name='dcoll_plan_start') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: plan
+        type(dcoll_work), intent(out), optional :: work
+    end function
+
+    function c_plan_free(plan) bind(C, name='dcoll_plan_free') result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_plan), intent(inout) :: plan
+    end function
+
+    function c_barrier_plan(group, opts, plan) &
+            bind(C, name='dcoll_barrier_plan') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_plan), intent(out) :: plan
+    end function
+
+    function c_all_gatherv_plan(group, sendbuf, sendcount, recvbuf, recvcounts, &
+            displs, dtype, opts, plan) bind(C, name='dcoll_all_gatherv_plan') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group, sendbuf, recvbuf, displs
+        integer(c_int64_t), value :: sendcount
+        integer(c_int64_t), intent(in) :: recvcounts(*)
+        integer(c_int), value :: dtype
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_plan), intent(out) :: plan
+    end function
+
+    function c_gatherv_plan(group, sendbuf, sendcount, recvbuf, recvcounts, &
+            displs, dtype, root, opts, plan) bind(C, name='dcoll_gatherv_plan') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group, sendbuf, recvbuf, recvcounts, displs
+        integer(c_int64_t), value :: sendcount
+        integer(c_int), value :: dtype, root
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_plan), intent(out) :: plan
+    end function
+
+    function c_scatterv_plan(group, sendbuf, sendcounts, displs, recvbuf, &
+            recvcount, dtype, root, opts, plan) &
+            bind(C, name='dcoll_scatterv_plan') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group, sendbuf, sendcounts, displs, recvbuf
+        integer(c_int64_t), value :: recvcount
+        integer(c_int), value :: dtype, root
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_plan), intent(out) :: plan
+    end function
+
+    function c_all_to_allv_plan(group, sendbuf, sendcounts, sdispls, recvbuf, &
+            recvcounts, rdispls, dtype, opts, plan) &
+            bind(C, name='dcoll_all_to_allv_plan') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group, sendbuf, sendcounts, sdispls, recvbuf
+        type(c_ptr), value :: rdispls
+        integer(c_int64_t), intent(in) :: recvcounts(*)
+        integer(c_int), value :: dtype
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_plan), intent(out) :: plan
+    end function
+
+    function c_reduce_scatterv_plan(group, sendbuf, recvbuf, recvcounts, dtype, &
+            op, opts, plan) bind(C, name='dcoll_reduce_scatterv_plan') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group, sendbuf, recvbuf
+        integer(c_int64_t), intent(in) :: recvcounts(*)
+        integer(c_int), value :: dtype, op
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_plan), intent(out) :: plan
     end function
 
     end interface
@@ -1948,6 +2056,253 @@ contains
         type(dcoll_work), intent(out), optional :: work
         st = reduce_scatterv_i8(group, sendbuf, recvbuf, &
                 int(recvcounts, c_int64_t), dtype, op, opts, work)
+    end function
+
+    ! ---- plans (persistent collectives) ----
+
+    function dcoll_plan_start(plan, work) result(st)
+        type(dcoll_plan), intent(in) :: plan
+        type(dcoll_work), intent(out), optional :: work
+        integer :: st
+        f_err_on = .false.
+        st = c_plan_start(plan%ptr, work)
+    end function
+
+    function dcoll_plan_free(plan) result(st)
+        type(dcoll_plan), intent(inout) :: plan
+        integer :: st
+        f_err_on = .false.
+        st = c_plan_free(plan)
+    end function
+
+    function dcoll_barrier_plan(group, opts, plan) result(st)
+        type(dcoll_group), intent(in) :: group
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_plan), intent(out) :: plan
+        integer :: st
+        f_err_on = .false.
+        st = c_barrier_plan(group%ptr, opts, plan)
+    end function
+
+    function all_gatherv_plan_i8(group, sendbuf, sendcount, recvbuf, recvcounts, &
+            dtype, displs, opts, plan) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer(c_int64_t), intent(in) :: sendcount
+        integer(c_int64_t), intent(in), target :: recvcounts(:)
+        integer, intent(in) :: dtype
+        integer(c_int64_t), intent(in), target, optional :: displs(:)
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_plan), intent(out) :: plan
+        type(c_ptr) :: ps, pr
+        character(len=*), parameter :: fn = 'dcoll_all_gatherv_plan'
+        f_err_on = .false.
+        st = DCOLL_ERR_INVALID_ARGUMENT
+        if (.not. addr(sendbuf, fn, 'sendbuf', ps)) return
+        if (.not. addr(recvbuf, fn, 'recvbuf', pr)) return
+        if (.not. long_enough(group, recvcounts, fn, 'recvcounts')) return
+        if (present(displs)) then
+            if (.not. long_enough(group, displs, fn, 'displs')) return
+        end if
+        st = c_all_gatherv_plan(group%ptr, ps, sendcount, pr, recvcounts, &
+                opt_loc(displs), int(dtype, c_int), opts, plan)
+    end function
+
+    function all_gatherv_plan_i4(group, sendbuf, sendcount, recvbuf, recvcounts, &
+            dtype, displs, opts, plan) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer, intent(in) :: sendcount, recvcounts(:), dtype
+        integer, intent(in), optional :: displs(:)
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_plan), intent(out) :: plan
+        if (present(displs)) then
+            st = all_gatherv_plan_i8(group, sendbuf, int(sendcount, c_int64_t), &
+                    recvbuf, int(recvcounts, c_int64_t), dtype, &
+                    int(displs, c_int64_t), opts, plan)
+        else
+            st = all_gatherv_plan_i8(group, sendbuf, int(sendcount, c_int64_t), &
+                    recvbuf, int(recvcounts, c_int64_t), dtype, opts=opts, &
+                    plan=plan)
+        end if
+    end function
+
+    function gatherv_plan_i8(group, sendbuf, sendcount, recvbuf, recvcounts, &
+            dtype, root, displs, opts, plan) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer(c_int64_t), intent(in) :: sendcount
+        integer(c_int64_t), intent(in), target :: recvcounts(:)
+        integer, intent(in) :: dtype, root
+        integer(c_int64_t), intent(in), target, optional :: displs(:)
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_plan), intent(out) :: plan
+        type(c_ptr) :: ps, pr
+        character(len=*), parameter :: fn = 'dcoll_gatherv_plan'
+        f_err_on = .false.
+        st = DCOLL_ERR_INVALID_ARGUMENT
+        if (.not. addr(sendbuf, fn, 'sendbuf', ps)) return
+        if (.not. addr(recvbuf, fn, 'recvbuf', pr)) return
+        st = c_gatherv_plan(group%ptr, ps, sendcount, pr, opt_loc(recvcounts), &
+                opt_loc(displs), int(dtype, c_int), int(root, c_int), opts, &
+                plan)
+    end function
+
+    function gatherv_plan_i4(group, sendbuf, sendcount, recvbuf, recvcounts, &
+            dtype, root, displs, opts, plan) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer, intent(in) :: sendcount, recvcounts(:), dtype, root
+        integer, intent(in), optional :: displs(:)
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_plan), intent(out) :: plan
+        if (present(displs)) then
+            st = gatherv_plan_i8(group, sendbuf, int(sendcount, c_int64_t), &
+                    recvbuf, int(recvcounts, c_int64_t), dtype, root, &
+                    int(displs, c_int64_t), opts, plan)
+        else
+            st = gatherv_plan_i8(group, sendbuf, int(sendcount, c_int64_t), &
+                    recvbuf, int(recvcounts, c_int64_t), dtype, root, &
+                    opts=opts, plan=plan)
+        end if
+    end function
+
+    function scatterv_plan_i8(group, sendbuf, sendcounts, recvbuf, recvcount, &
+            dtype, root, displs, opts, plan) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer(c_int64_t), intent(in), target :: sendcounts(:)
+        integer(c_int64_t), intent(in) :: recvcount
+        integer, intent(in) :: dtype, root
+        integer(c_int64_t), intent(in), target, optional :: displs(:)
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_plan), intent(out) :: plan
+        type(c_ptr) :: ps, pr
+        character(len=*), parameter :: fn = 'dcoll_scatterv_plan'
+        f_err_on = .false.
+        st = DCOLL_ERR_INVALID_ARGUMENT
+        if (.not. addr(sendbuf, fn, 'sendbuf', ps)) return
+        if (.not. addr(recvbuf, fn, 'recvbuf', pr)) return
+        st = c_scatterv_plan(group%ptr, ps, opt_loc(sendcounts), opt_loc(displs), &
+                pr, recvcount, int(dtype, c_int), int(root, c_int), opts, &
+                plan)
+    end function
+
+    function scatterv_plan_i4(group, sendbuf, sendcounts, recvbuf, recvcount, &
+            dtype, root, displs, opts, plan) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer, intent(in) :: sendcounts(:), recvcount, dtype, root
+        integer, intent(in), optional :: displs(:)
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_plan), intent(out) :: plan
+        if (present(displs)) then
+            st = scatterv_plan_i8(group, sendbuf, int(sendcounts, c_int64_t), &
+                    recvbuf, int(recvcount, c_int64_t), dtype, root, &
+                    int(displs, c_int64_t), opts, plan)
+        else
+            st = scatterv_plan_i8(group, sendbuf, int(sendcounts, c_int64_t), &
+                    recvbuf, int(recvcount, c_int64_t), dtype, root, &
+                    opts=opts, plan=plan)
+        end if
+    end function
+
+    function all_to_allv_plan_i8(group, sendbuf, sendcounts, recvbuf, recvcounts, &
+            dtype, sdispls, rdispls, opts, plan) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer(c_int64_t), intent(in), target :: sendcounts(:), recvcounts(:)
+        integer, intent(in) :: dtype
+        integer(c_int64_t), intent(in), target, optional :: sdispls(:), &
+            rdispls(:)
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_plan), intent(out) :: plan
+        type(c_ptr) :: ps, pr
+        character(len=*), parameter :: fn = 'dcoll_all_to_allv_plan'
+        f_err_on = .false.
+        st = DCOLL_ERR_INVALID_ARGUMENT
+        if (.not. addr(sendbuf, fn, 'sendbuf', ps)) return
+        if (.not. addr(recvbuf, fn, 'recvbuf', pr)) return
+        if (.not. long_enough(group, sendcounts, fn, 'sendcounts')) return
+        if (.not. long_enough(group, recvcounts, fn, 'recvcounts')) return
+        st = c_all_to_allv_plan(group%ptr, ps, opt_loc(sendcounts), &
+                opt_loc(sdispls), pr, recvcounts, opt_loc(rdispls), &
+                int(dtype, c_int), opts, plan)
+    end function
+
+    function all_to_allv_plan_i4(group, sendbuf, sendcounts, recvbuf, recvcounts, &
+            dtype, sdispls, rdispls, opts, plan) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer, intent(in) :: sendcounts(:), recvcounts(:), dtype
+        integer, intent(in), optional :: sdispls(:), rdispls(:)
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_plan), intent(out) :: plan
+        if (present(sdispls) .and. present(rdispls)) then
+            st = all_to_allv_plan_i8(group, sendbuf, int(sendcounts, c_int64_t), &
+                    recvbuf, int(recvcounts, c_int64_t), dtype, &
+                    int(sdispls, c_int64_t), int(rdispls, c_int64_t), opts, &
+                    plan)
+        else if (present(sdispls) .or. present(rdispls)) then
+            f_err = 'dcoll_all_to_allv_plan: give both sdispls and rdispls, ' // &
+                    'or neither'
+            f_err_on = .true.
+            st = DCOLL_ERR_INVALID_ARGUMENT
+        else
+            st = all_to_allv_plan_i8(group, sendbuf, int(sendcounts, c_int64_t), &
+                    recvbuf, int(recvcounts, c_int64_t), dtype, opts=opts, &
+                    plan=plan)
+        end if
+    end function
+
+    function reduce_scatterv_plan_i8(group, sendbuf, recvbuf, recvcounts, dtype, &
+            op, opts, plan) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer(c_int64_t), intent(in) :: recvcounts(:)
+        integer, intent(in) :: dtype, op
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_plan), intent(out) :: plan
+        type(c_ptr) :: ps, pr
+        character(len=*), parameter :: fn = 'dcoll_reduce_scatterv_plan'
+        f_err_on = .false.
+        st = DCOLL_ERR_INVALID_ARGUMENT
+        if (.not. addr(sendbuf, fn, 'sendbuf', ps)) return
+        if (.not. addr(recvbuf, fn, 'recvbuf', pr)) return
+        if (.not. long_enough(group, recvcounts, fn, 'recvcounts')) return
+        st = c_reduce_scatterv_plan(group%ptr, ps, pr, recvcounts, &
+                int(dtype, c_int), int(op, c_int), opts, plan)
+    end function
+
+    function reduce_scatterv_plan_i4(group, sendbuf, recvbuf, recvcounts, dtype, &
+            op, opts, plan) result(st)
+        integer :: st
+        type(dcoll_group), intent(in) :: group
+        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
+        type(*), dimension(..), target, asynchronous :: recvbuf
+        integer, intent(in) :: recvcounts(:), dtype, op
+        type(dcoll_coll_opts), intent(in), optional :: opts
+        type(dcoll_plan), intent(out) :: plan
+        st = reduce_scatterv_plan_i8(group, sendbuf, recvbuf, &
+                int(recvcounts, c_int64_t), dtype, op, opts, plan)
     end function
 
     ! ---- multi-buffer forms ----

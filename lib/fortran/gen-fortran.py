@@ -23,7 +23,7 @@ import sys
 (hdr_dir, module_f90, const_out, bind_out, generic_out, i8_out,
  wrap_out) = sys.argv[1:8]
 HEADERS = ['common.h', 'types.h', 'init.h', 'group.h', 'work.h',
-           'collectives.h', 'store.h', 'spawn.h', 'backend.h']
+           'collectives.h', 'plan.h', 'store.h', 'spawn.h', 'backend.h']
 
 
 def read(name):
@@ -83,6 +83,7 @@ DECL = {
     'const dcoll_coll_opts_t *': 'type(dcoll_coll_opts), intent(in), '
                                  'optional :: {}',
     'dcoll_work_t **': 'type(dcoll_work), intent(out), optional :: {}',
+    'dcoll_plan_t **': 'type(dcoll_plan), intent(out) :: {}',
     'int *': 'integer, intent(out), optional :: {}',
 }
 
@@ -111,6 +112,7 @@ CDECL = {
     'const dcoll_coll_opts_t *': 'type(dcoll_coll_opts), intent(in), '
                                  'optional :: {}',
     'dcoll_work_t **': 'type(dcoll_work), intent(out), optional :: {}',
+    'dcoll_plan_t **': 'type(dcoll_plan), intent(out) :: {}',
     'int *': 'integer(c_int), intent(out), optional :: {}',
 }
 BUFFERS = ('const void *', 'void *')
@@ -118,6 +120,8 @@ SMALL_INTS = ('dcoll_dtype_t', 'dcoll_op_t', 'int')
 
 with open(f'{hdr_dir}/collectives.h') as f:
     raw = f.read()
+with open(f'{hdr_dir}/plan.h') as f:
+    raw += f.read()
 # A buffer the C header says only the root passes is optional in Fortran;
 # a pointer it says must not be NULL is required.
 root_only, required = {}, {}
@@ -217,7 +221,7 @@ def module_i8(name, typed):
     return out + ['    end function', '']
 
 
-text = read('collectives.h')
+text = read('collectives.h') + read('plan.h')
 bind_code = ['! Generated from dcoll/collectives.h by gen-fortran.py: do not '
              'edit.', '! The bind(C) interfaces of the generated module '
              'procedures.']

@@ -1,0 +1,466 @@
+/* Plans: persistent calls. What can be done once is done when the plan is
+ * made: the public path's checks, the agreement of the ranks on them (and
+ * under DCOLL_DEBUG=detail on the call itself), the route, and the
+ * transport's own set-up (MPI's persistent requests). A start does only
+ * what each call needs: its number, the recorder, the watchdog's marker
+ * and the transport's start. */
+#include <stdlib.h>
+#include <string.h>
+#include "core.h"
+#include "diag.h"
+#include "kinds.h"
+#include "route.h"
+#include "dcoll/plan.h"
+
+#define PLAN_MAGIC 0x64637031u /* "dcp1" */
+
+struct dcoll_plan {
+    uint32_t magic;
+    bool member;               /* false: a NON-MEMBER's, which does nothing */
+    bool self;                 /* a send or recv to this rank itself */
+    struct dcoll_group *group; /* NULL once the group is gone */
+    struct dcoll_coll c;       /* the checked call; c.opts is &opts */
+    dcoll_coll_opts_t opts;
+    int64_t *arrays;           /* the vector forms' arrays, copied */
+    const struct dcoll_backend *tl; /* NULL: GPU buffers (route_gpu) */
+    void *state;               /* tl's plan_make's, or NULL */
+    struct dcoll_work *work;   /* the last start's work, or NULL */
+    struct dcoll_plan *next, *prev; /* the group's live plans */
+};
+
+/* Drop the last start's work (finished): the plan's own are kept by the
+ * transport, others go back to it. */
+static void drop_work(struct dcoll_plan *p)
+{
+    struct dcoll_work *w = p->work;
+    if (!w)
+        return;
+    p->work = NULL;
+    free(w->errmsg);
+    w->errmsg = NULL;
+    w->magic = DCOLL_DEAD_MAGIC;
+    w->backend->work_release(w);
+}
+
+/* What the transport keeps for p goes (group destroy, finalize, free). */
+static void unhook(struct dcoll_plan *p)
+{
+    struct dcoll_group *g = p->group;
+    drop_work(p);
+    if (p->state && p->tl && p->tl->plan_free)
+        p->tl->plan_free(p->state);
+    p->state = NULL;
+    if (!g || !p->member)
+        return;
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        g->plans = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    p->group = NULL;
+}
+
+void dcoll_plans_group_gone(struct dcoll_group *g)
+{
+    while (g->plans)
+        unhook(g->plans);
+}
+
+/* Copy the vector forms' arrays: the caller's may change or go. */
+static dcoll_status_t keep_arrays(struct dcoll_plan *p, int n)
+{
+    const int64_t **a[4] = {&p->c.counts, &p->c.displs, &p->c.counts2,
+                            &p->c.displs2};
+    size_t have = 0;
+    for (int i = 0; i < 4; i++)
+        have += *a[i] != NULL;
+    if (!have || n <= 0)
+        return DCOLL_SUCCESS;
+    p->arrays = malloc(sizeof(int64_t) * (size_t)n * have);
+    if (!p->arrays)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
+                           "plan's copy of %d counts", p->c.fn, n);
+    int64_t *at = p->arrays;
+    for (int i = 0; i < 4; i++) {
+        if (!*a[i])
+            continue;
+        memcpy(at, *a[i], sizeof(int64_t) * (size_t)n);
+        *a[i] = at;
+        at += n;
+    }
+    return DCOLL_SUCCESS;
+}
+
+/* This rank's checks and route for p (a member's): a refusal here is
+ * this rank's alone. */
+static dcoll_status_t prepare(struct dcoll_plan *p, struct dcoll_group *g,
+                              dcoll_plan_t **out)
+{
+    if (!out)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: plan is NULL; "
+                           "it must receive the handle", p->c.fn);
+    if (g->diag->failed) {
+        char name[200];
+        return dcoll_error(DCOLL_ERR_GROUP_FAILED, "%s: %s is unusable "
+                           "after an earlier failure: %s", p->c.fn,
+                           dcoll_group_name(g, name, sizeof(name)),
+                           g->diag->failed);
+    }
+    if (dcoll_kind_has(p->c.kind, DCOLL_KF_VEC)) {
+        dcoll_status_t st = keep_arrays(p, g->size);
+        if (st)
+            return st;
+    }
+    return dcoll_route_plan(g, &p->c, &p->tl);
+}
+
+dcoll_status_t dcoll_plan_make(dcoll_group_t *group, struct dcoll_coll *c,
+                               int root, dcoll_status_t pre,
+                               dcoll_plan_t **out)
+{
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    if (out)
+        *out = NULL;
+    struct dcoll_plan *p = calloc(1, sizeof(*p));
+    if (!p)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for a plan",
+                           c->fn ? c->fn : dcoll_kind_name(c->kind));
+    /* The plan's own copy of the call and its options. */
+    if (c->opts) {
+        p->opts = *c->opts;
+        c->opts = &p->opts;
+    }
+    struct dcoll_group *g = NULL;
+    bool member = true;
+    dcoll_status_t local;
+    if (!pre) {
+        local = dcoll_coll_plan_check(group, c, root, &g, &member);
+    } else if ((local = dcoll_group_resolve(group, &g, c->fn))) {
+        g = NULL;
+    } else {
+        local = pre;   /* its message is set */
+        member = g->rank != DCOLL_NON_MEMBER;
+    }
+    p->c = *c;
+    if (!g) {
+        free(p);
+        return local;   /* no group to tell */
+    }
+    p->c.opts = c->opts ? &p->opts : NULL;
+    if (!local && member)
+        local = prepare(p, g, out);
+    else if (!local && !out)
+        local = dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: plan is NULL; "
+                            "it must receive the handle", p->c.fn);
+    /* A collective's plan is every rank's: a refusal one rank alone saw
+     * fails it on all, and nothing is numbered or left behind. */
+    bool collective = member && dcoll_kind_has(c->kind, DCOLL_KF_COUNTED);
+    if (collective && !(g->diag->failed && local))
+        local = dcoll_group_agree_args(g, local, p->c.fn, "plan");
+    if (!local && collective && dcoll_debug) {
+        p->c.start = dcoll_coarse_now();
+        local = dcoll_fault_check_plan(g, &p->c);
+    }
+    if (!local && member && p->tl && p->tl->plan_make)
+        local = p->tl->plan_make(g, &p->c, &p->state);
+    if (local) {
+        free(p->arrays);
+        free(p);
+        return local;
+    }
+    p->magic = PLAN_MAGIC;
+    p->member = member;
+    p->group = g;
+    p->self = member && dcoll_kind_has(c->kind, DCOLL_KF_PEER) &&
+              p->c.root == g->rank;
+    if (member) {
+        p->next = g->plans;
+        if (g->plans)
+            g->plans->prev = p;
+        g->plans = p;
+    }
+    *out = p;
+    return DCOLL_SUCCESS;
+}
+
+static dcoll_status_t check_plan(const struct dcoll_plan *p, const char *fn)
+{
+    if (!p)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: plan is NULL",
+                           fn);
+    if (p->magic != PLAN_MAGIC)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: plan %p is not "
+                           "a live plan (freed or never made)", fn,
+                           (const void *)p);
+    return DCOLL_SUCCESS;
+}
+
+static dcoll_status_t running(const struct dcoll_plan *p, const char *fn,
+                              const char *what)
+{
+    return dcoll_error(DCOLL_ERR_INVALID_STATE, "%s: the plan of %s is still "
+                       "running (its last start's work has not finished); "
+                       "wait for that work before %s", fn, p->c.fn, what);
+}
+
+/* A non-member's start: nothing to do, and a finished work to show it. */
+static dcoll_status_t start_nothing(struct dcoll_plan *p,
+                                    dcoll_work_t **work)
+{
+    if (!work)
+        return DCOLL_SUCCESS;
+    struct dcoll_work *w = malloc(sizeof(*w));
+    if (!w)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_plan_start: no "
+                           "memory for a work handle");
+    dcoll_work_init(w, p->group, &dcoll_done_backend);
+    dcoll_work_track(w);
+    w->plan = p;
+    p->work = *work = w;
+    return DCOLL_SUCCESS;
+}
+
+static __attribute__((noinline, cold)) dcoll_status_t
+start_refused(struct dcoll_plan *p, dcoll_work_t **work)
+{
+    const char *fn = "dcoll_plan_start";
+    struct dcoll_group *g = p->group;
+    if (!g || g->magic != DCOLL_GROUP_MAGIC)
+        return dcoll_error(DCOLL_ERR_INVALID_STATE, "%s: the plan of %s "
+                           "belongs to a group that was destroyed (or to "
+                           "a finished dcoll); it can only be freed", fn,
+                           p->c.fn);
+    if (p->work && !p->work->done)
+        return running(p, fn, "starting it again");
+    if (p->self && !work)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: the plan of %s "
+                           "is to this process's own rank; a blocking "
+                           "start would never finish (start it with a "
+                           "work)", fn, p->c.fn);
+    char name[200];
+    return dcoll_error(DCOLL_ERR_GROUP_FAILED, "%s: the plan of %s: %s is "
+                       "unusable after an earlier failure: %s", fn, p->c.fn,
+                       dcoll_group_name(g, name, sizeof(name)),
+                       g->diag->failed);
+}
+
+dcoll_status_t dcoll_plan_start(dcoll_plan_t *p, dcoll_work_t **work)
+{
+    dcoll_status_t st = dcoll_check_ready();
+    if (DCOLL_UNLIKELY(st))
+        return st;
+    if (work)
+        *work = NULL;
+    if (DCOLL_UNLIKELY((st = check_plan(p, __func__))))
+        return st;
+    struct dcoll_group *g = p->group;
+    /* One test for every refusal: a gone group, a start still running, a
+     * blocking self-send, a failed group. */
+    if (DCOLL_UNLIKELY(!g || g->magic != DCOLL_GROUP_MAGIC ||
+                       (p->work && !p->work->done) || (p->self && !work) ||
+                       (p->member && g->diag->failed)))
+        return start_refused(p, work);
+    if (p->work)
+        drop_work(p);
+    if (DCOLL_UNLIKELY(!p->member))
+        return start_nothing(p, work);
+    struct dcoll_coll *c = &p->c;
+    bool counted = dcoll_kind_has(c->kind, DCOLL_KF_COUNTED);
+    if (counted) {
+        c->seq = g->seq + 1;
+        DCOLL_PUBLISH(g->seq, c->seq);
+        DCOLL_PUBLISH(g->cur_kind, (int)c->kind);
+        DCOLL_PUBLISH(g->cur_form, DCOLL_FORM_PLAN);
+    }
+    c->async = work != NULL;
+    if (g->timeout > 0 || g->diag->flight)
+        c->start = dcoll_coarse_now();
+    c->fid = 0;
+    if (g->diag->flight)
+        c->fid = dcoll_flight_begin(g->diag->flight, c);
+    bool watched = !work && dcoll_watched(g);
+    if (watched) {
+        DCOLL_PUBLISH(g->busy_seq, c->seq);
+        DCOLL_PUBLISH(g->busy_kind, (int)c->kind);
+        DCOLL_PUBLISH(g->cur_fn, c->fn);
+        DCOLL_PUBLISH(g->busy_start, c->start);
+    }
+    struct dcoll_outcome out;
+    out.timed_out = false;
+    out.refused = false;
+    if (DCOLL_LIKELY(p->state))
+        st = p->tl->plan_start(g, c, p->state, work, &out);
+    else if (p->tl)
+        st = p->tl->coll(g, c, work, &out);
+    else
+        st = dcoll_route_gpu(g, c, work, &out);
+    if (watched)
+        DCOLL_PUBLISH(g->busy_start, 0.0);
+    if (DCOLL_UNLIKELY(out.timed_out))
+        st = dcoll_fault_outcome(g, &out, c->fn, c->seq, c->kind,
+                                 DCOLL_FORM_PLAN);
+    else if (DCOLL_UNLIKELY(st))
+        st = dcoll_fault_failed(g, c->fn, c->seq, st);
+    if (work && !st) {
+        struct dcoll_work *w = *work;
+        dcoll_work_stamp(w, g, c);
+        dcoll_work_track(w);
+        w->plan = p;
+        p->work = w;
+    } else if (c->fid) {
+        dcoll_flight_end(g->diag->flight, c->fid, st);
+    }
+    return st;
+}
+
+dcoll_status_t dcoll_plan_free(dcoll_plan_t **plan)
+{
+    if (!plan)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
+                           "dcoll_plan_free: plan is NULL");
+    struct dcoll_plan *p = *plan;
+    if (!p)
+        return DCOLL_SUCCESS;
+    dcoll_status_t st = check_plan(p, __func__);
+    if (st)
+        return st;
+    /* Once its group is gone (or dcoll finished) nothing of it runs. */
+    if (p->group && p->work && !p->work->done)
+        return running(p, __func__, "freeing it");
+    unhook(p);
+    free(p->arrays);
+    p->magic = DCOLL_DEAD_MAGIC;
+    free(p);
+    *plan = NULL;
+    return DCOLL_SUCCESS;
+}
+
+/* ---- the plans of the single-buffer collectives and send/recv ---- */
+
+#define PLAN(...) struct dcoll_coll c = {__VA_ARGS__}
+
+dcoll_status_t dcoll_broadcast_plan(dcoll_group_t *group, void *buf,
+                                    int64_t count, dcoll_dtype_t dtype,
+                                    int root, const dcoll_coll_opts_t *opts,
+                                    dcoll_plan_t **plan)
+{
+    PLAN(.kind = DCOLL_COLL_BROADCAST, .recvbuf = buf, .count = count,
+         .dtype = dtype, .opts = opts, .fn = __func__);
+    return dcoll_plan_make(group, &c, root, 0, plan);
+}
+
+dcoll_status_t dcoll_all_reduce_plan(dcoll_group_t *group,
+                                     const void *sendbuf, void *recvbuf,
+                                     int64_t count, dcoll_dtype_t dtype,
+                                     dcoll_op_t op,
+                                     const dcoll_coll_opts_t *opts,
+                                     dcoll_plan_t **plan)
+{
+    PLAN(.kind = DCOLL_COLL_ALL_REDUCE, .sendbuf = sendbuf,
+         .recvbuf = recvbuf, .count = count, .dtype = dtype, .op = op,
+         .opts = opts, .fn = __func__);
+    return dcoll_plan_make(group, &c, 0, 0, plan);
+}
+
+dcoll_status_t dcoll_reduce_plan(dcoll_group_t *group, const void *sendbuf,
+                                 void *recvbuf, int64_t count,
+                                 dcoll_dtype_t dtype, dcoll_op_t op, int root,
+                                 const dcoll_coll_opts_t *opts,
+                                 dcoll_plan_t **plan)
+{
+    PLAN(.kind = DCOLL_COLL_REDUCE, .sendbuf = sendbuf, .recvbuf = recvbuf,
+         .count = count, .dtype = dtype, .op = op, .opts = opts,
+         .fn = __func__);
+    return dcoll_plan_make(group, &c, root, 0, plan);
+}
+
+dcoll_status_t dcoll_all_gather_plan(dcoll_group_t *group,
+                                     const void *sendbuf, void *recvbuf,
+                                     int64_t count, dcoll_dtype_t dtype,
+                                     const dcoll_coll_opts_t *opts,
+                                     dcoll_plan_t **plan)
+{
+    PLAN(.kind = DCOLL_COLL_ALL_GATHER, .sendbuf = sendbuf,
+         .recvbuf = recvbuf, .count = count, .dtype = dtype, .opts = opts,
+         .fn = __func__);
+    return dcoll_plan_make(group, &c, 0, 0, plan);
+}
+
+dcoll_status_t dcoll_gather_plan(dcoll_group_t *group, const void *sendbuf,
+                                 void *recvbuf, int64_t count,
+                                 dcoll_dtype_t dtype, int root,
+                                 const dcoll_coll_opts_t *opts,
+                                 dcoll_plan_t **plan)
+{
+    PLAN(.kind = DCOLL_COLL_GATHER, .sendbuf = sendbuf, .recvbuf = recvbuf,
+         .count = count, .dtype = dtype, .opts = opts, .fn = __func__);
+    return dcoll_plan_make(group, &c, root, 0, plan);
+}
+
+dcoll_status_t dcoll_scatter_plan(dcoll_group_t *group, const void *sendbuf,
+                                  void *recvbuf, int64_t count,
+                                  dcoll_dtype_t dtype, int root,
+                                  const dcoll_coll_opts_t *opts,
+                                  dcoll_plan_t **plan)
+{
+    PLAN(.kind = DCOLL_COLL_SCATTER, .sendbuf = sendbuf, .recvbuf = recvbuf,
+         .count = count, .dtype = dtype, .opts = opts, .fn = __func__);
+    return dcoll_plan_make(group, &c, root, 0, plan);
+}
+
+dcoll_status_t dcoll_reduce_scatter_plan(dcoll_group_t *group,
+                                         const void *sendbuf, void *recvbuf,
+                                         int64_t count, dcoll_dtype_t dtype,
+                                         dcoll_op_t op,
+                                         const dcoll_coll_opts_t *opts,
+                                         dcoll_plan_t **plan)
+{
+    PLAN(.kind = DCOLL_COLL_REDUCE_SCATTER, .sendbuf = sendbuf,
+         .recvbuf = recvbuf, .count = count, .dtype = dtype, .op = op,
+         .opts = opts, .fn = __func__);
+    return dcoll_plan_make(group, &c, 0, 0, plan);
+}
+
+dcoll_status_t dcoll_all_to_all_plan(dcoll_group_t *group,
+                                     const void *sendbuf, void *recvbuf,
+                                     int64_t count, dcoll_dtype_t dtype,
+                                     const dcoll_coll_opts_t *opts,
+                                     dcoll_plan_t **plan)
+{
+    PLAN(.kind = DCOLL_COLL_ALL_TO_ALL, .sendbuf = sendbuf,
+         .recvbuf = recvbuf, .count = count, .dtype = dtype, .opts = opts,
+         .fn = __func__);
+    return dcoll_plan_make(group, &c, 0, 0, plan);
+}
+
+dcoll_status_t dcoll_barrier_plan(dcoll_group_t *group,
+                                  const dcoll_coll_opts_t *opts,
+                                  dcoll_plan_t **plan)
+{
+    PLAN(.kind = DCOLL_COLL_BARRIER, .dtype = DCOLL_UINT8, .opts = opts,
+         .fn = __func__);
+    return dcoll_plan_make(group, &c, 0, 0, plan);
+}
+
+dcoll_status_t dcoll_send_plan(dcoll_group_t *group, const void *buf,
+                               int64_t count, dcoll_dtype_t dtype, int dst,
+                               int tag, const dcoll_coll_opts_t *opts,
+                               dcoll_plan_t **plan)
+{
+    PLAN(.kind = DCOLL_COLL_SEND, .sendbuf = buf, .count = count,
+         .dtype = dtype, .tag = tag, .opts = opts, .fn = __func__);
+    return dcoll_plan_make(group, &c, dst, 0, plan);
+}
+
+dcoll_status_t dcoll_recv_plan(dcoll_group_t *group, void *buf,
+                               int64_t count, dcoll_dtype_t dtype, int src,
+                               int tag, const dcoll_coll_opts_t *opts,
+                               dcoll_plan_t **plan)
+{
+    PLAN(.kind = DCOLL_COLL_RECV, .recvbuf = buf, .count = count,
+         .dtype = dtype, .tag = tag, .opts = opts, .fn = __func__);
+    return dcoll_plan_make(group, &c, src, 0, plan);
+}

@@ -1,0 +1,464 @@
+/* Plans (persistent collectives): every kind's plan, started again and
+ * again with new contents, blocking and with a work, gives what its
+ * blocking call gives on the same inputs; plans' works in wait_all and
+ * wait_any; send and recv plans in a ring; the refusals (a bad argument
+ * on one rank fails the plan on every rank, a plan started twice, freed
+ * while running, on a destroyed group); non-members; free after
+ * finalize. Run under mpirun with 1 to 4 ranks. With "debug" (and
+ * DCOLL_DEBUG=detail), plans that differ between ranks fail on every
+ * rank at plan time. */
+#include "testutil.h"
+
+int t_rank, t_failures;
+static int size;
+
+#define N 37   /* elements per rank: odd, so blocks do not line up */
+
+/* What rank r holds at step s, element i: small, exact in every type. */
+static double val(int r, int s, int i)
+{
+    return (double)((r * 7 + s * 3 + i) % 23) + 1;
+}
+
+static void fill(void *buf, dcoll_dtype_t dt, size_t n, int s, int salt)
+{
+    for (size_t i = 0; i < n; i++)
+        t_set(buf, dt, i, val(t_rank + salt, s, (int)i));
+}
+
+static void same(const void *got, const void *want, size_t bytes,
+                 const char *what, int step)
+{
+    CHECK(!memcmp(got, want, bytes), "%s: step %d: the plan's result "
+          "differs from the blocking call's", what, step);
+}
+
+/* Three starts of a plan: blocking, with a work, blocking. */
+static void start(dcoll_plan_t *p, int s)
+{
+    if (s == 1) {
+        dcoll_work_t *w = NULL;
+        CHECK_OK(dcoll_plan_start(p, &w));
+        CHECK_OK(dcoll_work_wait(w));
+        CHECK_OK(dcoll_work_free(&w));   /* the plan's: only waited */
+        CHECK(w == NULL, "work_free left the plan's handle");
+    } else {
+        CHECK_OK(dcoll_plan_start(p, NULL));
+    }
+}
+
+/* The single-buffer kinds on a float and an integer type. */
+static void kinds(dcoll_group_t *g, dcoll_dtype_t dt, int n)
+{
+    size_t e = t_size(dt), whole = (size_t)N * (size_t)n;
+    char *a = calloc(whole, e), *b = calloc(whole, e);
+    char *ra = calloc(whole, e), *rb = calloc(whole, e);
+    int root = n - 1;   /* a world rank in every group used here */
+    int gr = 0;
+    dcoll_group_rank(g, &gr);
+    dcoll_plan_t *p = NULL;
+    for (int k = 0; k < 9; k++) {
+        const char *name = "";
+        switch (k) {
+        case 0:
+            name = "all_reduce";
+            CHECK_OK(dcoll_all_reduce_plan(g, a, b, N, dt, DCOLL_SUM, NULL,
+                                           &p));
+            break;
+        case 1:
+            name = "all_reduce in place, AVG";
+            CHECK_OK(dcoll_all_reduce_plan(g, b, b, N, dt, DCOLL_AVG, NULL,
+                                           &p));
+            break;
+        case 2:
+            name = "reduce";
+            CHECK_OK(dcoll_reduce_plan(g, a, b, N, dt, DCOLL_MAX, root, NULL,
+                                       &p));
+            break;
+        case 3:
+            name = "broadcast";
+            CHECK_OK(dcoll_broadcast_plan(g, b, N, dt, root, NULL, &p));
+            break;
+        case 4:
+            name = "all_gather";
+            CHECK_OK(dcoll_all_gather_plan(g, a, b, N, dt, NULL, &p));
+            break;
+        case 5:
+            name = "gather";
+            CHECK_OK(dcoll_gather_plan(g, a, b, N, dt, root, NULL, &p));
+            break;
+        case 6:
+            name = "scatter";
+            CHECK_OK(dcoll_scatter_plan(g, a, b, N, dt, root, NULL, &p));
+            break;
+        case 7:
+            name = "reduce_scatter";
+            CHECK_OK(dcoll_reduce_scatter_plan(g, a, b, N, dt, DCOLL_SUM,
+                                               NULL, &p));
+            break;
+        default:
+            name = "all_to_all";
+            CHECK_OK(dcoll_all_to_all_plan(g, a, b, N, dt, NULL, &p));
+            break;
+        }
+        for (int s = 0; s < 3; s++) {
+            fill(a, dt, whole, s, k);
+            fill(b, dt, whole, s, k + 50);
+            memcpy(ra, a, whole * e);
+            memcpy(rb, b, whole * e);
+            start(p, s);
+            switch (k) {
+            case 0:
+                CHECK_OK(dcoll_all_reduce(g, ra, rb, N, dt, DCOLL_SUM, NULL,
+                                          NULL));
+                break;
+            case 1:
+                CHECK_OK(dcoll_all_reduce(g, rb, rb, N, dt, DCOLL_AVG, NULL,
+                                          NULL));
+                break;
+            case 2:
+                CHECK_OK(dcoll_reduce(g, ra, rb, N, dt, DCOLL_MAX, root,
+                                      NULL, NULL));
+                break;
+            case 3:
+                CHECK_OK(dcoll_broadcast(g, rb, N, dt, root, NULL, NULL));
+                break;
+            case 4:
+                CHECK_OK(dcoll_all_gather(g, ra, rb, N, dt, NULL, NULL));
+                break;
+            case 5:
+                CHECK_OK(dcoll_gather(g, ra, rb, N, dt, root, NULL, NULL));
+                break;
+            case 6:
+                CHECK_OK(dcoll_scatter(g, ra, rb, N, dt, root, NULL, NULL));
+                break;
+            case 7:
+                CHECK_OK(dcoll_reduce_scatter(g, ra, rb, N, dt, DCOLL_SUM,
+                                              NULL, NULL));
+                break;
+            default:
+                CHECK_OK(dcoll_all_to_all(g, ra, rb, N, dt, NULL, NULL));
+                break;
+            }
+            same(b, rb, whole * e, name, s);
+        }
+        CHECK_OK(dcoll_plan_free(&p));
+        CHECK(p == NULL, "plan_free left the handle");
+    }
+    /* A barrier's plan. */
+    CHECK_OK(dcoll_barrier_plan(g, NULL, &p));
+    for (int s = 0; s < 3; s++)
+        start(p, s);
+    CHECK_OK(dcoll_plan_free(&p));
+    (void)gr;
+    free(a);
+    free(b);
+    free(ra);
+    free(rb);
+}
+
+/* The vector kinds: rank r's part is r + 1 elements (a gap after each
+ * block where displacements are given). */
+static void vectors(void)
+{
+    int n = size;
+    int64_t *cnt = calloc((size_t)n, sizeof(int64_t));
+    int64_t *dsp = calloc((size_t)n, sizeof(int64_t));
+    int64_t total = 0;
+    for (int r = 0; r < n; r++) {
+        cnt[r] = r + 1;
+        dsp[r] = total;
+        total += r + 2;
+    }
+    size_t cap = (size_t)total * (size_t)n + 64;
+    double *a = calloc(cap, 8), *b = calloc(cap, 8);
+    double *ra = calloc(cap, 8), *rb = calloc(cap, 8);
+    int64_t mine = t_rank + 1;
+    dcoll_plan_t *p = NULL;
+    int root = n / 2;
+    int64_t *own = calloc((size_t)n, sizeof(int64_t));
+    for (int r = 0; r < n; r++)
+        own[r] = mine;   /* all_to_allv: the same to each, r + 1 back */
+    int64_t *odsp = calloc((size_t)n, sizeof(int64_t));
+    for (int r = 0; r < n; r++)
+        odsp[r] = r * mine;
+    for (int k = 0; k < 5; k++) {
+        const char *name = "";
+        switch (k) {
+        case 0:
+            name = "all_gatherv";
+            CHECK_OK(dcoll_all_gatherv_plan(NULL, a, mine, b, cnt, dsp,
+                                            DCOLL_FLOAT64, NULL, &p));
+            break;
+        case 1:
+            name = "gatherv";
+            CHECK_OK(dcoll_gatherv_plan(NULL, a, mine, b, cnt, dsp,
+                                        DCOLL_FLOAT64, root, NULL, &p));
+            break;
+        case 2:
+            name = "scatterv";
+            CHECK_OK(dcoll_scatterv_plan(NULL, a, cnt, dsp, b, mine,
+                                         DCOLL_FLOAT64, root, NULL, &p));
+            break;
+        case 3:
+            name = "all_to_allv";
+            CHECK_OK(dcoll_all_to_allv_plan(NULL, a, own, odsp, b, cnt, dsp,
+                                            DCOLL_FLOAT64, NULL, &p));
+            break;
+        default:
+            name = "reduce_scatterv";
+            CHECK_OK(dcoll_reduce_scatterv_plan(NULL, a, b, cnt,
+                                                DCOLL_FLOAT64, DCOLL_SUM,
+                                                NULL, &p));
+            break;
+        }
+        /* The plan copied the arrays: changing them now changes nothing. */
+        int64_t keep = cnt[0];
+        cnt[0] = 1000;
+        for (int s = 0; s < 3; s++) {
+            fill(a, DCOLL_FLOAT64, cap, s, k);
+            fill(b, DCOLL_FLOAT64, cap, s, k + 9);
+            memcpy(ra, a, cap * 8);
+            memcpy(rb, b, cap * 8);
+            start(p, s);
+            cnt[0] = keep;
+            switch (k) {
+            case 0:
+                CHECK_OK(dcoll_all_gatherv(NULL, ra, mine, rb, cnt, dsp,
+                                           DCOLL_FLOAT64, NULL, NULL));
+                break;
+            case 1:
+                CHECK_OK(dcoll_gatherv(NULL, ra, mine, rb, cnt, dsp,
+                                       DCOLL_FLOAT64, root, NULL, NULL));
+                break;
+            case 2:
+                CHECK_OK(dcoll_scatterv(NULL, ra, cnt, dsp, rb, mine,
+                                        DCOLL_FLOAT64, root, NULL, NULL));
+                break;
+            case 3:
+                CHECK_OK(dcoll_all_to_allv(NULL, ra, own, odsp, rb, cnt, dsp,
+                                           DCOLL_FLOAT64, NULL, NULL));
+                break;
+            default:
+                CHECK_OK(dcoll_reduce_scatterv(NULL, ra, rb, cnt,
+                                               DCOLL_FLOAT64, DCOLL_SUM,
+                                               NULL, NULL));
+                break;
+            }
+            cnt[0] = 1000;
+            same(b, rb, cap * 8, name, s);
+        }
+        cnt[0] = keep;
+        CHECK_OK(dcoll_plan_free(&p));
+    }
+    free(own);
+    free(odsp);
+    free(cnt);
+    free(dsp);
+    free(a);
+    free(b);
+    free(ra);
+    free(rb);
+}
+
+/* A ring of send and recv plans, the receive from anyone, finished by
+ * wait_all and by wait_any; and a plan to this rank itself. */
+static void ring(void)
+{
+    int right = (t_rank + 1) % size, left = (t_rank + size - 1) % size;
+    int out[8] = {0}, in[8] = {0};
+    dcoll_plan_t *sp = NULL, *rp = NULL;
+    CHECK_OK(dcoll_send_plan(NULL, out, 8, DCOLL_INT32, right, 5, NULL,
+                             &sp));
+    CHECK_OK(dcoll_recv_plan(NULL, in, 8, DCOLL_INT32, DCOLL_ANY_SOURCE, 5,
+                             NULL, &rp));
+    for (int s = 0; s < 4; s++) {
+        for (int i = 0; i < 8; i++)
+            out[i] = 100 * t_rank + 10 * s + i;
+        memset(in, 0, sizeof(in));
+        dcoll_work_t *w[2] = {NULL, NULL};
+        CHECK_OK(dcoll_plan_start(rp, &w[0]));
+        CHECK_OK(dcoll_plan_start(sp, &w[1]));
+        if (s % 2 == 0) {
+            CHECK_OK(dcoll_work_wait_all(w, 2, NULL));
+        } else {
+            int idx = -5, seen = 0;
+            for (int k = 0; k < 2; k++) {
+                CHECK_OK(dcoll_work_wait_any(w, 2, &idx));
+                CHECK(idx == 0 || idx == 1, "wait_any gave %d", idx);
+                seen |= 1 << idx;
+            }
+            CHECK(seen == 3, "wait_any: saw %d", seen);
+        }
+        int src = -1;
+        CHECK_OK(dcoll_work_source(w[0], &src));
+        CHECK(src == left, "recv plan: source %d, want %d", src, left);
+        for (int i = 0; i < 8; i++)
+            CHECK(in[i] == 100 * left + 10 * s + i, "ring step %d: [%d] = "
+                  "%d", s, i, in[i]);
+    }
+    CHECK_OK(dcoll_plan_free(&sp));
+    CHECK_OK(dcoll_plan_free(&rp));
+
+    /* To itself: async starts only. */
+    int x = 42 + t_rank, y = 0;
+    CHECK_OK(dcoll_send_plan(NULL, &x, 1, DCOLL_INT32, t_rank, 9, NULL, &sp));
+    CHECK_OK(dcoll_recv_plan(NULL, &y, 1, DCOLL_INT32, t_rank, 9, NULL, &rp));
+    CHECK_REFUSED(dcoll_plan_start(sp, NULL), DCOLL_ERR_INVALID_ARGUMENT,
+                  "own rank");
+    dcoll_work_t *w[2] = {NULL, NULL};
+    CHECK_OK(dcoll_plan_start(rp, &w[0]));
+    CHECK_OK(dcoll_plan_start(sp, &w[1]));
+    CHECK_OK(dcoll_work_wait_all(w, 2, NULL));
+    CHECK(y == 42 + t_rank, "self plan: got %d", y);
+    CHECK_OK(dcoll_plan_free(&sp));
+    CHECK_OK(dcoll_plan_free(&rp));
+}
+
+/* What a plan refuses, and that its group stays usable after. */
+static void refusals(void)
+{
+    float a[4] = {1, 2, 3, 4}, b[4];
+    dcoll_plan_t *p = (dcoll_plan_t *)&p;
+    /* A bad count on the last rank alone fails the plan on every rank. */
+    int64_t count = t_rank == size - 1 ? -3 : 4;
+    dcoll_status_t st = dcoll_all_reduce_plan(NULL, a, b, count,
+                                              DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                                              &p);
+    CHECK(st == DCOLL_ERR_INVALID_ARGUMENT, "one rank's bad count: %s (%s)",
+          dcoll_status_string(st), dcoll_last_error());
+    CHECK(p == NULL, "a refused plan left a handle");
+    if (t_rank == size - 1)
+        CHECK(strstr(dcoll_last_error(), "count -3 is negative"),
+              "the refusing rank says why: %s", dcoll_last_error());
+    else
+        CHECK(strstr(dcoll_last_error(), "another rank refused"),
+              "the others say another rank refused: %s",
+              dcoll_last_error());
+    /* The world is still usable: nothing ran, nothing was numbered. */
+    CHECK_OK(dcoll_all_reduce(NULL, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                              NULL));
+    CHECK(b[3] == 4.0f * (float)size, "after a refused plan: %g", b[3]);
+    /* NULL plan pointer, on every rank. */
+    CHECK_REFUSED(dcoll_all_reduce_plan(NULL, a, b, 4, DCOLL_FLOAT32,
+                                        DCOLL_SUM, NULL, NULL),
+                  DCOLL_ERR_INVALID_ARGUMENT, "plan is NULL");
+    CHECK_REFUSED(dcoll_plan_start(NULL, NULL), DCOLL_ERR_INVALID_ARGUMENT,
+                  "plan is NULL");
+    CHECK_REFUSED(dcoll_plan_free(NULL), DCOLL_ERR_INVALID_ARGUMENT,
+                  "plan is NULL");
+    dcoll_plan_t *none = NULL;
+    CHECK_OK(dcoll_plan_free(&none));
+
+    /* Started twice, freed while running. */
+    CHECK_OK(dcoll_all_reduce_plan(NULL, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM,
+                                   NULL, &p));
+    dcoll_work_t *w = NULL, *w2 = NULL;
+    CHECK_OK(dcoll_plan_start(p, &w));
+    CHECK_REFUSED(dcoll_plan_start(p, &w2), DCOLL_ERR_INVALID_STATE,
+                  "still running");
+    CHECK(w2 == NULL, "a refused start gave a work");
+    CHECK_REFUSED(dcoll_plan_free(&p), DCOLL_ERR_INVALID_STATE,
+                  "still running");
+    CHECK(p != NULL, "a refused free cleared the handle");
+    CHECK_OK(dcoll_work_wait(w));
+    CHECK_OK(dcoll_plan_free(&p));
+
+    /* Its group destroyed: it can only be freed. A group with a started
+     * plan is not destroyed. */
+    dcoll_group_t *g = t_spare();
+    CHECK_OK(dcoll_all_reduce_plan(g, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM,
+                                   NULL, &p));
+    CHECK_OK(dcoll_plan_start(p, &w));
+    CHECK_REFUSED(dcoll_group_destroy(&g), DCOLL_ERR_INVALID_STATE,
+                  "in flight");
+    CHECK_OK(dcoll_work_wait(w));
+    CHECK_OK(dcoll_group_destroy(&g));
+    CHECK_REFUSED(dcoll_plan_start(p, NULL), DCOLL_ERR_INVALID_STATE,
+                  "destroyed");
+    CHECK_OK(dcoll_plan_free(&p));
+
+    /* A send plan to a rank outside the world. */
+    CHECK_REFUSED(dcoll_send_plan(NULL, a, 4, DCOLL_FLOAT32, size, 0, NULL,
+                                  &p), DCOLL_ERR_INVALID_ARGUMENT, "dst");
+}
+
+/* A group this rank is not in: plans do nothing. */
+static void non_member(void)
+{
+    int ranks[1] = {0};
+    dcoll_group_t *g = NULL;
+    CHECK_OK(dcoll_new_group(&g, ranks, 1, NULL));
+    float a = 1.0f + (float)t_rank, b = 0;
+    dcoll_plan_t *p = NULL;
+    CHECK_OK(dcoll_all_reduce_plan(g, &a, &b, 1, DCOLL_FLOAT32, DCOLL_SUM,
+                                   NULL, &p));
+    dcoll_work_t *w = NULL;
+    CHECK_OK(dcoll_plan_start(p, &w));
+    CHECK_OK(dcoll_work_wait(w));
+    CHECK_OK(dcoll_plan_start(p, NULL));
+    CHECK(b == (t_rank == 0 ? 1.0f : 0.0f), "group {0}: b = %g", b);
+    CHECK_OK(dcoll_plan_free(&p));
+    CHECK_OK(dcoll_group_destroy(&g));
+}
+
+/* Debug mode: plans that differ fail at plan time on every rank. */
+static void debug_mismatch(void)
+{
+    float a[8] = {0}, b[8];
+    dcoll_plan_t *p = NULL;
+    int64_t count = t_rank == size - 1 ? 7 : 8;
+    dcoll_status_t st = dcoll_all_reduce_plan(NULL, a, b, count,
+                                              DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                                              &p);
+    if (size == 1) {
+        CHECK_OK(st);
+        CHECK_OK(dcoll_plan_free(&p));
+        return;
+    }
+    CHECK(st == DCOLL_ERR_MISMATCH, "differing plans: %s (%s)",
+          dcoll_status_string(st), dcoll_last_error());
+    CHECK(strstr(dcoll_last_error(), "count 7") &&
+              strstr(dcoll_last_error(), "count 8") &&
+              strstr(dcoll_last_error(), "as a plan"),
+          "the message names both plans: %s", dcoll_last_error());
+    CHECK(p == NULL, "a mismatched plan left a handle");
+    /* A matching plan then works, and its starts exchange nothing. */
+    CHECK_OK(dcoll_all_reduce_plan(NULL, a, b, 8, DCOLL_FLOAT32, DCOLL_SUM,
+                                   NULL, &p));
+    for (int s = 0; s < 3; s++)
+        start(p, s);
+    CHECK_OK(dcoll_plan_free(&p));
+}
+
+int main(int argc, char **argv)
+{
+    if (dcoll_init(NULL) != DCOLL_SUCCESS) {
+        fprintf(stderr, "dcoll_init: %s\n", dcoll_last_error());
+        return 1;
+    }
+    dcoll_group_rank(NULL, &t_rank);
+    dcoll_group_size(NULL, &size);
+    if (argc > 1 && !strcmp(argv[1], "debug")) {
+        debug_mismatch();
+    } else {
+        kinds(NULL, DCOLL_FLOAT32, size);
+        kinds(NULL, DCOLL_INT64, size);
+        kinds(NULL, DCOLL_BFLOAT16, size);
+        vectors();
+        ring();
+        refusals();
+        non_member();
+    }
+    /* A plan outlives dcoll only to be freed. */
+    float a = 1, b = 0;
+    dcoll_plan_t *p = NULL;
+    CHECK_OK(dcoll_all_reduce_plan(NULL, &a, &b, 1, DCOLL_FLOAT32, DCOLL_SUM,
+                                   NULL, &p));
+    CHECK_OK(dcoll_plan_start(p, NULL));
+    int rc = t_finish(argc > 1 ? "plan (debug)" : "plan");
+    dcoll_finalize();
+    CHECK_REFUSED(dcoll_plan_start(p, NULL), DCOLL_ERR_FINALIZED, "");
+    CHECK_OK(dcoll_plan_free(&p));
+    return rc | (t_failures ? 1 : 0);
+}
