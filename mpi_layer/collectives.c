@@ -713,9 +713,6 @@ struct mpi_plan {
 static int64_t mpich_persist_from(enum dcoll_coll_kind kind)
 {
     switch (kind) {
-    case DCOLL_COLL_SEND:
-    case DCOLL_COLL_RECV:
-        return INT64_MAX;
     default:
         return 0;
     }

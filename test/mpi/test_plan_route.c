@@ -1,0 +1,177 @@
+/* Which MPI calls a plan's start reaches, seen through MPI's profiling
+ * interface: with DCOLL_PLAN_CALLS=persistent one MPI_Start of the
+ * request made at plan time, with plain MPI's blocking (async: its
+ * nonblocking) call, and by default the rule docs/performance.md gives
+ * for this MPI. Nothing else: no exchange under DCOLL_DEBUG=detail, whose
+ * agreement happened once, at plan time. Usage: test_plan_route
+ * auto|persistent|plain. */
+#include <mpi.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dcoll/dcoll.h"
+
+enum { START, ALLREDUCE, IALLREDUCE, INIT, P2P, OTHER, NCOUNT };
+static const char *const names[NCOUNT] = {
+    "MPI_Start", "MPI_Allreduce", "MPI_Iallreduce", "a persistent init",
+    "point-to-point", "another collective",
+};
+static int counts[NCOUNT];
+static int failures;
+
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        if (!(cond)) {                                                    \
+            fprintf(stderr, __VA_ARGS__);                                 \
+            fprintf(stderr, "\n");                                        \
+            failures++;                                                   \
+        }                                                                 \
+    } while (0)
+
+int MPI_Start(MPI_Request *rq)
+{
+    counts[START]++;
+    return PMPI_Start(rq);
+}
+int MPI_Startall(int n, MPI_Request *rq)
+{
+    counts[START] += n;
+    return PMPI_Startall(n, rq);
+}
+int MPI_Allreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op op,
+                  MPI_Comm c)
+{
+    counts[ALLREDUCE]++;
+    return PMPI_Allreduce(s, r, n, t, op, c);
+}
+int MPI_Iallreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op op,
+                   MPI_Comm c, MPI_Request *rq)
+{
+    counts[IALLREDUCE]++;
+    return PMPI_Iallreduce(s, r, n, t, op, c, rq);
+}
+int MPI_Send_init(const void *b, int n, MPI_Datatype t, int dst, int tag,
+                  MPI_Comm c, MPI_Request *rq)
+{
+    counts[INIT]++;
+    return PMPI_Send_init(b, n, t, dst, tag, c, rq);
+}
+int MPI_Recv_init(void *b, int n, MPI_Datatype t, int src, int tag,
+                  MPI_Comm c, MPI_Request *rq)
+{
+    counts[INIT]++;
+    return PMPI_Recv_init(b, n, t, src, tag, c, rq);
+}
+/* What a debug exchange or any other traffic would use. */
+int MPI_Isend(const void *b, int n, MPI_Datatype t, int dst, int tag,
+              MPI_Comm c, MPI_Request *rq)
+{
+    counts[P2P]++;
+    return PMPI_Isend(b, n, t, dst, tag, c, rq);
+}
+int MPI_Irecv(void *b, int n, MPI_Datatype t, int src, int tag, MPI_Comm c,
+              MPI_Request *rq)
+{
+    counts[P2P]++;
+    return PMPI_Irecv(b, n, t, src, tag, c, rq);
+}
+int MPI_Send(const void *b, int n, MPI_Datatype t, int dst, int tag,
+             MPI_Comm c)
+{
+    counts[P2P]++;
+    return PMPI_Send(b, n, t, dst, tag, c);
+}
+int MPI_Allgather(const void *s, int sn, MPI_Datatype st, void *r, int rn,
+                  MPI_Datatype rt, MPI_Comm c)
+{
+    counts[OTHER]++;
+    return PMPI_Allgather(s, sn, st, r, rn, rt, c);
+}
+int MPI_Iallgather(const void *s, int sn, MPI_Datatype st, void *r, int rn,
+                   MPI_Datatype rt, MPI_Comm c, MPI_Request *rq)
+{
+    counts[OTHER]++;
+    return PMPI_Iallgather(s, sn, st, r, rn, rt, c, rq);
+}
+int MPI_Barrier(MPI_Comm c)
+{
+    counts[OTHER]++;
+    return PMPI_Barrier(c);
+}
+
+/* Exactly one call of want (n of them), nothing else counted. */
+static void only(int want, int n, const char *what)
+{
+    for (int k = 0; k < NCOUNT; k++)
+        CHECK(counts[k] == (k == want ? n : 0), "%s: %d call(s) of %s "
+              "(want %d)", what, counts[k], names[k], k == want ? n : 0);
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "auto";
+    int provided, me, n;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init: %s", dcoll_last_error());
+    /* The documented rule: MPICH 4's persistent calls, Open MPI 4.1's
+     * blocking (nonblocking) ones. */
+    bool persistent = !strcmp(mode, "persistent");
+    if (!strcmp(mode, "auto")) {
+#if MPI_VERSION >= 4
+        persistent = true;
+#endif
+    }
+    int in[4] = {me, me, me, me}, out[4];
+    dcoll_plan_t *p = NULL;
+    CHECK(dcoll_all_reduce_plan(NULL, in, out, 4, DCOLL_INT32, DCOLL_SUM,
+                                NULL, &p) == DCOLL_SUCCESS, "plan: %s",
+          dcoll_last_error());
+    for (int s = 0; s < 3; s++) {
+        memset(counts, 0, sizeof(counts));
+        CHECK(dcoll_plan_start(p, NULL) == DCOLL_SUCCESS, "start: %s",
+              dcoll_last_error());
+        only(persistent ? START : ALLREDUCE, 1, "blocking start");
+        CHECK(out[3] == n * (n - 1) / 2, "blocking start: %d", out[3]);
+        memset(counts, 0, sizeof(counts));
+        dcoll_work_t *w = NULL;
+        CHECK(dcoll_plan_start(p, &w) == DCOLL_SUCCESS, "async start: %s",
+              dcoll_last_error());
+        CHECK(dcoll_work_wait(w) == DCOLL_SUCCESS, "wait: %s",
+              dcoll_last_error());
+        only(persistent ? START : IALLREDUCE, 1, "async start");
+    }
+    CHECK(dcoll_plan_free(&p) == DCOLL_SUCCESS, "free");
+
+    /* Send and recv plans in a ring: async starts are MPI_Start of
+     * MPI_Send_init's and MPI_Recv_init's requests but with plain. */
+    int x = me, y = -1;
+    dcoll_plan_t *sp = NULL, *rp = NULL;
+    memset(counts, 0, sizeof(counts));
+    dcoll_send_plan(NULL, &x, 1, DCOLL_INT32, (me + 1) % n, 3, NULL, &sp);
+    dcoll_recv_plan(NULL, &y, 1, DCOLL_INT32, (me + n - 1) % n, 3, NULL,
+                    &rp);
+    bool plain = !strcmp(mode, "plain");
+    only(INIT, plain ? 0 : 2, "send and recv plans");
+    for (int s = 0; s < 2; s++) {
+        memset(counts, 0, sizeof(counts));
+        dcoll_work_t *w[2] = {NULL, NULL};
+        dcoll_plan_start(rp, &w[0]);
+        dcoll_plan_start(sp, &w[1]);
+        CHECK(dcoll_work_wait_all(w, 2, NULL) == DCOLL_SUCCESS, "ring: %s",
+              dcoll_last_error());
+        only(plain ? P2P : START, 2, "send and recv starts");
+        CHECK(y == (me + n - 1) % n, "ring: got %d", y);
+    }
+    dcoll_plan_free(&sp);
+    dcoll_plan_free(&rp);
+    dcoll_finalize();
+    MPI_Finalize();
+    if (failures)
+        printf("[rank %d] plan-route (%s): FAIL (%d)\n", me, mode, failures);
+    else if (me == 0)
+        printf("plan-route (%s): ok on rank 0\n", mode);
+    return failures ? 1 : 0;
+}
