@@ -44,6 +44,9 @@ static void usage(FILE *f)
         "            place, to show this machine's noise floor\n"
         "  -S        time each side's calls in a block of their own, not\n"
         "            call by call (which goes first alternates by round)\n"
+        "  -P        plans: a plan's start (with -a: + wait) against MPI's\n"
+        "            blocking call (-a: nonblocking) and MPI's persistent\n"
+        "            request (MPI_Start + MPI_Wait), made once per size\n"
         "  -c 0|1    check results (default 1)\n"
         "  -t N      tensors for the coalesced forms (default 1000)\n"
         "  -g LIST   run on a sub-group: comma list of world ranks\n"
@@ -115,7 +118,7 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
 {
     int c, v;
     const char *mem = "host";
-    while ((c = getopt(argc, argv, "b:e:f:n:w:R:d:p:r:aASc:t:g:m:o:h")) != -1) {
+    while ((c = getopt(argc, argv, "b:e:f:n:w:R:d:p:r:aASPc:t:g:m:o:h")) != -1) {
         switch (c) {
         case 'b': if (parse_size(optarg, &o->minbytes)) goto bad; break;
         case 'e': if (parse_size(optarg, &o->maxbytes)) goto bad; break;
@@ -139,6 +142,7 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
         case 'a': o->async = true; break;
         case 'A': o->calibrate = true; break;
         case 'S': o->apart = true; break;
+        case 'P': o->plan = true; break;
         case 'c':
             if (parse_int(optarg, 0, &v) || v > 1) goto bad;
             o->check = v;
@@ -225,46 +229,53 @@ static double round_us(struct perf_ctx *c, const struct perf_coll *k,
  * that goes first changing every pair and every round: whatever else the
  * machine does then lands on both sides alike. The slowest rank's mean. */
 static void round_pair(struct perf_ctx *c, const struct perf_coll *k,
-                       int iters, int round, double *d_us, double *r_us)
+                       int iters, int round, double *d_us, double *r_us,
+                       double *p_us)
 {
-    double t[2] = {0, 0};
-    int (*side[2])(struct perf_ctx *) = {k->raw, c->o->calibrate ? k->raw
-                                                                  : k->dcoll};
+    double t[3] = {0, 0, 0};
+    int (*side[3])(struct perf_ctx *) = {k->raw, c->o->calibrate ? k->raw
+                                                                  : k->dcoll,
+                                         perf_plan_p};
+    /* -P: MPI's persistent request is a third side, where there is one. */
+    int nsides = p_us ? 3 : 2;
     if (c->o->apart) {
         /* Where the two run different algorithms, taking turns call by
          * call can charge one side's waiting to the other. */
-        for (int j = 0; j < 2; j++) {
-            int s = (j + round) % 2;
+        for (int j = 0; j < nsides; j++) {
+            int s = (j + round) % nsides;
             MPI_Barrier(c->comm);
             if (side[s](c))
                 die("warm-up of", k->name);
             double t0 = now();
             for (int i = 0; i < iters; i++)
                 if (side[s](c))
-                    die(s ? "dcoll" : "raw MPI", k->name);
+                    die(s == 1 ? "dcoll" : "raw MPI", k->name);
             t[s] = now() - t0;
         }
         goto done;
     }
     MPI_Barrier(c->comm);
     /* Untimed: the first calls after a barrier pay for its exit skew. */
-    if (k->raw(c) || k->dcoll(c))
-        die("warm-up of", k->name);
+    for (int s = 0; s < nsides; s++)
+        if (side[s](c))
+            die("warm-up of", k->name);
     for (int i = 0; i < iters; i++) {
-        for (int j = 0; j < 2; j++) {
-            bool dcoll = (i + j + round) % 2 == 0;
+        for (int j = 0; j < nsides; j++) {
+            int s = (i + j + round) % nsides;
             double t0 = now();
-            if ((dcoll && !c->o->calibrate ? k->dcoll : k->raw)(c))
-                die(dcoll ? "dcoll" : "raw MPI", k->name);
-            t[dcoll] += now() - t0;
+            if (side[s](c))
+                die(s == 1 ? "dcoll" : "raw MPI", k->name);
+            t[s] += now() - t0;
         }
     }
 done:
-    t[0] = t[0] * 1e6 / iters;
-    t[1] = t[1] * 1e6 / iters;
-    MPI_Allreduce(MPI_IN_PLACE, t, 2, MPI_DOUBLE, MPI_MAX, c->comm);
+    for (int s = 0; s < 3; s++)
+        t[s] = t[s] * 1e6 / iters;
+    MPI_Allreduce(MPI_IN_PLACE, t, 3, MPI_DOUBLE, MPI_MAX, c->comm);
     *r_us = t[0];
     *d_us = t[1];
+    if (p_us)
+        *p_us = t[2];
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -347,7 +358,21 @@ static void run_size(struct perf_ctx *c, const struct perf_coll *k,
     const struct perf_opts *o = c->o;
     size_t size = setup(c, k, want, send, recv);
     int iters = iters_for(o, k, size);
-    double t_d[64], t_r[64], t_s[64], q[64], add[64];
+    double t_d[64], t_r[64], t_s[64], q[64], add[64], t_p[64], qp[64],
+        qb[64];
+    /* -P: dcoll's side is the plan's start. */
+    struct perf_coll kp;
+    bool pers = false;
+    if (o->plan) {
+        int rc = perf_plan_make(c, k);
+        if (rc)
+            die(rc < 0 ? "(no plan form) -P with" : "making the plans of",
+                k->name);
+        kp = *k;
+        kp.dcoll = perf_plan_d;
+        k = &kp;
+        pers = perf_plan_raw();
+    }
 
     row->wrong = o->check ? perf_check(c, k) : -1;
     if (row->wrong == -2)
@@ -356,8 +381,10 @@ static void run_size(struct perf_ctx *c, const struct perf_coll *k,
         if (k->raw(c) || k->dcoll(c))
             die("warm-up of", k->name);
     for (int r = 0; r < o->rounds; r++) {
-        round_pair(c, k, iters, r, &t_d[r], &t_r[r]);
+        round_pair(c, k, iters, r, &t_d[r], &t_r[r], pers ? &t_p[r] : NULL);
         q[r] = t_r[r] / t_d[r];
+        qp[r] = pers ? t_p[r] / t_d[r] : 0;
+        qb[r] = (pers && t_p[r] < t_r[r] ? t_p[r] : t_r[r]) / t_d[r];
         add[r] = t_d[r] - t_r[r];
         t_s[r] = k->separate ? round_us(c, k, k->separate, iters,
                                         "separate calls of") : 0;
@@ -380,6 +407,11 @@ static void run_size(struct perf_ctx *c, const struct perf_coll *k,
      * median of the rounds' ratios is steadier than a ratio of medians. */
     row->ratio = median(q, o->rounds);
     row->added_us = median(add, o->rounds);
+    row->pers_us = pers ? median(t_p, o->rounds) : 0;
+    row->pers_ratio = pers ? median(qp, o->rounds) : 0;
+    row->best_ratio = median(qb, o->rounds);
+    if (o->plan)
+        perf_plan_free();
     row->ntensors = k->coalesced ? c->ntensors : 0;
 }
 
@@ -538,6 +570,11 @@ int main(int argc, char **argv)
                 k = &gpu_k;
             }
 #endif
+            if (o.plan && !perf_plan_has(k)) {
+                if (c.rank == 0)
+                    printf("# %s: no plan form (-P)\n", k->name);
+                continue;
+            }
             if (c.rank == 0)
                 perf_header(&o, k, c.size, gname);
             double s = (double)o.minbytes;
@@ -547,7 +584,7 @@ int main(int argc, char **argv)
                 run_size(&c, k, barrier ? 0 : (size_t)s, send, recv,
                          &rows[nrows]);
                 if (c.rank == 0)
-                    perf_print(&rows[nrows], k->coalesced);
+                    perf_print(&rows[nrows], k->coalesced, o.plan);
                 fflush(stdout);
                 nrows++;
             }

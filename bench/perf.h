@@ -27,6 +27,8 @@ struct perf_opts {
     int nmembers;
     const char *out;        /* -o: .json or .csv */
     bool cuda;              /* -m cuda: GPU buffers */
+    bool plan;              /* -P: plans, against MPI's blocking and
+                               persistent calls */
 };
 
 /* Everything one measurement needs. */
@@ -90,6 +92,16 @@ void perf_cuda_copy(void *dst, const void *src, size_t bytes);
 bool perf_cuda_takes(const struct perf_ctx *c, const struct perf_coll *k);
 int perf_cuda_raw(struct perf_ctx *c, const struct perf_coll *k);
 
+/* plans.c (-P): make k's plan and MPI's persistent request for c's
+ * current size (-1: k has no plan form, 1: failed); start the plan (as
+ * dcoll's side) or MPI's request; whether MPI's side exists here. */
+bool perf_plan_has(const struct perf_coll *k);
+int perf_plan_make(struct perf_ctx *c, const struct perf_coll *k);
+void perf_plan_free(void);
+int perf_plan_d(struct perf_ctx *c);
+int perf_plan_p(struct perf_ctx *c);
+bool perf_plan_raw(void);
+
 /* One row of results. */
 struct perf_row {
     const char *coll;
@@ -102,13 +114,15 @@ struct perf_row {
     double raw_us, raw_algbw, raw_busbw, ratio;
     double added_us;                /* median of the rounds' dcoll - raw */
     double sep_us;                  /* coalesced: separate calls; else 0 */
+    double pers_us, pers_ratio;     /* -P: MPI's persistent call; 0: none */
+    double best_ratio;              /* -P: the faster raw call / dcoll */
     int ntensors;
 };
 
 /* report.c */
 void perf_header(const struct perf_opts *o, const struct perf_coll *k,
                  int n, const char *group);
-void perf_print(const struct perf_row *r, bool coalesced);
+void perf_print(const struct perf_row *r, bool coalesced, bool plan);
 int perf_write(const char *path, const struct perf_row *rows, int nrows,
                int nranks);
 

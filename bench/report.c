@@ -38,6 +38,19 @@ void perf_header(const struct perf_opts *o, const struct perf_coll *k, int n,
                ? " (raw: float32 of the same bytes, MPI has no 16-bit float)"
                : "",
            o->rounds);
+    if (o->plan) {
+        printf("# -P: plan = dcoll's plan started%s; raw = MPI's %s call; "
+               "pers = MPI's persistent request, MPI_Start + MPI_Wait "
+               "(blank: none here); ratios raw/plan, pers/plan, and the "
+               "faster of the two / plan\n",
+               o->async ? " with a work + waited" : "",
+               o->async ? "nonblocking" : "blocking");
+        printf("# %10s %12s %8s %6s %5s %10s %7s %10s %10s %7s %7s %7s\n",
+               "size(B)", "count", "type", "redop", "root", "plan(us)",
+               "#wrong", "raw(us)", "pers(us)", "r_raw", "r_pers",
+               "r_best");
+        return;
+    }
     if (k->coalesced) {
         printf("# %d tensors; raw = packed by hand into one buffer, one MPI "
                "call, unpacked; separate = one dcoll call per tensor\n",
@@ -72,11 +85,24 @@ static const char *us_text(char *buf, size_t len, double us)
     return buf;
 }
 
-void perf_print(const struct perf_row *r, bool coalesced)
+void perf_print(const struct perf_row *r, bool coalesced, bool plan)
 {
     char t1[32], t2[32], t3[32];
     char w[24];
     wrong_text(w, sizeof(w), r->wrong);
+    if (plan) {
+        char rp[16] = "-";
+        if (r->pers_us > 0)
+            snprintf(rp, sizeof(rp), "%.3f", r->pers_ratio);
+        printf("  %10zu %12lld %8s %6s %5d %10s %7s %10s %10s %7.3f %7s "
+               "%7.3f\n",
+               r->size, (long long)r->count, r->type, r->op, r->root,
+               us_text(t1, sizeof(t1), r->us), w,
+               us_text(t2, sizeof(t2), r->raw_us),
+               r->pers_us > 0 ? us_text(t3, sizeof(t3), r->pers_us) : "-",
+               r->ratio, rp, r->best_ratio);
+        return;
+    }
     if (coalesced) {
         printf("  %10zu %12lld %8s %6s %10s %8.3f %8.3f %7s %10s %8.3f "
                "%7.3f %10s %7.2f\n",
@@ -118,7 +144,7 @@ int perf_write(const char *path, const struct perf_row *rows, int nrows,
     if (!json)
         fprintf(f, "coll,ranks,size,count,type,op,root,time_us,algbw,busbw,"
                 "wrong,raw_time_us,raw_algbw,raw_busbw,ratio,ntensors,"
-                "separate_us,added_us\n");
+                "separate_us,added_us,pers_time_us,pers_ratio,best_ratio\n");
     else
         fprintf(f, "[\n");
     for (int i = 0; i < nrows; i++) {
@@ -130,19 +156,22 @@ int perf_write(const char *path, const struct perf_row *rows, int nrows,
                     "\"busbw\": %.6f, \"wrong\": %ld, \"raw_time_us\": %.3f, "
                     "\"raw_algbw\": %.6f, \"raw_busbw\": %.6f, "
                     "\"ratio\": %.6f, \"ntensors\": %d, "
-                    "\"separate_us\": %.3f, \"added_us\": %.3f}%s\n",
+                    "\"separate_us\": %.3f, \"added_us\": %.3f, "
+                    "\"pers_time_us\": %.3f, \"pers_ratio\": %.6f, "
+                    "\"best_ratio\": %.6f}%s\n",
                     r->coll, nranks, r->size, (long long)r->count, r->type,
                     r->op, r->root, r->us, r->algbw, r->busbw, r->wrong,
                     r->raw_us, r->raw_algbw, r->raw_busbw, r->ratio,
-                    r->ntensors, r->sep_us, r->added_us,
-                    i + 1 < nrows ? "," : "");
+                    r->ntensors, r->sep_us, r->added_us, r->pers_us,
+                    r->pers_ratio, r->best_ratio, i + 1 < nrows ? "," : "");
         else
             fprintf(f, "%s,%d,%zu,%lld,%s,%s,%d,%.3f,%.6f,%.6f,%ld,%.3f,"
-                    "%.6f,%.6f,%.6f,%d,%.3f,%.3f\n",
+                    "%.6f,%.6f,%.6f,%d,%.3f,%.3f,%.3f,%.6f,%.6f\n",
                     r->coll, nranks, r->size, (long long)r->count, r->type,
                     r->op, r->root, r->us, r->algbw, r->busbw, r->wrong,
                     r->raw_us, r->raw_algbw, r->raw_busbw, r->ratio,
-                    r->ntensors, r->sep_us, r->added_us);
+                    r->ntensors, r->sep_us, r->added_us, r->pers_us,
+                    r->pers_ratio, r->best_ratio);
     }
     if (json)
         fprintf(f, "]\n");

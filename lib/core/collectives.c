@@ -204,16 +204,17 @@ dcoll_status_t dcoll_coll_refuse(dcoll_group_t *group,
     return refuse(g, &c, st);
 }
 
-/* The checks of a call that need no other rank: c on g (resolved),
- * with root as the caller gave it. *member is false on a NON-MEMBER
- * handle, which has nothing more to check. blocking: a call that must
- * finish before it returns (a plan's starts are checked for it later).
- * Inlined with coll_run, so that k is a constant there. */
+/* The checks of a call that need no other rank: c (of kind k) on g
+ * (resolved), with root as the caller gave it. *member is false on a
+ * NON-MEMBER handle, which has nothing more to check. blocking: a call
+ * that must finish before it returns (a plan's starts are checked for it
+ * later). Inlined with coll_run, which takes k before any call: once c's
+ * address has gone to a function, c->kind is read again after each. */
 static inline __attribute__((always_inline)) dcoll_status_t
-coll_check(struct dcoll_group *g, struct dcoll_coll *c, int root,
-           bool blocking, const char *fn, bool *member)
+coll_check(const struct dcoll_kind_info *k, struct dcoll_group *g,
+           struct dcoll_coll *c, int root, bool blocking, const char *fn,
+           bool *member)
 {
-    const struct dcoll_kind_info *k = &kinds[c->kind];
     dcoll_status_t st;
     *member = true;
     /* One test on the common path: only opts with more than a stream
@@ -307,7 +308,8 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
         *work = NULL;
     if (DCOLL_UNLIKELY((st = dcoll_group_resolve(group, &g, fn))))
         return st;
-    if (DCOLL_UNLIKELY((st = coll_check(g, c, root, !work, fn, &member))))
+    if (DCOLL_UNLIKELY((st = coll_check(k, g, c, root, !work, fn,
+                                        &member))))
         REFUSE(st);
     if (DCOLL_UNLIKELY(!member))
         return work ? noop_work(g, fn, work) : DCOLL_SUCCESS;
@@ -388,7 +390,7 @@ dcoll_status_t dcoll_coll_plan_check(dcoll_group_t *group,
         *g = NULL;
         return st;
     }
-    return coll_check(*g, c, root, false, fn, member);
+    return coll_check(&kinds[c->kind], *g, c, root, false, fn, member);
 }
 
 #define COLL(...) struct dcoll_coll c = {__VA_ARGS__}
