@@ -1,5 +1,6 @@
 /* The public questions about GPUs and backends, answered from what the
  * GPU layer's loader found. */
+#include <stdio.h>
 #include <strings.h>
 #include "core.h"
 #include "gpu.h"
@@ -28,8 +29,13 @@ dcoll_status_t dcoll_backend_status(const char *name, int *available,
                            !name ? "name" : "available");
     if (strcasecmp(name, "mpi") == 0) {
         *available = 1;
+        /* What a plan's starts call depends on the MPI (and on
+         * DCOLL_PLAN_CALLS), which the status says. */
+        static char why[400];
+        snprintf(why, sizeof(why), "MPI: host buffers; plans start %s",
+                 dcoll_mpi_plan_rule());
         if (text)
-            *text = "MPI: host buffers";
+            *text = why;
         return DCOLL_SUCCESS;
     }
     if (strcasecmp(name, "nccl") == 0) {
