@@ -704,7 +704,143 @@ struct mpi_plan {
     struct mpi_work w;   /* its requests, counts, type and after-step */
     bool blocking;       /* a blocking start uses the requests */
     bool async;          /* an async start does */
+    /* Else a blocking start makes MPI's blocking call from these, found
+     * once (direct), or takes the general path (mpi_coll). */
+    bool direct;
+    enum dcoll_coll_kind kind;
+    const void *in;
+    void *out;
+    int n, root, tag;
+    MPI_Datatype t;
+    MPI_Op op;
+    MPI_Comm comm;
+    int *v;              /* vector kinds: counts and displacements */
 };
+
+/* n counts and displacements (packed where displs is NULL) as ints. */
+static void ints(const int64_t *counts, const int64_t *displs, int n,
+                 int *cnt, int *dsp)
+{
+    int64_t at = 0;
+    for (int i = 0; i < n; i++) {
+        cnt[i] = (int)counts[i];
+        dsp[i] = (int)(displs ? displs[i] : at);
+        at += counts[i];
+    }
+}
+
+/* Whether a blocking start of c can be MPI's blocking call as it is,
+ * every time, and its arguments if so: no chunks, no after-step, none of
+ * MPICH's own ways (mpi_layer's reduce_call, all_gatherv's copy). */
+static bool direct_make(struct mpi_plan *p, const struct dcoll_group *g,
+                        const struct dcoll_coll *c)
+{
+    bool vec = dcoll_kind_has(c->kind, DCOLL_KF_VEC);
+    if (c->count > INT_MAX || has_after(c))
+        return false;
+#ifdef MPICH
+    if ((c->kind == DCOLL_COLL_REDUCE && c->in_place && c->root != 0) ||
+        (c->kind == DCOLL_COLL_ALL_GATHERV && !c->in_place && c->displs))
+        return false;
+#endif
+    int n = g->size, me = g->rank;
+    p->kind = c->kind;
+    p->in = c->in_place ? MPI_IN_PLACE : c->sendbuf;
+    p->out = c->recvbuf;
+    p->n = (int)c->count;
+    p->t = dcoll_mpi_dtype[c->dtype];
+    p->op = dcoll_kind_has(c->kind, DCOLL_KF_OP)
+                ? dcoll_mpi_op(c->dtype, c->op) : MPI_OP_NULL;
+    p->root = c->root == DCOLL_ANY_SOURCE ? MPI_ANY_SOURCE : c->root;
+    p->tag = c->tag;
+    p->comm = dcoll_mpi_comm_of(g);
+    switch (c->kind) {
+    case DCOLL_COLL_REDUCE:
+        if (me != c->root) {
+            p->in = c->sendbuf;
+            p->out = NULL;
+        }
+        break;
+    case DCOLL_COLL_SCATTER:
+    case DCOLL_COLL_SCATTERV:
+        /* MPI's in-place scatter marks the receive side. */
+        p->in = c->sendbuf;
+        if (c->in_place)
+            p->out = MPI_IN_PLACE;
+        break;
+    case DCOLL_COLL_SEND:
+        p->in = c->sendbuf;
+        break;
+    default:
+        break;
+    }
+    if (vec) {
+        p->v = malloc(sizeof(int) * 4 * (size_t)n);
+        if (!p->v)
+            return false;
+        if (c->counts)
+            ints(c->counts, c->displs, n, p->v, p->v + n);
+        if (c->kind == DCOLL_COLL_ALL_TO_ALLV) {
+            ints(c->counts2, c->displs2, n, p->v + 2 * n, p->v + 3 * n);
+            if (c->in_place)
+                memcpy(p->v, p->v + 2 * n, sizeof(int) * 2 * (size_t)n);
+        }
+    }
+    return true;
+}
+
+/* A blocking start from direct_make's arguments: MPI's own call. */
+static int direct_call(const struct mpi_plan *p, int me)
+{
+    const void *s = p->in;
+    void *r = p->out;
+    int n = p->n, *v = p->v, size = 0;
+    MPI_Datatype t = p->t;
+    MPI_Comm m = p->comm;
+    switch (p->kind) {
+    case DCOLL_COLL_ALL_REDUCE:
+        return MPI_Allreduce(s, r, n, t, p->op, m);
+    case DCOLL_COLL_REDUCE:
+        return MPI_Reduce(s, r, n, t, p->op, p->root, m);
+    case DCOLL_COLL_BROADCAST:
+        return MPI_Bcast(r, n, t, p->root, m);
+    case DCOLL_COLL_ALL_GATHER:
+        return MPI_Allgather(s, n, t, r, n, t, m);
+    case DCOLL_COLL_GATHER:
+        return MPI_Gather(s, n, t, r, n, t, p->root, m);
+    case DCOLL_COLL_SCATTER:
+        return MPI_Scatter(s, n, t, r, n, t, p->root, m);
+    case DCOLL_COLL_REDUCE_SCATTER:
+        return MPI_Reduce_scatter_block(s, r, n, t, p->op, m);
+    case DCOLL_COLL_ALL_TO_ALL:
+        return MPI_Alltoall(s, n, t, r, n, t, m);
+    case DCOLL_COLL_BARRIER:
+        return MPI_Barrier(m);
+    case DCOLL_COLL_SEND:
+        return MPI_Send(s, n, t, p->root, p->tag, m);
+    case DCOLL_COLL_RECV:
+        return MPI_Recv(r, n, t, p->root, p->tag, m, MPI_STATUS_IGNORE);
+    default:
+        break;
+    }
+    MPI_Comm_size(m, &size);
+    switch (p->kind) {
+    case DCOLL_COLL_ALL_GATHERV:
+        return MPI_Allgatherv(s, n, t, r, v, v + size, t, m);
+    case DCOLL_COLL_GATHERV:
+        return MPI_Gatherv(s, n, t, r, me == p->root ? v : NULL,
+                           me == p->root ? v + size : NULL, t, p->root, m);
+    case DCOLL_COLL_SCATTERV:
+        return MPI_Scatterv(s, me == p->root ? v : NULL,
+                            me == p->root ? v + size : NULL, t, r, n, t,
+                            p->root, m);
+    case DCOLL_COLL_ALL_TO_ALLV:
+        return MPI_Alltoallv(s, v, v + size, t, r, v + 2 * size,
+                             v + 3 * size, t, m);
+    default: /* DCOLL_COLL_REDUCE_SCATTERV */
+        return MPI_Reduce_scatter(s, r, v, t, p->op, m);
+    }
+}
 
 #if DCOLL_MPI_PCOLL == 1
 /* Per kind, the smallest message (bytes per rank) from which MPICH's
@@ -791,6 +927,7 @@ static void mpi_plan_free(void *state)
     struct mpi_plan *p = state;
     if (!p)
         return;
+    free(p->v);
     for (int i = 0; i < p->w.nreq; i++)
         if (p->w.reqs[i] != MPI_REQUEST_NULL)
             MPI_Request_free(&p->w.reqs[i]);
@@ -807,25 +944,36 @@ static dcoll_status_t mpi_plan_make(struct dcoll_group *g,
 {
     *state = NULL;
     bool blocking = persists(g, c, true), async = persists(g, c, false);
-    /* Nothing to move, as MPI's blocking calls say too. */
-    if ((!blocking && !async) ||
-        (c->count == 0 && c->kind != DCOLL_COLL_BARRIER &&
-         !dcoll_kind_has(c->kind, DCOLL_KF_VEC) &&
-         c->kind != DCOLL_COLL_SEND && c->kind != DCOLL_COLL_RECV))
+    /* Nothing to move: the general path returns at once, as MPI's
+     * blocking calls do. */
+    if (c->count == 0 && c->kind != DCOLL_COLL_BARRIER &&
+        !dcoll_kind_has(c->kind, DCOLL_KF_VEC) &&
+        c->kind != DCOLL_COLL_SEND && c->kind != DCOLL_COLL_RECV)
         return DCOLL_SUCCESS;
     struct mpi_plan *p = calloc(1, sizeof(*p));
+    if (!p)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for a plan",
+                           c->fn);
+    p->w.type = MPI_DATATYPE_NULL;
+    if (!blocking && !async) {
+        p->direct = direct_make(p, g, c);
+        if (p->direct) {
+            *state = p;
+            return DCOLL_SUCCESS;
+        }
+        mpi_plan_free(p);
+        return DCOLL_SUCCESS;
+    }
     int nreq = requests_needed(g, c);
-    if (p)
-        p->w.reqs = nreq == 1 ? &p->w.one
-                              : malloc(sizeof(MPI_Request) * (size_t)nreq);
-    if (!p || !p->w.reqs) {
+    p->w.reqs = nreq == 1 ? &p->w.one
+                          : malloc(sizeof(MPI_Request) * (size_t)nreq);
+    if (!p->w.reqs) {
         free(p);
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for a plan's "
                            "%d request(s)", c->fn, nreq);
     }
     for (int i = 0; i < nreq; i++)
         p->w.reqs[i] = MPI_REQUEST_NULL;
-    p->w.type = MPI_DATATYPE_NULL;
     p->w.nreq = nreq;
     struct post pp = {&p->w, 0, true};
     const char *call = "MPI";
@@ -868,6 +1016,12 @@ static dcoll_status_t mpi_plan_start(struct dcoll_group *g,
                                      struct dcoll_outcome *out)
 {
     struct mpi_plan *p = state;
+    if (!work && p->direct && !(g->timeout > 0 && g->recoverable)) {
+        int rc = direct_call(p, g->rank);
+        return DCOLL_LIKELY(rc == MPI_SUCCESS)
+                   ? DCOLL_SUCCESS
+                   : dcoll_mpi_error(rc, "MPI (a plan's blocking call)");
+    }
     if (!(work ? p->async : p->blocking))
         return mpi_coll(g, c, work, out);
     struct mpi_work *w = &p->w;
