@@ -1,0 +1,119 @@
+! Plans from Fortran: a time-step loop whose halo (send and recv plans,
+! finished by wait_all), residual (an all_reduce plan) and diagnostics
+! (a gatherv plan, a broadcast plan, a barrier plan) are planned once and
+! started each step, with ASYNCHRONOUS buffers; a plan refused on one rank
+! fails on every rank; a plan can only be freed once its group is gone.
+program test_fortran_plan
+    use dcoll
+    use fcheck
+    implicit none
+    integer, parameter :: n = 16, steps = 5
+    real(8), asynchronous :: u(0:n + 1), edge_l(1), edge_r(1)
+    real(8), asynchronous :: ghost_l(1), ghost_r(1), res, total, all(64)
+    integer(8), asynchronous :: step_no
+    integer :: size, rank, left, right, step, i, k
+    integer :: counts(64), everyone(64)
+    type(dcoll_plan) :: halo(4), sum_p, gat_p, bc_p, bar_p, bad
+    type(dcoll_work) :: w(4)
+    type(dcoll_group) :: g
+    real(8) :: want
+
+    call ok(dcoll_init(), 'init')
+    call ok(dcoll_group_size(DCOLL_WORLD, size), 'size')
+    call ok(dcoll_group_rank(DCOLL_WORLD, rank), 'rank')
+    me = rank
+    left = mod(rank + size - 1, size)
+    right = mod(rank + 1, size)
+    counts = 1
+
+    ! Planned once.
+    call ok(dcoll_recv_plan(DCOLL_WORLD, ghost_l, 1, DCOLL_FLOAT64, left, &
+                            1, plan=halo(1)), 'recv plan (left)')
+    call ok(dcoll_recv_plan(DCOLL_WORLD, ghost_r, 1, DCOLL_FLOAT64, right, &
+                            2, plan=halo(2)), 'recv plan (right)')
+    call ok(dcoll_send_plan(DCOLL_WORLD, edge_r, 1, DCOLL_FLOAT64, right, &
+                            1, plan=halo(3)), 'send plan (right)')
+    call ok(dcoll_send_plan(DCOLL_WORLD, edge_l, 1, DCOLL_FLOAT64, left, &
+                            2, plan=halo(4)), 'send plan (left)')
+    call ok(dcoll_all_reduce_plan(DCOLL_WORLD, res, total, 1, &
+                                  DCOLL_FLOAT64, DCOLL_SUM, plan=sum_p), &
+            'all_reduce plan')
+    call ok(dcoll_gatherv_plan(DCOLL_WORLD, res, 1, all, counts(1:size), &
+                               DCOLL_FLOAT64, 0, plan=gat_p), 'gatherv plan')
+    call ok(dcoll_broadcast_plan(DCOLL_WORLD, step_no, 1_8, DCOLL_INT64, 0, &
+                                 plan=bc_p), 'broadcast plan')
+    call ok(dcoll_barrier_plan(DCOLL_WORLD, plan=bar_p), 'barrier plan')
+
+    do step = 1, steps
+        u = rank * 100 + step
+        edge_l(1) = u(1)
+        edge_r(1) = u(n)
+        do k = 1, 4
+            call ok(dcoll_plan_start(halo(k), w(k)), 'halo start')
+        end do
+        call ok(dcoll_work_wait_all(w), 'halo wait_all')
+        call expect(ghost_l(1) == left * 100 + step, 'ghost from the left')
+        call expect(ghost_r(1) == right * 100 + step, 'ghost from the right')
+        res = u(1) + ghost_l(1)
+        call ok(dcoll_plan_start(sum_p), 'residual start')
+        want = 0
+        do i = 0, size - 1
+            want = want + (i * 100 + step) + (mod(i + size - 1, size) * 100 &
+                   + step)
+        end do
+        call expect(total == want, 'residual sum')
+        all = -1
+        call ok(dcoll_plan_start(gat_p), 'diagnostics start')
+        if (rank == 0) then
+            do i = 0, size - 1
+                call expect(all(i + 1) == (i * 100 + step) + &
+                            (mod(i + size - 1, size) * 100 + step), &
+                            'gathered residual')
+            end do
+        end if
+        step_no = merge(int(step, 8), -1_8, rank == 0)
+        call ok(dcoll_plan_start(bc_p, w(1)), 'broadcast start')
+        call ok(dcoll_work_wait(w(1)), 'broadcast wait')
+        call expect(step_no == step, 'step number broadcast')
+        call ok(dcoll_plan_start(bar_p), 'barrier start')
+    end do
+
+    ! Started twice, freed while running.
+    call ok(dcoll_plan_start(sum_p, w(1)), 'start with a work')
+    call refused(dcoll_plan_start(sum_p, w(2)), DCOLL_ERR_INVALID_STATE, &
+                 'still running', 'second start')
+    call refused(dcoll_plan_free(sum_p), DCOLL_ERR_INVALID_STATE, &
+                 'still running', 'free while running')
+    call ok(dcoll_work_wait(w(1)), 'wait')
+    do k = 1, 4
+        call ok(dcoll_plan_free(halo(k)), 'free halo plan')
+    end do
+    call ok(dcoll_plan_free(sum_p), 'free')
+    call ok(dcoll_plan_free(gat_p), 'free')
+    call ok(dcoll_plan_free(bc_p), 'free')
+    call ok(dcoll_plan_free(bar_p), 'free')
+
+    ! One rank's bad count fails the plan everywhere.
+    k = merge(-1, 1, rank == size - 1)
+    call expect(dcoll_all_reduce_plan(DCOLL_WORLD, res, total, k, &
+                DCOLL_FLOAT64, DCOLL_SUM, plan=bad) == &
+                DCOLL_ERR_INVALID_ARGUMENT, 'one rank refused: every rank fails')
+
+    ! A plan outlives its group only to be freed.
+    everyone = [(i, i = 0, 63)]
+    call ok(dcoll_new_group(g, everyone(1:size)), 'new_group')
+    call ok(dcoll_all_reduce_plan(g, res, total, 1, DCOLL_FLOAT64, &
+                                  DCOLL_SUM, plan=sum_p), 'plan on a group')
+    call ok(dcoll_group_destroy(g), 'destroy')
+    call refused(dcoll_plan_start(sum_p), DCOLL_ERR_INVALID_STATE, &
+                 'destroyed', 'start after destroy')
+    call ok(dcoll_plan_free(sum_p), 'free after destroy')
+
+    call ok(dcoll_finalize(), 'finalize')
+    if (failures /= 0) then
+        write (0, '(a,i0,a,i0)') '[rank ', me, '] fortran-plan failures: ', &
+            failures
+        error stop 1
+    end if
+    if (rank == 0) write (*, '(a)') 'fortran-plan: ok on rank 0'
+end program
