@@ -38,12 +38,25 @@ int main(void)
     dcoll_status_t st = dcoll_work_wait(work);       /* errors come out here */
     dcoll_work_free(&work);
 
+    /* A plan: a call made every time step is checked and set up once,
+     * then started again on what its buffers hold (API 1.8). */
+    dcoll_plan_t *plan;
+    double mine, sum = 0;
+    dcoll_all_reduce_plan(NULL, &mine, &sum, 1, DCOLL_FLOAT64, DCOLL_SUM,
+                          NULL, &plan);
+    for (int step = 0; step < 3; step++) {
+        mine = rank + step;
+        dcoll_plan_start(plan, NULL);                /* sum = sum of mine */
+    }
+    dcoll_plan_free(&plan);
+
     double n_total = 1000.0 * size;
     double want = 2 * n_total * (n_total - 1) / 2;
+    double want_sum = size * (size - 1) / 2.0 + 2.0 * size;
     if (rank == 0)
-        printf("dot = %.0f (want %.0f), token = %g, %s\n", dot, want, token,
-               dcoll_status_string(st));
+        printf("dot = %.0f (want %.0f), token = %g, sum = %g (want %g), %s\n",
+               dot, want, token, sum, want_sum, dcoll_status_string(st));
     dcoll_group_destroy(&even);
     dcoll_finalize();
-    return dot == want ? 0 : 1;
+    return dot == want && sum == want_sum ? 0 : 1;
 }
