@@ -12,7 +12,8 @@
  *   blocking call is, and every rank makes its plans in the same order.
  *   The checks run here, once: a rank that refuses its arguments makes
  *   every rank's plan fail (DCOLL_ERR_INVALID_ARGUMENT; on the others,
- *   naming the rank), and the group stays usable. Under DCOLL_DEBUG=detail
+ *   naming the rank), and the group stays usable. The ranks meet as in a
+ *   call: a rank that never comes is reported at the group's timeout. Under DCOLL_DEBUG=detail
  *   the ranks also compare the plans once, here: a plan that differs
  *   between ranks fails on every rank, naming the ranks and what differs
  *   (DCOLL_ERR_MISMATCH); its starts then need no exchange. Send and recv

@@ -4,6 +4,7 @@
  * transport's own set-up (MPI's persistent requests). A start does only
  * what each call needs: its number, the recorder, the watchdog's marker
  * and the transport's start. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core.h"
@@ -115,6 +116,47 @@ static dcoll_status_t prepare(struct dcoll_plan *p, struct dcoll_group *g,
     return dcoll_route_plan(g, &p->c, &p->tl);
 }
 
+/* Every rank of g learns whether any refused its arguments for plan c
+ * (local: this rank's refusal, message set), over the group's control
+ * communicator and bounded by its timeout, as a call is: a rank that
+ * never comes is reported at the deadline, not waited for forever. */
+static dcoll_status_t agree(struct dcoll_group *g, struct dcoll_coll *c,
+                            dcoll_status_t local)
+{
+    char why[DCOLL_ERROR_MAX];
+    if (local)
+        snprintf(why, sizeof(why), "%s", dcoll_last_error());
+    int mine = local != DCOLL_SUCCESS, *all = calloc((size_t)g->size,
+                                                      sizeof(int));
+    if (!all)
+        return local ? local
+                     : dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for "
+                                   "the agreement of %d ranks", c->fn,
+                                   g->size);
+    struct dcoll_outcome out = {.source = -1};
+    c->start = dcoll_coarse_now();
+    dcoll_status_t st = g->svc->exchange(g, &mine, all, sizeof(int), c,
+                                         &out);
+    if (out.timed_out)
+        st = dcoll_fault_outcome(g, &out, c->fn, c->seq, c->kind,
+                                 DCOLL_FORM_PLAN);
+    int first = -1;
+    for (int r = 0; !st && r < g->size && first < 0; r++)
+        if (all[r])
+            first = r;
+    free(all);
+    if (local)
+        return dcoll_error(local, "%s", why);
+    if (st)
+        return st;
+    if (first >= 0)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: rank %d (world "
+                           "%d) refused its arguments (its message says "
+                           "why), so no plan was made on any rank", c->fn,
+                           first, g->ranks ? g->ranks[first] : first);
+    return DCOLL_SUCCESS;
+}
+
 dcoll_status_t dcoll_plan_make(dcoll_group_t *group, struct dcoll_coll *c,
                                int root, dcoll_status_t pre,
                                dcoll_plan_t **out)
@@ -159,7 +201,7 @@ dcoll_status_t dcoll_plan_make(dcoll_group_t *group, struct dcoll_coll *c,
      * fails it on all, and nothing is numbered or left behind. */
     bool collective = member && dcoll_kind_has(c->kind, DCOLL_KF_COUNTED);
     if (collective && !(g->diag->failed && local))
-        local = dcoll_group_agree_args(g, local, p->c.fn, "plan");
+        local = agree(g, &p->c, local);
     if (!local && collective && dcoll_debug) {
         p->c.start = dcoll_coarse_now();
         local = dcoll_fault_check_plan(g, &p->c);

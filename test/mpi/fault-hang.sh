@@ -35,7 +35,7 @@ else
 fi
 case $how in
     killed) alive=$last ;;   # ranks 0..last-1 survive
-    mixed) alive=$np ;;
+    mixed|planmixed) alive=$np ;;
     *) alive=$last ;;
 esac
 r=0
@@ -49,6 +49,14 @@ while [ "$r" -lt "$alive" ]; do
         mixed)
             echo "$lines" | grep -q "called it blocking and .* async" ||
                 bad "rank $r's report does not name the forms" ;;
+        planmixed)
+            echo "$lines" | grep -q "started a plan of it and the others called it directly" ||
+                bad "rank $r's report does not name the plan's start" ;;
+        plan)
+            echo "$lines" | grep -q "persistent start" ||
+                bad "rank $r's report does not name a persistent start"
+            echo "$lines" | grep -q "rank $last (world $last) did not arrive\|ranks .*$last.* did not arrive" ||
+                bad "rank $r's report does not name rank $last" ;;
         refused)
             echo "$lines" | grep -q "rank $last (world $last) refused all_reduce #[0-9]*: count -1 is negative" ||
                 bad "rank $r's report does not name rank $last's refusal" ;;

@@ -15,7 +15,8 @@
  *                            the same in N processes from dcoll_spawn
  * Those modes use groups whose timeouts return (on_timeout RETURN); the
  * default ends the job, which fault-hang.sh checks from outside:
- *   test_fault hang absent|busy|killed|mixed|nothreads|refused
+ *   test_fault hang absent|busy|killed|mixed|nothreads|refused|plan|
+ *                   planmixed
  *                            at default settings, a group with a 2-s
  *                            timeout and a blocking all_reduce that never
  *                            completes: the last rank sleeps outside
@@ -23,8 +24,12 @@
  *                            world (busy) or dies (killed; mpirun with
  *                            recovery on); in mixed, odd ranks call it
  *                            async; nothreads starts MPI without
- *                            MPI_THREAD_MULTIPLE. Every rank prints when
- *                            it calls; the job must end with the report. */
+ *                            MPI_THREAD_MULTIPLE; in plan the others
+ *                            start a plan of it (the last is absent), in
+ *                            planmixed even ranks do and odd ranks call
+ *                            it (run with DCOLL_PLAN_CALLS=persistent).
+ *                            Every rank prints when it calls; the job
+ *                            must end with the report. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -469,12 +474,20 @@ static int hang(const char *how, const char *url)
         CHECK(dcoll_all_reduce(g, x, x, -1, DCOLL_INT32, DCOLL_SUM, NULL,
                                NULL) == DCOLL_ERR_INVALID_ARGUMENT,
               "count -1 refused");
-    if (last && strcmp(how, "mixed")) {
+    bool mixed = !strcmp(how, "mixed") || !strcmp(how, "planmixed");
+    /* Plans are made by every rank there (it is collective). */
+    dcoll_plan_t *plan = NULL;
+    if (!strcmp(how, "planmixed") || !strcmp(how, "plan"))
+        CHECK(dcoll_all_reduce_plan(g, x, x, BIG, DCOLL_INT32, DCOLL_SUM,
+                                    NULL, &plan) == DCOLL_SUCCESS, "plan");
+    if (last && !mixed) {
         sleep(60);
         return 1;
     }
     dcoll_status_t st;
-    if (!strcmp(how, "mixed") && r % 2) {
+    if (plan && (!mixed || r % 2 == 0)) {
+        st = dcoll_plan_start(plan, NULL);
+    } else if (!strcmp(how, "mixed") && r % 2) {
         dcoll_work_t *w = NULL;
         st = dcoll_all_reduce(g, x, x, BIG, DCOLL_INT32, DCOLL_SUM, NULL, &w);
         if (!st)

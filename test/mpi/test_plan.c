@@ -332,9 +332,14 @@ static void refusals(void)
         CHECK(strstr(dcoll_last_error(), "count -3 is negative"),
               "the refusing rank says why: %s", dcoll_last_error());
     else
-        CHECK(strstr(dcoll_last_error(), "another rank refused"),
-              "the others say another rank refused: %s",
+    {
+        char want[64];
+        snprintf(want, sizeof(want), "rank %d (world %d) refused", size - 1,
+                 size - 1);
+        CHECK(strstr(dcoll_last_error(), want),
+              "the others name the rank that refused: %s",
               dcoll_last_error());
+    }
     /* The world is still usable: nothing ran, nothing was numbered. */
     CHECK_OK(dcoll_all_reduce(NULL, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM, NULL,
                               NULL));
