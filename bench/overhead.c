@@ -77,14 +77,20 @@ static int mpi_iallreduce(void)
 
 PAIR(all_reduce_async, dcoll_iallreduce(), mpi_iallreduce())
 
-/* Plans: a start against the MPI call it makes, MPICH's persistent
- * request (MPI_Start + MPI_Wait) or Open MPI's blocking call (async: its
- * nonblocking call + MPI_Wait), as DCOLL_PLAN_CALLS=auto picks. */
+/* Plans: a start against the MPI call it makes, as DCOLL_PLAN_CALLS=auto
+ * picks: MPICH's persistent request (MPI_Start + MPI_Wait); Open MPI's
+ * blocking call, and for an async start its persistent request. */
+#if MPI_VERSION < 4 && defined(OPEN_MPI)
+#include <mpi-ext.h>
+#endif
 static dcoll_plan_t *p_ar, *p_agv, *p_bar;
 static int64_t v64[1] = {2}, d64[1] = {0};
 static int vi[1] = {2}, di[1] = {0};
 #if MPI_VERSION >= 4
 static MPI_Request q_ar, q_agv, q_bar;
+#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
+#define OMPI_PCOLL 1
+static MPI_Request q_ar;
 #endif
 
 static int started(MPI_Request *q)
@@ -107,7 +113,11 @@ static dcoll_status_t plan_async(dcoll_plan_t *p)
 #define RAW_BAR started(&q_bar)
 #else
 #define RAW_AR MPI_Allreduce(s, r, 2, MPI_FLOAT, MPI_SUM, comm)
+#ifdef OMPI_PCOLL
+#define RAW_AR_ASYNC started(&q_ar)
+#else
 #define RAW_AR_ASYNC mpi_iallreduce()
+#endif
 #define RAW_AGV MPI_Allgatherv(s, 2, MPI_FLOAT, r, vi, di, MPI_FLOAT, comm)
 #define RAW_BAR MPI_Barrier(comm)
 #endif
@@ -146,6 +156,10 @@ int main(int argc, char **argv)
                         MPI_INFO_NULL, &q_agv);
     MPI_Barrier_init(comm, MPI_INFO_NULL, &q_bar);
 #else
+#ifdef OMPI_PCOLL
+    MPIX_Allreduce_init(s, r, 2, MPI_FLOAT, MPI_SUM, comm, MPI_INFO_NULL,
+                        &q_ar);
+#endif
     (void)started;
     (void)vi;
     (void)di;
@@ -179,6 +193,8 @@ int main(int argc, char **argv)
     MPI_Request_free(&q_ar);
     MPI_Request_free(&q_agv);
     MPI_Request_free(&q_bar);
+#elif defined(OMPI_PCOLL)
+    MPI_Request_free(&q_ar);
 #endif
     dcoll_finalize();
     MPI_Finalize();

@@ -890,10 +890,15 @@ static bool persists(const struct dcoll_group *g, const struct dcoll_coll *c,
     if (p2p)
         return false;
     (void)g;
-    (void)blocking;
 #if DCOLL_MPI_PCOLL == 1
     return c->count * (int64_t)dcoll_dtype_sizes[c->dtype] >=
            mpich_persist_from(c->kind);
+#elif DCOLL_MPI_PCOLL == 2
+    /* Open MPI 4.1: a blocking start is its blocking call, which beats
+     * everything else; an async one its persistent request, which beats
+     * its nonblocking call (0.79-0.93 of MPI_Iallreduce's time to 4 KiB,
+     * 2 ranks; bench/README.md, "Plans"). */
+    return !blocking;
 #else
     return false;
 #endif
@@ -914,8 +919,10 @@ const char *dcoll_mpi_plan_rule(void)
            "send/recv: there the blocking calls (async starts: the "
            "nonblocking ones)";
 #elif DCOLL_MPI_PCOLL == 2
-    return "the blocking calls (async starts: the nonblocking ones), which "
-           "beat Open MPI's MPIX_*_init (pcollreq) here";
+    return "Open MPI's blocking calls, which beat its MPIX_*_init "
+           "(pcollreq); async starts: MPIX_*_init's requests, which beat "
+           "its nonblocking calls; send/recv: blocking (async: "
+           "nonblocking) calls";
 #else
     return "the blocking calls (async starts: the nonblocking ones): this "
            "MPI has no persistent collectives";
@@ -991,6 +998,9 @@ static dcoll_status_t mpi_plan_make(struct dcoll_group *g,
     }
     p->blocking = blocking;
     p->async = async;
+    /* Blocking starts make the blocking call: from arguments found now. */
+    if (!blocking)
+        p->direct = direct_make(p, g, c);
     *state = p;
     return DCOLL_SUCCESS;
 }
