@@ -77,7 +77,11 @@ while [ "$r" -lt "$alive" ]; do
     echo "rank $r: report $said s after it called, job ended after $took s"
     awk -v t="$said" 'BEGIN { exit !(t <= 4.0) }' ||
         bad "rank $r's report came $said s after it called (timeout 2 s)"
-    awk -v t="$took" 'BEGIN { exit !(t <= 8.0) }' ||
+    # Open MPI's mpirun sometimes takes 7-8 s more to end the job after
+    # MPI_Abort (its show_help "Data unpack would read past end of
+    # buffer" on a loaded 2-core runner, with or without dcoll's
+    # changes): 15 s tells that apart from a job that does not end.
+    awk -v t="$took" 'BEGIN { exit !(t <= 15.0) }' ||
         bad "rank $r's job ended $took s after it called"
     r=$((r + 1))
 done
