@@ -98,6 +98,71 @@ static float sum_at(int i)
     return s;
 }
 
+/* Plans on device buffers: the route (NCCL, or staged where NCCL
+ * declines) and the options are fixed once, and each start runs again on
+ * what the buffers hold then, blocking or with a work. On the CUDA
+ * double a start asks CUDA nothing about its buffers (the plan did). A
+ * ring of send and recv plans takes the staged path. */
+static void plans(void)
+{
+    float *s = dev(N, me, 1), *r = dev(N, me, 0), *h;
+    float *hs = malloc(sizeof(float) * N);
+    dcoll_plan_t *p = NULL;
+    OK(dcoll_all_reduce_plan(NULL, s, r, N, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                             &p));
+    for (int step = 0; step < 3; step++) {
+        for (int i = 0; i < N; i++)
+            hs[i] = val(me, i) + (float)step;
+        cudaMemcpy(s, hs, sizeof(float) * N, cudaMemcpyHostToDevice);
+#ifdef CUDA_DOUBLE
+        long asked = fake_cuda_queries();
+#endif
+        if (step == 1) {
+            dcoll_work_t *w = NULL;
+            OK(dcoll_plan_start(p, &w));
+            OK(dcoll_work_wait(w));
+        } else {
+            OK(dcoll_plan_start(p, NULL));
+        }
+#ifdef CUDA_DOUBLE
+        CHECK(fake_cuda_queries() == asked, "plan start %d asked CUDA %ld "
+              "time(s) where its buffers are", step,
+              fake_cuda_queries() - asked);
+#endif
+        h = host(r, N);
+        for (int i = 0; i < N; i++)
+            CHECK(h[i] == sum_at(i) + (float)(n * step),
+                  "all_reduce plan, start %d: [%d] = %g", step, i, h[i]);
+        free(h);
+    }
+    OK(dcoll_plan_free(&p));
+
+    /* Send and recv plans in a ring. */
+    int right = (me + 1) % n, left = (me + n - 1) % n;
+    dcoll_plan_t *sp = NULL, *rp = NULL;
+    OK(dcoll_send_plan(NULL, s, N, DCOLL_FLOAT32, right, 3, NULL, &sp));
+    OK(dcoll_recv_plan(NULL, r, N, DCOLL_FLOAT32, left, 3, NULL, &rp));
+    for (int step = 0; step < 2; step++) {
+        for (int i = 0; i < N; i++)
+            hs[i] = val(me, i) * (float)(step + 1);
+        cudaMemcpy(s, hs, sizeof(float) * N, cudaMemcpyHostToDevice);
+        dcoll_work_t *w[2] = {NULL, NULL};
+        OK(dcoll_plan_start(rp, &w[0]));
+        OK(dcoll_plan_start(sp, &w[1]));
+        OK(dcoll_work_wait_all(w, 2, NULL));
+        h = host(r, N);
+        for (int i = 0; i < N; i++)
+            CHECK(h[i] == val(left, i) * (float)(step + 1),
+                  "recv plan, start %d: [%d] = %g", step, i, h[i]);
+        free(h);
+    }
+    OK(dcoll_plan_free(&sp));
+    OK(dcoll_plan_free(&rp));
+    free(hs);
+    cudaFree(s);
+    cudaFree(r);
+}
+
 /* Every API 1.7 type and op on device buffers (NCCL where it takes them,
  * staged where not) gives the host path's answer, which mpitypes-np*
  * holds to MPI's own calls. AVG aside: on GPU buffers it is NCCL's
@@ -452,6 +517,7 @@ int main(int argc, char **argv)
               i, ph[i].v, ph[i].i);
     cudaFree(pc);
     new_types();
+    plans();
 
     /* Mixed host and device buffers are refused, naming both. Where the
      * buffers live is this rank's alone to see, so the refusal leaves the
