@@ -707,6 +707,12 @@ struct mpi_plan {
     /* Else a blocking start makes MPI's blocking call from these, found
      * once (direct), or takes the general path (mpi_coll). */
     bool direct;
+    /* A blocking start's way, found once: MPI's blocking call (DIRECT) or
+     * MPI_Start + MPI_Wait (STARTED) with nothing after; else the general
+     * path (plan_start_slow). */
+    enum { FAST_NONE, FAST_DIRECT, FAST_STARTED } fast;
+    int me;
+    int (*call)(const struct mpi_plan *p);   /* FAST_DIRECT's call */
     enum dcoll_coll_kind kind;
     const void *in;
     void *out;
@@ -789,9 +795,51 @@ static bool direct_make(struct mpi_plan *p, const struct dcoll_group *g,
     return true;
 }
 
-/* A blocking start from direct_make's arguments: MPI's own call. */
-static int direct_call(const struct mpi_plan *p, int me)
+/* The common kinds' blocking calls, one function each, so that a start
+ * jumps straight to MPI with the arguments found at plan time. */
+static int call_allreduce(const struct mpi_plan *p)
 {
+    return MPI_Allreduce(p->in, p->out, p->n, p->t, p->op, p->comm);
+}
+
+static int call_bcast(const struct mpi_plan *p)
+{
+    return MPI_Bcast(p->out, p->n, p->t, p->root, p->comm);
+}
+
+static int call_reduce(const struct mpi_plan *p)
+{
+    return MPI_Reduce(p->in, p->out, p->n, p->t, p->op, p->root, p->comm);
+}
+
+static int call_barrier(const struct mpi_plan *p)
+{
+    return MPI_Barrier(p->comm);
+}
+
+static int direct_call(const struct mpi_plan *p);
+
+/* The function a blocking start of kind calls. */
+static int (*call_of(enum dcoll_coll_kind kind))(const struct mpi_plan *)
+{
+    switch (kind) {
+    case DCOLL_COLL_ALL_REDUCE:
+        return call_allreduce;
+    case DCOLL_COLL_BROADCAST:
+        return call_bcast;
+    case DCOLL_COLL_REDUCE:
+        return call_reduce;
+    case DCOLL_COLL_BARRIER:
+        return call_barrier;
+    default:
+        return direct_call;
+    }
+}
+
+/* A blocking start from direct_make's arguments: MPI's own call. */
+static int direct_call(const struct mpi_plan *p)
+{
+    int me = p->me;
     const void *s = p->in;
     void *r = p->out;
     int n = p->n, *v = p->v, size = 0;
@@ -962,9 +1010,14 @@ static dcoll_status_t mpi_plan_make(struct dcoll_group *g,
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for a plan",
                            c->fn);
     p->w.type = MPI_DATATYPE_NULL;
+    p->me = g->rank;
+    /* A group whose timeouts return polls its blocking starts. */
+    bool polled = g->timeout > 0 && g->recoverable;
     if (!blocking && !async) {
         p->direct = direct_make(p, g, c);
         if (p->direct) {
+            p->fast = polled ? FAST_NONE : FAST_DIRECT;
+            p->call = call_of(c->kind);
             *state = p;
             return DCOLL_SUCCESS;
         }
@@ -1001,6 +1054,14 @@ static dcoll_status_t mpi_plan_make(struct dcoll_group *g,
     /* Blocking starts make the blocking call: from arguments found now. */
     if (!blocking)
         p->direct = direct_make(p, g, c);
+    if (!polled && p->direct) {
+        p->fast = FAST_DIRECT;
+        p->call = call_of(c->kind);
+    }
+    else if (!polled && blocking && p->w.nreq == 1 &&
+             p->w.reqs == &p->w.one && !p->w.avg_buf && !p->w.move_bytes &&
+             c->kind != DCOLL_COLL_RECV)
+        p->fast = FAST_STARTED;
     *state = p;
     return DCOLL_SUCCESS;
 }
@@ -1020,14 +1081,13 @@ static const struct dcoll_backend mpi_plan_works = {
     .work_release = plan_work_keep,
 };
 
-static dcoll_status_t mpi_plan_start(struct dcoll_group *g,
-                                     const struct dcoll_coll *c, void *state,
-                                     struct dcoll_work **work,
-                                     struct dcoll_outcome *out)
+static __attribute__((noinline)) dcoll_status_t
+plan_start_slow(struct dcoll_group *g, const struct dcoll_coll *c,
+                struct mpi_plan *p, struct dcoll_work **work,
+                struct dcoll_outcome *out)
 {
-    struct mpi_plan *p = state;
     if (!work && p->direct && !(g->timeout > 0 && g->recoverable)) {
-        int rc = direct_call(p, g->rank);
+        int rc = direct_call(p);
         return DCOLL_LIKELY(rc == MPI_SUCCESS)
                    ? DCOLL_SUCCESS
                    : dcoll_mpi_error(rc, "MPI (a plan's blocking call)");
@@ -1060,6 +1120,33 @@ static dcoll_status_t mpi_plan_start(struct dcoll_group *g,
     if (!st)
         run_after(w);
     return st;
+}
+
+static __attribute__((noinline, cold)) dcoll_status_t start_failed(int rc)
+{
+    return dcoll_mpi_error(rc, "MPI (a plan's start)");
+}
+
+/* The common blocking start in a few instructions; the rest elsewhere. */
+static dcoll_status_t mpi_plan_start(struct dcoll_group *g,
+                                     const struct dcoll_coll *c, void *state,
+                                     struct dcoll_work **work,
+                                     struct dcoll_outcome *out)
+{
+    struct mpi_plan *p = state;
+    if (DCOLL_LIKELY(!work && p->fast)) {
+        int rc;
+        if (p->fast == FAST_DIRECT) {
+            rc = p->call(p);
+        } else {
+            rc = MPI_Start(&p->w.one);
+            if (DCOLL_LIKELY(rc == MPI_SUCCESS))
+                rc = MPI_Wait(&p->w.one, MPI_STATUS_IGNORE);
+        }
+        return DCOLL_LIKELY(rc == MPI_SUCCESS) ? DCOLL_SUCCESS
+                                               : start_failed(rc);
+    }
+    return plan_start_slow(g, c, p, work, out);
 }
 
 const struct dcoll_backend dcoll_mpi_backend = {

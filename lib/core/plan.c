@@ -19,6 +19,10 @@ struct dcoll_plan {
     uint32_t magic;
     bool member;               /* false: a NON-MEMBER's, which does nothing */
     bool self;                 /* a send or recv to this rank itself */
+    bool counted;              /* its starts are numbered (not send, recv) */
+    bool quick;                /* a member's, not to itself, and no work of
+                                  its starts pending: a blocking start needs
+                                  no more checks (dcoll_plan_start) */
     struct dcoll_group *group; /* NULL once the group is gone */
     struct dcoll_coll c;       /* the checked call; c.opts is &opts */
     dcoll_coll_opts_t opts;
@@ -37,6 +41,7 @@ static void drop_work(struct dcoll_plan *p)
     if (!w)
         return;
     p->work = NULL;
+    p->quick = p->member && !p->self;
     free(w->errmsg);
     w->errmsg = NULL;
     w->magic = DCOLL_DEAD_MAGIC;
@@ -218,6 +223,8 @@ dcoll_status_t dcoll_plan_make(dcoll_group_t *group, struct dcoll_coll *c,
     p->group = g;
     p->self = member && dcoll_kind_has(c->kind, DCOLL_KF_PEER) &&
               p->c.root == g->rank;
+    p->counted = dcoll_kind_has(c->kind, DCOLL_KF_COUNTED);
+    p->quick = member && !p->self;
     if (member) {
         p->next = g->plans;
         if (g->plans)
@@ -262,6 +269,7 @@ static dcoll_status_t start_nothing(struct dcoll_plan *p,
     dcoll_work_track(w);
     w->plan = p;
     p->work = *work = w;
+    p->quick = false;
     return DCOLL_SUCCESS;
 }
 
@@ -289,40 +297,34 @@ start_refused(struct dcoll_plan *p, dcoll_work_t **work)
                        g->diag->failed);
 }
 
-dcoll_status_t dcoll_plan_start(dcoll_plan_t *p, dcoll_work_t **work)
+/* Where a start ends other than in success: a timeout the transport
+ * reported, or its failure, becomes the group's (fault_*). */
+static __attribute__((noinline, cold)) dcoll_status_t
+start_ended(struct dcoll_group *g, struct dcoll_coll *c,
+            struct dcoll_outcome *out, dcoll_status_t st)
 {
-    dcoll_status_t st = dcoll_check_ready();
-    if (DCOLL_UNLIKELY(st))
-        return st;
-    if (work)
-        *work = NULL;
-    if (DCOLL_UNLIKELY((st = check_plan(p, __func__))))
-        return st;
-    struct dcoll_group *g = p->group;
-    /* One test for every refusal: a gone group, a start still running, a
-     * blocking self-send, a failed group. */
-    if (DCOLL_UNLIKELY(!g || g->magic != DCOLL_GROUP_MAGIC ||
-                       (p->work && !p->work->done) || (p->self && !work) ||
-                       (p->member && g->diag->failed)))
-        return start_refused(p, work);
-    if (p->work)
-        drop_work(p);
-    if (DCOLL_UNLIKELY(!p->member))
-        return start_nothing(p, work);
+    if (out->timed_out)
+        return dcoll_fault_outcome(g, out, c->fn, c->seq, c->kind,
+                                   DCOLL_FORM_PLAN);
+    return dcoll_fault_failed(g, c->fn, c->seq, st);
+}
+
+/* Any start of a member's plan on a live group (checked by the caller). */
+static inline __attribute__((always_inline)) dcoll_status_t
+start(struct dcoll_plan *p, struct dcoll_group *g, dcoll_work_t **work)
+{
     struct dcoll_coll *c = &p->c;
-    bool counted = dcoll_kind_has(c->kind, DCOLL_KF_COUNTED);
-    if (counted) {
+    if (p->counted) {
         c->seq = g->seq + 1;
         DCOLL_PUBLISH(g->seq, c->seq);
         DCOLL_PUBLISH(g->cur_kind, (int)c->kind);
         DCOLL_PUBLISH(g->cur_form, DCOLL_FORM_PLAN);
     }
     c->async = work != NULL;
-    if (g->timeout > 0 || g->diag->flight)
+    struct dcoll_flight *f = g->diag->flight;
+    if (g->timeout > 0 || f)
         c->start = dcoll_coarse_now();
-    c->fid = 0;
-    if (g->diag->flight)
-        c->fid = dcoll_flight_begin(g->diag->flight, c);
+    c->fid = f ? dcoll_flight_begin(f, c) : 0;
     bool watched = !work && dcoll_watched(g);
     if (watched) {
         DCOLL_PUBLISH(g->busy_seq, c->seq);
@@ -333,6 +335,7 @@ dcoll_status_t dcoll_plan_start(dcoll_plan_t *p, dcoll_work_t **work)
     struct dcoll_outcome out;
     out.timed_out = false;
     out.refused = false;
+    dcoll_status_t st;
     if (DCOLL_LIKELY(p->state))
         st = p->tl->plan_start(g, c, p->state, work, &out);
     else if (p->tl)
@@ -341,21 +344,55 @@ dcoll_status_t dcoll_plan_start(dcoll_plan_t *p, dcoll_work_t **work)
         st = dcoll_route_gpu(g, c, work, &out);
     if (watched)
         DCOLL_PUBLISH(g->busy_start, 0.0);
-    if (DCOLL_UNLIKELY(out.timed_out))
-        st = dcoll_fault_outcome(g, &out, c->fn, c->seq, c->kind,
-                                 DCOLL_FORM_PLAN);
-    else if (DCOLL_UNLIKELY(st))
-        st = dcoll_fault_failed(g, c->fn, c->seq, st);
+    if (DCOLL_UNLIKELY(st || out.timed_out))
+        st = start_ended(g, c, &out, st);
     if (work && !st) {
         struct dcoll_work *w = *work;
         dcoll_work_stamp(w, g, c);
         dcoll_work_track(w);
         w->plan = p;
         p->work = w;
+        p->quick = false;   /* the next start drops it first */
     } else if (c->fid) {
-        dcoll_flight_end(g->diag->flight, c->fid, st);
+        dcoll_flight_end(f, c->fid, st);
     }
     return st;
+}
+
+/* Every start but the plain blocking one: the checks, the previous
+ * work, a non-member's plan. */
+static __attribute__((noinline)) dcoll_status_t
+start_slow(struct dcoll_plan *p, dcoll_work_t **work)
+{
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    if (work)
+        *work = NULL;
+    if ((st = check_plan(p, "dcoll_plan_start")))
+        return st;
+    struct dcoll_group *g = p->group;
+    if (!g || g->magic != DCOLL_GROUP_MAGIC || (p->work && !p->work->done) ||
+        (p->self && !work) || (p->member && g->diag->failed))
+        return start_refused(p, work);
+    if (p->work)
+        drop_work(p);
+    if (!p->member)
+        return start_nothing(p, work);
+    return start(p, g, work);
+}
+
+dcoll_status_t dcoll_plan_start(dcoll_plan_t *p, dcoll_work_t **work)
+{
+    /* The common case, a blocking start of a member's plan with no work
+     * pending on a live, healthy group, tested in one go. */
+    struct dcoll_group *g;
+    if (DCOLL_LIKELY(!work && p && dcoll_state == DCOLL_STATE_READY &&
+                     p->magic == PLAN_MAGIC && p->quick &&
+                     (g = p->group) != NULL &&
+                     g->magic == DCOLL_GROUP_MAGIC && !g->diag->failed))
+        return start(p, g, NULL);
+    return start_slow(p, work);
 }
 
 dcoll_status_t dcoll_plan_free(dcoll_plan_t **plan)
