@@ -18,12 +18,12 @@ mkdir -p "$res"
 # persistent request, every kind, 8 B to 16 MiB; MPICH on 2 ranks only:
 # its ranks poll, so 4 of them on 2 cores measure the scheduler.
 for np in 2 4; do
-    $run $np 1800 "$build/bench/dcoll-perf" -P -b 8 -e 16M -f 8 \
+    $run $np 1800 "$build/bench/dcoll-perf" -P -R 11 -b 8 -e 16M -f 8 \
         -o "$res/plans-ompi-np$np.csv" $colls >"$res/plans-ompi-np$np.txt"
 done
 if [ -x "$mpich/bench/dcoll-perf" ]; then
     DCOLL_MPI=mpich DCOLL_MPIRUN=mpirun.mpich \
-        $run 2 1800 "$mpich/bench/dcoll-perf" -P -b 8 -e 16M -f 8 \
+        $run 2 1800 "$mpich/bench/dcoll-perf" -P -R 11 -b 8 -e 16M -f 8 \
         -o "$res/plans-mpich-np2.csv" $colls >"$res/plans-mpich-np2.txt"
 fi
 # Async starts + wait against MPI's nonblocking call + wait.
