@@ -7,7 +7,9 @@ cannot drift:
     options, the work handle, an int out): its bind(C) interface
     (dcoll_bind_c.inc), its generic name over a default-kind (4-byte) and
     an 8-byte count (dcoll_generics.inc), and the two module procedures
-    (dcoll_count_i8.inc, dcoll_count_i4.inc).
+    (dcoll_count_i8.inc, dcoll_count_i4.inc);
+  - the vector forms' plans (dcoll_all_gatherv_plan, ...): the module's
+    hand-written vector wrappers, with the plan in place of the work.
 What needs thought (lists of buffers, strings, callbacks, handles made or
 freed) is written by hand in dcoll.F90. Every public C function must be
 one or the other, or a C spelling of what a Fortran generic already does
@@ -268,6 +270,40 @@ for m in re.finditer(r'DCOLL_API\s+dcoll_status_t\s+dcoll_(\w+)\s*\(([^)]*)\)',
     code.append(tail + ')')
     code.append('    end function')
     code.append('')
+# The vector forms' plans: the hand-written vector wrappers of the module
+# (their bind(C) interfaces and module procedures), with the work handle
+# replaced by the plan, as dcoll_NAME_plan replaces it in C.
+VECTOR = ['all_gatherv', 'gatherv', 'scatterv', 'all_to_allv',
+          'reduce_scatterv']
+with open(module_f90) as f:
+    module_text = f.read()
+
+
+def planned(text, n):
+    t = text.replace(f"c_{n}(", f"c_{n}_plan(")
+    t = t.replace(f"'dcoll_{n}'", f"'dcoll_{n}_plan'")
+    t = t.replace(f"'dcoll_{n}: ", f"'dcoll_{n}_plan: ")
+    t = re.sub(rf"\b{n}_i(8|4)\(", rf"{n}_plan_i\1(", t)
+    t = t.replace('type(dcoll_work), intent(out), optional :: work',
+                  'type(dcoll_plan), intent(out) :: plan')
+    t = t.replace('work=work', 'plan=plan')
+    t = re.sub(r'\bwork\)', 'plan)', t)
+    return re.sub(r'opts, work\b', 'opts, plan', t)
+
+
+for n in VECTOR:
+    def grab(pattern):
+        m = re.search(pattern, module_text, flags=re.S)
+        if not m:
+            sys.exit(f'gen-fortran.py: no {pattern} in {module_f90}')
+        return m.group(0)
+    bind_code.append(planned(grab(rf'    function c_{n}\(.*?end function\n'), n))
+    i8_code.append(planned(grab(rf'    function {n}_i8\(.*?end function\n'), n))
+    code.append(planned(grab(rf'    function {n}_i4\(.*?end function\n'), n))
+    generic_code += [f'    interface dcoll_{n}_plan',
+                     f'        module procedure {n}_plan_i4, {n}_plan_i8',
+                     '    end interface', f'    public :: dcoll_{n}_plan', '']
+    generated.add(f'dcoll_{n}_plan')
 with open(wrap_out, 'w') as f:
     f.write('\n'.join(code))
 for path, lines in ((bind_out, bind_code), (generic_out, generic_code),
