@@ -704,12 +704,9 @@ struct mpi_plan {
     struct mpi_work w;   /* its requests, counts, type and after-step */
     bool blocking;       /* a blocking start uses the requests */
     bool async;          /* an async start does */
-    /* Else a blocking start makes MPI's blocking call from these, found
-     * once (direct), or takes the general path (mpi_coll). */
-    bool direct;
-    /* A blocking start's way, found once: MPI's blocking call (DIRECT) or
-     * MPI_Start + MPI_Wait (STARTED) with nothing after; else the general
-     * path (plan_start_slow). */
+    /* A blocking start's way, found once: MPI's blocking call from the
+     * arguments below (DIRECT), MPI_Start + MPI_Wait with nothing after
+     * (STARTED), or the general path (plan_start_slow). */
     enum { FAST_NONE, FAST_DIRECT, FAST_STARTED } fast;
     int me;
     int (*call)(const struct mpi_plan *p);   /* FAST_DIRECT's call */
@@ -892,7 +889,7 @@ static int direct_call(const struct mpi_plan *p)
 
 #if DCOLL_MPI_PCOLL == 1
 /* Per kind, the smallest message (bytes per rank) from which MPICH's
- * persistent call beats its blocking one; INT64_MAX: never. */
+ * persistent call beats its blocking one. */
 static int64_t mpich_persist_from(enum dcoll_coll_kind kind)
 {
     switch (kind) {
@@ -1021,8 +1018,7 @@ static dcoll_status_t mpi_plan_make(struct dcoll_group *g,
     /* A group whose timeouts return polls its blocking starts. */
     bool polled = g->timeout > 0 && g->recoverable;
     if (!blocking && !async) {
-        p->direct = direct_make(p, g, c);
-        if (p->direct) {
+        if (direct_make(p, g, c)) {
             p->fast = polled ? FAST_NONE : FAST_DIRECT;
             p->call = call_of(c->kind);
             *state = p;
@@ -1059,16 +1055,15 @@ static dcoll_status_t mpi_plan_make(struct dcoll_group *g,
     p->blocking = blocking;
     p->async = async;
     /* Blocking starts make the blocking call: from arguments found now. */
-    if (!blocking)
-        p->direct = direct_make(p, g, c);
-    if (!polled && p->direct) {
+    bool direct = !blocking && direct_make(p, g, c);
+    if (!polled && direct) {
         p->fast = FAST_DIRECT;
         p->call = call_of(c->kind);
-    }
-    else if (!polled && blocking && p->w.nreq == 1 &&
-             p->w.reqs == &p->w.one && !p->w.avg_buf && !p->w.move_bytes &&
-             c->kind != DCOLL_COLL_RECV)
+    } else if (!polled && blocking && p->w.nreq == 1 &&
+               p->w.reqs == &p->w.one && !p->w.avg_buf &&
+               !p->w.move_bytes && c->kind != DCOLL_COLL_RECV) {
         p->fast = FAST_STARTED;
+    }
     *state = p;
     return DCOLL_SUCCESS;
 }
@@ -1088,17 +1083,13 @@ static const struct dcoll_backend mpi_plan_works = {
     .work_release = plan_work_keep,
 };
 
+/* A start mpi_plan_start's short path does not take: async, polled, or
+ * on the general path. */
 static __attribute__((noinline)) dcoll_status_t
 plan_start_slow(struct dcoll_group *g, const struct dcoll_coll *c,
                 struct mpi_plan *p, struct dcoll_work **work,
                 struct dcoll_outcome *out)
 {
-    if (!work && p->direct && !(g->timeout > 0 && g->recoverable)) {
-        int rc = direct_call(p);
-        return DCOLL_LIKELY(rc == MPI_SUCCESS)
-                   ? DCOLL_SUCCESS
-                   : dcoll_mpi_error(rc, "MPI (a plan's blocking call)");
-    }
     if (!(work ? p->async : p->blocking))
         return mpi_coll(g, c, work, out);
     struct mpi_work *w = &p->w;
