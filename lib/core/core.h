@@ -62,8 +62,7 @@ dcoll_status_t dcoll_group_params_read(const dcoll_group_params_t *params,
  * (collective over g): each returns a status, the refusing rank its own
  * message, the others that another rank refused. */
 dcoll_status_t dcoll_group_agree_args(struct dcoll_group *g,
-                                      dcoll_status_t local, const char *fn,
-                                      const char *what);
+                                      dcoll_status_t local, const char *fn);
 /* Make a member's group on comm (collective over its members): ranks
  * (group rank -> world rank, any order) and comm become the group's, and
  * nccl, its NCCL communicator split from parent's (or NULL); on failure

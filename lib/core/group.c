@@ -250,8 +250,7 @@ static dcoll_status_t same_lists(const struct group_args *a)
 }
 
 dcoll_status_t dcoll_group_agree_args(struct dcoll_group *g,
-                                      dcoll_status_t local, const char *fn,
-                                      const char *what)
+                                      dcoll_status_t local, const char *fn)
 {
     char why[DCOLL_ERROR_MAX];
     if (local)
@@ -265,7 +264,7 @@ dcoll_status_t dcoll_group_agree_args(struct dcoll_group *g,
     if (!ok)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: another rank "
                            "refused its arguments (its message says why), "
-                           "so no %s was made", fn, what);
+                           "so no group was made", fn);
     return DCOLL_SUCCESS;
 }
 
@@ -289,7 +288,7 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
     struct group_args a = {0};
     dcoll_status_t local = check_args(out, ranks, nranks, params, &a);
     if ((st = dcoll_group_agree_args(&dcoll_world, local,
-                                     "dcoll_new_group", "group"))) {
+                                     "dcoll_new_group"))) {
         free(a.sorted);
         free(a.hashes);
         return st;

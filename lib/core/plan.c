@@ -100,19 +100,12 @@ static dcoll_status_t keep_arrays(struct dcoll_plan *p, int n)
 
 /* This rank's checks and route for p (a member's): a refusal here is
  * this rank's alone. */
-static dcoll_status_t prepare(struct dcoll_plan *p, struct dcoll_group *g,
-                              dcoll_plan_t **out)
+static dcoll_status_t prepare(struct dcoll_plan *p, struct dcoll_group *g)
 {
-    if (!out)
-        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: plan is NULL; "
-                           "it must receive the handle", p->c.fn);
-    if (g->diag->failed) {
-        char name[200];
-        return dcoll_error(DCOLL_ERR_GROUP_FAILED, "%s: %s is unusable "
-                           "after an earlier failure: %s", p->c.fn,
-                           dcoll_group_name(g, name, sizeof(name)),
-                           g->diag->failed);
-    }
+    /* A failed group refuses, as before any call (the plan takes no
+     * number, so no debug exchange runs there). */
+    if (g->diag->failed)
+        return dcoll_fault_check(g, &p->c);
     if (dcoll_kind_has(p->c.kind, DCOLL_KF_VEC)) {
         dcoll_status_t st = keep_arrays(p, g->size);
         if (st)
@@ -197,11 +190,11 @@ dcoll_status_t dcoll_plan_make(dcoll_group_t *group, struct dcoll_coll *c,
         return local;   /* no group to tell */
     }
     p->c.opts = c->opts ? &p->opts : NULL;
-    if (!local && member)
-        local = prepare(p, g, out);
-    else if (!local && !out)
+    if (!local && !out)
         local = dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: plan is NULL; "
                             "it must receive the handle", p->c.fn);
+    if (!local && member)
+        local = prepare(p, g);
     /* A collective's plan is every rank's: a refusal one rank alone saw
      * fails it on all, and nothing is numbered or left behind. */
     bool collective = member && dcoll_kind_has(c->kind, DCOLL_KF_COUNTED);
