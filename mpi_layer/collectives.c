@@ -696,20 +696,27 @@ static void mpi_work_release(struct dcoll_work *bw)
 /* What a plan's starts call: MPI's persistent request, made once at plan
  * time (MPI_Start, then MPI_Wait), or the blocking call (async: the
  * nonblocking one) from the plan's checked descriptor. Which is faster
- * depends on the MPI: Open MPI 4.1's persistent collectives (pcollreq)
- * run on its nonblocking schedules and are up to twice as slow as its
- * blocking calls; MPICH 4.0's are faster than its own blocking calls for
- * most kinds (bench/README.md, "Plans"). */
+ * depends on the MPI, the kind and the size: Open MPI 4.1's persistent
+ * collectives (pcollreq) run on its nonblocking schedules, twice as slow
+ * as its blocking calls when small and up to 12 times as fast for a
+ * large reduce_scatter; MPICH 4.0's beat its own blocking calls for most
+ * kinds (bench/README.md, "Plans"). So blocking starts try both
+ * (run_trial). */
 struct mpi_plan {
+    /* A blocking start's way, found once: MPI's blocking call from the
+     * arguments below (call), MPI_Start + MPI_Wait with nothing after
+     * (run_started), a trial of both that settles on one (run_trial), or
+     * with run NULL the general path (plan_start_slow). First: the core
+     * calls it (plan_quick). */
+    struct dcoll_plan_run way;
     struct mpi_work w;   /* its requests, counts, type and after-step */
     bool blocking;       /* a blocking start uses the requests */
     bool async;          /* an async start does */
-    /* A blocking start's way, found once: MPI's blocking call from the
-     * arguments below (DIRECT), MPI_Start + MPI_Wait with nothing after
-     * (STARTED), or the general path (plan_start_slow). */
-    enum { FAST_NONE, FAST_DIRECT, FAST_STARTED } fast;
-    int me;
-    int (*call)(const struct mpi_plan *p);   /* FAST_DIRECT's call */
+    int (*call)(struct dcoll_plan_run *p); /* the blocking call, where
+                                              direct_make could */
+    int tries;               /* run_trial's starts so far */
+    double took[2];          /* its fastest blocking call and request */
+    int me, size;            /* the group's rank and size */
     enum dcoll_coll_kind kind;
     const void *in;
     void *out;
@@ -748,6 +755,7 @@ static bool direct_make(struct mpi_plan *p, const struct dcoll_group *g,
 #endif
     int n = g->size, me = g->rank;
     p->kind = c->kind;
+    p->size = n;
     p->in = c->in_place ? MPI_IN_PLACE : c->sendbuf;
     p->out = c->recvbuf;
     p->n = (int)c->count;
@@ -792,98 +800,83 @@ static bool direct_make(struct mpi_plan *p, const struct dcoll_group *g,
     return true;
 }
 
-/* The common kinds' blocking calls, one function each, so that a start
- * jumps straight to MPI with the arguments found at plan time. */
-static int call_allreduce(const struct mpi_plan *p)
-{
-    return MPI_Allreduce(p->in, p->out, p->n, p->t, p->op, p->comm);
-}
-
-static int call_bcast(const struct mpi_plan *p)
-{
-    return MPI_Bcast(p->out, p->n, p->t, p->root, p->comm);
-}
-
-static int call_reduce(const struct mpi_plan *p)
-{
-    return MPI_Reduce(p->in, p->out, p->n, p->t, p->op, p->root, p->comm);
-}
-
-static int call_barrier(const struct mpi_plan *p)
-{
-    return MPI_Barrier(p->comm);
-}
-
-static int direct_call(const struct mpi_plan *p);
+/* Each kind's blocking call, one function each, so that a start jumps
+ * straight to MPI with the arguments found at plan time (direct_make). */
+#define BLOCKING(name, ...)                                                 \
+    static int call_##name(struct dcoll_plan_run *q)                       \
+    {                                                                      \
+        const struct mpi_plan *p = (const struct mpi_plan *)q;             \
+        const int *v = p->v, size = p->size;                               \
+        bool root = p->me == p->root;                                      \
+        (void)v, (void)size, (void)root;                                   \
+        return __VA_ARGS__;                                                \
+    }
+BLOCKING(allreduce, MPI_Allreduce(p->in, p->out, p->n, p->t, p->op, p->comm))
+BLOCKING(reduce, MPI_Reduce(p->in, p->out, p->n, p->t, p->op, p->root,
+                            p->comm))
+BLOCKING(bcast, MPI_Bcast(p->out, p->n, p->t, p->root, p->comm))
+BLOCKING(allgather, MPI_Allgather(p->in, p->n, p->t, p->out, p->n, p->t,
+                                  p->comm))
+BLOCKING(gather, MPI_Gather(p->in, p->n, p->t, p->out, p->n, p->t, p->root,
+                            p->comm))
+BLOCKING(scatter, MPI_Scatter(p->in, p->n, p->t, p->out, p->n, p->t, p->root,
+                              p->comm))
+BLOCKING(reduce_scatter_block, MPI_Reduce_scatter_block(p->in, p->out, p->n,
+                                                        p->t, p->op, p->comm))
+BLOCKING(alltoall, MPI_Alltoall(p->in, p->n, p->t, p->out, p->n, p->t,
+                                p->comm))
+BLOCKING(barrier, MPI_Barrier(p->comm))
+BLOCKING(send, MPI_Send(p->in, p->n, p->t, p->root, p->tag, p->comm))
+BLOCKING(recv, MPI_Recv(p->out, p->n, p->t, p->root, p->tag, p->comm,
+                        MPI_STATUS_IGNORE))
+BLOCKING(allgatherv, MPI_Allgatherv(p->in, p->n, p->t, p->out, v, v + size,
+                                    p->t, p->comm))
+BLOCKING(gatherv, MPI_Gatherv(p->in, p->n, p->t, p->out, root ? v : NULL,
+                              root ? v + size : NULL, p->t, p->root, p->comm))
+BLOCKING(scatterv, MPI_Scatterv(p->in, root ? v : NULL, root ? v + size : NULL,
+                                p->t, p->out, p->n, p->t, p->root, p->comm))
+BLOCKING(alltoallv, MPI_Alltoallv(p->in, v, v + size, p->t, p->out,
+                                  v + 2 * size, v + 3 * size, p->t, p->comm))
+BLOCKING(reduce_scatter, MPI_Reduce_scatter(p->in, p->out, v, p->t, p->op,
+                                            p->comm))
+#undef BLOCKING
 
 /* The function a blocking start of kind calls. */
-static int (*call_of(enum dcoll_coll_kind kind))(const struct mpi_plan *)
+static int (*call_of(enum dcoll_coll_kind kind))(struct dcoll_plan_run *)
 {
     switch (kind) {
     case DCOLL_COLL_ALL_REDUCE:
         return call_allreduce;
-    case DCOLL_COLL_BROADCAST:
-        return call_bcast;
     case DCOLL_COLL_REDUCE:
         return call_reduce;
+    case DCOLL_COLL_BROADCAST:
+        return call_bcast;
+    case DCOLL_COLL_ALL_GATHER:
+        return call_allgather;
+    case DCOLL_COLL_GATHER:
+        return call_gather;
+    case DCOLL_COLL_SCATTER:
+        return call_scatter;
+    case DCOLL_COLL_REDUCE_SCATTER:
+        return call_reduce_scatter_block;
+    case DCOLL_COLL_ALL_TO_ALL:
+        return call_alltoall;
     case DCOLL_COLL_BARRIER:
         return call_barrier;
-    default:
-        return direct_call;
-    }
-}
-
-/* A blocking start from direct_make's arguments: MPI's own call. */
-static int direct_call(const struct mpi_plan *p)
-{
-    int me = p->me;
-    const void *s = p->in;
-    void *r = p->out;
-    int n = p->n, *v = p->v, size = 0;
-    MPI_Datatype t = p->t;
-    MPI_Comm m = p->comm;
-    switch (p->kind) {
-    case DCOLL_COLL_ALL_REDUCE:
-        return MPI_Allreduce(s, r, n, t, p->op, m);
-    case DCOLL_COLL_REDUCE:
-        return MPI_Reduce(s, r, n, t, p->op, p->root, m);
-    case DCOLL_COLL_BROADCAST:
-        return MPI_Bcast(r, n, t, p->root, m);
-    case DCOLL_COLL_ALL_GATHER:
-        return MPI_Allgather(s, n, t, r, n, t, m);
-    case DCOLL_COLL_GATHER:
-        return MPI_Gather(s, n, t, r, n, t, p->root, m);
-    case DCOLL_COLL_SCATTER:
-        return MPI_Scatter(s, n, t, r, n, t, p->root, m);
-    case DCOLL_COLL_REDUCE_SCATTER:
-        return MPI_Reduce_scatter_block(s, r, n, t, p->op, m);
-    case DCOLL_COLL_ALL_TO_ALL:
-        return MPI_Alltoall(s, n, t, r, n, t, m);
-    case DCOLL_COLL_BARRIER:
-        return MPI_Barrier(m);
     case DCOLL_COLL_SEND:
-        return MPI_Send(s, n, t, p->root, p->tag, m);
+        return call_send;
     case DCOLL_COLL_RECV:
-        return MPI_Recv(r, n, t, p->root, p->tag, m, MPI_STATUS_IGNORE);
-    default:
-        break;
-    }
-    MPI_Comm_size(m, &size);
-    switch (p->kind) {
+        return call_recv;
     case DCOLL_COLL_ALL_GATHERV:
-        return MPI_Allgatherv(s, n, t, r, v, v + size, t, m);
+        return call_allgatherv;
     case DCOLL_COLL_GATHERV:
-        return MPI_Gatherv(s, n, t, r, me == p->root ? v : NULL,
-                           me == p->root ? v + size : NULL, t, p->root, m);
+        return call_gatherv;
     case DCOLL_COLL_SCATTERV:
-        return MPI_Scatterv(s, me == p->root ? v : NULL,
-                            me == p->root ? v + size : NULL, t, r, n, t,
-                            p->root, m);
+        return call_scatterv;
     case DCOLL_COLL_ALL_TO_ALLV:
-        return MPI_Alltoallv(s, v, v + size, t, r, v + 2 * size,
-                             v + 3 * size, t, m);
+        return call_alltoallv;
     default: /* DCOLL_COLL_REDUCE_SCATTERV */
-        return MPI_Reduce_scatter(s, r, v, t, p->op, m);
+        return call_reduce_scatter;
     }
 }
 
@@ -905,10 +898,8 @@ static int64_t mpich_persist_from(enum dcoll_coll_kind kind)
 }
 #endif
 
-/* Whether a plan of c starts MPI's persistent requests: blocking starts
- * (blocking) or async ones. */
-static bool persists(const struct dcoll_group *g, const struct dcoll_coll *c,
-                     bool blocking)
+/* Whether MPI's persistent requests can serve a plan of c at all. */
+static bool can_persist(const struct dcoll_coll *c)
 {
     bool p2p = c->kind == DCOLL_COLL_SEND || c->kind == DCOLL_COLL_RECV;
     if (!p2p && !DCOLL_MPI_PCOLL)
@@ -931,6 +922,19 @@ static bool persists(const struct dcoll_group *g, const struct dcoll_coll *c,
         c->kind == DCOLL_COLL_ALL_GATHER)
         return false;
 #endif
+    return true;
+}
+
+/* Whether a plan of c starts MPI's persistent requests: blocking starts
+ * (blocking) or async ones. In auto mode a blocking start that can be
+ * either call tries both first (mpi_plan_make): this rule is for the
+ * others. */
+static bool persists(const struct dcoll_group *g, const struct dcoll_coll *c,
+                     bool blocking)
+{
+    bool p2p = c->kind == DCOLL_COLL_SEND || c->kind == DCOLL_COLL_RECV;
+    if (!can_persist(c))
+        return false;
     if (dcoll_plan_calls == DCOLL_PLAN_CALLS_PERSISTENT)
         return true;
     if (dcoll_plan_calls == DCOLL_PLAN_CALLS_PLAIN)
@@ -966,14 +970,18 @@ const char *dcoll_mpi_plan_rule(void)
     if (dcoll_plan_calls == DCOLL_PLAN_CALLS_PLAIN)
         return "MPI's blocking and nonblocking calls (DCOLL_PLAN_CALLS=plain)";
 #if DCOLL_MPI_PCOLL == 1
-    return "MPI 4's persistent collectives (MPI_*_init) but for gather, "
-           "scatter and all_gather (this MPI's give wrong results), "
-           "send/recv, and reduce, gatherv and scatterv below 4 KiB: there "
-           "the blocking calls (async starts: the nonblocking ones)";
+    return "blocking starts: their first 8 try MPI's blocking call and MPI "
+           "4's persistent request (MPI_*_init) in turn, and the ranks keep "
+           "the faster (gather, scatter and all_gather: the blocking call, "
+           "as this MPI's persistent ones give wrong results); async "
+           "starts: the persistent request, but for reduce, gatherv and "
+           "scatterv below 4 KiB (the nonblocking call); send/recv: "
+           "blocking (async: nonblocking) calls";
 #elif DCOLL_MPI_PCOLL == 2
-    return "Open MPI's blocking calls, which beat its MPIX_*_init "
-           "(pcollreq); async starts: MPIX_*_init's requests, which beat "
-           "its nonblocking calls; send/recv: blocking (async: "
+    return "blocking starts: their first 8 try Open MPI's blocking call "
+           "and its MPIX_*_init request (pcollreq) in turn, and the ranks "
+           "keep the faster; async starts: the MPIX_*_init request, which "
+           "beats the nonblocking call; send/recv: blocking (async: "
            "nonblocking) calls";
 #else
     return "the blocking calls (async starts: the nonblocking ones): this "
@@ -998,11 +1006,19 @@ static void mpi_plan_free(void *state)
     free(p);
 }
 
+static int run_started(struct dcoll_plan_run *q);
+static int run_trial(struct dcoll_plan_run *q);
+
 static dcoll_status_t mpi_plan_make(struct dcoll_group *g,
                                     const struct dcoll_coll *c, void **state)
 {
     *state = NULL;
     bool blocking = persists(g, c, true), async = persists(g, c, false);
+    /* Auto mode: a blocking start that either call can make tries both
+     * (run_trial). */
+    bool both = dcoll_plan_calls == DCOLL_PLAN_CALLS_AUTO &&
+                c->kind != DCOLL_COLL_SEND && c->kind != DCOLL_COLL_RECV &&
+                can_persist(c);
     /* Nothing to move: the general path returns at once, as MPI's
      * blocking calls do. */
     if (c->count == 0 && c->kind != DCOLL_COLL_BARRIER &&
@@ -1017,10 +1033,10 @@ static dcoll_status_t mpi_plan_make(struct dcoll_group *g,
     p->me = g->rank;
     /* A group whose timeouts return polls its blocking starts. */
     bool polled = g->timeout > 0 && g->recoverable;
-    if (!blocking && !async) {
+    if (!blocking && !async && !both) {
         if (direct_make(p, g, c)) {
-            p->fast = polled ? FAST_NONE : FAST_DIRECT;
             p->call = call_of(c->kind);
+            p->way.run = polled ? NULL : p->call;
             *state = p;
             return DCOLL_SUCCESS;
         }
@@ -1054,16 +1070,23 @@ static dcoll_status_t mpi_plan_make(struct dcoll_group *g,
     }
     p->blocking = blocking;
     p->async = async;
-    /* Blocking starts make the blocking call: from arguments found now. */
-    bool direct = !blocking && direct_make(p, g, c);
-    if (!polled && direct) {
-        p->fast = FAST_DIRECT;
+    /* Blocking starts make the blocking call from arguments found now,
+     * start the request alone (one request, nothing after it), or try
+     * both. */
+    bool direct = (!blocking || both) && direct_make(p, g, c);
+    bool started = p->w.nreq == 1 && p->w.reqs == &p->w.one &&
+                   !p->w.avg_buf && !p->w.move_bytes &&
+                   c->kind != DCOLL_COLL_RECV;
+    if (direct)
         p->call = call_of(c->kind);
-    } else if (!polled && blocking && p->w.nreq == 1 &&
-               p->w.reqs == &p->w.one && !p->w.avg_buf &&
-               !p->w.move_bytes && c->kind != DCOLL_COLL_RECV) {
-        p->fast = FAST_STARTED;
-    }
+    if (polled)
+        p->way.run = NULL;
+    else if (both && direct && started)
+        p->way.run = run_trial;
+    else if (direct && !blocking)
+        p->way.run = p->call;
+    else if (blocking && started)
+        p->way.run = run_started;
     *state = p;
     return DCOLL_SUCCESS;
 }
@@ -1120,29 +1143,70 @@ plan_start_slow(struct dcoll_group *g, const struct dcoll_coll *c,
     return st;
 }
 
-static __attribute__((noinline, cold)) dcoll_status_t start_failed(int rc)
+/* A blocking start of the persistent request alone, waited for. */
+static int run_started(struct dcoll_plan_run *q)
 {
+    struct mpi_plan *p = (struct mpi_plan *)q;
+    int rc = MPI_Start(&p->w.one);
+    return rc == MPI_SUCCESS ? MPI_Wait(&p->w.one, MPI_STATUS_IGNORE) : rc;
+}
+
+/* run_trial: the first TRIAL_STARTS blocking starts make MPI's blocking
+ * call and start the persistent request in turn, each timed. At the last
+ * the ranks take the call whose fastest start was the shorter on the
+ * slowest rank (an MPI_Allreduce MAX of the times, so every rank has the
+ * same figures and choice: MPI matches a persistent collective only with
+ * persistent ones), and the later starts make that call alone. Every
+ * rank makes the same starts of a plan, so they try and decide in step.
+ * Which call is faster depends on the MPI, the kind, the size and the
+ * ranks (bench/README.md, "Plans"). */
+#define TRIAL_STARTS 8
+static int run_trial(struct dcoll_plan_run *q)
+{
+    struct mpi_plan *p = (struct mpi_plan *)q;
+    int which = p->tries & 1;  /* 0: the blocking call, 1: the request */
+    double t = dcoll_now();
+    int rc = which ? run_started(q) : p->call(q);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    t = dcoll_now() - t;
+    if (p->tries < 2 || t < p->took[which])
+        p->took[which] = t;
+    if (++p->tries < TRIAL_STARTS)
+        return MPI_SUCCESS;
+    rc = MPI_Allreduce(MPI_IN_PLACE, p->took, 2, MPI_DOUBLE, MPI_MAX,
+                       p->comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    bool request = p->took[1] < p->took[0];
+    p->way.run = request ? run_started : p->call;
+    return MPI_SUCCESS;
+}
+
+/* What the core calls for a blocking start, where nothing but the MPI
+ * call is needed (lib/core/plan.c's quick start). */
+static struct dcoll_plan_run *mpi_plan_quick(void *state)
+{
+    struct mpi_plan *p = state;
+    return p->way.run ? &p->way : NULL;
+}
+
+static dcoll_status_t mpi_plan_failed(const void *state, int rc)
+{
+    (void)state;
     return dcoll_mpi_error(rc, "MPI (a plan's start)");
 }
 
-/* The common blocking start in a few instructions; the rest elsewhere. */
+/* Every other start: async, polled, or on the general path. */
 static dcoll_status_t mpi_plan_start(struct dcoll_group *g,
                                      const struct dcoll_coll *c, void *state,
                                      struct dcoll_work **work,
                                      struct dcoll_outcome *out)
 {
     struct mpi_plan *p = state;
-    if (DCOLL_LIKELY(!work && p->fast)) {
-        int rc;
-        if (p->fast == FAST_DIRECT) {
-            rc = p->call(p);
-        } else {
-            rc = MPI_Start(&p->w.one);
-            if (DCOLL_LIKELY(rc == MPI_SUCCESS))
-                rc = MPI_Wait(&p->w.one, MPI_STATUS_IGNORE);
-        }
-        return DCOLL_LIKELY(rc == MPI_SUCCESS) ? DCOLL_SUCCESS
-                                               : start_failed(rc);
+    if (!work && p->way.run) {
+        int rc = p->way.run(&p->way);
+        return rc == MPI_SUCCESS ? DCOLL_SUCCESS : mpi_plan_failed(p, rc);
     }
     return plan_start_slow(g, c, p, work, out);
 }
@@ -1156,5 +1220,7 @@ const struct dcoll_backend dcoll_mpi_backend = {
     .work_release = mpi_work_release,
     .plan_make = mpi_plan_make,
     .plan_start = mpi_plan_start,
+    .plan_quick = mpi_plan_quick,
+    .plan_failed = mpi_plan_failed,
     .plan_free = mpi_plan_free,
 };

@@ -2,6 +2,7 @@
  * deadlines. */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "base.h"
 
@@ -20,28 +21,23 @@ static double coarse_read(void)
 }
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <stdatomic.h>
-#include <stdint.h>
-#include <x86intrin.h>
 /* The coarse clock moves once a kernel tick (1 to 4 ms), yet each call
- * stamps its start and end with it: while fewer than 2^20 TSC cycles
- * (0.25 to 1 ms) have passed since the last read, that read stands. The
+ * stamps its start and end with it: dcoll_coarse_now (base.h) reads it
+ * here only once 2^20 TSC cycles have passed since the last read. The
  * two values are updated apart, so a reader may pair one read's TSC with
  * another's time: both are from the last millisecond. A TSC that is not
  * in step across cores only makes the difference large: then the clock
  * is read. */
-static _Atomic uint64_t last_tsc;
-static _Atomic double last_coarse;
+uint64_t dcoll_clock_tsc;
+uint64_t dcoll_clock_bits;   /* the last read's double */
 
-double dcoll_coarse_now(void)
+double dcoll_coarse_read(uint64_t tsc)
 {
-    uint64_t t = __rdtsc();
-    uint64_t at = atomic_load_explicit(&last_tsc, memory_order_relaxed);
-    if (t - at < (UINT64_C(1) << 20))
-        return atomic_load_explicit(&last_coarse, memory_order_relaxed);
     double now = coarse_read();
-    atomic_store_explicit(&last_coarse, now, memory_order_relaxed);
-    atomic_store_explicit(&last_tsc, t, memory_order_relaxed);
+    uint64_t bits;
+    memcpy(&bits, &now, sizeof(bits));
+    __atomic_store_n(&dcoll_clock_bits, bits, __ATOMIC_RELAXED);
+    __atomic_store_n(&dcoll_clock_tsc, tsc, __ATOMIC_RELAXED);
     return now;
 }
 #else

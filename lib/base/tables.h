@@ -131,6 +131,15 @@ enum dcoll_choice {
 struct dcoll_group;
 struct dcoll_work;
 
+/* What a transport's plan state begins with where a blocking start needs
+ * nothing but one call (no polling, nothing after it): the function that
+ * makes it, given the state. It returns 0 or a code the backend's
+ * plan_failed turns into a status with its message; the transport may
+ * change it between starts (a trial of two calls settles on one). */
+struct dcoll_plan_run {
+    int (*run)(struct dcoll_plan_run *state);
+};
+
 /* A backend: the only door from the core into a transport. Backends never
  * call the public API. */
 struct dcoll_backend {
@@ -162,6 +171,11 @@ struct dcoll_backend {
                                  struct dcoll_work **work,
                                  struct dcoll_outcome *out);
     void (*plan_free)(void *state);
+    /* Whether a plan's blocking starts need only state's run function
+     * (struct dcoll_plan_run): state as that, or NULL where plan_start
+     * must run. Asked once, at plan time. */
+    struct dcoll_plan_run *(*plan_quick)(void *state);
+    dcoll_status_t (*plan_failed)(const void *state, int code);
 };
 
 /* Communicator services: what the core, diagnostics, launch and GPU

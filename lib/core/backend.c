@@ -47,7 +47,7 @@ static void done_release(struct dcoll_work *w)
 
 const struct dcoll_backend dcoll_done_backend = {
     "done", DCOLL_TL_USER, NULL, done_test, done_wait, done_release, NULL,
-    NULL, NULL, NULL, /* no plans of its own */
+    NULL, NULL, NULL, NULL, NULL, /* no plans of its own */
 };
 
 /* ---- a program's backend ---- */
@@ -121,7 +121,7 @@ static void user_group_free(struct dcoll_group *g)
 const struct dcoll_backend dcoll_user_backend = {
     "user", DCOLL_TL_USER, user_coll, done_test, done_wait, done_release,
     user_group_free,
-    NULL, NULL, NULL, /* no plans of its own */
+    NULL, NULL, NULL, NULL, NULL, /* no plans of its own */
 };
 
 /* ---- the registry ---- */

@@ -20,9 +20,14 @@ struct dcoll_plan {
     bool member;               /* false: a NON-MEMBER's, which does nothing */
     bool self;                 /* a send or recv to this rank itself */
     bool counted;              /* its starts are numbered (not send, recv) */
-    bool quick;                /* a member's, not to itself, and no work of
-                                  its starts pending: a blocking start needs
-                                  no more checks (dcoll_plan_start) */
+    /* A blocking start's way (way_of), found at plan time, and the same
+     * while the plan is ready (a member's, not to itself, on a live group,
+     * no work of its starts pending): then a blocking start needs no more
+     * checks than the group's health. NULL while not ready. */
+    dcoll_status_t (*way)(struct dcoll_plan *p, struct dcoll_group *g);
+    dcoll_status_t (*quick)(struct dcoll_plan *p, struct dcoll_group *g);
+    struct dcoll_plan_run *run; /* tl's plan_quick: state, or NULL */
+    struct dcoll_flight_entry entry; /* its starts' recorder entry */
     struct dcoll_group *group; /* NULL once the group is gone */
     struct dcoll_coll c;       /* the checked call; c.opts is &opts */
     dcoll_coll_opts_t opts;
@@ -33,6 +38,15 @@ struct dcoll_plan {
     struct dcoll_plan *next, *prev; /* the group's live plans */
 };
 
+static void set_ready(struct dcoll_plan *p, bool ready)
+{
+    p->quick = ready ? p->way : NULL;
+}
+
+static dcoll_status_t (*way_of(const struct dcoll_plan *p,
+                               const struct dcoll_group *g))(
+    struct dcoll_plan *, struct dcoll_group *);
+
 /* Drop the last start's work (finished): the plan's own are kept by the
  * transport, others go back to it. */
 static void drop_work(struct dcoll_plan *p)
@@ -41,7 +55,7 @@ static void drop_work(struct dcoll_plan *p)
     if (!w)
         return;
     p->work = NULL;
-    p->quick = p->member && !p->self;
+    set_ready(p, p->member && !p->self);
     free(w->errmsg);
     w->errmsg = NULL;
     w->magic = DCOLL_DEAD_MAGIC;
@@ -56,6 +70,7 @@ static void unhook(struct dcoll_plan *p)
     if (p->state && p->tl && p->tl->plan_free)
         p->tl->plan_free(p->state);
     p->state = NULL;
+    set_ready(p, false);
     if (!g || !p->member)
         return;
     if (p->prev)
@@ -217,7 +232,11 @@ dcoll_status_t dcoll_plan_make(dcoll_group_t *group, struct dcoll_coll *c,
     p->self = member && dcoll_kind_has(c->kind, DCOLL_KF_PEER) &&
               p->c.root == g->rank;
     p->counted = dcoll_kind_has(c->kind, DCOLL_KF_COUNTED);
-    p->quick = member && !p->self;
+    if (p->state && p->tl->plan_quick)
+        p->run = p->tl->plan_quick(p->state);
+    p->way = way_of(p, g);
+    set_ready(p, member && !p->self);
+    dcoll_flight_fill(&p->entry, &p->c);
     if (member) {
         p->next = g->plans;
         if (g->plans)
@@ -262,7 +281,7 @@ static dcoll_status_t start_nothing(struct dcoll_plan *p,
     dcoll_work_track(w);
     w->plan = p;
     p->work = *work = w;
-    p->quick = false;
+    set_ready(p, false);
     return DCOLL_SUCCESS;
 }
 
@@ -345,7 +364,7 @@ start(struct dcoll_plan *p, struct dcoll_group *g, dcoll_work_t **work)
         dcoll_work_track(w);
         w->plan = p;
         p->work = w;
-        p->quick = false;   /* the next start drops it first */
+        set_ready(p, false);   /* the next start drops it first */
     } else if (c->fid) {
         dcoll_flight_end(f, c->fid, st);
     }
@@ -375,16 +394,104 @@ start_slow(struct dcoll_plan *p, dcoll_work_t **work)
     return start(p, g, work);
 }
 
+/* A quick start that failed: the group's failure, as any start's. */
+static __attribute__((noinline, cold)) dcoll_status_t
+quick_failed(struct dcoll_plan *p, struct dcoll_group *g,
+             struct dcoll_flight_entry *e, int code)
+{
+    struct dcoll_coll *c = &p->c;
+    c->async = false;
+    dcoll_status_t st = p->tl->plan_failed(p->state, code);
+    st = dcoll_fault_failed(g, c->fn, c->seq, st);
+    if (e) {
+        e->end = dcoll_coarse_now();
+        e->status = st;
+    }
+    return st;
+}
+
+/* A blocking start the transport makes by one function (plan_quick): the
+ * number, the recorder's entry copied from the plan's, the watchdog's
+ * marker and the call; no timeout comes back (abort mode's watchdog, or
+ * none), so there is no outcome to read. Made in the four kinds below,
+ * as the plan is numbered and watched or not, so a start tests neither. */
+static inline __attribute__((always_inline)) dcoll_status_t
+quick_body(struct dcoll_plan *p, struct dcoll_group *g, const bool counted,
+           const bool watched)
+{
+    struct dcoll_coll *c = &p->c;
+    uint64_t seq = c->seq;
+    if (counted) {
+        seq = g->seq + 1;
+        c->seq = seq;
+        DCOLL_PUBLISH(g->seq, seq);
+        DCOLL_PUBLISH(g->cur_kind, (int)c->kind);
+        DCOLL_PUBLISH(g->cur_form, DCOLL_FORM_PLAN);
+    }
+    struct dcoll_flight *f = g->diag->flight;
+    struct dcoll_flight_entry *e = NULL;
+    double t0 = 0;
+    if (watched || f)
+        c->start = t0 = dcoll_coarse_now();
+    if (f)
+        e = dcoll_flight_put(f, &p->entry, seq, t0);
+    if (watched) {
+        DCOLL_PUBLISH(g->busy_seq, seq);
+        DCOLL_PUBLISH(g->busy_kind, (int)c->kind);
+        DCOLL_PUBLISH(g->cur_fn, c->fn);
+        DCOLL_PUBLISH(g->busy_start, t0);
+    }
+    int code = p->run->run(p->run);
+    if (watched)
+        DCOLL_PUBLISH(g->busy_start, 0.0);
+    if (DCOLL_UNLIKELY(code))
+        return quick_failed(p, g, e, code);
+    if (e)
+        e->end = dcoll_coarse_now();
+    return DCOLL_SUCCESS;
+}
+
+#define QUICK(name, counted, watched)                                       \
+    static __attribute__((noinline)) dcoll_status_t                        \
+    name(struct dcoll_plan *p, struct dcoll_group *g)                      \
+    {                                                                      \
+        return quick_body(p, g, counted, watched);                         \
+    }
+QUICK(quick_counted_watched, true, true)
+QUICK(quick_counted, true, false)
+QUICK(quick_watched, false, true)
+QUICK(quick_plain, false, false)
+
+/* A blocking start that the transport's plan_start (or coll) makes. */
+static __attribute__((noinline)) dcoll_status_t
+start_blocking(struct dcoll_plan *p, struct dcoll_group *g)
+{
+    return start(p, g, NULL);
+}
+
+/* The way of p's blocking starts on g. */
+static dcoll_status_t (*way_of(const struct dcoll_plan *p,
+                               const struct dcoll_group *g))(
+    struct dcoll_plan *, struct dcoll_group *)
+{
+    if (!p->run)
+        return start_blocking;
+    bool watched = dcoll_watched(g);
+    if (p->counted)
+        return watched ? quick_counted_watched : quick_counted;
+    return watched ? quick_watched : quick_plain;
+}
+
 dcoll_status_t dcoll_plan_start(dcoll_plan_t *p, dcoll_work_t **work)
 {
     /* The common case, a blocking start of a member's plan with no work
-     * pending on a live, healthy group, tested in one go. */
+     * pending on a healthy group, tested in one go: a plan is quick only
+     * while its group lives (unhook), and dcoll ends only with its
+     * groups. The way on is a tail call, so this saves no registers. */
     struct dcoll_group *g;
-    if (DCOLL_LIKELY(!work && p && dcoll_state == DCOLL_STATE_READY &&
-                     p->magic == PLAN_MAGIC && p->quick &&
-                     (g = p->group) != NULL &&
-                     g->magic == DCOLL_GROUP_MAGIC && !g->diag->failed))
-        return start(p, g, NULL);
+    if (DCOLL_LIKELY(!work && p && p->magic == PLAN_MAGIC && p->quick &&
+                     !(g = p->group)->diag->failed))
+        return p->quick(p, g);
     return start_slow(p, work);
 }
 

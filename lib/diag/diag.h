@@ -4,6 +4,8 @@
 #ifndef DCOLL_DIAG_H
 #define DCOLL_DIAG_H
 
+#include <stddef.h>
+#include <string.h>
 #include "tables.h"
 
 struct dcoll_flight;
@@ -109,11 +111,13 @@ static inline bool dcoll_watched(const struct dcoll_group *g)
 struct dcoll_flight_entry {
     uint64_t id, seq;      /* seq 0: a send or receive */
     double start, end;     /* coarse clock; end 0: not finished */
+    /* end and what follows: what a plan's starts copy (flight_put) */
     int64_t count;
     signed char kind, dtype, op;  /* op and root as passed: the kind says */
     int root;                     /* whether it has them (group rank) */
     dcoll_status_t status;
 };
+#define DCOLL_FLIGHT_MADE_AT offsetof(struct dcoll_flight_entry, end)
 struct dcoll_flight {
     unsigned cap;          /* entries shown: the last cap */
     uint64_t mask;         /* the ring's size, a power of two >= cap, - 1:
@@ -123,12 +127,12 @@ struct dcoll_flight {
 };
 struct dcoll_flight *dcoll_flight_new(unsigned n);
 void dcoll_flight_free(struct dcoll_flight *f);
-/* begin returns the entry's id for end (ids start at 1). */
-static inline uint64_t dcoll_flight_begin(struct dcoll_flight *f,
-                                          const struct dcoll_coll *c)
+/* An entry's fields that c fixes; a plan keeps them to write its starts'
+ * entries by one copy (dcoll_flight_put). */
+static inline void dcoll_flight_fill(struct dcoll_flight_entry *e,
+                                     const struct dcoll_coll *c)
 {
-    struct dcoll_flight_entry *e = &f->e[f->n++ & f->mask];
-    e->id = f->n;
+    e->id = 0;
     e->seq = c->seq;
     e->start = c->start;
     e->end = 0;
@@ -138,7 +142,29 @@ static inline uint64_t dcoll_flight_begin(struct dcoll_flight *f,
     e->op = (signed char)c->op;
     e->root = c->root;
     e->status = DCOLL_SUCCESS;
+}
+/* begin returns the entry's id for end (ids start at 1). */
+static inline uint64_t dcoll_flight_begin(struct dcoll_flight *f,
+                                          const struct dcoll_coll *c)
+{
+    struct dcoll_flight_entry *e = &f->e[f->n++ & f->mask];
+    dcoll_flight_fill(e, c);
+    e->id = f->n;
     return e->id;
+}
+/* A new entry as made, numbered seq and stamped start; the caller ends
+ * it itself (no other call on the group writes one meanwhile). */
+static inline struct dcoll_flight_entry *
+dcoll_flight_put(struct dcoll_flight *f, const struct dcoll_flight_entry *made,
+                 uint64_t seq, double start)
+{
+    struct dcoll_flight_entry *e = &f->e[f->n++ & f->mask];
+    memcpy((char *)e + DCOLL_FLIGHT_MADE_AT, (const char *)made +
+           DCOLL_FLIGHT_MADE_AT, sizeof(*e) - DCOLL_FLIGHT_MADE_AT);
+    e->id = f->n;
+    e->seq = seq;
+    e->start = start;
+    return e;
 }
 static inline void dcoll_flight_end(struct dcoll_flight *f, uint64_t id,
                                     dcoll_status_t st)

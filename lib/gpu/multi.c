@@ -68,7 +68,7 @@ static void work_release(struct dcoll_work *bw)
 /* The work handling of the NCCL transport's multi-buffer calls. */
 static const struct dcoll_backend multi_backend = {
     "nccl", DCOLL_TL_NCCL, NULL, work_test, work_wait, work_release, NULL,
-    NULL, NULL, NULL, /* no plans of its own */
+    NULL, NULL, NULL, NULL, NULL, /* no plans of its own */
 };
 
 int dcoll_multi_devices(const struct dcoll_multi_call *mc, int *devices)

@@ -293,5 +293,5 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
 const struct dcoll_backend dcoll_nccl_backend = {
     "nccl", DCOLL_TL_NCCL, nccl_run, work_test, work_wait, work_release,
     nccl_group_free,
-    NULL, NULL, NULL, /* no plans of its own */
+    NULL, NULL, NULL, NULL, NULL, /* no plans of its own */
 };

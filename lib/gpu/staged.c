@@ -325,5 +325,5 @@ static dcoll_status_t staged_run(struct dcoll_group *g,
 /* Its works are the host table's, which calls finish_staged at the end. */
 const struct dcoll_backend dcoll_staged_backend = {
     "staged", DCOLL_TL_STAGED, staged_run, NULL, NULL, NULL, NULL,
-    NULL, NULL, NULL, /* no plans of its own */
+    NULL, NULL, NULL, NULL, NULL, /* no plans of its own */
 };

@@ -2,9 +2,11 @@
  * interface: with DCOLL_PLAN_CALLS=persistent one MPI_Start of the
  * request made at plan time, with plain MPI's blocking (async: its
  * nonblocking) call, and by default the rule docs/performance.md gives
- * for this MPI. Nothing else: no exchange under DCOLL_DEBUG=detail, whose
- * agreement happened once, at plan time. Usage: test_plan_route
- * auto|persistent|plain. */
+ * for this MPI: blocking starts try the blocking call and the request in
+ * turn for 8 starts, agree on the faster in one MPI_Allreduce, and make
+ * it alone after, the same on every rank. Nothing else: no exchange under
+ * DCOLL_DEBUG=detail, whose agreement happened once, at plan time.
+ * Usage: test_plan_route auto|persistent|plain. */
 #include <mpi.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -121,11 +123,10 @@ int main(int argc, char **argv)
      * async ones. */
     bool persistent = !strcmp(mode, "persistent");
     bool async_persistent = persistent;
+    bool trial = false;
     if (!strcmp(mode, "auto")) {
-#if MPI_VERSION >= 4
-        persistent = async_persistent = true;
-#elif defined(OPEN_MPI)
-        async_persistent = true;
+#if MPI_VERSION >= 4 || defined(OPEN_MPI)
+        async_persistent = trial = true;
 #endif
     }
     int in[4] = {me, me, me, me}, out[4];
@@ -133,6 +134,32 @@ int main(int argc, char **argv)
     CHECK(dcoll_all_reduce_plan(NULL, in, out, 4, DCOLL_INT32, DCOLL_SUM,
                                 NULL, &p) == DCOLL_SUCCESS, "plan: %s",
           dcoll_last_error());
+    /* The trial: the calls in turn, each start right, then the agreement
+     * after the last; then every rank makes the same one. */
+    for (int s = 0; trial && s < 8; s++) {
+        memset(counts, 0, sizeof(counts));
+        out[3] = -1;
+        CHECK(dcoll_plan_start(p, NULL) == DCOLL_SUCCESS, "trial start: %s",
+              dcoll_last_error());
+        CHECK(counts[START] == s % 2, "trial start %d: %d MPI_Start(s)", s,
+              counts[START]);
+        CHECK(counts[ALLREDUCE] == (s % 2 == 0) + (s == 7),
+              "trial start %d: %d MPI_Allreduce(s)", s, counts[ALLREDUCE]);
+        CHECK(counts[IALLREDUCE] + counts[INIT] + counts[P2P] +
+              counts[OTHER] == 0, "trial start %d: other MPI calls", s);
+        CHECK(out[3] == n * (n - 1) / 2, "trial start %d: %d", s, out[3]);
+    }
+    if (trial) {
+        memset(counts, 0, sizeof(counts));
+        CHECK(dcoll_plan_start(p, NULL) == DCOLL_SUCCESS, "start: %s",
+              dcoll_last_error());
+        persistent = counts[START] == 1;
+        int kept[2] = {persistent, !persistent}, all[2];
+        PMPI_Allreduce(kept, all, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        CHECK(all[0] == kept[0] && all[1] == kept[1], "the ranks kept "
+              "different calls after the trial");
+        only(persistent ? START : ALLREDUCE, 1, "the start after the trial");
+    }
     for (int s = 0; s < 3; s++) {
         memset(counts, 0, sizeof(counts));
         CHECK(dcoll_plan_start(p, NULL) == DCOLL_SUCCESS, "start: %s",
