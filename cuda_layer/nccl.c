@@ -435,16 +435,28 @@ int dcoll_nccl_coll(void *comm, const dcoll_plugin_call_t *k, int rank,
     return rc;
 }
 
+/* The event that marks the end of the calls queued on stream, or NULL
+ * where stream is being captured into a CUDA graph: the calls are then
+ * the graph's, run at each launch of it, and there is nothing to wait for
+ * now (a query of an event of the capture would end the capture). The
+ * work or the blocking call is done as far as dcoll can see; the program
+ * synchronises with its graph's launches, as for any captured work. */
 int dcoll_nccl_event_record(void *comm, void *stream, void **event)
 {
     struct comm *c = comm;
-    cudaEvent_t e;
+    cudaEvent_t e = NULL;
     if (!c->nc)
         return gone(c, "cudaEventRecord");
     int old = dcoll_cuda_enter(c->device);
-    cudaError_t r = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
-    if (r == cudaSuccess)
-        r = cudaEventRecord(e, (cudaStream_t)stream);
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaError_t r = cudaStreamIsCapturing((cudaStream_t)stream, &cs);
+    if (r == cudaSuccess && cs == cudaStreamCaptureStatusInvalidated)
+        r = cudaErrorStreamCaptureInvalidated;
+    if (r == cudaSuccess && cs == cudaStreamCaptureStatusNone) {
+        r = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+        if (r == cudaSuccess)
+            r = cudaEventRecord(e, (cudaStream_t)stream);
+    }
     dcoll_cuda_leave(old, c->device);
     if (r != cudaSuccess)
         return dcoll_cuda_fail("cudaEventRecord", cudaGetErrorString(r));
@@ -469,6 +481,10 @@ int dcoll_nccl_event_poll(void *comm, void *event, int *done)
         return nccl_failed("NCCL (asynchronous error); the communicator "
                            "was aborted", st);
     }
+    if (!event) {   /* captured: nothing to wait for */
+        *done = 1;
+        return 0;
+    }
     cudaError_t r = cudaEventQuery((cudaEvent_t)event);
     *done = r == cudaSuccess;
     if (r != cudaSuccess && r != cudaErrorNotReady)
@@ -478,7 +494,8 @@ int dcoll_nccl_event_poll(void *comm, void *event, int *done)
 
 void dcoll_nccl_event_free(void *event)
 {
-    cudaEventDestroy((cudaEvent_t)event);
+    if (event)
+        cudaEventDestroy((cudaEvent_t)event);
 }
 
 int dcoll_nccl_event_wait(void *comm, void *event, double timeout)

@@ -970,17 +970,17 @@ const char *dcoll_mpi_plan_rule(void)
     if (dcoll_plan_calls == DCOLL_PLAN_CALLS_PLAIN)
         return "MPI's blocking and nonblocking calls (DCOLL_PLAN_CALLS=plain)";
 #if DCOLL_MPI_PCOLL == 1
-    return "blocking starts: their first 8 try MPI's blocking call and MPI "
-           "4's persistent request (MPI_*_init) in turn, and the ranks keep "
-           "the faster (gather, scatter and all_gather: the blocking call, "
+    return "blocking starts: their first 4 make MPI's blocking call, the "
+           "next 4 start MPI 4's persistent request (MPI_*_init), and the "
+           "ranks keep the faster (gather, scatter and all_gather: the blocking call, "
            "as this MPI's persistent ones give wrong results); async "
            "starts: the persistent request, but for reduce, gatherv and "
            "scatterv below 4 KiB (the nonblocking call); send/recv: "
            "blocking (async: nonblocking) calls";
 #elif DCOLL_MPI_PCOLL == 2
-    return "blocking starts: their first 8 try Open MPI's blocking call "
-           "and its MPIX_*_init request (pcollreq) in turn, and the ranks "
-           "keep the faster; async starts: the MPIX_*_init request, which "
+    return "blocking starts: their first 4 make Open MPI's blocking call, "
+           "the next 4 start its MPIX_*_init request (pcollreq), and the "
+           "ranks keep the faster; async starts: the MPIX_*_init request, which "
            "beats the nonblocking call; send/recv: blocking (async: "
            "nonblocking) calls";
 #else
@@ -1152,7 +1152,10 @@ static int run_started(struct dcoll_plan_run *q)
 }
 
 /* run_trial: the first TRIAL_STARTS blocking starts make MPI's blocking
- * call and start the persistent request in turn, each timed. At the last
+ * call, then the next as many start the persistent request, each timed:
+ * in two runs, not call by call, so that neither is charged with what the
+ * other leaves behind (a request's schedule that ends after its wait on
+ * one rank delays the next call on the others). At the last
  * the ranks take the call whose fastest start was the shorter on the
  * slowest rank (an MPI_Allreduce MAX of the times, so every rank has the
  * same figures and choice: MPI matches a persistent collective only with
@@ -1160,19 +1163,20 @@ static int run_started(struct dcoll_plan_run *q)
  * rank makes the same starts of a plan, so they try and decide in step.
  * Which call is faster depends on the MPI, the kind, the size and the
  * ranks (bench/README.md, "Plans"). */
-#define TRIAL_STARTS 8
+#define TRIAL_STARTS 4
 static int run_trial(struct dcoll_plan_run *q)
 {
     struct mpi_plan *p = (struct mpi_plan *)q;
-    int which = p->tries & 1;  /* 0: the blocking call, 1: the request */
+    int which = p->tries >= TRIAL_STARTS; /* 0: the blocking call, 1: the
+                                             request */
     double t = dcoll_now();
     int rc = which ? run_started(q) : p->call(q);
     if (rc != MPI_SUCCESS)
         return rc;
     t = dcoll_now() - t;
-    if (p->tries < 2 || t < p->took[which])
+    if (p->tries % TRIAL_STARTS == 0 || t < p->took[which])
         p->took[which] = t;
-    if (++p->tries < TRIAL_STARTS)
+    if (++p->tries < 2 * TRIAL_STARTS)
         return MPI_SUCCESS;
     rc = MPI_Allreduce(MPI_IN_PLACE, p->took, 2, MPI_DOUBLE, MPI_MAX,
                        p->comm);

@@ -13,15 +13,21 @@
  *   The checks run here, once: a rank that refuses its arguments makes
  *   every rank's plan fail (DCOLL_ERR_INVALID_ARGUMENT; on the others,
  *   naming the rank), and the group stays usable. The ranks meet as in a
- *   call: a rank that never comes is reported at the group's timeout. Under DCOLL_DEBUG=detail
- *   the ranks also compare the plans once, here: a plan that differs
- *   between ranks fails on every rank, naming the ranks and what differs
- *   (DCOLL_ERR_MISMATCH); its starts then need no exchange. Send and recv
- *   plans are this rank's own, with nothing to agree.
+ *   call: a rank that never comes is reported at the group's timeout.
+ *   Under DCOLL_DEBUG=detail the ranks also compare the plans once, here:
+ *   a plan that differs between ranks fails on every rank, naming the
+ *   ranks and what differs (DCOLL_ERR_MISMATCH); its starts then need no
+ *   exchange. Send and recv plans are this rank's own, with nothing to
+ *   agree.
  * - A start is one call of the group, numbered, recorded and watched as a
  *   blocking or async call is; every rank starts the group's plans in
  *   the same order, and in the same form (all blocking or all with a
- *   work), as MPI matches a blocking call only with a blocking one.
+ *   work): on host buffers the first 8 blocking starts try MPI's
+ *   blocking call and its persistent request in step on every rank and
+ *   keep the faster, and MPI matches a persistent request only with
+ *   persistent ones.
+ * - On GPU buffers of an NCCL group a start may be captured in a CUDA
+ *   graph (docs/gpu.md): it queues NCCL's call and returns at once.
  * - On a NON-MEMBER handle a plan is made and does nothing when started.
  * - A plan outlives nothing: after dcoll_group_destroy of its group (or
  *   dcoll_finalize) it can only be freed. */

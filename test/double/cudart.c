@@ -20,7 +20,12 @@
  *   - cudaMallocHost and cudaFreeHost synchronise the device, as page
  *     locking does, and count themselves;
  *   - a context is made on a device by the first call that needs one
- *     (cudaSetDevice since CUDA 12, allocations, copies), and counted.
+ *     (cudaSetDevice since CUDA 12, allocations, copies), and counted;
+ *   - a stream being captured (cudaStreamBeginCapture) runs nothing: its
+ *     ops go into the graph, which cudaGraphLaunch queues again each time;
+ *     synchronising with the capture (cudaStreamSynchronize on it, a query
+ *     or wait of an event recorded in it) fails and invalidates it, so
+ *     cudaStreamEndCapture fails too, as in CUDA's global capture mode.
  * FAKE_NGPUS=n gives n devices (1..8), FAKE_CUDA_NO_DEVICE=1 none.
  * Never installed: tests only. */
 #include <errno.h>
@@ -324,6 +329,7 @@ struct op {
     int value;
     void (*fn)(void *);
     void *arg;
+    void (*drop)(void *);   /* a graph's OP_CALL: frees arg with it */
     /* Work this op must wait for: stream wait_on[i] up to its count. */
     int nwait;
     struct stream *wait_on[MAX_WAITS];
@@ -341,6 +347,13 @@ struct stream {
     uint64_t queued, done;     /* ops enqueued, ops run */
     bool stop;
     struct stream *next_on_dev;
+    struct graph *capture;     /* being captured into it, or NULL */
+    bool invalid;              /* that capture was invalidated */
+};
+
+/* A captured graph: its ops in order, each queued again by a launch. */
+struct graph {
+    struct op *head, *tail;
 };
 
 static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -450,6 +463,20 @@ static cudaError_t enqueue(struct stream *s, struct op *o)
         free(o);
         return ret(cudaErrorInvalidResourceHandle);
     }
+    pthread_mutex_lock(&s->lock);
+    struct graph *g = s->capture;
+    if (g) {
+        o->next = NULL;
+        o->nwait = 0;   /* a graph's order is its stream's */
+        if (g->tail)
+            g->tail->next = o;
+        else
+            g->head = o;
+        g->tail = o;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (g)
+        return cudaSuccess;
     if (!(s->flags & cudaStreamNonBlocking)) {
         pthread_mutex_lock(&streams_lock);
         for (struct stream *t = on_dev[s->device]; t; t = t->next_on_dev) {
@@ -507,6 +534,18 @@ static void drain_all(void)
         drain_device(d);
 }
 
+/* Whether s is being captured; if so the capture is invalidated (a
+ * synchronisation with it, which CUDA's global mode forbids). */
+static bool spoil(struct stream *s)
+{
+    pthread_mutex_lock(&s->lock);
+    bool capturing = s->capture != NULL;
+    if (capturing)
+        s->invalid = true;
+    pthread_mutex_unlock(&s->lock);
+    return capturing;
+}
+
 /* ---- the API ---- */
 
 API cudaError_t cudaGetDeviceCount(int *count)
@@ -555,6 +594,17 @@ API const char *cudaGetErrorString(cudaError_t e)
     case cudaErrorIllegalAddress:
         return "an illegal memory access was encountered";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorIllegalState: return "the operation cannot be performed "
+                                       "in the present state";
+    case cudaErrorStreamCaptureUnsupported:
+        return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+        return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureIsolation:
+        return "dependency created on uncaptured work in another stream";
+    case cudaErrorCapturedEvent:
+        return "operation not permitted on an event last recorded in a "
+               "capturing stream";
     default: return "unknown error (fake CUDA)";
     }
 }
@@ -782,6 +832,8 @@ API cudaError_t cudaStreamSynchronize(cudaStream_t h)
     struct stream *s = stream_of(h);
     if (!s)
         return ret(cudaErrorInvalidResourceHandle);
+    if (spoil(s))
+        return ret(cudaErrorStreamCaptureUnsupported);
     drain(s);   /* for the legacy stream, what it waits for too */
     return (cudaError_t)atomic_load(&sticky);
 }
@@ -861,6 +913,7 @@ API cudaError_t cudaMemset(void *dst, int value, size_t bytes)
 struct event {
     struct stream *s;
     uint64_t upto;     /* 0: never recorded */
+    struct stream *captured;   /* last recorded in this capture */
 };
 
 API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
@@ -884,10 +937,20 @@ API cudaError_t cudaEventRecord(cudaEvent_t h, cudaStream_t sh)
     struct event *e = (struct event *)h;
     struct stream *s = stream_of(sh);
     struct op *o = op_new(OP_EVENT);
-    if (!e || !o) {
+    if (!e || !o || !s) {
         free(o);
         return ret(cudaErrorInvalidResourceHandle);
     }
+    pthread_mutex_lock(&s->lock);
+    bool capturing = s->capture != NULL;
+    pthread_mutex_unlock(&s->lock);
+    if (capturing) {
+        free(o);
+        e->s = NULL;
+        e->captured = s;
+        return cudaSuccess;
+    }
+    e->captured = NULL;
     cudaError_t r = enqueue(s, o);
     if (r != cudaSuccess)
         return r;
@@ -904,6 +967,10 @@ API cudaError_t cudaEventQuery(cudaEvent_t h)
     struct event *e = (struct event *)h;
     if (!e)
         return ret(cudaErrorInvalidResourceHandle);
+    if (e->captured) {
+        spoil(e->captured);
+        return ret(cudaErrorCapturedEvent);
+    }
     if (!e->s)
         return cudaSuccess;
     pthread_mutex_lock(&e->s->lock);
@@ -918,6 +985,10 @@ API cudaError_t cudaEventSynchronize(cudaEvent_t h)
     struct event *e = (struct event *)h;
     if (!e)
         return ret(cudaErrorInvalidResourceHandle);
+    if (e->captured) {
+        spoil(e->captured);
+        return ret(cudaErrorCapturedEvent);
+    }
     if (e->s)
         wait_done(e->s, e->upto);
     return cudaSuccess;
@@ -934,6 +1005,19 @@ API cudaError_t cudaStreamWaitEvent(cudaStream_t sh, cudaEvent_t h,
         free(o);
         return ret(cudaErrorInvalidResourceHandle);
     }
+    if (e->captured) {
+        /* Only a stream of the same capture may wait for it. */
+        free(o);
+        struct stream *t = stream_of(sh);
+        if (!t)
+            return ret(cudaErrorInvalidResourceHandle);
+        pthread_mutex_lock(&t->lock);
+        bool joins = t->capture != NULL;
+        pthread_mutex_unlock(&t->lock);
+        if (!joins)
+            spoil(e->captured);
+        return joins ? cudaSuccess : ret(cudaErrorStreamCaptureIsolation);
+    }
     if (e->s) {
         o->wait_on[o->nwait] = e->s;
         o->wait_upto[o->nwait++] = e->upto;
@@ -947,9 +1031,134 @@ API cudaError_t cudaEventDestroy(cudaEvent_t h)
     return cudaSuccess;
 }
 
+/* ---- graphs ---- */
+
+API cudaError_t cudaStreamBeginCapture(cudaStream_t h,
+                                       enum cudaStreamCaptureMode mode)
+{
+    (void)mode;
+    init();
+    STICKY();
+    if (!h || h == cudaStreamLegacy || h == cudaStreamPerThread)
+        return ret(cudaErrorStreamCaptureUnsupported);
+    struct stream *s = (struct stream *)h;
+    struct graph *g = calloc(1, sizeof(*g));
+    if (!g)
+        return ret(cudaErrorMemoryAllocation);
+    pthread_mutex_lock(&s->lock);
+    bool busy = s->capture != NULL;
+    if (!busy) {
+        s->capture = g;
+        s->invalid = false;
+    }
+    pthread_mutex_unlock(&s->lock);
+    if (busy) {
+        free(g);
+        return ret(cudaErrorIllegalState);
+    }
+    return cudaSuccess;
+}
+
+API cudaError_t cudaStreamIsCapturing(cudaStream_t h,
+                                      enum cudaStreamCaptureStatus *st)
+{
+    init();
+    STICKY();
+    struct stream *s = stream_of(h);
+    if (!s || !st)
+        return ret(cudaErrorInvalidValue);
+    pthread_mutex_lock(&s->lock);
+    *st = !s->capture ? cudaStreamCaptureStatusNone
+          : s->invalid ? cudaStreamCaptureStatusInvalidated
+                       : cudaStreamCaptureStatusActive;
+    pthread_mutex_unlock(&s->lock);
+    return cudaSuccess;
+}
+
+API cudaError_t cudaGraphDestroy(cudaGraph_t h)
+{
+    struct graph *g = (struct graph *)h;
+    if (!g)
+        return ret(cudaErrorInvalidValue);
+    for (struct op *o = g->head, *next; o; o = next) {
+        next = o->next;
+        if (o->drop)
+            o->drop(o->arg);
+        free(o);
+    }
+    free(g);
+    return cudaSuccess;
+}
+
+API cudaError_t cudaStreamEndCapture(cudaStream_t h, cudaGraph_t *out)
+{
+    init();
+    STICKY();
+    if (!h || h == cudaStreamLegacy || h == cudaStreamPerThread || !out)
+        return ret(cudaErrorInvalidValue);
+    struct stream *s = (struct stream *)h;
+    pthread_mutex_lock(&s->lock);
+    struct graph *g = s->capture;
+    bool invalid = s->invalid;
+    s->capture = NULL;
+    s->invalid = false;
+    pthread_mutex_unlock(&s->lock);
+    *out = NULL;
+    if (!g)
+        return ret(cudaErrorIllegalState);
+    if (invalid) {
+        cudaGraphDestroy((cudaGraph_t)g);
+        return ret(cudaErrorStreamCaptureInvalidated);
+    }
+    *out = (cudaGraph_t)g;
+    return cudaSuccess;
+}
+
+/* The executable graph is the graph itself: the double has nothing to
+ * compile. */
+API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t g,
+                                     unsigned long long flags)
+{
+    (void)flags;
+    if (!exec || !g)
+        return ret(cudaErrorInvalidValue);
+    *exec = (cudaGraphExec_t)g;
+    return cudaSuccess;
+}
+
+API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
+{
+    (void)exec;
+    return cudaSuccess;
+}
+
+API cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t h)
+{
+    init();
+    STICKY();
+    struct graph *g = (struct graph *)exec;
+    struct stream *s = stream_of(h);
+    if (!g || !s)
+        return ret(cudaErrorInvalidValue);
+    for (const struct op *o = g->head; o; o = o->next) {
+        struct op *copy = op_new(o->kind);
+        if (!copy)
+            return ret(cudaErrorMemoryAllocation);
+        *copy = *o;
+        copy->next = NULL;
+        copy->drop = NULL;
+        cudaError_t r = enqueue(s, copy);
+        if (r != cudaSuccess)
+            return r;
+    }
+    return cudaSuccess;
+}
+
 /* A host function run in stream order (the double's NCCL queues its
- * collectives this way). */
-API int fake_cuda_enqueue(void *stream, void (*fn)(void *), void *arg)
+ * collectives this way). Captured into a graph, it runs at each launch
+ * and drop(arg), where given, when the graph is destroyed. */
+API int fake_cuda_enqueue(void *stream, void (*fn)(void *), void *arg,
+                          void (*drop)(void *))
 {
     init();
     if (atomic_load(&sticky) != cudaSuccess)
@@ -959,6 +1168,7 @@ API int fake_cuda_enqueue(void *stream, void (*fn)(void *), void *arg)
         return -1;
     o->fn = fn;
     o->arg = arg;
+    o->drop = drop;
     return enqueue(stream_of((cudaStream_t)stream), o) == cudaSuccess ? 0
                                                                       : -1;
 }

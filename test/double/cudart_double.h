@@ -21,8 +21,11 @@ long fake_cuda_queries(void);
  * see does. */
 void *fake_cuda_foreign(void);
 /* Run fn(arg) in stream order on stream (NULL: the legacy stream);
- * 0, or -1 after a sticky error. */
-int fake_cuda_enqueue(void *stream, void (*fn)(void *), void *arg);
+ * 0, or -1 after a sticky error. On a stream being captured, it runs at
+ * each launch of the graph, and drop(arg) (where not NULL) when the graph
+ * is destroyed. */
+int fake_cuda_enqueue(void *stream, void (*fn)(void *), void *arg,
+                      void (*drop)(void *));
 /* The address the double itself uses for p (device memory's second
  * mapping); p where it is host memory. */
 void *fake_cuda_real(const void *p);

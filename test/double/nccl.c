@@ -26,7 +26,12 @@
  *     that does not wait for it sees the old bytes;
  *   - fake_nccl_break() makes this process's next collective report an
  *     asynchronous error and hang its stream until aborted, as a lost
- *     peer does.
+ *     peer does;
+ *   - a call on a stream being captured into a CUDA graph runs at each
+ *     launch of the graph, numbered among the communicator's collectives
+ *     when it runs (so a program must not issue calls on the communicator
+ *     while a launched graph's are pending: the double's limit, not
+ *     NCCL's).
  * Ranks are reduced in rank order, one fixed order of NCCL's many. */
 #include <errno.h>
 #include <fcntl.h>
@@ -527,6 +532,7 @@ API ncclResult_t ncclGroupStart(void)
 struct job {
     struct ncclComm *comm;
     int n;
+    bool kept;        /* a graph's: run at each launch, numbered then */
     struct call calls[];
 };
 
@@ -545,13 +551,18 @@ static void run_job(void *arg)
     } else if (!atomic_load(&c->aborted) &&
                atomic_load(&c->state) == ncclSuccess) {
         atomic_fetch_add(&calls_run, 1);
+        if (j->kept && j->calls[0].kind != K_SEND &&
+            j->calls[0].kind != K_RECV)
+            j->calls[0].seq = ++c->colls;
         if (j->calls[0].kind == K_SEND || j->calls[0].kind == K_RECV)
             run_p2p(c, j->calls, j->n);
         else
             run_coll(c, &j->calls[0]);
     }
-    atomic_fetch_sub(&c->running, 1);
-    free(j);
+    if (!j->kept) {
+        atomic_fetch_sub(&c->running, 1);
+        free(j);
+    }
 }
 
 static ncclResult_t launch(struct call *calls, int n)
@@ -562,14 +573,22 @@ static ncclResult_t launch(struct call *calls, int n)
     j->comm = calls[0].comm;
     j->n = n;
     memcpy(j->calls, calls, (size_t)n * sizeof(*calls));
-    atomic_fetch_add(&j->comm->running, 1);
     int old;
     cudaGetDevice(&old);
     cudaSetDevice(j->comm->device);
-    int rc = fake_cuda_enqueue(calls[0].stream, run_job, j);
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    cudaStreamIsCapturing(calls[0].stream, &cs);
+    j->kept = cs != cudaStreamCaptureStatusNone;
+    if (j->kept && calls[0].kind != K_SEND && calls[0].kind != K_RECV)
+        j->comm->colls--;   /* numbered when it runs */
+    if (!j->kept)
+        atomic_fetch_add(&j->comm->running, 1);
+    int rc = fake_cuda_enqueue(calls[0].stream, run_job, j,
+                               j->kept ? free : NULL);
     cudaSetDevice(old);
     if (rc) {
-        atomic_fetch_sub(&j->comm->running, 1);
+        if (!j->kept)
+            atomic_fetch_sub(&j->comm->running, 1);
         free(j);
         return ncclUnhandledCudaError;
     }

@@ -163,6 +163,76 @@ static void plans(void)
     cudaFree(r);
 }
 
+#ifndef FAKE_DEVICE
+/* A plan's starts captured in a CUDA graph, on an NCCL group (the staged
+ * path's MPI call on host memory cannot be captured): each start queues
+ * NCCL's call in the graph and returns, blocking or not, and each launch
+ * of the graph runs them on what the buffers hold then. */
+static void captured(void)
+{
+    const char *nccl = getenv("DCOLL_TEST_NCCL");
+    const char *one = getenv("DCOLL_NCCL_ONE_GPU");
+    if (!(nccl && !strcmp(nccl, "yes")) && !(one && !strcmp(one, "1"))) {
+        if (me == 0)
+            printf("capture: this group stages (no NCCL): not tried\n");
+        return;
+    }
+    cudaStream_t st;
+    CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) ==
+          cudaSuccess, "capture: a stream");
+    float *s = dev(N, me, 1), *r = dev(N, me, 0);
+    float *hs = malloc(sizeof(float) * N), *h;
+    dcoll_coll_opts_t o = {0};
+    o.mask = DCOLL_COLL_OPT_STREAM;
+    o.stream = st;
+    dcoll_plan_t *p = NULL;
+    OK(dcoll_all_reduce_plan(NULL, s, r, N, DCOLL_FLOAT32, DCOLL_SUM, &o,
+                             &p));
+    OK(dcoll_plan_start(p, NULL));   /* outside: as any start */
+    h = host(r, N);
+    for (int i = 0; i < N; i++)
+        CHECK(h[i] == sum_at(i), "capture: the start before [%d] = %g", i,
+              h[i]);
+    free(h);
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t exec = NULL;
+    CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal) ==
+          cudaSuccess, "capture: begin");
+    OK(dcoll_plan_start(p, NULL));
+    dcoll_work_t *w = NULL;
+    OK(dcoll_plan_start(p, &w));
+    OK(dcoll_work_wait(w));
+    cudaError_t e = cudaStreamEndCapture(st, &graph);
+    CHECK(e == cudaSuccess, "capture: end: %s", cudaGetErrorString(e));
+    if (e == cudaSuccess)
+        e = cudaGraphInstantiate(&exec, graph, 0);
+    CHECK(e == cudaSuccess, "capture: instantiate: %s",
+          cudaGetErrorString(e));
+    for (int step = 1; e == cudaSuccess && step < 4; step++) {
+        for (int i = 0; i < N; i++)
+            hs[i] = val(me, i) + (float)step;
+        cudaMemcpyAsync(s, hs, sizeof(float) * N, cudaMemcpyHostToDevice,
+                        st);
+        CHECK(cudaGraphLaunch(exec, st) == cudaSuccess, "capture: launch");
+        CHECK(cudaStreamSynchronize(st) == cudaSuccess, "capture: sync");
+        h = host(r, N);
+        for (int i = 0; i < N; i++)
+            CHECK(h[i] == sum_at(i) + (float)(n * step),
+                  "capture: launch %d: [%d] = %g", step, i, h[i]);
+        free(h);
+    }
+    if (exec)
+        cudaGraphExecDestroy(exec);
+    if (graph)
+        cudaGraphDestroy(graph);
+    OK(dcoll_plan_free(&p));
+    free(hs);
+    cudaFree(s);
+    cudaFree(r);
+    cudaStreamDestroy(st);
+}
+#endif
+
 /* Every API 1.7 type and op on device buffers (NCCL where it takes them,
  * staged where not) gives the host path's answer, which mpitypes-np*
  * holds to MPI's own calls. AVG aside: on GPU buffers it is NCCL's
@@ -518,6 +588,9 @@ int main(int argc, char **argv)
     cudaFree(pc);
     new_types();
     plans();
+#ifndef FAKE_DEVICE
+    captured();
+#endif
 
     /* Mixed host and device buffers are refused, naming both. Where the
      * buffers live is this rank's alone to see, so the refusal leaves the

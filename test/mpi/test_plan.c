@@ -33,10 +33,14 @@ static void same(const void *got, const void *want, size_t bytes,
           "differs from the blocking call's", what, step);
 }
 
-/* Three starts of a plan: blocking, with a work, blocking. */
+/* A plan's starts: blocking, but with a work at steps 1 and 9, so that
+ * async starts come during the trial of blocking starts' MPI calls (the
+ * first 8, docs/performance.md) and after it, and blocking starts after
+ * it make the call kept. */
+#define STEPS 11
 static void start(dcoll_plan_t *p, int s)
 {
-    if (s == 1) {
+    if (s == 1 || s == 9) {
         dcoll_work_t *w = NULL;
         CHECK_OK(dcoll_plan_start(p, &w));
         CHECK_OK(dcoll_work_wait(w));
@@ -101,7 +105,7 @@ static void kinds(dcoll_group_t *g, dcoll_dtype_t dt, int n, int64_t cnt)
             CHECK_OK(dcoll_all_to_all_plan(g, a, b, cnt, dt, NULL, &p));
             break;
         }
-        for (int s = 0; s < 3; s++) {
+        for (int s = 0; s < STEPS; s++) {
             fill(a, dt, whole, s, k);
             fill(b, dt, whole, s, k + 50);
             memcpy(ra, a, whole * e);
@@ -147,7 +151,7 @@ static void kinds(dcoll_group_t *g, dcoll_dtype_t dt, int n, int64_t cnt)
     }
     /* A barrier's plan. */
     CHECK_OK(dcoll_barrier_plan(g, NULL, &p));
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < STEPS; s++)
         start(p, s);
     CHECK_OK(dcoll_plan_free(&p));
     (void)gr;
@@ -215,7 +219,7 @@ static void vectors(void)
         /* The plan copied the arrays: changing them now changes nothing. */
         int64_t keep = cnt[0];
         cnt[0] = 1000;
-        for (int s = 0; s < 3; s++) {
+        for (int s = 0; s < STEPS; s++) {
             fill(a, DCOLL_FLOAT64, cap, s, k);
             fill(b, DCOLL_FLOAT64, cap, s, k + 9);
             memcpy(ra, a, cap * 8);
