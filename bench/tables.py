@@ -4,6 +4,7 @@ in bench/results/ (made by bench/readme-runs.sh):
     bench/tables.py full RESULT CALIBRATION   per-size table of a 4-rank run
     bench/tables.py small NP2 NP1             small calls, 2 ranks and 1
     bench/tables.py modes RESULT...           every collective, ratio (+us)
+    bench/tables.py plans RESULT              -P: best / blocking, per size
 """
 import sys
 
@@ -22,6 +23,32 @@ def parse(path):
                 'add': float(f[13])}
     return out
 
+
+
+def plans(path):
+    """A -P run (bench/plans.sh): per kind and size, the faster raw call
+    over the plan's time, then MPI's blocking call over the plan's."""
+    coll, rows, sizes = None, {}, []
+    for line in open(path):
+        f = line.split()
+        if line.startswith('#') and ' on ' in line and 'rank(s)' in line:
+            coll = f[1]
+        elif f and not line.startswith('#') and coll and f[0].isdigit():
+            size = int(f[0])
+            if coll == 'barrier':
+                size = 8   # moves nothing: under the first column
+            elif int(f[1]) == 0:
+                continue   # 8 B do not make a block a rank: nothing moved
+            if size not in sizes:
+                sizes.append(size)
+            rows.setdefault(coll, {})[size] = '%.2f / %.2f' % (
+                float(f[11]), float(f[9]))
+    sizes.sort()
+    print('| kind | ' + ' | '.join(size_name(b) for b in sizes) + ' |')
+    print('| --- |' + ' ---: |' * len(sizes))
+    for coll, r in rows.items():
+        print('| %s | ' % coll + ' | '.join(r.get(b, '') for b in sizes)
+              + ' |')
 
 def size_name(b):
     for unit, n in (('MiB', 1 << 20), ('KiB', 1 << 10)):
@@ -97,5 +124,7 @@ if __name__ == '__main__':
         small(sys.argv[2], sys.argv[3])
     elif what == 'modes' and len(sys.argv) > 2:
         modes(sys.argv[2:])
+    elif what == 'plans' and len(sys.argv) == 3:
+        plans(sys.argv[2])
     else:
         sys.exit(__doc__)

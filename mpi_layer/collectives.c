@@ -715,7 +715,8 @@ struct mpi_plan {
     int (*call)(struct dcoll_plan_run *p); /* the blocking call, where
                                               direct_make could */
     int tries;               /* run_trial's starts so far */
-    double took[2];          /* its fastest blocking call and request */
+    double took[2][4];       /* their times: the blocking call's, the
+                                request's (TRIAL_STARTS each) */
     int me, size;            /* the group's rank and size */
     enum dcoll_coll_kind kind;
     const void *in;
@@ -746,7 +747,9 @@ static bool direct_make(struct mpi_plan *p, const struct dcoll_group *g,
                         const struct dcoll_coll *c)
 {
     bool vec = dcoll_kind_has(c->kind, DCOLL_KF_VEC);
-    if (c->count > INT_MAX || has_after(c))
+    struct mpi_work after;
+    plan_after(&after, g, c);
+    if (c->count > INT_MAX || after.avg_buf || after.move_bytes)
         return false;
 #ifdef MPICH
     if ((c->kind == DCOLL_COLL_REDUCE && c->in_place && c->root != 0) ||
@@ -1155,15 +1158,25 @@ static int run_started(struct dcoll_plan_run *q)
  * call, then the next as many start the persistent request, each timed:
  * in two runs, not call by call, so that neither is charged with what the
  * other leaves behind (a request's schedule that ends after its wait on
- * one rank delays the next call on the others). At the last
- * the ranks take the call whose fastest start was the shorter on the
- * slowest rank (an MPI_Allreduce MAX of the times, so every rank has the
- * same figures and choice: MPI matches a persistent collective only with
- * persistent ones), and the later starts make that call alone. Every
- * rank makes the same starts of a plan, so they try and decide in step.
- * Which call is faster depends on the MPI, the kind, the size and the
- * ranks (bench/README.md, "Plans"). */
+ * one rank delays the next call on the others). Each call's time is the
+ * median of its runs but the first (which pays MPI's own set-up: a
+ * request's first start builds its schedule), so that one preempted
+ * start does not decide. At the last the ranks take the call whose time
+ * was the shorter on the slowest rank (an MPI_Allreduce MAX of the times,
+ * so every rank has the same figures and choice: MPI matches a persistent
+ * collective only with persistent ones), and the later starts make that
+ * call alone. Every rank makes the same starts of a plan, so they try
+ * and decide in step. Which call is faster depends on the MPI, the kind,
+ * the size and the ranks (bench/README.md, "Plans"). */
 #define TRIAL_STARTS 4
+_Static_assert(TRIAL_STARTS == 4, "took and median3 hold 4 runs a call");
+
+static double median3(const double *t)
+{
+    double a = t[0], b = t[1], c = t[2];
+    return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
+}
+
 static int run_trial(struct dcoll_plan_run *q)
 {
     struct mpi_plan *p = (struct mpi_plan *)q;
@@ -1173,17 +1186,14 @@ static int run_trial(struct dcoll_plan_run *q)
     int rc = which ? run_started(q) : p->call(q);
     if (rc != MPI_SUCCESS)
         return rc;
-    t = dcoll_now() - t;
-    if (p->tries % TRIAL_STARTS == 0 || t < p->took[which])
-        p->took[which] = t;
+    p->took[which][p->tries % TRIAL_STARTS] = dcoll_now() - t;
     if (++p->tries < 2 * TRIAL_STARTS)
         return MPI_SUCCESS;
-    rc = MPI_Allreduce(MPI_IN_PLACE, p->took, 2, MPI_DOUBLE, MPI_MAX,
-                       p->comm);
+    double took[2] = {median3(&p->took[0][1]), median3(&p->took[1][1])};
+    rc = MPI_Allreduce(MPI_IN_PLACE, took, 2, MPI_DOUBLE, MPI_MAX, p->comm);
     if (rc != MPI_SUCCESS)
         return rc;
-    bool request = p->took[1] < p->took[0];
-    p->way.run = request ? run_started : p->call;
+    p->way.run = took[1] < took[0] ? run_started : p->call;
     return MPI_SUCCESS;
 }
 
