@@ -377,9 +377,9 @@ static void run_size(struct perf_ctx *c, const struct perf_coll *k,
     row->wrong = o->check ? perf_check(c, k) : -1;
     if (row->wrong == -2)
         die("check of", k->name);
-    /* A plan's first 8 blocking starts are its trial of MPI's two calls
+    /* A plan's first 32 blocking starts are its trial of MPI's two calls
      * (docs/performance.md): once, not a start's cost, so not timed. */
-    int warm = o->plan && o->warmup < 8 ? 8 : o->warmup;
+    int warm = o->plan && o->warmup < 32 ? 32 : o->warmup;
     for (int i = 0; i < warm; i++)
         if (k->raw(c) || k->dcoll(c))
             die("warm-up of", k->name);

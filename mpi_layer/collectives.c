@@ -715,8 +715,9 @@ struct mpi_plan {
     int (*call)(struct dcoll_plan_run *p); /* the blocking call, where
                                               direct_make could */
     int tries;               /* run_trial's starts so far */
-    double took[2][4];       /* their times: the blocking call's, the
-                                request's (TRIAL_STARTS each) */
+    double ends[2][8];       /* when each start of the blocking call's
+                                timed run and the request's ended
+                                (TRIAL_STARTS) */
     int me, size;            /* the group's rank and size */
     enum dcoll_coll_kind kind;
     const void *in;
@@ -973,17 +974,17 @@ const char *dcoll_mpi_plan_rule(void)
     if (dcoll_plan_calls == DCOLL_PLAN_CALLS_PLAIN)
         return "MPI's blocking and nonblocking calls (DCOLL_PLAN_CALLS=plain)";
 #if DCOLL_MPI_PCOLL == 1
-    return "blocking starts: their first 4 make MPI's blocking call, the "
-           "next 4 start MPI 4's persistent request (MPI_*_init), and the "
-           "ranks keep the faster (gather, scatter and all_gather: the blocking call, "
+    return "blocking starts: their first 32 try MPI's blocking call and MPI "
+           "4's persistent request (MPI_*_init), and the ranks keep the "
+           "faster (gather, scatter and all_gather: the blocking call, "
            "as this MPI's persistent ones give wrong results); async "
            "starts: the persistent request, but for reduce, gatherv and "
            "scatterv below 4 KiB (the nonblocking call); send/recv: "
            "blocking (async: nonblocking) calls";
 #elif DCOLL_MPI_PCOLL == 2
-    return "blocking starts: their first 4 make Open MPI's blocking call, "
-           "the next 4 start its MPIX_*_init request (pcollreq), and the "
-           "ranks keep the faster; async starts: the MPIX_*_init request, which "
+    return "blocking starts: their first 32 try Open MPI's blocking call "
+           "and its MPIX_*_init request (pcollreq), and the ranks keep the "
+           "faster; async starts: the MPIX_*_init request, which "
            "beats the nonblocking call; send/recv: blocking (async: "
            "nonblocking) calls";
 #else
@@ -1154,46 +1155,63 @@ static int run_started(struct dcoll_plan_run *q)
     return rc == MPI_SUCCESS ? MPI_Wait(&p->w.one, MPI_STATUS_IGNORE) : rc;
 }
 
-/* run_trial: the first TRIAL_STARTS blocking starts make MPI's blocking
- * call, then the next as many start the persistent request, each timed:
- * in two runs, not call by call, so that neither is charged with what the
- * other leaves behind (a request's schedule that ends after its wait on
- * one rank delays the next call on the others). Each call's time is the
- * median of its runs but the first (which pays MPI's own set-up: a
- * request's first start builds its schedule), so that one preempted
- * start does not decide. At the last the ranks take the call whose time
- * was the shorter on the slowest rank (an MPI_Allreduce MAX of the times,
- * so every rank has the same figures and choice: MPI matches a persistent
- * collective only with persistent ones), and the later starts make that
- * call alone. Every rank makes the same starts of a plan, so they try
- * and decide in step. Which call is faster depends on the MPI, the kind,
- * the size and the ranks (bench/README.md, "Plans"). */
-#define TRIAL_STARTS 4
-_Static_assert(TRIAL_STARTS == 4, "took and median3 hold 4 runs a call");
-
-static double median3(const double *t)
-{
-    double a = t[0], b = t[1], c = t[2];
-    return a > b ? (b > c ? b : a > c ? c : a) : (a > c ? a : b > c ? c : b);
-}
+/* run_trial: a plan's first 4 runs of TRIAL_STARTS blocking starts make
+ * MPI's blocking call, start the persistent request, then the blocking
+ * call and the request again, timed this time: the first runs warm both
+ * up (a plan's first calls pay for MPI's set-up, tens of us here, more
+ * than the calls; a request's first starts build and grow its schedule,
+ * 2 to 3 starts). A call's time is
+ * the median of the intervals between the ends of its timed run's
+ * starts, back to back as a time step's starts are (whatever the program
+ * does between them is in each): a call alone is no measure, since what
+ * a request's schedule leaves to do after its wait on one rank delays
+ * the next call on the others (Open MPI's small persistent broadcast is
+ * quick alone and 3 times the blocking call's time in a row, and some of
+ * its starts are quick in a row too, which the shortest interval would
+ * take); and the median, as a start the scheduler preempts takes 10 us
+ * and more on a busy core, and the one after it often more than its
+ * share, which would decide a sum. The request must be 5% faster to be
+ * kept: a noisy run costs no more than that where the blocking call wins,
+ * while a wrong pick of a request can cost 3 times the call. At the
+ * last start the ranks take the call whose time was the shorter on the
+ * slowest rank (an MPI_Allreduce MAX of the times, so every rank has the
+ * same figures and choice: MPI matches a persistent collective only with
+ * persistent ones), and the later starts make that call alone. Every
+ * rank makes the same starts of a plan, so they try and decide in step.
+ * Which call is faster depends on the MPI, the kind, the size and the
+ * ranks (bench/README.md, "Plans"). */
+#define TRIAL_STARTS 8    /* a run: each call's, twice */
 
 static int run_trial(struct dcoll_plan_run *q)
 {
     struct mpi_plan *p = (struct mpi_plan *)q;
-    int which = p->tries >= TRIAL_STARTS; /* 0: the blocking call, 1: the
-                                             request */
-    double t = dcoll_now();
+    int run = p->tries / TRIAL_STARTS;   /* 0, 1: warming up; 2, 3: timed */
+    int which = run % 2;                 /* 0: the blocking call, 1: the
+                                            request */
     int rc = which ? run_started(q) : p->call(q);
     if (rc != MPI_SUCCESS)
         return rc;
-    p->took[which][p->tries % TRIAL_STARTS] = dcoll_now() - t;
-    if (++p->tries < 2 * TRIAL_STARTS)
+    if (run >= 2)
+        p->ends[which][p->tries % TRIAL_STARTS] = dcoll_now();
+    if (++p->tries < 4 * TRIAL_STARTS)
         return MPI_SUCCESS;
-    double took[2] = {median3(&p->took[0][1]), median3(&p->took[1][1])};
+    double took[2];
+    for (int w = 0; w < 2; w++) {
+        /* The median interval: insertion sort of the few there are. */
+        double d[TRIAL_STARTS - 1];
+        for (int i = 1; i < TRIAL_STARTS; i++) {
+            double x = p->ends[w][i] - p->ends[w][i - 1];
+            int k = i - 1;
+            for (; k > 0 && d[k - 1] > x; k--)
+                d[k] = d[k - 1];
+            d[k] = x;
+        }
+        took[w] = d[(TRIAL_STARTS - 1) / 2];
+    }
     rc = MPI_Allreduce(MPI_IN_PLACE, took, 2, MPI_DOUBLE, MPI_MAX, p->comm);
     if (rc != MPI_SUCCESS)
         return rc;
-    p->way.run = took[1] < took[0] ? run_started : p->call;
+    p->way.run = took[1] < 0.95 * took[0] ? run_started : p->call;
     return MPI_SUCCESS;
 }
 

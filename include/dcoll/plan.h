@@ -22,7 +22,7 @@
  * - A start is one call of the group, numbered, recorded and watched as a
  *   blocking or async call is; every rank starts the group's plans in
  *   the same order, and in the same form (all blocking or all with a
- *   work): on host buffers the first 8 blocking starts try MPI's
+ *   work): on host buffers the first 32 blocking starts try MPI's
  *   blocking call and its persistent request in step on every rank and
  *   keep the faster, and MPI matches a persistent request only with
  *   persistent ones.

@@ -33,14 +33,14 @@ static void same(const void *got, const void *want, size_t bytes,
           "differs from the blocking call's", what, step);
 }
 
-/* A plan's starts: blocking, but with a work at steps 1 and 9, so that
+/* A plan's starts: blocking, but with a work at steps 1 and 35, so that
  * async starts come during the trial of blocking starts' MPI calls (the
- * first 8, docs/performance.md) and after it, and blocking starts after
+ * first 32, docs/performance.md) and after it, and blocking starts after
  * it make the call kept. */
-#define STEPS 11
+#define STEPS 37
 static void start(dcoll_plan_t *p, int s)
 {
-    if (s == 1 || s == 9) {
+    if (s == 1 || s == 35) {
         dcoll_work_t *w = NULL;
         CHECK_OK(dcoll_plan_start(p, &w));
         CHECK_OK(dcoll_work_wait(w));

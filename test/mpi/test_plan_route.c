@@ -2,9 +2,10 @@
  * interface: with DCOLL_PLAN_CALLS=persistent one MPI_Start of the
  * request made at plan time, with plain MPI's blocking (async: its
  * nonblocking) call, and by default the rule docs/performance.md gives
- * for this MPI: blocking starts make the blocking call 4 times, start
- * the request 4 times, agree on the faster in one MPI_Allreduce, and make
- * it alone after, the same on every rank. Nothing else: no exchange under
+ * for this MPI: blocking starts make the blocking call 8 times, start
+ * the request 8 times, and again, agree on the faster in one
+ * MPI_Allreduce, and make it alone after, the same on every rank.
+ * Nothing else: no exchange under
  * DCOLL_DEBUG=detail, whose agreement happened once, at plan time.
  * Usage: test_plan_route auto|persistent|plain. */
 #include <mpi.h>
@@ -134,16 +135,17 @@ int main(int argc, char **argv)
     CHECK(dcoll_all_reduce_plan(NULL, in, out, 4, DCOLL_INT32, DCOLL_SUM,
                                 NULL, &p) == DCOLL_SUCCESS, "plan: %s",
           dcoll_last_error());
-    /* The trial: each call 4 times, each start right, then the agreement
-     * after the last; then every rank makes the same one. */
-    for (int s = 0; trial && s < 8; s++) {
+    /* The trial: each call 8 times, twice, each start right, then the
+     * agreement after the last; then every rank makes the same one. */
+    for (int s = 0; trial && s < 32; s++) {
+        bool request = s / 8 % 2;
         memset(counts, 0, sizeof(counts));
         out[3] = -1;
         CHECK(dcoll_plan_start(p, NULL) == DCOLL_SUCCESS, "trial start: %s",
               dcoll_last_error());
-        CHECK(counts[START] == (s >= 4), "trial start %d: %d MPI_Start(s)",
+        CHECK(counts[START] == request, "trial start %d: %d MPI_Start(s)",
               s, counts[START]);
-        CHECK(counts[ALLREDUCE] == (s < 4) + (s == 7),
+        CHECK(counts[ALLREDUCE] == !request + (s == 31),
               "trial start %d: %d MPI_Allreduce(s)", s, counts[ALLREDUCE]);
         CHECK(counts[IALLREDUCE] + counts[INIT] + counts[P2P] +
               counts[OTHER] == 0, "trial start %d: other MPI calls", s);
