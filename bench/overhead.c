@@ -87,7 +87,7 @@ static dcoll_plan_t *p_ar, *p_agv, *p_bar;
 static int64_t v64[1] = {2}, d64[1] = {0};
 static int vi[1] = {2}, di[1] = {0};
 #if MPI_VERSION >= 4
-static MPI_Request q_ar, q_bar;
+static MPI_Request q_ar;
 #elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ) && OMPI_HAVE_MPI_EXT_PCOLLREQ
 #define OMPI_PCOLL 1
 static MPI_Request q_ar;
@@ -106,13 +106,17 @@ static dcoll_status_t plan_async(dcoll_plan_t *p)
     return st ? st : dcoll_work_wait(w);
 }
 
+/* A blocking start makes the call its plan's trial kept: on one rank
+ * under callgrind always the blocking call (MPICH's persistent
+ * all_reduce's start and wait take 1,314 instructions, its MPI_Allreduce
+ * 472), so that is the raw side on both MPIs. */
 #if MPI_VERSION >= 4
-#define RAW_AR started(&q_ar)
+#define RAW_AR MPI_Allreduce(s, r, 2, MPI_FLOAT, MPI_SUM, comm)
 #define RAW_AR_ASYNC started(&q_ar)
 /* all_gatherv with displacements: MPICH's persistent form is not used
  * there (dcoll moves this rank's block first), but its blocking call. */
 #define RAW_AGV MPI_Allgatherv(s, 2, MPI_FLOAT, r, vi, di, MPI_FLOAT, comm)
-#define RAW_BAR started(&q_bar)
+#define RAW_BAR MPI_Barrier(comm)
 #else
 #define RAW_AR MPI_Allreduce(s, r, 2, MPI_FLOAT, MPI_SUM, comm)
 #ifdef OMPI_PCOLL
@@ -154,7 +158,6 @@ int main(int argc, char **argv)
 #if MPI_VERSION >= 4
     MPI_Allreduce_init(s, r, 2, MPI_FLOAT, MPI_SUM, comm, MPI_INFO_NULL,
                        &q_ar);
-    MPI_Barrier_init(comm, MPI_INFO_NULL, &q_bar);
 #else
 #ifdef OMPI_PCOLL
     MPIX_Allreduce_init(s, r, 2, MPI_FLOAT, MPI_SUM, comm, MPI_INFO_NULL,
@@ -191,7 +194,6 @@ int main(int argc, char **argv)
     dcoll_plan_free(&p_bar);
 #if MPI_VERSION >= 4
     MPI_Request_free(&q_ar);
-    MPI_Request_free(&q_bar);
 #elif defined(OMPI_PCOLL)
     MPI_Request_free(&q_ar);
 #endif
