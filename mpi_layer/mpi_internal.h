@@ -170,6 +170,29 @@ void dcoll_mpi_work_cache_free(void);
 /* Turn an MPI error code into a dcoll status and message. */
 dcoll_status_t dcoll_mpi_error(int rc, const char *call);
 
+/* compose.c: a kind made of MPI's other calls (a tuning table's
+ * candidates), blocking, with MPI's arguments and result; every rank
+ * gets the same bits. DCOLL_WAY_MPI, or a way not of the kind, is MPI's
+ * own call. reduce_scatter's ways need n * size <= INT_MAX (else MPI's
+ * call) and, not in place, room for the whole result on the ranks that
+ * reduce it. MPI's error code. */
+enum dcoll_way {
+    DCOLL_WAY_MPI,
+    DCOLL_WAY_REDUCE_BCAST,     /* all_reduce: MPI_Reduce to 0, MPI_Bcast */
+    DCOLL_WAY_RS_AG,            /* all_reduce: MPI_Reduce_scatter,
+                                   MPI_Allgatherv */
+    DCOLL_WAY_REDUCE_SCATTER,   /* reduce_scatter: MPI_Reduce, MPI_Scatter */
+    DCOLL_WAY_ALLREDUCE_COPY,   /* reduce_scatter: MPI_Allreduce, a copy */
+    DCOLL_WAY_COUNT
+};
+extern const char *const dcoll_way_names[DCOLL_WAY_COUNT];
+int dcoll_compose_all_reduce(enum dcoll_way way, const void *in, void *out,
+                             int n, MPI_Datatype t, size_t esz, MPI_Op op,
+                             MPI_Comm comm);
+int dcoll_compose_reduce_scatter(enum dcoll_way way, const void *in,
+                                 void *out, int n, MPI_Datatype t,
+                                 size_t esz, MPI_Op op, MPI_Comm comm);
+
 /* vector.c: post a vector kind's MPI call (rq NULL: blocking). *keep
  * holds the int counts MPI reads until the call completes: free it then
  * (also when it fails). */

@@ -1,0 +1,134 @@
+/* Other ways to make a collective out of MPI's own calls: the candidates
+ * a tuning table may pick where MPI's call is slower than a composition
+ * of its others (Open MPI 4.1's all_reduce of 256 KiB on 2 ranks takes 3
+ * times its reduce + broadcast). Each takes MPI's arguments and gives
+ * MPI's result, and every rank gets the same bits: a value is reduced
+ * once, on one rank, and sent to the others as it is. Blocking calls of
+ * at most INT_MAX elements, as MPI's own. */
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mpi_internal.h"
+
+const char *const dcoll_way_names[DCOLL_WAY_COUNT] = {
+    [DCOLL_WAY_MPI] = "mpi",
+    [DCOLL_WAY_REDUCE_BCAST] = "reduce+broadcast",
+    [DCOLL_WAY_RS_AG] = "reduce_scatter+all_gather",
+    [DCOLL_WAY_REDUCE_SCATTER] = "reduce+scatter",
+    [DCOLL_WAY_ALLREDUCE_COPY] = "all_reduce+copy",
+};
+
+/* n elements over size ranks, as even as they go: rank r's count and
+ * where its block starts. */
+static void blocks(int n, int size, int *cnt, int *dsp)
+{
+    int at = 0;
+    for (int r = 0; r < size; r++) {
+        cnt[r] = n / size + (r < n % size);
+        dsp[r] = at;
+        at += cnt[r];
+    }
+}
+
+int dcoll_compose_all_reduce(enum dcoll_way way, const void *in, void *out,
+                             int n, MPI_Datatype t, size_t esz, MPI_Op op,
+                             MPI_Comm comm)
+{
+    int me, size, rc;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &size);
+    switch (way) {
+    case DCOLL_WAY_REDUCE_BCAST:
+        /* Rank 0 reduces, then sends what it got to all. In place, the
+         * others' input is in out. */
+        if (me == 0)
+            rc = MPI_Reduce(in, out, n, t, op, 0, comm);
+        else
+            rc = MPI_Reduce(in == MPI_IN_PLACE ? out : in, NULL, n, t, op, 0,
+                            comm);
+        return rc == MPI_SUCCESS ? MPI_Bcast(out, n, t, 0, comm) : rc;
+    case DCOLL_WAY_RS_AG: {
+        /* Each rank reduces its block, then every block goes to all. */
+        int *v = malloc(sizeof(int) * 2 * (size_t)size);
+        if (!v)
+            return MPI_ERR_NO_MEM;
+        int *cnt = v, *dsp = v + size;
+        blocks(n, size, cnt, dsp);
+        char *mine = (char *)out + (size_t)dsp[me] * esz;
+        if (in == MPI_IN_PLACE) {
+            /* MPI's in-place form leaves the block at the front. */
+            rc = MPI_Reduce_scatter(MPI_IN_PLACE, out, cnt, t, op, comm);
+            if (rc == MPI_SUCCESS && dsp[me])
+                memmove(mine, out, (size_t)cnt[me] * esz);
+        } else {
+            rc = MPI_Reduce_scatter(in, mine, cnt, t, op, comm);
+        }
+        if (rc == MPI_SUCCESS)
+            rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, cnt,
+                                dsp, t, comm);
+        free(v);
+        return rc;
+    }
+    default:
+        return MPI_Allreduce(in, out, n, t, op, comm);
+    }
+}
+
+int dcoll_compose_reduce_scatter(enum dcoll_way way, const void *in,
+                                 void *out, int n, MPI_Datatype t,
+                                 size_t esz, MPI_Op op, MPI_Comm comm)
+{
+    int me, size, rc;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &size);
+    if ((int64_t)n * size > INT_MAX)
+        return MPI_Reduce_scatter_block(in, out, n, t, op, comm);
+    int whole = n * size;
+    size_t block = (size_t)n * esz;
+    /* In place (MPI's form) the input is all of out, the result goes to
+     * its front; else the whole result needs room of its own. */
+    char *tmp = NULL;
+    if (in != MPI_IN_PLACE &&
+        (way == DCOLL_WAY_ALLREDUCE_COPY ||
+         (way == DCOLL_WAY_REDUCE_SCATTER && me == 0))) {
+        tmp = malloc(block * (size_t)size + 1);
+        if (!tmp)
+            return MPI_ERR_NO_MEM;
+    }
+    switch (way) {
+    case DCOLL_WAY_REDUCE_SCATTER:
+        /* Rank 0 reduces the whole, then hands each rank its block. */
+        if (in == MPI_IN_PLACE) {
+            rc = me == 0 ? MPI_Reduce(MPI_IN_PLACE, out, whole, t, op, 0,
+                                      comm)
+                         : MPI_Reduce(out, NULL, whole, t, op, 0, comm);
+            if (rc == MPI_SUCCESS)
+                rc = me == 0 ? MPI_Scatter(out, n, t, MPI_IN_PLACE, n, t, 0,
+                                           comm)
+                             : MPI_Scatter(NULL, n, t, out, n, t, 0, comm);
+        } else {
+            rc = MPI_Reduce(in, tmp, whole, t, op, 0, comm);
+            if (rc == MPI_SUCCESS)
+                rc = MPI_Scatter(tmp, n, t, out, n, t, 0, comm);
+        }
+        break;
+    case DCOLL_WAY_ALLREDUCE_COPY:
+        /* Every rank reduces the whole alike and keeps its block. */
+        if (in == MPI_IN_PLACE) {
+            rc = MPI_Allreduce(MPI_IN_PLACE, out, whole, t, op, comm);
+            if (rc == MPI_SUCCESS && me)
+                memmove(out, (char *)out + block * (size_t)me, block);
+        } else {
+            rc = MPI_Allreduce(in, tmp, whole, t, op, comm);
+            if (rc == MPI_SUCCESS)
+                memcpy(out, tmp + block * (size_t)me, block);
+        }
+        break;
+    default:
+        rc = MPI_Reduce_scatter_block(in, out, n, t, op, comm);
+        break;
+    }
+    free(tmp);
+    return rc;
+}
