@@ -563,6 +563,33 @@ static inline int direct(const struct dcoll_coll *c, MPI_Comm comm, int me,
     }
 }
 
+/* A blocking call the tuning table gives another way (compose.c): MPI's
+ * code, or -1 where it is MPI's own call. Where direct would make it. */
+static __attribute__((noinline)) int tuned(const struct dcoll_group *g,
+                                           const struct dcoll_coll *c,
+                                           const char **call)
+{
+    if ((c->kind != DCOLL_COLL_ALL_REDUCE &&
+         (c->kind != DCOLL_COLL_REDUCE_SCATTER || c->in_place)) ||
+        c->count > INT_MAX || c->op == DCOLL_AVG)
+        return -1;
+    enum dcoll_way way = dcoll_mpi_tuned(g, c);
+    if (way == DCOLL_WAY_MPI)
+        return -1;
+    *call = dcoll_way_names[way];
+    int n = (int)c->count;
+    MPI_Datatype t = dcoll_mpi_dtype[c->dtype];
+    MPI_Op op = dcoll_mpi_op(c->dtype, c->op);
+    size_t esz = dcoll_dtype_sizes[c->dtype];
+    MPI_Comm comm = dcoll_mpi_comm_of(g);
+    if (c->kind == DCOLL_COLL_ALL_REDUCE)
+        return dcoll_compose_all_reduce(way, c->in_place ? MPI_IN_PLACE
+                                                         : c->sendbuf,
+                                        c->recvbuf, n, t, esz, op, comm);
+    return dcoll_compose_reduce_scatter(way, c->sendbuf, c->recvbuf, n, t,
+                                        esz, op, comm);
+}
+
 static dcoll_status_t mpi_coll(struct dcoll_group *g,
                                const struct dcoll_coll *c,
                                struct dcoll_work **work,
@@ -572,7 +599,11 @@ static dcoll_status_t mpi_coll(struct dcoll_group *g,
         return run_watched(g, c, out);
     if (!work) {
         const char *call = "MPI";
-        int rc = direct(c, dcoll_mpi_comm_of(g), g->rank, &call);
+        int rc = -1;
+        if (DCOLL_UNLIKELY(dcoll_mpi_tuning != NULL))
+            rc = tuned(g, c, &call);
+        if (rc < 0)
+            rc = direct(c, dcoll_mpi_comm_of(g), g->rank, &call);
         if (DCOLL_LIKELY(rc == MPI_SUCCESS))
             return DCOLL_SUCCESS;
         if (rc > 0)

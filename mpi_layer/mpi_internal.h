@@ -91,6 +91,8 @@ struct dcoll_mpi_comm {
                        collectives, so that they never match the
                        program's own calls */
     char *scratch;  /* small.c's receive buffer, made on first use */
+    int ppn;        /* tuning.c: the group's ranks per node; 0: not yet
+                       known */
 };
 
 static inline MPI_Comm dcoll_mpi_comm_of(const struct dcoll_group *g)
@@ -192,6 +194,16 @@ int dcoll_compose_all_reduce(enum dcoll_way way, const void *in, void *out,
 int dcoll_compose_reduce_scatter(enum dcoll_way way, const void *in,
                                  void *out, int n, MPI_Datatype t,
                                  size_t esz, MPI_Op op, MPI_Comm comm);
+
+/* tuning.c: the table DCOLL_TUNING names, read at dcoll_init (collective
+ * over the world; NULL: none, every call MPI's own), and the way it gives
+ * a blocking call of g (collective the first time: it learns the group's
+ * ranks per node). */
+extern struct dcoll_mpi_tuning *dcoll_mpi_tuning;
+dcoll_status_t dcoll_mpi_tuning_load(struct dcoll_group *world);
+void dcoll_mpi_tuning_free(void);
+enum dcoll_way dcoll_mpi_tuned(const struct dcoll_group *g,
+                               const struct dcoll_coll *c);
 
 /* vector.c: post a vector kind's MPI call (rq NULL: blocking). *keep
  * holds the int counts MPI reads until the call completes: free it then

@@ -45,6 +45,7 @@ static dcoll_status_t comm_wrap(MPI_Comm comm, void **out)
     MPI_Comm_set_errhandler(c->ctl, MPI_ERRORS_RETURN);
     c->comm = comm;
     c->scratch = NULL;
+    c->ppn = 0;
     *out = c;
     return DCOLL_SUCCESS;
 }
@@ -196,6 +197,7 @@ void dcoll_mpi_at_end(void (*fn)(void))
 dcoll_status_t dcoll_mpi_stop(struct dcoll_group *world, bool finalize)
 {
     dcoll_mpi_work_cache_free();
+    dcoll_mpi_tuning_free();
     /* No communicator: start failed (or never ran), and made no types. */
     if (world->comm) {
         dcoll_mpi_comm_free(world->comm);

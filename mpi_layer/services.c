@@ -32,4 +32,5 @@ const struct dcoll_comm_ops dcoll_mpi_services = {
     .roll_call = dcoll_mpi_roll_call,
     .tell = dcoll_mpi_tell,
     .abort_job = dcoll_mpi_abort_job,
+    .tuning = dcoll_mpi_tuning_load,
 };

@@ -269,7 +269,8 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
     if (!st && !(st = gather_hosts(&w)) && !(st = svc->local(&w, join)) &&
         !(st = dcoll_fault_group_init(&w, dcoll_default_timeout,
                                       dcoll_default_recoverable)) &&
-        !(st = dcoll_fault_agree(&w, "dcoll_init"))) {
+        !(st = dcoll_fault_agree(&w, "dcoll_init")) &&
+        !(st = svc->tuning(&w))) {
         w.id = 0;
         dcoll_groups_made = 0;
         dcoll_plugins_load(w.local_rank);

@@ -1,0 +1,357 @@
+/* The tuning table (DCOLL_TUNING=FILE): which way a blocking collective
+ * takes (compose.c's candidates, or MPI's own call) by kind, group size,
+ * ranks per node and size. Rank 0 reads the file and sends its bytes to
+ * every rank, and each rank reads the same bytes the same way, so that no
+ * two ranks ever choose differently (a composition on some ranks against
+ * MPI's call on others would never match). The text:
+ *
+ *   dcoll-tuning 1
+ *   mpi <the first line of MPI_Get_library_version>
+ *   <kind> <ranks> <ranks per node> <from bytes> <to bytes, or -> <way>
+ *   ...
+ *   end
+ *
+ * with # comments and blank lines anywhere; the "end" line shows that the
+ * file is whole. A table made with another MPI is left out with a note:
+ * its figures say nothing of this one. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "mpi_internal.h"
+
+struct row {
+    enum dcoll_coll_kind kind;
+    int ranks, ppn;
+    int64_t from, to;          /* bytes a rank, both in the range */
+    enum dcoll_way way;
+};
+
+struct dcoll_mpi_tuning {
+    char file[256];
+    int n;
+    struct row rows[];
+};
+
+struct dcoll_mpi_tuning *dcoll_mpi_tuning;
+
+/* The ways of each kind, in the order a table names them. */
+static bool way_of_kind(enum dcoll_way w, enum dcoll_coll_kind kind)
+{
+    if (w == DCOLL_WAY_MPI)
+        return true;
+    if (kind == DCOLL_COLL_ALL_REDUCE)
+        return w == DCOLL_WAY_REDUCE_BCAST || w == DCOLL_WAY_RS_AG;
+    return w == DCOLL_WAY_REDUCE_SCATTER || w == DCOLL_WAY_ALLREDUCE_COPY;
+}
+
+static const char *ways_text(enum dcoll_coll_kind kind)
+{
+    return kind == DCOLL_COLL_ALL_REDUCE
+               ? "mpi, reduce+broadcast, reduce_scatter+all_gather"
+               : "mpi, reduce+scatter, all_reduce+copy";
+}
+
+static bool number(const char *s, int64_t lo, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || end == s || v < lo)
+        return false;
+    *out = v;
+    return true;
+}
+
+#define BAD(...) dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, __VA_ARGS__)
+
+/* One row of line no, split into its fields. */
+static dcoll_status_t row_of(const char *file, int no, char **f, int nf,
+                             struct row *r)
+{
+    if (nf != 6)
+        return BAD("DCOLL_TUNING=%s: line %d has %d field(s), want 6: kind, "
+                   "ranks, ranks per node, from bytes, to bytes (or -), way",
+                   file, no, nf);
+    if (!strcmp(f[0], "all_reduce"))
+        r->kind = DCOLL_COLL_ALL_REDUCE;
+    else if (!strcmp(f[0], "reduce_scatter"))
+        r->kind = DCOLL_COLL_REDUCE_SCATTER;
+    else
+        return BAD("DCOLL_TUNING=%s: line %d: '%s' is not a kind with ways "
+                   "to choose (all_reduce, reduce_scatter)", file, no, f[0]);
+    int64_t v[4];
+    static const char *const what[4] = {"ranks", "ranks per node",
+                                        "from bytes", "to bytes"};
+    for (int i = 0; i < 4; i++) {
+        if (i == 3 && !strcmp(f[4], "-")) {
+            v[3] = INT64_MAX;
+            continue;
+        }
+        if (!number(f[i + 1], i < 2 ? 1 : 0, &v[i]) ||
+            (i < 2 && v[i] > 1 << 24))
+            return BAD("DCOLL_TUNING=%s: line %d: %s '%s' is not a whole "
+                       "number%s", file, no, what[i], f[i + 1],
+                       i < 2 ? " from 1" : " from 0");
+    }
+    if (v[1] > v[0])
+        return BAD("DCOLL_TUNING=%s: line %d: %lld ranks per node is more "
+                   "than the %lld ranks", file, no, (long long)v[1],
+                   (long long)v[0]);
+    if (v[2] > v[3])
+        return BAD("DCOLL_TUNING=%s: line %d: from %lld bytes is above to "
+                   "%lld", file, no, (long long)v[2], (long long)v[3]);
+    r->ranks = (int)v[0];
+    r->ppn = (int)v[1];
+    r->from = v[2];
+    r->to = v[3];
+    for (int w = 0; w < DCOLL_WAY_COUNT; w++)
+        if (!strcmp(f[5], dcoll_way_names[w]) &&
+            way_of_kind((enum dcoll_way)w, r->kind)) {
+            r->way = (enum dcoll_way)w;
+            return DCOLL_SUCCESS;
+        }
+    return BAD("DCOLL_TUNING=%s: line %d: '%s' is not a way of %s (%s)", file,
+               no, f[5], f[0], ways_text(r->kind));
+}
+
+/* Read text (the file's bytes, NUL-ended) into *out, or say what is
+ * wrong with it, naming the line; *mpi gets the MPI it was made with. */
+static dcoll_status_t parse(const char *file, char *text,
+                            struct dcoll_mpi_tuning **out, char *mpi,
+                            size_t cap)
+{
+    *out = NULL;
+    int lines = 1;
+    for (const char *p = text; *p; p++)
+        lines += *p == '\n';
+    struct dcoll_mpi_tuning *t =
+        calloc(1, sizeof(*t) + sizeof(struct row) * (size_t)lines);
+    if (!t)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "DCOLL_TUNING=%s: no memory "
+                           "for the table", file);
+    snprintf(t->file, sizeof(t->file), "%s", file);
+    int no = 0, stage = 0;   /* 0: header, 1: mpi, 2: rows, 3: ended */
+    dcoll_status_t st = DCOLL_SUCCESS;
+    for (char *line = text, *next; !st && line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        no++;
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *rest = line + strspn(line, " \t\r");
+        if (stage == 1 && !strncmp(rest, "mpi", 3) &&
+            (rest[3] == ' ' || rest[3] == '\t')) {
+            snprintf(mpi, cap, "%s", rest + 4);
+            stage = 2;
+            continue;
+        }
+        char *f[8], *save = NULL;
+        int nf = 0;
+        for (char *s = strtok_r(line, " \t\r", &save); s;
+             s = strtok_r(NULL, " \t\r", &save))
+            if (nf < 8)
+                f[nf++] = s;
+            else
+                nf++;
+        if (nf == 0)
+            continue;
+        if (stage == 3) {
+            st = BAD("DCOLL_TUNING=%s: line %d follows the 'end' line", file,
+                     no);
+        } else if (stage == 0) {
+            if (nf != 2 || strcmp(f[0], "dcoll-tuning") || strcmp(f[1], "1"))
+                st = BAD("DCOLL_TUNING=%s is not a dcoll tuning table: its "
+                         "first line is '%s', want 'dcoll-tuning 1'", file,
+                         f[0]);
+            stage = 1;
+        } else if (stage == 1) {
+            st = BAD("DCOLL_TUNING=%s: line %d: want 'mpi' and the MPI "
+                     "library the table was made with", file, no);
+        } else if (nf == 1 && !strcmp(f[0], "end")) {
+            stage = 3;
+        } else {
+            st = row_of(file, no, f, nf, &t->rows[t->n]);
+            t->n += !st;
+        }
+    }
+    if (!st && stage < 3)
+        st = BAD("DCOLL_TUNING=%s ends at line %d without its 'end' line: "
+                 "is it whole?", file, no);
+    if (st) {
+        free(t);
+        return st;
+    }
+    *out = t;
+    return DCOLL_SUCCESS;
+}
+
+/* Spaces and commas as one space, none at the ends: how a table's MPI
+ * and this one's are compared. */
+static void squeeze(char *s)
+{
+    char *w = s;
+    bool space = false;
+    for (char *r = s; *r; r++) {
+        if (*r == ',' || isspace((unsigned char)*r)) {
+            space = w != s;
+            continue;
+        }
+        if (space)
+            *w++ = ' ';
+        space = false;
+        *w++ = *r;
+    }
+    *w = '\0';
+}
+
+/* This MPI's name as tables give it: MPI_Get_library_version's first
+ * line, squeezed. */
+static void this_mpi(char *out, size_t cap)
+{
+    char v[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(v, &len);
+    v[len < (int)sizeof(v) ? len : (int)sizeof(v) - 1] = '\0';
+    char *nl = strchr(v, '\n');
+    if (nl)
+        *nl = '\0';
+    snprintf(out, cap, "%.*s", (int)cap - 1, v);
+    squeeze(out);
+}
+
+dcoll_status_t dcoll_mpi_tuning_load(struct dcoll_group *world)
+{
+    /* Rank 0's DCOLL_TUNING decides: it reads the file, and its name, the
+     * size (-1 and why: unreadable; -3: no table) and the bytes go to
+     * all, so that ranks whose environments differ still agree. */
+    char file[256] = "";
+    const char *env = getenv("DCOLL_TUNING");
+    if (world->rank == 0 && env)
+        snprintf(file, sizeof(file), "%s", env);
+    int64_t len = file[0] ? -1 : -3;
+    char why[200] = "";
+    char *text = NULL;
+    if (world->rank == 0 && file[0]) {
+        FILE *fp = fopen(file, "r");
+        if (fp && fseek(fp, 0, SEEK_END) == 0) {
+            long n = ftell(fp);
+            if (n >= 0 && n <= 1 << 24 && fseek(fp, 0, SEEK_SET) == 0 &&
+                (text = malloc((size_t)n + 1)) &&
+                fread(text, 1, (size_t)n, fp) == (size_t)n)
+                len = n;
+            else
+                snprintf(why, sizeof(why), "%s", n > 1 << 24
+                         ? "it is over 16 MiB" : "it could not be read");
+        } else {
+            snprintf(why, sizeof(why), "%s", strerror(errno));
+        }
+        if (fp)
+            fclose(fp);
+    }
+    MPI_Comm comm = dcoll_mpi_ctl_of(world);
+    int rc = MPI_Bcast(&len, 1, MPI_INT64_T, 0, comm);
+    if (rc == MPI_SUCCESS && len == -3)
+        return DCOLL_SUCCESS;
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Bcast(file, sizeof(file), MPI_CHAR, 0, comm);
+    if (rc == MPI_SUCCESS && len < 0)
+        rc = MPI_Bcast(why, sizeof(why), MPI_CHAR, 0, comm);
+    bool room = true;
+    if (rc == MPI_SUCCESS && len >= 0 && world->rank != 0)
+        room = (text = malloc((size_t)len + 1)) != NULL;
+    /* In pieces, so that a rank with no room still takes its part. */
+    char spare[4096];
+    for (int64_t at = 0; rc == MPI_SUCCESS && at < len; at += 4096) {
+        int n = len - at < 4096 ? (int)(len - at) : 4096;
+        rc = MPI_Bcast(room ? text + at : spare, n, MPI_CHAR, 0, comm);
+    }
+    if (!room)
+        len = -2;
+    if (rc != MPI_SUCCESS) {
+        free(text);
+        return dcoll_mpi_error(rc, "MPI_Bcast (DCOLL_TUNING's bytes)");
+    }
+    if (len < 0) {
+        free(text);
+        return len == -2 ? dcoll_error(DCOLL_ERR_NO_MEMORY, "DCOLL_TUNING=%s"
+                                       ": no memory for its bytes", file)
+                         : BAD("DCOLL_TUNING=%s: rank 0 cannot read it: %s",
+                               file, why);
+    }
+    text[len] = '\0';
+    char made[256], here[256];
+    struct dcoll_mpi_tuning *t;
+    dcoll_status_t st = parse(file, text, &t, made, sizeof(made));
+    free(text);
+    if (st)
+        return st;
+    squeeze(made);
+    this_mpi(here, sizeof(here));
+    if (strcmp(made, here)) {
+        if (world->rank == 0)
+            fprintf(stderr, "dcoll: DCOLL_TUNING=%s was made with '%s', "
+                    "this job runs '%s': the table is left out\n", file,
+                    made, here);
+        free(t);
+        return DCOLL_SUCCESS;
+    }
+    bool any = false;
+    for (int i = 0; i < t->n; i++)
+        any |= t->rows[i].ranks == world->size;
+    if (!any && world->rank == 0)
+        fprintf(stderr, "dcoll: DCOLL_TUNING=%s has no rows for %d ranks: "
+                "the world's calls are MPI's own\n", file, world->size);
+    free(dcoll_mpi_tuning);
+    dcoll_mpi_tuning = t;
+    return DCOLL_SUCCESS;
+}
+
+void dcoll_mpi_tuning_free(void)
+{
+    free(dcoll_mpi_tuning);
+    dcoll_mpi_tuning = NULL;
+}
+
+/* The group's ranks per node: its largest share of one node, found on
+ * its first tuned call (collective, as that call is). */
+static int ranks_per_node(const struct dcoll_group *g)
+{
+    struct dcoll_mpi_comm *mc = g->comm;
+    if (mc->ppn)
+        return mc->ppn;
+    MPI_Comm node;
+    int mine = 1, most = 0;
+    if (MPI_Comm_split_type(mc->ctl, MPI_COMM_TYPE_SHARED, 0,
+                            MPI_INFO_NULL, &node) == MPI_SUCCESS) {
+        MPI_Comm_size(node, &mine);
+        MPI_Comm_free(&node);
+    }
+    if (MPI_Allreduce(&mine, &most, 1, MPI_INT, MPI_MAX, mc->ctl) !=
+        MPI_SUCCESS)
+        most = -1;   /* no row matches: MPI's own calls */
+    mc->ppn = most;
+    return most;
+}
+
+enum dcoll_way dcoll_mpi_tuned(const struct dcoll_group *g,
+                               const struct dcoll_coll *c)
+{
+    const struct dcoll_mpi_tuning *t = dcoll_mpi_tuning;
+    int64_t bytes = c->count * (int64_t)dcoll_dtype_sizes[c->dtype];
+    int ppn = 0;
+    for (int i = 0; i < t->n; i++) {
+        const struct row *r = &t->rows[i];
+        if (r->kind != (enum dcoll_coll_kind)c->kind || r->ranks != g->size ||
+            bytes < r->from || bytes > r->to)
+            continue;
+        if (!ppn)
+            ppn = ranks_per_node(g);
+        if (r->ppn == ppn)
+            return r->way;
+    }
+    return DCOLL_WAY_MPI;
+}

@@ -1,0 +1,232 @@
+/* DCOLL_TUNING: a table's ways run (seen through MPI's profiling
+ * interface) and give the right result on every rank; a table made with
+ * another MPI, or with rows for other group sizes only, is left out and
+ * every call is MPI's own; a malformed table is refused by dcoll_init on
+ * every rank, naming the line. Only rank 0's DCOLL_TUNING counts. Run
+ * under mpirun with 1 to 4 ranks on one node. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "dcoll/dcoll.h"
+
+static int me, n, failures;
+
+#define CHECK(cond, ...)                                                  \
+    do {                                                                  \
+        if (!(cond) && failures++ < 20) {                                 \
+            fprintf(stderr, "[rank %d] ", me);                            \
+            fprintf(stderr, __VA_ARGS__);                                 \
+            fprintf(stderr, "\n");                                        \
+        }                                                                 \
+    } while (0)
+
+enum { ALLREDUCE, REDUCE, BCAST, RS, ALLGATHERV, RSB, SCATTER, NCOUNT };
+static int counts[NCOUNT];
+
+int MPI_Allreduce(const void *s, void *r, int c, MPI_Datatype t, MPI_Op o,
+                  MPI_Comm m)
+{
+    counts[ALLREDUCE]++;
+    return PMPI_Allreduce(s, r, c, t, o, m);
+}
+int MPI_Reduce(const void *s, void *r, int c, MPI_Datatype t, MPI_Op o,
+               int root, MPI_Comm m)
+{
+    counts[REDUCE]++;
+    return PMPI_Reduce(s, r, c, t, o, root, m);
+}
+int MPI_Bcast(void *b, int c, MPI_Datatype t, int root, MPI_Comm m)
+{
+    counts[BCAST]++;
+    return PMPI_Bcast(b, c, t, root, m);
+}
+int MPI_Reduce_scatter(const void *s, void *r, const int *c, MPI_Datatype t,
+                       MPI_Op o, MPI_Comm m)
+{
+    counts[RS]++;
+    return PMPI_Reduce_scatter(s, r, c, t, o, m);
+}
+int MPI_Allgatherv(const void *s, int sc, MPI_Datatype st, void *r,
+                   const int *rc, const int *d, MPI_Datatype rt, MPI_Comm m)
+{
+    counts[ALLGATHERV]++;
+    return PMPI_Allgatherv(s, sc, st, r, rc, d, rt, m);
+}
+int MPI_Reduce_scatter_block(const void *s, void *r, int c, MPI_Datatype t,
+                             MPI_Op o, MPI_Comm m)
+{
+    counts[RSB]++;
+    return PMPI_Reduce_scatter_block(s, r, c, t, o, m);
+}
+int MPI_Scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc,
+                MPI_Datatype rt, int root, MPI_Comm m)
+{
+    counts[SCATTER]++;
+    return PMPI_Scatter(s, sc, st, r, rc, rt, root, m);
+}
+
+static char dir[64];
+
+/* The table text, as rank 0's file; every rank's DCOLL_TUNING names it
+ * (only rank 0's is read). */
+static void table(const char *name, const char *text)
+{
+    char path[128];
+    snprintf(path, sizeof(path), "%s/%s", dir, name);
+    if (me == 0 && text) {   /* NULL: no file there */
+        FILE *f = fopen(path, "w");
+        fputs(text, f);
+        fclose(f);
+    }
+    setenv("DCOLL_TUNING", path, 1);
+    PMPI_Barrier(MPI_COMM_WORLD);
+}
+
+/* dcoll_init refuses the table, with a message holding want. */
+static void refused(const char *name, const char *text, const char *want)
+{
+    table(name, text);
+    dcoll_status_t st = dcoll_init(NULL);
+    CHECK(st == DCOLL_ERR_INVALID_ARGUMENT, "%s: dcoll_init gave %d", name,
+          (int)st);
+    CHECK(strstr(dcoll_last_error(), want), "%s: message '%s' lacks '%s'",
+          name, dcoll_last_error(), want);
+    if (!st)
+        dcoll_finalize();
+}
+
+/* One all_reduce and one reduce_scatter of m floats a rank: right, and
+ * the MPI calls they made. */
+static void calls(int m, int *ar, int *rs)
+{
+    float *in = malloc(sizeof(float) * (size_t)m * (size_t)n);
+    float *out = malloc(sizeof(float) * (size_t)m * (size_t)n);
+    for (int i = 0; i < m * n; i++)
+        in[i] = (float)(me + i % 5);
+    /* The group's first tuned call also learns its ranks per node (an
+     * MPI_Allreduce of its own): not counted. */
+    dcoll_all_reduce(NULL, in, out, m, DCOLL_FLOAT32, DCOLL_SUM, NULL, NULL);
+    memset(counts, 0, sizeof(counts));
+    CHECK(dcoll_all_reduce(NULL, in, out, m, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                           NULL) == DCOLL_SUCCESS, "all_reduce: %s",
+          dcoll_last_error());
+    for (int i = 0; i < m; i++)
+        CHECK(out[i] == (float)(n * (n - 1) / 2 + n * (i % 5)),
+              "all_reduce[%d] = %g", i, out[i]);
+    memcpy(ar, counts, sizeof(counts));
+    memset(counts, 0, sizeof(counts));
+    CHECK(dcoll_reduce_scatter(NULL, in, out, m, DCOLL_FLOAT32, DCOLL_SUM,
+                               NULL, NULL) == DCOLL_SUCCESS,
+          "reduce_scatter: %s", dcoll_last_error());
+    for (int i = 0; i < m; i++)
+        CHECK(out[i] == (float)(n * (n - 1) / 2 + n * ((me * m + i) % 5)),
+              "reduce_scatter[%d] = %g", i, out[i]);
+    memcpy(rs, counts, sizeof(counts));
+    free(in);
+    free(out);
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    if (me == 0) {
+        snprintf(dir, sizeof(dir), "/tmp/dcoll-tuning-XXXXXX");
+        if (!mkdtemp(dir))
+            MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    PMPI_Bcast(dir, sizeof(dir), MPI_CHAR, 0, MPI_COMM_WORLD);
+    char mpi[MPI_MAX_LIBRARY_VERSION_STRING], head[600], text[1200];
+    int len;
+    MPI_Get_library_version(mpi, &len);
+    mpi[strcspn(mpi, "\n")] = '\0';
+    snprintf(head, sizeof(head), "dcoll-tuning 1\n# made by hand\nmpi "
+             "%.250s\n", mpi);
+
+    /* The ways, on this many ranks on one node, every size. */
+    snprintf(text, sizeof(text), "%sall_reduce %d %d 0 - reduce+broadcast\n"
+             "reduce_scatter %d %d 0 - reduce+scatter\nend\n", head, n, n, n,
+             n);
+    table("ways1", text);
+    int ar[NCOUNT], rs[NCOUNT];
+    CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init: %s", dcoll_last_error());
+    calls(37, ar, rs);
+    CHECK(ar[REDUCE] == 1 && ar[BCAST] == 1 && ar[ALLREDUCE] == 0,
+          "reduce+broadcast: %d reduce(s), %d bcast(s), %d allreduce(s)",
+          ar[REDUCE], ar[BCAST], ar[ALLREDUCE]);
+    CHECK(rs[REDUCE] == 1 && rs[SCATTER] == 1 && rs[RSB] == 0,
+          "reduce+scatter: %d reduce(s), %d scatter(s)", rs[REDUCE],
+          rs[SCATTER]);
+    dcoll_finalize();
+
+    /* The others, from 64 bytes a rank: below, MPI's own. */
+    snprintf(text, sizeof(text), "%sall_reduce %d %d 64 - "
+             "reduce_scatter+all_gather\nreduce_scatter %d %d 64 - "
+             "all_reduce+copy   # a comment\n\nend\n", head, n, n, n, n);
+    table("ways2", text);
+    CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init: %s", dcoll_last_error());
+    calls(37, ar, rs);
+    CHECK(ar[RS] == 1 && ar[ALLGATHERV] == 1 && ar[ALLREDUCE] == 0,
+          "reduce_scatter+all_gather: %d reduce_scatter(s), %d "
+          "allgatherv(s)", ar[RS], ar[ALLGATHERV]);
+    CHECK(rs[ALLREDUCE] == 1 && rs[RSB] == 0, "all_reduce+copy: %d "
+          "allreduce(s)", rs[ALLREDUCE]);
+    calls(3, ar, rs);
+    CHECK(ar[ALLREDUCE] == 1 && rs[RSB] == 1, "12 bytes: %d allreduce(s), "
+          "%d reduce_scatter_block(s)", ar[ALLREDUCE], rs[RSB]);
+    dcoll_finalize();
+
+    /* Another MPI's table, and one for other group sizes: left out. */
+    snprintf(text, sizeof(text), "dcoll-tuning 1\nmpi Another MPI 9.9\n"
+             "all_reduce %d %d 0 - reduce+broadcast\nend\n", n, n);
+    table("other-mpi", text);
+    CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init: %s", dcoll_last_error());
+    calls(37, ar, rs);
+    CHECK(ar[ALLREDUCE] == 1 && ar[REDUCE] == 0, "another MPI's table was "
+          "applied");
+    dcoll_finalize();
+    snprintf(text, sizeof(text), "%sall_reduce %d %d 0 - reduce+broadcast\n"
+             "end\n", head, n + 1, n + 1);
+    table("other-size", text);
+    CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init: %s", dcoll_last_error());
+    calls(37, ar, rs);
+    CHECK(ar[ALLREDUCE] == 1 && ar[REDUCE] == 0, "a table for %d ranks was "
+          "applied", n + 1);
+    dcoll_finalize();
+
+    /* Refusals, naming the line. */
+    refused("not-a-table", "hello\n", "is not a dcoll tuning table");
+    snprintf(text, sizeof(text), "%sall_reduce %d %d 0 - reduce+bcast\nend\n",
+             head, n, n);
+    refused("wrong-way", text, "line 4: 'reduce+bcast' is not a way of "
+            "all_reduce");
+    snprintf(text, sizeof(text), "%sall_reduce %d %d 0 - reduce+broadcast\n",
+             head, n, n);
+    refused("truncated", text, "without its 'end' line");
+    snprintf(text, sizeof(text), "%sall_reduce %d %d 0\nend\n", head, n, n);
+    refused("short-row", text, "line 4 has 4 field(s), want 6");
+    snprintf(text, sizeof(text), "%sbroadcast %d %d 0 - mpi\nend\n", head, n,
+             n);
+    refused("wrong-kind", text, "line 4: 'broadcast' is not a kind");
+    snprintf(text, sizeof(text), "%sall_reduce %d %d 9 1 mpi\nend\n", head,
+             n, n);
+    refused("backwards", text, "line 4: from 9 bytes is above to 1");
+    refused("missing", NULL, "rank 0 cannot read it");
+
+    if (me == 0) {
+        char cmd[128];
+        snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+        if (system(cmd)) {
+        }
+    }
+    int bad = 0;
+    PMPI_Allreduce(&failures, &bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (me == 0)
+        printf("tuning on %d rank(s): %s\n", n, bad ? "FAIL" : "ok");
+    MPI_Finalize();
+    return bad ? 1 : 0;
+}
