@@ -600,8 +600,9 @@ static dcoll_status_t mpi_coll(struct dcoll_group *g,
     if (!work) {
         const char *call = "MPI";
         int rc = -1;
-        if (DCOLL_UNLIKELY(dcoll_mpi_tuning != NULL))
-            rc = tuned(g, c, &call);
+        if (DCOLL_UNLIKELY(dcoll_mpi_tuning != NULL) &&
+            (rc = tuned(g, c, &call)) >= 0)
+            out->way = call;
         if (rc < 0)
             rc = direct(c, dcoll_mpi_comm_of(g), g->rank, &call);
         if (DCOLL_LIKELY(rc == MPI_SUCCESS))

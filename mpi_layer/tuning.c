@@ -310,6 +310,34 @@ dcoll_status_t dcoll_mpi_tuning_load(struct dcoll_group *world)
     return DCOLL_SUCCESS;
 }
 
+const char *dcoll_mpi_tuning_text(void)
+{
+    static char text[2000];
+    const struct dcoll_mpi_tuning *t = dcoll_mpi_tuning;
+    if (!t)
+        return "no tuning table: every call is MPI's own (DCOLL_TUNING, "
+               "docs/performance.md)";
+    size_t at = (size_t)snprintf(text, sizeof(text), "tuning table %s, %d "
+                                 "row(s):", t->file, t->n);
+    for (int i = 0; i < t->n && at < sizeof(text); i++) {
+        const struct row *r = &t->rows[i];
+        char range[64];
+        if (r->to == INT64_MAX)
+            snprintf(range, sizeof(range), "%lld B and up",
+                     (long long)r->from);
+        else
+            snprintf(range, sizeof(range), "%lld-%lld B", (long long)r->from,
+                     (long long)r->to);
+        at += (size_t)snprintf(text + at, sizeof(text) - at, "%s %s on %d "
+                               "ranks, %d a node, %s: %s", i ? ";" : "",
+                               r->kind == DCOLL_COLL_ALL_REDUCE
+                                   ? "all_reduce" : "reduce_scatter",
+                               r->ranks, r->ppn, range,
+                               dcoll_way_names[r->way]);
+    }
+    return text;
+}
+
 void dcoll_mpi_tuning_free(void)
 {
     free(dcoll_mpi_tuning);

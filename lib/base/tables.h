@@ -99,6 +99,8 @@ struct dcoll_outcome {
     bool refused;        /* the route refused the call on this rank alone
                             (buffers where its transport cannot take
                             them): it did not run here */
+    const char *way;     /* the way a tuning table gave the call instead
+                            of MPI's own, by name (static), or NULL */
     struct dcoll_roll roll;
 };
 
@@ -291,6 +293,8 @@ extern const struct dcoll_backend dcoll_mpi_backend;
 extern const struct dcoll_comm_ops dcoll_mpi_services;
 /* Which MPI calls a plan's starts make here, in words (dcoll-info). */
 const char *dcoll_mpi_plan_rule(void);
+/* The tuning table in force, in words: its file and rows (dcoll-info). */
+const char *dcoll_mpi_tuning_text(void);
 
 /* DCOLL_PLAN_CALLS (lib/diag/config.c): what a plan's starts call on the
  * MPI path. auto: the faster for this MPI (mpi_layer/collectives.c);

@@ -317,6 +317,7 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
     struct dcoll_outcome out;
     out.timed_out = false;
     out.refused = false;  /* source: set by a receive that succeeded */
+    out.way = NULL;
     c->fn = fn;
     /* Numbered, timed and recorded; send and recv are not numbered, since
      * ranks make different numbers of them. */
@@ -361,6 +362,8 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
         dcoll_work_track(*work);
     } else if (c->fid) {
         dcoll_flight_end(g->diag->flight, c->fid, st);
+        if (DCOLL_UNLIKELY(out.way != NULL))
+            dcoll_flight_way(g->diag->flight, c->fid, out.way);
     }
     if (!st && source && c->kind == DCOLL_COLL_RECV && !work)
         *source = g->ranks ? g->ranks[out.source] : out.source;

@@ -31,9 +31,9 @@ dcoll_status_t dcoll_backend_status(const char *name, int *available,
         *available = 1;
         /* What a plan's starts call depends on the MPI (and on
          * DCOLL_PLAN_CALLS), which the status says. */
-        static char why[400];
-        snprintf(why, sizeof(why), "MPI: host buffers; plans start %s",
-                 dcoll_mpi_plan_rule());
+        static char why[2400];
+        snprintf(why, sizeof(why), "MPI: host buffers; plans start %s; %s",
+                 dcoll_mpi_plan_rule(), dcoll_mpi_tuning_text());
         if (text)
             *text = why;
         return DCOLL_SUCCESS;

@@ -116,6 +116,7 @@ struct dcoll_flight_entry {
     signed char kind, dtype, op;  /* op and root as passed: the kind says */
     int root;                     /* whether it has them (group rank) */
     dcoll_status_t status;
+    const char *way;       /* a tuning table's way, or NULL: MPI's call */
 };
 #define DCOLL_FLIGHT_MADE_AT offsetof(struct dcoll_flight_entry, end)
 struct dcoll_flight {
@@ -142,6 +143,7 @@ static inline void dcoll_flight_fill(struct dcoll_flight_entry *e,
     e->op = (signed char)c->op;
     e->root = c->root;
     e->status = DCOLL_SUCCESS;
+    e->way = NULL;
 }
 /* begin returns the entry's id for end (ids start at 1). */
 static inline uint64_t dcoll_flight_begin(struct dcoll_flight *f,
@@ -176,6 +178,14 @@ static inline void dcoll_flight_end(struct dcoll_flight *f, uint64_t id,
         return; /* written over by later calls */
     e->end = dcoll_coarse_now();
     e->status = st;
+}
+/* The way a tuning table gave entry id's call (end first). */
+static inline void dcoll_flight_way(struct dcoll_flight *f, uint64_t id,
+                                    const char *way)
+{
+    struct dcoll_flight_entry *e = f ? &f->e[(id - 1) & f->mask] : NULL;
+    if (e && id && e->id == id)
+        e->way = way;
 }
 /* Print g's recorder to stderr, headed by why. */
 void dcoll_flight_print(const struct dcoll_group *g, const char *why);

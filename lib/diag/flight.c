@@ -56,7 +56,7 @@ void dcoll_flight_print(const struct dcoll_group *g, const char *why)
     uint64_t shown = f->n < f->cap ? f->n : f->cap;
     double now = dcoll_now();
     /* One buffer, one write: ranks printing at once do not interleave. */
-    size_t cap = strlen(why) + 512 + shown * 160, off = 0;
+    size_t cap = strlen(why) + 512 + shown * 200, off = 0;
     char *out = malloc(cap);
     if (!out)
         return;
@@ -67,7 +67,7 @@ void dcoll_flight_print(const struct dcoll_group *g, const char *why)
                             (unsigned long long)f->n);
     for (uint64_t i = f->n - shown; i < f->n && off < cap; i++) {
         const struct dcoll_flight_entry *e = &f->e[i & f->mask];
-        char a[32], b[32], num[32], what[96];
+        char a[32], b[32], num[32], what[128];
         int w = snprintf(what, sizeof(what), "%s %s",
                          dcoll_kind_name(e->kind),
                          dcoll_dtype_name((dcoll_dtype_t)e->dtype));
@@ -77,8 +77,10 @@ void dcoll_flight_print(const struct dcoll_group *g, const char *why)
             w += snprintf(what + w, sizeof(what) - (size_t)w, " %s",
                           dcoll_op_name((dcoll_op_t)e->op));
         if (has_root && e->root >= 0 && w > 0 && (size_t)w < sizeof(what))
-            snprintf(what + w, sizeof(what) - (size_t)w, " %s %d",
-                     e->seq ? "root" : "peer", e->root);
+            w += snprintf(what + w, sizeof(what) - (size_t)w, " %s %d",
+                          e->seq ? "root" : "peer", e->root);
+        if (e->way && w > 0 && (size_t)w < sizeof(what))
+            snprintf(what + w, sizeof(what) - (size_t)w, " (by %s)", e->way);
         if (e->seq)
             snprintf(num, sizeof(num), "#%llu", (unsigned long long)e->seq);
         else

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "capture.h"
 #include "dcoll/dcoll.h"
 
 static int me, n, failures;
@@ -152,8 +153,14 @@ int main(int argc, char **argv)
              "reduce_scatter %d %d 0 - reduce+scatter\nend\n", head, n, n, n,
              n);
     table("ways1", text);
-    int ar[NCOUNT], rs[NCOUNT];
+    int ar[NCOUNT], rs[NCOUNT], avail = 0;
+    const char *said = "";
     CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init: %s", dcoll_last_error());
+    /* dcoll-info's words for the table in force. */
+    dcoll_backend_status("mpi", &avail, &said);
+    CHECK(strstr(said, "2 row(s)") && strstr(said, "reduce+broadcast") &&
+          strstr(said, "0 B and up: reduce+scatter"), "the MPI backend's "
+          "status: %s", said);
     calls(37, ar, rs);
     CHECK(ar[REDUCE] == 1 && ar[BCAST] == 1 && ar[ALLREDUCE] == 0,
           "reduce+broadcast: %d reduce(s), %d bcast(s), %d allreduce(s)",
@@ -162,6 +169,28 @@ int main(int argc, char **argv)
           "reduce+scatter: %d reduce(s), %d scatter(s)", rs[REDUCE],
           rs[SCATTER]);
     dcoll_finalize();
+
+    /* The flight recorder names the way: under DCOLL_DEBUG=detail a
+     * mismatch prints it, after a tuned call. */
+    if (n > 1) {
+        setenv("DCOLL_DEBUG", "detail", 1);
+        CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init: %s",
+              dcoll_last_error());
+        calls(37, ar, rs);
+        float x[8] = {0};
+        struct capture cap;
+        capture_begin(&cap);
+        dcoll_status_t st = dcoll_all_reduce(NULL, x, x, me ? 6 : 5,
+                                             DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                                             NULL);
+        const char *printed = capture_end(&cap);
+        CHECK(st == DCOLL_ERR_MISMATCH, "a mismatch gave %d", (int)st);
+        CHECK(strstr(printed, "all_reduce float32 SUM (by reduce+broadcast) "
+                     "count 37"), "the flight recorder does not name the "
+              "way: %s", printed);
+        dcoll_finalize();
+        unsetenv("DCOLL_DEBUG");
+    }
 
     /* The others, from 64 bytes a rank: below, MPI's own. */
     snprintf(text, sizeof(text), "%sall_reduce %d %d 64 - "
@@ -185,6 +214,9 @@ int main(int argc, char **argv)
              "all_reduce %d %d 0 - reduce+broadcast\nend\n", n, n);
     table("other-mpi", text);
     CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init: %s", dcoll_last_error());
+    dcoll_backend_status("mpi", &avail, &said);
+    CHECK(strstr(said, "no tuning table"), "another MPI's table: the MPI "
+          "backend's status: %s", said);
     calls(37, ar, rs);
     CHECK(ar[ALLREDUCE] == 1 && ar[REDUCE] == 0, "another MPI's table was "
           "applied");
