@@ -93,7 +93,7 @@ static dcoll_status_t row_of(const char *file, int no, char **f, int nf,
             (i < 2 && v[i] > 1 << 24))
             return BAD("DCOLL_TUNING=%s: line %d: %s '%s' is not a whole "
                        "number%s", file, no, what[i], f[i + 1],
-                       i < 2 ? " from 1" : " from 0");
+                       i < 2 ? " from 1 to 16777216" : " from 0");
     }
     if (v[1] > v[0])
         return BAD("DCOLL_TUNING=%s: line %d: %lld ranks per node is more "

@@ -247,6 +247,9 @@ int main(int argc, char **argv)
     snprintf(text, sizeof(text), "%sall_reduce %d %d 9 1 mpi\nend\n", head,
              n, n);
     refused("backwards", text, "line 4: from 9 bytes is above to 1");
+    snprintf(text, sizeof(text), "%sall_reduce 0 1 0 - mpi\nend\n", head);
+    refused("no-ranks", text, "line 4: ranks '0' is not a whole number from "
+            "1 to 16777216");
     refused("missing", NULL, "rank 0 cannot read it");
 
     if (me == 0) {
