@@ -585,9 +585,10 @@ static __attribute__((noinline)) int tuned(const struct dcoll_group *g,
     if (c->kind == DCOLL_COLL_ALL_REDUCE)
         return dcoll_compose_all_reduce(way, c->in_place ? MPI_IN_PLACE
                                                          : c->sendbuf,
-                                        c->recvbuf, n, t, esz, op, comm);
+                                        c->recvbuf, n, t, esz, op, comm,
+                                        g->rank, g->size);
     return dcoll_compose_reduce_scatter(way, c->sendbuf, c->recvbuf, n, t,
-                                        esz, op, comm);
+                                        esz, op, comm, g->rank, g->size);
 }
 
 static dcoll_status_t mpi_coll(struct dcoll_group *g,

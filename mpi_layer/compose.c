@@ -33,11 +33,9 @@ static void blocks(int n, int size, int *cnt, int *dsp)
 
 int dcoll_compose_all_reduce(enum dcoll_way way, const void *in, void *out,
                              int n, MPI_Datatype t, size_t esz, MPI_Op op,
-                             MPI_Comm comm)
+                             MPI_Comm comm, int me, int size)
 {
-    int me, size, rc;
-    MPI_Comm_rank(comm, &me);
-    MPI_Comm_size(comm, &size);
+    int rc;
     switch (way) {
     case DCOLL_WAY_REDUCE_BCAST:
         /* Rank 0 reduces, then sends what it got to all. In place, the
@@ -77,11 +75,10 @@ int dcoll_compose_all_reduce(enum dcoll_way way, const void *in, void *out,
 
 int dcoll_compose_reduce_scatter(enum dcoll_way way, const void *in,
                                  void *out, int n, MPI_Datatype t,
-                                 size_t esz, MPI_Op op, MPI_Comm comm)
+                                 size_t esz, MPI_Op op, MPI_Comm comm,
+                                 int me, int size)
 {
-    int me, size, rc;
-    MPI_Comm_rank(comm, &me);
-    MPI_Comm_size(comm, &size);
+    int rc;
     if ((int64_t)n * size > INT_MAX)
         return MPI_Reduce_scatter_block(in, out, n, t, op, comm);
     int whole = n * size;

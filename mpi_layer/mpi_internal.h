@@ -174,8 +174,8 @@ dcoll_status_t dcoll_mpi_error(int rc, const char *call);
 
 /* compose.c: a kind made of MPI's other calls (a tuning table's
  * candidates), blocking, with MPI's arguments and result; every rank
- * gets the same bits. DCOLL_WAY_MPI, or a way not of the kind, is MPI's
- * own call. reduce_scatter's ways need n * size <= INT_MAX (else MPI's
+ * gets the same bits; me and size are this rank's and comm's size.
+ * DCOLL_WAY_MPI, or a way not of the kind, is MPI's own call. reduce_scatter's ways need n * size <= INT_MAX (else MPI's
  * call) and, not in place, room for the whole result on the ranks that
  * reduce it. MPI's error code. */
 enum dcoll_way {
@@ -190,10 +190,11 @@ enum dcoll_way {
 extern const char *const dcoll_way_names[DCOLL_WAY_COUNT];
 int dcoll_compose_all_reduce(enum dcoll_way way, const void *in, void *out,
                              int n, MPI_Datatype t, size_t esz, MPI_Op op,
-                             MPI_Comm comm);
+                             MPI_Comm comm, int me, int size);
 int dcoll_compose_reduce_scatter(enum dcoll_way way, const void *in,
                                  void *out, int n, MPI_Datatype t,
-                                 size_t esz, MPI_Op op, MPI_Comm comm);
+                                 size_t esz, MPI_Op op, MPI_Comm comm,
+                                 int me, int size);
 
 /* tuning.c: the table DCOLL_TUNING names, read at dcoll_init (collective
  * over the world; NULL: none, every call MPI's own), and the way it gives

@@ -410,6 +410,31 @@ struct dcoll_work {
         peek_;                                                              \
     })
 
+/* Call #seq of kind, made in form, is now g's latest (the roll call
+ * reads it, from the watchdog's thread). */
+static inline void dcoll_group_number(struct dcoll_group *g, uint64_t seq,
+                                      int kind, int form)
+{
+    DCOLL_PUBLISH(g->seq, seq);
+    DCOLL_PUBLISH(g->cur_kind, kind);
+    DCOLL_PUBLISH(g->cur_form, form);
+}
+
+/* A watched blocking call, #seq of kind, public name fn, runs since
+ * start (the watchdog reads it); dcoll_group_idle when it returns. */
+static inline void dcoll_group_busy(struct dcoll_group *g, uint64_t seq,
+                                    int kind, const char *fn, double start)
+{
+    DCOLL_PUBLISH(g->busy_seq, seq);
+    DCOLL_PUBLISH(g->busy_kind, kind);
+    DCOLL_PUBLISH(g->cur_fn, fn);
+    DCOLL_PUBLISH(g->busy_start, start);
+}
+static inline void dcoll_group_idle(struct dcoll_group *g)
+{
+    DCOLL_PUBLISH(g->busy_start, 0.0);
+}
+
 /* A new work takes the call's deadline, number and names, wherever it
  * was posted from (the public path, a staged chunk). */
 static inline void dcoll_work_stamp(struct dcoll_work *w,

@@ -179,10 +179,8 @@ refuse(struct dcoll_group *g, struct dcoll_coll *c, dcoll_status_t st)
         !(kinds[c->kind].flags & DCOLL_KF_COUNTED) || g->diag->failed)
         return st;
     c->seq = g->seq + 1;
-    DCOLL_PUBLISH(g->seq, c->seq);
-    DCOLL_PUBLISH(g->cur_kind, (int)c->kind);
-    DCOLL_PUBLISH(g->cur_form, c->async ? DCOLL_FORM_ASYNC
-                                        : DCOLL_FORM_BLOCKING);
+    dcoll_group_number(g, c->seq, (int)c->kind,
+                       c->async ? DCOLL_FORM_ASYNC : DCOLL_FORM_BLOCKING);
     c->start = dcoll_coarse_now();
     if (g->diag->flight)
         c->fid = dcoll_flight_begin(g->diag->flight, c);
@@ -323,11 +321,8 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
      * ranks make different numbers of them. */
     if (k->flags & DCOLL_KF_COUNTED) {
         c->seq = g->seq + 1;
-        /* Read by the watchdog thread when another rank asks. */
-        DCOLL_PUBLISH(g->seq, c->seq);
-        DCOLL_PUBLISH(g->cur_kind, (int)c->kind);
-        DCOLL_PUBLISH(g->cur_form, work ? DCOLL_FORM_ASYNC
-                                        : DCOLL_FORM_BLOCKING);
+        dcoll_group_number(g, c->seq, (int)c->kind,
+                           work ? DCOLL_FORM_ASYNC : DCOLL_FORM_BLOCKING);
     }
     c->async = work != NULL;
     if (g->timeout > 0 || g->diag->flight)
@@ -341,15 +336,11 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
     /* A blocking call in abort mode sits in MPI's own blocking call: the
      * watchdog sees when it began, and ends the job if it hangs. */
     bool watched = !work && dcoll_watched(g);
-    if (watched) {
-        DCOLL_PUBLISH(g->busy_seq, c->seq);
-        DCOLL_PUBLISH(g->busy_kind, (int)c->kind);
-        DCOLL_PUBLISH(g->cur_fn, fn);
-        DCOLL_PUBLISH(g->busy_start, c->start);
-    }
+    if (watched)
+        dcoll_group_busy(g, c->seq, (int)c->kind, fn, c->start);
     st = dcoll_route_run(g, c, work, &out);
     if (watched)
-        DCOLL_PUBLISH(g->busy_start, 0.0);
+        dcoll_group_idle(g);
     if (DCOLL_UNLIKELY(out.timed_out))
         st = dcoll_fault_outcome(g, &out, fn, c->seq, c->kind,
                                  work ? DCOLL_FORM_ASYNC

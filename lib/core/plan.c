@@ -328,9 +328,7 @@ start(struct dcoll_plan *p, struct dcoll_group *g, dcoll_work_t **work)
     struct dcoll_coll *c = &p->c;
     if (p->counted) {
         c->seq = g->seq + 1;
-        DCOLL_PUBLISH(g->seq, c->seq);
-        DCOLL_PUBLISH(g->cur_kind, (int)c->kind);
-        DCOLL_PUBLISH(g->cur_form, DCOLL_FORM_PLAN);
+        dcoll_group_number(g, c->seq, (int)c->kind, DCOLL_FORM_PLAN);
     }
     c->async = work != NULL;
     struct dcoll_flight *f = g->diag->flight;
@@ -338,12 +336,8 @@ start(struct dcoll_plan *p, struct dcoll_group *g, dcoll_work_t **work)
         c->start = dcoll_coarse_now();
     c->fid = f ? dcoll_flight_begin(f, c) : 0;
     bool watched = !work && dcoll_watched(g);
-    if (watched) {
-        DCOLL_PUBLISH(g->busy_seq, c->seq);
-        DCOLL_PUBLISH(g->busy_kind, (int)c->kind);
-        DCOLL_PUBLISH(g->cur_fn, c->fn);
-        DCOLL_PUBLISH(g->busy_start, c->start);
-    }
+    if (watched)
+        dcoll_group_busy(g, c->seq, (int)c->kind, c->fn, c->start);
     struct dcoll_outcome out;
     out.timed_out = false;
     out.refused = false;
@@ -355,7 +349,7 @@ start(struct dcoll_plan *p, struct dcoll_group *g, dcoll_work_t **work)
     else
         st = dcoll_route_gpu(g, c, work, &out);
     if (watched)
-        DCOLL_PUBLISH(g->busy_start, 0.0);
+        dcoll_group_idle(g);
     if (DCOLL_UNLIKELY(st || out.timed_out))
         st = start_ended(g, c, &out, st);
     if (work && !st) {
@@ -424,9 +418,7 @@ quick_body(struct dcoll_plan *p, struct dcoll_group *g, const bool counted,
     if (counted) {
         seq = g->seq + 1;
         c->seq = seq;
-        DCOLL_PUBLISH(g->seq, seq);
-        DCOLL_PUBLISH(g->cur_kind, (int)c->kind);
-        DCOLL_PUBLISH(g->cur_form, DCOLL_FORM_PLAN);
+        dcoll_group_number(g, seq, (int)c->kind, DCOLL_FORM_PLAN);
     }
     struct dcoll_flight *f = g->diag->flight;
     struct dcoll_flight_entry *e = NULL;
@@ -435,15 +427,11 @@ quick_body(struct dcoll_plan *p, struct dcoll_group *g, const bool counted,
         c->start = t0 = dcoll_coarse_now();
     if (f)
         e = dcoll_flight_put(f, &p->entry, seq, t0);
-    if (watched) {
-        DCOLL_PUBLISH(g->busy_seq, seq);
-        DCOLL_PUBLISH(g->busy_kind, (int)c->kind);
-        DCOLL_PUBLISH(g->cur_fn, c->fn);
-        DCOLL_PUBLISH(g->busy_start, t0);
-    }
+    if (watched)
+        dcoll_group_busy(g, seq, (int)c->kind, c->fn, t0);
     int code = p->run->run(p->run);
     if (watched)
-        DCOLL_PUBLISH(g->busy_start, 0.0);
+        dcoll_group_idle(g);
     if (DCOLL_UNLIKELY(code))
         return quick_failed(p, g, e, code);
     if (e)

@@ -108,7 +108,8 @@ static void all_reduce(enum dcoll_way way, enum type t, MPI_Op op,
              dcoll_way_names[way], type_names[t], opname, n,
              in_place ? ", in place" : "");
     int rc = dcoll_compose_all_reduce(way, in_place ? MPI_IN_PLACE : in, out,
-                                      n, mpi_type(t), e, op, MPI_COMM_WORLD);
+                                      n, mpi_type(t), e, op, MPI_COMM_WORLD,
+                                      me, size);
     CHECK(rc == MPI_SUCCESS, "%s: MPI error %d", what, rc);
     CHECK(!memcmp(out, exp, e * (size_t)n), "%s: wrong result", what);
     same_everywhere(out, e * (size_t)n, what);
@@ -134,7 +135,7 @@ static void reduce_scatter(enum dcoll_way way, enum type t, MPI_Op op,
              opname, n, in_place ? ", in place" : "");
     int rc = dcoll_compose_reduce_scatter(way, in_place ? MPI_IN_PLACE : in,
                                           out, n, mpi_type(t), e, op,
-                                          MPI_COMM_WORLD);
+                                          MPI_COMM_WORLD, me, size);
     CHECK(rc == MPI_SUCCESS, "%s: MPI error %d", what, rc);
     CHECK(!memcmp(out, exp, e * (size_t)n), "%s: wrong block", what);
     free(in);
