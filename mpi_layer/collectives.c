@@ -987,10 +987,10 @@ static bool persists(const struct dcoll_group *g, const struct dcoll_coll *c,
     return c->count * (int64_t)dcoll_dtype_sizes[c->dtype] >=
            mpich_persist_from(c->kind);
 #elif DCOLL_MPI_PCOLL == 2
-    /* Open MPI 4.1: a blocking start is its blocking call, which beats
-     * everything else; an async one its persistent request, which beats
-     * its nonblocking call (0.79-0.93 of MPI_Iallreduce's time to 4 KiB,
-     * 2 ranks; bench/README.md, "Plans"). */
+    /* Open MPI 4.1: a blocking start with no trial makes its blocking
+     * call; an async one its persistent request, which beats its
+     * nonblocking call (0.79-0.93 of MPI_Iallreduce's time to 4 KiB, 2
+     * ranks; bench/README.md, "Plans"). */
     return !blocking;
 #else
     return false;

@@ -12,17 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mpi_internal.h"
+#include "testutil.h"
 
-static int me, size, failures;
+int t_rank, t_failures;
+static int size;
 
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond) && failures++ < 20) {                                 \
-            fprintf(stderr, "[rank %d] ", me);                            \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, "\n");                                        \
-        }                                                                 \
-    } while (0)
 
 enum type { INT32, INT64, FLOAT32, FLOAT64, NTYPES };
 static const char *const type_names[NTYPES] = {"int32", "int64", "float32",
@@ -101,7 +95,7 @@ static void all_reduce(enum dcoll_way way, enum type t, MPI_Op op,
     char *in = malloc(e * (size_t)n + 1), *out = malloc(e * (size_t)n + 1);
     char *exp = malloc(e * (size_t)n + 1), what[160];
     for (int i = 0; i < n; i++) {
-        put(in_place ? out : in, t, i, val(me, i, op));
+        put(in_place ? out : in, t, i, val(t_rank, i, op));
         put(exp, t, i, want(i, op));
     }
     snprintf(what, sizeof(what), "all_reduce by %s, %s %s, %d element(s)%s",
@@ -109,7 +103,7 @@ static void all_reduce(enum dcoll_way way, enum type t, MPI_Op op,
              in_place ? ", in place" : "");
     int rc = dcoll_compose_all_reduce(way, in_place ? MPI_IN_PLACE : in, out,
                                       n, mpi_type(t), e, op, MPI_COMM_WORLD,
-                                      me, size);
+                                      t_rank, size);
     CHECK(rc == MPI_SUCCESS, "%s: MPI error %d", what, rc);
     CHECK(!memcmp(out, exp, e * (size_t)n), "%s: wrong result", what);
     same_everywhere(out, e * (size_t)n, what);
@@ -127,15 +121,15 @@ static void reduce_scatter(enum dcoll_way way, enum type t, MPI_Op op,
     char *out = malloc(e * (size_t)(in_place ? whole : n) + 1);
     char *exp = malloc(e * (size_t)n + 1), what[160];
     for (int i = 0; i < whole; i++)
-        put(in_place ? out : in, t, i, val(me, i, op));
+        put(in_place ? out : in, t, i, val(t_rank, i, op));
     for (int i = 0; i < n; i++)
-        put(exp, t, i, want(me * n + i, op));
+        put(exp, t, i, want(t_rank * n + i, op));
     snprintf(what, sizeof(what), "reduce_scatter by %s, %s %s, %d "
              "element(s) a rank%s", dcoll_way_names[way], type_names[t],
              opname, n, in_place ? ", in place" : "");
     int rc = dcoll_compose_reduce_scatter(way, in_place ? MPI_IN_PLACE : in,
                                           out, n, mpi_type(t), e, op,
-                                          MPI_COMM_WORLD, me, size);
+                                          MPI_COMM_WORLD, t_rank, size);
     CHECK(rc == MPI_SUCCESS, "%s: MPI error %d", what, rc);
     CHECK(!memcmp(out, exp, e * (size_t)n), "%s: wrong block", what);
     free(in);
@@ -146,7 +140,7 @@ static void reduce_scatter(enum dcoll_way way, enum type t, MPI_Op op,
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     static const struct { MPI_Op op; const char *name; bool ints; } ops[] = {
         {MPI_SUM, "sum", false},   {MPI_PROD, "prod", false},
@@ -174,8 +168,8 @@ int main(int argc, char **argv)
                 }
         }
     int bad = 0;
-    MPI_Allreduce(&failures, &bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (me == 0)
+    MPI_Allreduce(&t_failures, &bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (t_rank == 0)
         printf("compose on %d rank(s): %s\n", size, bad ? "FAIL" : "ok");
     MPI_Finalize();
     return bad ? 1 : 0;

@@ -11,17 +11,11 @@
 #include <unistd.h>
 #include "capture.h"
 #include "dcoll/dcoll.h"
+#include "testutil.h"
 
-static int me, n, failures;
+int t_rank, t_failures;
+static int n;
 
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond) && failures++ < 20) {                                 \
-            fprintf(stderr, "[rank %d] ", me);                            \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, "\n");                                        \
-        }                                                                 \
-    } while (0)
 
 enum { ALLREDUCE, REDUCE, BCAST, RS, ALLGATHERV, RSB, SCATTER, NCOUNT };
 static int counts[NCOUNT];
@@ -76,7 +70,7 @@ static void table(const char *name, const char *text)
 {
     char path[128];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    if (me == 0 && text) {   /* NULL: no file there */
+    if (t_rank == 0 && text) {   /* NULL: no file there */
         FILE *f = fopen(path, "w");
         fputs(text, f);
         fclose(f);
@@ -105,7 +99,7 @@ static void calls(int m, int *ar, int *rs)
     float *in = malloc(sizeof(float) * (size_t)m * (size_t)n);
     float *out = malloc(sizeof(float) * (size_t)m * (size_t)n);
     for (int i = 0; i < m * n; i++)
-        in[i] = (float)(me + i % 5);
+        in[i] = (float)(t_rank + i % 5);
     /* The group's first tuned call also learns its ranks per node (an
      * MPI_Allreduce of its own): not counted. */
     dcoll_all_reduce(NULL, in, out, m, DCOLL_FLOAT32, DCOLL_SUM, NULL, NULL);
@@ -122,7 +116,7 @@ static void calls(int m, int *ar, int *rs)
                                NULL, NULL) == DCOLL_SUCCESS,
           "reduce_scatter: %s", dcoll_last_error());
     for (int i = 0; i < m; i++)
-        CHECK(out[i] == (float)(n * (n - 1) / 2 + n * ((me * m + i) % 5)),
+        CHECK(out[i] == (float)(n * (n - 1) / 2 + n * ((t_rank * m + i) % 5)),
               "reduce_scatter[%d] = %g", i, out[i]);
     memcpy(rs, counts, sizeof(counts));
     free(in);
@@ -133,9 +127,9 @@ int main(int argc, char **argv)
 {
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    if (me == 0) {
+    if (t_rank == 0) {
         snprintf(dir, sizeof(dir), "/tmp/dcoll-tuning-XXXXXX");
         if (!mkdtemp(dir))
             MPI_Abort(MPI_COMM_WORLD, 1);
@@ -180,7 +174,7 @@ int main(int argc, char **argv)
         float x[8] = {0};
         struct capture cap;
         capture_begin(&cap);
-        dcoll_status_t st = dcoll_all_reduce(NULL, x, x, me ? 6 : 5,
+        dcoll_status_t st = dcoll_all_reduce(NULL, x, x, t_rank ? 6 : 5,
                                              DCOLL_FLOAT32, DCOLL_SUM, NULL,
                                              NULL);
         const char *printed = capture_end(&cap);
@@ -252,15 +246,15 @@ int main(int argc, char **argv)
             "1 to 16777216");
     refused("missing", NULL, "rank 0 cannot read it");
 
-    if (me == 0) {
+    if (t_rank == 0) {
         char cmd[128];
         snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
         if (system(cmd)) {
         }
     }
     int bad = 0;
-    PMPI_Allreduce(&failures, &bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (me == 0)
+    PMPI_Allreduce(&t_failures, &bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (t_rank == 0)
         printf("tuning on %d rank(s): %s\n", n, bad ? "FAIL" : "ok");
     MPI_Finalize();
     return bad ? 1 : 0;
