@@ -201,7 +201,8 @@ int dcoll_compose_reduce_scatter(enum dcoll_way way, const void *in,
  * a blocking call of g (collective the first time: it learns the group's
  * ranks per node). */
 extern struct dcoll_mpi_tuning *dcoll_mpi_tuning;
-dcoll_status_t dcoll_mpi_tuning_load(struct dcoll_group *world);
+dcoll_status_t dcoll_mpi_tuning_load(struct dcoll_group *world, bool given,
+                                     const char *file);
 void dcoll_mpi_tuning_free(void);
 enum dcoll_way dcoll_mpi_tuned(const struct dcoll_group *g,
                                const struct dcoll_coll *c);

@@ -29,7 +29,7 @@ struct row {
 };
 
 struct dcoll_mpi_tuning {
-    char file[256];
+    char file[300];             /* where it came from, and the path */
     int n;
     struct row rows[];
 };
@@ -71,7 +71,7 @@ static dcoll_status_t row_of(const char *file, int no, char **f, int nf,
                              struct row *r)
 {
     if (nf != 6)
-        return BAD("DCOLL_TUNING=%s: line %d has %d field(s), want 6: kind, "
+        return BAD("%s: line %d has %d field(s), want 6: kind, "
                    "ranks, ranks per node, from bytes, to bytes (or -), way",
                    file, no, nf);
     if (!strcmp(f[0], "all_reduce"))
@@ -79,7 +79,7 @@ static dcoll_status_t row_of(const char *file, int no, char **f, int nf,
     else if (!strcmp(f[0], "reduce_scatter"))
         r->kind = DCOLL_COLL_REDUCE_SCATTER;
     else
-        return BAD("DCOLL_TUNING=%s: line %d: '%s' is not a kind with ways "
+        return BAD("%s: line %d: '%s' is not a kind with ways "
                    "to choose (all_reduce, reduce_scatter)", file, no, f[0]);
     int64_t v[4];
     static const char *const what[4] = {"ranks", "ranks per node",
@@ -91,16 +91,16 @@ static dcoll_status_t row_of(const char *file, int no, char **f, int nf,
         }
         if (!number(f[i + 1], i < 2 ? 1 : 0, &v[i]) ||
             (i < 2 && v[i] > 1 << 24))
-            return BAD("DCOLL_TUNING=%s: line %d: %s '%s' is not a whole "
+            return BAD("%s: line %d: %s '%s' is not a whole "
                        "number%s", file, no, what[i], f[i + 1],
                        i < 2 ? " from 1 to 16777216" : " from 0");
     }
     if (v[1] > v[0])
-        return BAD("DCOLL_TUNING=%s: line %d: %lld ranks per node is more "
+        return BAD("%s: line %d: %lld ranks per node is more "
                    "than the %lld ranks", file, no, (long long)v[1],
                    (long long)v[0]);
     if (v[2] > v[3])
-        return BAD("DCOLL_TUNING=%s: line %d: from %lld bytes is above to "
+        return BAD("%s: line %d: from %lld bytes is above to "
                    "%lld", file, no, (long long)v[2], (long long)v[3]);
     r->ranks = (int)v[0];
     r->ppn = (int)v[1];
@@ -112,7 +112,7 @@ static dcoll_status_t row_of(const char *file, int no, char **f, int nf,
             r->way = (enum dcoll_way)w;
             return DCOLL_SUCCESS;
         }
-    return BAD("DCOLL_TUNING=%s: line %d: '%s' is not a way of %s (%s)", file,
+    return BAD("%s: line %d: '%s' is not a way of %s (%s)", file,
                no, f[5], f[0], ways_text(r->kind));
 }
 
@@ -129,7 +129,7 @@ static dcoll_status_t parse(const char *file, char *text,
     struct dcoll_mpi_tuning *t =
         calloc(1, sizeof(*t) + sizeof(struct row) * (size_t)lines);
     if (!t)
-        return dcoll_error(DCOLL_ERR_NO_MEMORY, "DCOLL_TUNING=%s: no memory "
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory "
                            "for the table", file);
     snprintf(t->file, sizeof(t->file), "%s", file);
     int no = 0, stage = 0;   /* 0: header, 1: mpi, 2: rows, 3: ended */
@@ -160,16 +160,16 @@ static dcoll_status_t parse(const char *file, char *text,
         if (nf == 0)
             continue;
         if (stage == 3) {
-            st = BAD("DCOLL_TUNING=%s: line %d follows the 'end' line", file,
+            st = BAD("%s: line %d follows the 'end' line", file,
                      no);
         } else if (stage == 0) {
             if (nf != 2 || strcmp(f[0], "dcoll-tuning") || strcmp(f[1], "1"))
-                st = BAD("DCOLL_TUNING=%s is not a dcoll tuning table: its "
+                st = BAD("%s is not a dcoll tuning table: its "
                          "first line is '%s', want 'dcoll-tuning 1'", file,
                          f[0]);
             stage = 1;
         } else if (stage == 1) {
-            st = BAD("DCOLL_TUNING=%s: line %d: want 'mpi' and the MPI "
+            st = BAD("%s: line %d: want 'mpi' and the MPI "
                      "library the table was made with", file, no);
         } else if (nf == 1 && !strcmp(f[0], "end")) {
             stage = 3;
@@ -179,7 +179,7 @@ static dcoll_status_t parse(const char *file, char *text,
         }
     }
     if (!st && stage < 3)
-        st = BAD("DCOLL_TUNING=%s ends at line %d without its 'end' line: "
+        st = BAD("%s ends at line %d without its 'end' line: "
                  "is it whole?", file, no);
     if (st) {
         free(t);
@@ -223,15 +223,21 @@ static void this_mpi(char *out, size_t cap)
     squeeze(out);
 }
 
-dcoll_status_t dcoll_mpi_tuning_load(struct dcoll_group *world)
+dcoll_status_t dcoll_mpi_tuning_load(struct dcoll_group *world, bool given,
+                                     const char *name)
 {
-    /* Rank 0's DCOLL_TUNING decides: it reads the file, and its name, the
-     * size (-1 and why: unreadable; -3: no table) and the bytes go to
-     * all, so that ranks whose environments differ still agree. */
+    /* Rank 0's choice decides (dcoll_init's parameter, else DCOLL_TUNING):
+     * it reads the file, and its name, the size (-1 and why: unreadable;
+     * -3: no table) and the bytes go to all, so that ranks whose
+     * environments differ still agree. */
     char file[256] = "";
-    const char *env = getenv("DCOLL_TUNING");
+    const char *env = given ? name : getenv("DCOLL_TUNING");
     if (world->rank == 0 && env)
         snprintf(file, sizeof(file), "%s", env);
+    /* Messages name where the file came from. */
+    char shown[300] = "";
+    snprintf(shown, sizeof(shown), "%s=%s", given ? "dcoll_init's tuning"
+                                                  : "DCOLL_TUNING", file);
     int64_t len = file[0] ? -1 : -3;
     char why[200] = "";
     char *text = NULL;
@@ -257,7 +263,7 @@ dcoll_status_t dcoll_mpi_tuning_load(struct dcoll_group *world)
     if (rc == MPI_SUCCESS && len == -3)
         return DCOLL_SUCCESS;
     if (rc == MPI_SUCCESS)
-        rc = MPI_Bcast(file, sizeof(file), MPI_CHAR, 0, comm);
+        rc = MPI_Bcast(shown, sizeof(shown), MPI_CHAR, 0, comm);
     if (rc == MPI_SUCCESS && len < 0)
         rc = MPI_Bcast(why, sizeof(why), MPI_CHAR, 0, comm);
     bool room = true;
@@ -277,15 +283,15 @@ dcoll_status_t dcoll_mpi_tuning_load(struct dcoll_group *world)
     }
     if (len < 0) {
         free(text);
-        return len == -2 ? dcoll_error(DCOLL_ERR_NO_MEMORY, "DCOLL_TUNING=%s"
-                                       ": no memory for its bytes", file)
-                         : BAD("DCOLL_TUNING=%s: rank 0 cannot read it: %s",
-                               file, why);
+        return len == -2 ? dcoll_error(DCOLL_ERR_NO_MEMORY, "%s"
+                                       ": no memory for its bytes", shown)
+                         : BAD("%s: rank 0 cannot read it: %s",
+                               shown, why);
     }
     text[len] = '\0';
     char made[256], here[256];
     struct dcoll_mpi_tuning *t;
-    dcoll_status_t st = parse(file, text, &t, made, sizeof(made));
+    dcoll_status_t st = parse(shown, text, &t, made, sizeof(made));
     free(text);
     if (st)
         return st;
@@ -293,8 +299,8 @@ dcoll_status_t dcoll_mpi_tuning_load(struct dcoll_group *world)
     this_mpi(here, sizeof(here));
     if (strcmp(made, here)) {
         if (world->rank == 0)
-            fprintf(stderr, "dcoll: DCOLL_TUNING=%s was made with '%s', "
-                    "this job runs '%s': the table is left out\n", file,
+            fprintf(stderr, "dcoll: %s was made with '%s', "
+                    "this job runs '%s': the table is left out\n", shown,
                     made, here);
         free(t);
         return DCOLL_SUCCESS;
@@ -303,8 +309,8 @@ dcoll_status_t dcoll_mpi_tuning_load(struct dcoll_group *world)
     for (int i = 0; i < t->n; i++)
         any |= t->rows[i].ranks == world->size;
     if (!any && world->rank == 0)
-        fprintf(stderr, "dcoll: DCOLL_TUNING=%s has no rows for %d ranks: "
-                "the world's calls are MPI's own\n", file, world->size);
+        fprintf(stderr, "dcoll: %s has no rows for %d ranks: "
+                "the world's calls are MPI's own\n", shown, world->size);
     free(dcoll_mpi_tuning);
     dcoll_mpi_tuning = t;
     return DCOLL_SUCCESS;
@@ -317,7 +323,7 @@ const char *dcoll_mpi_tuning_text(void)
     if (!t)
         return "no tuning table: every call is MPI's own (DCOLL_TUNING, "
                "docs/performance.md)";
-    size_t at = (size_t)snprintf(text, sizeof(text), "tuning table %s, %d "
+    size_t at = (size_t)snprintf(text, sizeof(text), "tuning table from %s, %d "
                                  "row(s):", t->file, t->n);
     for (int i = 0; i < t->n && at < sizeof(text); i++) {
         const struct row *r = &t->rows[i];

@@ -25,6 +25,7 @@ typedef enum dcoll_thread_level {
 #define DCOLL_INIT_PARAM_TIMEOUT      (UINT64_C(1) << 4)
 #define DCOLL_INIT_PARAM_COLL_TIMEOUT (UINT64_C(1) << 5)
 #define DCOLL_INIT_PARAM_ON_TIMEOUT   (UINT64_C(1) << 6)
+#define DCOLL_INIT_PARAM_TUNING       (UINT64_C(1) << 7)  /* since 1.9 */
 
 /* What a collective that outlasts its group's timeout does. */
 typedef enum dcoll_on_timeout {
@@ -93,9 +94,15 @@ typedef struct dcoll_init_params {
                                  $DCOLL_ON_TIMEOUT ("abort" or "return"),
                                  else DCOLL_ON_TIMEOUT_ABORT. Every rank
                                  must choose the same */
+    const char *tuning;     /**< the tuning table to load (a file that
+                                 dcoll-tune wrote), in place of
+                                 $DCOLL_TUNING; NULL or "": none, whatever
+                                 $DCOLL_TUNING says. Rank 0's decides, as
+                                 rank 0 reads the file for all. Since 1.9
+                                 (docs/performance.md, Tuning tables) */
 } dcoll_init_params_t;
 
-#define DCOLL_INIT_PARAMS_INIT {0, NULL, 0, 0, NULL, 0.0, 0.0, 0}
+#define DCOLL_INIT_PARAMS_INIT {0, NULL, 0, 0, NULL, 0.0, 0.0, 0, NULL}
 
 /** Make the world group. Starts MPI (MPI_Init_thread) only if it is not
  *  running yet, and then finalizes it in dcoll_finalize (also after a

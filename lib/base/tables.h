@@ -283,9 +283,12 @@ struct dcoll_comm_ops {
                  const struct dcoll_roll *roll);
     /* End the whole job with code (MPI_Abort). */
     void (*abort_job)(struct dcoll_group *world, int code);
-    /* Read the tuning table DCOLL_TUNING names, if any (collective over
-     * the world; the same table, or the same refusal, on every rank). */
-    dcoll_status_t (*tuning)(struct dcoll_group *world);
+    /* Read the tuning table that file names (given: dcoll_init's
+     * parameter, else DCOLL_TUNING), if any: collective over the world,
+     * the same table, or the same refusal, on every rank; rank 0's file
+     * decides. */
+    dcoll_status_t (*tuning)(struct dcoll_group *world, bool given,
+                             const char *file);
 };
 
 /* The MPI layer's tables: the only names the core knows it by. */

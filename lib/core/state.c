@@ -27,7 +27,7 @@ struct dcoll_group dcoll_non_member = {
     (DCOLL_INIT_PARAM_URL | DCOLL_INIT_PARAM_COMM |                        \
      DCOLL_INIT_PARAM_THREAD_LEVEL | DCOLL_INIT_PARAM_BACKEND |             \
      DCOLL_INIT_PARAM_TIMEOUT | DCOLL_INIT_PARAM_COLL_TIMEOUT |           \
-     DCOLL_INIT_PARAM_ON_TIMEOUT)
+     DCOLL_INIT_PARAM_ON_TIMEOUT | DCOLL_INIT_PARAM_TUNING)
 
 /* The store the world's rendezvous made, if any; it outlives MPI. */
 static dcoll_store_t *world_store;
@@ -177,6 +177,8 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
             p.coll_timeout = params->coll_timeout;
         if (p.mask & DCOLL_INIT_PARAM_ON_TIMEOUT)
             p.on_timeout = params->on_timeout;
+        if (p.mask & DCOLL_INIT_PARAM_TUNING)
+            p.tuning = params->tuning;
     }
     dcoll_status_t st = dcoll_fault_env();
     if (st || (st = dcoll_stage_env()))
@@ -270,7 +272,8 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         !(st = dcoll_fault_group_init(&w, dcoll_default_timeout,
                                       dcoll_default_recoverable)) &&
         !(st = dcoll_fault_agree(&w, "dcoll_init")) &&
-        !(st = svc->tuning(&w))) {
+        !(st = svc->tuning(&w, p.mask & DCOLL_INIT_PARAM_TUNING,
+                           p.tuning))) {
         w.id = 0;
         dcoll_groups_made = 0;
         dcoll_plugins_load(w.local_rank);

@@ -101,6 +101,7 @@ module dcoll
         real(c_double) :: timeout = 0
         real(c_double) :: coll_timeout = 0
         integer(c_int) :: on_timeout = 0
+        type(c_ptr) :: tuning = c_null_ptr
     end type
 
     ! Stores (dcoll/store.h): a handle, and the C parameter struct.
@@ -959,15 +960,17 @@ contains
     ! dcoll_init: every argument optional. comm is an INTEGER handle; a
     ! type(MPI_Comm) goes through dcoll_init_comm. timeout bounds the
     ! rendezvous, coll_timeout each collective (0: wait forever), and
-    ! on_timeout (DCOLL_ON_TIMEOUT_ABORT or _RETURN) what a timeout does.
+    ! on_timeout (DCOLL_ON_TIMEOUT_ABORT or _RETURN) what a timeout does;
+    ! tuning names a tuning table in place of $DCOLL_TUNING ('': none).
     function dcoll_init(url, comm, thread_level, backend, timeout, &
-            coll_timeout, on_timeout) result(st)
-        character(len=*), intent(in), optional :: url, backend
+            coll_timeout, on_timeout, tuning) result(st)
+        character(len=*), intent(in), optional :: url, backend, tuning
         integer, intent(in), optional :: comm, thread_level, on_timeout
         real(8), intent(in), optional :: timeout, coll_timeout
         integer :: st
         type(init_params) :: p
-        character(kind=c_char), allocatable, target :: curl(:), cbackend(:)
+        character(kind=c_char), allocatable, target :: curl(:), &
+            cbackend(:), ctuning(:)
         if (present(url)) then
             call c_string(url, curl)
             p%url = c_loc(curl)
@@ -997,6 +1000,11 @@ contains
         if (present(on_timeout)) then
             p%on_timeout = int(on_timeout, c_int)
             p%mask = ior(p%mask, DCOLL_INIT_PARAM_ON_TIMEOUT)
+        end if
+        if (present(tuning)) then
+            call c_string(tuning, ctuning)
+            p%tuning = c_loc(ctuning)
+            p%mask = ior(p%mask, DCOLL_INIT_PARAM_TUNING)
         end if
         f_err_on = .false.
         st = c_init(p)

@@ -224,6 +224,46 @@ int main(int argc, char **argv)
           "applied", n + 1);
     dcoll_finalize();
 
+    /* dcoll_init's parameter: in place of DCOLL_TUNING (which names a
+     * table for other sizes here), and NULL for none. */
+    {
+        snprintf(text, sizeof(text), "%sall_reduce %d %d 0 - "
+                 "reduce+broadcast\nend\n", head, n, n);
+        table("by-param", text);
+        char path[128];
+        snprintf(path, sizeof(path), "%s/by-param", dir);
+        table("other-size", NULL);
+        dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
+        p.mask = DCOLL_INIT_PARAM_TUNING;
+        p.tuning = path;
+        CHECK(dcoll_init(&p) == DCOLL_SUCCESS, "init: %s",
+              dcoll_last_error());
+        dcoll_backend_status("mpi", &avail, &said);
+        CHECK(strstr(said, "from dcoll_init's tuning="), "status: %s", said);
+        calls(37, ar, rs);
+        CHECK(ar[REDUCE] == 1 && ar[ALLREDUCE] == 0, "the parameter's "
+              "table was not applied: %d allreduce(s)", ar[ALLREDUCE]);
+        dcoll_finalize();
+        setenv("DCOLL_TUNING", path, 1);
+        p.tuning = NULL;
+        CHECK(dcoll_init(&p) == DCOLL_SUCCESS, "init: %s",
+              dcoll_last_error());
+        calls(37, ar, rs);
+        CHECK(ar[ALLREDUCE] == 1 && ar[REDUCE] == 0, "a NULL tuning "
+              "parameter left DCOLL_TUNING's table in force");
+        dcoll_finalize();
+        snprintf(path, sizeof(path), "%s/nowhere", dir);
+        p.tuning = path;
+        dcoll_status_t st_param = dcoll_init(&p);
+        CHECK(st_param == DCOLL_ERR_INVALID_ARGUMENT &&
+              strstr(dcoll_last_error(), "dcoll_init's tuning=") &&
+              strstr(dcoll_last_error(), "cannot read it"), "a missing "
+              "file by parameter: %d, %s", (int)st_param,
+              dcoll_last_error());
+        if (!st_param)
+            dcoll_finalize();
+    }
+
     /* Refusals, naming the line. */
     refused("not-a-table", "hello\n", "is not a dcoll tuning table");
     snprintf(text, sizeof(text), "%sall_reduce %d %d 0 - reduce+bcast\nend\n",

@@ -1,0 +1,86 @@
+#!/bin/sh
+# dcoll-tune writes a table that dcoll_init takes, merges the tables of
+# several group sizes into one file, and refuses what it must not
+# overwrite or cannot do: tune.sh MPIRUN_SH DCOLL_TUNE DCOLL_PERF
+mpirun_sh=$1 tune=$2 perf=$3
+dir=$(mktemp -d) || exit 1
+trap 'rm -rf "$dir"' EXIT
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+# Short: the smallest sizes, few calls, two rounds.
+quick="-b 8 -e 1K -f 4 -n 5 -w 1 -R 2"
+
+# Status and output of a run: run NP ARGS...
+run() {
+    np=$1; shift
+    out=$("$mpirun_sh" "$np" 120 "$tune" "$@" 2>&1); rc=$?
+}
+
+t=$dir/table
+run 2 $quick -o "$t"
+[ "$rc" -eq 0 ] || fail "2 ranks: rc $rc: $out"
+head -1 "$t" | grep -qx 'dcoll-tuning 1' || fail "first line: $(head -1 "$t")"
+grep -q '^# group 2 [0-9]* all_reduce: ' "$t" || fail "no group 2 section"
+tail -1 "$t" | grep -qx 'end' || fail "last line: $(tail -1 "$t")"
+grep -q '^#   all_reduce  *8 ' "$t" || fail "no all_reduce 8 B figures"
+grep -q '^#   reduce_scatter ' "$t" || fail "no reduce_scatter figures"
+printf '%s\n' "$out" | grep -q "wrote $t" || fail "no 'wrote': $out"
+
+# A row of a group this run does not touch is kept as it is.
+sed -i '$d' "$t"
+echo 'all_reduce 5 5 64 128 reduce+broadcast' >> "$t"
+echo 'end' >> "$t"
+run 3 $quick -o "$t" all_reduce
+[ "$rc" -eq 0 ] || fail "3 ranks: rc $rc: $out"
+grep -q '^# group 2 [0-9]* reduce_scatter: ' "$t" ||
+    fail "group 2 lost by the 3-rank run"
+grep -q '^# group 3 [0-9]* all_reduce: ' "$t" || fail "no group 3 section"
+grep -q '^all_reduce 5 5 64 128 reduce+broadcast$' "$t" ||
+    fail "group 5's row lost"
+[ "$(grep -c '^# group 2 ' "$t")" -eq 2 ] || fail "group 2 twice"
+grep -q '^#   reduce_scatter ' "$t" || fail "group 2's figures lost"
+
+# Remade, not added: one section per group.
+run 2 $quick -o "$t"
+[ "$rc" -eq 0 ] || fail "2 ranks again: rc $rc: $out"
+[ "$(grep -c '^# group 2 ' "$t")" -eq 2 ] || fail "group 2 twice"
+grep -q '^# group 3 ' "$t" || fail "group 3 lost by the 2-rank run"
+
+# dcoll_init takes the table (a malformed one fails init, and dcoll-perf).
+out=$(DCOLL_TUNING=$t "$mpirun_sh" 2 60 -x DCOLL_TUNING "$perf" -b 64 \
+      -e 64 -n 2 -w 1 -R 1 all_reduce reduce_scatter 2>&1) ||
+    fail "dcoll-perf with the table: $out"
+
+# -k keeps a way only where the file had it: here the file has none for
+# 3 ranks' reduce_scatter, so none is kept.
+run 3 $quick -m 0 -k -o "$t" reduce_scatter
+[ "$rc" -eq 0 ] || fail "-k: rc $rc: $out"
+grep -q '^reduce_scatter  *3 ' "$t" && fail "-k kept a way the file lacked"
+grep -q '^# group 3 [0-9]* all_reduce: ' "$t" ||
+    fail "a reduce_scatter run lost group 3's all_reduce"
+
+# Refusals, the file left as it was.
+expect() {
+    want=$1 np=$2; shift 2
+    run "$np" "$@"
+    if [ "$rc" -eq 0 ] || ! printf '%s' "$out" | grep -qF -- "$want"; then
+        echo "FAIL: dcoll-tune $* -> rc $rc, want failure and '$want'; got:"
+        printf '%s\n' "$out" | head -5
+        fails=$((fails + 1))
+    fi
+}
+echo 'not a table' > "$dir/other"
+expect "is not a dcoll tuning table" 1 $quick -o "$dir/other"
+[ "$(cat "$dir/other")" = 'not a table' ] || fail "a non-table overwritten"
+sed '2s/.*/mpi Some Other MPI 9.9/' "$t" > "$dir/foreign"
+expect "was made with another MPI" 1 $quick -o "$dir/foreign"
+grep -q '^mpi Some Other MPI 9.9$' "$dir/foreign" || fail "foreign overwritten"
+sed '$d' "$t" > "$dir/cut"
+expect "no 'end' line" 1 $quick -o "$dir/cut"
+expect "-k needs -o" 1 -k
+expect "does not exist" 1 $quick -k -o "$dir/none"
+expect "-R: '0' is out of range" 1 -R 0
+expect "-b 2048 is above -e 1024" 1 -b 2K -e 1K
+expect "'allreduce' is not a kind" 1 allreduce
+[ "$fails" -eq 0 ] && echo "dcoll-tune: tables written, merged and refused"
+exit "$fails"
