@@ -5,6 +5,8 @@ in bench/results/ (made by bench/readme-runs.sh):
     bench/tables.py small NP2 NP1             small calls, 2 ranks and 1
     bench/tables.py modes RESULT...           every collective, ratio (+us)
     bench/tables.py plans RESULT              -P: best / blocking, per size
+    bench/tables.py tune TABLE NP APART       dcoll-tune's picks beside
+                                              dcoll-perf -S with the table
 """
 import sys
 
@@ -49,6 +51,46 @@ def plans(path):
     for coll, r in rows.items():
         print('| %s | ' % coll + ' | '.join(r.get(b, '') for b in sizes)
               + ' |')
+
+def tune_table(path, np):
+    """dcoll-tune's figures for NP ranks: {kind: {size: (pick, gain)}}."""
+    out, kind = {}, None
+    for line in open(path):
+        f = line.split()
+        if line.startswith('# group '):
+            kind = f[4].rstrip(':') if int(f[2]) == np else None
+        elif kind and line.startswith('#   ') and f[1] == kind:
+            out.setdefault(kind, {})[int(f[2])] = (f[-2], float(f[-1][:-1]))
+    return out
+
+
+def tune(table, np, apart):
+    """Per kind: the sizes where the table takes a way, with dcoll-tune's
+    gain and dcoll-perf's ratio (raw / dcoll, each side's calls apart) in
+    a later run with the table; then the lowest ratio of the sizes where
+    MPI's own call runs."""
+    picks, a = tune_table(table, np), parse(apart)
+    print('| kind | size | way | dcoll-tune gain | dcoll-perf: raw / dcoll '
+          '| ratio / gain |')
+    print('| --- | ---: | --- | ---: | ---: | ---: |')
+    rest = []
+    for kind in ('all_reduce', 'reduce_scatter', 'broadcast', 'reduce',
+                 'all_gather'):
+        for size, (way, gain) in sorted(picks.get(kind, {}).items()):
+            ra = a.get(kind, {}).get(size, {}).get('ratio')
+            if ra is None:
+                continue
+            if way == 'mpi':
+                rest.append((ra, kind, size))
+                continue
+            print('| %s | %s | %s | %.2f | %.2f | %.2f |' % (
+                kind, size_name(size), way, gain, ra, ra / gain))
+    if rest:
+        low = sorted(rest)[:3]
+        print('\nThe %d sizes where MPI\'s own call runs: lowest ratios %s.'
+              % (len(rest), ', '.join('%.2f (%s, %s)' % (r, k, size_name(z))
+                                      for r, k, z in low)))
+
 
 def size_name(b):
     for unit, n in (('MiB', 1 << 20), ('KiB', 1 << 10)):
@@ -126,5 +168,7 @@ if __name__ == '__main__':
         modes(sys.argv[2:])
     elif what == 'plans' and len(sys.argv) == 3:
         plans(sys.argv[2])
+    elif what == 'tune' and len(sys.argv) == 5:
+        tune(sys.argv[2], int(sys.argv[3]), sys.argv[4])
     else:
         sys.exit(__doc__)

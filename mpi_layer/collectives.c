@@ -569,26 +569,51 @@ static __attribute__((noinline)) int tuned(const struct dcoll_group *g,
                                            const struct dcoll_coll *c,
                                            const char **call)
 {
-    if ((c->kind != DCOLL_COLL_ALL_REDUCE &&
-         (c->kind != DCOLL_COLL_REDUCE_SCATTER || c->in_place)) ||
-        c->count > INT_MAX || c->op == DCOLL_AVG)
+    switch (c->kind) {
+    case DCOLL_COLL_REDUCE_SCATTER:
+        if (c->in_place)
+            return -1;
+        break;
+    case DCOLL_COLL_ALL_REDUCE:
+    case DCOLL_COLL_BROADCAST:
+    case DCOLL_COLL_REDUCE:
+    case DCOLL_COLL_ALL_GATHER:
+        break;
+    default:
+        return -1;
+    }
+    if (c->count > INT_MAX || c->op == DCOLL_AVG)
         return -1;
     enum dcoll_way way = dcoll_mpi_tuned(g, c);
     if (way == DCOLL_WAY_MPI)
         return -1;
     *call = dcoll_way_names[way];
-    int n = (int)c->count;
+    int n = (int)c->count, me = g->rank, size = g->size;
     MPI_Datatype t = dcoll_mpi_dtype[c->dtype];
-    MPI_Op op = dcoll_mpi_op(c->dtype, c->op);
+    MPI_Op op = dcoll_kind_has(c->kind, DCOLL_KF_OP)
+                    ? dcoll_mpi_op(c->dtype, c->op) : MPI_OP_NULL;
     size_t esz = dcoll_dtype_sizes[c->dtype];
     MPI_Comm comm = dcoll_mpi_comm_of(g);
-    if (c->kind == DCOLL_COLL_ALL_REDUCE)
-        return dcoll_compose_all_reduce(way, c->in_place ? MPI_IN_PLACE
-                                                         : c->sendbuf,
-                                        c->recvbuf, n, t, esz, op, comm,
-                                        g->rank, g->size);
-    return dcoll_compose_reduce_scatter(way, c->sendbuf, c->recvbuf, n, t,
-                                        esz, op, comm, g->rank, g->size);
+    const void *in = c->in_place ? MPI_IN_PLACE : c->sendbuf;
+    switch (c->kind) {
+    case DCOLL_COLL_ALL_REDUCE:
+        return dcoll_compose_all_reduce(way, in, c->recvbuf, n, t, esz, op,
+                                        comm, me, size);
+    case DCOLL_COLL_REDUCE_SCATTER:
+        return dcoll_compose_reduce_scatter(way, c->sendbuf, c->recvbuf, n,
+                                            t, esz, op, comm, me, size);
+    case DCOLL_COLL_BROADCAST:
+        return dcoll_compose_broadcast(way, c->recvbuf, n, t, esz, c->root,
+                                       comm, me, size);
+    case DCOLL_COLL_REDUCE:
+        /* Off the root, an in-place call's input is its buffer. */
+        return dcoll_compose_reduce(way, me == c->root ? in : c->sendbuf,
+                                    c->recvbuf, n, t, esz, op, c->root, comm,
+                                    me, size);
+    default:
+        return dcoll_compose_all_gather(way, in, c->recvbuf, n, t, esz, comm,
+                                        me, size);
+    }
 }
 
 static dcoll_status_t mpi_coll(struct dcoll_group *g,

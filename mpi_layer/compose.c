@@ -17,6 +17,9 @@ const char *const dcoll_way_names[DCOLL_WAY_COUNT] = {
     [DCOLL_WAY_RS_AG] = "reduce_scatter+all_gather",
     [DCOLL_WAY_REDUCE_SCATTER] = "reduce+scatter",
     [DCOLL_WAY_ALLREDUCE_COPY] = "all_reduce+copy",
+    [DCOLL_WAY_SCATTER_AG] = "scatter+all_gather",
+    [DCOLL_WAY_RS_GATHER] = "reduce_scatter+gather",
+    [DCOLL_WAY_GATHER_BCAST] = "gather+broadcast",
 };
 
 /* n elements over size ranks, as even as they go: rank r's count and
@@ -128,4 +131,77 @@ int dcoll_compose_reduce_scatter(enum dcoll_way way, const void *in,
     }
     free(tmp);
     return rc;
+}
+
+int dcoll_compose_broadcast(enum dcoll_way way, void *buf, int n,
+                            MPI_Datatype t, size_t esz, int root,
+                            MPI_Comm comm, int me, int size)
+{
+    if (way != DCOLL_WAY_SCATTER_AG)
+        return MPI_Bcast(buf, n, t, root, comm);
+    /* The root hands each rank a block, then every block goes to all
+     * (van de Geijn's broadcast): each rank sends about n elements once,
+     * where a tree's inner ranks send n several times. */
+    int *v = malloc(sizeof(int) * 2 * (size_t)size);
+    if (!v)
+        return MPI_ERR_NO_MEM;
+    int *cnt = v, *dsp = v + size;
+    blocks(n, size, cnt, dsp);
+    char *mine = (char *)buf + (size_t)dsp[me] * esz;
+    int rc = me == root
+                 ? MPI_Scatterv(buf, cnt, dsp, t, MPI_IN_PLACE, cnt[me], t,
+                                root, comm)
+                 : MPI_Scatterv(NULL, cnt, dsp, t, mine, cnt[me], t, root,
+                                comm);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, cnt, dsp,
+                            t, comm);
+    free(v);
+    return rc;
+}
+
+int dcoll_compose_reduce(enum dcoll_way way, const void *in, void *out,
+                         int n, MPI_Datatype t, size_t esz, MPI_Op op,
+                         int root, MPI_Comm comm, int me, int size)
+{
+    if (way != DCOLL_WAY_RS_GATHER)
+        return MPI_Reduce(in, me == root ? out : NULL, n, t, op, root, comm);
+    /* Each rank reduces its block, then the root gathers the blocks
+     * (Rabenseifner's reduce): no rank reduces more than its share. */
+    int *v = malloc(sizeof(int) * 2 * (size_t)size);
+    if (!v)
+        return MPI_ERR_NO_MEM;
+    int *cnt = v, *dsp = v + size;
+    blocks(n, size, cnt, dsp);
+    char *mine = malloc((size_t)cnt[me] * esz + 1);
+    if (!mine) {
+        free(v);
+        return MPI_ERR_NO_MEM;
+    }
+    const void *src = in == MPI_IN_PLACE ? out : in;
+    int rc = MPI_Reduce_scatter(src, mine, cnt, t, op, comm);
+    if (rc == MPI_SUCCESS)
+        rc = MPI_Gatherv(mine, cnt[me], t, me == root ? out : NULL, cnt, dsp,
+                         t, root, comm);
+    free(mine);
+    free(v);
+    return rc;
+}
+
+int dcoll_compose_all_gather(enum dcoll_way way, const void *in, void *out,
+                             int n, MPI_Datatype t, size_t esz,
+                             MPI_Comm comm, int me, int size)
+{
+    if (way != DCOLL_WAY_GATHER_BCAST || (int64_t)n * size > INT_MAX)
+        return MPI_Allgather(in, n, t, out, n, t, comm);
+    /* Rank 0 gathers every block, then sends the whole to all. */
+    int rc;
+    if (me == 0)
+        rc = MPI_Gather(in, n, t, out, n, t, 0, comm);
+    else
+        rc = MPI_Gather(in == MPI_IN_PLACE ? (char *)out + (size_t)me * n *
+                                                 esz
+                                           : in,
+                        n, t, NULL, n, t, 0, comm);
+    return rc == MPI_SUCCESS ? MPI_Bcast(out, n * size, t, 0, comm) : rc;
 }

@@ -185,6 +185,11 @@ enum dcoll_way {
                                    MPI_Allgatherv */
     DCOLL_WAY_REDUCE_SCATTER,   /* reduce_scatter: MPI_Reduce, MPI_Scatter */
     DCOLL_WAY_ALLREDUCE_COPY,   /* reduce_scatter: MPI_Allreduce, a copy */
+    DCOLL_WAY_SCATTER_AG,       /* broadcast: MPI_Scatterv from the root,
+                                   MPI_Allgatherv */
+    DCOLL_WAY_RS_GATHER,        /* reduce: MPI_Reduce_scatter, MPI_Gatherv
+                                   to the root */
+    DCOLL_WAY_GATHER_BCAST,     /* all_gather: MPI_Gather to 0, MPI_Bcast */
     DCOLL_WAY_COUNT
 };
 extern const char *const dcoll_way_names[DCOLL_WAY_COUNT];
@@ -195,6 +200,18 @@ int dcoll_compose_reduce_scatter(enum dcoll_way way, const void *in,
                                  void *out, int n, MPI_Datatype t,
                                  size_t esz, MPI_Op op, MPI_Comm comm,
                                  int me, int size);
+/* broadcast: buf on every rank; reduce: out only on the root (in
+ * MPI_IN_PLACE on the root: its input is in out); all_gather: in
+ * MPI_IN_PLACE: this rank's block is in out already. */
+int dcoll_compose_broadcast(enum dcoll_way way, void *buf, int n,
+                            MPI_Datatype t, size_t esz, int root,
+                            MPI_Comm comm, int me, int size);
+int dcoll_compose_reduce(enum dcoll_way way, const void *in, void *out,
+                         int n, MPI_Datatype t, size_t esz, MPI_Op op,
+                         int root, MPI_Comm comm, int me, int size);
+int dcoll_compose_all_gather(enum dcoll_way way, const void *in, void *out,
+                             int n, MPI_Datatype t, size_t esz,
+                             MPI_Comm comm, int me, int size);
 
 /* tuning.c: the table DCOLL_TUNING names, read at dcoll_init (collective
  * over the world; NULL: none, every call MPI's own), and the way it gives

@@ -36,21 +36,41 @@ struct dcoll_mpi_tuning {
 
 struct dcoll_mpi_tuning *dcoll_mpi_tuning;
 
-/* The ways of each kind, in the order a table names them. */
-static bool way_of_kind(enum dcoll_way w, enum dcoll_coll_kind kind)
+/* The kinds a table may name, and the ways of each. */
+static const struct {
+    const char *name;
+    enum dcoll_coll_kind kind;
+    enum dcoll_way ways[2];
+    const char *text;
+} kinds[] = {
+    {"all_reduce", DCOLL_COLL_ALL_REDUCE,
+     {DCOLL_WAY_REDUCE_BCAST, DCOLL_WAY_RS_AG},
+     "mpi, reduce+broadcast, reduce_scatter+all_gather"},
+    {"reduce_scatter", DCOLL_COLL_REDUCE_SCATTER,
+     {DCOLL_WAY_REDUCE_SCATTER, DCOLL_WAY_ALLREDUCE_COPY},
+     "mpi, reduce+scatter, all_reduce+copy"},
+    {"broadcast", DCOLL_COLL_BROADCAST, {DCOLL_WAY_SCATTER_AG},
+     "mpi, scatter+all_gather"},
+    {"reduce", DCOLL_COLL_REDUCE, {DCOLL_WAY_RS_GATHER},
+     "mpi, reduce_scatter+gather"},
+    {"all_gather", DCOLL_COLL_ALL_GATHER, {DCOLL_WAY_GATHER_BCAST},
+     "mpi, gather+broadcast"},
+};
+#define NKINDS ((int)(sizeof(kinds) / sizeof(kinds[0])))
+
+static int kind_index(enum dcoll_coll_kind kind)
 {
-    if (w == DCOLL_WAY_MPI)
-        return true;
-    if (kind == DCOLL_COLL_ALL_REDUCE)
-        return w == DCOLL_WAY_REDUCE_BCAST || w == DCOLL_WAY_RS_AG;
-    return w == DCOLL_WAY_REDUCE_SCATTER || w == DCOLL_WAY_ALLREDUCE_COPY;
+    int i = 0;
+    while (i < NKINDS - 1 && kinds[i].kind != kind)
+        i++;
+    return i;
 }
 
-static const char *ways_text(enum dcoll_coll_kind kind)
+static bool way_of_kind(enum dcoll_way w, enum dcoll_coll_kind kind)
 {
-    return kind == DCOLL_COLL_ALL_REDUCE
-               ? "mpi, reduce+broadcast, reduce_scatter+all_gather"
-               : "mpi, reduce+scatter, all_reduce+copy";
+    int i = kind_index(kind);
+    return w == DCOLL_WAY_MPI || w == kinds[i].ways[0] ||
+           w == kinds[i].ways[1];
 }
 
 static bool number(const char *s, int64_t lo, int64_t *out)
@@ -74,13 +94,14 @@ static dcoll_status_t row_of(const char *file, int no, char **f, int nf,
         return BAD("%s: line %d has %d field(s), want 6: kind, "
                    "ranks, ranks per node, from bytes, to bytes (or -), way",
                    file, no, nf);
-    if (!strcmp(f[0], "all_reduce"))
-        r->kind = DCOLL_COLL_ALL_REDUCE;
-    else if (!strcmp(f[0], "reduce_scatter"))
-        r->kind = DCOLL_COLL_REDUCE_SCATTER;
-    else
-        return BAD("%s: line %d: '%s' is not a kind with ways "
-                   "to choose (all_reduce, reduce_scatter)", file, no, f[0]);
+    int k = 0;
+    while (k < NKINDS && strcmp(f[0], kinds[k].name))
+        k++;
+    if (k == NKINDS)
+        return BAD("%s: line %d: '%s' is not a kind with ways to choose "
+                   "(all_reduce, reduce_scatter, broadcast, reduce, "
+                   "all_gather)", file, no, f[0]);
+    r->kind = kinds[k].kind;
     int64_t v[4];
     static const char *const what[4] = {"ranks", "ranks per node",
                                         "from bytes", "to bytes"};
@@ -113,7 +134,7 @@ static dcoll_status_t row_of(const char *file, int no, char **f, int nf,
             return DCOLL_SUCCESS;
         }
     return BAD("%s: line %d: '%s' is not a way of %s (%s)", file,
-               no, f[5], f[0], ways_text(r->kind));
+               no, f[5], f[0], kinds[k].text);
 }
 
 /* Read text (the file's bytes, NUL-ended) into *out, or say what is
@@ -336,8 +357,7 @@ const char *dcoll_mpi_tuning_text(void)
                      (long long)r->to);
         at += (size_t)snprintf(text + at, sizeof(text) - at, "%s %s on %d "
                                "ranks, %d a node, %s: %s", i ? ";" : "",
-                               r->kind == DCOLL_COLL_ALL_REDUCE
-                                   ? "all_reduce" : "reduce_scatter",
+                               kinds[kind_index(r->kind)].name,
                                r->ranks, r->ppn, range,
                                dcoll_way_names[r->way]);
     }

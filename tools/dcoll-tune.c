@@ -36,18 +36,28 @@ static int me, nranks, ppn;
             fprintf(stderr, __VA_ARGS__);                                    \
     } while (0)
 
-/* The kinds a table covers, and their ways: MPI's call first. */
+/* The kinds a table covers, and their ways: MPI's call first. Sizes are
+ * dcoll-perf's: reduce_scatter's the whole input and all_gather's the
+ * whole output, a rank's share being size / ranks (blocks). */
+enum shape { ALL_REDUCE, REDUCE_SCATTER, BROADCAST, REDUCE, ALL_GATHER };
 struct kind {
     const char *name;
+    enum shape shape;
+    int nways;
     enum dcoll_way ways[MAX_WAYS];
-    bool blocks;        /* sizes are the whole input: a rank's result is
-                           size / ranks (reduce_scatter, as dcoll-perf) */
+    bool blocks;
 };
 static const struct kind kinds[] = {
-    {"all_reduce", {DCOLL_WAY_MPI, DCOLL_WAY_REDUCE_BCAST, DCOLL_WAY_RS_AG},
+    {"all_reduce", ALL_REDUCE, 3,
+     {DCOLL_WAY_MPI, DCOLL_WAY_REDUCE_BCAST, DCOLL_WAY_RS_AG}, false},
+    {"reduce_scatter", REDUCE_SCATTER, 3,
+     {DCOLL_WAY_MPI, DCOLL_WAY_REDUCE_SCATTER, DCOLL_WAY_ALLREDUCE_COPY},
+     true},
+    {"broadcast", BROADCAST, 2, {DCOLL_WAY_MPI, DCOLL_WAY_SCATTER_AG},
      false},
-    {"reduce_scatter", {DCOLL_WAY_MPI, DCOLL_WAY_REDUCE_SCATTER,
-                        DCOLL_WAY_ALLREDUCE_COPY}, true},
+    {"reduce", REDUCE, 2, {DCOLL_WAY_MPI, DCOLL_WAY_RS_GATHER}, false},
+    {"all_gather", ALL_GATHER, 2, {DCOLL_WAY_MPI, DCOLL_WAY_GATHER_BCAST},
+     true},
 };
 #define NKINDS ((int)(sizeof(kinds) / sizeof(kinds[0])))
 
@@ -74,21 +84,22 @@ struct result {
 static void usage(FILE *f)
 {
     if (me == 0)
-        fprintf(f, "usage: dcoll-tune [options] [all_reduce] "
-        "[reduce_scatter]\n"
+        fprintf(f, "usage: dcoll-tune [options] [kind ...]\n"
         "  -b SIZE   smallest size in bytes (K, M, G suffixes; default 8)\n"
         "  -e SIZE   largest size (default 16M)\n"
         "  -f N      factor between sizes (default 2)\n"
         "  -n N      timed calls per round (default: by size, 10..1000)\n"
         "  -w N      warm-up calls of each way (default 5)\n"
         "  -R N      rounds (default 7); a way must win every one\n"
-        "  -m PCT    by at least PCT percent (default 3)\n"
+        "  -m PCT    by at least PCT percent (default 5)\n"
         "  -o FILE   write the table to FILE: its rows for other group\n"
         "            sizes are kept, its rows for this one replaced\n"
         "  -k        with -o: keep a way only where FILE's table already\n"
         "            had it (tables from several runs agree)\n"
-        "sizes are dcoll-perf's: reduce_scatter's is the whole input, a\n"
-        "rank's result being size / ranks; the table counts a rank's bytes.\n");
+        "kinds: all_reduce reduce_scatter broadcast reduce all_gather\n"
+        "(default: all). Sizes are dcoll-perf's: reduce_scatter's is the\n"
+        "whole input and all_gather's the whole output, a rank's share\n"
+        "being size / ranks; the table counts a rank's bytes.\n");
 }
 
 static int parse_size(const char *s, size_t *out)
@@ -181,7 +192,7 @@ static int parse(int argc, char **argv, struct opts *o)
             k++;
         if (k == NKINDS) {
             SAY("dcoll-tune: '%s' is not a kind a table covers (all_reduce, "
-                "reduce_scatter)\n", argv[i]);
+                "reduce_scatter, broadcast, reduce, all_gather)\n", argv[i]);
             return -1;
         }
         o->want[k] = any = true;
@@ -211,15 +222,38 @@ static double median(const double *v, int n)
 }
 
 /* One call of way w of kind k: n elements a rank (reduce_scatter: a
- * rank's block). */
+ * rank's block; all_gather: a rank's part). Roots are rank 0;
+ * broadcast's buffer is out. */
 static int call(const struct kind *k, enum dcoll_way w, const void *in,
                 void *out, int n, MPI_Datatype t, size_t esz, MPI_Op op)
 {
-    if (!k->blocks)
-        return dcoll_compose_all_reduce(w, in, out, n, t, esz, op,
-                                        MPI_COMM_WORLD, me, nranks);
-    return dcoll_compose_reduce_scatter(w, in, out, n, t, esz, op,
-                                        MPI_COMM_WORLD, me, nranks);
+    MPI_Comm c = MPI_COMM_WORLD;
+    switch (k->shape) {
+    case ALL_REDUCE:
+        return dcoll_compose_all_reduce(w, in, out, n, t, esz, op, c, me,
+                                        nranks);
+    case REDUCE_SCATTER:
+        return dcoll_compose_reduce_scatter(w, in, out, n, t, esz, op, c, me,
+                                            nranks);
+    case BROADCAST:
+        return dcoll_compose_broadcast(w, out, n, t, esz, 0, c, me, nranks);
+    case REDUCE:
+        return dcoll_compose_reduce(w, in, out, n, t, esz, op, 0, c, me,
+                                    nranks);
+    default:
+        return dcoll_compose_all_gather(w, in, out, n, t, esz, c, me,
+                                        nranks);
+    }
+}
+
+/* Elements of k's input and output a rank, for n. */
+static size_t in_count(const struct kind *k, int n)
+{
+    return (size_t)n * (k->shape == REDUCE_SCATTER ? (size_t)nranks : 1);
+}
+static size_t out_count(const struct kind *k, int n)
+{
+    return (size_t)n * (k->shape == ALL_GATHER ? (size_t)nranks : 1);
 }
 
 static void fail(const char *what, const struct kind *k, enum dcoll_way w,
@@ -238,24 +272,32 @@ static void fail(const char *what, const struct kind *k, enum dcoll_way w,
  * on every rank. */
 static bool right(const struct kind *k, enum dcoll_way w, int n)
 {
-    size_t in_n = (size_t)n * (k->blocks ? (size_t)nranks : 1);
-    int32_t *in = malloc(in_n * 4), *got = malloc((size_t)n * 4),
-            *ref = malloc((size_t)n * 4);
+    size_t in_n = in_count(k, n), out_n = out_count(k, n);
+    int32_t *in = malloc(in_n * 4), *got = malloc(out_n * 4),
+            *ref = malloc(out_n * 4);
     float *fin = (float *)in, *fgot = (float *)got;
     int bad = !in || !got || !ref;
+    MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     if (!bad) {
         for (size_t i = 0; i < in_n; i++)
             in[i] = (int32_t)((me * 7 + i * 3) % 19) - 9;
+        /* broadcast: the root's input is its buffer; the others' is
+         * overwritten. */
+        for (size_t i = 0; i < out_n; i++)
+            got[i] = ref[i] = k->shape == BROADCAST && me == 0
+                                  ? in[i] : -1;
         int rc = call(k, DCOLL_WAY_MPI, in, ref, n, MPI_INT32_T, 4, MPI_SUM);
         if (rc == MPI_SUCCESS)
             rc = call(k, w, in, got, n, MPI_INT32_T, 4, MPI_SUM);
         if (rc != MPI_SUCCESS)
             fail("checking", k, w, rc);
-        bad = memcmp(got, ref, (size_t)n * 4) != 0;
+        /* reduce: only the root's result is one. */
+        if (k->shape != REDUCE || me == 0)
+            bad = memcmp(got, ref, out_n * 4) != 0;
     }
     /* Agreed before the next collective, which every rank makes or none. */
     MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    if (!bad && !k->blocks) {
+    if (!bad && k->shape == ALL_REDUCE) {
         /* Sums that round: all_reduce's result has the same bits on
          * every rank (not always MPI's: another order). */
         for (size_t i = 0; i < in_n; i++)
@@ -301,21 +343,19 @@ static void measure(const struct opts *o, const struct kind *k, size_t size,
                     struct result *res)
 {
     int n = count_of(k, size);
-    size_t in_bytes = (size_t)n * 4 * (k->blocks ? (size_t)nranks : 1);
-    size_t out_bytes = (size_t)n * 4;
+    size_t in_bytes = in_count(k, n) * 4, out_bytes = out_count(k, n) * 4;
     res->bytes = (int64_t)n * 4;
-    res->size = k->blocks ? out_bytes * (size_t)nranks : out_bytes;
-    int nways = 0;
-    for (int i = 0; i < MAX_WAYS; i++) {
+    res->size = (size_t)n * 4 * (k->blocks ? (size_t)nranks : 1);
+    int nways = k->nways;
+    for (int i = 0; i < nways; i++) {
         res->wrong[i] = i > 0 && !right(k, k->ways[i], n);
         if (res->wrong[i])
             SAY("dcoll-tune: %s by %s is WRONG at %zu bytes: left out (a "
                 "bug: please report it)\n", k->name,
                 dcoll_way_names[k->ways[i]], res->size);
-        nways++;
     }
     int iters = iters_for(o, res->size);
-    double t[MAX_ROUNDS][MAX_WAYS];
+    double t[MAX_ROUNDS][MAX_WAYS] = {{0}};
     for (int r = 0; r < o->rounds; r++) {
         /* A new layout each round: 64-byte steps through a page and
          * beyond, so that no one alignment decides. */
@@ -385,7 +425,7 @@ static void line_of(const struct opts *o, const struct kind *k,
 {
     size_t at = (size_t)snprintf(s, cap, "%-14s %10zu %10lld  %9.1f", k->name,
                                  r->size, (long long)r->bytes, r->us[0]);
-    for (int w = 1; w < MAX_WAYS && at < cap; w++) {
+    for (int w = 1; w < k->nways && at < cap; w++) {
         if (r->wrong[w])
             at += (size_t)snprintf(s + at, cap - at, "  %9s %13s", "WRONG",
                                    "");
@@ -401,9 +441,13 @@ static void line_of(const struct opts *o, const struct kind *k,
 
 static void header_of(const struct kind *k, char *s, size_t cap)
 {
-    snprintf(s, cap, "%-14s %10s %10s  %9s  %-23s  %-23s  %s", "kind", "size",
-             "rank bytes", "mpi us", dcoll_way_names[k->ways[1]],
-             dcoll_way_names[k->ways[2]], "pick, gain");
+    size_t at = (size_t)snprintf(s, cap, "%-14s %10s %10s  %9s", "kind",
+                                 "size", "rank bytes", "mpi us");
+    for (int w = 1; w < k->nways && at < cap; w++)
+        at += (size_t)snprintf(s + at, cap - at, "  %-23s",
+                               dcoll_way_names[k->ways[w]]);
+    if (at < cap)
+        snprintf(s + at, cap - at, "  pick, gain");
 }
 
 /* This MPI as a table names it: MPI_Get_library_version's first line. */
@@ -596,7 +640,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     struct opts o = {.minbytes = 8, .maxbytes = 16 << 20, .factor = 2,
-                     .warmup = 5, .rounds = 7, .margin = 0.03};
+                     .warmup = 5, .rounds = 7, .margin = 0.05};
     int rc = parse(argc, argv, &o);
     if (rc) {
         MPI_Finalize();

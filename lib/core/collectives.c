@@ -356,6 +356,8 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
         if (DCOLL_UNLIKELY(out.way != NULL))
             dcoll_flight_way(g->diag->flight, c->fid, out.way);
     }
+    if (DCOLL_UNLIKELY(out.way != NULL) && dcoll_debug)
+        dcoll_debug_way(g, c, out.way);
     if (!st && source && c->kind == DCOLL_COLL_RECV && !work)
         *source = g->ranks ? g->ranks[out.source] : out.source;
     return st;

@@ -312,3 +312,18 @@ dcoll_status_t dcoll_fault_check_plan(struct dcoll_group *g,
 {
     return check_same(g, c, PLAN_FORM);
 }
+
+void dcoll_debug_way(struct dcoll_group *g, const struct dcoll_coll *c,
+                     const char *way)
+{
+    const char **said = &g->diag->said_way[c->kind];
+    if (*said == way)
+        return;
+    *said = way;
+    if (g->rank == 0)
+        fprintf(stderr, "dcoll: group %d: %s of %lld B a rank by %s, as the "
+                "tuning table says (DCOLL_DEBUG=detail; said again when the "
+                "way changes)\n", g->id, dcoll_kind_name((int)c->kind),
+                (long long)c->count * (long long)dcoll_dtype_sizes[c->dtype],
+                way);
+}

@@ -16,6 +16,8 @@ struct dcoll_diag_group {
     bool slow;             /* failed, or debug checks: see diag/check.c */
     char *failed;          /* why the group is unusable, or NULL */
     struct dcoll_flight *flight;
+    const char *said_way[DCOLL_COLL_KIND_COUNT_]; /* DCOLL_DEBUG=detail:
+                                  the tuned way each kind last told */
 };
 
 extern double dcoll_default_timeout; /* seconds; 0: forever */
@@ -187,6 +189,10 @@ static inline void dcoll_flight_way(struct dcoll_flight *f, uint64_t id,
     if (e && id && e->id == id)
         e->way = way;
 }
+/* DCOLL_DEBUG=detail: on g's rank 0, a line when a tuning table gives
+ * c's kind another way than the last it told (diag/check.c). */
+void dcoll_debug_way(struct dcoll_group *g, const struct dcoll_coll *c,
+                     const char *way);
 /* Print g's recorder to stderr, headed by why. */
 void dcoll_flight_print(const struct dcoll_group *g, const char *why);
 

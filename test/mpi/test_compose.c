@@ -1,10 +1,11 @@
 /* The candidates a tuning table may pick (mpi_layer/compose.c): every
- * way of all_reduce and reduce_scatter gives the exact result and the
- * same bits on every rank, for integer and floating types, every op MPI
- * has for them, odd counts, counts below the group size, in place and
- * not. Run under mpirun with 1 to 4 ranks. The inputs are small integers
- * (and 1s and 2s for PROD), so every order of a sum is exact and a
- * result can be checked against the sum computed here. */
+ * way of all_reduce, reduce_scatter, reduce, broadcast and all_gather
+ * gives the exact result (and all_reduce's the same bits on every rank)
+ * for integer and floating types, every op MPI has for them, odd counts,
+ * counts below the group size, every root, in place and not. Run under
+ * mpirun with 1 to 4 ranks. The inputs are small integers (and 1s and 2s
+ * for PROD), so every order of a sum is exact and a result can be
+ * checked against the sum computed here. */
 #include <mpi.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -137,6 +138,80 @@ static void reduce_scatter(enum dcoll_way way, enum type t, MPI_Op op,
     free(exp);
 }
 
+/* Rooted at root; in place on every rank (the root's input in out, the
+ * others' in in: dcoll's in-place reduce passes the buffer as both). */
+static void reduce(enum dcoll_way way, enum type t, MPI_Op op,
+                   const char *opname, int n, int in_place, int root)
+{
+    size_t e = type_size(t);
+    char *in = malloc(e * (size_t)n + 1), *out = malloc(e * (size_t)n + 1);
+    char *exp = malloc(e * (size_t)n + 1), what[160];
+    for (int i = 0; i < n; i++) {
+        put(in, t, i, val(t_rank, i, op));
+        put(out, t, i, val(t_rank, i, op));
+        put(exp, t, i, want(i, op));
+    }
+    snprintf(what, sizeof(what), "reduce to %d by %s, %s %s, %d "
+             "element(s)%s", root, dcoll_way_names[way], type_names[t],
+             opname, n, in_place ? ", in place" : "");
+    bool at_root = t_rank == root;
+    int rc = dcoll_compose_reduce(way, in_place && at_root ? MPI_IN_PLACE
+                                                           : in,
+                                  at_root ? out : NULL, n, mpi_type(t), e,
+                                  op, root, MPI_COMM_WORLD, t_rank, size);
+    CHECK(rc == MPI_SUCCESS, "%s: MPI error %d", what, rc);
+    if (at_root)
+        CHECK(!memcmp(out, exp, e * (size_t)n), "%s: wrong result", what);
+    free(in);
+    free(out);
+    free(exp);
+}
+
+static void broadcast(enum dcoll_way way, enum type t, int n, int root)
+{
+    size_t e = type_size(t);
+    char *buf = malloc(e * (size_t)n + 1), *exp = malloc(e * (size_t)n + 1);
+    char what[160];
+    for (int i = 0; i < n; i++) {
+        put(exp, t, i, val(root, i, MPI_SUM));
+        put(buf, t, i, t_rank == root ? val(root, i, MPI_SUM) : 99);
+    }
+    snprintf(what, sizeof(what), "broadcast from %d by %s, %s, %d "
+             "element(s)", root, dcoll_way_names[way], type_names[t], n);
+    int rc = dcoll_compose_broadcast(way, buf, n, mpi_type(t), e, root,
+                                     MPI_COMM_WORLD, t_rank, size);
+    CHECK(rc == MPI_SUCCESS, "%s: MPI error %d", what, rc);
+    CHECK(!memcmp(buf, exp, e * (size_t)n), "%s: wrong result", what);
+    free(buf);
+    free(exp);
+}
+
+static void all_gather(enum dcoll_way way, enum type t, int n, int in_place)
+{
+    size_t e = type_size(t), whole = (size_t)n * (size_t)size;
+    char *in = malloc(e * (size_t)n + 1), *out = malloc(e * whole + 1);
+    char *exp = malloc(e * whole + 1), what[160];
+    for (size_t i = 0; i < whole; i++) {
+        int r = (int)(i / (size_t)n), k = (int)(i % (size_t)n);
+        put(exp, t, (int)i, val(r, k, MPI_SUM));
+        put(out, t, (int)i, r == t_rank && in_place ? val(r, k, MPI_SUM)
+                                                    : 99);
+    }
+    for (int i = 0; i < n; i++)
+        put(in, t, i, val(t_rank, i, MPI_SUM));
+    snprintf(what, sizeof(what), "all_gather by %s, %s, %d element(s) a "
+             "rank%s", dcoll_way_names[way], type_names[t], n,
+             in_place ? ", in place" : "");
+    int rc = dcoll_compose_all_gather(way, in_place ? MPI_IN_PLACE : in, out,
+                                      n, mpi_type(t), e, MPI_COMM_WORLD,
+                                      t_rank, size);
+    CHECK(rc == MPI_SUCCESS, "%s: MPI error %d", what, rc);
+    CHECK(!memcmp(out, exp, e * whole), "%s: wrong result", what);
+    free(in);
+    free(out);
+    free(exp);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -165,8 +240,26 @@ int main(int argc, char **argv)
                          w <= DCOLL_WAY_ALLREDUCE_COPY; w++)
                         reduce_scatter((enum dcoll_way)w, (enum type)t,
                                        ops[o].op, ops[o].name, n, ip);
+                    /* Rooted at the last rank: not where the blocks
+                     * start. */
+                    for (int w = 0; w < 2; w++)
+                        reduce(w ? DCOLL_WAY_RS_GATHER : DCOLL_WAY_MPI,
+                               (enum type)t, ops[o].op, ops[o].name, n, ip,
+                               size - 1);
                 }
         }
+    /* What moves without reducing: every type's bits, from every root. */
+    for (int t = 0; t < NTYPES; t++)
+        for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++)
+            for (int w = 0; w < 2; w++) {
+                int n = counts[c];
+                for (int root = 0; root < size; root++)
+                    broadcast(w ? DCOLL_WAY_SCATTER_AG : DCOLL_WAY_MPI,
+                              (enum type)t, n, root);
+                for (int ip = 0; ip < 2; ip++)
+                    all_gather(w ? DCOLL_WAY_GATHER_BCAST : DCOLL_WAY_MPI,
+                               (enum type)t, n, ip);
+            }
     int bad = 0;
     MPI_Allreduce(&t_failures, &bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (t_rank == 0)

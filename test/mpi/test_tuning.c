@@ -17,7 +17,8 @@ int t_rank, t_failures;
 static int n;
 
 
-enum { ALLREDUCE, REDUCE, BCAST, RS, ALLGATHERV, RSB, SCATTER, NCOUNT };
+enum { ALLREDUCE, REDUCE, BCAST, RS, ALLGATHERV, RSB, SCATTER, SCATTERV,
+       GATHER, GATHERV, ALLGATHER, NCOUNT };
 static int counts[NCOUNT];
 
 int MPI_Allreduce(const void *s, void *r, int c, MPI_Datatype t, MPI_Op o,
@@ -60,6 +61,32 @@ int MPI_Scatter(const void *s, int sc, MPI_Datatype st, void *r, int rc,
 {
     counts[SCATTER]++;
     return PMPI_Scatter(s, sc, st, r, rc, rt, root, m);
+}
+
+int MPI_Scatterv(const void *s, const int *sc, const int *d, MPI_Datatype st,
+                 void *r, int rc, MPI_Datatype rt, int root, MPI_Comm m)
+{
+    counts[SCATTERV]++;
+    return PMPI_Scatterv(s, sc, d, st, r, rc, rt, root, m);
+}
+int MPI_Gather(const void *s, int sc, MPI_Datatype st, void *r, int rc,
+               MPI_Datatype rt, int root, MPI_Comm m)
+{
+    counts[GATHER]++;
+    return PMPI_Gather(s, sc, st, r, rc, rt, root, m);
+}
+int MPI_Gatherv(const void *s, int sc, MPI_Datatype st, void *r,
+                const int *rc, const int *d, MPI_Datatype rt, int root,
+                MPI_Comm m)
+{
+    counts[GATHERV]++;
+    return PMPI_Gatherv(s, sc, st, r, rc, d, rt, root, m);
+}
+int MPI_Allgather(const void *s, int sc, MPI_Datatype st, void *r, int rc,
+                  MPI_Datatype rt, MPI_Comm m)
+{
+    counts[ALLGATHER]++;
+    return PMPI_Allgather(s, sc, st, r, rc, rt, m);
 }
 
 static char dir[64];
@@ -170,9 +197,23 @@ int main(int argc, char **argv)
         setenv("DCOLL_DEBUG", "detail", 1);
         CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init: %s",
               dcoll_last_error());
-        calls(37, ar, rs);
-        float x[8] = {0};
+        /* Rank 0 says which way each kind takes, once while it holds. */
         struct capture cap;
+        capture_begin(&cap);
+        calls(37, ar, rs);
+        calls(37, ar, rs);
+        const char *told = capture_end(&cap);
+        const char *line = "group 0: all_reduce of 148 B a rank by "
+                           "reduce+broadcast, as the tuning table says";
+        const char *at = strstr(told, line);
+        if (t_rank == 0)
+            CHECK(at && !strstr(at + 1, line) &&
+                  strstr(told, "reduce_scatter of 148 B a rank by "
+                         "reduce+scatter"), "DCOLL_DEBUG told: %s", told);
+        else
+            CHECK(!strstr(told, "tuning table says"), "rank %d told: %s",
+                  t_rank, told);
+        float x[8] = {0};
         capture_begin(&cap);
         dcoll_status_t st = dcoll_all_reduce(NULL, x, x, t_rank ? 6 : 5,
                                              DCOLL_FLOAT32, DCOLL_SUM, NULL,
@@ -201,6 +242,66 @@ int main(int argc, char **argv)
     calls(3, ar, rs);
     CHECK(ar[ALLREDUCE] == 1 && rs[RSB] == 1, "12 bytes: %d allreduce(s), "
           "%d reduce_scatter_block(s)", ar[ALLREDUCE], rs[RSB]);
+    dcoll_finalize();
+
+    /* The rooted kinds and all_gather, rooted off rank 0; in place too. */
+    snprintf(text, sizeof(text), "%sbroadcast %d %d 0 - scatter+all_gather\n"
+             "reduce %d %d 0 - reduce_scatter+gather\nall_gather %d %d 0 - "
+             "gather+broadcast\nend\n", head, n, n, n, n, n, n);
+    table("rooted", text);
+    CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init: %s", dcoll_last_error());
+    {
+        int m = 37, root = n - 1;
+        float *buf = malloc(sizeof(float) * (size_t)m * (size_t)n);
+        float *all = malloc(sizeof(float) * (size_t)m * (size_t)n);
+        for (int i = 0; i < m; i++)
+            buf[i] = t_rank == root ? (float)(i % 7) : -1.0f;
+        /* The first call learns the group's ranks per node. */
+        dcoll_broadcast(NULL, buf, m, DCOLL_FLOAT32, root, NULL, NULL);
+        memset(counts, 0, sizeof(counts));
+        CHECK(dcoll_broadcast(NULL, buf, m, DCOLL_FLOAT32, root, NULL, NULL)
+              == DCOLL_SUCCESS, "broadcast: %s", dcoll_last_error());
+        for (int i = 0; i < m; i++)
+            CHECK(buf[i] == (float)(i % 7), "broadcast[%d] = %g", i, buf[i]);
+        CHECK(counts[SCATTERV] == 1 && counts[ALLGATHERV] == 1 &&
+              counts[BCAST] == 0, "scatter+all_gather: %d scatterv(s), %d "
+              "allgatherv(s), %d bcast(s)", counts[SCATTERV],
+              counts[ALLGATHERV], counts[BCAST]);
+        for (int ip = 0; ip < 2; ip++) {
+            for (int i = 0; i < m; i++)
+                all[i] = buf[i] = (float)(t_rank + i % 3);
+            memset(counts, 0, sizeof(counts));
+            CHECK(dcoll_reduce(NULL, buf, ip ? buf : all, m, DCOLL_FLOAT32,
+                               DCOLL_SUM, root, NULL, NULL) == DCOLL_SUCCESS,
+                  "reduce: %s", dcoll_last_error());
+            float *r = ip ? buf : all;
+            for (int i = 0; i < m && t_rank == root; i++)
+                CHECK(r[i] == (float)(n * (n - 1) / 2 + n * (i % 3)),
+                      "reduce%s[%d] = %g", ip ? " in place" : "", i, r[i]);
+            CHECK(counts[RS] == 1 && counts[GATHERV] == 1 &&
+                  counts[REDUCE] == 0, "reduce_scatter+gather: %d "
+                  "reduce_scatter(s), %d gatherv(s), %d reduce(s)",
+                  counts[RS], counts[GATHERV], counts[REDUCE]);
+            for (int i = 0; i < m; i++)
+                buf[i] = (float)(t_rank * 100 + i);
+            float *in = ip ? all + (size_t)t_rank * (size_t)m : buf;
+            memcpy(in, buf, sizeof(float) * (size_t)m);
+            memset(counts, 0, sizeof(counts));
+            CHECK(dcoll_all_gather(NULL, in, all, m, DCOLL_FLOAT32, NULL,
+                                   NULL) == DCOLL_SUCCESS, "all_gather: %s",
+                  dcoll_last_error());
+            for (int i = 0; i < m * n; i++)
+                CHECK(all[i] == (float)(i / m * 100 + i % m),
+                      "all_gather%s[%d] = %g", ip ? " in place" : "", i,
+                      all[i]);
+            CHECK(counts[GATHER] == 1 && counts[BCAST] == 1 &&
+                  counts[ALLGATHER] == 0, "gather+broadcast: %d gather(s), "
+                  "%d bcast(s), %d allgather(s)", counts[GATHER],
+                  counts[BCAST], counts[ALLGATHER]);
+        }
+        free(buf);
+        free(all);
+    }
     dcoll_finalize();
 
     /* Another MPI's table, and one for other group sizes: left out. */
@@ -275,9 +376,13 @@ int main(int argc, char **argv)
     refused("truncated", text, "without its 'end' line");
     snprintf(text, sizeof(text), "%sall_reduce %d %d 0\nend\n", head, n, n);
     refused("short-row", text, "line 4 has 4 field(s), want 6");
-    snprintf(text, sizeof(text), "%sbroadcast %d %d 0 - mpi\nend\n", head, n,
-             n);
-    refused("wrong-kind", text, "line 4: 'broadcast' is not a kind");
+    snprintf(text, sizeof(text), "%sall_to_all %d %d 0 - mpi\nend\n", head,
+             n, n);
+    refused("wrong-kind", text, "line 4: 'all_to_all' is not a kind");
+    snprintf(text, sizeof(text), "%sbroadcast %d %d 0 - reduce+broadcast\n"
+             "end\n", head, n, n);
+    refused("wrong-way", text, "line 4: 'reduce+broadcast' is not a way of "
+            "broadcast (mpi, scatter+all_gather)");
     snprintf(text, sizeof(text), "%sall_reduce %d %d 9 1 mpi\nend\n", head,
              n, n);
     refused("backwards", text, "line 4: from 9 bytes is above to 1");
