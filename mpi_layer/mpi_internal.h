@@ -93,6 +93,8 @@ struct dcoll_mpi_comm {
     char *scratch;  /* small.c's receive buffer, made on first use */
     int ppn;        /* tuning.c: the group's ranks per node; 0: not yet
                        known */
+    uint32_t tuned_kinds;  /* tuning.c: the kinds the table has rows for
+                              at this group's size (bit 31: found) */
 };
 
 static inline MPI_Comm dcoll_mpi_comm_of(const struct dcoll_group *g)

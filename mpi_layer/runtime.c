@@ -46,6 +46,7 @@ static dcoll_status_t comm_wrap(MPI_Comm comm, void **out)
     c->comm = comm;
     c->scratch = NULL;
     c->ppn = 0;
+    c->tuned_kinds = 0;
     *out = c;
     return DCOLL_SUCCESS;
 }

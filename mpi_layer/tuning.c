@@ -395,6 +395,18 @@ enum dcoll_way dcoll_mpi_tuned(const struct dcoll_group *g,
                                const struct dcoll_coll *c)
 {
     const struct dcoll_mpi_tuning *t = dcoll_mpi_tuning;
+    /* The kinds with rows for this group's size, found once: a kind or
+     * a group the table does not name costs a test, not the rows. */
+    struct dcoll_mpi_comm *mc = g->comm;
+    if (DCOLL_UNLIKELY(!mc->tuned_kinds)) {
+        uint32_t kinds = 1u << 31;
+        for (int i = 0; i < t->n; i++)
+            if (t->rows[i].ranks == g->size)
+                kinds |= 1u << t->rows[i].kind;
+        mc->tuned_kinds = kinds;
+    }
+    if (!(mc->tuned_kinds & (1u << c->kind)))
+        return DCOLL_WAY_MPI;
     int64_t bytes = c->count * (int64_t)dcoll_dtype_sizes[c->dtype];
     int ppn = 0;
     for (int i = 0; i < t->n; i++) {

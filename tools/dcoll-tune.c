@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "mpi_internal.h"
 
 #define MAX_ROUNDS 64
@@ -712,12 +713,16 @@ int main(int argc, char **argv)
 
     /* The table: runs of sizes with the same pick become one row, from
      * its first size's bytes to just below the next size's. */
+    /* Written beside the file and renamed over it: a run cut short
+     * leaves the old table whole. */
     FILE *f = NULL;
     int err = 0;
+    char tmp[4096] = "";
     if (me == 0 && o.out) {
-        f = fopen(o.out, "w");
+        snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", o.out, (long)getpid());
+        f = fopen(tmp, "w");
         if (!f)
-            fprintf(stderr, "dcoll-tune: cannot write %s: %s\n", o.out,
+            fprintf(stderr, "dcoll-tune: cannot write %s: %s\n", tmp,
                     strerror(errno));
     }
     if (me == 0) {
@@ -764,9 +769,10 @@ int main(int argc, char **argv)
             }
             fprintf(x, "end\n");
         }
-        if (f && fclose(f)) {
+        if (f && (fclose(f) || rename(tmp, o.out))) {
             fprintf(stderr, "dcoll-tune: writing %s: %s\n", o.out,
                     strerror(errno));
+            remove(tmp);
             err = 1;
         } else if (f) {
             fprintf(stderr, "dcoll-tune: wrote %s; load it with "

@@ -351,13 +351,12 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
     if (work && !st) {
         dcoll_work_stamp(*work, g, c);
         dcoll_work_track(*work);
-    } else if (c->fid) {
+    } else if (c->fid)
         dcoll_flight_end(g->diag->flight, c->fid, st);
-        if (DCOLL_UNLIKELY(out.way != NULL))
-            dcoll_flight_way(g->diag->flight, c->fid, out.way);
-    }
-    if (DCOLL_UNLIKELY(out.way != NULL) && dcoll_debug)
-        dcoll_debug_way(g, c, out.way);
+    /* A way a tuning table gave: the recorder's entry and DCOLL_DEBUG
+     * name it. */
+    if (DCOLL_UNLIKELY(out.way != NULL))
+        dcoll_diag_way(g, c, out.way);
     if (!st && source && c->kind == DCOLL_COLL_RECV && !work)
         *source = g->ranks ? g->ranks[out.source] : out.source;
     return st;

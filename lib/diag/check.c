@@ -313,9 +313,13 @@ dcoll_status_t dcoll_fault_check_plan(struct dcoll_group *g,
     return check_same(g, c, PLAN_FORM);
 }
 
-void dcoll_debug_way(struct dcoll_group *g, const struct dcoll_coll *c,
+void dcoll_diag_way(struct dcoll_group *g, const struct dcoll_coll *c,
                      const char *way)
 {
+    if (c->fid)
+        dcoll_flight_way(g->diag->flight, c->fid, way);
+    if (!dcoll_debug)
+        return;
     const char **said = &g->diag->said_way[c->kind];
     if (*said == way)
         return;

@@ -189,9 +189,10 @@ static inline void dcoll_flight_way(struct dcoll_flight *f, uint64_t id,
     if (e && id && e->id == id)
         e->way = way;
 }
-/* DCOLL_DEBUG=detail: on g's rank 0, a line when a tuning table gives
- * c's kind another way than the last it told (diag/check.c). */
-void dcoll_debug_way(struct dcoll_group *g, const struct dcoll_coll *c,
+/* A tuning table gave c the way @p way: its recorder entry names it, and
+ * under DCOLL_DEBUG=detail g's rank 0 says so when c's kind takes
+ * another way than the last it told (diag/check.c). */
+void dcoll_diag_way(struct dcoll_group *g, const struct dcoll_coll *c,
                      const char *way);
 /* Print g's recorder to stderr, headed by why. */
 void dcoll_flight_print(const struct dcoll_group *g, const char *why);
