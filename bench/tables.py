@@ -7,6 +7,8 @@ in bench/results/ (made by bench/readme-runs.sh):
     bench/tables.py plans RESULT              -P: best / blocking, per size
     bench/tables.py tune TABLE NP APART       dcoll-tune's picks beside
                                               dcoll-perf -S with the table
+    bench/tables.py floor RESULT...           per run: rows below 0.95,
+                                              below 4 KiB and from it
 """
 import sys
 
@@ -18,7 +20,8 @@ def parse(path):
         f = line.split()
         if line.startswith('#') and ' on ' in line and 'rank(s)' in line:
             coll = f[1]
-        elif f and not line.startswith('#') and coll and f[0].isdigit():
+        elif (len(f) >= 14 and not line.startswith('#') and coll and
+              f[0].isdigit()):
             out.setdefault(coll, {})[int(f[0])] = {
                 'us': float(f[5]), 'busbw': float(f[7]), 'raw': float(f[9]),
                 'raw_busbw': float(f[11]), 'ratio': float(f[12]),
@@ -85,11 +88,44 @@ def tune(table, np, apart):
                 continue
             print('| %s | %s | %s | %.2f | %.2f | %.2f |' % (
                 kind, size_name(size), way, gain, ra, ra / gain))
-    if rest:
-        low = sorted(rest)[:3]
-        print('\nThe %d sizes where MPI\'s own call runs: lowest ratios %s.'
-              % (len(rest), ', '.join('%.2f (%s, %s)' % (r, k, size_name(z))
-                                      for r, k, z in low)))
+    def lows(xs):
+        return ', '.join('%.2f (%s, %s)' % (r, k, size_name(z))
+                         for r, k, z in sorted(xs)[:3])
+    small = [x for x in rest if x[2] < 4096]
+    big = [x for x in rest if x[2] >= 4096]
+    print('\nThe %d sizes where MPI\'s own call runs: below 4 KiB, %d of %d '
+          'under 0.95, the lowest %s; from 4 KiB, %d of %d under 0.95, the '
+          'lowest %s.' % (len(rest), sum(1 for x in small if x[0] < 0.95),
+                          len(small), lows(small),
+                          sum(1 for x in big if x[0] < 0.95), len(big),
+                          lows(big)))
+
+
+PLAIN = ('all_reduce broadcast reduce all_gather gather scatter '
+         'reduce_scatter all_to_all send_recv all_gatherv gatherv scatterv '
+         'all_to_allv reduce_scatterv').split()
+
+
+def floor(paths):
+    """Per run of every collective (the plain and vector kinds): how many rows fall below 0.95 of raw,
+    below 4 KiB (the start's cost on sub-microsecond calls) and from it,
+    and the lowest of each."""
+    print('| run | rows | below 4 KiB: < 0.95, lowest | from 4 KiB: < 0.95, '
+          'lowest |')
+    print('| --- | ---: | ---: | ---: |')
+    for path in paths:
+        rows = [(r['ratio'], c, z) for c, d in parse(path).items()
+                for z, r in d.items() if c in PLAIN and z]
+        small = [x for x in rows if x[2] < 4096]
+        big = [x for x in rows if x[2] >= 4096]
+        def cell(xs):
+            if not xs:
+                return ''
+            lo = min(xs)
+            return '%d, %.2f (%s %s)' % (sum(1 for x in xs if x[0] < 0.95),
+                                         lo[0], lo[1], size_name(lo[2]))
+        print('| `%s` | %d | %s | %s |' % (path.split('/')[-1], len(rows),
+                                           cell(small), cell(big)))
 
 
 def size_name(b):
@@ -168,6 +204,8 @@ if __name__ == '__main__':
         modes(sys.argv[2:])
     elif what == 'plans' and len(sys.argv) == 3:
         plans(sys.argv[2])
+    elif what == 'floor' and len(sys.argv) > 2:
+        floor(sys.argv[2:])
     elif what == 'tune' and len(sys.argv) == 5:
         tune(sys.argv[2], int(sys.argv[3]), sys.argv[4])
     else:
