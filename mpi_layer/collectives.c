@@ -49,30 +49,6 @@ static MPI_Request *slot(struct post *p)
 
 #define CALL(rq, B, NB) ((rq) ? (NB) : (B))
 
-#ifdef MPICH
-/* MPICH 4.0.2's blocking MPI_Reduce with MPI_IN_PLACE at a root other
- * than 0 reads through the MPI_IN_PLACE marker past 2 KiB (its ch4
- * composed reduce) and crashes; a 20-line program calling MPICH shows it.
- * The root reduces from a copy instead, so the other ranks' calls stay
- * as they are (MPI_Ireduce is right, but would not match MPI_Reduce). */
-static int reduce_call(const void *in, void *out, int n, MPI_Datatype t,
-                       MPI_Op op, int root, MPI_Comm comm)
-{
-    if (in != MPI_IN_PLACE || root == 0)
-        return MPI_Reduce(in, out, n, t, op, root, comm);
-    int esz = 0;
-    MPI_Type_size(t, &esz);
-    void *copy = malloc((size_t)n * (size_t)esz + 1);
-    if (!copy)
-        return MPI_ERR_NO_MEM;
-    memcpy(copy, out, (size_t)n * (size_t)esz);
-    int rc = MPI_Reduce(copy, out, n, t, op, root, comm);
-    free(copy);
-    return rc;
-}
-#else
-#define reduce_call MPI_Reduce
-#endif
 
 static int64_t chunks(int64_t n)
 {
@@ -147,7 +123,7 @@ static int post_reduce(struct post *p, const struct dcoll_coll *c,
                       DCOLL_NB(p->persist, MPI_Iallreduce, Allreduce, rq,
                                in, out, len, dt, op, comm));
         else
-            rc = CALL(rq, reduce_call(in, out, len, dt, op, c->root, comm),
+            rc = CALL(rq, dcoll_mpi_reduce(in, out, len, dt, op, c->root, comm),
                       DCOLL_NB(p->persist, MPI_Ireduce, Reduce, rq,
                                in, out, len, dt, op, c->root, comm));
         off += len;
@@ -211,7 +187,7 @@ static int post_reduce_scatter(struct post *p, const struct dcoll_coll *c,
             const void *in = mine && c->in_place ? MPI_IN_PLACE : src;
             void *out = mine ? (char *)c->recvbuf + (size_t)off * esz : NULL;
             MPI_Request *rq = slot(p);
-            rc = CALL(rq, reduce_call(in, out, len, dt, op, root, comm),
+            rc = CALL(rq, dcoll_mpi_reduce(in, out, len, dt, op, root, comm),
                       DCOLL_NB(p->persist, MPI_Ireduce, Reduce, rq,
                                in, out, len, dt, op, root, comm));
             off += len;
@@ -531,7 +507,7 @@ static inline int direct(const struct dcoll_coll *c, MPI_Comm comm, int me,
             s = c->sendbuf;
             r = NULL;
         }
-        return reduce_call(s, r, n, t, dcoll_mpi_op(c->dtype, c->op),
+        return dcoll_mpi_reduce(s, r, n, t, dcoll_mpi_op(c->dtype, c->op),
                            c->root, comm);
     case DCOLL_COLL_BROADCAST:
         *call = "MPI_Bcast";
@@ -801,7 +777,7 @@ static void ints(const int64_t *counts, const int64_t *displs, int n,
 
 /* Whether a blocking start of c can be MPI's blocking call as it is,
  * every time, and its arguments if so: no chunks, no after-step, none of
- * MPICH's own ways (mpi_layer's reduce_call, all_gatherv's copy). */
+ * MPICH's own ways (mpi_layer's dcoll_mpi_reduce, all_gatherv's copy). */
 static bool direct_make(struct mpi_plan *p, const struct dcoll_group *g,
                         const struct dcoll_coll *c)
 {

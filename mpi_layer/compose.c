@@ -22,6 +22,29 @@ const char *const dcoll_way_names[DCOLL_WAY_COUNT] = {
     [DCOLL_WAY_GATHER_BCAST] = "gather+broadcast",
 };
 
+#ifdef MPICH
+/* MPICH 4.0.2's blocking MPI_Reduce with MPI_IN_PLACE at a root other
+ * than 0 reads through the MPI_IN_PLACE marker past 2 KiB (its ch4
+ * composed reduce) and crashes; a 20-line program calling MPICH shows it.
+ * The root reduces from a copy instead, so the other ranks' calls stay
+ * as they are (MPI_Ireduce is right, but would not match MPI_Reduce). */
+int dcoll_mpi_reduce(const void *in, void *out, int n, MPI_Datatype t,
+                     MPI_Op op, int root, MPI_Comm comm)
+{
+    if (in != MPI_IN_PLACE || root == 0)
+        return MPI_Reduce(in, out, n, t, op, root, comm);
+    int esz = 0;
+    MPI_Type_size(t, &esz);
+    void *copy = malloc((size_t)n * (size_t)esz + 1);
+    if (!copy)
+        return MPI_ERR_NO_MEM;
+    memcpy(copy, out, (size_t)n * (size_t)esz);
+    int rc = MPI_Reduce(copy, out, n, t, op, root, comm);
+    free(copy);
+    return rc;
+}
+#endif
+
 /* n elements over size ranks, as even as they go: rank r's count and
  * where its block starts. */
 static void blocks(int n, int size, int *cnt, int *dsp)
@@ -165,7 +188,8 @@ int dcoll_compose_reduce(enum dcoll_way way, const void *in, void *out,
                          int root, MPI_Comm comm, int me, int size)
 {
     if (way != DCOLL_WAY_RS_GATHER)
-        return MPI_Reduce(in, me == root ? out : NULL, n, t, op, root, comm);
+        return dcoll_mpi_reduce(in, me == root ? out : NULL, n, t, op, root,
+                                comm);
     /* Each rank reduces its block, then the root gathers the blocks
      * (Rabenseifner's reduce): no rank reduces more than its share. */
     int *v = malloc(sizeof(int) * 2 * (size_t)size);

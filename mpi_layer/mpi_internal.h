@@ -195,6 +195,13 @@ enum dcoll_way {
     DCOLL_WAY_COUNT
 };
 extern const char *const dcoll_way_names[DCOLL_WAY_COUNT];
+/* MPI_Reduce, where MPICH's needs its in-place root off 0 mended. */
+#ifdef MPICH
+int dcoll_mpi_reduce(const void *in, void *out, int n, MPI_Datatype t,
+                     MPI_Op op, int root, MPI_Comm comm);
+#else
+#define dcoll_mpi_reduce MPI_Reduce
+#endif
 int dcoll_compose_all_reduce(enum dcoll_way way, const void *in, void *out,
                              int n, MPI_Datatype t, size_t esz, MPI_Op op,
                              MPI_Comm comm, int me, int size);
