@@ -147,6 +147,37 @@ static void rdzv_where(const char *url, const char *scheme, char *out,
     snprintf(out, cap, "%.*s", (int)(n < 256 ? n : 256), url ? url : "");
 }
 
+/* DCOLL_INIT_TIMES=1: when each step of dcoll_init began, and rank 0
+ * says how long each took, to see where init grows with the ranks. */
+struct step {
+    const char *name;
+    double at;
+};
+static struct step steps[16];
+static int nsteps;
+
+static void step(const char *name)
+{
+    if (nsteps < (int)(sizeof(steps) / sizeof(steps[0])))
+        steps[nsteps++] = (struct step){name, dcoll_now()};
+}
+
+static void say_steps(const struct dcoll_group *w)
+{
+    if (w->rank != 0 || nsteps < 2)
+        return;
+    char line[1024];
+    size_t at = (size_t)snprintf(line, sizeof(line), "dcoll[0]: dcoll_init "
+                                 "took %.3f ms on %d rank(s):",
+                                 (steps[nsteps - 1].at - steps[0].at) * 1e3,
+                                 w->size);
+    for (int i = 0; i + 1 < nsteps && at < sizeof(line); i++)
+        at += (size_t)snprintf(line + at, sizeof(line) - at, "%s %s %.3f",
+                               i ? "," : "", steps[i].name,
+                               (steps[i + 1].at - steps[i].at) * 1e3);
+    fprintf(stderr, "%s\n", line);
+}
+
 dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
 {
     dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
@@ -183,6 +214,12 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
     dcoll_status_t st = dcoll_fault_env();
     if (st || (st = dcoll_stage_env()))
         return st;
+    const char *times = getenv("DCOLL_INIT_TIMES");
+    if (times && strcmp(times, "0") && strcmp(times, "1") && times[0])
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "
+                           "DCOLL_INIT_TIMES='%s' is not 0 or 1", times);
+    nsteps = 0;
+    step("checks");
     if (p.mask & DCOLL_INIT_PARAM_COLL_TIMEOUT) {
         if ((st = dcoll_fault_timeout_ok("dcoll_init", "coll_timeout",
                                          p.coll_timeout)))
@@ -229,6 +266,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
     if (launched) {
         /* MPI first, so that a rendezvous failing on some processes fails
          * on all of them instead of leaving the rest in a collective. */
+        step("MPI start");
         if ((st = svc->start(p.mask & DCOLL_INIT_PARAM_COMM, p.comm,
                              p.thread_level, &w)))
             return st;
@@ -240,8 +278,10 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
             svc->stop(&w, false);
             return dcoll_error(st, "%s", msg);
         }
+        step("rendezvous");
         st = dcoll_rdzv_run(p.url, p.timeout, true, &rdzv);
         int ok = st == DCOLL_SUCCESS;
+        step("agreement");
         dcoll_status_t ast = svc->agree(&w, &ok);
         if (!st && (ast || !ok))
             st = ast ? ast : dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
@@ -252,6 +292,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
             st = svc->order_world(&w, rdzv.scheme, !rdzv.renumber,
                                   rdzv.rank, rdzv.world_size);
     } else {
+        step("rendezvous");
         if ((st = dcoll_rdzv_run(p.url, p.timeout, false, &rdzv)))
             return st;
         join = !rdzv.mpi && rdzv.world_size > 1;
@@ -259,26 +300,32 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         void *joined = NULL;
         char where[320];
         rdzv_where(p.url, rdzv.scheme, where, sizeof(where));
+        step("join");
         if (join)
             st = dcoll_launch_join(svc, rdzv.store, rdzv.rank,
                                    rdzv.world_size, p.thread_level,
                                    p.timeout, where, &joined, &fcomm);
+        step("MPI start");
         if (!st)
             st = svc->start(join, fcomm, p.thread_level, &w);
         /* start works on a duplicate, made or not. */
         svc->join_free(joined);
     }
-    if (!st && !(st = gather_hosts(&w)) && !(st = svc->local(&w, join)) &&
+    if (!st && (step("host names"), !(st = gather_hosts(&w))) &&
+        (step("local ranks"), !(st = svc->local(&w, join))) &&
         !(st = dcoll_fault_group_init(&w, dcoll_default_timeout,
                                       dcoll_default_recoverable)) &&
-        !(st = dcoll_fault_agree(&w, "dcoll_init")) &&
-        !(st = svc->tuning(&w, p.mask & DCOLL_INIT_PARAM_TUNING,
-                           p.tuning))) {
+        (step("settings agreed"), !(st = dcoll_fault_agree(&w, "dcoll_init")))
+        && (step("tuning table"),
+            !(st = svc->tuning(&w, p.mask & DCOLL_INIT_PARAM_TUNING,
+                               p.tuning)))) {
         w.id = 0;
         dcoll_groups_made = 0;
+        step("CUDA plugin");
         dcoll_plugins_load(w.local_rank);
         /* The backend last: "nccl" needs the plugin, a program's backend
          * the world's communicator. */
+        step("backend");
         if ((st = dcoll_backend_attach(&w, be, "dcoll_init")))
             dcoll_plugins_unload();
     }
@@ -298,6 +345,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
     snprintf(world_scheme, sizeof(world_scheme), "%s",
              rdzv.scheme[0] ? rdzv.scheme : "mpi");
     dcoll_world = w;
+    step("watchdog");
     if ((st = dcoll_watchdog_start(&dcoll_world)) ||
         (st = dcoll_watchdog_add(&dcoll_world))) {
         char msg[DCOLL_ERROR_MAX];
@@ -309,6 +357,9 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
     dcoll_state = DCOLL_STATE_READY;
     ended_by_mpi = false;
     dcoll_world.svc->at_mpi_end(mpi_ending);
+    step("end");
+    if (times && !strcmp(times, "1"))
+        say_steps(&dcoll_world);
     return DCOLL_SUCCESS;
 }
 
