@@ -40,21 +40,15 @@ struct dcoll_mpi_tuning *dcoll_mpi_tuning;
 static const struct {
     const char *name;
     enum dcoll_coll_kind kind;
-    enum dcoll_way ways[2];
-    const char *text;
+    enum dcoll_way ways[2];     /* besides MPI's own; 0: none */
 } kinds[] = {
     {"all_reduce", DCOLL_COLL_ALL_REDUCE,
-     {DCOLL_WAY_REDUCE_BCAST, DCOLL_WAY_RS_AG},
-     "mpi, reduce+broadcast, reduce_scatter+all_gather"},
+     {DCOLL_WAY_REDUCE_BCAST, DCOLL_WAY_RS_AG}},
     {"reduce_scatter", DCOLL_COLL_REDUCE_SCATTER,
-     {DCOLL_WAY_REDUCE_SCATTER, DCOLL_WAY_ALLREDUCE_COPY},
-     "mpi, reduce+scatter, all_reduce+copy"},
-    {"broadcast", DCOLL_COLL_BROADCAST, {DCOLL_WAY_SCATTER_AG},
-     "mpi, scatter+all_gather"},
-    {"reduce", DCOLL_COLL_REDUCE, {DCOLL_WAY_RS_GATHER},
-     "mpi, reduce_scatter+gather"},
-    {"all_gather", DCOLL_COLL_ALL_GATHER, {DCOLL_WAY_GATHER_BCAST},
-     "mpi, gather+broadcast"},
+     {DCOLL_WAY_REDUCE_SCATTER, DCOLL_WAY_ALLREDUCE_COPY}},
+    {"broadcast", DCOLL_COLL_BROADCAST, {DCOLL_WAY_SCATTER_AG}},
+    {"reduce", DCOLL_COLL_REDUCE, {DCOLL_WAY_RS_GATHER}},
+    {"all_gather", DCOLL_COLL_ALL_GATHER, {DCOLL_WAY_GATHER_BCAST}},
 };
 #define NKINDS ((int)(sizeof(kinds) / sizeof(kinds[0])))
 
@@ -133,8 +127,10 @@ static dcoll_status_t row_of(const char *file, int no, char **f, int nf,
             r->way = (enum dcoll_way)w;
             return DCOLL_SUCCESS;
         }
-    return BAD("%s: line %d: '%s' is not a way of %s (%s)", file,
-               no, f[5], f[0], kinds[k].text);
+    enum dcoll_way other = kinds[k].ways[1];
+    return BAD("%s: line %d: '%s' is not a way of %s (mpi, %s%s%s)", file,
+               no, f[5], f[0], dcoll_way_names[kinds[k].ways[0]],
+               other ? ", " : "", other ? dcoll_way_names[other] : "");
 }
 
 /* Read text (the file's bytes, NUL-ended) into *out, or say what is
