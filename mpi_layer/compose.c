@@ -45,6 +45,18 @@ int dcoll_mpi_reduce(const void *in, void *out, int n, MPI_Datatype t,
 }
 #endif
 
+const struct dcoll_way_kind dcoll_way_kinds[DCOLL_WAY_KINDS] = {
+    {"all_reduce", DCOLL_COLL_ALL_REDUCE, 3,
+     {DCOLL_WAY_MPI, DCOLL_WAY_REDUCE_BCAST, DCOLL_WAY_RS_AG}},
+    {"reduce_scatter", DCOLL_COLL_REDUCE_SCATTER, 3,
+     {DCOLL_WAY_MPI, DCOLL_WAY_REDUCE_SCATTER, DCOLL_WAY_ALLREDUCE_COPY}},
+    {"broadcast", DCOLL_COLL_BROADCAST, 2,
+     {DCOLL_WAY_MPI, DCOLL_WAY_SCATTER_AG}},
+    {"reduce", DCOLL_COLL_REDUCE, 2, {DCOLL_WAY_MPI, DCOLL_WAY_RS_GATHER}},
+    {"all_gather", DCOLL_COLL_ALL_GATHER, 2,
+     {DCOLL_WAY_MPI, DCOLL_WAY_GATHER_BCAST}},
+};
+
 /* n elements over size ranks, as even as they go: rank r's count and
  * where its block starts. */
 static void blocks(int n, int size, int *cnt, int *dsp)

@@ -222,6 +222,22 @@ int dcoll_compose_all_gather(enum dcoll_way way, const void *in, void *out,
                              int n, MPI_Datatype t, size_t esz,
                              MPI_Comm comm, int me, int size);
 
+/* mpiname.c: this MPI as tables name it, MPI_Get_library_version's
+ * first line, trimmed; squeeze: spaces and commas as one space, none at
+ * the ends, as tables' MPIs are compared. */
+void dcoll_mpi_library(char *out, size_t cap);
+void dcoll_mpi_squeeze(char *s);
+
+/* The kinds a tuning table may name, and their ways: MPI's own first. */
+struct dcoll_way_kind {
+    const char *name;
+    enum dcoll_coll_kind kind;
+    int nways;
+    enum dcoll_way ways[3];
+};
+#define DCOLL_WAY_KINDS 5
+extern const struct dcoll_way_kind dcoll_way_kinds[DCOLL_WAY_KINDS];
+
 /* tuning.c: the table DCOLL_TUNING names, read at dcoll_init (collective
  * over the world; NULL: none, every call MPI's own), and the way it gives
  * a blocking call of g (collective the first time: it learns the group's

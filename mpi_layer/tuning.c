@@ -14,7 +14,6 @@
  * with # comments and blank lines anywhere; the "end" line shows that the
  * file is whole. A table made with another MPI is left out with a note:
  * its figures say nothing of this one. */
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,35 +35,21 @@ struct dcoll_mpi_tuning {
 
 struct dcoll_mpi_tuning *dcoll_mpi_tuning;
 
-/* The kinds a table may name, and the ways of each. */
-static const struct {
-    const char *name;
-    enum dcoll_coll_kind kind;
-    enum dcoll_way ways[2];     /* besides MPI's own; 0: none */
-} kinds[] = {
-    {"all_reduce", DCOLL_COLL_ALL_REDUCE,
-     {DCOLL_WAY_REDUCE_BCAST, DCOLL_WAY_RS_AG}},
-    {"reduce_scatter", DCOLL_COLL_REDUCE_SCATTER,
-     {DCOLL_WAY_REDUCE_SCATTER, DCOLL_WAY_ALLREDUCE_COPY}},
-    {"broadcast", DCOLL_COLL_BROADCAST, {DCOLL_WAY_SCATTER_AG}},
-    {"reduce", DCOLL_COLL_REDUCE, {DCOLL_WAY_RS_GATHER}},
-    {"all_gather", DCOLL_COLL_ALL_GATHER, {DCOLL_WAY_GATHER_BCAST}},
-};
-#define NKINDS ((int)(sizeof(kinds) / sizeof(kinds[0])))
-
 static int kind_index(enum dcoll_coll_kind kind)
 {
     int i = 0;
-    while (i < NKINDS - 1 && kinds[i].kind != kind)
+    while (i < DCOLL_WAY_KINDS - 1 && dcoll_way_kinds[i].kind != kind)
         i++;
     return i;
 }
 
 static bool way_of_kind(enum dcoll_way w, enum dcoll_coll_kind kind)
 {
-    int i = kind_index(kind);
-    return w == DCOLL_WAY_MPI || w == kinds[i].ways[0] ||
-           w == kinds[i].ways[1];
+    const struct dcoll_way_kind *k = &dcoll_way_kinds[kind_index(kind)];
+    for (int i = 0; i < k->nways; i++)
+        if (w == k->ways[i])
+            return true;
+    return false;
 }
 
 static bool number(const char *s, int64_t lo, int64_t *out)
@@ -89,13 +74,13 @@ static dcoll_status_t row_of(const char *file, int no, char **f, int nf,
                    "ranks, ranks per node, from bytes, to bytes (or -), way",
                    file, no, nf);
     int k = 0;
-    while (k < NKINDS && strcmp(f[0], kinds[k].name))
+    while (k < DCOLL_WAY_KINDS && strcmp(f[0], dcoll_way_kinds[k].name))
         k++;
-    if (k == NKINDS)
+    if (k == DCOLL_WAY_KINDS)
         return BAD("%s: line %d: '%s' is not a kind with ways to choose "
                    "(all_reduce, reduce_scatter, broadcast, reduce, "
                    "all_gather)", file, no, f[0]);
-    r->kind = kinds[k].kind;
+    r->kind = dcoll_way_kinds[k].kind;
     int64_t v[4];
     static const char *const what[4] = {"ranks", "ranks per node",
                                         "from bytes", "to bytes"};
@@ -127,10 +112,13 @@ static dcoll_status_t row_of(const char *file, int no, char **f, int nf,
             r->way = (enum dcoll_way)w;
             return DCOLL_SUCCESS;
         }
-    enum dcoll_way other = kinds[k].ways[1];
-    return BAD("%s: line %d: '%s' is not a way of %s (mpi, %s%s%s)", file,
-               no, f[5], f[0], dcoll_way_names[kinds[k].ways[0]],
-               other ? ", " : "", other ? dcoll_way_names[other] : "");
+    char ways[160] = "";
+    const struct dcoll_way_kind *wk = &dcoll_way_kinds[k];
+    for (int i = 0, at = 0; i < wk->nways && at < (int)sizeof(ways); i++)
+        at += snprintf(ways + at, sizeof(ways) - (size_t)at, "%s%s",
+                       i ? ", " : "", dcoll_way_names[wk->ways[i]]);
+    return BAD("%s: line %d: '%s' is not a way of %s (%s)", file, no, f[5],
+               f[0], ways);
 }
 
 /* Read text (the file's bytes, NUL-ended) into *out, or say what is
@@ -206,40 +194,6 @@ static dcoll_status_t parse(const char *file, char *text,
     return DCOLL_SUCCESS;
 }
 
-/* Spaces and commas as one space, none at the ends: how a table's MPI
- * and this one's are compared. */
-static void squeeze(char *s)
-{
-    char *w = s;
-    bool space = false;
-    for (char *r = s; *r; r++) {
-        if (*r == ',' || isspace((unsigned char)*r)) {
-            space = w != s;
-            continue;
-        }
-        if (space)
-            *w++ = ' ';
-        space = false;
-        *w++ = *r;
-    }
-    *w = '\0';
-}
-
-/* This MPI's name as tables give it: MPI_Get_library_version's first
- * line, squeezed. */
-static void this_mpi(char *out, size_t cap)
-{
-    char v[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
-    MPI_Get_library_version(v, &len);
-    v[len < (int)sizeof(v) ? len : (int)sizeof(v) - 1] = '\0';
-    char *nl = strchr(v, '\n');
-    if (nl)
-        *nl = '\0';
-    snprintf(out, cap, "%.*s", (int)cap - 1, v);
-    squeeze(out);
-}
-
 dcoll_status_t dcoll_mpi_tuning_load(struct dcoll_group *world, bool given,
                                      const char *name)
 {
@@ -312,8 +266,9 @@ dcoll_status_t dcoll_mpi_tuning_load(struct dcoll_group *world, bool given,
     free(text);
     if (st)
         return st;
-    squeeze(made);
-    this_mpi(here, sizeof(here));
+    dcoll_mpi_squeeze(made);
+    dcoll_mpi_library(here, sizeof(here));
+    dcoll_mpi_squeeze(here);
     if (strcmp(made, here)) {
         if (world->rank == 0)
             fprintf(stderr, "dcoll: %s was made with '%s', "
@@ -340,8 +295,8 @@ const char *dcoll_mpi_tuning_text(void)
     if (!t)
         return "no tuning table: every call is MPI's own (DCOLL_TUNING, "
                "docs/performance.md)";
-    size_t at = (size_t)snprintf(text, sizeof(text), "tuning table from %s, %d "
-                                 "row(s):", t->file, t->n);
+    size_t at = (size_t)snprintf(text, sizeof(text), "tuning table from %s, "
+                                 "%d row(s):", t->file, t->n);
     for (int i = 0; i < t->n && at < sizeof(text); i++) {
         const struct row *r = &t->rows[i];
         char range[64];
@@ -353,7 +308,7 @@ const char *dcoll_mpi_tuning_text(void)
                      (long long)r->to);
         at += (size_t)snprintf(text + at, sizeof(text) - at, "%s %s on %d "
                                "ranks, %d a node, %s: %s", i ? ";" : "",
-                               kinds[kind_index(r->kind)].name,
+                               dcoll_way_kinds[kind_index(r->kind)].name,
                                r->ranks, r->ppn, range,
                                dcoll_way_names[r->way]);
     }

@@ -27,7 +27,7 @@
 
 #define MAX_ROUNDS 64
 #define MAX_SIZES 64
-#define MAX_WAYS 3
+#define MAX_WAYS 3     /* as struct dcoll_way_kind holds */
 
 static int me, nranks, ppn;
 
@@ -37,30 +37,25 @@ static int me, nranks, ppn;
             fprintf(stderr, __VA_ARGS__);                                    \
     } while (0)
 
-/* The kinds a table covers, and their ways: MPI's call first. Sizes are
- * dcoll-perf's: reduce_scatter's the whole input and all_gather's the
- * whole output, a rank's share being size / ranks (blocks). */
+/* The kinds a table covers (compose.c's list, with their ways), and
+ * how each lays out its buffers. Sizes are dcoll-perf's: reduce_scatter's
+ * the whole input and all_gather's the whole output, a rank's share
+ * being size / ranks (blocks). */
 enum shape { ALL_REDUCE, REDUCE_SCATTER, BROADCAST, REDUCE, ALL_GATHER };
 struct kind {
-    const char *name;
+    const struct dcoll_way_kind *w;
     enum shape shape;
-    int nways;
-    enum dcoll_way ways[MAX_WAYS];
     bool blocks;
 };
 static const struct kind kinds[] = {
-    {"all_reduce", ALL_REDUCE, 3,
-     {DCOLL_WAY_MPI, DCOLL_WAY_REDUCE_BCAST, DCOLL_WAY_RS_AG}, false},
-    {"reduce_scatter", REDUCE_SCATTER, 3,
-     {DCOLL_WAY_MPI, DCOLL_WAY_REDUCE_SCATTER, DCOLL_WAY_ALLREDUCE_COPY},
-     true},
-    {"broadcast", BROADCAST, 2, {DCOLL_WAY_MPI, DCOLL_WAY_SCATTER_AG},
-     false},
-    {"reduce", REDUCE, 2, {DCOLL_WAY_MPI, DCOLL_WAY_RS_GATHER}, false},
-    {"all_gather", ALL_GATHER, 2, {DCOLL_WAY_MPI, DCOLL_WAY_GATHER_BCAST},
-     true},
+    {&dcoll_way_kinds[0], ALL_REDUCE, false},
+    {&dcoll_way_kinds[1], REDUCE_SCATTER, true},
+    {&dcoll_way_kinds[2], BROADCAST, false},
+    {&dcoll_way_kinds[3], REDUCE, false},
+    {&dcoll_way_kinds[4], ALL_GATHER, true},
 };
 #define NKINDS ((int)(sizeof(kinds) / sizeof(kinds[0])))
+_Static_assert(NKINDS == DCOLL_WAY_KINDS, "a shape for each kind");
 
 struct opts {
     size_t minbytes, maxbytes;
@@ -189,7 +184,7 @@ static int parse(int argc, char **argv, struct opts *o)
     bool any = false;
     for (int i = optind; i < argc; i++) {
         int k = 0;
-        while (k < NKINDS && strcmp(argv[i], kinds[k].name))
+        while (k < NKINDS && strcmp(argv[i], kinds[k].w->name))
             k++;
         if (k == NKINDS) {
             SAY("dcoll-tune: '%s' is not a kind a table covers (all_reduce, "
@@ -264,7 +259,7 @@ static void fail(const char *what, const struct kind *k, enum dcoll_way w,
     int len = 0;
     MPI_Error_string(rc, s, &len);
     fprintf(stderr, "dcoll-tune: rank %d: %s %s by %s: %s\n", me, what,
-            k->name, dcoll_way_names[w], s);
+            k->w->name, dcoll_way_names[w], s);
     MPI_Abort(MPI_COMM_WORLD, 1);
 }
 
@@ -347,13 +342,13 @@ static void measure(const struct opts *o, const struct kind *k, size_t size,
     size_t in_bytes = in_count(k, n) * 4, out_bytes = out_count(k, n) * 4;
     res->bytes = (int64_t)n * 4;
     res->size = (size_t)n * 4 * (k->blocks ? (size_t)nranks : 1);
-    int nways = k->nways;
+    int nways = k->w->nways;
     for (int i = 0; i < nways; i++) {
-        res->wrong[i] = i > 0 && !right(k, k->ways[i], n);
+        res->wrong[i] = i > 0 && !right(k, k->w->ways[i], n);
         if (res->wrong[i])
             SAY("dcoll-tune: %s by %s is WRONG at %zu bytes: left out (a "
-                "bug: please report it)\n", k->name,
-                dcoll_way_names[k->ways[i]], res->size);
+                "bug: please report it)\n", k->w->name,
+                dcoll_way_names[k->w->ways[i]], res->size);
     }
     int iters = iters_for(o, res->size);
     double t[MAX_ROUNDS][MAX_WAYS] = {{0}};
@@ -375,7 +370,7 @@ static void measure(const struct opts *o, const struct kind *k, size_t size,
             t[r][w] = 0;
             if (res->wrong[w])
                 continue;
-            enum dcoll_way way = k->ways[w];
+            enum dcoll_way way = k->w->ways[w];
             int warm = r == 0 ? o->warmup : 1;
             for (int i = 0; i < warm; i++) {
                 int rc = call(k, way, fin, out + off, n, MPI_FLOAT, 4,
@@ -424,9 +419,10 @@ static void measure(const struct opts *o, const struct kind *k, size_t size,
 static void line_of(const struct opts *o, const struct kind *k,
                     const struct result *r, char *s, size_t cap)
 {
-    size_t at = (size_t)snprintf(s, cap, "%-14s %10zu %10lld  %9.1f", k->name,
-                                 r->size, (long long)r->bytes, r->us[0]);
-    for (int w = 1; w < k->nways && at < cap; w++) {
+    size_t at = (size_t)snprintf(s, cap, "%-14s %10zu %10lld  %9.1f",
+                                 k->w->name, r->size, (long long)r->bytes,
+                                 r->us[0]);
+    for (int w = 1; w < k->w->nways && at < cap; w++) {
         if (r->wrong[w])
             at += (size_t)snprintf(s + at, cap - at, "  %9s %13s", "WRONG",
                                    "");
@@ -436,7 +432,7 @@ static void line_of(const struct opts *o, const struct kind *k,
     }
     if (at < cap)
         snprintf(s + at, cap - at, "  %s %.2fx",
-                 dcoll_way_names[k->ways[r->pick]],
+                 dcoll_way_names[k->w->ways[r->pick]],
                  r->pick ? r->gain[r->pick] : 1.0);
 }
 
@@ -444,42 +440,23 @@ static void header_of(const struct kind *k, char *s, size_t cap)
 {
     size_t at = (size_t)snprintf(s, cap, "%-14s %10s %10s  %9s", "kind",
                                  "size", "rank bytes", "mpi us");
-    for (int w = 1; w < k->nways && at < cap; w++)
+    for (int w = 1; w < k->w->nways && at < cap; w++)
         at += (size_t)snprintf(s + at, cap - at, "  %-23s",
-                               dcoll_way_names[k->ways[w]]);
+                               dcoll_way_names[k->w->ways[w]]);
     if (at < cap)
         snprintf(s + at, cap - at, "  pick, gain");
 }
 
-/* This MPI as a table names it: MPI_Get_library_version's first line. */
-static void this_mpi(char *out, size_t cap)
-{
-    char v[MPI_MAX_LIBRARY_VERSION_STRING + 1] = "";
-    int len = 0;
-    MPI_Get_library_version(v, &len);
-    v[len >= 0 && len <= MPI_MAX_LIBRARY_VERSION_STRING ? len : 0] = '\0';
-    v[strcspn(v, "\r\n")] = '\0';
-    size_t n = strlen(v);
-    while (n && (v[n - 1] == ' ' || v[n - 1] == '\t'))
-        v[--n] = '\0';
-    snprintf(out, cap, "%s", v + strspn(v, " \t"));
-}
-
-/* Spaces and commas as one space: how tables' MPIs compare (tuning.c). */
+/* Whether two tables' MPIs are one (mpiname.c's comparison). */
 static bool same_mpi(const char *a, const char *b)
 {
-    for (;;) {
-        bool sa = false, sb = false;
-        while (*a == ' ' || *a == '\t' || *a == ',' || *a == '\r')
-            a++, sa = true;
-        while (*b == ' ' || *b == '\t' || *b == ',' || *b == '\r')
-            b++, sb = true;
-        if (!*a || !*b)
-            return !*a && !*b;
-        if (sa != sb || *a != *b)
-            return false;
-        a++, b++;
-    }
+    char x[MPI_MAX_LIBRARY_VERSION_STRING + 1],
+        y[MPI_MAX_LIBRARY_VERSION_STRING + 1];
+    snprintf(x, sizeof(x), "%s", a);
+    snprintf(y, sizeof(y), "%s", b);
+    dcoll_mpi_squeeze(x);
+    dcoll_mpi_squeeze(y);
+    return !strcmp(x, y);
 }
 
 /* The file's text, or NULL with *why (missing: *why is empty). */
@@ -543,7 +520,7 @@ static const char *old_way(const struct row *rows, int nrows,
 static bool remade(const struct opts *o, const char *kind)
 {
     for (int k = 0; k < NKINDS; k++)
-        if (!strcmp(kinds[k].name, kind))
+        if (!strcmp(kinds[k].w->name, kind))
             return o->want[k];
     return false;
 }
@@ -657,7 +634,7 @@ int main(int argc, char **argv)
     }
     MPI_Allreduce(&mine, &ppn, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     char mpi[MPI_MAX_LIBRARY_VERSION_STRING + 1];
-    this_mpi(mpi, sizeof(mpi));
+    dcoll_mpi_library(mpi, sizeof(mpi));
 
     /* The file is checked before the hours of measuring, not after. */
     char *keep = NULL;
@@ -700,8 +677,10 @@ int main(int argc, char **argv)
             measure(&o, &kinds[k], sizes[i], r);
             const char *note = "";
             if (o.agree && r->pick) {
-                const char *was = old_way(old, nold, kinds[k].name, r->bytes);
-                if (!was || strcmp(was, dcoll_way_names[kinds[k].ways[r->pick]])) {
+                const char *was = old_way(old, nold, kinds[k].w->name,
+                                          r->bytes);
+                const char *now = dcoll_way_names[kinds[k].w->ways[r->pick]];
+                if (!was || strcmp(was, now)) {
                     r->pick = 0;
                     note = " (-k: the file's table disagrees: mpi)";
                 }
@@ -742,7 +721,7 @@ int main(int argc, char **argv)
                     continue;
                 fprintf(x, "# group %d %d %s: %d ranks, %d a node; "
                         "dcoll-tune %srounds %d, margin %.0f%%, %s\n",
-                        nranks, ppn, kinds[k].name, nranks, ppn,
+                        nranks, ppn, kinds[k].w->name, nranks, ppn,
                         o.agree ? "-k, " : "", o.rounds, o.margin * 100,
                         when);
                 header_of(&kinds[k], text, sizeof(text));
@@ -762,8 +741,8 @@ int main(int argc, char **argv)
                                          ? (long long)res[k][j + 1].bytes - 1
                                          : (long long)res[k][j].bytes;
                     fprintf(x, "%-14s %4d %4d %10lld %10lld  %s\n",
-                            kinds[k].name, nranks, ppn, (long long)r->bytes,
-                            to_b, dcoll_way_names[kinds[k].ways[r->pick]]);
+                            kinds[k].w->name, nranks, ppn, (long long)r->bytes,
+                            to_b, dcoll_way_names[kinds[k].w->ways[r->pick]]);
                     i = j;
                 }
             }
