@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "bytes.h"
 #include "dcoll/dcoll_mpi.h"
 #include "perf.h"
 
@@ -58,22 +59,10 @@ static void usage(FILE *f)
                 i + 1 < perf_ncolls ? ", " : "\n");
 }
 
+/* A size in bytes (K, M, G suffixes), up to 1 TiB. */
 static int parse_size(const char *s, size_t *out)
 {
-    char *end;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (end == s || s[0] == '-')
-        return -1;
-    switch (*end) {
-    case 'G': case 'g': v <<= 10; /* fall through */
-    case 'M': case 'm': v <<= 10; /* fall through */
-    case 'K': case 'k': v <<= 10; end++; break;
-    default: break;
-    }
-    if (*end || v > (1ull << 40))
-        return -1;
-    *out = (size_t)v;
-    return 0;
+    return dcoll_parse_bytes(s, out) && *out <= ((size_t)1 << 40) ? 0 : -1;
 }
 
 static int parse_int(const char *s, int lo, int *out)

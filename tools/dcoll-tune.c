@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "bytes.h"
 #include "mpi_internal.h"
 
 #define MAX_ROUNDS 64
@@ -98,23 +99,10 @@ static void usage(FILE *f)
         "being size / ranks; the table counts a rank's bytes.\n");
 }
 
+/* A size in bytes (K, M, G suffixes), up to 16 GiB. */
 static int parse_size(const char *s, size_t *out)
 {
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || s[0] == '-')
-        return -1;
-    switch (*end) {
-    case 'G': case 'g': v <<= 10; /* fall through */
-    case 'M': case 'm': v <<= 10; /* fall through */
-    case 'K': case 'k': v <<= 10; end++; break;
-    default: break;
-    }
-    if (*end || v > (1ull << 34))
-        return -1;
-    *out = (size_t)v;
-    return 0;
+    return dcoll_parse_bytes(s, out) && *out <= ((size_t)1 << 34) ? 0 : -1;
 }
 
 static int parse_num(const char *s, double lo, double hi, double *out)

@@ -6,10 +6,10 @@
  * ordinary memory, which CUDA copies to and from correctly, only slower
  * (through the driver's own pinned buffers). And the settings of the
  * staged path: its pinned budget and its pipeline's chunk. */
-#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include "bytes.h"
 #include "gpu.h"
 #include "plugin_abi.h"
 
@@ -32,34 +32,11 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct block *blocks;
 static size_t pinned, busy;   /* bytes pinned; of them, in use */
 
-/* "4096", "64K", "1M", "2G": bytes. false if it is none of those. */
-static bool parse_size(const char *v, size_t *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (errno || end == v || *v == '-')
-        return false;
-    unsigned shift = 0;
-    if (*end == 'K' || *end == 'k')
-        shift = 10;
-    else if (*end == 'M' || *end == 'm')
-        shift = 20;
-    else if (*end == 'G' || *end == 'g')
-        shift = 30;
-    if (shift)
-        end++;
-    if (*end || n > (SIZE_MAX >> shift))
-        return false;
-    *out = (size_t)n << shift;
-    return true;
-}
-
 dcoll_status_t dcoll_stage_env(void)
 {
     const char *v = getenv("DCOLL_STAGE_CHUNK");
     dcoll_stage_chunk = DCOLL_STAGE_CHUNK_DEFAULT;
-    if (v && *v && (!parse_size(v, &dcoll_stage_chunk) ||
+    if (v && *v && (!dcoll_parse_bytes(v, &dcoll_stage_chunk) ||
                     dcoll_stage_chunk < 4096 ||
                     dcoll_stage_chunk > ((size_t)1 << 30)))
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "
@@ -67,7 +44,7 @@ dcoll_status_t dcoll_stage_env(void)
                            "1G (bytes, or with K, M or G)", v);
     v = getenv("DCOLL_STAGE_PINNED");
     budget = PINNED_DEFAULT;
-    if (v && *v && !parse_size(v, &budget))
+    if (v && *v && !dcoll_parse_bytes(v, &budget))
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "
                            "DCOLL_STAGE_PINNED='%s' is not a size (bytes, or "
                            "with K, M or G; 0: pin nothing)", v);
