@@ -57,16 +57,18 @@ const struct dcoll_way_kind dcoll_way_kinds[DCOLL_WAY_KINDS] = {
      {DCOLL_WAY_MPI, DCOLL_WAY_GATHER_BCAST}},
 };
 
-/* n elements over size ranks, as even as they go: rank r's count and
- * where its block starts. */
-static void blocks(int n, int size, int *cnt, int *dsp)
+/* n elements over size ranks, as even as they go: rank r's count at
+ * [r] and where its block starts at [size + r], in one allocation for
+ * the caller to free (NULL: no memory). */
+static int *blocks(int n, int size)
 {
-    int at = 0;
-    for (int r = 0; r < size; r++) {
-        cnt[r] = n / size + (r < n % size);
-        dsp[r] = at;
-        at += cnt[r];
+    int *v = malloc(sizeof(int) * 2 * (size_t)size);
+    for (int r = 0, at = 0; v && r < size; r++) {
+        v[r] = n / size + (r < n % size);
+        v[size + r] = at;
+        at += v[r];
     }
+    return v;
 }
 
 int dcoll_compose_all_reduce(enum dcoll_way way, const void *in, void *out,
@@ -86,11 +88,10 @@ int dcoll_compose_all_reduce(enum dcoll_way way, const void *in, void *out,
         return rc == MPI_SUCCESS ? MPI_Bcast(out, n, t, 0, comm) : rc;
     case DCOLL_WAY_RS_AG: {
         /* Each rank reduces its block, then every block goes to all. */
-        int *v = malloc(sizeof(int) * 2 * (size_t)size);
+        int *v = blocks(n, size);
         if (!v)
             return MPI_ERR_NO_MEM;
         int *cnt = v, *dsp = v + size;
-        blocks(n, size, cnt, dsp);
         char *mine = (char *)out + (size_t)dsp[me] * esz;
         if (in == MPI_IN_PLACE) {
             /* MPI's in-place form leaves the block at the front. */
@@ -177,11 +178,10 @@ int dcoll_compose_broadcast(enum dcoll_way way, void *buf, int n,
     /* The root hands each rank a block, then every block goes to all
      * (van de Geijn's broadcast): each rank sends about n elements once,
      * where a tree's inner ranks send n several times. */
-    int *v = malloc(sizeof(int) * 2 * (size_t)size);
+    int *v = blocks(n, size);
     if (!v)
         return MPI_ERR_NO_MEM;
     int *cnt = v, *dsp = v + size;
-    blocks(n, size, cnt, dsp);
     char *mine = (char *)buf + (size_t)dsp[me] * esz;
     int rc = me == root
                  ? MPI_Scatterv(buf, cnt, dsp, t, MPI_IN_PLACE, cnt[me], t,
@@ -204,11 +204,10 @@ int dcoll_compose_reduce(enum dcoll_way way, const void *in, void *out,
                                 comm);
     /* Each rank reduces its block, then the root gathers the blocks
      * (Rabenseifner's reduce): no rank reduces more than its share. */
-    int *v = malloc(sizeof(int) * 2 * (size_t)size);
+    int *v = blocks(n, size);
     if (!v)
         return MPI_ERR_NO_MEM;
     int *cnt = v, *dsp = v + size;
-    blocks(n, size, cnt, dsp);
     char *mine = malloc((size_t)cnt[me] * esz + 1);
     if (!mine) {
         free(v);
