@@ -157,6 +157,18 @@ DCOLL_API dcoll_status_t dcoll_initialized(int *flag);
  *  this process exits. Does not return. (API 1.5.) */
 DCOLL_API dcoll_status_t dcoll_abort(int code, const char *reason);
 
+/** Write this process's flight recorders now, without stopping anything:
+ *  every group's state (its latest call, whether a call waits, why it
+ *  failed) and its last calls, as JSON lines (docs/trace.md), to
+ *  DCOLL_FLIGHT_DIR/dcoll-JOB-RANK.jsonl (the working directory by
+ *  default; the file is replaced whole), or, with
+ *  DCOLL_FLIGHT_DIR=stderr, as text on stderr. Local: call it on any
+ *  rank. DCOLL_DUMP_SIGNAL makes a signal do the same from dcoll's
+ *  watchdog thread. Returns DCOLL_ERR_IO naming the file where it cannot
+ *  be written, DCOLL_ERR_NOT_INITIALIZED or DCOLL_ERR_FINALIZED outside
+ *  init and finalize. (API 1.10.) */
+DCOLL_API dcoll_status_t dcoll_dump(void);
+
 /** Seconds on a monotonic clock, for timing as with MPI_Wtime: only
  *  differences mean anything. Callable at any time; never fails, so it
  *  returns the time itself rather than a status. (API 1.5.) */

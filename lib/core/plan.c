@@ -237,6 +237,9 @@ dcoll_status_t dcoll_plan_make(dcoll_group_t *group, struct dcoll_coll *c,
     p->way = way_of(p, g);
     set_ready(p, member && !p->self);
     dcoll_flight_fill(&p->entry, &p->c);
+    p->entry.form = DCOLL_FORM_PLAN;
+    if (p->tl)
+        p->entry.tl = (signed char)p->tl->tl;
     if (member) {
         p->next = g->plans;
         if (g->plans)
@@ -335,6 +338,9 @@ start(struct dcoll_plan *p, struct dcoll_group *g, dcoll_work_t **work)
     if (g->timeout > 0 || f)
         c->start = dcoll_coarse_now();
     c->fid = f ? dcoll_flight_begin(f, c) : 0;
+    dcoll_flight_form(f, c->fid, DCOLL_FORM_PLAN);
+    if (p->tl)
+        dcoll_flight_tl(f, c->fid, p->tl->tl);
     bool watched = !work && dcoll_watched(g);
     if (watched)
         dcoll_group_busy(g, c->seq, (int)c->kind, c->fn, c->start);

@@ -14,6 +14,7 @@
  *   multi-buffer on a clique   NCCL (core/multi.c asked for the clique) */
 #include "core.h"
 #include "kinds.h"
+#include "diag.h"
 #include "route.h"
 
 static const struct dcoll_backend *const transports[DCOLL_TL_COUNT_] = {
@@ -57,12 +58,16 @@ dcoll_status_t dcoll_route_gpu(struct dcoll_group *g,
                                struct dcoll_work **work,
                                struct dcoll_outcome *out)
 {
+    /* The recorder names the transport that ran it. */
+    struct dcoll_flight *f = g->diag->flight;
     if (g->choice != DCOLL_CHOICE_MPI && dcoll_gpu_has_nccl() &&
         !dcoll_kind_has(c->kind, DCOLL_KF_PEER)) {
+        dcoll_flight_tl(f, c->fid, DCOLL_TL_NCCL);
         dcoll_status_t st = dcoll_nccl_backend.coll(g, c, work, out);
         if (st != DCOLL_DECLINED)
             return st;
     }
+    dcoll_flight_tl(f, c->fid, DCOLL_TL_STAGED);
     return dcoll_staged_backend.coll(g, c, work, out);
 }
 
@@ -72,10 +77,14 @@ dcoll_status_t dcoll_route_slow(struct dcoll_group *g, struct dcoll_coll *c,
 {
     int device;
     dcoll_status_t st;
-    if (g->choice == DCOLL_CHOICE_USER)
+    if (g->choice == DCOLL_CHOICE_USER) {
+        dcoll_flight_tl(g->diag->flight, c->fid, DCOLL_TL_USER);
         return dcoll_user_backend.coll(g, c, work, out);
-    if (c->multi)
+    }
+    if (c->multi) {
+        dcoll_flight_tl(g->diag->flight, c->fid, DCOLL_TL_NCCL);
         return dcoll_nccl_backend.coll(g, c, work, out);
+    }
     if ((st = where(g, c, &device, out)))
         return st;
     if (device < 0)

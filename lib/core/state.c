@@ -108,27 +108,39 @@ static void mpi_ending(void)
 }
 
 /* Every world rank's host name (collective), for reports of missing ranks
- * by node and a joined world's local ranks. */
+ * by node and a joined world's local ranks; with them each rank's pid,
+ * so that rank 0's names the job's recorder files where no launcher
+ * gives a job id (diag/job.c). */
+struct host_rec {
+    char host[DCOLL_HOST_LEN];
+    int64_t pid;
+};
 static dcoll_status_t gather_hosts(struct dcoll_group *w)
 {
-    char mine[DCOLL_HOST_LEN] = "";
-    dcoll_host_name(mine, sizeof(mine));
-    char (*all)[DCOLL_HOST_LEN] = calloc((size_t)w->size, sizeof(*all));
+    struct host_rec mine;
+    memset(&mine, 0, sizeof(mine));
+    dcoll_host_name(mine.host, sizeof(mine.host));
+    mine.pid = (int64_t)getpid();
+    char (*names)[DCOLL_HOST_LEN] = calloc((size_t)w->size, sizeof(*names));
+    struct host_rec *all = calloc((size_t)w->size, sizeof(*all));
     /* A rank without the memory must not leave the rest in the gather. */
-    int ok = all != NULL;
+    int ok = all && names;
     dcoll_status_t st = w->svc->agree(w, &ok);
     if (!st && !ok)
         st = dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_init: no memory for %d "
                          "host names (here or on another rank)", w->size);
     if (!st)
-        st = w->svc->allgather_bytes(w, mine, all, sizeof(mine));
+        st = w->svc->allgather_bytes(w, &mine, all, sizeof(mine));
     if (st) {
         free(all);
+        free(names);
         return st;
     }
     for (int r = 0; r < w->size; r++)
-        all[r][DCOLL_HOST_LEN - 1] = '\0';
-    dcoll_hosts_set(all, w->size);
+        memcpy(names[r], all[r].host, DCOLL_HOST_LEN - 1);
+    dcoll_job_set(w->rank, w->size, names[0], (long)all[0].pid);
+    free(all);
+    dcoll_hosts_set(names, w->size);
     return DCOLL_SUCCESS;
 }
 
@@ -422,6 +434,16 @@ dcoll_status_t dcoll_abort(int code, const char *reason)
         dcoll_world.svc->abort_job(&dcoll_world, code);
     /* Not started, finished, or MPI did not end us: this process alone. */
     _exit(code & 255);
+}
+
+dcoll_status_t dcoll_dump(void)
+{
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    if ((st = dcoll_trace_dump("dcoll_dump")))
+        return dcoll_error(st, "dcoll_dump: %s", dcoll_last_error());
+    return DCOLL_SUCCESS;
 }
 
 double dcoll_wtime(void)

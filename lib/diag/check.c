@@ -79,6 +79,19 @@ static dcoll_status_t exchange(struct dcoll_group *g,
  * would gather 16 * size^2 bytes. */
 #define COUNTS_CHECK_MAX 1024
 
+/* Every rank found the same: the group's rank 0 prints the report, the
+ * others at most a line (DCOLL_REPORT), and each writes its recorder. */
+static void say(const struct dcoll_group *g, const struct dcoll_coll *c,
+                const char *msg)
+{
+    char name[200], where[400];
+    snprintf(where, sizeof(where), "the ranks disagree on %s #%llu on %s, "
+             "so none ran; rank 0 reports it", dcoll_kind_name(c->kind),
+             (unsigned long long)c->seq,
+             dcoll_group_name(g, name, sizeof(name)));
+    dcoll_fault_say(g, msg, g->rank == 0, where, false);
+}
+
 /* A vector call whose counts are not the same on every rank (gatherv,
  * scatterv, all_to_allv): every rank gathers what each says it sends to
  * and expects from each other, so all see the same pairs that disagree. */
@@ -151,7 +164,7 @@ static dcoll_status_t check_counts(struct dcoll_group *g,
         return DCOLL_SUCCESS;
     if (bad > 4)
         dcoll_put(&t, "; %d more pair(s)", bad - 4);
-    dcoll_flight_print(g, msg);
+    say(g, c, msg);
     return dcoll_error(DCOLL_ERR_MISMATCH, "%s", msg);
 }
 
@@ -222,7 +235,7 @@ static dcoll_status_t refused(struct dcoll_group *g,
         "other groups still work");
     free(all);
     dcoll_fault_mark(g, msg);
-    dcoll_flight_print(g, msg);
+    say(g, c, msg);
     return dcoll_error(DCOLL_ERR_MISMATCH, "%s", msg);
 }
 
@@ -288,7 +301,7 @@ static dcoll_status_t judge(struct dcoll_group *g, const struct dcoll_coll *c,
     }
     free(told);
     free(all);
-    dcoll_flight_print(g, msg);
+    say(g, c, msg);
     return dcoll_error(DCOLL_ERR_MISMATCH, "%s", msg);
 }
 

@@ -3,16 +3,23 @@
  * debug mode and the recorder's size, from the environment and from a
  * program's parameters; and each group's diagnostics record. */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "diag.h"
 
 double dcoll_default_timeout = 1800;
 bool dcoll_default_recoverable;
 bool dcoll_debug;
 unsigned dcoll_flight_size = 16;
+int dcoll_report_mode = DCOLL_REPORT_BRIEF;
+char dcoll_flight_dir[DCOLL_FLIGHT_DIR_MAX];
+bool dcoll_flight_stderr;
+int dcoll_dump_signal;
 
 static dcoll_status_t bad_env(const char *name, const char *value,
                               const char *want)
@@ -106,6 +113,81 @@ dcoll_status_t dcoll_fault_env(void)
             return bad_env("DCOLL_FLIGHT_RECORDER", v, "a number of calls "
                            "from 0 to 1000000");
         dcoll_flight_size = (unsigned)n;
+    }
+    return dcoll_fault_env_output();
+}
+
+/* A signal's number from "USR1", "SIGUSR1" or "10"; 0 if it names none a
+ * program may take for itself. */
+static int signal_parse(const char *v)
+{
+    static const struct { const char *name; int sig; } names[] = {
+        {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP},
+        {"URG", SIGURG}, {"WINCH", SIGWINCH}, {"PWR", SIGPWR},
+    };
+    if (!strncmp(v, "SIG", 3))
+        v += 3;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (!strcmp(v, names[i].name))
+            return names[i].sig;
+    char *end;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno || *end || end == v)
+        return 0;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (n == names[i].sig)
+            return (int)n;
+    return n >= SIGRTMIN && n <= SIGRTMAX ? (int)n : 0;
+}
+
+/* Where reports and recorders go: DCOLL_REPORT, DCOLL_FLIGHT_DIR and
+ * DCOLL_DUMP_SIGNAL. */
+dcoll_status_t dcoll_fault_env_output(void)
+{
+    const char *v = getenv("DCOLL_REPORT");
+    static const char *const modes[] = {"brief", "lines", "quiet", "all"};
+    dcoll_report_mode = DCOLL_REPORT_BRIEF;
+    if (v && *v) {
+        int m = 0;
+        while (m < 4 && strcmp(v, modes[m]))
+            m++;
+        if (m == 4)
+            return bad_env("DCOLL_REPORT", v, "'brief', 'lines', 'quiet' "
+                           "or 'all'");
+        dcoll_report_mode = m;
+    }
+    v = getenv("DCOLL_FLIGHT_DIR");
+    dcoll_flight_stderr = false;
+    snprintf(dcoll_flight_dir, sizeof(dcoll_flight_dir), ".");
+    if (v && *v) {
+        if (!strcmp(v, "stderr")) {
+            dcoll_flight_stderr = true;
+        } else {
+            /* Room for "/dcoll-JOB-RANK.jsonl" after it. */
+            if (strlen(v) >= sizeof(dcoll_flight_dir) - 160)
+                return bad_env("DCOLL_FLIGHT_DIR", v, "a directory's path "
+                               "under 3900 bytes, or 'stderr'");
+            struct stat sb;
+            if (stat(v, &sb) || !S_ISDIR(sb.st_mode) || access(v, W_OK | X_OK))
+                return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "
+                                   "DCOLL_FLIGHT_DIR='%s' is not a directory "
+                                   "this process may write in (%s); name "
+                                   "one that is, or 'stderr'", v,
+                                   stat(v, &sb) ? strerror(errno)
+                                   : !S_ISDIR(sb.st_mode) ? "not a directory"
+                                   : "no write permission");
+            snprintf(dcoll_flight_dir, sizeof(dcoll_flight_dir), "%s", v);
+        }
+    }
+    v = getenv("DCOLL_DUMP_SIGNAL");
+    dcoll_dump_signal = 0;
+    if (v && *v && strcmp(v, "none") && strcmp(v, "0")) {
+        dcoll_dump_signal = signal_parse(v);
+        if (!dcoll_dump_signal)
+            return bad_env("DCOLL_DUMP_SIGNAL", v, "a signal a program may "
+                           "take: USR1, USR2, HUP, URG, WINCH, PWR, a "
+                           "real-time signal's number, or 'none'");
     }
     return DCOLL_SUCCESS;
 }

@@ -24,6 +24,21 @@ extern double dcoll_default_timeout; /* seconds; 0: forever */
 extern bool dcoll_default_recoverable; /* DCOLL_ON_TIMEOUT=return */
 extern bool dcoll_debug;             /* DCOLL_DEBUG=detail */
 extern unsigned dcoll_flight_size;   /* DCOLL_FLIGHT_RECORDER */
+/* DCOLL_REPORT: what ranks other than the one that reports a failure
+ * print. brief: one line where the rank is not in the failed call;
+ * lines: one line each; quiet: nothing; all: the whole report each. */
+enum { DCOLL_REPORT_BRIEF, DCOLL_REPORT_LINES, DCOLL_REPORT_QUIET,
+       DCOLL_REPORT_ALL };
+extern int dcoll_report_mode;
+/* DCOLL_FLIGHT_DIR: where each rank's recorder file goes ("." by
+ * default), or, with dcoll_flight_stderr, stderr as text. */
+#define DCOLL_FLIGHT_DIR_MAX 4096
+extern char dcoll_flight_dir[DCOLL_FLIGHT_DIR_MAX];
+extern bool dcoll_flight_stderr;
+extern int dcoll_dump_signal;        /* DCOLL_DUMP_SIGNAL; 0: none */
+/* Read DCOLL_REPORT, DCOLL_FLIGHT_DIR and DCOLL_DUMP_SIGNAL (by
+ * dcoll_fault_env). */
+dcoll_status_t dcoll_fault_env_output(void);
 /* A timeout given by a program (fn's field name): 0 to 1e9 seconds. */
 dcoll_status_t dcoll_fault_timeout_ok(const char *fn, const char *name,
                                       double seconds);
@@ -116,6 +131,8 @@ struct dcoll_flight_entry {
     /* end and what follows: what a plan's starts copy (flight_put) */
     int64_t count;
     signed char kind, dtype, op;  /* op and root as passed: the kind says */
+    signed char form;             /* enum dcoll_form */
+    signed char tl;               /* enum dcoll_tl that ran it */
     int root;                     /* whether it has them (group rank) */
     dcoll_status_t status;
     const char *way;       /* a tuning table's way, or NULL: MPI's call */
@@ -143,6 +160,8 @@ static inline void dcoll_flight_fill(struct dcoll_flight_entry *e,
     e->kind = (signed char)c->kind;
     e->dtype = (signed char)c->dtype;
     e->op = (signed char)c->op;
+    e->form = c->async ? DCOLL_FORM_ASYNC : DCOLL_FORM_BLOCKING;
+    e->tl = DCOLL_TL_MPI;
     e->root = c->root;
     e->status = DCOLL_SUCCESS;
     e->way = NULL;
@@ -189,6 +208,22 @@ static inline void dcoll_flight_way(struct dcoll_flight *f, uint64_t id,
     if (e && id && e->id == id)
         e->way = way;
 }
+/* Entry id's transport, where the route chose another than MPI, or its
+ * form, where a plan's start made it. */
+static inline void dcoll_flight_tl(struct dcoll_flight *f, uint64_t id,
+                                   enum dcoll_tl tl)
+{
+    struct dcoll_flight_entry *e = f ? &f->e[(id - 1) & f->mask] : NULL;
+    if (e && id && e->id == id)
+        e->tl = (signed char)tl;
+}
+static inline void dcoll_flight_form(struct dcoll_flight *f, uint64_t id,
+                                     int form)
+{
+    struct dcoll_flight_entry *e = f ? &f->e[(id - 1) & f->mask] : NULL;
+    if (e && id && e->id == id)
+        e->form = (signed char)form;
+}
 /* A tuning table gave c the way @p way: its recorder entry names it, and
  * under DCOLL_DEBUG=detail g's rank 0 says so when c's kind takes
  * another way than the last it told (diag/check.c). */
@@ -196,5 +231,47 @@ void dcoll_diag_way(struct dcoll_group *g, const struct dcoll_coll *c,
                      const char *way);
 /* Print g's recorder to stderr, headed by why. */
 void dcoll_flight_print(const struct dcoll_group *g, const char *why);
+
+/* job.c: who this process is in reports and recorder files: the
+ * launcher's job and step (SLURM, Open MPI), or rank 0's host and pid,
+ * which dcoll_init passes (host0 and pid0) from its gather of host
+ * names. Fixed at init, read without locks afterwards. */
+struct dcoll_job {
+    char id[96];           /* names the job's files; [A-Za-z0-9._-] */
+    char host[DCOLL_HOST_LEN];
+    long pid;
+    int rank, size;        /* in the world */
+    char slurm_job[32], slurm_step[32], slurm_node[DCOLL_HOST_LEN];
+    char ompi_job[32];
+};
+void dcoll_job_set(int rank, int size, const char *host0, long pid0);
+const struct dcoll_job *dcoll_job(void);
+
+/* trace.c: the recorder files. Every group is tracked from its making
+ * to its end, so that a file holds all of them. */
+dcoll_status_t dcoll_trace_track(struct dcoll_group *g);
+void dcoll_trace_untrack(struct dcoll_group *g);
+void dcoll_trace_untrack_all(void);
+/* This rank's recorder file's path, into path. */
+void dcoll_trace_path(char *path, size_t cap);
+/* Write this rank's file now (why: what made it), every group's state and
+ * recorder as JSON lines; no allocation. A status with the message on
+ * failure. */
+dcoll_status_t dcoll_trace_write(const char *why);
+/* A dump on demand: the file, or with DCOLL_FLIGHT_DIR=stderr every
+ * group's recorder printed there. */
+dcoll_status_t dcoll_trace_dump(const char *why);
+/* A failure on g, told by report (whole, without the rank's prefix): the
+ * rank that leads (lowest that found it) prints it all; another prints
+ * where (one line, or none: DCOLL_REPORT; elsewhere: it is not in the
+ * failed call); each writes its recorder file, or, with
+ * DCOLL_FLIGHT_DIR=stderr, prints it. */
+void dcoll_fault_say(const struct dcoll_group *g, const char *report,
+                     bool lead, const char *where, bool elsewhere);
+/* DCOLL_DUMP_SIGNAL: catch it from init to finalize; the watchdog's
+ * dcoll_trace_poll writes the file when it has come. */
+dcoll_status_t dcoll_trace_signal_start(void);
+void dcoll_trace_signal_stop(void);
+void dcoll_trace_poll(void);
 
 #endif

@@ -114,7 +114,20 @@ dcoll_status_t dcoll_fault_timed_out(struct dcoll_group *g, const char *fn,
         "work");
     dcoll_put_hint(&t);
     dcoll_fault_mark(g, msg);
-    dcoll_flight_print(g, msg);
+    /* Every rank that arrived times out alike: the lowest of them, as
+     * this rank's roll call found them, prints the report. */
+    int lead = g->rank;
+    for (int r = 0; roll && roll->n == g->size && r < g->rank; r++)
+        if (roll->state[r] == DCOLL_ROLL_SAME) {
+            lead = r;
+            break;
+        }
+    char name[200], where[400];
+    snprintf(where, sizeof(where), "%s #%llu on %s timed out here too; "
+             "rank %d reports it", dcoll_kind_name(kind),
+             (unsigned long long)seq, dcoll_group_name(g, name, sizeof(name)),
+             lead);
+    dcoll_fault_say(g, msg, lead == g->rank, where, false);
     return dcoll_error(DCOLL_ERR_TIMEOUT, "%s", msg);
 }
 

@@ -254,20 +254,30 @@ void dcoll_fault_told(struct dcoll_group *g, struct dcoll_verdict *v)
         put_roll(&t, g, v->seq, &v->roll);
     dcoll_put(&t, ". Rank %d ends the job (DCOLL_ON_TIMEOUT=abort, exit code "
         "%d). This rank ", v->from, DCOLL_HANG_EXIT_CODE);
+    /* Where this rank stands: the end of the whole report, and the one
+     * line a rank other than the reporter prints. */
+    char where[600];
+    struct dcoll_text w = {where, sizeof(where), 0};
     uint64_t seq = DCOLL_PEEK(g->seq);
     int kind = DCOLL_PEEK(g->cur_kind), form = DCOLL_PEEK(g->cur_form);
     bool busy = DCOLL_PEEK(g->busy_start) > 0 &&
                 DCOLL_PEEK(g->busy_seq) == seq;
+    dcoll_put(&w, "%s #%llu on %s timed out on rank %d (world %d), which "
+        "reports it; this rank ", dcoll_kind_name(v->kind),
+        (unsigned long long)v->seq, name, v->from,
+        dcoll_world_of(g, v->from));
+    size_t own = w.off;
     if (seq == v->seq)
-        dcoll_put(&t, "%s it (%s)", busy ? "is waiting in" : "posted",
+        dcoll_put(&w, "%s it (%s)", busy ? "is waiting in" : "posted",
             form_name(form));
     else if (seq < v->seq)
-        dcoll_put(&t, "never reached it: its latest call on the group is "
+        dcoll_put(&w, "never reached it: its latest call on the group is "
             "#%llu (%s, %s), %s", (unsigned long long)seq,
             seq ? dcoll_kind_name(kind) : "none", form_name(form),
             busy ? "waiting in it" : "not waiting in a call on the group");
     else
-        dcoll_put(&t, "is already at #%llu (%s)", (unsigned long long)seq,
+        dcoll_put(&w, "is already at #%llu (%s)", (unsigned long long)seq,
             dcoll_kind_name(kind));
-    dcoll_flight_print(g, msg);
+    dcoll_put(&t, "%s", where + own);
+    dcoll_fault_say(g, msg, false, where, seq != v->seq);
 }

@@ -4,11 +4,12 @@
  * tenth of a second it looks at each group with a timeout:
  *  - it answers other ranks' roll-call asks (where MPI allows a second
  *    thread), so a rank busy elsewhere still says where it is;
- *  - a verdict from another rank (a call on the group hung) makes it print
- *    this rank's side and flight recorder, and acknowledge;
+ *  - a verdict from another rank (a call on the group hung) makes it write
+ *    this rank's recorder file, say where it stands, and acknowledge;
  *  - a blocking call past its deadline on a group in abort mode is a hang:
- *    it asks the ranks where they are, prints the report, tells the
- *    others, and ends the job.
+ *    it asks the ranks where they are, tells the others, prints the report
+ *    (the lowest rank that found it) and ends the job;
+ *  - DCOLL_DUMP_SIGNAL, once caught, makes it write the recorder file.
  * Without MPI_THREAD_MULTIPLE it makes no MPI call, and a hang is reported
  * from the stuck rank alone. It sleeps between looks: a rank waiting for a
  * slow peer spends its CPU in MPI's wait, not here. */
@@ -42,14 +43,17 @@ static uint64_t told_seq;
 
 dcoll_status_t dcoll_watchdog_add(struct dcoll_group *g)
 {
-    if (g->timeout <= 0)
-        return DCOLL_SUCCESS;   /* nothing to watch, no roll calls */
+    /* Every group's recorder goes in the files, watched or not. */
+    dcoll_status_t st = dcoll_trace_track(g);
+    if (st || g->timeout <= 0)
+        return st;   /* nothing to watch, no roll calls */
     pthread_mutex_lock(&lock);
     if (nwatched == capwatched) {
         int cap = capwatched ? 2 * capwatched : 16;
         struct dcoll_group **p = realloc(watched, sizeof(*p) * (size_t)cap);
         if (!p) {
             pthread_mutex_unlock(&lock);
+            dcoll_trace_untrack(g);
             return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for the "
                                "watchdog's list of %d groups", cap);
         }
@@ -63,6 +67,7 @@ dcoll_status_t dcoll_watchdog_add(struct dcoll_group *g)
 
 void dcoll_watchdog_remove(struct dcoll_group *g)
 {
+    dcoll_trace_untrack(g);
     pthread_mutex_lock(&lock);
     for (int i = 0; i < nwatched; i++)
         if (watched[i] == g) {
@@ -81,11 +86,19 @@ _Noreturn void dcoll_watchdog_end(struct dcoll_group *g, const char *why,
     if (atomic_exchange(&ending, true))
         for (;;)
             pause();
-    dcoll_flight_print(g, why);
+    /* Tell the others first: a lower rank that found the same hang
+     * meanwhile prints the report, and this one only its line. */
+    bool defer = mpi && seq && roll && g->svc->tell(g, seq, kind, roll);
+    char name[200], where[400];
+    snprintf(where, sizeof(where), "%s #%llu on %s timed out here too; a "
+             "lower rank that found it at the same time reports it",
+             dcoll_kind_name(kind), (unsigned long long)seq,
+             dcoll_group_name(g, name, sizeof(name)));
+    dcoll_fault_say(g, why, !defer, where, false);
     /* A lower rank that found the same hang ends the job: wait for it a
      * while, so that the launcher sees one abort, answering the other
      * ranks' messages meanwhile. */
-    if (mpi && seq && roll && g->svc->tell(g, seq, kind, roll)) {
+    if (defer) {
         double end = dcoll_now() + LINGER;
         while (dcoll_now() < end) {
             struct dcoll_verdict v;
@@ -139,6 +152,7 @@ static void *run(void *arg)
         pthread_cond_timedwait(&wake, &lock, &until);
         if (stopping)
             break;
+        dcoll_trace_poll();
         double now = dcoll_now();
         for (int i = 0; i < nwatched; i++) {
             struct dcoll_group *g = watched[i];
@@ -184,13 +198,18 @@ dcoll_status_t dcoll_watchdog_start(struct dcoll_group *w)
                 "a hang will be reported by the stuck ranks alone, without "
                 "naming the missing ones (start MPI with "
                 "MPI_THREAD_MULTIPLE, or let dcoll_init start it)\n");
+    dcoll_status_t st = dcoll_trace_signal_start();
+    if (st)
+        return st;
     stopping = false;
     told_g = NULL;
     atomic_store(&ending, false);
     int rc = pthread_create(&thread, NULL, run, NULL);
-    if (rc)
+    if (rc) {
+        dcoll_trace_signal_stop();
         return dcoll_error(DCOLL_ERR_INTERNAL, "dcoll_init: cannot start "
                            "the watchdog thread: %s", strerror(rc));
+    }
     /* Named for top -H, gdb and the tests. */
     pthread_setname_np(thread, "dcoll-watchdog");
     running = true;
@@ -206,8 +225,10 @@ void dcoll_watchdog_stop(void)
     pthread_cond_signal(&wake);
     pthread_mutex_unlock(&lock);
     pthread_join(thread, NULL);
+    dcoll_trace_signal_stop();
     running = false;
     free(watched);
     watched = NULL;
     nwatched = capwatched = 0;
+    dcoll_trace_untrack_all();
 }

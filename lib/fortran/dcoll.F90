@@ -166,7 +166,7 @@ module dcoll
 
     public :: dcoll_status_string, dcoll_last_error, dcoll_version
     public :: dcoll_init, dcoll_finalize, dcoll_initialized, dcoll_dtype_size
-    public :: dcoll_abort, dcoll_wtime
+    public :: dcoll_abort, dcoll_wtime, dcoll_dump
     public :: dcoll_local_rank, dcoll_backend_status, dcoll_device
     public :: dcoll_group_world, dcoll_new_group, dcoll_group_destroy
     public :: dcoll_split_group
@@ -474,6 +474,11 @@ module dcoll
     function c_wtime() bind(C, name='dcoll_wtime') result(t)
         import
         real(c_double) :: t
+    end function
+
+    function c_dump() bind(C, name='dcoll_dump') result(st)
+        import
+        integer(c_int) :: st
     end function
 
     function c_local_rank(local_rank, local_size) &
@@ -1056,6 +1061,13 @@ contains
     function dcoll_wtime() result(t)
         real(c_double) :: t
         t = c_wtime()
+    end function
+
+    ! Write this process's flight recorders to its file now (or stderr),
+    ! without stopping anything.
+    function dcoll_dump() result(st)
+        integer :: st
+        st = c_dump()
     end function
 
     ! This process's rank among the world's processes on its node, and

@@ -1,12 +1,15 @@
 #!/bin/sh
-# A hang at default settings (DCOLL_ON_TIMEOUT=abort) ends the job: every
-# surviving rank prints the report naming the missing rank (or, for mixed,
-# the ranks' forms) within the 2-s timeout + 2 s of calling, the job
-# exits non-zero, and no rank is left running.
+# A hang at default settings (DCOLL_ON_TIMEOUT=abort) ends the job: the
+# lowest rank that found it prints the report naming the missing rank (or,
+# for mixed, the ranks' forms) within the 2-s timeout + 2 s of calling, a
+# rank that never reached the call says where it stands in one line, every
+# surviving rank writes its flight recorder file, the job exits non-zero,
+# and no rank is left running.
 # fault-hang.sh MPIRUN_SH TEST_FAULT HOW NP
 mpirun_sh=$1; prog=$2; how=$3; np=$4
-out=$(mktemp); err=$(mktemp)
-trap 'rm -f "$out" "$err"' EXIT
+out=$(mktemp); err=$(mktemp); dir=$(mktemp -d)
+trap 'rm -rf "$out" "$err" "$dir"' EXIT
+export DCOLL_FLIGHT_DIR="$dir"
 # Each stderr line stamped with when it came, to time the reports.
 rcf=$(mktemp)
 { "$mpirun_sh" "$np" 60 "$prog" hang "$how" 2>&1 >"$out"; echo $? >"$rcf"; } |
@@ -38,12 +41,30 @@ case $how in
     mixed|planmixed) alive=$np ;;
     *) alive=$last ;;
 esac
+# The report: from the lowest rank that found the hang (two that found it
+# at the same instant may both print it); without MPI_THREAD_MULTIPLE,
+# from every stuck rank, as none can tell the others.
+reports=$(grep -c "^[0-9.]* dcoll\[[0-9]*\]: .*timed out after 2 s" "$err")
+first=$(grep -m1 "^[0-9.]* dcoll\[[0-9]*\]: .*timed out after 2 s" "$err" |
+    sed 's/^[0-9.]* dcoll\[\([0-9]*\)\].*/\1/')
+[ "$reports" -ge 1 ] || bad "no rank printed the report"
+if [ "$how" = nothreads ]; then
+    [ "$reports" = "$last" ] || bad "$reports report(s) from $last stuck rank(s)"
+else
+    [ "$reports" -le 2 ] || bad "$reports ranks printed the whole report"
+fi
+# A rank that never reached the call says so in one line (not the
+# killed one, nor one that refused the call and so took its number).
+case $how in absent|busy|plan)
+    grep -q "^[0-9.]* dcoll\[$last\]: rank $last on .*timed out on rank .*never reached it" "$err" ||
+        bad "rank $last did not say where it stands" ;;
+esac
 r=0
 while [ "$r" -lt "$alive" ]; do
     called=$(sed -n "s/^rank $r calls at //p" "$out")
     [ -n "$called" ] || bad "rank $r never called"
-    # Each surviving rank's report: its own, or the one it was told.
-    lines=$(grep "^[0-9.]* dcoll\[$r\]: .*timed out after 2 s" "$err")
+    # The report, as the first rank that printed it did.
+    lines=$(grep "^[0-9.]* dcoll\[$first\]: .*timed out after 2 s" "$err")
     [ -n "$lines" ] || bad "rank $r printed no report"
     case $how in
         mixed)
@@ -69,8 +90,16 @@ while [ "$r" -lt "$alive" ]; do
     esac
     [ "$how" = nothreads ] || echo "$lines" | grep -q "ends the job" ||
         bad "rank $r's report does not say the job ends"
-    grep -q "^[0-9.]* dcoll\[$r\]: flight recorder of group 1" "$err" ||
-        bad "rank $r printed no flight recorder"
+    # Its recorder, in its file: the job's id, its rank, group 1's calls.
+    file=$(ls "$dir"/dcoll-*-"$r".jsonl 2>/dev/null | head -n 1)
+    if [ -z "$file" ]; then
+        bad "rank $r wrote no flight recorder file in $dir"
+    else
+        head -n 1 "$file" | grep -q "^{\"schema\":\"dcoll-trace\",\"version\":1,\"job\":\"[^\"]*\",\"rank\":$r," ||
+            bad "rank $r's file does not start with its header: $(head -c 300 "$file")"
+        grep -q "^{\"call\":[0-9]*,\"entry\":[0-9]*,\"group\":1,\"kind\":\"all_reduce\"" "$file" ||
+            bad "rank $r's file holds no all_reduce on group 1"
+    fi
     at=$(echo "$lines" | head -n 1 | cut -d' ' -f1)
     said=$(awk -v a="${at:-0}" -v b="$called" 'BEGIN { printf "%.2f", a - b }')
     took=$(awk -v a="$end" -v b="$called" 'BEGIN { printf "%.2f", a - b }')
@@ -88,7 +117,9 @@ done
 sleep 1
 left=$(ps -eo stat=,comm=,args= | awk -v h="hang $how" '$1 !~ /^Z/ && $2 == "test_fault" && index($0, h)' | wc -l)
 [ "$left" = 0 ] || bad "$left rank(s) still running"
+lines=$(wc -l <"$err")
 if [ $fail = 1 ]; then echo "--- stdout"; cat "$out"; echo "--- stderr"; cat "$err"; fi
+echo "$reports whole report(s), $lines line(s) of stderr"
 echo "hang ($how, $np ranks): exit $rc, $left left"
 grep -m1 "timed out after" "$err" | cut -d' ' -f2-
 exit $fail
