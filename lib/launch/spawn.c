@@ -19,6 +19,55 @@
 #define KNOWN                                                               \
     (DCOLL_SPAWN_PARAM_MASTER_ADDR | DCOLL_SPAWN_PARAM_MASTER_PORT |        \
      DCOLL_SPAWN_PARAM_TIMEOUT | DCOLL_SPAWN_PARAM_NODES)
+/* SIGUSR1 and SIGUSR2 that reach the spawning process while it waits go
+ * on to every process it started, as mpirun, hydra and srun pass them
+ * (DCOLL_DUMP_SIGNAL's dump), unless the program catches them itself. */
+static const int forwarded[] = {SIGUSR1, SIGUSR2};
+static volatile sig_atomic_t pending[2];
+static void on_forwarded(int sig)
+{
+    pending[sig == SIGUSR2] = 1;
+}
+
+/* Catch the forwarded signals the program leaves at their default;
+ * which were caught, into caught, with what was there into before. */
+static void forward_begin(bool caught[2], struct sigaction before[2])
+{
+    for (int i = 0; i < 2; i++) {
+        pending[i] = 0;
+        caught[i] = false;
+        if (sigaction(forwarded[i], NULL, &before[i]) ||
+            before[i].sa_handler != SIG_DFL)
+            continue;
+        struct sigaction sa;
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_handler = on_forwarded;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        caught[i] = sigaction(forwarded[i], &sa, NULL) == 0;
+    }
+}
+
+static void forward_pass(const pid_t *pids, int n)
+{
+    for (int i = 0; i < 2; i++) {
+        if (!pending[i])
+            continue;
+        pending[i] = 0;
+        for (int r = 0; r < n; r++)
+            if (pids[r] > 0)
+                kill(pids[r], forwarded[i]);
+    }
+}
+
+static void forward_end(const bool caught[2],
+                        const struct sigaction before[2])
+{
+    for (int i = 0; i < 2; i++)
+        if (caught[i])
+            sigaction(forwarded[i], &before[i], NULL);
+}
+
 /* How long stopped processes get between SIGTERM and SIGKILL. */
 #define GRACE 3.0
 
@@ -251,9 +300,13 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
     double deadline = (p.mask & DCOLL_SPAWN_PARAM_TIMEOUT)
                           ? dcoll_now() + p.timeout : 0;
     bool mine = true;   /* the failure is this node's (not another's) */
+    bool caught[2];
+    struct sigaction before[2];
+    forward_begin(caught, before);
     while (!st && running) {
         int status = 0;
         pid_t pid = 0;
+        forward_pass(pids, nprocs);
         /* Only ours: children the program started otherwise stay its to
          * reap. */
         for (int r = 0; r < nprocs && pid <= 0; r++)
@@ -281,6 +334,7 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
                 kill(-pid, SIGKILL);  /* anything it left behind */
         }
     }
+    forward_end(caught, before);
     if (st && nnodes > 1 && mine) {
         /* The others stop on this; the message loses its "dcoll_spawn: ". */
         const char *why = dcoll_last_error();

@@ -11,7 +11,8 @@
  *   test_trace env DIR     bad DCOLL_REPORT, DCOLL_FLIGHT_DIR and
  *                          DCOLL_DUMP_SIGNAL refused, naming the value
  *   test_trace signal DIR  ranks keep calling until their file comes;
- *                          trace.sh sends DCOLL_DUMP_SIGNAL to mpirun
+ *                          trace.sh sends DCOLL_DUMP_SIGNAL to mpirun or
+ *                          dcollrun
  *   test_trace raise DIR   each rank sends DCOLL_DUMP_SIGNAL to itself */
 #include <mpi.h>
 #include <signal.h>
@@ -256,13 +257,18 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     mkdir(dir, 0755);   /* made by the first rank; EEXIST for the rest */
     setenv("DCOLL_FLIGHT_DIR", dir, 1);
+    /* Open MPI's, hydra's or dcollrun's. */
     const char *r = getenv("OMPI_COMM_WORLD_RANK");
     if (!r)
         r = getenv("PMI_RANK");
+    if (!r)
+        r = getenv("RANK");
     t_rank = r ? atoi(r) : 0;
     const char *s = getenv("OMPI_COMM_WORLD_SIZE");
     if (!s)
         s = getenv("PMI_SIZE");
+    if (!s)
+        s = getenv("WORLD_SIZE");
     n = s ? atoi(s) : 1;
     int rc;
     if (!strcmp(mode, "dump"))

@@ -1,23 +1,28 @@
 #!/bin/sh
 # DCOLL_DUMP_SIGNAL through the launcher: the ranks keep calling, this
-# script sends SIGUSR1 to mpirun (which hands it to every rank, as Open
-# MPI's and MPICH's launchers do), and each rank finds its recorder file
-# written by its watchdog while the job goes on. Then every file's every
-# line is checked to be one JSON object.
-# trace.sh MPIRUN_SH TEST_TRACE NP
-mpirun_sh=$1; prog=$2; np=$3
+# script sends SIGUSR1 to mpirun or dcollrun (which hand it to every rank,
+# as Open MPI's and MPICH's launchers do), and each rank finds its
+# recorder file written by its watchdog while the job goes on. Then every
+# file's every line is checked to be one JSON object.
+# trace.sh MPIRUN_SH|DCOLLRUN TEST_TRACE NP
+launch=$1; prog=$2; np=$3
 dir=$(mktemp -d); out=$(mktemp)
 trap 'rm -rf "$dir" "$out"' EXIT
 export DCOLL_DUMP_SIGNAL=USR1
-"$mpirun_sh" "$np" 60 "$prog" signal "$dir" >"$out" 2>&1 &
+case $launch in
+*dcollrun)
+    timeout -k 10 60 "$launch" -n "$np" "$prog" signal "$dir" >"$out" 2>&1 & ;;
+*)
+    "$launch" "$np" 60 "$prog" signal "$dir" >"$out" 2>&1 & ;;
+esac
 job=$!
 fail=0
 bad() { echo "FAIL: $*"; fail=1; }
 i=0
 until grep -q "^ready" "$out" || [ $i -ge 300 ]; do sleep 0.1; i=$((i + 1)); done
 grep -q "^ready" "$out" || bad "the ranks never became ready"
-# mpirun.sh runs the launcher under timeout(1), which does not pass
-# SIGUSR1 on: send it to the launcher itself.
+# The launcher runs under timeout(1), which does not pass SIGUSR1 on:
+# send it to the launcher itself.
 launcher=$(pgrep -P "$job" | head -n 1)
 [ -n "$launcher" ] && kill -USR1 "$launcher" || bad "no launcher to signal"
 wait "$job"; rc=$?
