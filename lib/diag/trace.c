@@ -244,7 +244,10 @@ static void put_group(struct out *o, struct dcoll_group *g)
         if (e.kind != DCOLL_COLL_BARRIER) {
             put(o, ",\"dtype\":");
             put_str(o, dcoll_dtype_name((dcoll_dtype_t)e.dtype));
-            put(o, ",\"count\":%lld", (long long)e.count);
+            put(o, ",\"count\":%lld,\"bytes\":%lld", (long long)e.count,
+                (long long)e.count *
+                    (long long)dcoll_dtype_sizes[(unsigned char)e.dtype %
+                                                 DCOLL_DTYPE_COUNT_]);
         }
         if (dcoll_kind_has(e.kind, DCOLL_KF_OP)) {
             put(o, ",\"op\":");

@@ -5,8 +5,9 @@
 # rank that never reached the call says where it stands in one line, every
 # surviving rank writes its flight recorder file, the job exits non-zero,
 # and no rank is left running.
-# fault-hang.sh MPIRUN_SH TEST_FAULT HOW NP
-mpirun_sh=$1; prog=$2; how=$3; np=$4
+# dcoll-trace, given, merges the files and names the rank behind.
+# fault-hang.sh MPIRUN_SH TEST_FAULT HOW NP [DCOLL_TRACE]
+mpirun_sh=$1; prog=$2; how=$3; np=$4; tool=${5:-}
 out=$(mktemp); err=$(mktemp); dir=$(mktemp -d)
 trap 'rm -rf "$out" "$err" "$dir"' EXIT
 export DCOLL_FLIGHT_DIR="$dir"
@@ -114,6 +115,16 @@ while [ "$r" -lt "$alive" ]; do
         bad "rank $r's job ended $took s after it called"
     r=$((r + 1))
 done
+# The files merged: the ranks that arrived in the call, the one behind.
+if [ -n "$tool" ] && [ "$how" = absent ]; then
+    merged=$("$tool" -q "$dir")
+    echo "$merged"
+    arrived=$([ "$last" = 1 ] && echo "rank 0" || echo "ranks 0-$((last - 1))")
+    echo "$merged" | grep -q "^    $arrived ([^)]*): in all_reduce #2 (blocking), waiting for " ||
+        bad "dcoll-trace does not put $arrived in all_reduce #2"
+    echo "$merged" | grep -q "^    rank $last ([^)]*): behind, at all_reduce #1 (blocking), idle$" ||
+        bad "dcoll-trace does not name rank $last as behind"
+fi
 sleep 1
 left=$(ps -eo stat=,comm=,args= | awk -v h="hang $how" '$1 !~ /^Z/ && $2 == "test_fault" && index($0, h)' | wc -l)
 [ "$left" = 0 ] || bad "$left rank(s) still running"

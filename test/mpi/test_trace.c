@@ -13,7 +13,9 @@
  *   test_trace signal DIR  ranks keep calling until their file comes;
  *                          trace.sh sends DCOLL_DUMP_SIGNAL to mpirun or
  *                          dcollrun
- *   test_trace raise DIR   each rank sends DCOLL_DUMP_SIGNAL to itself */
+ *   test_trace raise DIR   each rank sends DCOLL_DUMP_SIGNAL to itself
+ *   test_trace slow DIR    the last rank comes late to 40 calls, then a
+ *                          dump (trace-tool.sh reads it) */
 #include <mpi.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -216,6 +218,25 @@ static int env(void)
     return 0;
 }
 
+/* 40 all_reduces where the last rank comes 30 ms late to each, then a
+ * dump: dcoll-trace -s names it as the rank that waited least. */
+static int slow(void)
+{
+    clear_files();
+    setenv("DCOLL_FLIGHT_RECORDER", "100", 1);
+    CHECK_OK(dcoll_init(NULL));
+    int x = 1, y = 0;
+    for (int i = 0; i < 40; i++) {
+        if (t_rank == n - 1)
+            usleep(30000);
+        CHECK_OK(dcoll_all_reduce(NULL, &x, &y, 1, DCOLL_INT32, DCOLL_SUM,
+                                  NULL, NULL));
+    }
+    CHECK_OK(dcoll_dump());
+    CHECK_OK(dcoll_finalize());
+    return 0;
+}
+
 /* Keep calling until this rank's file comes (20 s at most). */
 static int signalled(bool self)
 {
@@ -280,13 +301,15 @@ int main(int argc, char **argv)
         rc = report();
         MPI_Finalize();
     }
+    else if (!strcmp(mode, "slow"))
+        rc = slow();
     else if (!strcmp(mode, "env"))
         rc = env();
     else if (!strcmp(mode, "signal") || !strcmp(mode, "raise"))
         rc = signalled(!strcmp(mode, "raise"));
     else {
-        fprintf(stderr, "usage: test_trace dump|report|env|signal|raise "
-                "DIR\n");
+        fprintf(stderr, "usage: test_trace dump|report|env|signal|raise|"
+                "slow DIR\n");
         return 2;
     }
     if (t_failures)

@@ -1,0 +1,927 @@
+/* dcoll-trace: merge a job's recorder files (dcoll-JOB-RANK.jsonl, schema
+ * dcoll-trace version 1, docs/trace.md) and say what happened:
+ *   - where each rank stands on each group, ranks grouped by their latest
+ *     call ("ranks 0-4095 in all_reduce #9182"), those behind apart;
+ *   - the first call on each group where the ranks' records disagree
+ *     (kind, type, count, op, root or form), and on what;
+ *   - time by call kind and size: calls, mean and max per call, the
+ *     rank that took longest and the one that took least (the last to
+ *     arrive waits least).
+ * Files are read through mmap by as many threads as there are CPUs, each
+ * reduced to small per-file summaries, so memory does not grow with the
+ * calls recorded.
+ *
+ *   dcoll-trace [-s] [-q] [-j THREADS] FILE|DIR... */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "dcoll/dcoll.h"
+
+#define MAX_GROUPS 64     /* groups a file may list; more are left out */
+#define KEY_MAX 160
+
+/* ---- reading the lines ---- */
+
+/* The value of "key": in [p, end), or NULL; *len is its length (a string
+ * without its quotes). Values our writer puts never hold the pattern
+ * "key": (a quote inside a string is escaped). */
+static const char *field(const char *p, const char *end, const char *key,
+                         size_t *len)
+{
+    char pat[40];
+    int n = snprintf(pat, sizeof(pat), "\"%s\":", key);
+    const char *at = memmem(p, (size_t)(end - p), pat, (size_t)n);
+    if (!at)
+        return NULL;
+    const char *v = at + n, *e = v;
+    if (v < end && *v == '"') {
+        v++;
+        for (e = v; e < end && *e != '"'; e++)
+            if (*e == '\\' && e + 1 < end)
+                e++;
+    } else {
+        while (e < end && *e != ',' && *e != '}')
+            e++;
+    }
+    *len = (size_t)(e - v);
+    return v;
+}
+
+static bool get_str(const char *p, const char *end, const char *key,
+                    char *out, size_t cap)
+{
+    size_t len;
+    const char *v = field(p, end, key, &len);
+    if (!v) {
+        if (cap)
+            out[0] = '\0';
+        return false;
+    }
+    if (len >= cap)
+        len = cap - 1;
+    memcpy(out, v, len);
+    out[len] = '\0';
+    return true;
+}
+
+static bool get_num(const char *p, const char *end, const char *key,
+                    double *out)
+{
+    size_t len;
+    const char *v = field(p, end, key, &len);
+    if (!v || (len == 4 && !memcmp(v, "null", 4)))
+        return false;
+    char buf[40];
+    if (len >= sizeof(buf))
+        return false;
+    memcpy(buf, v, len);
+    buf[len] = '\0';
+    char *stop;
+    *out = strtod(buf, &stop);
+    return stop != buf;
+}
+
+static long long get_int(const char *p, const char *end, const char *key,
+                         long long dflt)
+{
+    double d;
+    return get_num(p, end, key, &d) ? (long long)d : dflt;
+}
+
+/* ---- what each file says ---- */
+
+struct gstate {
+    int id, group_rank, group_size;
+    unsigned long long calls, latest;
+    char kind[24], form[12], state[12], name[160];
+    double waiting;        /* seconds waiting at the writing; <0: none */
+};
+
+/* A call's description for comparing ranks. */
+struct sig {
+    unsigned long long seq;
+    uint64_t hash;
+};
+
+/* The time of one (group, kind, size) on one file. */
+struct stat_key {
+    char key[KEY_MAX];     /* "group\tkind\tbucket" */
+    unsigned long long calls;
+    double total, max;
+};
+
+struct file {
+    const char *path;
+    int rank, size;
+    char job[96], host[64];
+    char reason[600];
+    bool ok;
+    char error[200];
+    int ngroups;
+    struct gstate g[MAX_GROUPS];
+    /* Its first disagreement with the reference, per group slot. */
+    unsigned long long differs[MAX_GROUPS];
+    char said[MAX_GROUPS][200];
+    struct stat_key *stats;
+    int nstats, capstats;
+};
+
+/* The reference's calls per group id (the lowest rank's file). */
+struct ref {
+    int id;
+    struct sig *s;
+    size_t n, cap;
+    char (*said)[200];
+};
+static struct ref refs[MAX_GROUPS];
+static int nrefs;
+static bool building_ref;
+/* A second reading, for a group the first reference lacked: only that
+ * group's calls are compared, nothing else is counted again. */
+static int only = -1;
+
+static struct ref *ref_of(int id)
+{
+    for (int i = 0; i < nrefs; i++)
+        if (refs[i].id == id)
+            return &refs[i];
+    return NULL;
+}
+
+static uint64_t fnv(uint64_t h, const char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static const char *const vector_kinds[] = {
+    "all_gatherv", "gatherv", "scatterv", "reduce_scatterv", "all_to_allv",
+};
+
+/* A call line's signature (what every rank must pass alike) and its words. */
+static uint64_t describe(const char *p, const char *end, char *said,
+                         size_t cap)
+{
+    char kind[24], dtype[24], op[16], form[12];
+    get_str(p, end, "kind", kind, sizeof(kind));
+    get_str(p, end, "dtype", dtype, sizeof(dtype));
+    get_str(p, end, "op", op, sizeof(op));
+    get_str(p, end, "form", form, sizeof(form));
+    long long count = get_int(p, end, "count", -1);
+    long long root = get_int(p, end, "root", -1);
+    bool vec = false;
+    for (size_t i = 0; i < sizeof(vector_kinds) / sizeof(vector_kinds[0]); i++)
+        vec |= !strcmp(kind, vector_kinds[i]);
+    if (vec)
+        count = -1;   /* each rank's own part */
+    int n = snprintf(said, cap, "%s", kind);
+    if (dtype[0] && n > 0 && (size_t)n < cap)
+        n += snprintf(said + n, cap - (size_t)n, " %s", dtype);
+    if (count >= 0 && n > 0 && (size_t)n < cap)
+        n += snprintf(said + n, cap - (size_t)n, " count %lld", count);
+    if (op[0] && n > 0 && (size_t)n < cap)
+        n += snprintf(said + n, cap - (size_t)n, " %s", op);
+    if (root >= 0 && n > 0 && (size_t)n < cap)
+        n += snprintf(said + n, cap - (size_t)n, " root %lld", root);
+    if (n > 0 && (size_t)n < cap)
+        snprintf(said + n, cap - (size_t)n, ", %s", form);
+    return fnv(1469598103934665603ull, said, strlen(said));
+}
+
+static int bucket(long long bytes)
+{
+    int b = 0;
+    while (b < 62 && (1LL << b) < bytes)
+        b++;
+    return bytes <= 0 ? -1 : b;
+}
+
+static struct stat_key *stat_of(struct file *f, const char *key)
+{
+    for (int i = f->nstats - 1; i >= 0; i--)
+        if (!strcmp(f->stats[i].key, key))
+            return &f->stats[i];
+    if (f->nstats == f->capstats) {
+        int cap = f->capstats ? 2 * f->capstats : 32;
+        struct stat_key *s = realloc(f->stats, sizeof(*s) * (size_t)cap);
+        if (!s)
+            return NULL;
+        f->stats = s;
+        f->capstats = cap;
+    }
+    struct stat_key *s = &f->stats[f->nstats++];
+    memset(s, 0, sizeof(*s));
+    snprintf(s->key, sizeof(s->key), "%s", key);
+    return s;
+}
+
+static int slot_of(struct file *f, int id)
+{
+    for (int i = 0; i < f->ngroups; i++)
+        if (f->g[i].id == id)
+            return i;
+    return -1;
+}
+
+static void call_line(struct file *f, const char *p, const char *end)
+{
+    int id = (int)get_int(p, end, "group", -1);
+    unsigned long long seq = (unsigned long long)get_int(p, end, "call", 0);
+    int slot = slot_of(f, id);
+    if (slot < 0 || (only >= 0 && id != only))
+        return;
+    double took;
+    if (only < 0 && get_num(p, end, "duration", &took)) {
+        char kind[24], key[KEY_MAX];
+        get_str(p, end, "kind", kind, sizeof(kind));
+        snprintf(key, sizeof(key), "%d\t%s\t%d", id, kind,
+                 bucket(get_int(p, end, "bytes", 0)));
+        struct stat_key *s = stat_of(f, key);
+        if (s) {
+            s->calls++;
+            s->total += took;
+            if (took > s->max)
+                s->max = took;
+        }
+    }
+    if (!seq)
+        return;   /* sends and receives: ranks make different numbers */
+    char said[200];
+    uint64_t h = describe(p, end, said, sizeof(said));
+    if (building_ref) {
+        struct ref *r = ref_of(id);
+        if (!r || (r->n && r->s[r->n - 1].seq >= seq))
+            return;
+        if (r->n == r->cap) {
+            size_t cap = r->cap ? 2 * r->cap : 1024;
+            struct sig *s = realloc(r->s, sizeof(*s) * cap);
+            char (*d)[200] = realloc(r->said, sizeof(*d) * cap);
+            if (s)
+                r->s = s;
+            if (d)
+                r->said = d;
+            if (!s || !d)
+                return;
+            r->cap = cap;
+        }
+        r->s[r->n] = (struct sig){seq, h};
+        memcpy(r->said[r->n], said, sizeof(said));
+        r->n++;
+        return;
+    }
+    if (f->differs[slot])
+        return;   /* its first disagreement is known */
+    const struct ref *r = ref_of(id);
+    if (!r || !r->n)
+        return;
+    size_t lo = 0, hi = r->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (r->s[mid].seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < r->n && r->s[lo].seq == seq && r->s[lo].hash != h) {
+        f->differs[slot] = seq;
+        memcpy(f->said[slot], said, sizeof(said));
+    }
+}
+
+static void group_line(struct file *f, const char *p, const char *end,
+                       double clock)
+{
+    if (only >= 0) {
+        if (building_ref && get_int(p, end, "group", -1) == only &&
+            nrefs < MAX_GROUPS && !ref_of(only))
+            refs[nrefs++].id = only;
+        return;
+    }
+    if (f->ngroups == MAX_GROUPS)
+        return;
+    struct gstate *g = &f->g[f->ngroups++];
+    memset(g, 0, sizeof(*g));
+    g->id = (int)get_int(p, end, "group", -1);
+    g->group_rank = (int)get_int(p, end, "group_rank", -1);
+    g->group_size = (int)get_int(p, end, "group_size", 0);
+    g->calls = (unsigned long long)get_int(p, end, "calls", 0);
+    get_str(p, end, "name", g->name, sizeof(g->name));
+    get_str(p, end, "state", g->state, sizeof(g->state));
+    size_t len;
+    const char *lat = field(p, end, "latest", &len);
+    if (lat) {
+        const char *le = memchr(lat, '}', (size_t)(end - lat));
+        le = le ? le : end;
+        g->latest = (unsigned long long)get_int(lat, le, "call", 0);
+        get_str(lat, le, "kind", g->kind, sizeof(g->kind));
+        get_str(lat, le, "form", g->form, sizeof(g->form));
+    }
+    double since;
+    g->waiting = get_num(p, end, "waiting_since", &since) ? clock - since
+                                                          : -1;
+    if (building_ref && nrefs < MAX_GROUPS && !ref_of(g->id))
+        refs[nrefs++].id = g->id;
+}
+
+static void read_file(struct file *f)
+{
+    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb)) {
+        snprintf(f->error, sizeof(f->error), "%s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    if (sb.st_size == 0) {
+        close(fd);
+        snprintf(f->error, sizeof(f->error), "empty");
+        return;
+    }
+    const char *base = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE,
+                            fd, 0);
+    close(fd);
+    if (base == MAP_FAILED) {
+        snprintf(f->error, sizeof(f->error), "%s", strerror(errno));
+        return;
+    }
+    madvise((void *)base, (size_t)sb.st_size, MADV_SEQUENTIAL);
+    const char *p = base, *all = base + sb.st_size;
+    double clock = 0;
+    for (int line = 1; p < all; line++) {
+        const char *end = memchr(p, '\n', (size_t)(all - p));
+        end = end ? end : all;
+        if (line == 1) {
+            char schema[32];
+            long long version = get_int(p, end, "version", 0);
+            if (!get_str(p, end, "schema", schema, sizeof(schema)) ||
+                strcmp(schema, "dcoll-trace") || version != 1) {
+                snprintf(f->error, sizeof(f->error), "not a dcoll-trace "
+                         "version 1 file (schema '%s', version %lld)",
+                         schema, version);
+                break;
+            }
+            if (only >= 0) {
+                p = end + 1;
+                continue;   /* read before */
+            }
+            f->rank = (int)get_int(p, end, "rank", -1);
+            f->size = (int)get_int(p, end, "size", 0);
+            get_str(p, end, "job", f->job, sizeof(f->job));
+            get_str(p, end, "host", f->host, sizeof(f->host));
+            get_str(p, end, "reason", f->reason, sizeof(f->reason));
+            get_num(p, end, "clock", &clock);
+            f->ok = f->rank >= 0;
+        } else if (end - p > 9 && !memcmp(p, "{\"call\":", 8)) {
+            call_line(f, p, end);
+        } else if (end - p > 10 && !memcmp(p, "{\"group\":", 9)) {
+            group_line(f, p, end, clock);
+        }
+        p = end + 1;
+    }
+    munmap((void *)base, (size_t)sb.st_size);
+}
+
+/* ---- reading every file, on every CPU ---- */
+
+static struct file *files;
+static int nfiles;
+static int next_file;
+static pthread_mutex_t take = PTHREAD_MUTEX_INITIALIZER;
+
+static void *worker(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        pthread_mutex_lock(&take);
+        int i = next_file++;
+        pthread_mutex_unlock(&take);
+        if (i >= nfiles)
+            return NULL;
+        read_file(&files[i]);
+    }
+}
+
+static int add_path(const char *path, char ***list, int *n, int *cap)
+{
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 256;
+        char **l = realloc(*list, sizeof(char *) * (size_t)*cap);
+        if (!l)
+            return -1;
+        *list = l;
+    }
+    (*list)[(*n)++] = strdup(path);
+    return 0;
+}
+
+static bool is_trace_name(const char *name)
+{
+    size_t n = strlen(name);
+    return !strncmp(name, "dcoll-", 6) && n > 12 &&
+           !strcmp(name + n - 6, ".jsonl");
+}
+
+static int cmp_rank(const void *a, const void *b)
+{
+    const struct file *x = a, *y = b;
+    if (x->ok != y->ok)
+        return x->ok ? -1 : 1;
+    return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* ---- saying it ---- */
+
+/* world ranks r[0..n) (sorted) as "rank 3" or "ranks 0-4095,4097". */
+static void put_ranks(const int *r, int n)
+{
+    printf("%s", n == 1 ? "rank " : "ranks ");
+    int shown = 0;
+    for (int i = 0; i < n; shown++) {
+        int j = i;
+        while (j + 1 < n && r[j + 1] == r[j] + 1)
+            j++;
+        if (shown == 12) {
+            printf(",...");
+            break;
+        }
+        printf(shown ? "," : "");
+        if (j == i)
+            printf("%d", r[i]);
+        else
+            printf("%d-%d", r[i], r[j]);
+        i = j + 1;
+    }
+}
+
+/* The hosts of the files fi[0..n), where they are few. */
+static void put_hosts(const int *fi, int n)
+{
+    if (n > 8)
+        return;
+    printf(" (");
+    for (int i = 0; i < n; i++) {
+        int q = 0;
+        while (q < i && strcmp(files[fi[q]].host, files[fi[i]].host))
+            q++;
+        if (q < i)
+            continue;
+        printf("%s%s", i ? ", " : "", files[fi[i]].host);
+    }
+    printf(")");
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* Every group id a file lists, in the order the lowest ranks list them. */
+static int ids[MAX_GROUPS * 4], nids;
+
+static void collect_ids(void)
+{
+    for (int i = 0; i < nfiles; i++)
+        for (int s = 0; files[i].ok && s < files[i].ngroups; s++) {
+            int k = 0;
+            while (k < nids && ids[k] != files[i].g[s].id)
+                k++;
+            if (k == nids && nids < (int)(sizeof(ids) / sizeof(ids[0])))
+                ids[nids++] = files[i].g[s].id;
+        }
+}
+
+static void where(void)
+{
+    printf("\nWhere the ranks stand, by group:\n");
+    int *ranks = malloc(sizeof(int) * (size_t)nfiles);
+    int *fi = malloc(sizeof(int) * (size_t)nfiles);
+    unsigned char *done = malloc((size_t)nfiles);
+    if (!ranks || !fi || !done)
+        return;
+    for (int k = 0; k < nids; k++) {
+        int id = ids[k];
+        unsigned long long top = 0;
+        int members = 0, size = 0;
+        const char *name = "";
+        for (int i = 0; i < nfiles; i++) {
+            int s = files[i].ok ? slot_of(&files[i], id) : -1;
+            if (s < 0)
+                continue;
+            members++;
+            size = files[i].g[s].group_size;
+            name = files[i].g[s].name;
+            if (files[i].g[s].latest > top)
+                top = files[i].g[s].latest;
+        }
+        printf("  %s", name);
+        if (members < size)
+            printf(" (files from %d of its %d ranks)", members, size);
+        printf(":\n");
+        memset(done, 0, (size_t)nfiles);
+        for (int i = 0; i < nfiles; i++) {
+            int s = files[i].ok ? slot_of(&files[i], id) : -1;
+            if (s < 0 || done[i])
+                continue;
+            const struct gstate *a = &files[i].g[s];
+            int n = 0;
+            double wmin = 1e300, wmax = -1;
+            for (int j = i; j < nfiles; j++) {
+                int t = files[j].ok ? slot_of(&files[j], id) : -1;
+                if (t < 0 || done[j])
+                    continue;
+                const struct gstate *b = &files[j].g[t];
+                if (b->latest != a->latest || strcmp(b->kind, a->kind) ||
+                    strcmp(b->form, a->form) || strcmp(b->state, a->state))
+                    continue;
+                done[j] = 1;
+                fi[n] = j;
+                ranks[n++] = files[j].rank;
+                if (b->waiting >= 0) {
+                    wmin = b->waiting < wmin ? b->waiting : wmin;
+                    wmax = b->waiting > wmax ? b->waiting : wmax;
+                }
+            }
+            qsort(ranks, (size_t)n, sizeof(int), cmp_int);
+            printf("    ");
+            put_ranks(ranks, n);
+            put_hosts(fi, n);
+            if (!a->latest)
+                printf(": no call yet");
+            else
+                printf(": %s %s #%llu (%s), %s", a->latest < top ? "behind, at"
+                       : !strcmp(a->state, "waiting") ? "in" : "at", a->kind,
+                       a->latest, a->form, a->state);
+            if (wmax >= 0 && wmax - wmin < 0.05)
+                printf(" for %.1f s", wmax);
+            else if (wmax >= 0)
+                printf(" for %.1f-%.1f s", wmin, wmax);
+            printf("\n");
+        }
+    }
+    free(ranks);
+    free(fi);
+    free(done);
+}
+
+static void disagreements(void)
+{
+    printf("\nFirst call where the ranks' records disagree, by group:\n");
+    bool any = false;
+    int *ranks = malloc(sizeof(int) * (size_t)nfiles);
+    if (!ranks)
+        return;
+    for (int k = 0; k < nrefs; k++) {
+        int id = refs[k].id;
+        unsigned long long first = 0;
+        for (int i = 0; i < nfiles; i++) {
+            int s = files[i].ok ? slot_of(&files[i], id) : -1;
+            if (s >= 0 && files[i].differs[s] &&
+                (!first || files[i].differs[s] < first))
+                first = files[i].differs[s];
+        }
+        if (!first)
+            continue;
+        any = true;
+        const struct ref *r = &refs[k];
+        const char *refsaid = "";
+        for (size_t q = 0; q < r->n; q++)
+            if (r->s[q].seq == first)
+                refsaid = r->said[q];
+        const char *name = "";
+        for (int i = 0; i < nfiles && !name[0]; i++) {
+            int s = files[i].ok ? slot_of(&files[i], id) : -1;
+            if (s >= 0)
+                name = files[i].g[s].name;
+        }
+        printf("  %s, call #%llu:\n", name, first);
+        /* Those that differ there, each description once; the rest as
+         * the reference (the lowest rank) recorded it. */
+        unsigned char *done = calloc((size_t)nfiles, 1);
+        for (int i = 0; done && i < nfiles; i++) {
+            int s = files[i].ok ? slot_of(&files[i], id) : -1;
+            if (s < 0 || done[i] || files[i].differs[s] != first)
+                continue;
+            int n = 0;
+            for (int j = i; j < nfiles; j++) {
+                int t = files[j].ok ? slot_of(&files[j], id) : -1;
+                if (t < 0 || done[j] || files[j].differs[t] != first ||
+                    strcmp(files[j].said[t], files[i].said[s]))
+                    continue;
+                done[j] = 1;
+                ranks[n++] = files[j].rank;
+            }
+            printf("    ");
+            put_ranks(ranks, n);
+            printf(": %s\n", files[i].said[s]);
+        }
+        int n = 0;
+        for (int i = 0; done && i < nfiles; i++) {
+            int s = files[i].ok ? slot_of(&files[i], id) : -1;
+            if (s >= 0 && !done[i])
+                ranks[n++] = files[i].rank;
+        }
+        printf("    ");
+        put_ranks(ranks, n);
+        printf(": %s%s\n", refsaid, n > 1 ? " (or not recorded)" : "");
+        free(done);
+    }
+    if (!any)
+        printf("  none: every call recorded on more than one rank was "
+               "recorded alike\n");
+    free(ranks);
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+    const struct stat_key *x = a, *y = b;
+    int gx = atoi(x->key), gy = atoi(y->key);
+    if (gx != gy)
+        return gx - gy;
+    const char *kx = strchr(x->key, '\t'), *ky = strchr(y->key, '\t');
+    size_t lx = strcspn(kx + 1, "\t"), ly = strcspn(ky + 1, "\t");
+    int c = strncmp(kx + 1, ky + 1, lx < ly ? ly : lx);
+    if (c)
+        return c;
+    return atoi(kx + 2 + lx) - atoi(ky + 2 + ly);
+}
+
+static void times(void)
+{
+    /* Every key any file has, then each file's figures for it. */
+    struct stat_key *keys = NULL;
+    int nkeys = 0, cap = 0;
+    for (int i = 0; i < nfiles; i++)
+        for (int s = 0; files[i].ok && s < files[i].nstats; s++) {
+            int k = 0;
+            while (k < nkeys && strcmp(keys[k].key, files[i].stats[s].key))
+                k++;
+            if (k < nkeys)
+                continue;
+            if (nkeys == cap) {
+                cap = cap ? 2 * cap : 64;
+                struct stat_key *nk = realloc(keys, sizeof(*nk) * (size_t)cap);
+                if (!nk)
+                    return;
+                keys = nk;
+            }
+            keys[nkeys++] = files[i].stats[s];
+        }
+    qsort(keys, (size_t)nkeys, sizeof(*keys), cmp_key);
+    printf("\nTime by group, call kind and size, over every rank (the "
+           "recorders' clock: a few ms\nresolution). The rank with the "
+           "least mean waited least: the last to arrive.\n");
+    printf("  %5s %-16s %12s %10s %10s %10s %8s %10s %8s\n", "group", "kind",
+           "bytes up to", "calls", "mean s", "max s", "on rank",
+           "least mean", "on rank");
+    for (int k = 0; k < nkeys; k++) {
+        unsigned long long calls = 0;
+        double total = 0, max = -1, least = 1e300;
+        int max_rank = -1, least_rank = -1;
+        for (int i = 0; i < nfiles; i++) {
+            for (int s = 0; files[i].ok && s < files[i].nstats; s++) {
+                const struct stat_key *x = &files[i].stats[s];
+                if (strcmp(x->key, keys[k].key))
+                    continue;
+                calls += x->calls;
+                total += x->total;
+                if (x->max > max) {
+                    max = x->max;
+                    max_rank = files[i].rank;
+                }
+                double mean = x->calls ? x->total / (double)x->calls : 0;
+                if (mean < least) {
+                    least = mean;
+                    least_rank = files[i].rank;
+                }
+            }
+        }
+        int group = atoi(keys[k].key);
+        const char *kind = strchr(keys[k].key, '\t') + 1;
+        int klen = (int)strcspn(kind, "\t");
+        int b = atoi(kind + klen + 1);
+        char bytes[32];
+        if (b < 0)
+            snprintf(bytes, sizeof(bytes), "-");
+        else
+            snprintf(bytes, sizeof(bytes), "%llu", 1ULL << b);
+        printf("  %5d %-16.*s %12s %10llu %10.6f %10.6f %8d %10.6f %8d\n",
+               group, klen, kind, bytes, calls, calls ? total / (double)calls
+               : 0, max, max_rank, least, least_rank);
+    }
+    free(keys);
+}
+
+static void usage(FILE *to)
+{
+    fprintf(to, "usage: dcoll-trace [-s] [-q] [-j THREADS] FILE|DIR...\n"
+            "Merges a job's flight recorder files (dcoll-JOB-RANK.jsonl, "
+            "written on a hang,\na mismatch, dcoll_dump or "
+            "DCOLL_DUMP_SIGNAL; a directory stands for those in it)\nand "
+            "says where each rank stands on each group, the first call "
+            "where the\nranks' records disagree, and (-s) the time by call "
+            "kind and size.\n"
+            "  -s          also the time by group, call kind and size\n"
+            "  -q          leave out the first report's text\n"
+            "  -j THREADS  files read at once (default: the CPUs)\n"
+            "  --version   dcoll's version\n");
+}
+
+int main(int argc, char **argv)
+{
+    bool slow = false, quiet = false;
+    long threads = sysconf(_SC_NPROCESSORS_ONLN);
+    char **paths = NULL;
+    int npaths = 0, cap = 0;
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--help") || !strcmp(argv[a], "-h")) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[a], "--version")) {
+            int ma, mi, pa;
+            dcoll_version(&ma, &mi, &pa);
+            printf("dcoll-trace (dcoll %d.%d.%d), reads dcoll-trace version "
+                   "1\n", ma, mi, pa);
+            return 0;
+        }
+        if (!strcmp(argv[a], "-s")) {
+            slow = true;
+        } else if (!strcmp(argv[a], "-q")) {
+            quiet = true;
+        } else if (!strcmp(argv[a], "-j")) {
+            char *end;
+            threads = a + 1 < argc ? strtol(argv[++a], &end, 10) : 0;
+            if (threads < 1 || threads > 256 || *end) {
+                fprintf(stderr, "dcoll-trace: -j takes a number of threads "
+                        "from 1 to 256, not '%s'\n", argv[a]);
+                return 2;
+            }
+        } else if (argv[a][0] == '-') {
+            fprintf(stderr, "dcoll-trace: unknown option '%s'\n", argv[a]);
+            usage(stderr);
+            return 2;
+        } else {
+            struct stat sb;
+            if (stat(argv[a], &sb)) {
+                fprintf(stderr, "dcoll-trace: %s: %s\n", argv[a],
+                        strerror(errno));
+                return 2;
+            }
+            if (S_ISDIR(sb.st_mode)) {
+                DIR *d = opendir(argv[a]);
+                struct dirent *e;
+                while (d && (e = readdir(d))) {
+                    if (!is_trace_name(e->d_name))
+                        continue;
+                    char p[4096];
+                    snprintf(p, sizeof(p), "%s/%s", argv[a], e->d_name);
+                    if (add_path(p, &paths, &npaths, &cap))
+                        return 2;
+                }
+                if (d)
+                    closedir(d);
+            } else if (add_path(argv[a], &paths, &npaths, &cap)) {
+                return 2;
+            }
+        }
+    }
+    if (!npaths) {
+        fprintf(stderr, "dcoll-trace: no recorder files (dcoll-*.jsonl) "
+                "given or found\n");
+        usage(stderr);
+        return 2;
+    }
+    files = calloc((size_t)npaths, sizeof(*files));
+    if (!files)
+        return 2;
+    nfiles = npaths;
+    for (int i = 0; i < nfiles; i++)
+        files[i].path = paths[i];
+    /* The lowest rank's file is the reference the others are held to:
+     * find it by its header first, read it whole, then the rest. */
+    int low = -1, lowrank = 0;
+    for (int i = 0; i < nfiles; i++) {
+        FILE *fp = fopen(files[i].path, "r");
+        char head[2048];
+        if (fp && fgets(head, sizeof(head), fp)) {
+            int r = (int)get_int(head, head + strlen(head), "rank", -1);
+            if (r >= 0 && (low < 0 || r < lowrank)) {
+                low = i;
+                lowrank = r;
+            }
+        }
+        if (fp)
+            fclose(fp);
+    }
+    if (low > 0) {
+        struct file t = files[0];
+        files[0] = files[low];
+        files[low] = t;
+    }
+    building_ref = true;
+    read_file(&files[0]);
+    building_ref = false;
+    next_file = 1;
+    pthread_t *t = calloc((size_t)threads, sizeof(*t));
+    long started = 0;
+    for (long i = 0; t && i < threads; i++)
+        started += !pthread_create(&t[i], NULL, worker, NULL);
+    if (!started)
+        worker(NULL);
+    for (long i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    free(t);
+    qsort(files, (size_t)nfiles, sizeof(*files), cmp_rank);
+    collect_ids();
+    /* A group the reference is not in (rank 0 left out of it): its
+     * lowest member's file is its reference, and its members are read
+     * again for it alone. */
+    for (int k = 0; k < nids; k++) {
+        if (ref_of(ids[k]) || nrefs == MAX_GROUPS)
+            continue;
+        only = ids[k];
+        int first = -1;
+        for (int i = 0; i < nfiles; i++) {
+            if (!files[i].ok || slot_of(&files[i], only) < 0)
+                continue;
+            if (first < 0) {
+                first = i;
+                building_ref = true;
+                read_file(&files[i]);
+                building_ref = false;
+            } else {
+                read_file(&files[i]);
+            }
+        }
+        only = -1;
+    }
+
+    int ok = 0, size = 0;
+    const char *job = "";
+    for (int i = 0; i < nfiles; i++) {
+        if (!files[i].ok) {
+            fprintf(stderr, "dcoll-trace: %s: %s\n", files[i].path,
+                    files[i].error[0] ? files[i].error : "no header");
+            continue;
+        }
+        ok++;
+        if (files[i].size > size)
+            size = files[i].size;
+        if (!job[0])
+            job = files[i].job;
+        else if (strcmp(job, files[i].job))
+            fprintf(stderr, "dcoll-trace: %s is of job %s, not %s\n",
+                    files[i].path, files[i].job, job);
+    }
+    if (!ok) {
+        fprintf(stderr, "dcoll-trace: no file could be read\n");
+        return 1;
+    }
+    /* A reference read out of order (not rank 0) still holds. */
+    printf("job %s: %d rank(s), files from %d", job, size, ok);
+    if (ok < size) {
+        int *none = malloc(sizeof(int) * (size_t)size), n = 0;
+        unsigned char *have = calloc((size_t)size, 1);
+        for (int i = 0; have && i < nfiles; i++)
+            if (files[i].ok && files[i].rank < size)
+                have[files[i].rank] = 1;
+        for (int r = 0; none && have && r < size; r++)
+            if (!have[r])
+                none[n++] = r;
+        printf("; none from ");
+        if (none)
+            put_ranks(none, n);
+        printf(" (never wrote one, or it is elsewhere)");
+        free(none);
+        free(have);
+    }
+    printf("\n");
+    if (!quiet)
+        for (int i = 0; i < nfiles; i++)
+            if (files[i].ok && strcmp(files[i].reason, "dcoll_dump") &&
+                strncmp(files[i].reason, "dump asked", 10)) {
+                printf("rank %d reported: %.400s%s\n", files[i].rank,
+                       files[i].reason,
+                       strlen(files[i].reason) > 400 ? "..." : "");
+                break;
+            }
+    where();
+    disagreements();
+    if (slow)
+        times();
+    return 0;
+}
