@@ -138,6 +138,7 @@ dcoll_status_t dcoll_mpi_timed_out(struct dcoll_group *g,
 bool dcoll_mpi_threaded(void);
 bool dcoll_mpi_serve(struct dcoll_group *g, struct dcoll_verdict *v);
 void dcoll_mpi_ack(struct dcoll_group *g, int to);
+int dcoll_mpi_lead(struct dcoll_group *g, uint64_t seq, double *wait);
 dcoll_status_t dcoll_mpi_roll_call(struct dcoll_group *g, uint64_t seq,
                                    struct dcoll_roll *roll);
 bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,

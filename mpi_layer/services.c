@@ -29,6 +29,7 @@ const struct dcoll_comm_ops dcoll_mpi_services = {
     .threaded = dcoll_mpi_threaded,
     .serve = dcoll_mpi_serve,
     .ack = dcoll_mpi_ack,
+    .lead = dcoll_mpi_lead,
     .roll_call = dcoll_mpi_roll_call,
     .tell = dcoll_mpi_tell,
     .abort_job = dcoll_mpi_abort_job,

@@ -40,11 +40,13 @@
 #define QUIET 0.05    /* seconds of waiting before a rank answers asks */
 #define WHY_MAX 232   /* bytes of a left rank's reason in its answer */
 #define ABORT_GRACE 1 /* seconds MPI_Abort gets before _exit (MPICH) */
+#define LEAD_WAIT 0.25 /* seconds a rank asked who leads may take */
 
 /* What a rank answers an ask with. */
 struct answer {
     int64_t asked, seq, kind, form, busy;
     int64_t left;          /* the call at which it left the group; 0: no */
+    double due;            /* busy: seconds until its own deadline */
     char why[WHY_MAX];     /* why it left */
 };
 
@@ -56,8 +58,9 @@ static void answer_of(struct dcoll_group *g, int64_t asked, struct answer *a)
     a->seq = (int64_t)DCOLL_PEEK(g->seq);
     a->kind = DCOLL_PEEK(g->cur_kind);
     a->form = DCOLL_PEEK(g->cur_form);
-    a->busy = DCOLL_PEEK(g->busy_start) > 0 &&
-              DCOLL_PEEK(g->busy_seq) == (uint64_t)a->seq;
+    double since = DCOLL_PEEK(g->busy_start);
+    a->busy = since > 0 && DCOLL_PEEK(g->busy_seq) == (uint64_t)a->seq;
+    a->due = a->busy ? since + g->timeout - dcoll_now() : 0;
     const char *left = DCOLL_PEEK(g->left);
     a->left = left ? (int64_t)DCOLL_PEEK(g->left_seq) : 0;
     snprintf(a->why, sizeof(a->why), "%s", left ? left : "");
@@ -328,6 +331,60 @@ static bool roll_call(struct dcoll_group *g, uint64_t seq,
     free(got);
     let_go(nrq, rq, ask);
     return true;
+}
+
+/* Which rank leads the report of a hang in call #seq: the lowest that
+ * waits in it, as its watchdog will find it hung too. Asking the ranks
+ * below this one in turn (most often rank 0 alone) costs a message or
+ * two, where a roll call by every waiting rank would cost one to every
+ * rank from each: n^2 messages, which over TCP at 64 ranks already
+ * outlast the grace. */
+int dcoll_mpi_lead(struct dcoll_group *g, uint64_t seq, double *wait)
+{
+    MPI_Comm ctl = dcoll_mpi_ctl_of(g);
+    int64_t *ask = malloc(sizeof(*ask));
+    MPI_Request *rq = malloc(sizeof(MPI_Request) * (size_t)(g->rank + 1));
+    unsigned char *heard = calloc((size_t)g->rank + 1, 1);
+    int lead = g->rank, nrq = 0;
+    *wait = 0;
+    if (!ask || !rq || !heard) {
+        free(ask);
+        free(rq);
+        free(heard);
+        return lead;
+    }
+    *ask = (int64_t)seq;
+    double end = dcoll_now() + GRACE;
+    /* Each lower rank in turn, until one is in the call: a rank that
+     * does not answer within LEAD_WAIT is passed over. */
+    for (int q = 0; q < g->rank && lead == g->rank && dcoll_now() < end;
+         q++) {
+        if (MPI_Isend(ask, 1, MPI_INT64_T, q, TAG_ASK, ctl, &rq[nrq]) !=
+            MPI_SUCCESS)
+            continue;
+        nrq++;
+        double give_up = dcoll_now() + LEAD_WAIT;
+        while (!heard[q] && lead == g->rank && dcoll_now() < give_up) {
+            serve_asks(g, NULL, 0);
+            struct answer a;
+            int r;
+            if (!take(ctl, TAG_ANSWER, &a, (int)sizeof(a), &r)) {
+                usleep(200);
+                continue;
+            }
+            if ((uint64_t)a.asked != seq || r >= g->rank)
+                continue;
+            heard[r] = 1;
+            /* A late answer from a rank passed over counts too. */
+            if ((uint64_t)a.seq == seq && a.busy && !a.left && r < lead) {
+                lead = r;
+                *wait = (a.due > 0 ? a.due : 0) + 2 * GRACE + 1.0;
+            }
+        }
+    }
+    free(heard);
+    let_go(nrq, rq, ask);
+    return lead;
 }
 
 dcoll_status_t dcoll_mpi_roll_call(struct dcoll_group *g, uint64_t seq,

@@ -272,6 +272,10 @@ struct dcoll_comm_ops {
      * rank has declared one of g's calls hung (then answer with ack). */
     bool (*serve)(struct dcoll_group *g, struct dcoll_verdict *v);
     void (*ack)(struct dcoll_group *g, int to);
+    /* Which group rank reports a hang of call #seq: the lowest waiting
+     * in it (this one where no lower rank does); where another, *wait
+     * is how long to wait for its verdict before reporting anyway. */
+    int (*lead)(struct dcoll_group *g, uint64_t seq, double *wait);
     /* Ask g's ranks where they stand about call #seq (a second of grace
      * for answers); fills roll. */
     dcoll_status_t (*roll_call)(struct dcoll_group *g, uint64_t seq,

@@ -89,7 +89,7 @@ static void say(const struct dcoll_group *g, const struct dcoll_coll *c,
              "so none ran; rank 0 reports it", dcoll_kind_name(c->kind),
              (unsigned long long)c->seq,
              dcoll_group_name(g, name, sizeof(name)));
-    dcoll_fault_say(g, msg, g->rank == 0, where, false);
+    dcoll_fault_say(g, msg, g->rank == 0, where, false, NULL);
 }
 
 /* A vector call whose counts are not the same on every rank (gatherv,

@@ -18,6 +18,11 @@ struct dcoll_diag_group {
     struct dcoll_flight *flight;
     const char *said_way[DCOLL_COLL_KIND_COUNT_]; /* DCOLL_DEBUG=detail:
                                   the tuned way each kind last told */
+    /* The watchdog's: call #lead_seq hung here, and a lower rank that
+     * waits in it too leads the report; this one reports it only if no
+     * verdict has come by lead_until. */
+    uint64_t lead_seq;
+    double lead_until;
 };
 
 extern double dcoll_default_timeout; /* seconds; 0: forever */
@@ -265,9 +270,14 @@ dcoll_status_t dcoll_trace_dump(const char *why);
  * rank that leads (lowest that found it) prints it all; another prints
  * where (one line, or none: DCOLL_REPORT; elsewhere: it is not in the
  * failed call); each writes its recorder file, or, with
- * DCOLL_FLIGHT_DIR=stderr, prints it. */
+ * DCOLL_FLIGHT_DIR=stderr, prints it. kept: the file was written before
+ * (dcoll_fault_keep's status), or NULL to write it now. */
 void dcoll_fault_say(const struct dcoll_group *g, const char *report,
-                     bool lead, const char *where, bool elsewhere);
+                     bool lead, const char *where, bool elsewhere,
+                     const dcoll_status_t *kept);
+/* The recorder file for report, written ahead of dcoll_fault_say where
+ * the job may end before it (a rank that tells the others of a hang). */
+dcoll_status_t dcoll_fault_keep(const char *report);
 /* DCOLL_DUMP_SIGNAL: catch it from init to finalize; the watchdog's
  * dcoll_trace_poll writes the file when it has come. */
 dcoll_status_t dcoll_trace_signal_start(void);

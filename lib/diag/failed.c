@@ -127,7 +127,7 @@ dcoll_status_t dcoll_fault_timed_out(struct dcoll_group *g, const char *fn,
              "rank %d reports it", dcoll_kind_name(kind),
              (unsigned long long)seq, dcoll_group_name(g, name, sizeof(name)),
              lead);
-    dcoll_fault_say(g, msg, lead == g->rank, where, false);
+    dcoll_fault_say(g, msg, lead == g->rank, where, false, NULL);
     return dcoll_error(DCOLL_ERR_TIMEOUT, "%s", msg);
 }
 

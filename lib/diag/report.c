@@ -173,7 +173,9 @@ static void put_roll(struct dcoll_text *t, const struct dcoll_group *g,
                 roll->busy[r] ? "waiting in it"
                               : "not waiting in a call on the group");
         }
-        dcoll_put(t, "); ");
+        dcoll_put(t, ")");
+        put_hosts(t, g, pick_behind, &b);
+        dcoll_put(t, "; ");
     }
     for (int r = 0; r < g->size; r++)
         if (roll->state[r] == DCOLL_ROLL_OTHER && roll->seq[r] > seq)
@@ -263,7 +265,7 @@ void dcoll_fault_told(struct dcoll_group *g, struct dcoll_verdict *v)
     bool busy = DCOLL_PEEK(g->busy_start) > 0 &&
                 DCOLL_PEEK(g->busy_seq) == seq;
     dcoll_put(&w, "%s #%llu on %s timed out on rank %d (world %d), which "
-        "reports it; this rank ", dcoll_kind_name(v->kind),
+        "told this rank; this rank ", dcoll_kind_name(v->kind),
         (unsigned long long)v->seq, name, v->from,
         dcoll_world_of(g, v->from));
     size_t own = w.off;
@@ -279,5 +281,5 @@ void dcoll_fault_told(struct dcoll_group *g, struct dcoll_verdict *v)
         dcoll_put(&w, "is already at #%llu (%s)", (unsigned long long)seq,
             dcoll_kind_name(kind));
     dcoll_put(&t, "%s", where + own);
-    dcoll_fault_say(g, msg, false, where, seq != v->seq);
+    dcoll_fault_say(g, msg, false, where, seq != v->seq, NULL);
 }

@@ -315,8 +315,14 @@ dcoll_status_t dcoll_trace_dump(const char *why)
     return DCOLL_SUCCESS;
 }
 
+dcoll_status_t dcoll_fault_keep(const char *report)
+{
+    return dcoll_flight_stderr ? DCOLL_SUCCESS : dcoll_trace_write(report);
+}
+
 void dcoll_fault_say(const struct dcoll_group *g, const char *report,
-                     bool lead, const char *where, bool elsewhere)
+                     bool lead, const char *where, bool elsewhere,
+                     const dcoll_status_t *kept)
 {
     const struct dcoll_job *j = dcoll_job();
     int me = j->rank;
@@ -324,7 +330,7 @@ void dcoll_fault_say(const struct dcoll_group *g, const char *report,
     bool text = dcoll_flight_stderr;
     if (!text) {
         dcoll_trace_path(path, sizeof(path));
-        if (dcoll_trace_write(report)) {
+        if (kept ? *kept : dcoll_trace_write(report)) {
             /* Keep it on stderr instead, and say why. */
             snprintf(saved, sizeof(saved), "; %s, so it follows here",
                      dcoll_last_error());

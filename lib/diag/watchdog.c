@@ -23,7 +23,9 @@
 #include "diag.h"
 
 #define PERIOD 0.1    /* seconds between looks */
-#define LINGER 1.0    /* seconds a told rank waits for the job to end */
+#define LINGER 3.0    /* seconds a told rank waits for the job to end:
+                         MPI_Abort takes a second or more to reach 64
+                         oversubscribed ranks */
 #define ALONE 0.5     /* seconds a rank that cannot tell the others waits
                          before its exit ends the job */
 
@@ -86,15 +88,18 @@ _Noreturn void dcoll_watchdog_end(struct dcoll_group *g, const char *why,
     if (atomic_exchange(&ending, true))
         for (;;)
             pause();
-    /* Tell the others first: a lower rank that found the same hang
-     * meanwhile prints the report, and this one only its line. */
+    /* The file first: once the others are told, a lower rank may end
+     * the job at any moment. Then tell them: a lower rank that found the
+     * same hang meanwhile prints the report, and this one only its
+     * line. */
+    dcoll_status_t kept = dcoll_fault_keep(why);
     bool defer = mpi && seq && roll && g->svc->tell(g, seq, kind, roll);
     char name[200], where[400];
     snprintf(where, sizeof(where), "%s #%llu on %s timed out here too; a "
              "lower rank that found it at the same time reports it",
              dcoll_kind_name(kind), (unsigned long long)seq,
              dcoll_group_name(g, name, sizeof(name)));
-    dcoll_fault_say(g, why, !defer, where, false);
+    dcoll_fault_say(g, why, !defer, where, false, &kept);
     /* A lower rank that found the same hang ends the job: wait for it a
      * while, so that the launcher sees one abort, answering the other
      * ranks' messages meanwhile. */
@@ -126,6 +131,20 @@ static void declare(struct dcoll_group *g, double start)
     const char *fn = DCOLL_PEEK(g->cur_fn);
     if (DCOLL_PEEK(g->busy_start) != start)
         return;   /* it ended while we looked */
+    struct dcoll_diag_group *d = g->diag;
+    if (threaded && seq && d->lead_seq != seq) {
+        /* The lowest rank waiting in the call reports it; the others
+         * wait for its verdict, so one roll call is made, not one per
+         * rank. */
+        double wait = 0;
+        int lead = g->svc->lead(g, seq, &wait);
+        d->lead_seq = seq;
+        d->lead_until = dcoll_now() + wait;
+        if (lead != g->rank)
+            return;
+    } else if (threaded && seq && dcoll_now() < d->lead_until) {
+        return;   /* the lead's verdict may still come */
+    }
     struct dcoll_roll roll = {0};
     if (threaded && seq)
         g->svc->roll_call(g, seq, &roll);
@@ -177,8 +196,13 @@ static void *run(void *arg)
         /* Told of a hang, and the job still runs (the rank that found it
          * could not end it): end it from here. */
         if (linger && now >= linger) {
-            fprintf(stderr, "dcoll[%d]: the job did not end after a hang "
-                    "was reported; ending it from here\n", world->rank);
+            /* Every told rank may come here: one line each only where
+             * the report asks for them. */
+            if (dcoll_report_mode == DCOLL_REPORT_LINES ||
+                dcoll_report_mode == DCOLL_REPORT_ALL)
+                fprintf(stderr, "dcoll[%d]: the job did not end after a "
+                        "hang was reported; ending it from here\n",
+                        world->rank);
             if (!atomic_exchange(&ending, true))
                 world->svc->abort_job(world, DCOLL_HANG_EXIT_CODE);
         }
