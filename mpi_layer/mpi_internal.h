@@ -139,6 +139,8 @@ bool dcoll_mpi_threaded(void);
 bool dcoll_mpi_serve(struct dcoll_group *g, struct dcoll_verdict *v);
 void dcoll_mpi_ack(struct dcoll_group *g, int to);
 int dcoll_mpi_lead(struct dcoll_group *g, uint64_t seq, double *wait);
+dcoll_status_t dcoll_mpi_reduce_f64(struct dcoll_group *g, const double *in,
+                                    double *out, size_t n, int op);
 dcoll_status_t dcoll_mpi_roll_call(struct dcoll_group *g, uint64_t seq,
                                    struct dcoll_roll *roll);
 bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,

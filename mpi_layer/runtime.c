@@ -1,4 +1,5 @@
 /* MPI start and stop, and the communicators behind groups. */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -329,6 +330,19 @@ dcoll_status_t dcoll_mpi_local(struct dcoll_group *world, bool joined)
     MPI_Comm_size(node, &world->local_size);
     MPI_Comm_free(&node);
     return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_mpi_reduce_f64(struct dcoll_group *g, const double *in,
+                                    double *out, size_t n, int op)
+{
+    static const MPI_Op ops[] = {MPI_SUM, MPI_MAX, MPI_MIN};
+    if (n > INT_MAX || op < 0 || op > 2)
+        return dcoll_error(DCOLL_ERR_INTERNAL, "a reduction of %zu doubles "
+                           "(op %d)", n, op);
+    int rc = MPI_Reduce(in, out, (int)n, MPI_DOUBLE, ops[op], 0,
+                        dcoll_mpi_comm_of(g));
+    return rc == MPI_SUCCESS ? DCOLL_SUCCESS
+                             : dcoll_mpi_error(rc, "MPI_Reduce (profile)");
 }
 
 dcoll_status_t dcoll_mpi_bcast_bytes(struct dcoll_group *g, void *buf,

@@ -30,6 +30,7 @@ const struct dcoll_comm_ops dcoll_mpi_services = {
     .serve = dcoll_mpi_serve,
     .ack = dcoll_mpi_ack,
     .lead = dcoll_mpi_lead,
+    .reduce_f64 = dcoll_mpi_reduce_f64,
     .roll_call = dcoll_mpi_roll_call,
     .tell = dcoll_mpi_tell,
     .abort_job = dcoll_mpi_abort_job,

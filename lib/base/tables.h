@@ -287,6 +287,10 @@ struct dcoll_comm_ops {
                  const struct dcoll_roll *roll);
     /* End the whole job with code (MPI_Abort). */
     void (*abort_job)(struct dcoll_group *world, int code);
+    /* MPI_Reduce of n doubles to the group's rank 0 (op 0: sum, 1: max,
+     * 2: min); out is read on rank 0 only. */
+    dcoll_status_t (*reduce_f64)(struct dcoll_group *g, const double *in,
+                                 double *out, size_t n, int op);
     /* Read the tuning table that file names (given: dcoll_init's
      * parameter, else DCOLL_TUNING), if any: collective over the world,
      * the same table, or the same refusal, on every rank; rank 0's file
@@ -401,6 +405,8 @@ struct dcoll_work {
     struct dcoll_outcome report;      /* a timeout seen by test or wait */
     struct dcoll_plan *plan;          /* the plan whose start made it, which
                                          owns it; NULL: the caller's */
+    double prof_t0;                   /* DCOLL_PROFILE: when it was posted;
+                                         0: not timed */
 };
 
 /* Release stores and acquire loads of the fields the watchdog thread
@@ -473,6 +479,7 @@ static inline void dcoll_work_init(struct dcoll_work *w, struct dcoll_group *g,
     w->finish_data = NULL;
     w->errmsg = NULL;
     w->deadline = INFINITY;
+    w->prof_t0 = 0;
     w->seq = 0;
     w->fid = 0;
     w->kind = 0;

@@ -189,6 +189,19 @@ refuse(struct dcoll_group *g, struct dcoll_coll *c, dcoll_status_t st)
     return st;
 }
 
+/* DCOLL_PROFILE: a call that began at t0 on the precise clock is over
+ * (blocking), or posted as *work, whose end completes its time. */
+__attribute__((noinline, cold)) void
+dcoll_coll_profile(struct dcoll_group *g, const struct dcoll_coll *c,
+                   struct dcoll_work *work, double t0, dcoll_status_t st)
+{
+    int64_t bytes = c->kind == DCOLL_COLL_BARRIER
+                        ? 0 : c->count * (int64_t)dcoll_dtype_sizes[c->dtype];
+    dcoll_profile_call(g, (int)c->kind, bytes, dcoll_now() - t0, true);
+    if (work && !st)
+        work->prof_t0 = t0;
+}
+
 dcoll_status_t dcoll_coll_refuse(dcoll_group_t *group,
                                  enum dcoll_coll_kind kind, const char *fn,
                                  bool async, dcoll_status_t st)
@@ -317,6 +330,9 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
     out.refused = false;  /* source: set by a receive that succeeded */
     out.way = NULL;
     c->fn = fn;
+    double t0 = 0;
+    if (DCOLL_UNLIKELY(dcoll_profiling))
+        t0 = dcoll_now();
     /* Numbered, timed and recorded; send and recv are not numbered, since
      * ranks make different numbers of them. */
     if (k->flags & DCOLL_KF_COUNTED) {
@@ -353,6 +369,8 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
         dcoll_work_track(*work);
     } else if (c->fid)
         dcoll_flight_end(g->diag->flight, c->fid, st);
+    if (DCOLL_UNLIKELY(t0 > 0))
+        dcoll_coll_profile(g, c, work ? *work : NULL, t0, st);
     /* A way a tuning table gave: the recorder's entry and DCOLL_DEBUG
      * name it. */
     if (DCOLL_UNLIKELY(out.way != NULL))

@@ -40,7 +40,8 @@ struct dcoll_plan {
 
 static void set_ready(struct dcoll_plan *p, bool ready)
 {
-    p->quick = ready ? p->way : NULL;
+    /* DCOLL_PROFILE times each start in start(): no quick way then. */
+    p->quick = ready && !dcoll_profiling ? p->way : NULL;
 }
 
 static dcoll_status_t (*way_of(const struct dcoll_plan *p,
@@ -334,6 +335,9 @@ start(struct dcoll_plan *p, struct dcoll_group *g, dcoll_work_t **work)
         dcoll_group_number(g, c->seq, (int)c->kind, DCOLL_FORM_PLAN);
     }
     c->async = work != NULL;
+    double t0 = 0;
+    if (DCOLL_UNLIKELY(dcoll_profiling))
+        t0 = dcoll_now();
     struct dcoll_flight *f = g->diag->flight;
     if (g->timeout > 0 || f)
         c->start = dcoll_coarse_now();
@@ -368,6 +372,8 @@ start(struct dcoll_plan *p, struct dcoll_group *g, dcoll_work_t **work)
     } else if (c->fid) {
         dcoll_flight_end(f, c->fid, st);
     }
+    if (DCOLL_UNLIKELY(t0 > 0))
+        dcoll_coll_profile(g, c, work ? *work : NULL, t0, st);
     return st;
 }
 

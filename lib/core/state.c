@@ -102,6 +102,7 @@ static void mpi_ending(void)
         return;
     dcoll_watchdog_stop();
     dcoll_groups_free_all();
+    dcoll_profile_report(&dcoll_world);
     world_end();
     dcoll_state = DCOLL_STATE_DONE;
     ended_by_mpi = true;
@@ -368,6 +369,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
     }
     dcoll_state = DCOLL_STATE_READY;
     ended_by_mpi = false;
+    dcoll_profile_start();
     dcoll_world.svc->at_mpi_end(mpi_ending);
     step("end");
     if (times && !strcmp(times, "1"))
@@ -393,6 +395,11 @@ dcoll_status_t dcoll_finalize(void)
     dcoll_world.svc->at_mpi_end(NULL);
     dcoll_watchdog_stop();
     dcoll_groups_free_all();
+    /* Collective over the world, as finalize is; a failure is said but
+     * does not keep dcoll from ending. */
+    if (dcoll_profile_report(&dcoll_world))
+        fprintf(stderr, "dcoll[%d]: the profile: %s\n", dcoll_world.rank,
+                dcoll_last_error());
     st = world_end();
     dcoll_state = DCOLL_STATE_DONE;
     return st;

@@ -28,6 +28,12 @@ static dcoll_status_t complete(struct dcoll_work *w, dcoll_status_t st)
     w->done = true;
     if (w->fid)
         dcoll_flight_end(w->group->diag->flight, w->fid, st);
+    if (DCOLL_UNLIKELY(w->prof_t0 > 0)) {
+        /* DCOLL_PROFILE: from its post to this end. */
+        dcoll_profile_call(w->group, w->kind, 0, dcoll_now() - w->prof_t0,
+                           false);
+        w->prof_t0 = 0;
+    }
     w->group->inflight--;
     atomic_fetch_sub_explicit(&dcoll_work_inflight, 1, memory_order_relaxed);
     return st;

@@ -141,8 +141,8 @@ static int signal_parse(const char *v)
     return n >= SIGRTMIN && n <= SIGRTMAX ? (int)n : 0;
 }
 
-/* Where reports and recorders go: DCOLL_REPORT, DCOLL_FLIGHT_DIR and
- * DCOLL_DUMP_SIGNAL. */
+/* Where reports and recorders go: DCOLL_REPORT, DCOLL_FLIGHT_DIR,
+ * DCOLL_PROFILE and DCOLL_DUMP_SIGNAL. */
 dcoll_status_t dcoll_fault_env_output(void)
 {
     const char *v = getenv("DCOLL_REPORT");
@@ -179,6 +179,18 @@ dcoll_status_t dcoll_fault_env_output(void)
                                    : "no write permission");
             snprintf(dcoll_flight_dir, sizeof(dcoll_flight_dir), "%s", v);
         }
+    }
+    v = getenv("DCOLL_PROFILE");
+    dcoll_profile_mode = DCOLL_PROFILE_OFF;
+    if (v && *v && strcmp(v, "off") && strcmp(v, "0")) {
+        static const char *const kinds[] = {"text", "json", "all"};
+        int m = 0;
+        while (m < 3 && strcmp(v, kinds[m]))
+            m++;
+        if (m == 3)
+            return bad_env("DCOLL_PROFILE", v, "'text', 'json', 'all' or "
+                           "'off'");
+        dcoll_profile_mode = m + 1;
     }
     v = getenv("DCOLL_DUMP_SIGNAL");
     dcoll_dump_signal = 0;

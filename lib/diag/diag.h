@@ -41,6 +41,12 @@ extern int dcoll_report_mode;
 extern char dcoll_flight_dir[DCOLL_FLIGHT_DIR_MAX];
 extern bool dcoll_flight_stderr;
 extern int dcoll_dump_signal;        /* DCOLL_DUMP_SIGNAL; 0: none */
+/* DCOLL_PROFILE: the profile at finalize (profile.c), and whether calls
+ * are timed for it now (read on the public path). */
+enum { DCOLL_PROFILE_OFF, DCOLL_PROFILE_TEXT, DCOLL_PROFILE_JSON,
+       DCOLL_PROFILE_ALL };
+extern int dcoll_profile_mode;
+extern bool dcoll_profiling;
 /* Read DCOLL_REPORT, DCOLL_FLIGHT_DIR and DCOLL_DUMP_SIGNAL (by
  * dcoll_fault_env). */
 dcoll_status_t dcoll_fault_env_output(void);
@@ -251,6 +257,15 @@ struct dcoll_job {
 };
 void dcoll_job_set(int rank, int size, const char *host0, long pid0);
 const struct dcoll_job *dcoll_job(void);
+
+/* profile.c: start at init; count a call of kind on g (counted: a new
+ * call, with its bytes; else more time for one counted before, an async
+ * call's end); report at finalize (collective over the world, before
+ * MPI ends). */
+void dcoll_profile_start(void);
+void dcoll_profile_call(struct dcoll_group *g, int kind, int64_t bytes,
+                        double seconds, bool counted);
+dcoll_status_t dcoll_profile_report(struct dcoll_group *world);
 
 /* trace.c: the recorder files. Every group is tracked from its making
  * to its end, so that a file holds all of them. */

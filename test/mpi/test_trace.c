@@ -15,7 +15,9 @@
  *                          dcollrun
  *   test_trace raise DIR   each rank sends DCOLL_DUMP_SIGNAL to itself
  *   test_trace slow DIR    the last rank comes late to 40 calls, then a
- *                          dump (trace-tool.sh reads it) */
+ *                          dump (trace-tool.sh reads it)
+ *   test_trace profile DIR DCOLL_PROFILE=all: rank 0's summary at
+ *                          finalize and its JSON file, after known calls */
 #include <mpi.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -204,6 +206,8 @@ static int env(void)
                 "not a signal a program may take");
     refused_env("DCOLL_DUMP_SIGNAL", "SIGSEGV", "DCOLL_DUMP_SIGNAL='SIGSEGV'");
     refused_env("DCOLL_DUMP_SIGNAL", "9", "DCOLL_DUMP_SIGNAL='9'");
+    refused_env("DCOLL_PROFILE", "yes", "DCOLL_PROFILE='yes' is not 'text', "
+                "'json', 'all' or 'off'");
     /* Each refusal leaves init possible, with the signal's handler gone
      * after finalize. */
     setenv("DCOLL_DUMP_SIGNAL", "SIGUSR2", 1);
@@ -234,6 +238,73 @@ static int slow(void)
     }
     CHECK_OK(dcoll_dump());
     CHECK_OK(dcoll_finalize());
+    return 0;
+}
+
+/* DCOLL_PROFILE=all: known calls, then rank 0's summary at finalize and
+ * its JSON file. */
+static int profile(void)
+{
+    setenv("DCOLL_PROFILE", "all", 1);
+    CHECK_OK(dcoll_init(NULL));
+    dcoll_group_t *g = NULL;
+    CHECK_OK(dcoll_new_group(&g, NULL, 0, NULL));
+    int x[100] = {0}, y[100];
+    for (int i = 0; i < 10; i++)
+        CHECK_OK(dcoll_all_reduce(NULL, x, y, 100, DCOLL_INT32, DCOLL_SUM,
+                                  NULL, NULL));
+    for (int i = 0; i < 4; i++) {
+        dcoll_work_t *w = NULL;
+        CHECK_OK(dcoll_all_reduce(NULL, x, y, 100, DCOLL_INT32, DCOLL_SUM,
+                                  NULL, &w));
+        CHECK_OK(dcoll_work_wait(w));
+        dcoll_work_free(&w);
+    }
+    for (int i = 0; i < 5; i++)
+        CHECK_OK(dcoll_broadcast(g, x, 8, DCOLL_FLOAT64, 0, NULL, NULL));
+    dcoll_plan_t *p = NULL;
+    CHECK_OK(dcoll_barrier_plan(g, NULL, &p));
+    for (int i = 0; i < 3; i++)
+        CHECK_OK(dcoll_plan_start(p, NULL));
+    CHECK_OK(dcoll_plan_free(&p));
+    dcoll_group_destroy(&g);   /* its figures outlive it */
+    clear_files();
+    struct capture cap;
+    capture_begin(&cap);
+    CHECK_OK(dcoll_finalize());
+    const char *err = capture_end(&cap);
+    if (t_rank != 0) {
+        CHECK(!err[0], "rank %d printed: %s", t_rank, err);
+        return 0;
+    }
+    char want[200];
+    snprintf(want, sizeof(want), "dcoll[0]: profile of job ");
+    CHECK(strstr(err, want) && strstr(err, " from dcoll_init to "
+                                      "dcoll_finalize"), "head: %s", err);
+    const char *rows[] = {"all_reduce", "broadcast", "barrier"};
+    const char *counts[] = {"14", "5", "3"};
+    const char *bytes[] = {"5.47 KiB", "320 B", "0 B"};
+    const char *groups[] = {"0", "1", "1"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(want, sizeof(want), "dcoll[0]: %5s %6d %-18s %12s %12s ",
+                 groups[i], n, rows[i], counts[i], bytes[i]);
+        CHECK(strstr(err, want), "no row '%s' in: %s", want, err);
+    }
+    CHECK(strstr(err, "the profile is also in "), "no file named: %s", err);
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "cat %s/dcoll-*-profile.json", dir);
+    FILE *f = popen(cmd, "r");
+    char json[8192] = "";
+    size_t got = f ? fread(json, 1, sizeof(json) - 1, f) : 0;
+    json[got] = '\0';
+    if (f)
+        pclose(f);
+    snprintf(want, sizeof(want), "\"kind\":\"all_reduce\",\"calls\":%d,"
+             "\"bytes\":%d,", 14 * n, 14 * 400 * n);
+    const char *head = "{\"schema\":\"dcoll-profile\",\"version\":1,";
+    CHECK(!strncmp(json, head, strlen(head)) && strstr(json, want),
+          "json lacks %s: %s", want, json);
+    unsetenv("DCOLL_PROFILE");
     return 0;
 }
 
@@ -303,13 +374,15 @@ int main(int argc, char **argv)
     }
     else if (!strcmp(mode, "slow"))
         rc = slow();
+    else if (!strcmp(mode, "profile"))
+        rc = profile();
     else if (!strcmp(mode, "env"))
         rc = env();
     else if (!strcmp(mode, "signal") || !strcmp(mode, "raise"))
         rc = signalled(!strcmp(mode, "raise"));
     else {
         fprintf(stderr, "usage: test_trace dump|report|env|signal|raise|"
-                "slow DIR\n");
+                "slow|profile DIR\n");
         return 2;
     }
     if (t_failures)
