@@ -104,10 +104,12 @@ static int dump(void)
         "\"calls\":4,\"latest\":{\"call\":4,\"kind\":\"barrier\","
         "\"form\":\"plan\"},\"state\":\"idle\"",
         "{\"call\":1,\"entry\":1,\"group\":1,\"kind\":\"all_reduce\","
-        "\"dtype\":\"int32\",\"count\":37,\"op\":\"MAX\",\"form\":"
+        "\"dtype\":\"int32\",\"count\":37,\"bytes\":148,\"op\":\"MAX\","
+        "\"form\":"
         "\"blocking\",\"start\":",
         "{\"call\":2,\"entry\":2,\"group\":1,\"kind\":\"all_reduce\","
-        "\"dtype\":\"int32\",\"count\":5,\"op\":\"SUM\",\"form\":\"async\"",
+        "\"dtype\":\"int32\",\"count\":5,\"bytes\":20,\"op\":\"SUM\","
+        "\"form\":\"async\"",
         "\"form\":\"plan\"",
         "\"status\":0,\"by\":\"mpi\"}",
         "{\"call\":1,\"entry\":1,\"group\":0,\"kind\":\"barrier\"",
@@ -115,7 +117,7 @@ static int dump(void)
     for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
         CHECK(strstr(t, lines[i]), "file lacks %s:\n%s", lines[i], t);
     snprintf(want, sizeof(want), "\"kind\":\"broadcast\",\"dtype\":\"int32\","
-             "\"count\":3,\"root\":%d,", n - 1);
+             "\"count\":3,\"bytes\":12,\"root\":%d,", n - 1);
     CHECK(strstr(t, want), "file lacks %s:\n%s", want, t);
     /* Every line is one object. */
     int objects = 0;
