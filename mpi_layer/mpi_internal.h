@@ -144,7 +144,7 @@ dcoll_status_t dcoll_mpi_reduce_f64(struct dcoll_group *g, const double *in,
 dcoll_status_t dcoll_mpi_roll_call(struct dcoll_group *g, uint64_t seq,
                                    struct dcoll_roll *roll);
 bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,
-                    const struct dcoll_roll *roll);
+                    const struct dcoll_roll *roll, bool whole);
 void dcoll_mpi_abort_job(struct dcoll_group *world, int code);
 /* After a failed post: let the n requests already posted end (until the
  * deadline, then free them), keeping the failure's message. */

@@ -399,14 +399,17 @@ dcoll_status_t dcoll_mpi_roll_call(struct dcoll_group *g, uint64_t seq,
 }
 
 bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,
-                    const struct dcoll_roll *roll)
+                    const struct dcoll_roll *roll, bool whole)
 {
     MPI_Comm ctl = dcoll_mpi_ctl_of(g);
     int n = g->size, nrq = 0, waiting = 0, left = 0;
     for (int i = 0; roll->n == n && i < n; i++)
         left += roll->state[i] == DCOLL_ROLL_LEFT;
-    int len = VERDICT_HEAD +
-              (roll->n == n ? VERDICT_EACH * n + WHY_WORDS * left : 0);
+    /* The roll goes along only where each rank prints the whole report:
+     * 40 bytes a rank, to every rank, is n^2 bytes. */
+    int len = VERDICT_HEAD + (whole && roll->n == n
+                                  ? VERDICT_EACH * n + WHY_WORDS * left
+                                  : 0);
     /* Outlives this call if a send never completes. */
     int64_t *said = calloc((size_t)len, sizeof(int64_t));
     unsigned char *told = calloc((size_t)n, 1);
@@ -428,7 +431,9 @@ bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,
         e[3] = roll->form[i];
         e[4] = roll->busy[i];
     }
-    char *why = (char *)(said + VERDICT_HEAD + VERDICT_EACH * n);
+    char *why = len > VERDICT_HEAD
+                    ? (char *)(said + VERDICT_HEAD + VERDICT_EACH * n)
+                    : NULL;
     for (int i = 0; len > VERDICT_HEAD && i < n; i++) {
         if (roll->state[i] != DCOLL_ROLL_LEFT)
             continue;

@@ -27,7 +27,6 @@
 #include "dcoll/dcoll.h"
 
 #define MAX_GROUPS 64     /* groups a file may list; more are left out */
-#define KEY_MAX 160
 
 /* ---- reading the lines ---- */
 
@@ -110,11 +109,15 @@ struct gstate {
 struct sig {
     unsigned long long seq;
     uint64_t hash;
+    const char *line;      /* in the reference's mapping, kept to the end */
+    int len;
 };
 
 /* The time of one (group, kind, size) on one file. */
 struct stat_key {
-    char key[KEY_MAX];     /* "group\tkind\tbucket" */
+    bool used;
+    uint32_t key;
+    int id, kind, bucket;  /* bucket: bytes up to 2^bucket; -1: none */
     unsigned long long calls;
     double total, max;
 };
@@ -130,9 +133,10 @@ struct file {
     struct gstate g[MAX_GROUPS];
     /* Its first disagreement with the reference, per group slot. */
     unsigned long long differs[MAX_GROUPS];
+    size_t cursor[MAX_GROUPS];   /* where the next call is in the ref */
     char said[MAX_GROUPS][200];
-    struct stat_key *stats;
-    int nstats, capstats;
+    struct stat_key stats[256];
+    int nstats;
 };
 
 /* The reference's calls per group id (the lowest rank's file). */
@@ -140,7 +144,6 @@ struct ref {
     int id;
     struct sig *s;
     size_t n, cap;
-    char (*said)[200];
 };
 static struct ref refs[MAX_GROUPS];
 static int nrefs;
@@ -157,47 +160,270 @@ static struct ref *ref_of(int id)
     return NULL;
 }
 
-static uint64_t fnv(uint64_t h, const char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)p[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
-
 static const char *const vector_kinds[] = {
     "all_gatherv", "gatherv", "scatterv", "reduce_scatterv", "all_to_allv",
 };
 
-/* A call line's signature (what every rank must pass alike) and its words. */
-static uint64_t describe(const char *p, const char *end, char *said,
-                         size_t cap)
+/* A value in a line, not copied. */
+struct view {
+    const char *p;
+    int n;
+};
+
+/* A call line's fields, read in one pass. */
+struct rec {
+    long long call, group, count, bytes, root;
+    double duration;
+    bool has_duration, has_sig;
+    uint64_t sig;          /* the writer's signature of the call */
+    struct view kind, dtype, op, form;
+};
+
+static bool hex64(const char *p, const char *end, uint64_t *out)
 {
-    char kind[24], dtype[24], op[16], form[12];
-    get_str(p, end, "kind", kind, sizeof(kind));
-    get_str(p, end, "dtype", dtype, sizeof(dtype));
-    get_str(p, end, "op", op, sizeof(op));
-    get_str(p, end, "form", form, sizeof(form));
-    long long count = get_int(p, end, "count", -1);
-    long long root = get_int(p, end, "root", -1);
-    bool vec = false;
+    uint64_t v = 0;
+    if (end - p != 16)
+        return false;
+    for (; p < end; p++) {
+        int d = *p >= '0' && *p <= '9'   ? *p - '0'
+                : *p >= 'a' && *p <= 'f' ? *p - 'a' + 10
+                                         : -1;
+        if (d < 0)
+            return false;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return true;
+}
+
+/* Digits at *pp up to stop, into *out; false where there are none. */
+static bool digits(const char **pp, const char *end, char stop,
+                   long long *out)
+{
+    const char *p = *pp;
+    long long v = 0;
+    while (p < end && *p >= '0' && *p <= '9')
+        v = v * 10 + (*p++ - '0');
+    if (p == *pp || p >= end || *p != stop)
+        return false;
+    *out = v;
+    *pp = p + 1;
+    return true;
+}
+
+/* The head our writer puts first on a call line, read in place:
+ * {"call":N,"entry":N,"group":N,"sig":"16 hex". False where the line is
+ * laid out otherwise; the whole line is then read. */
+static bool fast_head(const char *p, const char *end, struct rec *r)
+{
+    static const char a[] = "{\"call\":", b[] = "\"entry\":",
+                      c[] = "\"group\":", d[] = "\"sig\":\"";
+    long long entry;
+    if (end - p < 64 || memcmp(p, a, sizeof(a) - 1))
+        return false;
+    p += sizeof(a) - 1;
+    if (!digits(&p, end, ',', &r->call) || memcmp(p, b, sizeof(b) - 1))
+        return false;
+    p += sizeof(b) - 1;
+    if (!digits(&p, end, ',', &entry) || memcmp(p, c, sizeof(c) - 1))
+        return false;
+    p += sizeof(c) - 1;
+    if (!digits(&p, end, ',', &r->group) || memcmp(p, d, sizeof(d) - 1))
+        return false;
+    p += sizeof(d) - 1;
+    r->has_sig = end - p > 17 && p[16] == '"' && hex64(p, p + 16, &r->sig);
+    return r->has_sig;
+}
+
+static long long to_int(const char *p, const char *end)
+{
+    bool neg = p < end && *p == '-';
+    long long v = 0;
+    for (p += neg; p < end && *p >= '0' && *p <= '9'; p++)
+        v = v * 10 + (*p - '0');
+    return neg ? -v : v;
+}
+
+/* "12.345678" as our writer prints it; anything else through strtod. */
+static double to_double(const char *p, const char *end)
+{
+    const char *q = p;
+    double v = 0;
+    while (q < end && *q >= '0' && *q <= '9')
+        v = v * 10 + (*q++ - '0');
+    if (q < end && *q == '.') {
+        double scale = 0.1;
+        for (q++; q < end && *q >= '0' && *q <= '9'; q++, scale *= 0.1)
+            v += (*q - '0') * scale;
+    }
+    if (q == end || *q == ',' || *q == '}')
+        return v;
+    char buf[48];
+    int n = (int)(end - p) < 47 ? (int)(end - p) : 47;
+    memcpy(buf, p, (size_t)n);
+    buf[n] = '\0';
+    return strtod(buf, NULL);
+}
+
+static bool is(struct view k, const char *name)
+{
+    size_t n = strlen(name);
+    return (size_t)k.n == n && !memcmp(k.p, name, n);
+}
+/* The same against a literal, its length known when compiled. */
+#define IS(k, lit) ((k).n == (int)sizeof(lit) - 1 && \
+                    !memcmp((k).p, lit, sizeof(lit) - 1))
+
+/* The closing quote of a string that starts at p (escapes skipped). */
+static const char *string_end(const char *p, const char *end)
+{
+    for (;;) {
+        const char *q = memchr(p, '"', (size_t)(end - p));
+        if (!q)
+            return end;
+        int backslashes = 0;
+        while (q - backslashes > p && q[-1 - backslashes] == '\\')
+            backslashes++;
+        if (backslashes % 2 == 0)
+            return q;
+        p = q + 1;
+    }
+}
+
+/* Every "key":value of a flat line, into r; false if it is not one. */
+static bool parse_call(const char *p, const char *end, struct rec *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->root = -1;
+    r->count = -1;
+    if (p >= end || *p != '{')
+        return false;
+    p++;
+    while (p < end && *p == '"') {
+        struct view k = {++p, 0};
+        const char *q = memchr(p, '"', (size_t)(end - p));
+        if (!q || q + 1 >= end || q[1] != ':')
+            return false;
+        k.n = (int)(q - k.p);
+        p = q + 2;
+        struct view v = {p, 0};
+        if (p < end && *p == '"') {
+            v.p = ++p;
+            p = string_end(p, end);
+            v.n = (int)(p - v.p);
+            p++;
+        } else {
+            while (p < end && *p != ',' && *p != '}')
+                p++;
+            v.n = (int)(p - v.p);
+        }
+        const char *ve = v.p + v.n;
+        switch (k.n ? k.p[0] : 0) {
+        case 'b':
+            if (IS(k, "bytes"))
+                r->bytes = to_int(v.p, ve);
+            break;
+        case 'c':
+            if (IS(k, "call"))
+                r->call = to_int(v.p, ve);
+            else if (IS(k, "count"))
+                r->count = to_int(v.p, ve);
+            break;
+        case 'd':
+            if (IS(k, "duration") && !IS(v, "null")) {
+                r->duration = to_double(v.p, ve);
+                r->has_duration = true;
+            } else if (IS(k, "dtype")) {
+                r->dtype = v;
+            }
+            break;
+        case 'f':
+            if (IS(k, "form"))
+                r->form = v;
+            break;
+        case 'g':
+            if (IS(k, "group"))
+                r->group = to_int(v.p, ve);
+            break;
+        case 'k':
+            if (IS(k, "kind"))
+                r->kind = v;
+            break;
+        case 'o':
+            if (IS(k, "op"))
+                r->op = v;
+            break;
+        case 'r':
+            if (IS(k, "root"))
+                r->root = to_int(v.p, ve);
+            break;
+        case 's':
+            if (IS(k, "sig"))
+                r->has_sig = hex64(v.p, ve, &r->sig);
+            break;
+        }
+        if (p < end && *p == ',')
+            p++;
+    }
+    return true;
+}
+
+static bool vector_kind(struct view kind)
+{
     for (size_t i = 0; i < sizeof(vector_kinds) / sizeof(vector_kinds[0]); i++)
-        vec |= !strcmp(kind, vector_kinds[i]);
-    if (vec)
-        count = -1;   /* each rank's own part */
-    int n = snprintf(said, cap, "%s", kind);
-    if (dtype[0] && n > 0 && (size_t)n < cap)
-        n += snprintf(said + n, cap - (size_t)n, " %s", dtype);
+        if (is(kind, vector_kinds[i]))
+            return true;
+    return false;
+}
+
+/* What every rank must pass alike in a call: its hash, from the values'
+ * bytes as written. */
+/* A view into h, eight bytes a step (the reading's hot spot). */
+static uint64_t mix(uint64_t h, struct view v)
+{
+    const char *p = v.p;
+    int n = v.n;
+    for (; n >= 8; n -= 8, p += 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 29;
+    }
+    uint64_t w = (uint64_t)v.n << 56;
+    memcpy(&w, p, (size_t)n);
+    h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 29);
+}
+
+static uint64_t signature(const struct rec *r)
+{
+    uint64_t h = 1469598103934665603ull;
+    h = mix(h, r->kind);
+    h = mix(h, r->dtype);
+    h = mix(h, r->op);
+    h = mix(h, r->form);
+    h = (h ^ (uint64_t)(vector_kind(r->kind) ? -1 : r->count)) *
+        0x9e3779b97f4a7c15ull;
+    h = (h ^ (uint64_t)r->root) * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 31);
+}
+
+/* The same in words, where it is shown. */
+static void describe(const struct rec *r, char *said, size_t cap)
+{
+    long long count = vector_kind(r->kind) ? -1 : r->count;
+    int n = snprintf(said, cap, "%.*s", r->kind.n, r->kind.p);
+    if (r->dtype.n && n > 0 && (size_t)n < cap)
+        n += snprintf(said + n, cap - (size_t)n, " %.*s", r->dtype.n,
+                      r->dtype.p);
     if (count >= 0 && n > 0 && (size_t)n < cap)
         n += snprintf(said + n, cap - (size_t)n, " count %lld", count);
-    if (op[0] && n > 0 && (size_t)n < cap)
-        n += snprintf(said + n, cap - (size_t)n, " %s", op);
-    if (root >= 0 && n > 0 && (size_t)n < cap)
-        n += snprintf(said + n, cap - (size_t)n, " root %lld", root);
+    if (r->op.n && n > 0 && (size_t)n < cap)
+        n += snprintf(said + n, cap - (size_t)n, " %.*s", r->op.n, r->op.p);
+    if (r->root >= 0 && n > 0 && (size_t)n < cap)
+        n += snprintf(said + n, cap - (size_t)n, " root %lld", r->root);
     if (n > 0 && (size_t)n < cap)
-        snprintf(said + n, cap - (size_t)n, ", %s", form);
-    return fnv(1469598103934665603ull, said, strlen(said));
+        snprintf(said + n, cap - (size_t)n, ", %.*s", r->form.n, r->form.p);
 }
 
 static int bucket(long long bytes)
@@ -208,26 +434,54 @@ static int bucket(long long bytes)
     return bytes <= 0 ? -1 : b;
 }
 
-static struct stat_key *stat_of(struct file *f, const char *key)
+/* Kinds by number, as the files name them: a short list, shared. */
+static char kinds[64][24];
+static int nkinds;
+static pthread_mutex_t kinds_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int kind_no(struct view k)
 {
-    for (int i = f->nstats - 1; i >= 0; i--)
-        if (!strcmp(f->stats[i].key, key))
-            return &f->stats[i];
-    if (f->nstats == f->capstats) {
-        int cap = f->capstats ? 2 * f->capstats : 32;
-        struct stat_key *s = realloc(f->stats, sizeof(*s) * (size_t)cap);
-        if (!s)
-            return NULL;
-        f->stats = s;
-        f->capstats = cap;
+    int n = __atomic_load_n(&nkinds, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++)
+        if (is(k, kinds[i]))
+            return i;
+    pthread_mutex_lock(&kinds_lock);
+    int i = 0;
+    while (i < nkinds && !is(k, kinds[i]))
+        i++;
+    if (i == nkinds && nkinds < 64 && k.n < 24) {
+        memcpy(kinds[i], k.p, (size_t)k.n);
+        kinds[i][k.n] = '\0';
+        __atomic_store_n(&nkinds, nkinds + 1, __ATOMIC_RELEASE);
     }
-    struct stat_key *s = &f->stats[f->nstats++];
-    memset(s, 0, sizeof(*s));
-    snprintf(s->key, sizeof(s->key), "%s", key);
-    return s;
+    pthread_mutex_unlock(&kinds_lock);
+    return i < 64 ? i : 63;
 }
 
-static int slot_of(struct file *f, int id)
+/* The time of a (group, kind, size) on one file, in a small open hash. */
+static struct stat_key *stat_of(struct file *f, int id, int kind, int b)
+{
+    uint32_t key = ((uint32_t)(id & 0xffff) << 16) |
+                   ((uint32_t)kind << 8) | (uint32_t)(b + 1);
+    uint32_t h = (key * 2654435761u) >> 24;   /* 256 slots */
+    for (int probe = 0; probe < 256; probe++) {
+        struct stat_key *s = &f->stats[(h + (uint32_t)probe) & 255];
+        if (s->used && s->key == key)
+            return s;
+        if (!s->used) {
+            s->used = true;
+            s->key = key;
+            s->id = id;
+            s->kind = kind;
+            s->bucket = b;
+            f->nstats++;
+            return s;
+        }
+    }
+    return NULL;
+}
+
+static int slot_of(const struct file *f, int id)
 {
     for (int i = 0; i < f->ngroups; i++)
         if (f->g[i].id == id)
@@ -235,68 +489,75 @@ static int slot_of(struct file *f, int id)
     return -1;
 }
 
+static bool want_times;   /* -s: time by kind and size */
+
 static void call_line(struct file *f, const char *p, const char *end)
 {
-    int id = (int)get_int(p, end, "group", -1);
-    unsigned long long seq = (unsigned long long)get_int(p, end, "call", 0);
+    struct rec r;
+    /* Without -s only the head is needed, where the writer put it. */
+    if (want_times || !fast_head(p, end, &r)) {
+        if (!parse_call(p, end, &r))
+            return;
+    }
+    int id = (int)r.group;
+    unsigned long long seq = (unsigned long long)r.call;
     int slot = slot_of(f, id);
     if (slot < 0 || (only >= 0 && id != only))
         return;
-    double took;
-    if (only < 0 && get_num(p, end, "duration", &took)) {
-        char kind[24], key[KEY_MAX];
-        get_str(p, end, "kind", kind, sizeof(kind));
-        snprintf(key, sizeof(key), "%d\t%s\t%d", id, kind,
-                 bucket(get_int(p, end, "bytes", 0)));
-        struct stat_key *s = stat_of(f, key);
+    if (only < 0 && want_times && r.has_duration) {
+        struct stat_key *s = stat_of(f, id, kind_no(r.kind), bucket(r.bytes));
         if (s) {
             s->calls++;
-            s->total += took;
-            if (took > s->max)
-                s->max = took;
+            s->total += r.duration;
+            if (r.duration > s->max)
+                s->max = r.duration;
         }
     }
     if (!seq)
         return;   /* sends and receives: ranks make different numbers */
-    char said[200];
-    uint64_t h = describe(p, end, said, sizeof(said));
+    uint64_t h = r.has_sig ? r.sig : signature(&r);
     if (building_ref) {
-        struct ref *r = ref_of(id);
-        if (!r || (r->n && r->s[r->n - 1].seq >= seq))
+        struct ref *rf = ref_of(id);
+        if (!rf || (rf->n && rf->s[rf->n - 1].seq >= seq))
             return;
-        if (r->n == r->cap) {
-            size_t cap = r->cap ? 2 * r->cap : 1024;
-            struct sig *s = realloc(r->s, sizeof(*s) * cap);
-            char (*d)[200] = realloc(r->said, sizeof(*d) * cap);
-            if (s)
-                r->s = s;
-            if (d)
-                r->said = d;
-            if (!s || !d)
+        if (rf->n == rf->cap) {
+            size_t cap = rf->cap ? 2 * rf->cap : 1024;
+            struct sig *sg = realloc(rf->s, sizeof(*sg) * cap);
+            if (!sg)
                 return;
-            r->cap = cap;
+            rf->s = sg;
+            rf->cap = cap;
         }
-        r->s[r->n] = (struct sig){seq, h};
-        memcpy(r->said[r->n], said, sizeof(said));
-        r->n++;
+        rf->s[rf->n++] = (struct sig){seq, h, p, (int)(end - p)};
         return;
     }
     if (f->differs[slot])
         return;   /* its first disagreement is known */
-    const struct ref *r = ref_of(id);
-    if (!r || !r->n)
+    const struct ref *rf = ref_of(id);
+    if (!rf || !rf->n)
         return;
-    size_t lo = 0, hi = r->n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (r->s[mid].seq < seq)
-            lo = mid + 1;
-        else
-            hi = mid;
+    size_t lo = 0, hi = rf->n;
+    /* Mostly the next after the last found: try there first. */
+    size_t guess = f->cursor[slot];
+    if (guess < rf->n && rf->s[guess].seq == seq) {
+        lo = guess;
+    } else {
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (rf->s[mid].seq < seq)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
     }
-    if (lo < r->n && r->s[lo].seq == seq && r->s[lo].hash != h) {
-        f->differs[slot] = seq;
-        memcpy(f->said[slot], said, sizeof(said));
+    if (lo < rf->n && rf->s[lo].seq == seq) {
+        f->cursor[slot] = lo + 1;
+        if (rf->s[lo].hash != h) {
+            f->differs[slot] = seq;
+            struct rec whole;
+            if (parse_call(p, end, &whole))
+                describe(&whole, f->said[slot], sizeof(f->said[slot]));
+        }
     }
 }
 
@@ -335,6 +596,39 @@ static void group_line(struct file *f, const char *p, const char *end,
         refs[nrefs++].id = g->id;
 }
 
+/* One line of f's file (its number from 1); false to stop reading. */
+static bool one_line(struct file *f, int line, const char *p,
+                     const char *end, double *clock)
+{
+    if (line == 1) {
+        char schema[32];
+        long long version = get_int(p, end, "version", 0);
+        if (!get_str(p, end, "schema", schema, sizeof(schema)) ||
+            strcmp(schema, "dcoll-trace") || version != 1) {
+            snprintf(f->error, sizeof(f->error), "not a dcoll-trace "
+                     "version 1 file (schema '%s', version %lld)", schema,
+                     version);
+            return false;
+        }
+        if (only >= 0)
+            return true;   /* read before */
+        f->rank = (int)get_int(p, end, "rank", -1);
+        f->size = (int)get_int(p, end, "size", 0);
+        get_str(p, end, "job", f->job, sizeof(f->job));
+        get_str(p, end, "host", f->host, sizeof(f->host));
+        get_str(p, end, "reason", f->reason, sizeof(f->reason));
+        get_num(p, end, "clock", clock);
+        f->ok = f->rank >= 0;
+    } else if (end - p > 9 && !memcmp(p, "{\"call\":", 8)) {
+        call_line(f, p, end);
+    } else if (end - p > 10 && !memcmp(p, "{\"group\":", 9)) {
+        group_line(f, p, end, *clock);
+    }
+    return true;
+}
+
+#define CHUNK (4 << 20)   /* bytes a read takes */
+
 static void read_file(struct file *f)
 {
     int fd = open(f->path, O_RDONLY | O_CLOEXEC);
@@ -350,48 +644,65 @@ static void read_file(struct file *f)
         snprintf(f->error, sizeof(f->error), "empty");
         return;
     }
-    const char *base = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE,
-                            fd, 0);
-    close(fd);
-    if (base == MAP_FAILED) {
-        snprintf(f->error, sizeof(f->error), "%s", strerror(errno));
+    double clock = 0;
+    int line = 1;
+    if (building_ref) {
+        /* The reference stays mapped: its lines describe its calls
+         * until the end. */
+        const char *base = mmap(NULL, (size_t)sb.st_size, PROT_READ,
+                                MAP_PRIVATE, fd, 0);
+        close(fd);
+        if (base == MAP_FAILED) {
+            snprintf(f->error, sizeof(f->error), "%s", strerror(errno));
+            return;
+        }
+        for (const char *p = base, *all = base + sb.st_size; p < all;
+             line++) {
+            const char *end = memchr(p, '\n', (size_t)(all - p));
+            end = end ? end : all;
+            if (!one_line(f, line, p, end, &clock))
+                break;
+            p = end + 1;
+        }
         return;
     }
-    madvise((void *)base, (size_t)sb.st_size, MADV_SEQUENTIAL);
-    const char *p = base, *all = base + sb.st_size;
-    double clock = 0;
-    for (int line = 1; p < all; line++) {
-        const char *end = memchr(p, '\n', (size_t)(all - p));
-        end = end ? end : all;
-        if (line == 1) {
-            char schema[32];
-            long long version = get_int(p, end, "version", 0);
-            if (!get_str(p, end, "schema", schema, sizeof(schema)) ||
-                strcmp(schema, "dcoll-trace") || version != 1) {
-                snprintf(f->error, sizeof(f->error), "not a dcoll-trace "
-                         "version 1 file (schema '%s', version %lld)",
-                         schema, version);
-                break;
-            }
-            if (only >= 0) {
-                p = end + 1;
-                continue;   /* read before */
-            }
-            f->rank = (int)get_int(p, end, "rank", -1);
-            f->size = (int)get_int(p, end, "size", 0);
-            get_str(p, end, "job", f->job, sizeof(f->job));
-            get_str(p, end, "host", f->host, sizeof(f->host));
-            get_str(p, end, "reason", f->reason, sizeof(f->reason));
-            get_num(p, end, "clock", &clock);
-            f->ok = f->rank >= 0;
-        } else if (end - p > 9 && !memcmp(p, "{\"call\":", 8)) {
-            call_line(f, p, end);
-        } else if (end - p > 10 && !memcmp(p, "{\"group\":", 9)) {
-            group_line(f, p, end, clock);
-        }
-        p = end + 1;
+    /* The rest by plain reads into this thread's buffer: the kernel reads
+     * ahead, with no page to fault in for each 4 KiB. */
+    static _Thread_local char *buf;
+    if (!buf && !(buf = malloc(CHUNK + 1))) {
+        close(fd);
+        snprintf(f->error, sizeof(f->error), "no memory");
+        return;
     }
-    munmap((void *)base, (size_t)sb.st_size);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+    size_t have = 0;
+    bool go = true;
+    for (;;) {
+        ssize_t n = read(fd, buf + have, CHUNK - have);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            snprintf(f->error, sizeof(f->error), "%s", strerror(errno));
+            break;
+        }
+        have += (size_t)n;
+        const char *p = buf, *all = buf + have;
+        while (go && p < all) {
+            const char *end = memchr(p, '\n', (size_t)(all - p));
+            if (!end) {
+                if (n > 0 && p > buf)
+                    break;       /* the rest of it comes with the next read */
+                end = all;       /* the last line, or one longer than a read */
+            }
+            go = one_line(f, line++, p, end, &clock);
+            p = end + 1;
+        }
+        if (!go || n == 0)
+            break;
+        have = p < all ? (size_t)(all - p) : 0;
+        memmove(buf, p, have);
+    }
+    close(fd);
 }
 
 /* ---- reading every file, on every CPU ---- */
@@ -597,10 +908,14 @@ static void disagreements(void)
             continue;
         any = true;
         const struct ref *r = &refs[k];
-        const char *refsaid = "";
+        char refsaid[200] = "";
         for (size_t q = 0; q < r->n; q++)
-            if (r->s[q].seq == first)
-                refsaid = r->said[q];
+            if (r->s[q].seq == first) {
+                struct rec rc;
+                if (parse_call(r->s[q].line, r->s[q].line + r->s[q].len,
+                               &rc))
+                    describe(&rc, refsaid, sizeof(refsaid));
+            }
         const char *name = "";
         for (int i = 0; i < nfiles && !name[0]; i++) {
             int s = files[i].ok ? slot_of(&files[i], id) : -1;
@@ -648,15 +963,10 @@ static void disagreements(void)
 static int cmp_key(const void *a, const void *b)
 {
     const struct stat_key *x = a, *y = b;
-    int gx = atoi(x->key), gy = atoi(y->key);
-    if (gx != gy)
-        return gx - gy;
-    const char *kx = strchr(x->key, '\t'), *ky = strchr(y->key, '\t');
-    size_t lx = strcspn(kx + 1, "\t"), ly = strcspn(ky + 1, "\t");
-    int c = strncmp(kx + 1, ky + 1, lx < ly ? ly : lx);
-    if (c)
-        return c;
-    return atoi(kx + 2 + lx) - atoi(ky + 2 + ly);
+    if (x->id != y->id)
+        return x->id - y->id;
+    int c = strcmp(kinds[x->kind], kinds[y->kind]);
+    return c ? c : x->bucket - y->bucket;
 }
 
 static void times(void)
@@ -665,9 +975,12 @@ static void times(void)
     struct stat_key *keys = NULL;
     int nkeys = 0, cap = 0;
     for (int i = 0; i < nfiles; i++)
-        for (int s = 0; files[i].ok && s < files[i].nstats; s++) {
+        for (int s = 0; files[i].ok && s < 256; s++) {
+            const struct stat_key *x = &files[i].stats[s];
+            if (!x->used)
+                continue;
             int k = 0;
-            while (k < nkeys && strcmp(keys[k].key, files[i].stats[s].key))
+            while (k < nkeys && keys[k].key != x->key)
                 k++;
             if (k < nkeys)
                 continue;
@@ -678,7 +991,7 @@ static void times(void)
                     return;
                 keys = nk;
             }
-            keys[nkeys++] = files[i].stats[s];
+            keys[nkeys++] = *x;
         }
     qsort(keys, (size_t)nkeys, sizeof(*keys), cmp_key);
     printf("\nTime by group, call kind and size, over every rank (the "
@@ -692,35 +1005,32 @@ static void times(void)
         double total = 0, max = -1, least = 1e300;
         int max_rank = -1, least_rank = -1;
         for (int i = 0; i < nfiles; i++) {
-            for (int s = 0; files[i].ok && s < files[i].nstats; s++) {
-                const struct stat_key *x = &files[i].stats[s];
-                if (strcmp(x->key, keys[k].key))
-                    continue;
-                calls += x->calls;
-                total += x->total;
-                if (x->max > max) {
-                    max = x->max;
-                    max_rank = files[i].rank;
-                }
-                double mean = x->calls ? x->total / (double)x->calls : 0;
-                if (mean < least) {
-                    least = mean;
-                    least_rank = files[i].rank;
-                }
+            struct stat_key *x = files[i].ok
+                ? stat_of(&files[i], keys[k].id, keys[k].kind, keys[k].bucket)
+                : NULL;
+            if (!x || !x->calls)
+                continue;
+            calls += x->calls;
+            total += x->total;
+            if (x->max > max) {
+                max = x->max;
+                max_rank = files[i].rank;
+            }
+            double mean = x->total / (double)x->calls;
+            if (mean < least) {
+                least = mean;
+                least_rank = files[i].rank;
             }
         }
-        int group = atoi(keys[k].key);
-        const char *kind = strchr(keys[k].key, '\t') + 1;
-        int klen = (int)strcspn(kind, "\t");
-        int b = atoi(kind + klen + 1);
         char bytes[32];
-        if (b < 0)
+        if (keys[k].bucket < 0)
             snprintf(bytes, sizeof(bytes), "-");
         else
-            snprintf(bytes, sizeof(bytes), "%llu", 1ULL << b);
-        printf("  %5d %-16.*s %12s %10llu %10.6f %10.6f %8d %10.6f %8d\n",
-               group, klen, kind, bytes, calls, calls ? total / (double)calls
-               : 0, max, max_rank, least, least_rank);
+            snprintf(bytes, sizeof(bytes), "%llu", 1ULL << keys[k].bucket);
+        printf("  %5d %-16s %12s %10llu %10.6f %10.6f %8d %10.6f %8d\n",
+               keys[k].id, kinds[keys[k].kind], bytes, calls,
+               calls ? total / (double)calls : 0, max, max_rank, least,
+               least_rank);
     }
     free(keys);
 }
@@ -736,14 +1046,18 @@ static void usage(FILE *to)
             "kind and size.\n"
             "  -s          also the time by group, call kind and size\n"
             "  -q          leave out the first report's text\n"
-            "  -j THREADS  files read at once (default: the CPUs)\n"
+            "  -j THREADS  files read at once (default: 8 a CPU, at most "
+            "64)\n"
             "  --version   dcoll's version\n");
 }
 
 int main(int argc, char **argv)
 {
     bool slow = false, quiet = false;
-    long threads = sysconf(_SC_NPROCESSORS_ONLN);
+    /* Reading is mostly waiting for the disk: several files a CPU. */
+    long threads = 8 * sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads < 1 || threads > 64)
+        threads = threads < 1 ? 8 : 64;
     char **paths = NULL;
     int npaths = 0, cap = 0;
     for (int a = 1; a < argc; a++) {
@@ -759,7 +1073,7 @@ int main(int argc, char **argv)
             return 0;
         }
         if (!strcmp(argv[a], "-s")) {
-            slow = true;
+            slow = want_times = true;
         } else if (!strcmp(argv[a], "-q")) {
             quiet = true;
         } else if (!strcmp(argv[a], "-j")) {

@@ -280,11 +280,12 @@ struct dcoll_comm_ops {
      * for answers); fills roll. */
     dcoll_status_t (*roll_call)(struct dcoll_group *g, uint64_t seq,
                                 struct dcoll_roll *roll);
-    /* Tell the ranks that answered roll that call #seq hung, and wait a
+    /* Tell the ranks that answered roll that call #seq hung (whole: with
+     * what roll found of every rank, for DCOLL_REPORT=all), and wait a
      * little for each to say it has printed its side; true if a lower
      * rank found the same hang meanwhile (it ends the job). */
     bool (*tell)(struct dcoll_group *g, uint64_t seq, int kind,
-                 const struct dcoll_roll *roll);
+                 const struct dcoll_roll *roll, bool whole);
     /* End the whole job with code (MPI_Abort). */
     void (*abort_job)(struct dcoll_group *world, int code);
     /* MPI_Reduce of n doubles to the group's rank 0 (op 0: sum, 1: max,

@@ -200,6 +200,30 @@ static void put_head(struct out *o, const char *why)
     put(o, "}\n");
 }
 
+/* What every rank must pass alike in e's call, as one number: kind,
+ * type, count (not for the vector kinds, where each rank has its own),
+ * op and root where the kind has them, and form. Equal on every rank
+ * that made the same call, so a reader compares ranks without parsing
+ * the rest of the line. */
+static uint64_t signature(const struct dcoll_flight_entry *e)
+{
+    int64_t v[6] = {
+        e->kind,
+        e->kind == DCOLL_COLL_BARRIER ? -1 : e->dtype,
+        dcoll_kind_has(e->kind, DCOLL_KF_VEC) || e->kind == DCOLL_COLL_BARRIER
+            ? -1 : e->count,
+        dcoll_kind_has(e->kind, DCOLL_KF_OP) ? e->op : -1,
+        dcoll_kind_has(e->kind, DCOLL_KF_ROOT) ? e->root : -1,
+        e->form,
+    };
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < 6; i++) {
+        h = (h ^ (uint64_t)v[i]) * 0x9e3779b97f4a7c15ull;
+        h ^= h >> 29;
+    }
+    return h;
+}
+
 /* g's state, then its recorder's entries, oldest first. The calling
  * thread may be writing them meanwhile: each field is read once. */
 static void put_group(struct out *o, struct dcoll_group *g)
@@ -238,8 +262,10 @@ static void put_group(struct out *o, struct dcoll_group *g)
         (unsigned long long)shown);
     for (uint64_t i = n - shown; i < n; i++) {
         struct dcoll_flight_entry e = f->e[i & f->mask];
-        put(o, "{\"call\":%llu,\"entry\":%llu,\"group\":%d,\"kind\":",
-            (unsigned long long)e.seq, (unsigned long long)e.id, g->id);
+        put(o, "{\"call\":%llu,\"entry\":%llu,\"group\":%d,\"sig\":"
+            "\"%016llx\",\"kind\":", (unsigned long long)e.seq,
+            (unsigned long long)e.id, g->id,
+            (unsigned long long)signature(&e));
         put_str(o, dcoll_kind_name(e.kind));
         if (e.kind != DCOLL_COLL_BARRIER) {
             put(o, ",\"dtype\":");
@@ -261,7 +287,9 @@ static void put_group(struct out *o, struct dcoll_group *g)
         put_str(o, form_word(e.form));
         put(o, ",\"start\":%.6f,\"duration\":", e.start);
         if (e.end > 0)
-            put(o, "%.6f,\"status\":%d", e.end - e.start, (int)e.status);
+            /* %.6g: the coarse clock's ms need no more, and a short
+             * line is a fast read at thousands of ranks. */
+            put(o, "%.6g,\"status\":%d", e.end - e.start, (int)e.status);
         else
             put(o, "null,\"status\":null");
         put(o, ",\"by\":");

@@ -93,7 +93,9 @@ _Noreturn void dcoll_watchdog_end(struct dcoll_group *g, const char *why,
      * same hang meanwhile prints the report, and this one only its
      * line. */
     dcoll_status_t kept = dcoll_fault_keep(why);
-    bool defer = mpi && seq && roll && g->svc->tell(g, seq, kind, roll);
+    bool defer = mpi && seq && roll &&
+                 g->svc->tell(g, seq, kind, roll,
+                              dcoll_report_mode == DCOLL_REPORT_ALL);
     char name[200], where[400];
     snprintf(where, sizeof(where), "%s #%llu on %s timed out here too; a "
              "lower rank that found it at the same time reports it",

@@ -49,8 +49,12 @@ reports=$(grep -c "^[0-9.]* dcoll\[[0-9]*\]: .*timed out after 2 s" "$err")
 first=$(grep -m1 "^[0-9.]* dcoll\[[0-9]*\]: .*timed out after 2 s" "$err" |
     sed 's/^[0-9.]* dcoll\[\([0-9]*\)\].*/\1/')
 [ "$reports" -ge 1 ] || bad "no rank printed the report"
+# DCOLL_REPORT=all: every rank prints it whole, as before 1.10.
+whole=${DCOLL_REPORT:-brief}
 if [ "$how" = nothreads ]; then
     [ "$reports" = "$last" ] || bad "$reports report(s) from $last stuck rank(s)"
+elif [ "$whole" = all ]; then
+    [ "$reports" -ge "$alive" ] || bad "$reports whole report(s) from $alive ranks"
 else
     [ "$reports" -le 2 ] || bad "$reports ranks printed the whole report"
 fi
@@ -58,14 +62,18 @@ fi
 # killed one, nor one that refused the call and so took its number).
 case $how in absent|busy|plan)
     grep -q "^[0-9.]* dcoll\[$last\]: rank $last on .*timed out on rank .*never reached it" "$err" ||
+        grep -q "^[0-9.]* dcoll\[$last\]: .*This rank never reached it" "$err" ||
         bad "rank $last did not say where it stands" ;;
 esac
 r=0
 while [ "$r" -lt "$alive" ]; do
     called=$(sed -n "s/^rank $r calls at //p" "$out")
     [ -n "$called" ] || bad "rank $r never called"
-    # The report, as the first rank that printed it did.
-    lines=$(grep "^[0-9.]* dcoll\[$first\]: .*timed out after 2 s" "$err")
+    # The report, as the first rank that printed it did (each its own,
+    # with DCOLL_REPORT=all).
+    who=$first
+    [ "$whole" = all ] && who=$r
+    lines=$(grep "^[0-9.]* dcoll\[$who\]: .*timed out after 2 s" "$err")
     [ -n "$lines" ] || bad "rank $r printed no report"
     case $how in
         mixed)
@@ -98,7 +106,7 @@ while [ "$r" -lt "$alive" ]; do
     else
         head -n 1 "$file" | grep -q "^{\"schema\":\"dcoll-trace\",\"version\":1,\"job\":\"[^\"]*\",\"rank\":$r," ||
             bad "rank $r's file does not start with its header: $(head -c 300 "$file")"
-        grep -q "^{\"call\":[0-9]*,\"entry\":[0-9]*,\"group\":1,\"kind\":\"all_reduce\"" "$file" ||
+        grep -q "^{\"call\":[0-9]*,\"entry\":[0-9]*,\"group\":1,\"sig\":\"[0-9a-f]*\",\"kind\":\"all_reduce\"" "$file" ||
             bad "rank $r's file holds no all_reduce on group 1"
     fi
     at=$(echo "$lines" | head -n 1 | cut -d' ' -f1)
