@@ -179,6 +179,36 @@ struct rec {
     struct view kind, dtype, op, form;
 };
 
+static long long to_int(const char *p, const char *end)
+{
+    bool neg = p < end && *p == '-';
+    long long v = 0;
+    for (p += neg; p < end && *p >= '0' && *p <= '9'; p++)
+        v = v * 10 + (*p - '0');
+    return neg ? -v : v;
+}
+
+/* "12.345678" as our writer prints it; anything else through strtod. */
+static double to_double(const char *p, const char *end)
+{
+    const char *q = p;
+    double v = 0;
+    while (q < end && *q >= '0' && *q <= '9')
+        v = v * 10 + (*q++ - '0');
+    if (q < end && *q == '.') {
+        double scale = 0.1;
+        for (q++; q < end && *q >= '0' && *q <= '9'; q++, scale *= 0.1)
+            v += (*q - '0') * scale;
+    }
+    if (q == end || *q == ',' || *q == '}')
+        return v;
+    char buf[48];
+    int n = (int)(end - p) < 47 ? (int)(end - p) : 47;
+    memcpy(buf, p, (size_t)n);
+    buf[n] = '\0';
+    return strtod(buf, NULL);
+}
+
 static bool hex64(const char *p, const char *end, uint64_t *out)
 {
     uint64_t v = 0;
@@ -211,6 +241,8 @@ static bool digits(const char **pp, const char *end, char stop,
     return true;
 }
 
+static bool want_times;   /* -s: time by kind and size */
+
 /* The head our writer puts first on a call line, read in place:
  * {"call":N,"entry":N,"group":N,"sig":"16 hex". False where the line is
  * laid out otherwise; the whole line is then read. */
@@ -232,37 +264,33 @@ static bool fast_head(const char *p, const char *end, struct rec *r)
         return false;
     p += sizeof(d) - 1;
     r->has_sig = end - p > 17 && p[16] == '"' && hex64(p, p + 16, &r->sig);
-    return r->has_sig;
-}
-
-static long long to_int(const char *p, const char *end)
-{
-    bool neg = p < end && *p == '-';
-    long long v = 0;
-    for (p += neg; p < end && *p >= '0' && *p <= '9'; p++)
-        v = v * 10 + (*p - '0');
-    return neg ? -v : v;
-}
-
-/* "12.345678" as our writer prints it; anything else through strtod. */
-static double to_double(const char *p, const char *end)
-{
-    const char *q = p;
-    double v = 0;
-    while (q < end && *q >= '0' && *q <= '9')
-        v = v * 10 + (*q++ - '0');
-    if (q < end && *q == '.') {
-        double scale = 0.1;
-        for (q++; q < end && *q >= '0' && *q <= '9'; q++, scale *= 0.1)
-            v += (*q - '0') * scale;
+    if (!r->has_sig || !want_times)
+        return r->has_sig;
+    /* -s: the kind next, then bytes and duration found by name. */
+    static const char k[] = ",\"kind\":\"", by[] = "\"bytes\":",
+                      du[] = "\"duration\":";
+    p += 17;
+    if (end - p < (long)sizeof(k) || memcmp(p, k, sizeof(k) - 1))
+        return false;
+    r->kind.p = p + sizeof(k) - 1;
+    const char *q = memchr(r->kind.p, '"', (size_t)(end - r->kind.p));
+    if (!q)
+        return false;
+    r->kind.n = (int)(q - r->kind.p);
+    const char *at = memmem(q, (size_t)(end - q), by, sizeof(by) - 1);
+    if (at)
+        r->bytes = to_int(at + sizeof(by) - 1, end);
+    const char *t = memmem(q, (size_t)(end - q), du, sizeof(du) - 1);
+    if (t) {
+        t += sizeof(du) - 1;
+        const char *te = t;
+        while (te < end && *te != ',' && *te != '}')
+            te++;
+        r->has_duration = !(te - t == 4 && !memcmp(t, "null", 4));
+        if (r->has_duration)
+            r->duration = to_double(t, te);
     }
-    if (q == end || *q == ',' || *q == '}')
-        return v;
-    char buf[48];
-    int n = (int)(end - p) < 47 ? (int)(end - p) : 47;
-    memcpy(buf, p, (size_t)n);
-    buf[n] = '\0';
-    return strtod(buf, NULL);
+    return true;
 }
 
 static bool is(struct view k, const char *name)
@@ -489,13 +517,13 @@ static int slot_of(const struct file *f, int id)
     return -1;
 }
 
-static bool want_times;   /* -s: time by kind and size */
-
 static void call_line(struct file *f, const char *p, const char *end)
 {
     struct rec r;
-    /* Without -s only the head is needed, where the writer put it. */
-    if (want_times || !fast_head(p, end, &r)) {
+    /* Where the writer put the head first, only it (and for -s kind,
+     * bytes and duration) is read. */
+    memset(&r, 0, sizeof(r));
+    if (!fast_head(p, end, &r)) {
         if (!parse_call(p, end, &r))
             return;
     }
