@@ -193,8 +193,9 @@ refuse(struct dcoll_group *g, struct dcoll_coll *c, dcoll_status_t st)
  * (blocking), or posted as *work, whose end completes its time. */
 __attribute__((noinline, cold)) void
 dcoll_coll_profile(struct dcoll_group *g, const struct dcoll_coll *c,
-                   struct dcoll_work *work, double t0, dcoll_status_t st)
+                   struct dcoll_work *work, dcoll_status_t st)
 {
+    double t0 = g->diag->prof_t0;
     int64_t bytes = c->kind == DCOLL_COLL_BARRIER
                         ? 0 : c->count * (int64_t)dcoll_dtype_sizes[c->dtype];
     dcoll_profile_call(g, (int)c->kind, bytes, dcoll_now() - t0, true);
@@ -330,9 +331,8 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
     out.refused = false;  /* source: set by a receive that succeeded */
     out.way = NULL;
     c->fn = fn;
-    double t0 = 0;
     if (DCOLL_UNLIKELY(dcoll_profiling))
-        t0 = dcoll_now();
+        g->diag->prof_t0 = dcoll_now();
     /* Numbered, timed and recorded; send and recv are not numbered, since
      * ranks make different numbers of them. */
     if (k->flags & DCOLL_KF_COUNTED) {
@@ -369,8 +369,8 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
         dcoll_work_track(*work);
     } else if (c->fid)
         dcoll_flight_end(g->diag->flight, c->fid, st);
-    if (DCOLL_UNLIKELY(t0 > 0))
-        dcoll_coll_profile(g, c, work ? *work : NULL, t0, st);
+    if (DCOLL_UNLIKELY(dcoll_profiling))
+        dcoll_coll_profile(g, c, work ? *work : NULL, st);
     /* A way a tuning table gave: the recorder's entry and DCOLL_DEBUG
      * name it. */
     if (DCOLL_UNLIKELY(out.way != NULL))

@@ -120,10 +120,10 @@ extern const struct dcoll_backend dcoll_done_backend;
 /* A program's backend, as a transport. */
 extern const struct dcoll_backend dcoll_user_backend;
 
-/* DCOLL_PROFILE (collectives.c): call c on g, begun at t0 on the precise
- * clock, is over (blocking) or posted as work, whose end adds its time. */
+/* DCOLL_PROFILE (collectives.c): call c on g, begun at g->diag->prof_t0
+ * on the precise clock, is over (blocking) or posted as work, whose end
+ * adds its time. */
 void dcoll_coll_profile(struct dcoll_group *g, const struct dcoll_coll *c,
-                        struct dcoll_work *work, double t0,
-                        dcoll_status_t st);
+                        struct dcoll_work *work, dcoll_status_t st);
 
 #endif

@@ -238,9 +238,9 @@ dcoll_status_t dcoll_plan_make(dcoll_group_t *group, struct dcoll_coll *c,
     p->way = way_of(p, g);
     set_ready(p, member && !p->self);
     dcoll_flight_fill(&p->entry, &p->c);
-    p->entry.form = DCOLL_FORM_PLAN;
+    p->entry.kind_form = (unsigned char)(p->c.kind | DCOLL_FORM_PLAN << 6);
     if (p->tl)
-        p->entry.tl = (signed char)p->tl->tl;
+        p->entry.way = dcoll_flight_tl_name(p->tl->tl);
     if (member) {
         p->next = g->plans;
         if (g->plans)
@@ -335,16 +335,13 @@ start(struct dcoll_plan *p, struct dcoll_group *g, dcoll_work_t **work)
         dcoll_group_number(g, c->seq, (int)c->kind, DCOLL_FORM_PLAN);
     }
     c->async = work != NULL;
-    double t0 = 0;
     if (DCOLL_UNLIKELY(dcoll_profiling))
-        t0 = dcoll_now();
+        g->diag->prof_t0 = dcoll_now();
     struct dcoll_flight *f = g->diag->flight;
     if (g->timeout > 0 || f)
         c->start = dcoll_coarse_now();
-    c->fid = f ? dcoll_flight_begin(f, c) : 0;
-    dcoll_flight_form(f, c->fid, DCOLL_FORM_PLAN);
-    if (p->tl)
-        dcoll_flight_tl(f, c->fid, p->tl->tl);
+    /* The plan's own entry, form and transport in it already. */
+    c->fid = f ? dcoll_flight_put(f, &p->entry, c->seq, c->start)->id : 0;
     bool watched = !work && dcoll_watched(g);
     if (watched)
         dcoll_group_busy(g, c->seq, (int)c->kind, c->fn, c->start);
@@ -372,8 +369,8 @@ start(struct dcoll_plan *p, struct dcoll_group *g, dcoll_work_t **work)
     } else if (c->fid) {
         dcoll_flight_end(f, c->fid, st);
     }
-    if (DCOLL_UNLIKELY(t0 > 0))
-        dcoll_coll_profile(g, c, work ? *work : NULL, t0, st);
+    if (DCOLL_UNLIKELY(dcoll_profiling))
+        dcoll_coll_profile(g, c, work ? *work : NULL, st);
     return st;
 }
 

@@ -23,6 +23,8 @@ struct dcoll_diag_group {
      * verdict has come by lead_until. */
     uint64_t lead_seq;
     double lead_until;
+    double prof_t0;        /* DCOLL_PROFILE: when the call in hand began
+                              (one thread at a time issues calls here) */
 };
 
 extern double dcoll_default_timeout; /* seconds; 0: forever */
@@ -141,14 +143,25 @@ struct dcoll_flight_entry {
     double start, end;     /* coarse clock; end 0: not finished */
     /* end and what follows: what a plan's starts copy (flight_put) */
     int64_t count;
-    signed char kind, dtype, op;  /* op and root as passed: the kind says */
-    signed char form;             /* enum dcoll_form */
-    signed char tl;               /* enum dcoll_tl that ran it */
+    unsigned char kind_form;      /* kind | form << 6 (one store on the
+                                     public path): dcoll_flight_kind/_form */
+    signed char dtype, op;        /* op and root as passed: the kind says */
     int root;                     /* whether it has them (group rank) */
     dcoll_status_t status;
-    const char *way;       /* a tuning table's way, or NULL: MPI's call */
+    const char *way;       /* what ran it where not MPI's own call: a
+                              tuning table's way, or the transport
+                              ("staged", "nccl", "user"); NULL: MPI */
 };
 #define DCOLL_FLIGHT_MADE_AT offsetof(struct dcoll_flight_entry, end)
+_Static_assert(DCOLL_COLL_KIND_COUNT_ <= 64, "a kind fits in 6 bits");
+static inline int dcoll_flight_kind(const struct dcoll_flight_entry *e)
+{
+    return e->kind_form & 63;
+}
+static inline int dcoll_flight_form_of(const struct dcoll_flight_entry *e)
+{
+    return e->kind_form >> 6;
+}
 struct dcoll_flight {
     unsigned cap;          /* entries shown: the last cap */
     uint64_t mask;         /* the ring's size, a power of two >= cap, - 1:
@@ -163,17 +176,24 @@ void dcoll_flight_free(struct dcoll_flight *f);
 static inline void dcoll_flight_fill(struct dcoll_flight_entry *e,
                                      const struct dcoll_coll *c)
 {
+    /* c's fields read before any store through e, which the compiler
+     * must otherwise assume may change them. */
+    uint64_t seq = c->seq;
+    double start = c->start;
+    int64_t count = c->count;
+    unsigned char kind_form = (unsigned char)(
+        c->kind | (DCOLL_FORM_BLOCKING + c->async) << 6); /* or ASYNC */
+    signed char dtype = (signed char)c->dtype, op = (signed char)c->op;
+    int root = c->root;
     e->id = 0;
-    e->seq = c->seq;
-    e->start = c->start;
+    e->seq = seq;
+    e->start = start;
     e->end = 0;
-    e->count = c->count;
-    e->kind = (signed char)c->kind;
-    e->dtype = (signed char)c->dtype;
-    e->op = (signed char)c->op;
-    e->form = c->async ? DCOLL_FORM_ASYNC : DCOLL_FORM_BLOCKING;
-    e->tl = DCOLL_TL_MPI;
-    e->root = c->root;
+    e->count = count;
+    e->kind_form = kind_form;
+    e->dtype = dtype;
+    e->op = op;
+    e->root = root;
     e->status = DCOLL_SUCCESS;
     e->way = NULL;
 }
@@ -219,21 +239,21 @@ static inline void dcoll_flight_way(struct dcoll_flight *f, uint64_t id,
     if (e && id && e->id == id)
         e->way = way;
 }
-/* Entry id's transport, where the route chose another than MPI, or its
- * form, where a plan's start made it. */
+/* Entry id's transport, where the route chose another than MPI (in its
+ * way: the hot path writes no field for it). */
+static inline const char *dcoll_flight_tl_name(enum dcoll_tl tl)
+{
+    static const char *const names[DCOLL_TL_COUNT_] = {
+        [DCOLL_TL_MPI] = NULL, [DCOLL_TL_STAGED] = "staged",
+        [DCOLL_TL_NCCL] = "nccl", [DCOLL_TL_USER] = "user"};
+    return (unsigned)tl < DCOLL_TL_COUNT_ ? names[tl] : NULL;
+}
 static inline void dcoll_flight_tl(struct dcoll_flight *f, uint64_t id,
                                    enum dcoll_tl tl)
 {
     struct dcoll_flight_entry *e = f ? &f->e[(id - 1) & f->mask] : NULL;
     if (e && id && e->id == id)
-        e->tl = (signed char)tl;
-}
-static inline void dcoll_flight_form(struct dcoll_flight *f, uint64_t id,
-                                     int form)
-{
-    struct dcoll_flight_entry *e = f ? &f->e[(id - 1) & f->mask] : NULL;
-    if (e && id && e->id == id)
-        e->form = (signed char)form;
+        e->way = dcoll_flight_tl_name(tl);
 }
 /* A tuning table gave c the way @p way: its recorder entry names it, and
  * under DCOLL_DEBUG=detail g's rank 0 says so when c's kind takes

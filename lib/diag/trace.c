@@ -159,14 +159,6 @@ static const char *form_word(int form)
                                          : NULL;
 }
 
-static const char *tl_word(int tl)
-{
-    static const char *const names[DCOLL_TL_COUNT_] = {
-        [DCOLL_TL_MPI] = "mpi", [DCOLL_TL_STAGED] = "staged",
-        [DCOLL_TL_NCCL] = "nccl", [DCOLL_TL_USER] = "user"};
-    return tl >= 0 && tl < DCOLL_TL_COUNT_ ? names[tl] : "?";
-}
-
 static void put_head(struct out *o, const char *why)
 {
     const struct dcoll_job *j = dcoll_job();
@@ -207,14 +199,15 @@ static void put_head(struct out *o, const char *why)
  * the rest of the line. */
 static uint64_t signature(const struct dcoll_flight_entry *e)
 {
+    int kind = dcoll_flight_kind(e);
     int64_t v[6] = {
-        e->kind,
-        e->kind == DCOLL_COLL_BARRIER ? -1 : e->dtype,
-        dcoll_kind_has(e->kind, DCOLL_KF_VEC) || e->kind == DCOLL_COLL_BARRIER
+        kind,
+        kind == DCOLL_COLL_BARRIER ? -1 : e->dtype,
+        dcoll_kind_has(kind, DCOLL_KF_VEC) || kind == DCOLL_COLL_BARRIER
             ? -1 : e->count,
-        dcoll_kind_has(e->kind, DCOLL_KF_OP) ? e->op : -1,
-        dcoll_kind_has(e->kind, DCOLL_KF_ROOT) ? e->root : -1,
-        e->form,
+        dcoll_kind_has(kind, DCOLL_KF_OP) ? e->op : -1,
+        dcoll_kind_has(kind, DCOLL_KF_ROOT) ? e->root : -1,
+        dcoll_flight_form_of(e),
     };
     uint64_t h = 1469598103934665603ull;
     for (int i = 0; i < 6; i++) {
@@ -266,8 +259,9 @@ static void put_group(struct out *o, struct dcoll_group *g)
             "\"%016llx\",\"kind\":", (unsigned long long)e.seq,
             (unsigned long long)e.id, g->id,
             (unsigned long long)signature(&e));
-        put_str(o, dcoll_kind_name(e.kind));
-        if (e.kind != DCOLL_COLL_BARRIER) {
+        int kind = dcoll_flight_kind(&e);
+        put_str(o, dcoll_kind_name(kind));
+        if (kind != DCOLL_COLL_BARRIER) {
             put(o, ",\"dtype\":");
             put_str(o, dcoll_dtype_name((dcoll_dtype_t)e.dtype));
             put(o, ",\"count\":%lld,\"bytes\":%lld", (long long)e.count,
@@ -275,16 +269,16 @@ static void put_group(struct out *o, struct dcoll_group *g)
                     (long long)dcoll_dtype_sizes[(unsigned char)e.dtype %
                                                  DCOLL_DTYPE_COUNT_]);
         }
-        if (dcoll_kind_has(e.kind, DCOLL_KF_OP)) {
+        if (dcoll_kind_has(kind, DCOLL_KF_OP)) {
             put(o, ",\"op\":");
             put_str(o, dcoll_op_name((dcoll_op_t)e.op));
         }
-        if (dcoll_kind_has(e.kind, DCOLL_KF_ROOT) && e.root >= 0)
+        if (dcoll_kind_has(kind, DCOLL_KF_ROOT) && e.root >= 0)
             put(o, ",\"root\":%d", e.root);
-        if (dcoll_kind_has(e.kind, DCOLL_KF_PEER) && e.root >= 0)
+        if (dcoll_kind_has(kind, DCOLL_KF_PEER) && e.root >= 0)
             put(o, ",\"peer\":%d", e.root);
         put(o, ",\"form\":");
-        put_str(o, form_word(e.form));
+        put_str(o, form_word(dcoll_flight_form_of(&e)));
         put(o, ",\"start\":%.6f,\"duration\":", e.start);
         if (e.end > 0)
             /* %.6g: the coarse clock's ms need no more, and a short
@@ -293,7 +287,7 @@ static void put_group(struct out *o, struct dcoll_group *g)
         else
             put(o, "null,\"status\":null");
         put(o, ",\"by\":");
-        put_str(o, e.way ? e.way : tl_word(e.tl));
+        put_str(o, e.way ? e.way : "mpi");
         put(o, "}\n");
     }
 }
