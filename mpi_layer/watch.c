@@ -37,6 +37,7 @@
 #define TAG_VERDICT 3
 #define TAG_ACK 4
 #define GRACE 1.0     /* seconds a roll call waits for answers */
+#define GRACE_MAX 10.0 /* while they keep coming, at most */
 #define QUIET 0.05    /* seconds of waiting before a rank answers asks */
 #define WHY_MAX 232   /* bytes of a left rank's reason in its answer */
 #define ABORT_GRACE 1 /* seconds MPI_Abort gets before _exit (MPICH) */
@@ -84,9 +85,19 @@ static bool take(MPI_Comm ctl, int tag, void *buf, int bytes, int *from)
 }
 
 /* Answer every pending ask; with roll, also note the askers that were in
- * call #seq themselves. */
+ * call #seq themselves (one fewer silent in *silent for each). */
+static void serve_asks_counting(struct dcoll_group *g,
+                                struct dcoll_roll *roll, uint64_t seq,
+                                int *silent);
 static void serve_asks(struct dcoll_group *g, struct dcoll_roll *roll,
                        uint64_t seq)
+{
+    serve_asks_counting(g, roll, seq, NULL);
+}
+
+static void serve_asks_counting(struct dcoll_group *g,
+                                struct dcoll_roll *roll, uint64_t seq,
+                                int *silent)
 {
     MPI_Comm ctl = dcoll_mpi_ctl_of(g);
     int64_t asked;
@@ -101,6 +112,8 @@ static void serve_asks(struct dcoll_group *g, struct dcoll_roll *roll,
             roll->state[from] = DCOLL_ROLL_SAME;
             roll->seq[from] = seq;
             roll->kind[from] = -1;   /* known only to be in it */
+            if (silent)
+                --*silent;
         }
     }
 }
@@ -254,14 +267,6 @@ void dcoll_mpi_abort_job(struct dcoll_group *world, int code)
               code);
 }
 
-static int silent(const struct dcoll_roll *roll)
-{
-    int n = 0;
-    for (int r = 0; r < roll->n; r++)
-        n += roll->state[r] == DCOLL_ROLL_SILENT;
-    return n;
-}
-
 /* End n sends of buf: free buf once they are done, or, where a rank
  * never receives, let MPI drop them and leave buf to them. Frees rq. */
 static void let_go(int n, MPI_Request *rq, void *buf)
@@ -310,15 +315,18 @@ static bool roll_call(struct dcoll_group *g, uint64_t seq,
     /* Until every rank has answered for itself (an ask only proves the
      * asker was in the call), or the grace time is up. */
     unsigned char *got = calloc((size_t)n, 1);
-    int answered = 1;
-    double t0 = dcoll_now(), end = t0 + GRACE;
+    int answered = 1, quiet = n - 1;   /* quiet: ranks still silent */
+    /* The grace runs on while answers keep coming (ranks many to a core
+     * answer slowly), up to GRACE_MAX; silent ranks alone end it at
+     * GRACE. */
+    double t0 = dcoll_now(), end = t0 + GRACE, cap = t0 + GRACE_MAX;
     for (double now = t0; got && answered < n && now < end;
          now = dcoll_now()) {
         /* Everyone accounted for, some only by their own asks: a short
          * while more for their answers, which carry the call's form. */
-        if (!silent(roll) && now > t0 + GRACE / 4)
+        if (!quiet && now > t0 + GRACE / 4)
             break;
-        serve_asks(g, roll, seq);
+        serve_asks_counting(g, roll, seq, &quiet);
         struct answer a;
         int r;
         if (!take(ctl, TAG_ANSWER, &a, (int)sizeof(a), &r) ||
@@ -326,7 +334,10 @@ static bool roll_call(struct dcoll_group *g, uint64_t seq,
             continue; /* nothing, or an answer to an older roll call */
         got[r] = 1;
         answered++;
+        quiet -= roll->state[r] == DCOLL_ROLL_SILENT;
         note(roll, r, seq, &a);
+        if (now + GRACE / 2 > end)
+            end = now + GRACE / 2 < cap ? now + GRACE / 2 : cap;
     }
     free(got);
     let_go(nrq, rq, ask);
