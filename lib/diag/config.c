@@ -117,6 +117,15 @@ dcoll_status_t dcoll_fault_env(void)
     return dcoll_fault_env_output();
 }
 
+/* v's index among n words, or -1. */
+static int word_of(const char *v, const char *const *words, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(v, words[i]))
+            return i;
+    return -1;
+}
+
 /* A signal's number from "USR1", "SIGUSR1" or "10"; 0 if it names none a
  * program may take for itself. */
 static int signal_parse(const char *v)
@@ -149,10 +158,8 @@ dcoll_status_t dcoll_fault_env_output(void)
     static const char *const modes[] = {"brief", "lines", "quiet", "all"};
     dcoll_report_mode = DCOLL_REPORT_BRIEF;
     if (v && *v) {
-        int m = 0;
-        while (m < 4 && strcmp(v, modes[m]))
-            m++;
-        if (m == 4)
+        int m = word_of(v, modes, 4);
+        if (m < 0)
             return bad_env("DCOLL_REPORT", v, "'brief', 'lines', 'quiet' "
                            "or 'all'");
         dcoll_report_mode = m;
@@ -184,10 +191,8 @@ dcoll_status_t dcoll_fault_env_output(void)
     dcoll_profile_mode = DCOLL_PROFILE_OFF;
     if (v && *v && strcmp(v, "off") && strcmp(v, "0")) {
         static const char *const kinds[] = {"text", "json", "all"};
-        int m = 0;
-        while (m < 3 && strcmp(v, kinds[m]))
-            m++;
-        if (m == 3)
+        int m = word_of(v, kinds, 3);
+        if (m < 0)
             return bad_env("DCOLL_PROFILE", v, "'text', 'json', 'all' or "
                            "'off'");
         dcoll_profile_mode = m + 1;

@@ -168,9 +168,14 @@ program test_fortran
     call expect(logical(cflag(1)) .eqv. (world == 1) .and. &
                 logical(cflag(2)), 'LAND on logical(c_bool)')
 
+    ! A dump on demand (each group's recorder: DCOLL_FLIGHT_DIR=stderr
+    ! here, so the test leaves no file).
+    call ok(dcoll_dump(), 'dump')
+
     call ok(dcoll_finalize(), 'finalize')
     call refused(dcoll_barrier(DCOLL_WORLD), DCOLL_ERR_FINALIZED, '', &
                  'barrier after finalize')
+    call refused(dcoll_dump(), DCOLL_ERR_FINALIZED, '', 'dump after finalize')
     call MPI_Allreduce(MPI_IN_PLACE, failures, 1, MPI_INTEGER, MPI_SUM, &
                        MPI_COMM_WORLD)
     if (me == 0) write (*, '(a,i0,a,i0,a)') 'fortran: ', failures, &
