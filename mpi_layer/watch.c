@@ -86,18 +86,8 @@ static bool take(MPI_Comm ctl, int tag, void *buf, int bytes, int *from)
 
 /* Answer every pending ask; with roll, also note the askers that were in
  * call #seq themselves (one fewer silent in *silent for each). */
-static void serve_asks_counting(struct dcoll_group *g,
-                                struct dcoll_roll *roll, uint64_t seq,
-                                int *silent);
 static void serve_asks(struct dcoll_group *g, struct dcoll_roll *roll,
-                       uint64_t seq)
-{
-    serve_asks_counting(g, roll, seq, NULL);
-}
-
-static void serve_asks_counting(struct dcoll_group *g,
-                                struct dcoll_roll *roll, uint64_t seq,
-                                int *silent)
+                       uint64_t seq, int *silent)
 {
     MPI_Comm ctl = dcoll_mpi_ctl_of(g);
     int64_t asked;
@@ -172,7 +162,7 @@ static bool roll_alloc(struct dcoll_roll *r, int n)
 
 bool dcoll_mpi_serve(struct dcoll_group *g, struct dcoll_verdict *v)
 {
-    serve_asks(g, NULL, 0);
+    serve_asks(g, NULL, 0, NULL);
     MPI_Comm ctl = dcoll_mpi_ctl_of(g);
     int flag = 0, len = 0;
     MPI_Message m;
@@ -326,7 +316,7 @@ static bool roll_call(struct dcoll_group *g, uint64_t seq,
          * while more for their answers, which carry the call's form. */
         if (!quiet && now > t0 + GRACE / 4)
             break;
-        serve_asks_counting(g, roll, seq, &quiet);
+        serve_asks(g, roll, seq, &quiet);
         struct answer a;
         int r;
         if (!take(ctl, TAG_ANSWER, &a, (int)sizeof(a), &r) ||
@@ -348,7 +338,7 @@ static bool roll_call(struct dcoll_group *g, uint64_t seq,
  * waits in it, as its watchdog will find it hung too. Asking the ranks
  * below this one in turn (most often rank 0 alone) costs a message or
  * two, where a roll call by every waiting rank would cost one to every
- * rank from each: n^2 messages, which over TCP at 64 ranks already
+ * rank from each: n^2 messages, which at 256 ranks on one machine
  * outlast the grace. */
 int dcoll_mpi_lead(struct dcoll_group *g, uint64_t seq, double *wait)
 {
@@ -376,7 +366,7 @@ int dcoll_mpi_lead(struct dcoll_group *g, uint64_t seq, double *wait)
         nrq++;
         double give_up = dcoll_now() + LEAD_WAIT;
         while (!heard[q] && lead == g->rank && dcoll_now() < give_up) {
-            serve_asks(g, NULL, 0);
+            serve_asks(g, NULL, 0, NULL);
             struct answer a;
             int r;
             if (!take(ctl, TAG_ANSWER, &a, (int)sizeof(a), &r)) {
@@ -466,7 +456,7 @@ bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,
     double end = dcoll_now() + GRACE;
     bool defer = false;
     while (waiting && dcoll_now() < end) {
-        serve_asks(g, NULL, 0);
+        serve_asks(g, NULL, 0, NULL);
         int64_t one;
         int from;
         if (take(ctl, TAG_ACK, &one, (int)sizeof(one), &from) &&
@@ -547,7 +537,7 @@ dcoll_status_t dcoll_mpi_poll(struct dcoll_group *g,
         if (!quiet)
             quiet = now + QUIET;
         else if (now >= quiet)
-            serve_asks(g, NULL, 0);
+            serve_asks(g, NULL, 0, NULL);
     }
 }
 

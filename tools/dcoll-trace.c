@@ -1081,7 +1081,7 @@ static void usage(FILE *to)
 
 int main(int argc, char **argv)
 {
-    bool slow = false, quiet = false;
+    bool quiet = false;
     /* Reading is mostly waiting for the disk: several files a CPU. */
     long threads = 8 * sysconf(_SC_NPROCESSORS_ONLN);
     if (threads < 1 || threads > 64)
@@ -1101,7 +1101,7 @@ int main(int argc, char **argv)
             return 0;
         }
         if (!strcmp(argv[a], "-s")) {
-            slow = want_times = true;
+            want_times = true;
         } else if (!strcmp(argv[a], "-q")) {
             quiet = true;
         } else if (!strcmp(argv[a], "-j")) {
@@ -1263,7 +1263,7 @@ int main(int argc, char **argv)
             }
     where();
     disagreements();
-    if (slow)
+    if (want_times)
         times();
     return 0;
 }

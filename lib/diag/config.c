@@ -174,7 +174,7 @@ dcoll_status_t dcoll_fault_env_output(void)
             /* Room for "/dcoll-JOB-RANK.jsonl" after it. */
             if (strlen(v) >= sizeof(dcoll_flight_dir) - 160)
                 return bad_env("DCOLL_FLIGHT_DIR", v, "a directory's path "
-                               "under 3900 bytes, or 'stderr'");
+                               "under 3936 bytes, or 'stderr'");
             struct stat sb;
             if (stat(v, &sb) || !S_ISDIR(sb.st_mode) || access(v, W_OK | X_OK))
                 return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "

@@ -49,8 +49,8 @@ enum { DCOLL_PROFILE_OFF, DCOLL_PROFILE_TEXT, DCOLL_PROFILE_JSON,
        DCOLL_PROFILE_ALL };
 extern int dcoll_profile_mode;
 extern bool dcoll_profiling;
-/* Read DCOLL_REPORT, DCOLL_FLIGHT_DIR and DCOLL_DUMP_SIGNAL (by
- * dcoll_fault_env). */
+/* Read DCOLL_REPORT, DCOLL_FLIGHT_DIR, DCOLL_PROFILE and
+ * DCOLL_DUMP_SIGNAL (by dcoll_fault_env). */
 dcoll_status_t dcoll_fault_env_output(void);
 /* A timeout given by a program (fn's field name): 0 to 1e9 seconds. */
 dcoll_status_t dcoll_fault_timeout_ok(const char *fn, const char *name,
@@ -176,24 +176,16 @@ void dcoll_flight_free(struct dcoll_flight *f);
 static inline void dcoll_flight_fill(struct dcoll_flight_entry *e,
                                      const struct dcoll_coll *c)
 {
-    /* c's fields read before any store through e, which the compiler
-     * must otherwise assume may change them. */
-    uint64_t seq = c->seq;
-    double start = c->start;
-    int64_t count = c->count;
-    unsigned char kind_form = (unsigned char)(
-        c->kind | (DCOLL_FORM_BLOCKING + c->async) << 6); /* or ASYNC */
-    signed char dtype = (signed char)c->dtype, op = (signed char)c->op;
-    int root = c->root;
     e->id = 0;
-    e->seq = seq;
-    e->start = start;
+    e->seq = c->seq;
+    e->start = c->start;
     e->end = 0;
-    e->count = count;
-    e->kind_form = kind_form;
-    e->dtype = dtype;
-    e->op = op;
-    e->root = root;
+    e->count = c->count;
+    e->kind_form = (unsigned char)(c->kind | (DCOLL_FORM_BLOCKING + c->async)
+                                                 << 6); /* or ASYNC */
+    e->dtype = (signed char)c->dtype;
+    e->op = (signed char)c->op;
+    e->root = c->root;
     e->status = DCOLL_SUCCESS;
     e->way = NULL;
 }
@@ -251,9 +243,7 @@ static inline const char *dcoll_flight_tl_name(enum dcoll_tl tl)
 static inline void dcoll_flight_tl(struct dcoll_flight *f, uint64_t id,
                                    enum dcoll_tl tl)
 {
-    struct dcoll_flight_entry *e = f ? &f->e[(id - 1) & f->mask] : NULL;
-    if (e && id && e->id == id)
-        e->way = dcoll_flight_tl_name(tl);
+    dcoll_flight_way(f, id, dcoll_flight_tl_name(tl));
 }
 /* A tuning table gave c the way @p way: its recorder entry names it, and
  * under DCOLL_DEBUG=detail g's rank 0 says so when c's kind takes

@@ -27,7 +27,7 @@ struct prof_cell {
 /* The groups' figures, kept past their destruction until finalize: a
  * row per group id, as ids are the same on every rank. */
 struct prof_row {
-    int id, size;
+    int id;
     char name[160];
     struct prof_cell cell[DCOLL_COLL_KIND_COUNT_];
 };
@@ -52,7 +52,6 @@ static struct prof_row *row_of(const struct dcoll_group *g)
     struct prof_row *r = &rows[nrows++];
     memset(r, 0, sizeof(*r));
     r->id = g->id;
-    r->size = g->size;
     dcoll_group_name(g, r->name, sizeof(r->name));
     return r;
 }
@@ -129,10 +128,10 @@ dcoll_status_t dcoll_profile_report(struct dcoll_group *world)
     top = -neg;
     int ids = top + 1, cells = ids * DCOLL_COLL_KIND_COUNT_;
     size_t n = (size_t)cells * F_N;
-    double *mine = calloc(n + 3, sizeof(double));
-    double *sum = calloc(n + 3, sizeof(double));
-    double *max = calloc(n + 3, sizeof(double));
-    double *min = calloc(n + 3, sizeof(double));
+    double *mine = calloc(n + 1, sizeof(double));
+    double *sum = calloc(n + 1, sizeof(double));
+    double *max = calloc(n + 1, sizeof(double));
+    double *min = calloc(n + 1, sizeof(double));
     int ok = mine && sum && max && min;
     if (!(st = world->svc->agree(world, &ok)) && !ok)
         st = dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_finalize: no memory "

@@ -173,22 +173,16 @@ static void put_head(struct out *o, const char *why)
     put_str(o, why);
     put(o, ",\"wall\":%.6f,\"clock\":%.6f,\"clock_resolution\":%g",
         (double)wall.tv_sec + wall.tv_nsec * 1e-9, clock, DCOLL_COARSE_S);
-    if (j->slurm_job[0]) {
-        put(o, ",\"slurm_job_id\":");
-        put_str(o, j->slurm_job);
-    }
-    if (j->slurm_step[0]) {
-        put(o, ",\"slurm_step_id\":");
-        put_str(o, j->slurm_step);
-    }
-    if (j->slurm_node[0]) {
-        put(o, ",\"slurmd_nodename\":");
-        put_str(o, j->slurm_node);
-    }
-    if (j->ompi_job[0]) {
-        put(o, ",\"ompi_jobid\":");
-        put_str(o, j->ompi_job);
-    }
+    /* The launcher's ids, where it set them. */
+    const struct { const char *key, *value; } ids[] = {
+        {"slurm_job_id", j->slurm_job}, {"slurm_step_id", j->slurm_step},
+        {"slurmd_nodename", j->slurm_node}, {"ompi_jobid", j->ompi_job},
+    };
+    for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]); i++)
+        if (ids[i].value[0]) {
+            put(o, ",\"%s\":", ids[i].key);
+            put_str(o, ids[i].value);
+        }
     put(o, "}\n");
 }
 
