@@ -379,7 +379,9 @@ int dcoll_mpi_lead(struct dcoll_group *g, uint64_t seq, double *wait)
             /* A late answer from a rank passed over counts too. */
             if ((uint64_t)a.seq == seq && a.busy && !a.left && r < lead) {
                 lead = r;
-                *wait = (a.due > 0 ? a.due : 0) + 2 * GRACE + 1.0;
+                /* Its deadline, its roll call (which runs on while
+                 * answers come, to GRACE_MAX), its telling, a margin. */
+                *wait = (a.due > 0 ? a.due : 0) + GRACE_MAX + GRACE + 1.0;
             }
         }
     }
