@@ -3,15 +3,22 @@
 #   1. says what is there: driver, GPUs and their compute mode, CUDA,
 #      NCCL, MPI, libuv;
 #   2. builds with the CUDA plugin and NCCL required (-Dcuda=enabled
-#      -Dnccl=enabled) in $DCOLL_GPU_BUILD (default build-gpu);
-#   3. runs the gpu suite, where a skipped test counts as a failure;
+#      -Dnccl=enabled) in $DCOLL_GPU_BUILD (default build-gpu), or, with
+#      DCOLL_GPU_PREBUILT=1, takes that build as it was carried there;
+#   3. runs the gpu suite, where a skipped test counts as a failure
+#      (meson test, or scripts/run-tests.py where this machine's meson is
+#      not the build's);
 #   4. runs the GPU probe (pointer kinds, stream order, how long a
-#      blocking call waits, pinned bandwidth) and dcoll-perf -m cuda
-#      (dcoll against NCCL by hand, and staged against staging by hand);
-#   5. runs test_gpu on one rank under compute-sanitizer.
+#      blocking call waits, pinned bandwidth, overlap with a kernel on
+#      another stream) and dcoll-perf -m cuda: dcoll against NCCL by hand
+#      (1 rank, and 2 to 4 ranks on one GPU), staged against staging by
+#      hand (2 and 4 ranks sharing it), and every collective's check;
+#   5. host collectives with the plugin loaded and without it;
+#   6. compute-sanitizer: test_gpu on one rank, and the timeout test on
+#      three (NCCL's path, a rank absent).
 # Everything lands in OUT, in at most 8 files: summary.txt (one PASS or
 # FAIL line a step), machine.txt, build.log, tests.log, probe.txt,
-# perf.txt, sanitizer.txt. Exits 0 only if every step passed.
+# perf.txt, host.txt, sanitizer.txt. Exits 0 only if every step passed.
 # Where there is no GPU it runs the same steps on the CUDA and NCCL
 # doubles (test/double/) and says so in every file: the doubles' times
 # mean nothing, their verdicts do.
@@ -64,15 +71,22 @@ else
 fi
 
 # 2. The build.
-{
-    if [ -d "$build/meson-private" ]; then
-        meson setup --reconfigure "$build" "$src" -Dcuda=enabled \
-            -Dnccl=enabled -Dcudadir="$cuda"
-    else
-        meson setup "$build" "$src" -Dcuda=enabled -Dnccl=enabled \
-            -Dcudadir="$cuda"
-    fi && ninja -C "$build"
-} >"$out/build.log" 2>&1
+if [ "${DCOLL_GPU_PREBUILT:-0}" = 1 ]; then
+    {
+        echo "DCOLL_GPU_PREBUILT=1: the build in $build as it came"
+        ls -l "$build/lib/"libdcoll.so* "$build/cuda_layer/libdcoll_cuda.so"
+    } >"$out/build.log" 2>&1
+else
+    {
+        if [ -d "$build/meson-private" ]; then
+            meson setup --reconfigure "$build" "$src" -Dcuda=enabled \
+                -Dnccl=enabled -Dcudadir="$cuda"
+        else
+            meson setup "$build" "$src" -Dcuda=enabled -Dnccl=enabled \
+                -Dcudadir="$cuda"
+        fi && ninja -C "$build"
+    } >"$out/build.log" 2>&1
+fi
 rc=$?
 verdict build $rc "-Dcuda=enabled -Dnccl=enabled in $build"
 if [ $rc != 0 ]; then
@@ -89,7 +103,16 @@ else
              sed -n 's/^dcoll:[a-z]* \/ //p' |
              grep -E '^(double-|perf-cuda-|plugin-in-tree)')
 fi
-meson test -C "$build" --no-rebuild --print-errorlogs "$@" >"$out/tests.log" 2>&1
+built=$(python3 -c 'import json, sys
+print(json.load(open(sys.argv[1]))["meson_version"]["full"])' \
+    "$build/meson-info/meson-info.json" 2>/dev/null)
+if [ $gpu = yes ] && [ "$(meson --version 2>/dev/null)" != "$built" ]; then
+    # The build came from elsewhere: its tests as meson would run them.
+    python3 "$src/scripts/run-tests.py" "$build" gpu >"$out/tests.log" 2>&1
+else
+    meson test -C "$build" --no-rebuild --print-errorlogs "$@" \
+        >"$out/tests.log" 2>&1
+fi
 rc=$?
 skipped=$(sed -n 's/^Skipped: *//p' "$out/tests.log" | tail -1 | tr -d ' ')
 okn=$(sed -n 's/^Ok: *//p' "$out/tests.log" | tail -1 | tr -d ' ')
@@ -101,12 +124,20 @@ if [ $gpu = yes ]; then
     plugin=$build/cuda_layer/libdcoll_cuda.so
     probe=$build/test/gpu/dcoll-gpu-probe
     perf_env=""
-    sizes="-b 8 -e 64M -f 4"
+    table="-b 8 -e 256M -f 4 -R 3"
+    # NCCL's socket transport between processes on one GPU is slow: to
+    # 64 MiB there, in the time a lease has.
+    tableone="-b 8 -e 64M -f 4 -R 3"
+    checks="-b 8 -e 4M -f 16 -R 1"
+    hostsizes="-b 8 -e 64K -f 8"
 else
     plugin=$build/test/double/libdcoll_cuda_double.so
     probe=$build/test/double/dcoll-gpu-probe-double
     perf_env=$build/test/double/libdcoll_cudart_double.so
-    sizes="-b 4K -e 256K -f 8 -n 3 -w 1 -R 1"
+    table="-b 4K -e 256K -f 8 -n 3 -w 1 -R 1"
+    checks=$table
+    tableone=$table
+    hostsizes="-b 8 -e 64 -f 8 -n 3 -w 1 -R 1"
 fi
 export DCOLL_CUDA_PLUGIN="$plugin"
 rc=0
@@ -121,29 +152,78 @@ rc=0
 } >"$out/probe.txt" 2>&1
 verdict probe $rc
 colls="all_reduce broadcast reduce all_gather reduce_scatter all_to_all gather scatter"
+# perf WHAT NP SIZES ENV COLLS...: one dcoll-perf run, under a heading,
+# with the settings ENV names ("-" for none).
+perf() {
+    what=$1; np=$2; sz=$3; set_=$4; shift 4
+    [ "$set_" = - ] && set_=
+    echo "## $what"
+    # shellcheck disable=SC2086
+    env $set_ DCOLL_PERF_CUDA="$perf_env" "$src/test/mpirun.sh" "$np" 300 \
+        "$build/bench/dcoll-perf" -m cuda $sz "$@" || rc=1
+}
+one="DCOLL_NCCL_ONE_GPU=1 NCCL_SOCKET_IFNAME=lo"
 rc=0
 {
     [ $gpu = no ] && echo "# on the CUDA and NCCL doubles: the times mean nothing, #wrong does"
-    echo "## 1 rank, NCCL"
+    # The tables: all_reduce and broadcast, 8 B to 256 MiB.
+    perf "1 rank, NCCL" 1 "$table" - all_reduce broadcast
+    for np in 2 3 4; do
+        perf "$np ranks on one GPU, NCCL ($one)" "$np" "$tableone" "$one" \
+            all_reduce broadcast
+    done
+    for np in 2 4; do
+        perf "$np ranks sharing one GPU, staged" "$np" "$table" \
+            FAKE_SHARED_UUID=1 all_reduce broadcast
+    done
+    # Every collective, every element checked.
     # shellcheck disable=SC2086
-    DCOLL_PERF_CUDA=$perf_env run_mpi 1 600 "$build/bench/dcoll-perf" -m cuda $sizes $colls || rc=1
-    echo "## 2 ranks on one GPU, NCCL (DCOLL_NCCL_ONE_GPU=1)"
+    perf "checks: 1 rank, NCCL" 1 "$checks" - $colls
     # shellcheck disable=SC2086
-    DCOLL_PERF_CUDA=$perf_env DCOLL_NCCL_ONE_GPU=1 NCCL_SOCKET_IFNAME=lo \
-        run_mpi 2 600 "$build/bench/dcoll-perf" -m cuda $sizes $colls || rc=1
-    echo "## 2 ranks on one GPU, staged"
+    perf "checks: 3 ranks on one GPU, NCCL" 3 "$checks" "$one" $colls
     # shellcheck disable=SC2086
-    DCOLL_PERF_CUDA=$perf_env FAKE_SHARED_UUID=1 \
-        run_mpi 2 600 "$build/bench/dcoll-perf" -m cuda $sizes $colls || rc=1
+    perf "checks: 3 ranks sharing one GPU, staged" 3 "$checks" \
+        FAKE_SHARED_UUID=1 $colls
 } >"$out/perf.txt" 2>&1
+grep -q '^# total #wrong: [1-9]' "$out/perf.txt" && rc=1
 verdict dcoll-perf $rc "-m cuda, every element checked"
 
-# 5. compute-sanitizer on one rank of test_gpu.
+# 5. Host collectives with the plugin loaded, and without (no plugin to
+# load: the same library), in launches that alternate, twice each.
+rc=0
+{
+    for r in 1 2; do
+        for with in yes no; do
+            echo "## round $r, plugin $([ $with = yes ] && echo "loaded ($plugin)" || echo "not loaded")"
+            if [ $with = yes ]; then
+                DCOLL_CUDA_PLUGIN=$plugin run_mpi 2 300 "$build/bench/dcoll-perf" \
+                    $hostsizes all_reduce broadcast || rc=1
+            else
+                env -u DCOLL_CUDA_PLUGIN "$src/test/mpirun.sh" 2 300 \
+                    "$build/bench/dcoll-perf" $hostsizes all_reduce broadcast || rc=1
+            fi
+        done
+    done
+} >"$out/host.txt" 2>&1
+verdict host-plugin $rc "host all_reduce and broadcast, 2 ranks, plugin loaded and not"
+
+# 6. compute-sanitizer: test_gpu on one rank; the timeout test on three.
 san=$(command -v compute-sanitizer || echo "$cuda/bin/compute-sanitizer")
 if [ $gpu = yes ] && [ -x "$san" ]; then
-    run_mpi 1 600 "$san" --tool memcheck --error-exitcode 1 \
-        "$build/test/gpu/test_gpu" >"$out/sanitizer.txt" 2>&1
-    verdict compute-sanitizer $? "memcheck on test_gpu, 1 rank"
+    {
+        echo "## test_gpu, 1 rank"
+        run_mpi 1 300 "$san" --tool memcheck --error-exitcode 1 \
+            "$build/test/gpu/test_gpu"
+        a=$?
+        echo "## test_gpu_timeout_cuda, 3 ranks, NCCL, the last absent"
+        DCOLL_NCCL_ONE_GPU=1 NCCL_SOCKET_IFNAME=lo run_mpi 3 300 "$san" \
+            --tool memcheck --error-exitcode 1 \
+            "$build/test/gpu/test_gpu_timeout_cuda"
+        b=$?
+        echo "## exits: $a $b"
+        [ $a = 0 ] && [ $b = 0 ]
+    } >"$out/sanitizer.txt" 2>&1
+    verdict compute-sanitizer $? "memcheck: test_gpu on 1 rank, the NCCL timeout on 3"
 elif [ $gpu = yes ]; then
     echo "compute-sanitizer not found under $cuda/bin" >"$out/sanitizer.txt"
     verdict compute-sanitizer 1 "not found"

@@ -7,14 +7,21 @@
  *   - how long a blocking dcoll call on a GPU buffer takes beyond the
  *     stream's own work: a 4-byte all_reduce against an empty
  *     cudaStreamSynchronize, medians of 200;
- *   - pinned and pageable copy bandwidth, both ways, 64 MiB.
+ *   - pinned and pageable copy bandwidth, both ways, 64 MiB;
+ *   - on one rank, whether a 64 MiB all_reduce on one stream overlaps a
+ *     kernel on another, and whether the blocking call returns before
+ *     that kernel ends (it waits on its own stream only). The kernel is
+ *     a spin of fixed length, PTX loaded through the driver (libcuda) at
+ *     run time, so that the probe needs no CUDA compiler.
  * Built against the CUDA runtime, and against the CUDA double (then the
  * figures are the double's). Exits 1 if a check fails, 77 with no GPU. */
 #include <mpi.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <dlfcn.h>
 #include <cuda_runtime_api.h>
 #include "dcoll/dcoll.h"
 
@@ -167,6 +174,111 @@ static void bandwidth(void)
     free(h);
 }
 
+/* A kernel that spins for a given number of clock cycles, one thread. */
+static const char spin_ptx[] =
+    ".version 7.0\n.target sm_70\n.address_size 64\n"
+    ".visible .entry spin(.param .u64 cycles)\n{\n"
+    "  .reg .u64 %rd<4>;\n  .reg .pred %p;\n"
+    "  ld.param.u64 %rd1, [cycles];\n  mov.u64 %rd2, %clock64;\n"
+    "LOOP:\n  mov.u64 %rd3, %clock64;\n  sub.u64 %rd3, %rd3, %rd2;\n"
+    "  setp.lt.u64 %p, %rd3, %rd1;\n  @%p bra LOOP;\n  ret;\n}\n";
+
+typedef int (*load_fn)(void **, const void *);
+typedef int (*get_fn)(void **, void *, const char *);
+typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned,
+                         unsigned, unsigned, unsigned, void *, void **,
+                         void **);
+
+/* The spin kernel, or NULL where the driver would not load it. */
+static void *spin_kernel(launch_fn *launch)
+{
+    void *cu = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!cu)
+        return NULL;
+    load_fn load = (load_fn)dlsym(cu, "cuModuleLoadData");
+    get_fn get = (get_fn)dlsym(cu, "cuModuleGetFunction");
+    *launch = (launch_fn)dlsym(cu, "cuLaunchKernel");
+    void *mod = NULL, *fn = NULL;
+    if (!load || !get || !*launch || load(&mod, spin_ptx) ||
+        get(&fn, mod, "spin"))
+        return NULL;
+    return fn;
+}
+
+static void overlap(int nranks)
+{
+    launch_fn launch = NULL;
+    void *fn = spin_kernel(&launch);
+    if (!fn || nranks != 1) {
+        if (me == 0)
+            printf("overlap: not measured (%s)\n", !fn ? "the driver "
+                   "(libcuda.so.1) did not load the spin kernel" :
+                   "one rank only: processes sharing a GPU time-slice it");
+        return;
+    }
+    size_t count = (size_t)16 << 20;   /* 64 MiB of float */
+    float *d = NULL;
+    cudaStream_t ks, cs;
+    cudaStreamCreateWithFlags(&ks, cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking);
+    cudaMalloc((void **)&d, count * sizeof(float));
+    cudaMemset(d, 0, count * sizeof(float));
+    dcoll_coll_opts_t o = DCOLL_COLL_OPTS_INIT;
+    o.mask = DCOLL_COLL_OPT_STREAM;
+    o.stream = cs;
+    unsigned long long cycles = 100000000ull;   /* 50-100 ms at 1-2 GHz */
+    void *args[] = {&cycles};
+    double kern = 1e9, coll = 1e9, both = 1e9, ret = 1e9;
+    for (int r = 0; r < 3; r++) {
+        double t0 = now();
+        launch(fn, 1, 1, 1, 1, 1, 1, 0, ks, args, NULL);
+        cudaStreamSynchronize(ks);
+        double t = now() - t0;
+        kern = t < kern ? t : kern;
+        t0 = now();
+        if (dcoll_all_reduce(NULL, d, d, count, DCOLL_FLOAT32, DCOLL_SUM, &o,
+                             NULL))
+            goto failed;
+        cudaStreamSynchronize(cs);
+        t = now() - t0;
+        coll = t < coll ? t : coll;
+        t0 = now();
+        launch(fn, 1, 1, 1, 1, 1, 1, 0, ks, args, NULL);
+        if (dcoll_all_reduce(NULL, d, d, count, DCOLL_FLOAT32, DCOLL_SUM, &o,
+                             NULL))
+            goto failed;
+        t = now() - t0;
+        ret = t < ret ? t : ret;
+        cudaStreamSynchronize(cs);
+        cudaStreamSynchronize(ks);
+        t = now() - t0;
+        both = t < both ? t : both;
+    }
+    /* Overlap: both take about the longer of the two, not their sum. The
+     * blocking call returns once its own stream's work is done, long
+     * before the kernel on the other stream ends. */
+    bool overlaps = both < kern + 0.5 * coll;
+    bool own = ret < kern * 0.8 || coll > kern;
+    printf("overlap: spin kernel alone %.2f ms, 64 MiB all_reduce alone "
+           "%.2f ms, both on two streams %.2f ms (%s); the blocking call "
+           "returned after %.2f ms with the kernel running (%s)\n",
+           kern * 1e3, coll * 1e3, both * 1e3,
+           overlaps ? "they overlap" : "NO OVERLAP", ret * 1e3,
+           own ? "it waited on its own stream only" :
+                 "IT WAITED FOR THE OTHER STREAM");
+    failures += !overlaps + !own;
+    goto done;
+failed:
+    fprintf(stderr, "[rank %d] overlap all_reduce: %s\n", me,
+            dcoll_last_error());
+    failures++;
+done:
+    cudaDeviceSynchronize();
+    cudaFree(d);
+    cudaStreamDestroy(ks);
+    cudaStreamDestroy(cs);
+}
+
 int main(int argc, char **argv)
 {
     int level, n = 0;
@@ -195,6 +307,9 @@ int main(int argc, char **argv)
     ordering();
     blocking_wait();
     bandwidth();
+    int nranks = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    overlap(nranks);
     dcoll_finalize();
     MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM,
                   MPI_COMM_WORLD);

@@ -2,11 +2,23 @@
  * never comes to a GPU all_reduce on NCCL's path (the fake plugin's) is
  * waited for the group's timeout, not a fixed 600 s; with on_timeout
  * return every other rank gets DCOLL_ERR_TIMEOUT, the group is failed,
- * and the next call says so. Blocking and async. */
+ * and the next call says so. Blocking and async.
+ * Built with CUDA_DEVICE (test_gpu_timeout_cuda, suite gpu) it runs on a
+ * real GPU's memory instead: staged where the ranks share it, NCCL with
+ * DCOLL_NCCL_ONE_GPU=1. */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdbool.h>
 #include "testutil.h"
+#ifdef CUDA_DEVICE
+#include <cuda_runtime_api.h>
+
+static void *device_alloc(size_t bytes)
+{
+    void *p = NULL;
+    return cudaMalloc(&p, bytes) == cudaSuccess ? p : NULL;
+}
+#endif
 
 int t_rank, t_failures;
 static int n;
@@ -53,13 +65,20 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
+    void *(*alloc)(size_t) = NULL;
+#ifdef CUDA_DEVICE
+    int gpus = 0;
+    if (cudaGetDeviceCount(&gpus) == cudaSuccess && gpus > 0)
+        alloc = device_alloc;
+#else
     const char *path = getenv("DCOLL_CUDA_PLUGIN");
     void *h = path ? dlopen(path, RTLD_NOW) : NULL;
-    void *(*alloc)(size_t) = NULL;
     *(void **)&alloc = h ? dlsym(h, "fake_device_alloc") : NULL;
+#endif
     if (!alloc || n < 2) {
         if (t_rank == 0)
-            printf("needs the fake plugin and 2 ranks: skipping\n");
+            printf("needs a GPU (or the fake plugin) and 2 ranks: "
+                   "skipping\n");
         MPI_Finalize();
         return 77;
     }

@@ -134,7 +134,8 @@ if [ -n "$tool" ] && [ "$how" = absent ]; then
         bad "dcoll-trace does not name rank $last as behind"
 fi
 sleep 1
-left=$(ps -eo stat=,comm=,args= | awk -v h="hang $how" '$1 !~ /^Z/ && $2 == "test_fault" && index($0, h)' | wc -l)
+name=$(basename "$prog" | cut -c1-15)
+left=$(ps -eo stat=,comm=,args= | awk -v h="hang $how" -v p="$name" '$1 !~ /^Z/ && $2 == p && index($0, h)' | wc -l)
 [ "$left" = 0 ] || bad "$left rank(s) still running"
 lines=$(wc -l <"$err")
 if [ $fail = 1 ]; then echo "--- stdout"; cat "$out"; echo "--- stderr"; cat "$err"; fi

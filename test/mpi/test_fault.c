@@ -29,7 +29,9 @@
  *                            planmixed even ranks do and odd ranks call
  *                            it (run with DCOLL_PLAN_CALLS=persistent).
  *                            Every rank prints when it calls; the job
- *                            must end with the report. */
+ *                            must end with the report.
+ * Built with CUDA_DEVICE (test_fault_gpu, suite gpu), the hung all_reduce
+ * is on a GPU buffer. */
 #include <fcntl.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -38,6 +40,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef CUDA_DEVICE
+#include <cuda_runtime_api.h>
+#endif
 #include "dcoll/dcoll.h"
 #include "capture.h"
 #include "procs.h"
@@ -457,7 +462,14 @@ static int hang(const char *how, const char *url)
     CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_SUCCESS, "new_group");
     sum_works(g, r, n, "before");
     enum { BIG = 1 << 20 };
+#ifdef CUDA_DEVICE
+    int *x = NULL;
+    CHECK(cudaMalloc((void **)&x, BIG * sizeof(int)) == cudaSuccess &&
+          cudaMemset(x, 0, BIG * sizeof(int)) == cudaSuccess,
+          "cudaMalloc of %d ints", BIG);
+#else
     int *x = calloc(BIG, sizeof(int));
+#endif
     bool last = r == n - 1;
     printf("rank %d calls at %.3f\n", r, wall());
     fflush(stdout);
@@ -595,6 +607,13 @@ int main(int argc, char **argv)
         return config() || failures;
     if (!strcmp(mode, "partial"))
         return partial() || failures;
+#ifdef CUDA_DEVICE
+    int gpus = 0;
+    if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 1) {
+        printf("no GPU here: skipping\n");
+        return 77;
+    }
+#endif
     if (!strcmp(mode, "hang") && argc > 2)
         return hang(argv[2], NULL);
     if (strcmp(mode, "absent") && strcmp(mode, "killed") &&
