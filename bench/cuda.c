@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include "perf.h"
@@ -124,6 +125,19 @@ int perf_cuda_open(struct perf_ctx *c, const char **path)
             staged |= !memcmp(all + 16 * a, all + 16 * b, 16);
     free(all);
     if (!staged) {
+        /* Ranks on one GPU (the test-only setting): each process names
+         * itself a host of its own, as dcoll does (lib/gpu/nccl.c), or
+         * NCCL refuses the hand-made communicator ("Duplicate GPU"). */
+        if (one && !strcmp(one, "1")) {
+            char host[64] = "", hid[160];
+            const char *was = getenv("NCCL_HOSTID");
+            if (!was || !*was) {
+                gethostname(host, sizeof(host) - 1);
+                was = host;
+            }
+            snprintf(hid, sizeof(hid), "%s-perf-%d", was, (int)getpid());
+            setenv("NCCL_HOSTID", hid, 1);
+        }
         ncclUniqueId id;
         if (c->rank == 0)
             p_ncclGetUniqueId(&id);
@@ -170,10 +184,18 @@ void perf_cuda_close(void)
     raw_comm = NULL;
 }
 
+/* The check's copies, on the calls' stream and waited for. A cudaMemcpy
+ * from pageable memory returns before its last DMA lands, and on the
+ * legacy stream is not ordered before work on a non-blocking one: a
+ * call made right after it read a partly old input (seen on an H100,
+ * 512 KiB to 2 MiB, dcoll's side and the raw one's alike). */
 void perf_cuda_copy(void *dst, const void *src, size_t bytes)
 {
-    if (bytes)
-        p_cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+    if (bytes && (p_cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault,
+                                    stream) ||
+                  p_cudaStreamSynchronize(stream)))
+        fprintf(stderr, "dcoll-perf: -m cuda: a check's copy of %zu "
+                "bytes failed\n", bytes);
 }
 
 static const ncclDataType_t nt[DCOLL_DTYPE_COUNT_] = {

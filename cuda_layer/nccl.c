@@ -2,6 +2,7 @@
  * that a dead peer ends in a timeout rather than a hang, and collectives
  * enqueued on the caller's stream. */
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,10 @@ struct comm {
     ncclComm_t nc;   /* NULL once aborted */
     int device;
     char why[200];   /* why it was aborted */
+    /* A blocking call's event, kept for the next: making and destroying
+     * one a call cost about 0.3 us of the 1 us dcoll added to an NCCL
+     * call on an H100. A second thread waiting at once makes its own. */
+    _Atomic(cudaEvent_t) spare;
 };
 
 static double now(void)
@@ -267,6 +272,9 @@ void dcoll_nccl_free(void *comm)
         else
             kill(c, "ncclCommFinalize");   /* settle may have already */
     }
+    cudaEvent_t e = atomic_exchange(&c->spare, NULL);
+    if (e)
+        cudaEventDestroy(e);
     free(c);
 }
 
@@ -441,10 +449,11 @@ int dcoll_nccl_coll(void *comm, const dcoll_plugin_call_t *k, int rank,
  * now (a query of an event of the capture would end the capture). The
  * work or the blocking call is done as far as dcoll can see; the program
  * synchronises with its graph's launches, as for any captured work. */
-int dcoll_nccl_event_record(void *comm, void *stream, void **event)
+/* Records *ev (made if NULL) on stream; *waits is 0 where the stream is
+ * being captured, and nothing was recorded. */
+static int record(struct comm *c, void *stream, cudaEvent_t *ev, int *waits)
 {
-    struct comm *c = comm;
-    cudaEvent_t e = NULL;
+    *waits = 0;
     if (!c->nc)
         return gone(c, "cudaEventRecord");
     int old = dcoll_cuda_enter(c->device);
@@ -453,15 +462,27 @@ int dcoll_nccl_event_record(void *comm, void *stream, void **event)
     if (r == cudaSuccess && cs == cudaStreamCaptureStatusInvalidated)
         r = cudaErrorStreamCaptureInvalidated;
     if (r == cudaSuccess && cs == cudaStreamCaptureStatusNone) {
-        r = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+        if (!*ev)
+            r = cudaEventCreateWithFlags(ev, cudaEventDisableTiming);
         if (r == cudaSuccess)
-            r = cudaEventRecord(e, (cudaStream_t)stream);
+            r = cudaEventRecord(*ev, (cudaStream_t)stream);
+        *waits = r == cudaSuccess;
     }
     dcoll_cuda_leave(old, c->device);
     if (r != cudaSuccess)
         return dcoll_cuda_fail("cudaEventRecord", cudaGetErrorString(r));
-    *event = e;
     return 0;
+}
+
+int dcoll_nccl_event_record(void *comm, void *stream, void **event)
+{
+    cudaEvent_t e = NULL;
+    int waits = 0, rc = record(comm, stream, &e, &waits);
+    if (rc && e)
+        cudaEventDestroy(e);
+    if (!rc)
+        *event = waits ? e : NULL;
+    return rc;
 }
 
 int dcoll_nccl_event_poll(void *comm, void *event, int *done)
@@ -521,11 +542,13 @@ int dcoll_nccl_event_wait(void *comm, void *event, double timeout)
 
 int dcoll_nccl_wait(void *comm, void *stream, double timeout)
 {
-    void *ev;
-    int rc = dcoll_nccl_event_record(comm, stream, &ev);
-    if (rc)
-        return rc;
-    rc = dcoll_nccl_event_wait(comm, ev, timeout);
-    dcoll_nccl_event_free(ev);
+    struct comm *c = comm;
+    cudaEvent_t e = atomic_exchange(&c->spare, NULL);
+    int waits = 0, rc = record(c, stream, &e, &waits);
+    if (!rc)
+        rc = dcoll_nccl_event_wait(comm, waits ? e : NULL, timeout);
+    cudaEvent_t none = NULL;
+    if (e && !atomic_compare_exchange_strong(&c->spare, &none, e))
+        cudaEventDestroy(e);
     return rc;
 }

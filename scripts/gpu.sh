@@ -94,64 +94,77 @@ if [ $rc != 0 ]; then
     exit 1
 fi
 
-# 3. The tests: the gpu suite, or on the doubles the tests that use them.
-if [ $gpu = yes ]; then
-    set -- --suite gpu
-else
-    # shellcheck disable=SC2046
-    set -- $(meson test -C "$build" --list 2>/dev/null |
-             sed -n 's/^dcoll:[a-z]* \/ //p' |
-             grep -E '^(double-|perf-cuda-|plugin-in-tree)')
-fi
-built=$(python3 -c 'import json, sys
-print(json.load(open(sys.argv[1]))["meson_version"]["full"])' \
-    "$build/meson-info/meson-info.json" 2>/dev/null)
-if [ $gpu = yes ] && [ "$(meson --version 2>/dev/null)" != "$built" ]; then
-    # The build came from elsewhere: its tests as meson would run them.
-    python3 "$src/scripts/run-tests.py" "$build" gpu >"$out/tests.log" 2>&1
-else
-    meson test -C "$build" --no-rebuild --print-errorlogs "$@" \
-        >"$out/tests.log" 2>&1
-fi
-rc=$?
-skipped=$(sed -n 's/^Skipped: *//p' "$out/tests.log" | tail -1 | tr -d ' ')
-okn=$(sed -n 's/^Ok: *//p' "$out/tests.log" | tail -1 | tr -d ' ')
-if [ "${skipped:-0}" != 0 ]; then rc=1; fi
-verdict tests $rc "${okn:-0} passed, ${skipped:-0} skipped (a skip fails here)$([ $gpu = no ] && echo ', on the doubles')"
-
-# 4. The probe and dcoll-perf.
+# What the steps run, on a GPU or on the doubles.
 if [ $gpu = yes ]; then
     plugin=$build/cuda_layer/libdcoll_cuda.so
     probe=$build/test/gpu/dcoll-gpu-probe
     perf_env=""
     table="-b 8 -e 256M -f 4 -R 3"
-    # NCCL's socket transport between processes on one GPU is slow: to
-    # 64 MiB there, in the time a lease has.
-    tableone="-b 8 -e 64M -f 4 -R 3"
+    # Processes sharing one GPU time-slice it, and NCCL's socket transport
+    # between them takes milliseconds a call: fewer calls a size there.
+    tableone="-b 8 -e 64M -f 4 -n 20 -w 2 -R 2"
     checks="-b 8 -e 4M -f 16 -R 1"
+    checksone="-b 8 -e 4M -f 16 -n 2 -w 1 -R 1"
     hostsizes="-b 8 -e 64K -f 8"
+    ceiling="-b 4M -e 256M -f 4 -R 3"
 else
     plugin=$build/test/double/libdcoll_cuda_double.so
     probe=$build/test/double/dcoll-gpu-probe-double
     perf_env=$build/test/double/libdcoll_cudart_double.so
     table="-b 4K -e 256K -f 8 -n 3 -w 1 -R 1"
     checks=$table
+    checksone=$table
     tableone=$table
     hostsizes="-b 8 -e 64 -f 8 -n 3 -w 1 -R 1"
+    ceiling="-b 4K -e 64K -f 16 -n 3 -w 1 -R 1"
 fi
 export DCOLL_CUDA_PLUGIN="$plugin"
-rc=0
-{
-    [ $gpu = no ] && echo "# on the CUDA double: its figures are the double's, not a GPU's"
-    echo "## 1 rank"
-    run_mpi 1 300 "$probe" || rc=1
-    echo "## 2 ranks on one GPU, staged"
-    run_mpi 2 300 "$probe" || rc=1
-    echo "## 2 ranks on one GPU, NCCL (DCOLL_NCCL_ONE_GPU=1)"
-    DCOLL_NCCL_ONE_GPU=1 NCCL_SOCKET_IFNAME=lo run_mpi 2 300 "$probe" || rc=1
-} >"$out/probe.txt" 2>&1
-verdict probe $rc
 colls="all_reduce broadcast reduce all_gather reduce_scatter all_to_all gather scatter"
+one="DCOLL_NCCL_ONE_GPU=1 NCCL_SOCKET_IFNAME=lo"
+
+# 3. The tests: the gpu suite, or on the doubles the tests that use them.
+step_tests() {
+    if [ $gpu = yes ]; then
+        set -- --suite gpu
+    else
+        # shellcheck disable=SC2046
+        set -- $(meson test -C "$build" --list 2>/dev/null |
+                 sed -n 's/^dcoll:[a-z]* \/ //p' |
+                 grep -E '^(double-|perf-cuda-|plugin-in-tree)')
+    fi
+    built=$(python3 -c 'import json, sys
+    print(json.load(open(sys.argv[1]))["meson_version"]["full"])' \
+        "$build/meson-info/meson-info.json" 2>/dev/null)
+    if [ $gpu = yes ] && [ "$(meson --version 2>/dev/null)" != "$built" ]; then
+        # The build came from elsewhere: its tests as meson would run them.
+        python3 "$src/scripts/run-tests.py" "$build" gpu >"$out/tests.log" 2>&1
+    else
+        meson test -C "$build" --no-rebuild --print-errorlogs "$@" \
+            >"$out/tests.log" 2>&1
+    fi
+    rc=$?
+    skipped=$(sed -n 's/^Skipped: *//p' "$out/tests.log" | tail -1 | tr -d ' ')
+    okn=$(sed -n 's/^Ok: *//p' "$out/tests.log" | tail -1 | tr -d ' ')
+    if [ "${skipped:-0}" != 0 ]; then rc=1; fi
+    verdict tests $rc "${okn:-0} passed, ${skipped:-0} skipped (a skip fails here)$([ $gpu = no ] && echo ', on the doubles')"
+}
+
+# 4. The probe.
+step_probe() {
+    rc=0
+    {
+        [ $gpu = no ] && echo "# on the CUDA double: its figures are the double's, not a GPU's"
+        echo "## 1 rank"
+        run_mpi 1 300 "$probe" || rc=1
+        echo "## 2 ranks on one GPU, staged"
+        run_mpi 2 300 "$probe" || rc=1
+        echo "## 2 ranks on one GPU, NCCL (DCOLL_NCCL_ONE_GPU=1)"
+        DCOLL_NCCL_ONE_GPU=1 NCCL_SOCKET_IFNAME=lo run_mpi 2 300 "$probe" || rc=1
+    } >"$out/probe.txt" 2>&1
+    verdict probe $rc
+}
+
+# 5. dcoll-perf -m cuda.
 # perf WHAT NP SIZES ENV COLLS...: one dcoll-perf run, under a heading,
 # with the settings ENV names ("-" for none).
 perf() {
@@ -162,75 +175,102 @@ perf() {
     env $set_ DCOLL_PERF_CUDA="$perf_env" "$src/test/mpirun.sh" "$np" 300 \
         "$build/bench/dcoll-perf" -m cuda $sz "$@" || rc=1
 }
-one="DCOLL_NCCL_ONE_GPU=1 NCCL_SOCKET_IFNAME=lo"
-rc=0
-{
-    [ $gpu = no ] && echo "# on the CUDA and NCCL doubles: the times mean nothing, #wrong does"
-    # The tables: all_reduce and broadcast, 8 B to 256 MiB.
-    perf "1 rank, NCCL" 1 "$table" - all_reduce broadcast
-    for np in 2 3 4; do
-        perf "$np ranks on one GPU, NCCL ($one)" "$np" "$tableone" "$one" \
-            all_reduce broadcast
-    done
-    for np in 2 4; do
-        perf "$np ranks sharing one GPU, staged" "$np" "$table" \
-            FAKE_SHARED_UUID=1 all_reduce broadcast
-    done
-    # Every collective, every element checked.
-    # shellcheck disable=SC2086
-    perf "checks: 1 rank, NCCL" 1 "$checks" - $colls
-    # shellcheck disable=SC2086
-    perf "checks: 3 ranks on one GPU, NCCL" 3 "$checks" "$one" $colls
-    # shellcheck disable=SC2086
-    perf "checks: 3 ranks sharing one GPU, staged" 3 "$checks" \
-        FAKE_SHARED_UUID=1 $colls
-} >"$out/perf.txt" 2>&1
-grep -q '^# total #wrong: [1-9]' "$out/perf.txt" && rc=1
-verdict dcoll-perf $rc "-m cuda, every element checked"
-
-# 5. Host collectives with the plugin loaded, and without (no plugin to
-# load: the same library), in launches that alternate, twice each.
-rc=0
-{
-    for r in 1 2; do
-        for with in yes no; do
-            echo "## round $r, plugin $([ $with = yes ] && echo "loaded ($plugin)" || echo "not loaded")"
-            if [ $with = yes ]; then
-                DCOLL_CUDA_PLUGIN=$plugin run_mpi 2 300 "$build/bench/dcoll-perf" \
-                    $hostsizes all_reduce broadcast || rc=1
-            else
-                env -u DCOLL_CUDA_PLUGIN "$src/test/mpirun.sh" 2 300 \
-                    "$build/bench/dcoll-perf" $hostsizes all_reduce broadcast || rc=1
-            fi
-        done
-    done
-} >"$out/host.txt" 2>&1
-verdict host-plugin $rc "host all_reduce and broadcast, 2 ranks, plugin loaded and not"
-
-# 6. compute-sanitizer: test_gpu on one rank; the timeout test on three.
-san=$(command -v compute-sanitizer || echo "$cuda/bin/compute-sanitizer")
-if [ $gpu = yes ] && [ -x "$san" ]; then
+step_perf() {
+    rc=0
     {
-        echo "## test_gpu, 1 rank"
-        run_mpi 1 300 "$san" --tool memcheck --error-exitcode 1 \
-            "$build/test/gpu/test_gpu"
-        a=$?
-        echo "## test_gpu_timeout_cuda, 3 ranks, NCCL, the last absent"
-        DCOLL_NCCL_ONE_GPU=1 NCCL_SOCKET_IFNAME=lo run_mpi 3 300 "$san" \
-            --tool memcheck --error-exitcode 1 \
-            "$build/test/gpu/test_gpu_timeout_cuda"
-        b=$?
-        echo "## exits: $a $b"
-        [ $a = 0 ] && [ $b = 0 ]
-    } >"$out/sanitizer.txt" 2>&1
-    verdict compute-sanitizer $? "memcheck: test_gpu on 1 rank, the NCCL timeout on 3"
-elif [ $gpu = yes ]; then
-    echo "compute-sanitizer not found under $cuda/bin" >"$out/sanitizer.txt"
-    verdict compute-sanitizer 1 "not found"
-else
-    echo "no GPU: compute-sanitizer needs one; not run" >"$out/sanitizer.txt"
-    say "SKIP compute-sanitizer: no GPU"
-fi
+        [ $gpu = no ] && echo "# on the CUDA and NCCL doubles: the times mean nothing, #wrong does"
+        # The tables: all_reduce and broadcast, 8 B to 256 MiB.
+        perf "1 rank, NCCL" 1 "$table" - all_reduce broadcast
+        for np in 2 3 4; do
+            perf "$np ranks on one GPU, NCCL ($one)" "$np" "$tableone" "$one" \
+                all_reduce broadcast
+        done
+        for np in 2 4; do
+            perf "$np ranks sharing one GPU, staged" "$np" "$table" \
+                FAKE_SHARED_UUID=1 all_reduce broadcast
+        done
+        # The staged path's ceiling: MPI's own call on host memory, the same
+        # ranks (dcoll-perf's raw column), beside the pinned copy's bandwidth
+        # (the probe's).
+        for np in 2 4; do
+            echo "## host memory, $np ranks: MPI's own all_reduce and broadcast"
+            # shellcheck disable=SC2086
+            "$src/test/mpirun.sh" "$np" 300 "$build/bench/dcoll-perf" $ceiling \
+                all_reduce broadcast || rc=1
+        done
+        # Every collective, every element checked.
+        # shellcheck disable=SC2086
+        perf "checks: 1 rank, NCCL" 1 "$checks" - $colls
+        # shellcheck disable=SC2086
+        perf "checks: 3 ranks on one GPU, NCCL" 3 "$checksone" "$one" $colls
+        # shellcheck disable=SC2086
+        perf "checks: 3 ranks sharing one GPU, staged" 3 "$checks" \
+            FAKE_SHARED_UUID=1 $colls
+    } >"$out/perf.txt" 2>&1
+    grep -q '^# total #wrong: [1-9]' "$out/perf.txt" && rc=1
+    verdict dcoll-perf $rc "-m cuda, every element checked"
+}
+
+# 6. Host collectives with the plugin loaded, and without (no plugin to
+# load: the same library), in launches that alternate, twice each.
+step_host() {
+    rc=0
+    {
+        for r in 1 2; do
+            for with in yes no; do
+                echo "## round $r, plugin $([ $with = yes ] && echo "loaded ($plugin)" || echo "not loaded")"
+                if [ $with = yes ]; then
+                    DCOLL_CUDA_PLUGIN=$plugin run_mpi 2 300 "$build/bench/dcoll-perf" \
+                        $hostsizes all_reduce broadcast || rc=1
+                else
+                    env -u DCOLL_CUDA_PLUGIN "$src/test/mpirun.sh" 2 300 \
+                        "$build/bench/dcoll-perf" $hostsizes all_reduce broadcast || rc=1
+                fi
+            done
+        done
+    } >"$out/host.txt" 2>&1
+    verdict host-plugin $rc "host all_reduce and broadcast, 2 ranks, plugin loaded and not"
+}
+
+# 7. compute-sanitizer: test_gpu on one rank; the timeout test on three.
+step_sanitizer() {
+    slimit=${DCOLL_SANITIZER_LIMIT:-300}   # seconds a run
+    san=$(command -v compute-sanitizer || echo "$cuda/bin/compute-sanitizer")
+    if [ $gpu = yes ] && [ -x "$san" ]; then
+        {
+            # API errors are not counted: NCCL asks cudaFuncGetAttributes of
+            # kernels built for other GPUs and expects the refusal (seen with
+            # NCCL 2.28.3 on an H100); memory errors are.
+            echo "## test_gpu_timeout_cuda, 3 ranks, NCCL, the last absent"
+            DCOLL_NCCL_ONE_GPU=1 NCCL_SOCKET_IFNAME=lo run_mpi 3 "$slimit" "$san" \
+                --tool memcheck --report-api-errors no --error-exitcode 1 \
+                "$build/test/gpu/test_gpu_timeout_cuda"
+            b=$?
+            echo "## test_gpu, 1 rank"
+            run_mpi 1 "$slimit" "$san" --tool memcheck --report-api-errors no \
+                --error-exitcode 1 "$build/test/gpu/test_gpu"
+            a=$?
+            echo "## exits: $a $b"
+            [ $a = 0 ] && [ $b = 0 ]
+        } >"$out/sanitizer.txt" 2>&1
+        verdict compute-sanitizer $? "memcheck: test_gpu on 1 rank, the NCCL timeout on 3"
+    elif [ $gpu = yes ]; then
+        echo "compute-sanitizer not found under $cuda/bin" >"$out/sanitizer.txt"
+        verdict compute-sanitizer 1 "not found"
+    else
+        echo "no GPU: compute-sanitizer needs one; not run" >"$out/sanitizer.txt"
+        say "SKIP compute-sanitizer: no GPU"
+    fi
+}
+
+# The steps, in the order DCOLL_GPU_STEPS names them (a short lease runs
+# what it needs most first); all of them by default.
+for st in ${DCOLL_GPU_STEPS:-tests probe perf host sanitizer}; do
+    case $st in
+    tests|probe|perf|host|sanitizer) "step_$st" ;;
+    *) say "FAIL DCOLL_GPU_STEPS: no step \"$st\" (tests probe perf host sanitizer)"; failed=1 ;;
+    esac
+done
 
 [ $failed = 0 ] && say "gpu.sh: every step passed" || say "gpu.sh: some step failed"
 exit $failed

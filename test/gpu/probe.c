@@ -8,8 +8,8 @@
  *     stream's own work: a 4-byte all_reduce against an empty
  *     cudaStreamSynchronize, medians of 200;
  *   - pinned and pageable copy bandwidth, both ways, 64 MiB;
- *   - on one rank, whether a 64 MiB all_reduce on one stream overlaps a
- *     kernel on another, and whether the blocking call returns before
+ *   - on one rank, whether a 256 MiB all_reduce on one stream overlaps a
+ *     kernel twice its length on another, and whether the blocking call returns before
  *     that kernel ends (it waits on its own stream only). The kernel is
  *     a spin of fixed length, PTX loaded through the driver (libcuda) at
  *     run time, so that the probe needs no CUDA compiler.
@@ -205,6 +205,22 @@ static void *spin_kernel(launch_fn *launch)
     return fn;
 }
 
+/* Best of three host-timed runs of a kernel of `cycles` on ks. */
+static double spin_time(launch_fn launch, void *fn, cudaStream_t ks,
+                        unsigned long long cycles)
+{
+    void *args[] = {&cycles};
+    double best = 1e9;
+    for (int r = 0; r < 3; r++) {
+        double t0 = now();
+        launch(fn, 1, 1, 1, 1, 1, 1, 0, ks, args, NULL);
+        cudaStreamSynchronize(ks);
+        double t = now() - t0;
+        best = t < best ? t : best;
+    }
+    return best;
+}
+
 static void overlap(int nranks)
 {
     launch_fn launch = NULL;
@@ -216,53 +232,56 @@ static void overlap(int nranks)
                    "one rank only: processes sharing a GPU time-slice it");
         return;
     }
-    size_t count = (size_t)16 << 20;   /* 64 MiB of float */
-    float *d = NULL;
+    size_t count = (size_t)64 << 20;   /* 256 MiB of float, out of place */
+    float *in = NULL, *out = NULL;
     cudaStream_t ks, cs;
     cudaStreamCreateWithFlags(&ks, cudaStreamNonBlocking);
     cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking);
-    cudaMalloc((void **)&d, count * sizeof(float));
-    cudaMemset(d, 0, count * sizeof(float));
+    cudaMalloc((void **)&in, count * sizeof(float));
+    cudaMalloc((void **)&out, count * sizeof(float));
+    cudaMemset(in, 0, count * sizeof(float));
     dcoll_coll_opts_t o = DCOLL_COLL_OPTS_INIT;
     o.mask = DCOLL_COLL_OPT_STREAM;
     o.stream = cs;
-    unsigned long long cycles = 100000000ull;   /* 50-100 ms at 1-2 GHz */
+    double coll = 1e9, both = 1e9, ret = 1e9;
+    for (int r = 0; r < 3; r++) {
+        double t0 = now();
+        if (dcoll_all_reduce(NULL, in, out, count, DCOLL_FLOAT32, DCOLL_SUM,
+                             &o, NULL))
+            goto failed;
+        cudaStreamSynchronize(cs);
+        double t = now() - t0;
+        coll = t < coll ? t : coll;
+    }
+    /* The kernel made twice as long as the call: run one after the other
+     * they take 3 units, overlapped 2. */
+    unsigned long long cycles = 1000000;
+    double unit = spin_time(launch, fn, ks, cycles);
+    cycles = (unsigned long long)((double)cycles * 2 * coll / unit);
+    if (cycles < 1000)
+        cycles = 1000;
+    double kern = spin_time(launch, fn, ks, cycles);
     void *args[] = {&cycles};
-    double kern = 1e9, coll = 1e9, both = 1e9, ret = 1e9;
     for (int r = 0; r < 3; r++) {
         double t0 = now();
         launch(fn, 1, 1, 1, 1, 1, 1, 0, ks, args, NULL);
-        cudaStreamSynchronize(ks);
+        if (dcoll_all_reduce(NULL, in, out, count, DCOLL_FLOAT32, DCOLL_SUM,
+                             &o, NULL))
+            goto failed;
         double t = now() - t0;
-        kern = t < kern ? t : kern;
-        t0 = now();
-        if (dcoll_all_reduce(NULL, d, d, count, DCOLL_FLOAT32, DCOLL_SUM, &o,
-                             NULL))
-            goto failed;
-        cudaStreamSynchronize(cs);
-        t = now() - t0;
-        coll = t < coll ? t : coll;
-        t0 = now();
-        launch(fn, 1, 1, 1, 1, 1, 1, 0, ks, args, NULL);
-        if (dcoll_all_reduce(NULL, d, d, count, DCOLL_FLOAT32, DCOLL_SUM, &o,
-                             NULL))
-            goto failed;
-        t = now() - t0;
         ret = t < ret ? t : ret;
         cudaStreamSynchronize(cs);
         cudaStreamSynchronize(ks);
         t = now() - t0;
         both = t < both ? t : both;
     }
-    /* Overlap: both take about the longer of the two, not their sum. The
-     * blocking call returns once its own stream's work is done, long
-     * before the kernel on the other stream ends. */
     bool overlaps = both < kern + 0.5 * coll;
-    bool own = ret < kern * 0.8 || coll > kern;
-    printf("overlap: spin kernel alone %.2f ms, 64 MiB all_reduce alone "
-           "%.2f ms, both on two streams %.2f ms (%s); the blocking call "
-           "returned after %.2f ms with the kernel running (%s)\n",
-           kern * 1e3, coll * 1e3, both * 1e3,
+    bool own = ret < kern * 0.8;
+    printf("overlap: spin kernel alone %.3f ms, 256 MiB all_reduce (out of "
+           "place) alone %.3f ms, both on two streams %.3f ms, %.3f ms if "
+           "one after the other (%s); the blocking call returned after "
+           "%.3f ms with the kernel still running (%s)\n",
+           kern * 1e3, coll * 1e3, both * 1e3, (kern + coll) * 1e3,
            overlaps ? "they overlap" : "NO OVERLAP", ret * 1e3,
            own ? "it waited on its own stream only" :
                  "IT WAITED FOR THE OTHER STREAM");
@@ -274,7 +293,8 @@ failed:
     failures++;
 done:
     cudaDeviceSynchronize();
-    cudaFree(d);
+    cudaFree(in);
+    cudaFree(out);
     cudaStreamDestroy(ks);
     cudaStreamDestroy(cs);
 }
