@@ -101,10 +101,14 @@ static bool one_gpu(void)
     return on;
 }
 
-/* The group's NCCL communicator on device, made on first use. */
+/* The group's NCCL communicator on device, made on first use. An init
+ * that outlasts the group's timeout fails the group as a call's timeout
+ * does (out): a later call would otherwise start another init, whose
+ * first step, the ranks' agreement over MPI, waits for a rank that
+ * stays away without bound. */
 static dcoll_status_t setup(struct dcoll_group *g,
                             struct dcoll_nccl_group *ng, int device,
-                            const char *fn)
+                            const char *fn, struct dcoll_outcome *out)
 {
     const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
     unsigned char mine[16] = {0};
@@ -137,7 +141,7 @@ static dcoll_status_t setup(struct dcoll_group *g,
         int rc = st ? 0 : p->nccl_comm(id, g->size, g->rank, device,
                                        dcoll_gpu_timeout(g), &ng->comm);
         if (rc)
-            st = dcoll_gpu_error(fn, rc);
+            st = dcoll_gpu_fail(fn, rc, out);
         if (!st) {
             ng->state = NCCL_READY;
             ng->device = device;
@@ -223,7 +227,7 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
     struct dcoll_nccl_group *ng = dcoll_nccl_group(g, fn);
     if (!ng)
         return DCOLL_ERR_NO_MEMORY;
-    if (ng->state == NCCL_UNTRIED && (st = setup(g, ng, device, fn)))
+    if (ng->state == NCCL_UNTRIED && (st = setup(g, ng, device, fn, out)))
         return st;
     if (ng->state == NCCL_SHARED)
         return DCOLL_DECLINED;

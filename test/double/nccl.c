@@ -14,6 +14,7 @@
  *   - ncclGroupStart/End defer every call, inits too, to the outermost
  *     ncclGroupEnd; a send or receive outside a group holds its stream
  *     until the peer's matching call comes, as NCCL's kernels do;
+ *   - ncclCommFinalize waits for every rank's finalize or abort;
  *   - ncclCommAbort and ncclCommDestroy end the handle: any later call
  *     that names it stops the process with a message (use after free);
  *   - two ranks of one communicator on one GPU (same NCCL_HOSTID or host
@@ -85,6 +86,7 @@ struct ncclComm {
     uint64_t splits;              /* ncclCommSplit calls */
     uint64_t sent[MAX_RANKS], recvd[MAX_RANKS];
     atomic_int aborted, finalizing;
+    atomic_int counted;           /* in ctl->finalized */
     atomic_long running;          /* queued ops not yet run */
 };
 
@@ -452,9 +454,18 @@ static ncclResult_t join(struct ncclComm *c)
     return ncclSuccess;
 }
 
+/* FAKE_NCCL_INIT_US: how long an init takes before it meets its peers
+ * (default 0); seconds, as a real one under compute-sanitizer takes. */
 static void *join_thread(void *arg)
 {
     struct ncclComm *c = arg;
+    static int us = -1;
+    if (us < 0) {
+        const char *e = getenv("FAKE_NCCL_INIT_US");
+        us = e ? atoi(e) : 0;
+    }
+    if (us > 0)
+        usleep((useconds_t)us);
     atomic_store(&c->state, join(c));
     return NULL;
 }
@@ -840,7 +851,8 @@ static void finalize(struct ncclComm *c)
 {
     while (atomic_load(&c->running) > 0 && !atomic_load(&c->aborted))
         usleep(50);
-    atomic_fetch_add(&c->ctl->finalized, 1);
+    if (!atomic_exchange(&c->counted, 1))
+        atomic_fetch_add(&c->ctl->finalized, 1);
     while (atomic_load(&c->ctl->finalized) < c->nranks &&
            !atomic_load(&c->aborted))
         usleep(50);
@@ -897,6 +909,11 @@ API ncclResult_t ncclCommAbort(ncclComm_t comm)
     struct ncclComm *c = use(comm, "ncclCommAbort");
     atomic_store(&c->aborted, 1);
     atomic_fetch_add(&aborts, 1);
+    /* Its peers' finalize no longer waits for it: they see its
+     * connections close, as a real one's do (seen on an H100: the rank
+     * that stayed away finalized at once after the others aborted). */
+    if (c->ctl && !atomic_exchange(&c->counted, 1))
+        atomic_fetch_add(&c->ctl->finalized, 1);
     while (atomic_load(&c->running) > 0)   /* its kernels end */
         usleep(50);
     end(c);

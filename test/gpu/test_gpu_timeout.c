@@ -5,10 +5,12 @@
  * and the next call says so. Blocking and async.
  * Built with CUDA_DEVICE (test_gpu_timeout_cuda, suite gpu) it runs on a
  * real GPU's memory instead: staged where the ranks share it, NCCL with
- * DCOLL_NCCL_ONE_GPU=1. */
+ * DCOLL_NCCL_ONE_GPU=1. With "slowinit", an NCCL init slower than the
+ * timeout (slow_init, below). */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdbool.h>
+#include <string.h>
 #include "testutil.h"
 #ifdef CUDA_DEVICE
 #include <cuda_runtime_api.h>
@@ -60,6 +62,34 @@ static void one(void *(*alloc)(size_t), bool async)
     dcoll_group_destroy(&g);
 }
 
+/* "slowinit": the NCCL init outlasts the group's 1-s timeout (the NCCL
+ * double's FAKE_NCCL_INIT_US; a real one under compute-sanitizer). The
+ * first GPU call times out on every rank and fails the group: the next
+ * gets DCOLL_ERR_GROUP_FAILED at once, rather than starting another init
+ * whose agreement over MPI would wait without bound. */
+static void slow_init(void *(*alloc)(size_t))
+{
+    dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
+    gp.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
+    gp.timeout = 1;
+    gp.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
+    dcoll_group_t *g = NULL;
+    CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_SUCCESS, "group");
+    float *d = alloc(64 * sizeof(float));
+    double t0 = t_now();
+    dcoll_status_t st = dcoll_all_reduce(g, d, d, 64, DCOLL_FLOAT32,
+                                         DCOLL_SUM, NULL, NULL);
+    double took = t_now() - t0;
+    CHECK(st == DCOLL_ERR_TIMEOUT && took < 5, "a slow init: %s after "
+          "%.1f s (%s)", dcoll_status_string(st), took, dcoll_last_error());
+    t0 = t_now();
+    st = dcoll_all_reduce(g, d, d, 64, DCOLL_FLOAT32, DCOLL_SUM, NULL, NULL);
+    took = t_now() - t0;
+    CHECK(st == DCOLL_ERR_GROUP_FAILED && took < 1, "the call after: %s "
+          "after %.1f s", dcoll_status_string(st), took);
+    dcoll_group_destroy(&g);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -86,8 +116,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "init: %s\n", dcoll_last_error());
         return 1;
     }
-    one(alloc, false);
-    one(alloc, true);
+    if (argc > 1 && !strcmp(argv[1], "slowinit")) {
+        slow_init(alloc);
+    } else {
+        one(alloc, false);
+        one(alloc, true);
+    }
     int rc = t_finish("gpu timeout");
     dcoll_finalize();
     MPI_Finalize();
