@@ -6,6 +6,9 @@
  *   - work queued on a stream runs later, in stream order, on that
  *     stream's own thread, after a delay (FAKE_CUDA_DELAY_US, default
  *     200): a read before synchronising sees the old bytes;
+ *   - cudaMemcpy from pageable memory to the device returns before the
+ *     copy lands (it stays queued on the legacy stream); other copies by
+ *     cudaMemcpy return done;
  *   - the legacy default stream (NULL, cudaStreamLegacy) waits for the
  *     device's blocking streams' earlier work and they for its, while a
  *     cudaStreamNonBlocking stream waits for neither (CUDA Runtime API,
@@ -330,6 +333,7 @@ struct op {
     void (*fn)(void *);
     void *arg;
     void (*drop)(void *);   /* a graph's OP_CALL: frees arg with it */
+    void *owned;            /* an OP_COPY's staged source, freed after */
     /* Work this op must wait for: stream wait_on[i] up to its count. */
     int nwait;
     struct stream *wait_on[MAX_WAITS];
@@ -383,6 +387,8 @@ static void *run(void *arg)
             wait_done(o->wait_on[i], o->wait_upto[i]);
         if (delay_us)
             usleep(delay_us);
+        if (o->owned)   /* a DMA from CUDA's staging buffer: slower */
+            usleep(2000);
         switch (o->kind) {
         case OP_COPY:
             memmove(real(o->dst), real(o->src), o->bytes);
@@ -396,6 +402,7 @@ static void *run(void *arg)
         case OP_EVENT:
             break;
         }
+        free(o->owned);
         pthread_mutex_lock(&s->lock);
         s->head = o->next;
         if (!s->head)
@@ -854,10 +861,9 @@ static struct op *op_new(enum op_kind kind)
     return o;
 }
 
-API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
-                                enum cudaMemcpyKind kind, cudaStream_t h)
+static cudaError_t copy_async(void *dst, const void *src, size_t bytes,
+                              cudaStream_t h, void *owned)
 {
-    (void)kind;
     init();
     STICKY();
     if (!bytes)
@@ -873,14 +879,50 @@ API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
     o->dst = dst;
     o->src = src;
     o->bytes = bytes;
+    o->owned = owned;
     return enqueue(stream_of(h), o);
+}
+
+API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
+                                enum cudaMemcpyKind kind, cudaStream_t h)
+{
+    (void)kind;
+    return copy_async(dst, src, bytes, h, NULL);
+}
+
+/* Host memory neither the device's nor registered with it. */
+static bool pageable(const void *p)
+{
+    if (dev_of(p) >= 0)
+        return false;
+    pthread_mutex_lock(&mem_lock);
+    bool is = range_of(p) == NULL;
+    pthread_mutex_unlock(&mem_lock);
+    return is;
 }
 
 API cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes,
                            enum cudaMemcpyKind kind)
 {
-    /* On the legacy stream, and the host waits for it. */
-    cudaError_t e = cudaMemcpyAsync(dst, src, bytes, kind, NULL);
+    (void)kind;
+    /* From pageable memory to the device CUDA returns once the bytes are
+     * in its staging buffer, before the DMA lands (Runtime API, "API
+     * synchronization behavior"): the copy stays queued on the legacy
+     * stream, from a copy of the source, and work on a non-blocking
+     * stream does not wait for it (an H100 showed it: dcoll-perf's check
+     * read partly old input at 512 KiB to 2 MiB). Otherwise the host
+     * waits for the legacy stream. */
+    if (bytes && dev_of(dst) >= 0 && pageable(src)) {
+        void *staged = malloc(bytes);
+        if (!staged)
+            return ret(cudaErrorMemoryAllocation);
+        memcpy(staged, src, bytes);
+        cudaError_t e = copy_async(dst, staged, bytes, NULL, staged);
+        if (e != cudaSuccess)
+            free(staged);
+        return e;
+    }
+    cudaError_t e = copy_async(dst, src, bytes, NULL, NULL);
     if (e == cudaSuccess)
         drain(stream_of(NULL));
     return e;

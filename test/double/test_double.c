@@ -68,7 +68,17 @@ static void the_double(void)
     cudaMalloc((void **)&d, sizeof(h));
     cudaMallocHost((void **)&back, sizeof(h));
     memset(back, 0, sizeof(h));
+    cudaMemset(d, 0, sizeof(h));
     cudaMemcpy(d, h, sizeof(h), cudaMemcpyHostToDevice);
+    /* From pageable memory cudaMemcpy returns before the copy lands: a
+     * non-blocking stream, which does not wait for the legacy one, reads
+     * the old bytes (an H100 did, at 512 KiB to 2 MiB). */
+    cudaMemcpyAsync(back, d, sizeof(h), cudaMemcpyDeviceToHost, s);
+    cudaStreamSynchronize(s);
+    CHECK(back[N - 1] == 0.0f, "a pageable cudaMemcpy landed before it "
+          "returned: a missing wait for it would pass");
+    cudaDeviceSynchronize();
+    memset(back, 0, sizeof(h));
     cudaEvent_t e;
     cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
     cudaMemcpyAsync(back, d, sizeof(h), cudaMemcpyDeviceToHost, s);

@@ -69,6 +69,17 @@ static int me, n, failures;
         CHECK(st_ == DCOLL_SUCCESS, "%s: %s", #call, dcoll_last_error());    \
     } while (0)
 
+/* Host to device, and wait: from pageable memory cudaMemcpy returns before
+ * the copy lands (CUDA Runtime API, "API synchronization behavior"), and
+ * the calls that read it run on other streams. */
+static void put(void *d, const void *h, size_t bytes)
+{
+    cudaMemcpy(d, h, bytes, cudaMemcpyHostToDevice);
+#ifndef FAKE_DEVICE
+    cudaDeviceSynchronize();
+#endif
+}
+
 static float val(int r, int i) { return (float)(r + 1 + i % 7); }
 
 /* A device buffer of m floats filled from f(rank, i), or zeros. */
@@ -78,7 +89,7 @@ static float *dev(int m, int r, int fill)
     for (int i = 0; i < m; i++)
         h[i] = fill ? val(r, i) : 0;
     cudaMalloc((void **)&d, sizeof(float) * (size_t)m);
-    cudaMemcpy(d, h, sizeof(float) * (size_t)m, cudaMemcpyHostToDevice);
+    put(d, h, sizeof(float) * (size_t)m);
     free(h);
     return d;
 }
@@ -113,7 +124,7 @@ static void plans(void)
     for (int step = 0; step < 3; step++) {
         for (int i = 0; i < N; i++)
             hs[i] = val(me, i) + (float)step;
-        cudaMemcpy(s, hs, sizeof(float) * N, cudaMemcpyHostToDevice);
+        put(s, hs, sizeof(float) * N);
 #ifdef CUDA_DOUBLE
         long asked = fake_cuda_queries();
 #endif
@@ -145,7 +156,7 @@ static void plans(void)
     for (int step = 0; step < 2; step++) {
         for (int i = 0; i < N; i++)
             hs[i] = val(me, i) * (float)(step + 1);
-        cudaMemcpy(s, hs, sizeof(float) * N, cudaMemcpyHostToDevice);
+        put(s, hs, sizeof(float) * N);
         dcoll_work_t *w[2] = {NULL, NULL};
         OK(dcoll_plan_start(rp, &w[0]));
         OK(dcoll_plan_start(sp, &w[1]));
@@ -257,7 +268,7 @@ static void new_types(void)
         void *d = NULL;
         nt_fill(h, c[i].t, me, (int)i, M);
         cudaMalloc(&d, b);
-        cudaMemcpy(d, h, b, cudaMemcpyHostToDevice);
+        put(d, h, b);
         OK(dcoll_all_reduce(NULL, d, d, M, c[i].t, c[i].op, NULL, NULL));
         OK(dcoll_all_reduce(NULL, h, h, M, c[i].t, c[i].op, NULL, NULL));
         cudaMemcpy(g, d, b, cudaMemcpyDeviceToHost);
@@ -339,8 +350,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < N; i++)
         hb[me * N + i] = val(me, i);
     cudaMalloc((void **)&ag, sizeof(float) * (size_t)N * (size_t)n);
-    cudaMemcpy(ag, hb, sizeof(float) * (size_t)N * (size_t)n,
-               cudaMemcpyHostToDevice);
+    put(ag, hb, sizeof(float) * (size_t)N * (size_t)n);
     free(hb);
     OK(dcoll_all_gather(NULL, ag + (size_t)me * N, ag, N, DCOLL_FLOAT32, NULL,
                         NULL));
@@ -501,7 +511,7 @@ int main(int argc, char **argv)
     cudaMalloc((void **)&xi, sizeof(xh));
     for (int i = 0; i < 64; i++)
         xh[i] = (me + 1) << (i % 8);
-    cudaMemcpy(xi, xh, sizeof(xh), cudaMemcpyHostToDevice);
+    put(xi, xh, sizeof(xh));
     OK(dcoll_all_reduce(NULL, xi, xi, 64, DCOLL_INT32, DCOLL_BXOR, NULL,
                         NULL));
     cudaMemcpy(xh, xi, sizeof(xh), cudaMemcpyDeviceToHost);
@@ -520,7 +530,7 @@ int main(int argc, char **argv)
     for (int op = DCOLL_LAND; op <= DCOLL_LXOR; op++) {
         for (int i = 0; i < 64; i++)
             bh[i] = (i + me) % 3 != 0;
-        cudaMemcpy(xb, bh, sizeof(bh), cudaMemcpyHostToDevice);
+        put(xb, bh, sizeof(bh));
         OK(dcoll_all_reduce(NULL, xb, xb, 64, DCOLL_BOOL, (dcoll_op_t)op,
                             NULL, NULL));
         cudaMemcpy(bh, xb, sizeof(bh), cudaMemcpyDeviceToHost);
@@ -546,7 +556,7 @@ int main(int argc, char **argv)
     cudaMalloc((void **)&zc, sizeof(zh));
     for (int i = 0; i < 8; i++)
         zh[i] = 1.0f + (float)me * I;
-    cudaMemcpy(zc, zh, sizeof(zh), cudaMemcpyHostToDevice);
+    put(zc, zh, sizeof(zh));
     OK(dcoll_all_reduce(NULL, zc, zc, 8, DCOLL_COMPLEX64, DCOLL_SUM, NULL,
                         NULL));
     cudaMemcpy(zh, zc, sizeof(zh), cudaMemcpyDeviceToHost);
@@ -555,7 +565,7 @@ int main(int argc, char **argv)
               "complex sum[%d] = (%g, %g)", i, crealf(zh[i]), cimagf(zh[i]));
     for (int i = 0; i < 8; i++)
         zh[i] = I;
-    cudaMemcpy(zc, zh, sizeof(zh), cudaMemcpyHostToDevice);
+    put(zc, zh, sizeof(zh));
     OK(dcoll_all_reduce(NULL, zc, zc, 8, DCOLL_COMPLEX64, DCOLL_PRODUCT,
                         NULL, NULL));
     cudaMemcpy(zh, zc, sizeof(zh), cudaMemcpyDeviceToHost);
@@ -576,7 +586,7 @@ int main(int argc, char **argv)
         ph[i].v = i == 0 ? 7.0f : (float)me;
         ph[i].i = me;
     }
-    cudaMemcpy(pc, ph, sizeof(ph), cudaMemcpyHostToDevice);
+    put(pc, ph, sizeof(ph));
     OK(dcoll_all_reduce(NULL, pc, pc, 4, DCOLL_FLOAT32_INT, DCOLL_MAXLOC,
                         NULL, NULL));
     cudaMemcpy(ph, pc, sizeof(ph), cudaMemcpyDeviceToHost);
