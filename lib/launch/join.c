@@ -206,11 +206,20 @@ dcoll_status_t dcoll_launch_join(const struct dcoll_comm_ops *svc,
             st = svc->join_server(timeout, size, (const char *const *)hosts,
                                   uri, sizeof(uri));
         free_hosts(hosts, size);
-        /* The others wait on this key: tell them either way ("-": rank 0
-         * failed; "": this MPI needs no server). */
-        set_str(store, "dcoll/join/server", st ? "-" : uri);
-        if (st)
+        /* The others wait on this key: tell them either way ("-" and why:
+         * rank 0 failed; "": this MPI needs no server). Why goes with it,
+         * since a launcher may stop rank 0 once another rank has failed,
+         * before rank 0's program prints its own message. */
+        if (st) {
+            char why[900];
+            const char *e = dcoll_last_error();
+            if (!strncmp(e, "dcoll_init: ", 12))
+                e += 12;
+            snprintf(why, sizeof(why), "-%s", e);
+            set_str(store, "dcoll/join/server", why);
             return st;
+        }
+        set_str(store, "dcoll/join/server", uri);
     } else {
         char key[64];
         snprintf(key, sizeof(key), "dcoll/join/host/%d", rank);
@@ -222,11 +231,12 @@ dcoll_status_t dcoll_launch_join(const struct dcoll_comm_ops *svc,
                                "process came to the rendezvous at %s in "
                                "time; rank 0's message names those that "
                                "did not", where);
-        if (!strcmp(uri, "-"))
+        if (uri[0] == '-')
             return dcoll_error(DCOLL_ERR_UNSUPPORTED, "dcoll_init: rank 0 "
                                "could not start the server that "
-                               "processes without an MPI launcher need "
-                               "(its message is on rank 0)");
+                               "processes without an MPI launcher need: "
+                               "%s", uri[1] ? uri + 1 : "(its message is "
+                               "on rank 0)");
     }
     bool whole = false;
     if (!(st = svc->join_use(uri, rank, size)) &&
