@@ -102,52 +102,56 @@ int perf_plan_make(struct perf_ctx *c, const struct perf_coll *k)
     if (n[strlen(n) - 1] == 'v' && arrays(c))
         return 1;
     if (!strcmp(n, "all_reduce"))
-        rc = dcoll_all_reduce_plan(g, s, r, cnt, dt, op, NULL, &plan[0]);
+        rc = dcoll_all_reduce_plan(g, s, r, cnt, dt, op, c->opts,
+                                   &plan[0]);
     else if (!strcmp(n, "broadcast"))
-        rc = dcoll_broadcast_plan(g, r, cnt, dt, c->root, NULL, &plan[0]);
+        rc = dcoll_broadcast_plan(g, r, cnt, dt, c->root, c->opts, &plan[0]);
     else if (!strcmp(n, "reduce"))
         rc = dcoll_reduce_plan(g, s, root ? r : NULL, cnt, dt, op, c->root,
-                               NULL, &plan[0]);
+                               c->opts, &plan[0]);
     else if (!strcmp(n, "all_gather"))
-        rc = dcoll_all_gather_plan(g, s, r, cnt, dt, NULL, &plan[0]);
+        rc = dcoll_all_gather_plan(g, s, r, cnt, dt, c->opts, &plan[0]);
     else if (!strcmp(n, "gather"))
-        rc = dcoll_gather_plan(g, s, root ? r : NULL, cnt, dt, c->root, NULL,
-                               &plan[0]);
+        rc = dcoll_gather_plan(g, s, root ? r : NULL, cnt, dt, c->root,
+                               c->opts, &plan[0]);
     else if (!strcmp(n, "scatter"))
         rc = dcoll_scatter_plan(g, root ? s : NULL, r, cnt, dt, c->root,
-                                NULL, &plan[0]);
+                                c->opts, &plan[0]);
     else if (!strcmp(n, "reduce_scatter"))
-        rc = dcoll_reduce_scatter_plan(g, s, r, cnt, dt, op, NULL, &plan[0]);
+        rc = dcoll_reduce_scatter_plan(g, s, r, cnt, dt, op, c->opts,
+                                       &plan[0]);
     else if (!strcmp(n, "all_to_all"))
-        rc = dcoll_all_to_all_plan(g, s, r, cnt, dt, NULL, &plan[0]);
+        rc = dcoll_all_to_all_plan(g, s, r, cnt, dt, c->opts, &plan[0]);
     else if (!strcmp(n, "barrier"))
-        rc = dcoll_barrier_plan(g, NULL, &plan[0]);
+        rc = dcoll_barrier_plan(g, c->opts, &plan[0]);
     else if (!strcmp(n, "send_recv")) {
         int next = world_of(c, (c->rank + 1) % c->size);
         int prev = world_of(c, (c->rank + c->size - 1) % c->size);
         nplan = npreq = 2;
-        rc = dcoll_recv_plan(g, r, cnt, dt, prev, 1, NULL, &plan[0]) ||
-             dcoll_send_plan(g, s, cnt, dt, next, 1, NULL, &plan[1]);
+        rc = dcoll_recv_plan(g, r, cnt, dt, prev, 1, c->opts, &plan[0]) ||
+             dcoll_send_plan(g, s, cnt, dt, next, 1, c->opts, &plan[1]);
     } else if (!strcmp(n, "all_gatherv"))
-        rc = dcoll_all_gatherv_plan(g, s, cnt, r, v64, d64, dt, NULL,
+        rc = dcoll_all_gatherv_plan(g, s, cnt, r, v64, d64, dt, c->opts,
                                     &plan[0]);
     else if (!strcmp(n, "gatherv"))
-        rc = dcoll_gatherv_plan(g, s, cnt, r, v64, d64, dt, c->root, NULL,
+        rc = dcoll_gatherv_plan(g, s, cnt, r, v64, d64, dt, c->root, c->opts,
                                 &plan[0]);
     else if (!strcmp(n, "scatterv"))
-        rc = dcoll_scatterv_plan(g, s, v64, d64, r, cnt, dt, c->root, NULL,
+        rc = dcoll_scatterv_plan(g, s, v64, d64, r, cnt, dt, c->root, c->opts,
                                  &plan[0]);
     else if (!strcmp(n, "all_to_allv"))
-        rc = dcoll_all_to_allv_plan(g, s, v64, d64, r, v64, d64, dt, NULL,
+        rc = dcoll_all_to_allv_plan(g, s, v64, d64, r, v64, d64, dt, c->opts,
                                     &plan[0]);
     else if (!strcmp(n, "reduce_scatterv"))
-        rc = dcoll_reduce_scatterv_plan(g, s, r, v64, dt, op, NULL,
+        rc = dcoll_reduce_scatterv_plan(g, s, r, v64, dt, op, c->opts,
                                         &plan[0]);
     else
         return -1;   /* no plan form */
     if (rc)
         return 1;
-    if (!raw_persists(k)) {
+    /* On GPU buffers (-m cuda) the raw side stays NCCL's or staging's
+     * by hand: MPI's persistent calls would read device memory. */
+    if (!raw_persists(k) || c->cuda) {
         npreq = 0;
         return 0;
     }

@@ -39,12 +39,13 @@ void perf_header(const struct perf_opts *o, const struct perf_coll *k, int n,
                : "",
            o->rounds);
     if (o->plan) {
-        printf("# -P: plan = dcoll's plan started%s; raw = MPI's %s call; "
+        printf("# -P: plan = dcoll's plan started%s; raw = %s; "
                "pers = MPI's persistent request, MPI_Start + MPI_Wait "
                "(blank: none here); ratios raw/plan, pers/plan, and the "
                "faster of the two / plan\n",
                o->async ? " with a work + waited" : "",
-               o->async ? "nonblocking" : "blocking");
+               o->cuda ? "the GPU's raw side, above" :
+               o->async ? "MPI's nonblocking call" : "MPI's blocking call");
         printf("# %10s %12s %8s %6s %5s %10s %7s %10s %10s %7s %7s %7s\n",
                "size(B)", "count", "type", "redop", "root", "plan(us)",
                "#wrong", "raw(us)", "pers(us)", "r_raw", "r_pers",

@@ -189,6 +189,8 @@ step_perf() {
             perf "1 rank, NCCL, small calls, launch $again" 1 "$small" - \
                 all_reduce broadcast
         done
+        # A plan's start, which asks CUDA nothing of its buffers.
+        perf "1 rank, NCCL, plans (-P)" 1 "$small -P" - all_reduce broadcast
         for np in 2 3 4; do
             perf "$np ranks on one GPU, NCCL ($one)" "$np" "$tableone" "$one" \
                 all_reduce broadcast
