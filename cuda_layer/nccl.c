@@ -443,14 +443,13 @@ int dcoll_nccl_coll(void *comm, const dcoll_plugin_call_t *k, int rank,
     return rc;
 }
 
-/* The event that marks the end of the calls queued on stream, or NULL
- * where stream is being captured into a CUDA graph: the calls are then
- * the graph's, run at each launch of it, and there is nothing to wait for
- * now (a query of an event of the capture would end the capture). The
- * work or the blocking call is done as far as dcoll can see; the program
- * synchronises with its graph's launches, as for any captured work. */
-/* Records *ev (made if NULL) on stream; *waits is 0 where the stream is
- * being captured, and nothing was recorded. */
+/* Records *ev (made if NULL) on stream, to mark the end of the calls
+ * queued there; *waits is 0 where stream is being captured into a CUDA
+ * graph and nothing was recorded: the calls are then the graph's, run at
+ * each launch of it, and there is nothing to wait for now (a query of an
+ * event of the capture would end the capture). The work or the blocking
+ * call is done as far as dcoll can see; the program synchronises with
+ * its graph's launches, as for any captured work. */
 static int record(struct comm *c, void *stream, cudaEvent_t *ev, int *waits)
 {
     *waits = 0;

@@ -9,19 +9,20 @@
  *     cudaStreamSynchronize, medians of 200;
  *   - pinned and pageable copy bandwidth, both ways, 64 MiB;
  *   - on one rank, whether a 256 MiB all_reduce on one stream overlaps a
- *     kernel twice its length on another, and whether the blocking call returns before
- *     that kernel ends (it waits on its own stream only). The kernel is
+ *     kernel twice its length on another, and whether the blocking call
+ *     returns before that kernel ends (it waits on its own stream only).
+ *     The kernel is
  *     a spin of fixed length, PTX loaded through the driver (libcuda) at
  *     run time, so that the probe needs no CUDA compiler.
  * Built against the CUDA runtime, and against the CUDA double (then the
  * figures are the double's). Exits 1 if a check fails, 77 with no GPU. */
+#include <dlfcn.h>
 #include <mpi.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <dlfcn.h>
 #include <cuda_runtime_api.h>
 #include "dcoll/dcoll.h"
 

@@ -28,7 +28,8 @@ static int n;
  * runs slower (under compute-sanitizer, an NCCL init takes seconds). */
 static int limit = 1;
 
-static void one(void *(*alloc)(size_t), bool async)
+/* The world's ranks in a group whose timeouts (limit) return. */
+static dcoll_group_t *returning_group(void)
 {
     dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
     gp.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
@@ -36,6 +37,12 @@ static void one(void *(*alloc)(size_t), bool async)
     gp.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
     dcoll_group_t *g = NULL;
     CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_SUCCESS, "group");
+    return g;
+}
+
+static void one(void *(*alloc)(size_t), bool async)
+{
+    dcoll_group_t *g = returning_group();
     float *d = alloc(64 * sizeof(float));
     /* Every rank once: the group's NCCL communicator is made on its first
      * GPU call, collectively. */
@@ -52,9 +59,9 @@ static void one(void *(*alloc)(size_t), bool async)
             st = dcoll_work_wait(w);
         dcoll_work_free(&w);
         double took = t_now() - t0;
-        CHECK(st == DCOLL_ERR_TIMEOUT && took < limit + 4, "%s GPU all_reduce with "
-              "a rank absent: %s after %.1f s (%s)", async ? "async"
-              : "blocking", dcoll_status_string(st), took,
+        CHECK(st == DCOLL_ERR_TIMEOUT && took < limit + 4, "%s GPU "
+              "all_reduce with a rank absent: %s after %.1f s (%s)",
+              async ? "async" : "blocking", dcoll_status_string(st), took,
               dcoll_last_error());
         st = dcoll_all_reduce(g, d, d, 64, DCOLL_FLOAT32, DCOLL_SUM, NULL,
                               NULL);
@@ -72,19 +79,15 @@ static void one(void *(*alloc)(size_t), bool async)
  * whose agreement over MPI would wait without bound. */
 static void slow_init(void *(*alloc)(size_t))
 {
-    dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
-    gp.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
-    gp.timeout = limit;
-    gp.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
-    dcoll_group_t *g = NULL;
-    CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_SUCCESS, "group");
+    dcoll_group_t *g = returning_group();
     float *d = alloc(64 * sizeof(float));
     double t0 = t_now();
     dcoll_status_t st = dcoll_all_reduce(g, d, d, 64, DCOLL_FLOAT32,
                                          DCOLL_SUM, NULL, NULL);
     double took = t_now() - t0;
-    CHECK(st == DCOLL_ERR_TIMEOUT && took < limit + 4, "a slow init: %s after "
-          "%.1f s (%s)", dcoll_status_string(st), took, dcoll_last_error());
+    CHECK(st == DCOLL_ERR_TIMEOUT && took < limit + 4, "a slow init: %s "
+          "after %.1f s (%s)", dcoll_status_string(st), took,
+          dcoll_last_error());
     t0 = t_now();
     st = dcoll_all_reduce(g, d, d, 64, DCOLL_FLOAT32, DCOLL_SUM, NULL, NULL);
     took = t_now() - t0;
