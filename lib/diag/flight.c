@@ -68,10 +68,9 @@ void dcoll_flight_print(const struct dcoll_group *g, const char *why)
     for (uint64_t i = f->n - shown; i < f->n && off < cap; i++) {
         const struct dcoll_flight_entry *e = &f->e[i & f->mask];
         char a[32], b[32], num[32], what[128];
-        int w = snprintf(what, sizeof(what), "%s %s",
-                         dcoll_kind_name(dcoll_flight_kind(e)),
-                         dcoll_dtype_name((dcoll_dtype_t)e->dtype));
         int kind = dcoll_flight_kind(e);
+        int w = snprintf(what, sizeof(what), "%s %s", dcoll_kind_name(kind),
+                         dcoll_dtype_name((dcoll_dtype_t)e->dtype));
         bool has_op = dcoll_kind_has(kind, DCOLL_KF_OP);
         bool has_root = dcoll_kind_has(kind, DCOLL_KF_ROOT | DCOLL_KF_PEER);
         if (has_op && w > 0 && (size_t)w < sizeof(what))
