@@ -248,6 +248,21 @@ long perf_check(struct perf_ctx *c, const struct perf_coll *k)
     if (len > 1 && plain[len - 1] == 'v' && strcmp(plain, "send_recv"))
         plain[len - 1] = '\0';
     const char *nm = plain;
+    /* A collective this check has no rule for fails the run: it must not
+     * pass as checked. */
+    static const char *const known[] = {
+        "all_reduce", "reduce", "reduce_scatter", "broadcast", "scatter",
+        "send_recv", "all_gather", "gather", "all_to_all"};
+    bool have = false;
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        have = have || !strcmp(nm, known[i]);
+    if (!have) {
+        if (c->rank == 0)
+            fprintf(stderr, "dcoll-perf: no check for '%s' (bench/check.c)"
+                    "\n", k->name);
+        wrong = -2;
+        goto out;
+    }
     for (size_t i = 0; i < n; i++) {
         if (!strcmp(nm, "all_reduce") || (!strcmp(nm, "reduce") && root)) {
             wrong += differs(c, res, i, fold(c, i));

@@ -49,8 +49,9 @@ dcoll_status_t dcoll_mpi_exchange(struct dcoll_group *g, const void *mine,
  * dcoll_init may use it (its dcoll_finalize ends it). */
 dcoll_status_t dcoll_mpi_stop(struct dcoll_group *world, bool finalize);
 void dcoll_mpi_at_end(void (*fn)(void));
-/* Collective over the world: members get a new communicator in *comm,
- * ordered by key; non-members get NULL. */
+/* Collective over parent: members get a new communicator record in
+ * *comm, ordered by key; those of color < 0 get NULL (the MPI
+ * transport's group_make). */
 dcoll_status_t dcoll_mpi_split(struct dcoll_group *parent, int color,
                                int key, void **comm);
 void dcoll_mpi_comm_free(void *comm);
@@ -97,14 +98,20 @@ struct dcoll_mpi_comm {
                               at this group's size (bit 31: found) */
 };
 
+/* The MPI transport's record of a group (g->tl[DCOLL_TL_MPI]). */
+static inline struct dcoll_mpi_comm *dcoll_mpi_of(const struct dcoll_group *g)
+{
+    return g->tl[DCOLL_TL_MPI];
+}
+
 static inline MPI_Comm dcoll_mpi_comm_of(const struct dcoll_group *g)
 {
-    return ((const struct dcoll_mpi_comm *)g->comm)->comm;
+    return dcoll_mpi_of(g)->comm;
 }
 
 static inline MPI_Comm dcoll_mpi_ctl_of(const struct dcoll_group *g)
 {
-    return ((const struct dcoll_mpi_comm *)g->comm)->ctl;
+    return dcoll_mpi_of(g)->ctl;
 }
 
 /* watch.c: wait for n requests until deadline (a dcoll_now() time;

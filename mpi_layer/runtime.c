@@ -163,7 +163,7 @@ dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
     MPI_Comm_rank(dup, &world->rank);
     MPI_Comm_size(dup, &world->size);
     world->ranks = NULL;
-    if ((st = comm_wrap(dup, &world->comm)))
+    if ((st = comm_wrap(dup, &world->tl[DCOLL_TL_MPI])))
         dcoll_mpi_types_free();
     return st;
 }
@@ -201,9 +201,9 @@ dcoll_status_t dcoll_mpi_stop(struct dcoll_group *world, bool finalize)
     dcoll_mpi_work_cache_free();
     dcoll_mpi_tuning_free();
     /* No communicator: start failed (or never ran), and made no types. */
-    if (world->comm) {
-        dcoll_mpi_comm_free(world->comm);
-        world->comm = NULL;
+    if (world->tl[DCOLL_TL_MPI]) {
+        dcoll_mpi_comm_free(world->tl[DCOLL_TL_MPI]);
+        world->tl[DCOLL_TL_MPI] = NULL;
         dcoll_mpi_types_free();
     }
     if (started_mpi && finalize) {
@@ -291,8 +291,8 @@ dcoll_status_t dcoll_mpi_order_world(struct dcoll_group *world,
     void *wrapped = NULL;
     if ((st = comm_wrap(ordered, &wrapped)))
         return st;
-    dcoll_mpi_comm_free(world->comm);
-    world->comm = wrapped;
+    dcoll_mpi_comm_free(world->tl[DCOLL_TL_MPI]);
+    world->tl[DCOLL_TL_MPI] = wrapped;
     world->rank = rank;
     return DCOLL_SUCCESS;
 }

@@ -76,7 +76,7 @@ static dcoll_status_t fold(const void *in, void *inout, int n,
  * rather than on the stack: threads may have small ones. */
 static char *scratch(struct dcoll_group *g, const char *fn)
 {
-    struct dcoll_mpi_comm *mc = g->comm;
+    struct dcoll_mpi_comm *mc = dcoll_mpi_of(g);
     if (!mc->scratch && !(mc->scratch = malloc(2 * SMALL_BYTES)))
         dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for %d bytes of "
                     "scratch", fn, 2 * SMALL_BYTES);

@@ -325,7 +325,7 @@ void dcoll_mpi_tuning_free(void)
  * its first tuned call (collective, as that call is). */
 static int ranks_per_node(const struct dcoll_group *g)
 {
-    struct dcoll_mpi_comm *mc = g->comm;
+    struct dcoll_mpi_comm *mc = dcoll_mpi_of(g);
     if (mc->ppn)
         return mc->ppn;
     MPI_Comm node;
@@ -348,7 +348,7 @@ enum dcoll_way dcoll_mpi_tuned(const struct dcoll_group *g,
     const struct dcoll_mpi_tuning *t = dcoll_mpi_tuning;
     /* The kinds with rows for this group's size, found once: a kind or
      * a group the table does not name costs a test, not the rows. */
-    struct dcoll_mpi_comm *mc = g->comm;
+    struct dcoll_mpi_comm *mc = dcoll_mpi_of(g);
     if (DCOLL_UNLIKELY(!mc->tuned_kinds)) {
         uint32_t kinds = 1u << 31;
         for (int i = 0; i < t->n; i++)

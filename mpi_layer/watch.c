@@ -253,7 +253,7 @@ void dcoll_mpi_abort_job(struct dcoll_group *world, int code)
     pthread_create(&t, &a, abort_fallback, (void *)(intptr_t)code);
     pthread_attr_destroy(&a);
 #endif
-    MPI_Abort(world->comm ? dcoll_mpi_comm_of(world) : MPI_COMM_WORLD,
+    MPI_Abort(world->tl[DCOLL_TL_MPI] ? dcoll_mpi_comm_of(world) : MPI_COMM_WORLD,
               code);
 }
 

@@ -19,7 +19,7 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     meson setup build-tsan -Db_sanitize=thread -Dcuda=disabled \
         -Dfortran=disabled
 ninja -C build-tsan test/unit/unit_store test/unit/unit_store_limits \
-    test/unit/unit_rdzv bench/dcoll-store-bench
+    test/unit/unit_rendezvous bench/dcoll-store-bench
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     meson test -C build-tsan --print-errorlogs --no-rebuild store store-limits \
     rendezvous store-rendezvous-4096

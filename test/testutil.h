@@ -1,5 +1,5 @@
-/* Helpers shared by the MPI tests: typed element access, checks that
- * count failures instead of aborting, and the groups every test uses. */
+/* Helpers shared by the MPI tests: typed element access and the groups
+ * every test uses; the checks are check.h's. */
 #ifndef DCOLL_TESTUTIL_H
 #define DCOLL_TESTUTIL_H
 
@@ -9,41 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "check.h"
 #include "dcoll/dcoll.h"
 #include "half.h"
-
-extern int t_rank, t_failures;
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            t_failures++;                                                    \
-            if (t_failures < 20) {                                           \
-                fprintf(stderr, "[rank %d] %s:%d: ", t_rank, __FILE__,       \
-                        __LINE__);                                           \
-                fprintf(stderr, __VA_ARGS__);                                \
-                fprintf(stderr, "\n");                                       \
-            }                                                                \
-        }                                                                    \
-    } while (0)
-
-#define CHECK_OK(call)                                                       \
-    do {                                                                     \
-        dcoll_status_t st_ = (call);                                         \
-        CHECK(st_ == DCOLL_SUCCESS, "%s -> %s: %s", #call,                   \
-              dcoll_status_string(st_), dcoll_last_error());                 \
-    } while (0)
-
-/* call must fail with status want and a message containing text. */
-#define CHECK_REFUSED(call, want, text)                                      \
-    do {                                                                     \
-        dcoll_status_t st_ = (call);                                         \
-        const char *m_ = dcoll_last_error();                                 \
-        CHECK(st_ == (want), "%s -> %s (%s), want %s", #call,                \
-              dcoll_status_string(st_), m_, dcoll_status_string(want));      \
-        CHECK(strstr(m_, (text)) != NULL, "%s: message '%s' lacks '%s'",     \
-              #call, m_, (text));                                            \
-    } while (0)
 
 /* A collective refused on a member takes its number there and leaves its
  * group unusable on that rank (the other ranks' call of that number would

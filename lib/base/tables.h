@@ -106,14 +106,23 @@ struct dcoll_outcome {
 
 /* The transports. Each is a struct dcoll_backend and owns one slot of a
  * group's per-transport state (g->tl), opaque to every other file; the
- * core's lib/core/route.c alone decides which one runs a call. */
+ * core's lib/core/route.c alone decides which one runs a call. The order
+ * is the order of everything done with them: groups make their records
+ * in it (a transport may read those of the ones before it) and free
+ * them in reverse, and for GPU buffers each transport in it that takes
+ * them is tried in turn, the next running what one declines. */
 enum dcoll_tl {
     DCOLL_TL_MPI,        /* host buffers: MPI's own calls (mpi_layer/) */
-    DCOLL_TL_STAGED,     /* GPU buffers over MPI through pinned memory */
     DCOLL_TL_NCCL,       /* GPU buffers: NCCL (lib/gpu/, cuda_layer/) */
+    DCOLL_TL_STAGED,     /* GPU buffers over MPI through pinned memory:
+                            the last in line, it runs every kind the
+                            host transport runs on one layout */
     DCOLL_TL_USER,       /* a program's own (dcoll_register_backend) */
     DCOLL_TL_COUNT_
 };
+
+/* The buffers a transport takes (struct dcoll_backend's memory). */
+enum { DCOLL_TL_HOST = 1, DCOLL_TL_GPU = 2 };
 
 /* The group's backend as a program chose it by name; route.c turns it and
  * where a call's buffers live into a transport. */
@@ -142,11 +151,48 @@ struct dcoll_plan_run {
     int (*run)(struct dcoll_plan_run *state);
 };
 
-/* A backend: the only door from the core into a transport. Backends never
- * call the public API. */
+/* How a group is being made, for each transport's part in it
+ * (group_make): collective over parent, as the communicator split is. */
+struct dcoll_tl_make {
+    struct dcoll_group *parent;  /* the world, for dcoll_new_group */
+    int color;                   /* < 0: this rank joins no group */
+    int key;                     /* its place among those of its color */
+    enum dcoll_choice choice;    /* the new group's backend */
+};
+
+/* A transport: its table is the whole contract between it and the core
+ * (HACKING.md, "Adding a transport"). Backends never call the public
+ * API. Fields that may be NULL say so. */
 struct dcoll_backend {
-    const char *name;
-    enum dcoll_tl tl;       /* its slot in g->tl */
+    const char *name;       /* as dcoll_backend_status, the recorder and
+                               dcoll-trace name it */
+    enum dcoll_tl tl;       /* its slot in g->tl, and its place in line */
+    unsigned char memory;   /* DCOLL_TL_HOST, DCOLL_TL_GPU: where the
+                               buffers it takes live (0: a program's
+                               backend, chosen by the group alone) */
+    bool over_mpi;          /* GPU: a group whose backend is "mpi" may use
+                               it (it moves the data with MPI) */
+    /* Whether it has a row for kind: a call of a kind without one is
+     * declined (DCOLL_DECLINED), for the route to hand on or refuse, and
+     * never runs as another kind. The transport-table test walks it. */
+    bool (*runs)(enum dcoll_coll_kind kind);
+    /* Whether it can run here, and in words (dcoll_backend_status,
+     * dcoll-info); NULL: not a backend a program names by itself. Where
+     * set, the registry has its name built in, making choice. */
+    bool (*status)(const char **text);
+    enum dcoll_choice choice;
+    /* Its part in making a group (dcoll_new_group, dcoll_split_group),
+     * collective over m->parent: g is the new group on a member, NULL on
+     * a rank that joins none (which still takes part). It fills
+     * g->tl[tl], and may read the records of the transports before it in
+     * enum dcoll_tl, which the core makes first. NULL: it keeps nothing
+     * for a group, or makes its record on first use. */
+    dcoll_status_t (*group_make)(struct dcoll_group *g,
+                                 const struct dcoll_tl_make *m);
+    /* Free what it keeps for g in g->tl[tl] and clear the slot (group
+     * destroy, finalize, a group whose making failed after its part);
+     * called in the reverse of enum dcoll_tl. NULL: it keeps nothing. */
+    void (*group_free)(struct dcoll_group *g);
     /* Run c on g. work NULL: block; else store a new work in *work. May
      * return DCOLL_DECLINED (above) having done nothing. */
     dcoll_status_t (*coll)(struct dcoll_group *g, const struct dcoll_coll *c,
@@ -158,9 +204,6 @@ struct dcoll_backend {
     dcoll_status_t (*work_test)(struct dcoll_work *w, int *done);
     dcoll_status_t (*work_wait)(struct dcoll_work *w);
     void (*work_release)(struct dcoll_work *w);
-    /* Free what it keeps for g in g->tl[tl] and clear the slot (group
-     * destroy, finalize); NULL: it keeps nothing. */
-    void (*group_free)(struct dcoll_group *g);
     /* Plans (lib/core/plan.c), where the transport keeps something for
      * one; NULL: each start runs coll on the plan's descriptor.
      * plan_make is collective over g as c's blocking call is, and may
@@ -188,7 +231,8 @@ struct dcoll_comm_ops {
     /* Whether an MPI launcher started this process (or MPI is running). */
     bool (*launched)(void);
     /* Start MPI if needed and make the world from MPI_COMM_WORLD or the
-     * Fortran handle fcomm (have_comm): fills world->rank, size and comm.
+     * Fortran handle fcomm (have_comm): fills world->rank, size and the
+     * MPI transport's record, world->tl[DCOLL_TL_MPI], which stop frees.
      * thread_level: what the program asked for, refused if MPI provides
      * less; -1: none asked, serialized where dcoll starts MPI. */
     dcoll_status_t (*start)(bool have_comm, int fcomm, int thread_level,
@@ -215,11 +259,6 @@ struct dcoll_comm_ops {
      * dcoll too; NULL: nothing. Set once MPI runs; MPI is then no longer
      * dcoll's to end. */
     void (*at_mpi_end)(void (*fn)(void));
-    /* Collective over parent's members: those of one color get a
-     * communicator ordered by key, those of color -1 NULL. */
-    dcoll_status_t (*split)(struct dcoll_group *parent, int color, int key,
-                            void **comm);
-    void (*comm_free)(void *comm);
     /* The Fortran handle of a member's communicator. */
     int (*comm_fint)(const struct dcoll_group *g);
     /* *ok = the minimum over the group of every rank's *ok. */
@@ -332,11 +371,11 @@ struct dcoll_group {
     const struct dcoll_backend *host;    /* where staged GPU calls run */
     const struct dcoll_comm_ops *svc;    /* services for comm */
     const struct dcoll_backend_entry *bentry;  /* its registry entry */
-    /* Each transport's own record for the group, made and freed by it
-     * (its group_free); NULL until it first runs a call here. */
+    /* Each transport's own record for the group, made by it (at group
+     * creation, or on first use) and freed by its group_free; opaque to
+     * every other file. MPI's holds the group's communicator, which the
+     * services use too. */
     void *tl[DCOLL_TL_COUNT_];
-    void *comm;            /* the MPI communicator: the group itself, for
-                              the services as much as for the MPI backend */
     int inflight;          /* work handles not yet finished */
     int local_rank, local_size; /* the world only: this node's share */
     struct dcoll_kept stage;   /* coalesced packing, from malloc */

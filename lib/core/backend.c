@@ -4,11 +4,13 @@
  * unknown name, are errors. */
 #include <ctype.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include "core.h"
 #include "gpu.h"
+#include "route.h"
 
 #define MAX_BACKENDS 32
 #define NAME_MAX_LEN 31
@@ -45,9 +47,14 @@ static void done_release(struct dcoll_work *w)
     free(w);
 }
 
+/* The works of calls that had nothing to do (a non-member's): no
+ * transport's, so no rows. */
 const struct dcoll_backend dcoll_done_backend = {
-    "done", DCOLL_TL_USER, NULL, done_test, done_wait, done_release, NULL,
-    NULL, NULL, NULL, NULL, NULL, /* no plans of its own */
+    .name = "done",
+    .tl = DCOLL_TL_USER,
+    .work_test = done_test,
+    .work_wait = done_wait,
+    .work_release = done_release,
 };
 
 /* ---- a program's backend ---- */
@@ -56,6 +63,14 @@ _Static_assert((int)DCOLL_COLL_RECV == (int)DCOLL_KIND_RECV &&
                    (int)DCOLL_COLL_BROADCAST == (int)DCOLL_KIND_BROADCAST &&
                    (int)DCOLL_COLL_BARRIER == (int)DCOLL_KIND_BARRIER,
                "the public kinds mirror the internal ones");
+
+/* Every kind a call record can carry: one count per call, so not the
+ * vector kinds. */
+static bool user_runs(enum dcoll_coll_kind kind)
+{
+    return (unsigned)kind < DCOLL_COLL_KIND_COUNT_ &&
+           !dcoll_kind_has(kind, DCOLL_KF_VEC);
+}
 
 static dcoll_status_t user_coll(struct dcoll_group *g,
                                 const struct dcoll_coll *c,
@@ -71,7 +86,7 @@ static dcoll_status_t user_coll(struct dcoll_group *g,
         .stream = dcoll_opts_stream(c->opts),
     };
     /* Its call record carries one count, not one per rank. */
-    if (dcoll_kind_has(c->kind, DCOLL_KF_VEC))
+    if (!user_runs(c->kind))
         return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: backend '%s' does not "
                            "support %s (a program's backend gets one count "
                            "per call, not one per rank)", fn, e->name,
@@ -118,10 +133,17 @@ static void user_group_free(struct dcoll_group *g)
     g->tl[DCOLL_TL_USER] = NULL;
 }
 
+/* Its record is made at attach (dcoll_backend_attach), after the group's
+ * communicator: group_create takes its Fortran handle. */
 const struct dcoll_backend dcoll_user_backend = {
-    "user", DCOLL_TL_USER, user_coll, done_test, done_wait, done_release,
-    user_group_free,
-    NULL, NULL, NULL, NULL, NULL, /* no plans of its own */
+    .name = "user",
+    .tl = DCOLL_TL_USER,
+    .runs = user_runs,
+    .group_free = user_group_free,
+    .coll = user_coll,
+    .work_test = done_test,
+    .work_wait = done_wait,
+    .work_release = done_release,
 };
 
 /* ---- the registry ---- */
@@ -178,11 +200,14 @@ static const size_t ops_size[DCOLL_BACKEND_OPS_VERSION + 1] = {
 _Static_assert(sizeof(struct ops_v1) <= sizeof(dcoll_backend_ops_t),
                "a newer table only grows");
 
+/* "auto", then each transport a program names, from its table. */
 static void builtins(void)
 {
     add("auto", DCOLL_CHOICE_AUTO, NULL, NULL);
-    add("mpi", DCOLL_CHOICE_MPI, NULL, NULL);
-    add("nccl", DCOLL_CHOICE_NCCL, NULL, NULL);
+    const struct dcoll_backend *be;
+    for (int i = 0; (be = dcoll_route_transport(i)); i++)
+        if (be->status)
+            add(be->name, be->choice, NULL, NULL);
 }
 
 dcoll_status_t dcoll_register_backend(const char *name,
@@ -229,18 +254,24 @@ dcoll_status_t dcoll_backend_lookup(const char *name,
         if (!strcasecmp(reg[i].name, name))
             e = &reg[i];
     pthread_mutex_unlock(&reg_lock);
-    if (!e)
+    if (!e) {
+        char known[128] = "auto";
+        const struct dcoll_backend *be;
+        for (int i = 0; (be = dcoll_route_transport(i)); i++)
+            if (be->status)
+                snprintf(known + strlen(known), sizeof(known) - strlen(known),
+                         ", %s", be->name);
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                           "invalid backend '%.64s' (built in: auto, mpi, "
-                           "nccl; others must be registered first)", name);
+                           "invalid backend '%.64s' (built in: %s; others "
+                           "must be registered first)", name, known);
+    }
     *out = e;
     return DCOLL_SUCCESS;
 }
 
-bool dcoll_opts_nccl(const struct dcoll_group_opts *o)
+enum dcoll_choice dcoll_opts_choice(const struct dcoll_group_opts *o)
 {
-    return o->be && (o->be->choice == DCOLL_CHOICE_AUTO ||
-                     o->be->choice == DCOLL_CHOICE_NCCL);
+    return o->be ? o->be->choice : DCOLL_CHOICE_MPI;
 }
 
 dcoll_status_t dcoll_backend_attach(struct dcoll_group *g,

@@ -5,6 +5,7 @@
 #include "diag.h"
 #include "kinds.h"
 #include "route.h"
+#include "call.h"
 
 /* The kinds table, visible here so that each public collective, whose
  * kind is a constant, reads its facts at compile time. */
@@ -203,6 +204,28 @@ dcoll_coll_profile(struct dcoll_group *g, const struct dcoll_coll *c,
         work->prof_t0 = t0;
 }
 
+__attribute__((noinline, cold)) dcoll_status_t
+dcoll_call_failed(struct dcoll_group *g, struct dcoll_coll *c,
+                  struct dcoll_outcome *out, struct dcoll_flight_entry *e,
+                  int form, bool profile, dcoll_status_t st)
+{
+    if (out && out->timed_out)
+        st = dcoll_fault_outcome(g, out, c->fn, c->seq, c->kind, form);
+    else if (st == DCOLL_DECLINED)
+        st = dcoll_route_declined(c);
+    else if (out && out->refused && c->seq)
+        st = dcoll_fault_refused(g, c, st, true);
+    else
+        st = dcoll_fault_failed(g, c->fn, c->seq, st);
+    if (e) {
+        e->end = dcoll_coarse_now();
+        e->status = st;
+    }
+    if (profile && dcoll_profiling)
+        dcoll_coll_profile(g, c, NULL, st);
+    return st;
+}
+
 dcoll_status_t dcoll_coll_refuse(dcoll_group_t *group,
                                  enum dcoll_coll_kind kind, const char *fn,
                                  bool async, dcoll_status_t st)
@@ -326,57 +349,25 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
     if (DCOLL_UNLIKELY(!member))
         return work ? noop_work(g, fn, work) : DCOLL_SUCCESS;
 
-    struct dcoll_outcome out;
-    out.timed_out = false;
-    out.refused = false;  /* source: set by a receive that succeeded */
-    out.way = NULL;
     c->fn = fn;
-    if (DCOLL_UNLIKELY(dcoll_profiling))
-        g->diag->prof_t0 = dcoll_now();
-    /* Numbered, timed and recorded; send and recv are not numbered, since
-     * ranks make different numbers of them. */
-    if (k->flags & DCOLL_KF_COUNTED) {
-        c->seq = g->seq + 1;
-        dcoll_group_number(g, c->seq, (int)c->kind,
-                           work ? DCOLL_FORM_ASYNC : DCOLL_FORM_BLOCKING);
-    }
-    c->async = work != NULL;
-    if (g->timeout > 0 || g->diag->flight)
-        c->start = dcoll_coarse_now();
-    if (g->diag->flight)
-        c->fid = dcoll_flight_begin(g->diag->flight, c);
-    if (DCOLL_UNLIKELY(g->diag->slow) && (st = dcoll_fault_check(g, c))) {
-        dcoll_flight_end(g->diag->flight, c->fid, st);
+    struct dcoll_call call;
+    const struct dcoll_call_how how = {
+        .counted = (k->flags & DCOLL_KF_COUNTED) != 0,
+        .form = work ? DCOLL_FORM_ASYNC : DCOLL_FORM_BLOCKING,
+        .async = work != NULL,
+        .checked = true,
+        .watch = -1,
+    };
+    if ((st = dcoll_call_begin(g, c, &call, how, NULL)))
         return st;
-    }
-    /* A blocking call in abort mode sits in MPI's own blocking call: the
-     * watchdog sees when it began, and ends the job if it hangs. */
-    bool watched = !work && dcoll_watched(g);
-    if (watched)
-        dcoll_group_busy(g, c->seq, (int)c->kind, fn, c->start);
-    st = dcoll_route_run(g, c, work, &out);
-    if (watched)
-        dcoll_group_idle(g);
-    if (DCOLL_UNLIKELY(out.timed_out))
-        st = dcoll_fault_outcome(g, &out, fn, c->seq, c->kind,
-                                 work ? DCOLL_FORM_ASYNC
-                                      : DCOLL_FORM_BLOCKING);
-    else if (DCOLL_UNLIKELY(st))
-        st = out.refused && c->seq ? dcoll_fault_refused(g, c, st, true)
-                                   : dcoll_fault_failed(g, fn, c->seq, st);
-    if (work && !st) {
-        dcoll_work_stamp(*work, g, c);
-        dcoll_work_track(*work);
-    } else if (c->fid)
-        dcoll_flight_end(g->diag->flight, c->fid, st);
-    if (DCOLL_UNLIKELY(dcoll_profiling))
-        dcoll_coll_profile(g, c, work ? *work : NULL, st);
+    st = dcoll_route_run(g, c, work, &call.out);
+    st = dcoll_call_end(g, c, &call, how, work, st);
     /* A way a tuning table gave: the recorder's entry and DCOLL_DEBUG
      * name it. */
-    if (DCOLL_UNLIKELY(out.way != NULL))
-        dcoll_diag_way(g, c, out.way);
+    if (DCOLL_UNLIKELY(call.out.way != NULL))
+        dcoll_diag_way(g, c, call.out.way);
     if (!st && source && c->kind == DCOLL_COLL_RECV && !work)
-        *source = g->ranks ? g->ranks[out.source] : out.source;
+        *source = g->ranks ? g->ranks[call.out.source] : call.out.source;
     return st;
 refused:
     c->fn = fn;

@@ -63,16 +63,18 @@ dcoll_status_t dcoll_group_params_read(const dcoll_group_params_t *params,
  * message, the others that another rank refused. */
 dcoll_status_t dcoll_group_agree_args(struct dcoll_group *g,
                                       dcoll_status_t local, const char *fn);
-/* Make a member's group on comm (collective over its members): ranks
- * (group rank -> world rank, any order) and comm become the group's, and
- * nccl, its NCCL communicator split from parent's (or NULL); on failure
- * all are freed. */
-dcoll_status_t dcoll_group_make(void *comm, int me, int n, int *ranks, int id,
+/* backend.c: the route's choice of a group made with o. */
+enum dcoll_choice dcoll_opts_choice(const struct dcoll_group_opts *o);
+/* Make the group of parent's ranks of color (collective over parent:
+ * every rank calls it, color < 0 on those that join none, which get the
+ * NON-MEMBER handle): each transport's part (the route's
+ * dcoll_route_group_make), then the group's diagnostics, agreement and
+ * backend. A member is group rank me of n; ranks (group rank -> world
+ * rank, any order) becomes the group's, or is freed. */
+dcoll_status_t dcoll_group_make(struct dcoll_group *parent, int color,
+                                int key, int me, int n, int *ranks, int id,
                                 const struct dcoll_group_opts *o,
-                                const char *fn, struct dcoll_group *parent,
-                                void *nccl, struct dcoll_group **out);
-/* backend.c: whether a group made with o may put GPU buffers on NCCL. */
-bool dcoll_opts_nccl(const struct dcoll_group_opts *o);
+                                const char *fn, struct dcoll_group **out);
 /* Free a group's coalescing buffer (group destroy, finalize). */
 void dcoll_group_stage_free(struct dcoll_group *g);
 

@@ -299,22 +299,10 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
         free(a.sorted);
         return st;
     }
-    int *sorted = a.sorted, n = a.n, me = a.me;
-    void *comm = NULL;
-    st = dcoll_world.svc->split(&dcoll_world, me >= 0 ? 0 : -1, me, &comm);
     /* Every world rank counts the group, member or not: ids agree. */
     int id = ++dcoll_groups_made;
-    void *nccl = st ? NULL
-                    : dcoll_nccl_split_from(&dcoll_world, me >= 0 ? 0 : -1,
-                                            me, dcoll_opts_nccl(&a.o));
-    if (st || me < 0) {
-        free(sorted);
-        if (!st)
-            *out = &dcoll_non_member;
-        return st;
-    }
-    return dcoll_group_make(comm, me, n, sorted, id, &a.o, "dcoll_new_group",
-                            &dcoll_world, nccl, out);
+    return dcoll_group_make(&dcoll_world, a.me >= 0 ? 0 : -1, a.me, a.me,
+                            a.n, a.sorted, id, &a.o, "dcoll_new_group", out);
 }
 
 static int by_world(const void *a, const void *b, void *ranks)
@@ -324,12 +312,11 @@ static int by_world(const void *a, const void *b, void *ranks)
     return (x > y) - (x < y);
 }
 
-dcoll_status_t dcoll_group_make(void *comm, int me, int n, int *ranks, int id,
-                                const struct dcoll_group_opts *o,
-                                const char *fn, struct dcoll_group *parent,
-                                void *nccl, struct dcoll_group **out)
+/* A member's group with no transport's record yet; NULL with a message
+ * where there is no memory. */
+static struct dcoll_group *group_new(int me, int n, int *ranks, int id,
+                                     const char *fn)
 {
-    dcoll_status_t st;
     struct dcoll_group *g = calloc(1, sizeof(*g));
     int *order = NULL;
     bool ascending = true;
@@ -338,19 +325,15 @@ dcoll_status_t dcoll_group_make(void *comm, int me, int n, int *ranks, int id,
     if (g && !ascending)
         order = malloc(sizeof(int) * (size_t)n);
     if (!g || (!ascending && !order)) {
-        dcoll_nccl_adopt(NULL, parent, nccl);
-        dcoll_world.svc->comm_free(comm);
-        free(ranks);
         free(g);
-        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
-                           "group", fn);
+        dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the group", fn);
+        return NULL;
     }
     g->magic = DCOLL_GROUP_MAGIC;
     g->rank = me;
     g->size = n;
     g->ranks = ranks;
     g->order = order;
-    g->comm = comm;
     g->svc = dcoll_world.svc;
     g->id = id;
     if (order) {
@@ -359,20 +342,55 @@ dcoll_status_t dcoll_group_make(void *comm, int me, int n, int *ranks, int id,
             order[i] = i;
         qsort_r(order, (size_t)n, sizeof(int), by_world, ranks);
     }
+    return g;
+}
+
+/* A group that was not made after all: what its transports made for it
+ * goes, in their order. */
+static void group_unmake(struct dcoll_group *g)
+{
+    dcoll_route_group_free(g);
+    dcoll_fault_group_free(g);
+    free(g->ranks);
+    free(g->order);
+    free(g);
+}
+
+dcoll_status_t dcoll_group_make(struct dcoll_group *parent, int color,
+                                int key, int me, int n, int *ranks, int id,
+                                const struct dcoll_group_opts *o,
+                                const char *fn, struct dcoll_group **out)
+{
+    dcoll_status_t st, mem = DCOLL_SUCCESS;
+    struct dcoll_group *g = NULL;
+    if (color >= 0 && !(g = group_new(me, n, ranks, id, fn)))
+        mem = DCOLL_ERR_NO_MEMORY;
+    /* Every rank of parent takes its part in each transport's making,
+     * one without memory for the group too: the others wait in it. */
+    struct dcoll_tl_make m = {
+        .parent = parent,
+        .color = color,
+        .key = key,
+        .choice = dcoll_opts_choice(o),
+    };
+    st = dcoll_route_group_make(g, &m);
+    if (!g) {
+        free(ranks);
+        if (!st && !mem)
+            *out = &dcoll_non_member;
+        return st ? st : mem;
+    }
+    if (st) {
+        group_unmake(g);
+        return st;
+    }
     if ((st = dcoll_fault_group_init(g, o->timeout, o->recoverable)) ||
         (st = dcoll_fault_agree(g, fn)) ||
         (st = dcoll_backend_attach(g, o->be, fn)) ||
-        ((st = dcoll_watchdog_add(g)) && (dcoll_route_group_free(g), 1))) {
-        dcoll_nccl_adopt(NULL, parent, nccl);
-        dcoll_fault_group_free(g);
-        dcoll_world.svc->comm_free(comm);
-        free(ranks);
-        free(order);
-        free(g);
+        (st = dcoll_watchdog_add(g))) {
+        group_unmake(g);
         return st;
     }
-    if (nccl)
-        dcoll_nccl_adopt(g, parent, nccl);
     g->next = live_groups;
     if (live_groups)
         live_groups->prev = g;
@@ -391,9 +409,8 @@ static void group_free(struct dcoll_group *g)
         live_groups = g->next;
     if (g->next)
         g->next->prev = g->prev;
-    /* Every transport's record, NCCL's communicator before MPI's. */
+    /* Every transport's record, in the reverse of their order. */
     dcoll_route_group_free(g);
-    dcoll_world.svc->comm_free(g->comm);
     dcoll_group_stage_free(g);
     dcoll_fault_group_free(g);
     free(g->ranks);

@@ -11,6 +11,7 @@
 #include "diag.h"
 #include "kinds.h"
 #include "route.h"
+#include "call.h"
 #include "dcoll/plan.h"
 
 #define PLAN_MAGIC 0x64637031u /* "dcp1" */
@@ -240,7 +241,7 @@ dcoll_status_t dcoll_plan_make(dcoll_group_t *group, struct dcoll_coll *c,
     dcoll_flight_fill(&p->entry, &p->c);
     p->entry.kind_form = (unsigned char)(p->c.kind | DCOLL_FORM_PLAN << 6);
     if (p->tl)
-        p->entry.way = dcoll_flight_tl_name(p->tl->tl);
+        p->entry.way = dcoll_flight_tl_name(p->tl);
     if (member) {
         p->next = g->plans;
         if (g->plans)
@@ -313,64 +314,35 @@ start_refused(struct dcoll_plan *p, dcoll_work_t **work)
                        g->diag->failed);
 }
 
-/* Where a start ends other than in success: a timeout the transport
- * reported, or its failure, becomes the group's (fault_*). */
-static __attribute__((noinline, cold)) dcoll_status_t
-start_ended(struct dcoll_group *g, struct dcoll_coll *c,
-            struct dcoll_outcome *out, dcoll_status_t st)
-{
-    if (out->timed_out)
-        return dcoll_fault_outcome(g, out, c->fn, c->seq, c->kind,
-                                   DCOLL_FORM_PLAN);
-    return dcoll_fault_failed(g, c->fn, c->seq, st);
-}
-
 /* Any start of a member's plan on a live group (checked by the caller). */
 static inline __attribute__((always_inline)) dcoll_status_t
-start(struct dcoll_plan *p, struct dcoll_group *g, dcoll_work_t **work)
+start(struct dcoll_plan *p, struct dcoll_group *g, dcoll_work_t **work,
+      const bool async)
 {
     struct dcoll_coll *c = &p->c;
-    if (p->counted) {
-        c->seq = g->seq + 1;
-        dcoll_group_number(g, c->seq, (int)c->kind, DCOLL_FORM_PLAN);
-    }
-    c->async = work != NULL;
-    if (DCOLL_UNLIKELY(dcoll_profiling))
-        g->diag->prof_t0 = dcoll_now();
-    struct dcoll_flight *f = g->diag->flight;
-    if (g->timeout > 0 || f)
-        c->start = dcoll_coarse_now();
+    struct dcoll_call call;
+    const struct dcoll_call_how how = {
+        .counted = p->counted,
+        .form = DCOLL_FORM_PLAN,
+        .async = async,
+        .watch = -1,
+    };
     /* The plan's own entry, form and transport in it already. */
-    c->fid = f ? dcoll_flight_put(f, &p->entry, c->seq, c->start)->id : 0;
-    bool watched = !work && dcoll_watched(g);
-    if (watched)
-        dcoll_group_busy(g, c->seq, (int)c->kind, c->fn, c->start);
-    struct dcoll_outcome out;
-    out.timed_out = false;
-    out.refused = false;
+    dcoll_call_begin(g, c, &call, how, &p->entry);
     dcoll_status_t st;
     if (DCOLL_LIKELY(p->state))
-        st = p->tl->plan_start(g, c, p->state, work, &out);
+        st = p->tl->plan_start(g, c, p->state, work, &call.out);
     else if (p->tl)
-        st = p->tl->coll(g, c, work, &out);
+        st = p->tl->coll(g, c, work, &call.out);
     else
-        st = dcoll_route_gpu(g, c, work, &out);
-    if (watched)
-        dcoll_group_idle(g);
-    if (DCOLL_UNLIKELY(st || out.timed_out))
-        st = start_ended(g, c, &out, st);
-    if (work && !st) {
+        st = dcoll_route_gpu(g, c, work, &call.out);
+    st = dcoll_call_end(g, c, &call, how, work, st);
+    if (async && !st) {
         struct dcoll_work *w = *work;
-        dcoll_work_stamp(w, g, c);
-        dcoll_work_track(w);
         w->plan = p;
         p->work = w;
         set_ready(p, false);   /* the next start drops it first */
-    } else if (c->fid) {
-        dcoll_flight_end(f, c->fid, st);
     }
-    if (DCOLL_UNLIKELY(dcoll_profiling))
-        dcoll_coll_profile(g, c, work ? *work : NULL, st);
     return st;
 }
 
@@ -394,25 +366,29 @@ start_slow(struct dcoll_plan *p, dcoll_work_t **work)
         drop_work(p);
     if (!p->member)
         return start_nothing(p, work);
-    return start(p, g, work);
+    return work ? start(p, g, work, true) : start(p, g, NULL, false);
 }
 
 /* A quick start that failed: the group's failure, as any start's. */
 static __attribute__((noinline, cold)) dcoll_status_t
 quick_failed(struct dcoll_plan *p, struct dcoll_group *g,
-             struct dcoll_flight_entry *e, int code)
+             struct dcoll_flight_entry *e, bool watched, int code)
 {
     struct dcoll_coll *c = &p->c;
+    if (watched)
+        dcoll_group_idle(g);
+    if (p->counted)
+        c->seq = g->seq;   /* its number, which g holds as its latest */
     c->async = false;
     dcoll_status_t st = p->tl->plan_failed(p->state, code);
-    st = dcoll_fault_failed(g, c->fn, c->seq, st);
-    if (e) {
-        e->end = dcoll_coarse_now();
-        e->status = st;
-    }
-    return st;
+    return dcoll_call_failed(g, c, NULL, e, DCOLL_FORM_PLAN, false, st);
 }
 
+/* A blocking start the transport makes by one function (plan_quick): the
+ * number, the recorder's entry copied from the plan's, the watchdog's
+ * marker and the call; no timeout comes back (abort mode's watchdog, or
+ * none), so there is no outcome to read. Made in the four kinds below,
+ * as the plan is numbered and watched or not, so a start tests neither. */
 /* A blocking start the transport makes by one function (plan_quick): the
  * number, the recorder's entry copied from the plan's, the watchdog's
  * marker and the call; no timeout comes back (abort mode's watchdog, or
@@ -423,29 +399,18 @@ quick_body(struct dcoll_plan *p, struct dcoll_group *g, const bool counted,
            const bool watched)
 {
     struct dcoll_coll *c = &p->c;
-    uint64_t seq = c->seq;
-    if (counted) {
-        seq = g->seq + 1;
-        c->seq = seq;
-        dcoll_group_number(g, seq, (int)c->kind, DCOLL_FORM_PLAN);
-    }
-    struct dcoll_flight *f = g->diag->flight;
-    struct dcoll_flight_entry *e = NULL;
-    double t0 = 0;
-    if (watched || f)
-        c->start = t0 = dcoll_coarse_now();
-    if (f)
-        e = dcoll_flight_put(f, &p->entry, seq, t0);
-    if (watched)
-        dcoll_group_busy(g, seq, (int)c->kind, c->fn, t0);
+    struct dcoll_call call;
+    const struct dcoll_call_how how = {
+        .counted = counted,
+        .form = DCOLL_FORM_PLAN,
+        .quick = true,
+        .watch = watched,
+    };
+    dcoll_call_begin(g, c, &call, how, &p->entry);
     int code = p->run->run(p->run);
-    if (watched)
-        dcoll_group_idle(g);
     if (DCOLL_UNLIKELY(code))
-        return quick_failed(p, g, e, code);
-    if (e)
-        e->end = dcoll_coarse_now();
-    return DCOLL_SUCCESS;
+        return quick_failed(p, g, call.f ? call.e : NULL, watched, code);
+    return dcoll_call_end(g, c, &call, how, NULL, DCOLL_SUCCESS);
 }
 
 #define QUICK(name, counted, watched)                                       \
@@ -463,7 +428,7 @@ QUICK(quick_plain, false, false)
 static __attribute__((noinline)) dcoll_status_t
 start_blocking(struct dcoll_plan *p, struct dcoll_group *g)
 {
-    return start(p, g, NULL);
+    return start(p, g, NULL, false);
 }
 
 /* The way of p's blocking starts on g. */

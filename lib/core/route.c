@@ -1,17 +1,25 @@
 /* The route: from the group's choice (g->choice, set by the registry) and
  * where a call's buffers live, the transport that runs it. A new
- * transport is an entry in enum dcoll_tl (tables.h), its table in its own
- * layer, and its place in the rules below.
+ * transport is its table in its own layer, an entry in enum dcoll_tl
+ * (tables.h), whose place is its place in line, and a line in
+ * transports[] below; the rules read the rest from its table.
  *
  *   a program's backend        every buffer, as it is
  *   host buffers               MPI; refused on an "nccl" group, but for
  *                              a barrier, which has none
- *   GPU buffers, collective    NCCL (not on an "mpi" group), which may
- *                              decline the call on every rank alike;
- *                              then the staged path, which takes all
- *   GPU buffers, send/recv     staged: NCCL's communicator is collective
- *                              to make, a peer call must not make it
- *   multi-buffer on a clique   NCCL (core/multi.c asked for the clique) */
+ *   GPU buffers                each transport that takes them, in line
+ *                              (NCCL, then staged, which takes every
+ *                              kind of one layout), but on an "mpi"
+ *                              group only those that move data over MPI
+ *                              (staged); a transport without a row for
+ *                              the kind (NCCL: send/recv, whose
+ *                              communicator a peer call must not make)
+ *                              or that declines the call on every rank
+ *                              alike hands it to the next
+ *   multi-buffer on a clique   NCCL (core/multi.c asked for the clique)
+ *
+ * Where none in line is left, the call is refused, naming the kind. */
+#include <strings.h>
 #include "core.h"
 #include "kinds.h"
 #include "diag.h"
@@ -19,10 +27,29 @@
 
 static const struct dcoll_backend *const transports[DCOLL_TL_COUNT_] = {
     [DCOLL_TL_MPI] = &dcoll_mpi_backend,
-    [DCOLL_TL_STAGED] = &dcoll_staged_backend,
     [DCOLL_TL_NCCL] = &dcoll_nccl_backend,
+    [DCOLL_TL_STAGED] = &dcoll_staged_backend,
     [DCOLL_TL_USER] = &dcoll_user_backend,
 };
+
+/* Whether a transport in line for GPU buffers may run c on g. */
+static bool gpu_takes(const struct dcoll_backend *be,
+                      const struct dcoll_group *g, enum dcoll_coll_kind k)
+{
+    return (be->memory & DCOLL_TL_GPU) && be->runs(k) &&
+           (g->choice != DCOLL_CHOICE_MPI || be->over_mpi);
+}
+
+/* Whether any transport in line for GPU buffers has a row for kind:
+ * else a call of it on them is this rank's refusal, at once. */
+static bool gpu_line_runs(const struct dcoll_group *g,
+                          enum dcoll_coll_kind kind)
+{
+    for (int i = 0; i < DCOLL_TL_COUNT_; i++)
+        if (gpu_takes(transports[i], g, kind))
+            return true;
+    return false;
+}
 
 /* Where c's buffers are: *device -1 for host memory. A refusal is this
  * rank's alone (out->refused). */
@@ -44,10 +71,12 @@ static dcoll_status_t where(struct dcoll_group *g, struct dcoll_coll *c,
                                "%s: the group's backend is nccl, which takes "
                                "GPU buffers, and these are in host memory "
                                "(use the mpi or auto backend for them)", fn);
-    } else if (dcoll_kind_has(c->kind, DCOLL_KF_VEC)) {
-        return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: the vector "
-                           "collectives take host buffers only for now; "
-                           "this one is on GPU %d", fn, *device);
+    } else if (!gpu_line_runs(g, c->kind)) {
+        return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: no transport runs "
+                           "%s on GPU buffers yet (the vector collectives "
+                           "take host buffers only for now); this one is "
+                           "on GPU %d", fn, dcoll_kind_name(c->kind),
+                           *device);
     }
     out->refused = false;
     return DCOLL_SUCCESS;
@@ -58,17 +87,17 @@ dcoll_status_t dcoll_route_gpu(struct dcoll_group *g,
                                struct dcoll_work **work,
                                struct dcoll_outcome *out)
 {
-    /* The recorder names the transport that ran it. */
-    struct dcoll_flight *f = g->diag->flight;
-    if (g->choice != DCOLL_CHOICE_MPI && dcoll_gpu_has_nccl() &&
-        !dcoll_kind_has(c->kind, DCOLL_KF_PEER)) {
-        dcoll_flight_tl(f, c->fid, DCOLL_TL_NCCL);
-        dcoll_status_t st = dcoll_nccl_backend.coll(g, c, work, out);
+    for (int i = 0; i < DCOLL_TL_COUNT_; i++) {
+        const struct dcoll_backend *be = transports[i];
+        if (!gpu_takes(be, g, c->kind))
+            continue;
+        /* The recorder names the transport that ran it. */
+        dcoll_flight_tl(g->diag->flight, c->fid, be);
+        dcoll_status_t st = be->coll(g, c, work, out);
         if (st != DCOLL_DECLINED)
             return st;
     }
-    dcoll_flight_tl(f, c->fid, DCOLL_TL_STAGED);
-    return dcoll_staged_backend.coll(g, c, work, out);
+    return DCOLL_DECLINED;
 }
 
 dcoll_status_t dcoll_route_slow(struct dcoll_group *g, struct dcoll_coll *c,
@@ -78,11 +107,11 @@ dcoll_status_t dcoll_route_slow(struct dcoll_group *g, struct dcoll_coll *c,
     int device;
     dcoll_status_t st;
     if (g->choice == DCOLL_CHOICE_USER) {
-        dcoll_flight_tl(g->diag->flight, c->fid, DCOLL_TL_USER);
+        dcoll_flight_tl(g->diag->flight, c->fid, &dcoll_user_backend);
         return dcoll_user_backend.coll(g, c, work, out);
     }
     if (c->multi) {
-        dcoll_flight_tl(g->diag->flight, c->fid, DCOLL_TL_NCCL);
+        dcoll_flight_tl(g->diag->flight, c->fid, &dcoll_nccl_backend);
         return dcoll_nccl_backend.coll(g, c, work, out);
     }
     if ((st = where(g, c, &device, out)))
@@ -119,11 +148,41 @@ bool dcoll_route_multi_nccl(const struct dcoll_group *g)
     return g->choice == DCOLL_CHOICE_AUTO || g->choice == DCOLL_CHOICE_NCCL;
 }
 
+dcoll_status_t dcoll_route_group_make(struct dcoll_group *g,
+                                      const struct dcoll_tl_make *m)
+{
+    dcoll_status_t st = DCOLL_SUCCESS;
+    for (int i = 0; i < DCOLL_TL_COUNT_ && !st; i++)
+        if (transports[i]->group_make)
+            st = transports[i]->group_make(g, m);
+    return st;
+}
+
 void dcoll_route_group_free(struct dcoll_group *g)
 {
     /* Plans first: MPI's persistent requests use the communicator. */
     dcoll_plans_group_gone(g);
-    for (int i = 0; i < DCOLL_TL_COUNT_; i++)
+    for (int i = DCOLL_TL_COUNT_ - 1; i >= 0; i--)
         if (transports[i]->group_free)
             transports[i]->group_free(g);
+}
+
+const struct dcoll_backend *dcoll_route_named(const char *name)
+{
+    for (int i = 0; i < DCOLL_TL_COUNT_; i++)
+        if (transports[i]->status && !strcasecmp(transports[i]->name, name))
+            return transports[i];
+    return NULL;
+}
+
+const struct dcoll_backend *dcoll_route_transport(int i)
+{
+    return i >= 0 && i < DCOLL_TL_COUNT_ ? transports[i] : NULL;
+}
+
+dcoll_status_t dcoll_route_declined(const struct dcoll_coll *c)
+{
+    return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: no transport of this "
+                       "build runs %s on these buffers", c->fn,
+                       dcoll_kind_name(c->kind));
 }

@@ -42,7 +42,21 @@ dcoll_status_t dcoll_route_gpu(struct dcoll_group *g,
 /* Whether g's multi-buffer calls may take NCCL cliques (lib/gpu/multi.c
  * asks the plugin and the ranks the rest). */
 bool dcoll_route_multi_nccl(const struct dcoll_group *g);
-/* Free every transport's record of g (group destroy, finalize). */
+/* Each transport's part in making a group (collective over m->parent;
+ * g NULL on a rank that joins none), in the order of enum dcoll_tl, up
+ * to the first that fails. */
+dcoll_status_t dcoll_route_group_make(struct dcoll_group *g,
+                                      const struct dcoll_tl_make *m);
+/* Free every transport's record of g (group destroy, finalize, a group
+ * not made), in the reverse order. */
 void dcoll_route_group_free(struct dcoll_group *g);
+/* The transport a program names (one with a status: "mpi", "nccl"),
+ * case-insensitively; NULL: none. */
+const struct dcoll_backend *dcoll_route_named(const char *name);
+/* The i-th transport of enum dcoll_tl; NULL past the last. */
+const struct dcoll_backend *dcoll_route_transport(int i);
+/* A call that every transport in line for it declined (no row for its
+ * kind): the refusal, naming the kind. */
+dcoll_status_t dcoll_route_declined(const struct dcoll_coll *c);
 
 #endif

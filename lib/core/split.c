@@ -86,23 +86,12 @@ dcoll_status_t dcoll_split_group(dcoll_group_t **out, dcoll_group_t *parent,
     }
     int id = dcoll_groups_made = made + 1;
 
-    void *comm = NULL;
-    st = p->svc->split(p, color, key, &comm);
-    /* From the world only: a split communicator shares its parent's
-     * resources, and the world outlives every group. */
-    void *nccl = st ? NULL
-                    : dcoll_nccl_split_from(p, color, key,
-                                            p == &dcoll_world &&
-                                                dcoll_opts_nccl(&o));
-    if (st || color < 0) {
-        if (comm)
-            p->svc->comm_free(comm);
+    if (color < 0) {
         free(all);
         free(m);
         free(ranks);
-        if (!st)
-            *out = &dcoll_non_member;
-        return st;
+        return dcoll_group_make(p, color, key, -1, 0, NULL, id, &o, fn,
+                                out);
     }
     for (int r = 0, k = 0; r < p->size; r++)
         if (all[r].color == color)
@@ -116,5 +105,5 @@ dcoll_status_t dcoll_split_group(dcoll_group_t **out, dcoll_group_t *parent,
             me = i;
     }
     free(m);
-    return dcoll_group_make(comm, me, n, ranks, id, &o, fn, p, nccl, out);
+    return dcoll_group_make(p, color, key, me, n, ranks, id, &o, fn, out);
 }

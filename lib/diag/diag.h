@@ -150,7 +150,7 @@ struct dcoll_flight_entry {
     dcoll_status_t status;
     const char *way;       /* what ran it where not MPI's own call: a
                               tuning table's way, or the transport
-                              ("staged", "nccl", "user"); NULL: MPI */
+                              (its table's name); NULL: MPI */
 };
 #define DCOLL_FLIGHT_MADE_AT offsetof(struct dcoll_flight_entry, end)
 _Static_assert(DCOLL_COLL_KIND_COUNT_ <= 64, "a kind fits in 6 bits");
@@ -190,13 +190,18 @@ static inline void dcoll_flight_fill(struct dcoll_flight_entry *e,
     e->way = NULL;
 }
 /* begin returns the entry's id for end (ids start at 1). */
-static inline uint64_t dcoll_flight_begin(struct dcoll_flight *f,
-                                          const struct dcoll_coll *c)
+static inline struct dcoll_flight_entry *
+dcoll_flight_entry_new(struct dcoll_flight *f, const struct dcoll_coll *c)
 {
     struct dcoll_flight_entry *e = &f->e[f->n++ & f->mask];
     dcoll_flight_fill(e, c);
     e->id = f->n;
-    return e->id;
+    return e;
+}
+static inline uint64_t dcoll_flight_begin(struct dcoll_flight *f,
+                                          const struct dcoll_coll *c)
+{
+    return dcoll_flight_entry_new(f, c)->id;
 }
 /* A new entry as made, numbered seq and stamped start; the caller ends
  * it itself (no other call on the group writes one meanwhile). */
@@ -231,19 +236,17 @@ static inline void dcoll_flight_way(struct dcoll_flight *f, uint64_t id,
     if (e && id && e->id == id)
         e->way = way;
 }
-/* Entry id's transport, where the route chose another than MPI (in its
- * way: the hot path writes no field for it). */
-static inline const char *dcoll_flight_tl_name(enum dcoll_tl tl)
+/* Entry id's transport, by its table's name, where the route chose
+ * another than MPI, the host transport (in its way: the hot path writes
+ * no field for it). */
+static inline const char *dcoll_flight_tl_name(const struct dcoll_backend *be)
 {
-    static const char *const names[DCOLL_TL_COUNT_] = {
-        [DCOLL_TL_MPI] = NULL, [DCOLL_TL_STAGED] = "staged",
-        [DCOLL_TL_NCCL] = "nccl", [DCOLL_TL_USER] = "user"};
-    return (unsigned)tl < DCOLL_TL_COUNT_ ? names[tl] : NULL;
+    return be->tl == DCOLL_TL_MPI ? NULL : be->name;
 }
 static inline void dcoll_flight_tl(struct dcoll_flight *f, uint64_t id,
-                                   enum dcoll_tl tl)
+                                   const struct dcoll_backend *be)
 {
-    dcoll_flight_way(f, id, dcoll_flight_tl_name(tl));
+    dcoll_flight_way(f, id, dcoll_flight_tl_name(be));
 }
 /* A tuning table gave c the way @p way: its recorder entry names it, and
  * under DCOLL_DEBUG=detail g's rank 0 says so when c's kind takes

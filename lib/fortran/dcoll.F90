@@ -61,7 +61,6 @@ module dcoll
 
     ! MPI thread levels dcoll asks for when it starts MPI itself.
 
-
     ! Handles: one C pointer each, so that a handle passed by reference is
     ! exactly C's dcoll_group_t ** or dcoll_work_t **.
     type, bind(C), public :: dcoll_group
@@ -165,15 +164,14 @@ module dcoll
     character(len=:), allocatable, save :: f_err
 
     public :: dcoll_status_string, dcoll_last_error, dcoll_version
-    public :: dcoll_init, dcoll_finalize, dcoll_initialized, dcoll_dtype_size
-    public :: dcoll_abort, dcoll_wtime, dcoll_dump
-    public :: dcoll_local_rank, dcoll_backend_status, dcoll_device
+    public :: dcoll_init, dcoll_initialized, dcoll_dtype_size
+    public :: dcoll_abort, dcoll_wtime
+    public :: dcoll_local_rank, dcoll_backend_status
     public :: dcoll_group_world, dcoll_new_group, dcoll_group_destroy
     public :: dcoll_split_group
-    public :: dcoll_group_rank, dcoll_group_size, dcoll_group_global_rank
-    public :: dcoll_group_group_rank, dcoll_group_backend
-    public :: dcoll_work_wait, dcoll_work_test, dcoll_work_source
-    public :: dcoll_work_free, dcoll_barrier
+    public :: dcoll_group_backend
+    public :: dcoll_work_test
+    public :: dcoll_work_free
     public :: dcoll_work_wait_all, dcoll_work_test_any, dcoll_work_wait_any
     public :: dcoll_all_reduce_coalesced, dcoll_all_gather_coalesced
     public :: dcoll_store_tcp_create, dcoll_store_file_create
@@ -203,53 +201,15 @@ module dcoll
     end interface
     public :: dcoll_group_comm
 
-    ! The single-buffer collectives, send and recv: generated from the C
-    ! header (gen-fortran.py), each over an integer or integer(8) count.
+    ! The collectives and their plans, generated from the C headers
+    ! (gen-fortran.py), each over integer or integer(8) counts. The vector
+    ! forms take counts and displacements (0-based, in elements, as in
+    ! MPI) as arrays with an entry per group rank; displs may be left out
+    ! (packed). The multi-buffer forms take buffers by their C addresses
+    ! (c_loc of arrays with the TARGET attribute), as the coalesced forms
+    ! do; one count for every buffer.
 #include "dcoll_generics.inc"
-
-    ! Vector forms: counts and displacements (0-based, in elements, as in
-    ! MPI) are arrays of one kind, integer or integer(8), with an entry
-    ! per group rank; displs may be left out (packed).
-    interface dcoll_all_gatherv
-        module procedure all_gatherv_i4, all_gatherv_i8
-    end interface
-    interface dcoll_gatherv
-        module procedure gatherv_i4, gatherv_i8
-    end interface
-    interface dcoll_scatterv
-        module procedure scatterv_i4, scatterv_i8
-    end interface
-    interface dcoll_all_to_allv
-        module procedure all_to_allv_i4, all_to_allv_i8
-    end interface
-    interface dcoll_reduce_scatterv
-        module procedure reduce_scatterv_i4, reduce_scatterv_i8
-    end interface
-    public :: dcoll_plan_start, dcoll_plan_free, dcoll_barrier_plan
-    public :: dcoll_all_gatherv, dcoll_gatherv, dcoll_scatterv
-    public :: dcoll_all_to_allv, dcoll_reduce_scatterv
-
-    ! Multi-buffer forms: buffers given by their C addresses (c_loc of
-    ! arrays with the TARGET attribute), as for the coalesced forms; one
-    ! count for every buffer, integer or integer(8).
-    interface dcoll_broadcast_multi
-        module procedure broadcast_multi_i4, broadcast_multi_i8
-    end interface
-    interface dcoll_all_reduce_multi
-        module procedure all_reduce_multi_i4, all_reduce_multi_i8
-    end interface
-    interface dcoll_reduce_multi
-        module procedure reduce_multi_i4, reduce_multi_i8
-    end interface
-    interface dcoll_all_gather_multi
-        module procedure all_gather_multi_i4, all_gather_multi_i8
-    end interface
-    interface dcoll_reduce_scatter_multi
-        module procedure reduce_scatter_multi_i4, reduce_scatter_multi_i8
-    end interface
-    public :: dcoll_broadcast_multi, dcoll_all_reduce_multi
-    public :: dcoll_reduce_multi, dcoll_all_gather_multi
-    public :: dcoll_reduce_scatter_multi
+    public :: dcoll_plan_free
 
     interface
 
@@ -453,11 +413,6 @@ module dcoll
         type(init_params), intent(in) :: params
     end function
 
-    function c_finalize() bind(C, name='dcoll_finalize') result(st)
-        import
-        integer(c_int) :: st
-    end function
-
     function c_initialized(flag) bind(C, name='dcoll_initialized') result(st)
         import
         integer(c_int) :: st
@@ -476,11 +431,6 @@ module dcoll
         real(c_double) :: t
     end function
 
-    function c_dump() bind(C, name='dcoll_dump') result(st)
-        import
-        integer(c_int) :: st
-    end function
-
     function c_local_rank(local_rank, local_size) &
             bind(C, name='dcoll_local_rank') result(st)
         import
@@ -495,12 +445,6 @@ module dcoll
         character(kind=c_char), intent(in) :: name(*)
         integer(c_int), intent(out) :: available
         type(c_ptr), intent(out) :: text
-    end function
-
-    function c_device(device) bind(C, name='dcoll_device') result(st)
-        import
-        integer(c_int) :: st
-        integer(c_int), intent(out) :: device
     end function
 
     function c_dtype_size(dtype, size) bind(C, name='dcoll_dtype_size') &
@@ -544,40 +488,6 @@ module dcoll
         type(dcoll_group), intent(inout) :: group
     end function
 
-    function c_group_rank(group, rank) bind(C, name='dcoll_group_rank') &
-            result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        integer(c_int), intent(out) :: rank
-    end function
-
-    function c_group_size(group, size) bind(C, name='dcoll_group_size') &
-            result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        integer(c_int), intent(out) :: size
-    end function
-
-    function c_group_global_rank(group, group_rank, global_rank) &
-            bind(C, name='dcoll_group_global_rank') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        integer(c_int), value :: group_rank
-        integer(c_int), intent(out) :: global_rank
-    end function
-
-    function c_group_group_rank(group, global_rank, group_rank) &
-            bind(C, name='dcoll_group_group_rank') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        integer(c_int), value :: global_rank
-        integer(c_int), intent(out) :: group_rank
-    end function
-
     function c_group_backend(group, name) &
             bind(C, name='dcoll_group_backend') result(st)
         import
@@ -594,26 +504,12 @@ module dcoll
         integer(c_int), intent(out) :: comm
     end function
 
-    function c_work_wait(work) bind(C, name='dcoll_work_wait') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: work
-    end function
-
     function c_work_test(work, done) bind(C, name='dcoll_work_test') &
             result(st)
         import
         integer(c_int) :: st
         type(c_ptr), value :: work
         integer(c_int), intent(out) :: done
-    end function
-
-    function c_work_source(work, source) bind(C, name='dcoll_work_source') &
-            result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: work
-        integer(c_int), intent(out) :: source
     end function
 
     function c_work_free(work) bind(C, name='dcoll_work_free') result(st)
@@ -649,15 +545,6 @@ module dcoll
         integer(c_int), intent(out) :: index
     end function
 
-    function c_barrier(group, opts, work) bind(C, name='dcoll_barrier') &
-            result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
     function c_all_reduce_coalesced(group, bufs, counts, n, dtype, op, opts, &
             work) bind(C, name='dcoll_all_reduce_coalesced') result(st)
         import
@@ -683,152 +570,10 @@ module dcoll
         type(dcoll_work), intent(out), optional :: work
     end function
 
-    function c_broadcast_multi(group, bufs, nbufs, count, dtype, root, &
-            root_buf, opts, work) bind(C, name='dcoll_broadcast_multi') &
-            result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(c_ptr), intent(in) :: bufs(*)
-        integer(c_int), value :: nbufs, dtype, root, root_buf
-        integer(c_int64_t), value :: count
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
-    function c_all_reduce_multi(group, bufs, nbufs, count, dtype, op, opts, &
-            work) bind(C, name='dcoll_all_reduce_multi') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(c_ptr), intent(in) :: bufs(*)
-        integer(c_int), value :: nbufs, dtype, op
-        integer(c_int64_t), value :: count
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
-    function c_reduce_multi(group, bufs, nbufs, count, dtype, op, root, &
-            root_buf, opts, work) bind(C, name='dcoll_reduce_multi') &
-            result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(c_ptr), intent(in) :: bufs(*)
-        integer(c_int), value :: nbufs, dtype, op, root, root_buf
-        integer(c_int64_t), value :: count
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
-    function c_all_gather_multi(group, sendbufs, recvbufs, nbufs, count, &
-            dtype, opts, work) bind(C, name='dcoll_all_gather_multi') &
-            result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(c_ptr), intent(in) :: sendbufs(*), recvbufs(*)
-        integer(c_int), value :: nbufs, dtype
-        integer(c_int64_t), value :: count
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
-    function c_reduce_scatter_multi(group, sendbufs, recvbufs, nbufs, count, &
-            dtype, op, opts, work) &
-            bind(C, name='dcoll_reduce_scatter_multi') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(c_ptr), intent(in) :: sendbufs(*), recvbufs(*)
-        integer(c_int), value :: nbufs, dtype, op
-        integer(c_int64_t), value :: count
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
-    function c_all_gatherv(group, sendbuf, sendcount, recvbuf, recvcounts, &
-            displs, dtype, opts, work) bind(C, name='dcoll_all_gatherv') &
-            result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group, sendbuf, recvbuf, displs
-        integer(c_int64_t), value :: sendcount
-        integer(c_int64_t), intent(in) :: recvcounts(*)
-        integer(c_int), value :: dtype
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
-    function c_gatherv(group, sendbuf, sendcount, recvbuf, recvcounts, &
-            displs, dtype, root, opts, work) bind(C, name='dcoll_gatherv') &
-            result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group, sendbuf, recvbuf, recvcounts, displs
-        integer(c_int64_t), value :: sendcount
-        integer(c_int), value :: dtype, root
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
-    function c_scatterv(group, sendbuf, sendcounts, displs, recvbuf, &
-            recvcount, dtype, root, opts, work) &
-            bind(C, name='dcoll_scatterv') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group, sendbuf, sendcounts, displs, recvbuf
-        integer(c_int64_t), value :: recvcount
-        integer(c_int), value :: dtype, root
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
-    function c_all_to_allv(group, sendbuf, sendcounts, sdispls, recvbuf, &
-            recvcounts, rdispls, dtype, opts, work) &
-            bind(C, name='dcoll_all_to_allv') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group, sendbuf, sendcounts, sdispls, recvbuf
-        type(c_ptr), value :: rdispls
-        integer(c_int64_t), intent(in) :: recvcounts(*)
-        integer(c_int), value :: dtype
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
-    function c_reduce_scatterv(group, sendbuf, recvbuf, recvcounts, dtype, &
-            op, opts, work) bind(C, name='dcoll_reduce_scatterv') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group, sendbuf, recvbuf
-        integer(c_int64_t), intent(in) :: recvcounts(*)
-        integer(c_int), value :: dtype, op
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
-    function c_plan_start(plan, work) bind(C, name='dcoll_plan_start') &
-            result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: plan
-        type(dcoll_work), intent(out), optional :: work
-    end function
-
     function c_plan_free(plan) bind(C, name='dcoll_plan_free') result(st)
         import
         integer(c_int) :: st
         type(dcoll_plan), intent(inout) :: plan
-    end function
-
-    function c_barrier_plan(group, opts, plan) &
-            bind(C, name='dcoll_barrier_plan') result(st)
-        import
-        integer(c_int) :: st
-        type(c_ptr), value :: group
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_plan), intent(out) :: plan
     end function
 
     end interface
@@ -1029,12 +774,6 @@ contains
     end function
 #endif
 
-    function dcoll_finalize() result(st)
-        integer :: st
-        f_err_on = .false.
-        st = c_finalize()
-    end function
-
     function dcoll_initialized(flag) result(st)
         logical, intent(out) :: flag
         integer :: st
@@ -1061,13 +800,6 @@ contains
     function dcoll_wtime() result(t)
         real(c_double) :: t
         t = c_wtime()
-    end function
-
-    ! Write this process's flight recorders to its file now (or stderr),
-    ! without stopping anything.
-    function dcoll_dump() result(st)
-        integer :: st
-        st = c_dump()
     end function
 
     ! This process's rank among the world's processes on its node, and
@@ -1101,16 +833,6 @@ contains
         st = c_backend_status(cname, a, p)
         available = a /= 0
         if (present(text)) text = f_string(p)
-    end function
-
-    ! The GPU this process uses, or -1 without one.
-    function dcoll_device(device) result(st)
-        integer, intent(out) :: device
-        integer :: st
-        integer(c_int) :: d
-        f_err_on = .false.
-        st = c_device(d)
-        if (st == DCOLL_SUCCESS) device = d
     end function
 
     function dcoll_dtype_size(dtype, size) result(st)
@@ -1201,48 +923,6 @@ contains
         st = c_group_destroy(group)
     end function
 
-    function dcoll_group_rank(group, rank) result(st)
-        type(dcoll_group), intent(in) :: group
-        integer, intent(out) :: rank
-        integer :: st
-        integer(c_int) :: r
-        f_err_on = .false.
-        st = c_group_rank(group%ptr, r)
-        rank = r
-    end function
-
-    function dcoll_group_size(group, size) result(st)
-        type(dcoll_group), intent(in) :: group
-        integer, intent(out) :: size
-        integer :: st
-        integer(c_int) :: n
-        f_err_on = .false.
-        st = c_group_size(group%ptr, n)
-        size = n
-    end function
-
-    function dcoll_group_global_rank(group, group_rank, global_rank) result(st)
-        type(dcoll_group), intent(in) :: group
-        integer, intent(in) :: group_rank
-        integer, intent(out) :: global_rank
-        integer :: st
-        integer(c_int) :: r
-        f_err_on = .false.
-        st = c_group_global_rank(group%ptr, int(group_rank, c_int), r)
-        if (st == DCOLL_SUCCESS) global_rank = r
-    end function
-
-    function dcoll_group_group_rank(group, global_rank, group_rank) result(st)
-        type(dcoll_group), intent(in) :: group
-        integer, intent(in) :: global_rank
-        integer, intent(out) :: group_rank
-        integer :: st
-        integer(c_int) :: r
-        f_err_on = .false.
-        st = c_group_group_rank(group%ptr, int(global_rank, c_int), r)
-        if (st == DCOLL_SUCCESS) group_rank = r
-    end function
-
     function dcoll_group_backend(group, name) result(st)
         type(dcoll_group), intent(in) :: group
         character(len=:), allocatable, intent(out) :: name
@@ -1276,13 +956,6 @@ contains
     end function
 #endif
 
-    function dcoll_work_wait(work) result(st)
-        type(dcoll_work), intent(in) :: work
-        integer :: st
-        f_err_on = .false.
-        st = c_work_wait(work%ptr)
-    end function
-
     function dcoll_work_test(work, done) result(st)
         type(dcoll_work), intent(in) :: work
         logical, intent(out) :: done
@@ -1292,16 +965,6 @@ contains
         f_err_on = .false.
         st = c_work_test(work%ptr, d)
         done = d /= 0
-    end function
-
-    function dcoll_work_source(work, source) result(st)
-        type(dcoll_work), intent(in) :: work
-        integer, intent(out) :: source
-        integer :: st
-        integer(c_int) :: s
-        f_err_on = .false.
-        st = c_work_source(work%ptr, s)
-        if (st == DCOLL_SUCCESS) source = s
     end function
 
     function dcoll_work_free(work) result(st)
@@ -1348,15 +1011,6 @@ contains
         index = merge(int(i) + 1, DCOLL_NO_WORK, i >= 0)
     end function
 
-    function dcoll_barrier(group, opts, work) result(st)
-        type(dcoll_group), intent(in) :: group
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        integer :: st
-        f_err_on = .false.
-        st = c_barrier(group%ptr, opts, work)
-    end function
-
     ! Coalesced forms, as in C: n tensors given by their C addresses (c_loc
     ! of arrays with the TARGET attribute) and their element counts.
     function dcoll_all_reduce_coalesced(group, bufs, counts, n, dtype, op, &
@@ -1386,18 +1040,6 @@ contains
         st = c_all_gather_coalesced(group%ptr, sendbufs, recvbufs, counts, &
                 int(n, c_int), int(dtype, c_int), opts, work)
     end function
-
-
-
-
-
-
-
-
-
-
-
-
 
     ! ---- stores: keys and values are Fortran strings ----
 
@@ -1744,7 +1386,7 @@ contains
         st = c_register_backend(cn, ops, a)
     end function
 
-    ! ---- vector forms ----
+    ! ---- the generated vector forms' helpers ----
 
     ! An array of counts shorter than the group is refused here, where
     ! its length is known (C cannot see it). A NON-MEMBER handle skips it.
@@ -1776,404 +1418,13 @@ contains
         end if
     end function
 
-    function all_gatherv_i8(group, sendbuf, sendcount, recvbuf, recvcounts, &
-            dtype, displs, opts, work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
-        type(*), dimension(..), target, asynchronous :: recvbuf
-        integer(c_int64_t), intent(in) :: sendcount
-        integer(c_int64_t), intent(in), target :: recvcounts(:)
-        integer, intent(in) :: dtype
-        integer(c_int64_t), intent(in), target, optional :: displs(:)
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: ps, pr
-        character(len=*), parameter :: fn = 'dcoll_all_gatherv'
-        f_err_on = .false.
-        st = DCOLL_ERR_INVALID_ARGUMENT
-        if (.not. addr(sendbuf, fn, 'sendbuf', ps)) return
-        if (.not. addr(recvbuf, fn, 'recvbuf', pr)) return
-        if (.not. long_enough(group, recvcounts, fn, 'recvcounts')) return
-        if (present(displs)) then
-            if (.not. long_enough(group, displs, fn, 'displs')) return
-        end if
-        st = c_all_gatherv(group%ptr, ps, sendcount, pr, recvcounts, &
-                opt_loc(displs), int(dtype, c_int), opts, work)
-    end function
-
-    function all_gatherv_i4(group, sendbuf, sendcount, recvbuf, recvcounts, &
-            dtype, displs, opts, work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
-        type(*), dimension(..), target, asynchronous :: recvbuf
-        integer, intent(in) :: sendcount, recvcounts(:), dtype
-        integer, intent(in), optional :: displs(:)
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        if (present(displs)) then
-            st = all_gatherv_i8(group, sendbuf, int(sendcount, c_int64_t), &
-                    recvbuf, int(recvcounts, c_int64_t), dtype, &
-                    int(displs, c_int64_t), opts, work)
-        else
-            st = all_gatherv_i8(group, sendbuf, int(sendcount, c_int64_t), &
-                    recvbuf, int(recvcounts, c_int64_t), dtype, opts=opts, &
-                    work=work)
-        end if
-    end function
-
-    ! gatherv: recvbuf, recvcounts and displs matter on the root only.
-    function gatherv_i8(group, sendbuf, sendcount, recvbuf, recvcounts, &
-            dtype, root, displs, opts, work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
-        type(*), dimension(..), target, asynchronous :: recvbuf
-        integer(c_int64_t), intent(in) :: sendcount
-        integer(c_int64_t), intent(in), target :: recvcounts(:)
-        integer, intent(in) :: dtype, root
-        integer(c_int64_t), intent(in), target, optional :: displs(:)
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: ps, pr
-        character(len=*), parameter :: fn = 'dcoll_gatherv'
-        f_err_on = .false.
-        st = DCOLL_ERR_INVALID_ARGUMENT
-        if (.not. addr(sendbuf, fn, 'sendbuf', ps)) return
-        if (.not. addr(recvbuf, fn, 'recvbuf', pr)) return
-        st = c_gatherv(group%ptr, ps, sendcount, pr, opt_loc(recvcounts), &
-                opt_loc(displs), int(dtype, c_int), int(root, c_int), opts, &
-                work)
-    end function
-
-    function gatherv_i4(group, sendbuf, sendcount, recvbuf, recvcounts, &
-            dtype, root, displs, opts, work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
-        type(*), dimension(..), target, asynchronous :: recvbuf
-        integer, intent(in) :: sendcount, recvcounts(:), dtype, root
-        integer, intent(in), optional :: displs(:)
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        if (present(displs)) then
-            st = gatherv_i8(group, sendbuf, int(sendcount, c_int64_t), &
-                    recvbuf, int(recvcounts, c_int64_t), dtype, root, &
-                    int(displs, c_int64_t), opts, work)
-        else
-            st = gatherv_i8(group, sendbuf, int(sendcount, c_int64_t), &
-                    recvbuf, int(recvcounts, c_int64_t), dtype, root, &
-                    opts=opts, work=work)
-        end if
-    end function
-
-    ! scatterv: sendbuf, sendcounts and displs matter on the root only.
-    function scatterv_i8(group, sendbuf, sendcounts, recvbuf, recvcount, &
-            dtype, root, displs, opts, work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
-        type(*), dimension(..), target, asynchronous :: recvbuf
-        integer(c_int64_t), intent(in), target :: sendcounts(:)
-        integer(c_int64_t), intent(in) :: recvcount
-        integer, intent(in) :: dtype, root
-        integer(c_int64_t), intent(in), target, optional :: displs(:)
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: ps, pr
-        character(len=*), parameter :: fn = 'dcoll_scatterv'
-        f_err_on = .false.
-        st = DCOLL_ERR_INVALID_ARGUMENT
-        if (.not. addr(sendbuf, fn, 'sendbuf', ps)) return
-        if (.not. addr(recvbuf, fn, 'recvbuf', pr)) return
-        st = c_scatterv(group%ptr, ps, opt_loc(sendcounts), opt_loc(displs), &
-                pr, recvcount, int(dtype, c_int), int(root, c_int), opts, &
-                work)
-    end function
-
-    function scatterv_i4(group, sendbuf, sendcounts, recvbuf, recvcount, &
-            dtype, root, displs, opts, work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
-        type(*), dimension(..), target, asynchronous :: recvbuf
-        integer, intent(in) :: sendcounts(:), recvcount, dtype, root
-        integer, intent(in), optional :: displs(:)
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        if (present(displs)) then
-            st = scatterv_i8(group, sendbuf, int(sendcounts, c_int64_t), &
-                    recvbuf, int(recvcount, c_int64_t), dtype, root, &
-                    int(displs, c_int64_t), opts, work)
-        else
-            st = scatterv_i8(group, sendbuf, int(sendcounts, c_int64_t), &
-                    recvbuf, int(recvcount, c_int64_t), dtype, root, &
-                    opts=opts, work=work)
-        end if
-    end function
-
-    ! all_to_allv: sdispls and rdispls may be left out (packed).
-    function all_to_allv_i8(group, sendbuf, sendcounts, recvbuf, recvcounts, &
-            dtype, sdispls, rdispls, opts, work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
-        type(*), dimension(..), target, asynchronous :: recvbuf
-        integer(c_int64_t), intent(in), target :: sendcounts(:), recvcounts(:)
-        integer, intent(in) :: dtype
-        integer(c_int64_t), intent(in), target, optional :: sdispls(:), &
-            rdispls(:)
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: ps, pr
-        character(len=*), parameter :: fn = 'dcoll_all_to_allv'
-        f_err_on = .false.
-        st = DCOLL_ERR_INVALID_ARGUMENT
-        if (.not. addr(sendbuf, fn, 'sendbuf', ps)) return
-        if (.not. addr(recvbuf, fn, 'recvbuf', pr)) return
-        if (.not. long_enough(group, sendcounts, fn, 'sendcounts')) return
-        if (.not. long_enough(group, recvcounts, fn, 'recvcounts')) return
-        st = c_all_to_allv(group%ptr, ps, opt_loc(sendcounts), &
-                opt_loc(sdispls), pr, recvcounts, opt_loc(rdispls), &
-                int(dtype, c_int), opts, work)
-    end function
-
-    function all_to_allv_i4(group, sendbuf, sendcounts, recvbuf, recvcounts, &
-            dtype, sdispls, rdispls, opts, work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
-        type(*), dimension(..), target, asynchronous :: recvbuf
-        integer, intent(in) :: sendcounts(:), recvcounts(:), dtype
-        integer, intent(in), optional :: sdispls(:), rdispls(:)
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        if (present(sdispls) .and. present(rdispls)) then
-            st = all_to_allv_i8(group, sendbuf, int(sendcounts, c_int64_t), &
-                    recvbuf, int(recvcounts, c_int64_t), dtype, &
-                    int(sdispls, c_int64_t), int(rdispls, c_int64_t), opts, &
-                    work)
-        else if (present(sdispls) .or. present(rdispls)) then
-            f_err = 'dcoll_all_to_allv: give both sdispls and rdispls, ' // &
-                    'or neither'
-            f_err_on = .true.
-            st = DCOLL_ERR_INVALID_ARGUMENT
-        else
-            st = all_to_allv_i8(group, sendbuf, int(sendcounts, c_int64_t), &
-                    recvbuf, int(recvcounts, c_int64_t), dtype, opts=opts, &
-                    work=work)
-        end if
-    end function
-
-    function reduce_scatterv_i8(group, sendbuf, recvbuf, recvcounts, dtype, &
-            op, opts, work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
-        type(*), dimension(..), target, asynchronous :: recvbuf
-        integer(c_int64_t), intent(in) :: recvcounts(:)
-        integer, intent(in) :: dtype, op
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        type(c_ptr) :: ps, pr
-        character(len=*), parameter :: fn = 'dcoll_reduce_scatterv'
-        f_err_on = .false.
-        st = DCOLL_ERR_INVALID_ARGUMENT
-        if (.not. addr(sendbuf, fn, 'sendbuf', ps)) return
-        if (.not. addr(recvbuf, fn, 'recvbuf', pr)) return
-        if (.not. long_enough(group, recvcounts, fn, 'recvcounts')) return
-        st = c_reduce_scatterv(group%ptr, ps, pr, recvcounts, &
-                int(dtype, c_int), int(op, c_int), opts, work)
-    end function
-
-    function reduce_scatterv_i4(group, sendbuf, recvbuf, recvcounts, dtype, &
-            op, opts, work) result(st)
-        integer :: st
-        type(dcoll_group), intent(in) :: group
-        type(*), dimension(..), target, asynchronous, intent(in) :: sendbuf
-        type(*), dimension(..), target, asynchronous :: recvbuf
-        integer, intent(in) :: recvcounts(:), dtype, op
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        st = reduce_scatterv_i8(group, sendbuf, recvbuf, &
-                int(recvcounts, c_int64_t), dtype, op, opts, work)
-    end function
-
     ! ---- plans (persistent collectives) ----
-
-    function dcoll_plan_start(plan, work) result(st)
-        type(dcoll_plan), intent(in) :: plan
-        type(dcoll_work), intent(out), optional :: work
-        integer :: st
-        f_err_on = .false.
-        st = c_plan_start(plan%ptr, work)
-    end function
 
     function dcoll_plan_free(plan) result(st)
         type(dcoll_plan), intent(inout) :: plan
         integer :: st
         f_err_on = .false.
         st = c_plan_free(plan)
-    end function
-
-    function dcoll_barrier_plan(group, opts, plan) result(st)
-        type(dcoll_group), intent(in) :: group
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_plan), intent(out) :: plan
-        integer :: st
-        f_err_on = .false.
-        st = c_barrier_plan(group%ptr, opts, plan)
-    end function
-
-    ! ---- multi-buffer forms ----
-
-    function broadcast_multi_i8(group, bufs, count, dtype, root, root_buf, &
-            opts, work) result(st)
-        type(dcoll_group), intent(in) :: group
-        type(c_ptr), intent(in) :: bufs(:)
-        integer(c_int64_t), intent(in) :: count
-        integer, intent(in) :: dtype, root, root_buf
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        integer :: st
-        f_err_on = .false.
-        st = c_broadcast_multi(group%ptr, bufs, int(size(bufs), c_int), &
-                count, int(dtype, c_int), int(root, c_int), &
-                int(root_buf, c_int), opts, work)
-    end function
-
-    function broadcast_multi_i4(group, bufs, count, dtype, root, root_buf, &
-            opts, work) result(st)
-        type(dcoll_group), intent(in) :: group
-        type(c_ptr), intent(in) :: bufs(:)
-        integer, intent(in) :: count, dtype, root, root_buf
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        integer :: st
-        st = broadcast_multi_i8(group, bufs, int(count, c_int64_t), dtype, &
-                root, root_buf, opts, work)
-    end function
-
-    function all_reduce_multi_i8(group, bufs, count, dtype, op, opts, work) &
-            result(st)
-        type(dcoll_group), intent(in) :: group
-        type(c_ptr), intent(in) :: bufs(:)
-        integer(c_int64_t), intent(in) :: count
-        integer, intent(in) :: dtype, op
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        integer :: st
-        f_err_on = .false.
-        st = c_all_reduce_multi(group%ptr, bufs, int(size(bufs), c_int), &
-                count, int(dtype, c_int), int(op, c_int), opts, work)
-    end function
-
-    function all_reduce_multi_i4(group, bufs, count, dtype, op, opts, work) &
-            result(st)
-        type(dcoll_group), intent(in) :: group
-        type(c_ptr), intent(in) :: bufs(:)
-        integer, intent(in) :: count, dtype, op
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        integer :: st
-        st = all_reduce_multi_i8(group, bufs, int(count, c_int64_t), dtype, &
-                op, opts, work)
-    end function
-
-    function reduce_multi_i8(group, bufs, count, dtype, op, root, root_buf, &
-            opts, work) result(st)
-        type(dcoll_group), intent(in) :: group
-        type(c_ptr), intent(in) :: bufs(:)
-        integer(c_int64_t), intent(in) :: count
-        integer, intent(in) :: dtype, op, root, root_buf
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        integer :: st
-        f_err_on = .false.
-        st = c_reduce_multi(group%ptr, bufs, int(size(bufs), c_int), count, &
-                int(dtype, c_int), int(op, c_int), int(root, c_int), &
-                int(root_buf, c_int), opts, work)
-    end function
-
-    function reduce_multi_i4(group, bufs, count, dtype, op, root, root_buf, &
-            opts, work) result(st)
-        type(dcoll_group), intent(in) :: group
-        type(c_ptr), intent(in) :: bufs(:)
-        integer, intent(in) :: count, dtype, op, root, root_buf
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        integer :: st
-        st = reduce_multi_i8(group, bufs, int(count, c_int64_t), dtype, op, &
-                root, root_buf, opts, work)
-    end function
-
-    function all_gather_multi_i8(group, sendbufs, recvbufs, count, dtype, &
-            opts, work) result(st)
-        type(dcoll_group), intent(in) :: group
-        type(c_ptr), intent(in) :: sendbufs(:), recvbufs(:)
-        integer(c_int64_t), intent(in) :: count
-        integer, intent(in) :: dtype
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        integer :: st
-        f_err_on = .false.
-        if (size(recvbufs) /= size(sendbufs)) then
-            f_err = 'dcoll_all_gather_multi: sendbufs and recvbufs differ ' &
-                    // 'in length'
-            f_err_on = .true.
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_all_gather_multi(group%ptr, sendbufs, recvbufs, &
-                int(size(sendbufs), c_int), count, int(dtype, c_int), opts, &
-                work)
-    end function
-
-    function all_gather_multi_i4(group, sendbufs, recvbufs, count, dtype, &
-            opts, work) result(st)
-        type(dcoll_group), intent(in) :: group
-        type(c_ptr), intent(in) :: sendbufs(:), recvbufs(:)
-        integer, intent(in) :: count, dtype
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        integer :: st
-        st = all_gather_multi_i8(group, sendbufs, recvbufs, &
-                int(count, c_int64_t), dtype, opts, work)
-    end function
-
-    function reduce_scatter_multi_i8(group, sendbufs, recvbufs, count, &
-            dtype, op, opts, work) result(st)
-        type(dcoll_group), intent(in) :: group
-        type(c_ptr), intent(in) :: sendbufs(:), recvbufs(:)
-        integer(c_int64_t), intent(in) :: count
-        integer, intent(in) :: dtype, op
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        integer :: st
-        f_err_on = .false.
-        if (size(recvbufs) /= size(sendbufs)) then
-            f_err = 'dcoll_reduce_scatter_multi: sendbufs and recvbufs ' // &
-                    'differ in length'
-            f_err_on = .true.
-            st = DCOLL_ERR_INVALID_ARGUMENT
-            return
-        end if
-        st = c_reduce_scatter_multi(group%ptr, sendbufs, recvbufs, &
-                int(size(sendbufs), c_int), count, int(dtype, c_int), &
-                int(op, c_int), opts, work)
-    end function
-
-    function reduce_scatter_multi_i4(group, sendbufs, recvbufs, count, &
-            dtype, op, opts, work) result(st)
-        type(dcoll_group), intent(in) :: group
-        type(c_ptr), intent(in) :: sendbufs(:), recvbufs(:)
-        integer, intent(in) :: count, dtype, op
-        type(dcoll_coll_opts), intent(in), optional :: opts
-        type(dcoll_work), intent(out), optional :: work
-        integer :: st
-        st = reduce_scatter_multi_i8(group, sendbufs, recvbufs, &
-                int(count, c_int64_t), dtype, op, opts, work)
     end function
 
 end module dcoll

@@ -2,30 +2,35 @@
 """Generate the parts of `use dcoll` that repeat the C headers, so they
 cannot drift:
   - the constants (dcoll_constants.inc);
-  - for every collective whose parameters are all of the kinds below (a
-    group, buffers, one int64_t count, types, ops, ranks and tags, the
-    options, the work handle, an int out): its bind(C) interface
-    (dcoll_bind_c.inc), its generic name over a default-kind (4-byte) and
-    an 8-byte count (dcoll_generics.inc), and the two module procedures
-    (dcoll_count_i8.inc, dcoll_count_i4.inc);
-  - the vector forms' plans (dcoll_all_gatherv_plan, ...): the module's
-    hand-written vector wrappers, with the plan in place of the work.
-What needs thought (lists of buffers, strings, callbacks, handles made or
+  - every collective and plan whose parameters are all of the kinds below
+    (a group, buffers, counts, arrays of counts, lists of buffers, types,
+    ops, ranks and tags, the options, the work or plan handle, an int
+    out): its bind(C) interface (dcoll_bind_c.inc), its generic name over
+    default-kind (4-byte) and 8-byte counts, or its plain name where it
+    has no count (dcoll_generics.inc), and its module procedures
+    (dcoll_count_i8.inc, dcoll_count_i4.inc).
+The types come from the C declarations; what the types do not say (a
+buffer only the root passes, an array with an entry per rank, one that
+may be left out, a list's length) comes from FACTS below, stated for each
+collective once and used for its plan too: never from the headers'
+sentences. What needs thought (strings, callbacks, handles made or
 freed) is written by hand in dcoll.F90. Every public C function must be
 one or the other, or a C spelling of what a Fortran generic already does
 (C_SPELLINGS below): the build stops, naming it, where a function is none
 of these.
 
 Usage: gen-fortran.py HEADER_DIR MODULE_F90 CONSTANTS_OUT BIND_C_OUT
-                      GENERICS_OUT I8_OUT I4_OUT
+                      GENERICS_OUT I8_OUT I4_OUT HEADER...
+HEADER...: the public headers' names (include/meson.build's list).
 """
 import re
 import sys
 
 (hdr_dir, module_f90, const_out, bind_out, generic_out, i8_out,
  wrap_out) = sys.argv[1:8]
-HEADERS = ['common.h', 'types.h', 'init.h', 'group.h', 'work.h',
-           'collectives.h', 'plan.h', 'store.h', 'spawn.h', 'backend.h']
+# The headers that declare C functions (the umbrella includes them; the
+# MPI helpers are inline, in the program).
+HEADERS = [h for h in sys.argv[8:] if h not in ('dcoll.h', 'dcoll_mpi.h')]
 
 
 def read(name):
@@ -70,24 +75,129 @@ for name in HEADERS:
 with open(const_out, 'w') as f:
     f.write('\n'.join(lines) + '\n')
 
-# The C parameter types, as the Fortran wrappers declare them.
-DECL = {
-    'dcoll_group_t *': 'type(dcoll_group), intent(in) :: {}',
-    # asynchronous, as mpi_f08's nonblocking buffers: with a work handle
-    # the call returns while dcoll still reads or writes them.
-    'const void *': 'type(*), dimension(..), target, asynchronous, '
-                    'intent(in) :: {}',
-    'void *': 'type(*), dimension(..), target, asynchronous :: {}',
-    'int64_t': 'integer(c_int32_t), intent(in) :: {}',
-    'dcoll_dtype_t': 'integer, intent(in) :: {}',
-    'dcoll_op_t': 'integer, intent(in) :: {}',
-    'int': 'integer, intent(in) :: {}',
-    'const dcoll_coll_opts_t *': 'type(dcoll_coll_opts), intent(in), '
-                                 'optional :: {}',
-    'dcoll_work_t **': 'type(dcoll_work), intent(out), optional :: {}',
-    'dcoll_plan_t **': 'type(dcoll_plan), intent(out) :: {}',
-    'int *': 'integer, intent(out), optional :: {}',
+# What the C types do not say, by collective (its plan, NAME_plan, takes
+# the same facts):
+#   root_only   buffers only the root passes: optional in Fortran
+#   required    pointers C refuses as NULL: not optional in Fortran
+#   ranks       arrays of counts with an entry per group rank: the
+#               module refuses a shorter one, whose length C cannot see
+#   root_counts arrays only the root's call reads (NULL elsewhere)
+#   packed      arrays that may be left out (NULL: packed in rank order),
+#               after the type, op and root in Fortran; checked as ranks
+#               where listed there too
+#   pair        the packed arrays come both or neither
+#   lists       lists of buffers by C address, and the C count of their
+#               entries, which Fortran takes from the list's size; where
+#               two lists share one count, their sizes must agree
+FACTS = {
+    'gather': {'root_only': ['recvbuf']},
+    'scatter': {'root_only': ['sendbuf']},
+    'isend': {'required': ['work']},
+    'irecv': {'required': ['work']},
+    'all_gatherv': {'ranks': ['recvcounts', 'displs'], 'packed': ['displs']},
+    'gatherv': {'root_counts': ['recvcounts'], 'packed': ['displs']},
+    'scatterv': {'root_counts': ['sendcounts'], 'packed': ['displs']},
+    'all_to_allv': {'ranks': ['sendcounts', 'recvcounts', 'sdispls',
+                              'rdispls'],
+                    'packed': ['sdispls', 'rdispls'], 'pair': True},
+    'reduce_scatterv': {'ranks': ['recvcounts']},
+    'broadcast_multi': {'lists': {'nbufs': ['bufs']}},
+    'all_reduce_multi': {'lists': {'nbufs': ['bufs']}},
+    'reduce_multi': {'lists': {'nbufs': ['bufs']}},
+    'all_gather_multi': {'lists': {'nbufs': ['sendbufs', 'recvbufs']}},
+    'reduce_scatter_multi': {'lists': {'nbufs': ['sendbufs', 'recvbufs']}},
 }
+# The collectives whose lists are written by hand (the coalesced forms
+# take an explicit n and counts per buffer, as C does).
+BY_HAND = {'all_reduce_coalesced', 'all_gather_coalesced'}
+
+
+def facts(name):
+    return FACTS.get(name[:-len('_plan')] if name.endswith('_plan')
+                     else name, {})
+
+
+# Each C parameter type, by what it is.
+KIND = {
+    'dcoll_group_t *': 'group',
+    'const void *': 'buf', 'void *': 'buf',
+    'int64_t': 'count',
+    'const int64_t *': 'counts',
+    'void *const *': 'list', 'const void *const *': 'list',
+    'dcoll_dtype_t': 'int', 'dcoll_op_t': 'int', 'int': 'int',
+    'const dcoll_coll_opts_t *': 'opts',
+    'dcoll_work_t **': 'work',
+    'dcoll_plan_t **': 'plan',
+    'int *': 'out',
+}
+SMALL = 'integer, intent(in) :: {}'
+# A default-kind count is 4 bytes even under -fdefault-integer-8, so that
+# the generic's two procedures never look alike.
+I4 = 'integer(c_int32_t), intent(in)'
+OPTS = 'type(dcoll_coll_opts), intent(in), optional :: {}'
+WORK = 'type(dcoll_work), intent(out), optional :: {}'
+PLAN = 'type(dcoll_plan), intent(out) :: {}'
+
+
+class Param:
+    def __init__(self, ctype, name, fn):
+        self.ctype, self.name = ctype, name
+        self.kind = KIND.get(ctype)
+        f = facts(fn)
+        self.length_of = f.get('lists', {}).get(name)  # nbufs: its lists
+        if self.length_of:
+            self.kind = 'length'
+        self.root_only = name in f.get('root_only', ())
+        self.required = name in f.get('required', ())
+        self.ranks = name in f.get('ranks', ())
+        self.packed = name in f.get('packed', ())
+
+    def decl(self, i8):
+        """Its declaration in a module procedure (i8: 8-byte counts)."""
+        n, k = self.name, self.kind
+        if k == 'group':
+            return f'type(dcoll_group), intent(in) :: {n}'
+        if k == 'buf':
+            # asynchronous, as mpi_f08's nonblocking buffers: with a work
+            # handle the call returns while dcoll still reads or writes
+            # them.
+            d = ('type(*), dimension(..), target, asynchronous' +
+                 (', intent(in)' if self.ctype.startswith('const') else ''))
+            return d + (', optional' if self.root_only else '') + f' :: {n}'
+        if k == 'count':
+            return (f'integer(c_int64_t), intent(in) :: {n}' if i8
+                    else f'{I4} :: {n}')
+        if k == 'counts':
+            opt = ', optional' if self.packed else ''
+            return (f'integer(c_int64_t), intent(in), target{opt} :: {n}(:)'
+                    if i8 else f'{I4}{opt} :: {n}(:)')
+        if k == 'list':
+            return f'type(c_ptr), intent(in) :: {n}(:)'
+        if k == 'int':
+            return SMALL.format(n)
+        if k == 'opts':
+            return OPTS.format(n)
+        if k == 'work':
+            return WORK.format(n).replace(
+                ', optional', '' if self.required else ', optional')
+        if k == 'plan':
+            return PLAN.format(n)
+        return f'integer, intent(out), optional :: {n}'   # out
+
+    def cdecl(self):
+        """Its declaration in the bind(C) interface."""
+        n, k = self.name, self.kind
+        if k in ('group', 'buf', 'counts'):
+            return f'type(c_ptr), value :: {n}'
+        if k == 'count':
+            return f'integer(c_int64_t), value :: {n}'
+        if k == 'list':
+            return f'type(c_ptr), intent(in) :: {n}(*)'
+        if k in ('int', 'length'):
+            return f'integer(c_int), value :: {n}'
+        if k == 'out':
+            return f'integer(c_int), intent(out), optional :: {n}'
+        return self.decl(True)
 
 
 def wrap(args, first, cont='        '):
@@ -102,63 +212,51 @@ def wrap(args, first, cont='        '):
     return out, line
 
 
-# The same parameters as the bind(C) interface declares them.
-CDECL = {
-    'dcoll_group_t *': 'type(c_ptr), value :: {}',
-    'const void *': 'type(c_ptr), value :: {}',
-    'void *': 'type(c_ptr), value :: {}',
-    'int64_t': 'integer(c_int64_t), value :: {}',
-    'dcoll_dtype_t': 'integer(c_int), value :: {}',
-    'dcoll_op_t': 'integer(c_int), value :: {}',
-    'int': 'integer(c_int), value :: {}',
-    'const dcoll_coll_opts_t *': 'type(dcoll_coll_opts), intent(in), '
-                                 'optional :: {}',
-    'dcoll_work_t **': 'type(dcoll_work), intent(out), optional :: {}',
-    'dcoll_plan_t **': 'type(dcoll_plan), intent(out) :: {}',
-    'int *': 'integer(c_int), intent(out), optional :: {}',
-}
-BUFFERS = ('const void *', 'void *')
-SMALL_INTS = ('dcoll_dtype_t', 'dcoll_op_t', 'int')
-
-with open(f'{hdr_dir}/collectives.h') as f:
-    raw = f.read()
-with open(f'{hdr_dir}/plan.h') as f:
-    raw += f.read()
-# A buffer the C header says only the root passes is optional in Fortran;
-# a pointer it says must not be NULL is required.
-root_only, required = {}, {}
-for doc, fn in re.findall(r'/\*\*((?:(?!\*/).)*)\*/\s*DCOLL_API\s+\w+\s+dcoll_(\w+)',
-                         raw, flags=re.S):
-    doc = re.sub(r'\s*\*\s*', ' ', doc)
-    root_only[fn] = set(re.findall(r'(\w+) must be given on the root', doc))
-    required[fn] = set(re.findall(r'(\w+) must not be NULL', doc))
-
-def dummy(decls, name, ctype, n):
-    """A dummy's declaration: optional where only the root passes it (in
-    the module procedure; C gets a null address), not optional where the
-    header requires it."""
-    decl = decls[ctype].format(n)
-    if n in root_only.get(name, ()) and decls is DECL:
-        decl = decl.replace(' :: ', ', optional :: ')
-    if n in required.get(name, ()):
-        decl = decl.replace(', optional', '')
-    return decl
+def call_lines(head, args, indent):
+    lines, tail = wrap(args, f'{indent}{head}(', cont=indent)
+    return lines + [tail + ')']
 
 
-def c_call(name, typed, outs):
-    """The arguments the module procedure hands to the bind(C) function;
-    outs: whether the int-out arguments are passed."""
+def fortran_order(params):
+    """The Fortran dummies: the C parameters less lists' lengths, with the
+    packed arrays moved to just before the options."""
+    ps = [p for p in params if p.kind != 'length']
+    packed = [p for p in ps if p.packed]
+    rest = [p for p in ps if not p.packed]
+    at = next((i for i, p in enumerate(rest) if p.kind in
+               ('opts', 'work', 'plan')), len(rest))
+    return rest[:at] + packed + rest[at:]
+
+
+def bind_c(name, params):
+    """The bind(C) interface of dcoll_<name>, as c_<name>."""
+    lines, tail = wrap([p.name for p in params], f'    function c_{name}(')
+    out = lines + [tail + ') &',
+                   f"            bind(C, name='dcoll_{name}') result(st)",
+                   '        import', '        integer(c_int) :: st']
+    out += ['        ' + p.cdecl() for p in params]
+    return out + ['    end function', '']
+
+
+def c_args(params, outs):
+    """What the i8 procedure hands to the bind(C) function; outs: whether
+    the int-out arguments are passed."""
     args = []
-    for ctype, n in typed:
-        if ctype == 'dcoll_group_t *':
+    for p in params:
+        n, k = p.name, p.kind
+        if k == 'group':
             args.append(f'{n}%ptr')
-        elif ctype in BUFFERS:
+        elif k == 'buf':
             args.append(f'p_{n}')
-        elif ctype == 'int64_t':
-            args.append(f'int({n}, c_int64_t)')
-        elif ctype in SMALL_INTS:
+        elif k == 'counts':
+            args.append(f'opt_loc({n})')
+        elif k == 'length':
+            args.append(f'int(size({p.length_of[0]}), c_int)')
+        elif k == 'count':
+            args.append(n)
+        elif k == 'int':
             args.append(f'int({n}, c_int)')
-        elif ctype == 'int *':
+        elif k == 'out':
             if outs:
                 args.append(f'{n}_c')
         else:
@@ -166,148 +264,214 @@ def c_call(name, typed, outs):
     return args
 
 
-def bind_c(name, typed):
-    """The bind(C) interface of dcoll_<name>, as c_<name>."""
-    names = [n for _, n in typed]
-    lines, tail = wrap(names, f'    function c_{name}(')
-    out = lines + [tail + ') &',
-                   f"            bind(C, name='dcoll_{name}') result(st)",
-                   '        import', '        integer(c_int) :: st']
-    out += ['        ' + dummy(CDECL, name, c, n) for c, n in typed]
-    return out + ['    end function', '']
-
-
-def module_i8(name, typed):
-    """The 8-byte-count module procedure: buffers to addresses (refused
-    with a message where Fortran cannot give one), then the C call."""
-    names = [n for _, n in typed]
-    lines, tail = wrap(names, f'    function {name}_i8(')
+def module_i8(name, params, proc):
+    """The 8-byte-count module procedure (named proc): its checks, then
+    the C call."""
+    fparams = fortran_order(params)
+    lines, tail = wrap([p.name for p in fparams], f'    function {proc}(')
     out = lines + [tail + ') result(st)', '        integer :: st']
-    for ctype, n in typed:
-        decl = dummy(DECL, name, ctype, n)
-        if ctype == 'int64_t':
-            decl = f'integer(c_int64_t), intent(in) :: {n}'
-        out.append('        ' + decl)
-    bufs = [n for c, n in typed if c in BUFFERS]
-    ints = [n for c, n in typed if c == 'int *']
+    out += ['        ' + p.decl(True) for p in fparams]
+    bufs = [p.name for p in params if p.kind == 'buf']
+    ints = [p.name for p in params if p.kind == 'out']
     if bufs:
-        out.append('        type(c_ptr) :: ' + ', '.join(f'p_{n}' for n in bufs))
-    for n in ints:
-        out.append(f'        integer(c_int) :: {n}_c')
+        out.append('        type(c_ptr) :: ' +
+                   ', '.join(f'p_{n}' for n in bufs))
+    out += [f'        integer(c_int) :: {n}_c' for n in ints]
+    checks = []
+    for p in params:
+        if p.kind == 'buf':
+            check = [f"if (.not. addr({p.name}, fn, '{p.name}', "
+                     f"p_{p.name})) return"]
+            if p.root_only:
+                checks += [f'p_{p.name} = c_null_ptr',
+                           f'if (present({p.name})) then',
+                           '    ' + check[0], 'end if']
+            else:
+                checks += check
+        elif p.kind == 'counts' and p.ranks:
+            check = (f"if (.not. long_enough({p.group_name}, {p.name}, fn, "
+                     f"'{p.name}')) return")
+            checks += ([f'if (present({p.name})) then', '    ' + check,
+                        'end if'] if p.packed else [check])
+        elif p.kind == 'length' and len(p.length_of) > 1:
+            a, b = p.length_of[0], p.length_of[1]
+            checks += [f'if (size({b}) /= size({a})) then',
+                       f"    f_err = fn // ': {a} and {b} differ in length'",
+                       '    f_err_on = .true.', '    return', 'end if']
+    if checks:
+        out.append("        character(len=*), parameter :: fn = "
+                   f"'dcoll_{name}'")
     out.append('        f_err_on = .false.')
-    for n in bufs:
-        check = [f"        if (.not. addr({n}, 'dcoll_{name}', '{n}', "
-                 f"p_{n})) then",
-                 '            st = DCOLL_ERR_INVALID_ARGUMENT',
-                 '            return', '        end if']
-        if n in root_only.get(name, ()):
-            out.append(f'        p_{n} = c_null_ptr')
-            out.append(f'        if (present({n})) then')
-            out += ['    ' + c for c in check]
-            out.append('        end if')
-        else:
-            out += check
-    def call(outs, indent):
-        lines, tail = wrap(c_call(name, typed, outs),
-                           f'{indent}st = c_{name}(', cont=indent)
-        return lines + [tail + ')']
+    if checks:
+        out.append('        st = DCOLL_ERR_INVALID_ARGUMENT')
+        out += ['        ' + c for c in checks]
     if ints:
         out.append(f'        if (present({ints[0]})) then')
-        out += call(True, '            ')
+        out += call_lines(f'st = c_{name}', c_args(params, True),
+                          '            ')
         out += [f'            {n} = int({n}_c)' for n in ints]
         out.append('        else')
-        out += call(False, '            ')
+        out += call_lines(f'st = c_{name}', c_args(params, False),
+                          '            ')
         out.append('        end if')
     else:
-        out += call(True, '        ')
+        out += call_lines(f'st = c_{name}', c_args(params, True), '        ')
     return out + ['    end function', '']
 
 
-text = read('collectives.h') + read('plan.h')
-bind_code = ['! Generated from dcoll/collectives.h by gen-fortran.py: do not '
-             'edit.', '! The bind(C) interfaces of the generated module '
+def module_i4(name, params, proc, to):
+    """The default-kind module procedure (proc): its counts to 8 bytes,
+    then the i8 procedure (to); the packed arrays it was given, or none
+    (a pair: both, or neither)."""
+    fparams = fortran_order(params)
+    lines, tail = wrap([p.name for p in fparams], f'    function {proc}(')
+    out = lines + [tail + ') result(st)', '        integer :: st']
+    out += ['        ' + p.decl(False) for p in fparams]
+    packed = [p for p in fparams if p.packed]
+
+    def fwd(given):
+        args, keyword = [], False
+        for p in fparams:
+            if p.packed and not given:
+                keyword = True
+                continue
+            v = (f'int({p.name}, c_int64_t)' if p.kind in ('count', 'counts')
+                 else p.name)
+            args.append(f'{p.name}={v}' if keyword else v)
+        return args
+    if not packed:
+        return out + call_lines(f'st = {to}', fwd(True), '        ') + [
+            '    end function', '']
+    present = ' .and. '.join(f'present({p.name})' for p in packed)
+    out.append(f'        if ({present}) then')
+    out += call_lines(f'st = {to}', fwd(True), '            ')
+    if len(packed) > 1:
+        some = ' .or. '.join(f'present({p.name})' for p in packed)
+        names = ' and '.join(p.name for p in packed)
+        out += [f'        else if ({some}) then',
+                f"            f_err = 'dcoll_{name}: give both {names}, ' // &",
+                "                    'or neither'",
+                '            f_err_on = .true.',
+                '            st = DCOLL_ERR_INVALID_ARGUMENT']
+    out.append('        else')
+    out += call_lines(f'st = {to}', fwd(False), '            ')
+    out.append('        end if')
+    return out + ['    end function', '']
+
+
+def module_plain(name, params):
+    """A collective with no count: its one module procedure, dcoll_<name>."""
+    return [l.replace(f'function {name}_i8(', f'function dcoll_{name}(')
+            for l in module_i8(name, params, f'{name}_i8')]
+
+
+HEAD = '! Generated from dcoll/collectives.h and plan.h by gen-fortran.py: ' \
+       'do not edit.'
+bind_code = [HEAD, '! The bind(C) interfaces of the generated module '
              'procedures.']
-generic_code = ['! Generated from dcoll/collectives.h by gen-fortran.py: do '
-                'not edit.', '! Each name takes a default-kind or an 8-byte '
-                'count.']
-i8_code = ['! Generated from dcoll/collectives.h by gen-fortran.py: do not '
-           'edit.', '! Each takes an 8-byte count and calls the C function.']
+generic_code = [HEAD, '! Each name takes default-kind or 8-byte counts.']
+i8_code = [HEAD, '! Each takes 8-byte counts and calls the C function.']
+i4_code = [HEAD, '! Each takes default-kind counts and forwards to the '
+           '8-byte form.']
 generated = set()
-code = ['! Generated from dcoll/collectives.h by gen-fortran.py: do not '
-        'edit.', '! Each takes a default-kind count and forwards to the '
-        'int64 form.']
+text = read('collectives.h') + read('plan.h')
 for m in re.finditer(r'DCOLL_API\s+dcoll_status_t\s+dcoll_(\w+)\s*\(([^)]*)\)',
                      text):
-    name, params = m.group(1), m.group(2)
-    parts = [p.strip() for p in params.split(',')]
-    typed = []
-    for p in parts:
-        pm = re.fullmatch(r'(.*?[\s*])(\w+)', p)
+    name, raw_params = m.group(1), m.group(2)
+    params = []
+    for part in (q.strip() for q in raw_params.split(',')):
+        pm = re.fullmatch(r'(.*?[\s*])(\w+)', part)
         ctype = re.sub(r'\s+', ' ', pm.group(1)).strip()
         ctype = re.sub(r'\s*(\*+)$', r' \1', ctype)
-        typed.append((ctype, pm.group(2)))
-    # Lists of buffers (the coalesced and multi-buffer forms) have their
-    # own hand-written wrappers.
-    if ('int64_t', 'count') not in typed or any(c not in DECL
-                                               for c, _ in typed):
+        params.append(Param(ctype, pm.group(2), name))
+    base = name[:-len('_plan')] if name.endswith('_plan') else name
+    # A collective: a group first, and every parameter of a known kind.
+    if (base in BY_HAND or params[0].kind != 'group' or
+            any(p.kind is None for p in params)):
         continue
+    for p in params:
+        p.group_name = params[0].name
     generated.add(f'dcoll_{name}')
-    bind_code += bind_c(name, typed)
-    i8_code += module_i8(name, typed)
+    bind_code += bind_c(name, params)
+    if not any(p.kind in ('count', 'counts') for p in params):
+        i8_code += module_plain(name, params)
+        generic_code += [f'    public :: dcoll_{name}', '']
+        continue
+    i8_code += module_i8(name, params, f'{name}_i8')
+    i4_code += module_i4(name, params, f'{name}_i4', f'{name}_i8')
     generic_code += [f'    interface dcoll_{name}',
                      f'        module procedure {name}_i4, {name}_i8',
                      '    end interface', f'    public :: dcoll_{name}', '']
+# Questions and plain calls on handles: a handle or ints in, ints out
+# (required in Fortran, set where the call succeeds). Named here, as the
+# rest of dcoll/init.h, group.h, work.h and plan.h needs thought.
+QUERIES = {'finalize', 'dump', 'device', 'group_rank', 'group_size',
+           'group_global_rank', 'group_group_rank', 'work_wait',
+           'work_source', 'plan_start'}
+HANDLES = {'const dcoll_group_t *': 'dcoll_group', 'dcoll_work_t *':
+           'dcoll_work', 'dcoll_plan_t *': 'dcoll_plan'}
+
+
+def query(name, typed):
+    """dcoll_<name>'s bind(C) interface and module procedure."""
     names = [n for _, n in typed]
-    lines, tail = wrap(names, f'    function {name}_i4(')
-    code += lines
-    code.append(tail + ') result(st)')
-    code.append('        integer :: st')
+    c, f = [], []
     for ctype, n in typed:
-        code.append('        ' + dummy(DECL, name, ctype, n))
-    fwd = [('int(count, c_int64_t)' if n == 'count' else n) for n in names]
-    lines, tail = wrap(fwd, f'        st = {name}_i8(')
-    code += lines
-    code.append(tail + ')')
-    code.append('    end function')
-    code.append('')
-# The vector forms' plans: the hand-written vector wrappers of the module
-# (their bind(C) interfaces and module procedures), with the work handle
-# replaced by the plan, as dcoll_NAME_plan replaces it in C.
-VECTOR = ['all_gatherv', 'gatherv', 'scatterv', 'all_to_allv',
-          'reduce_scatterv']
-with open(module_f90) as f:
-    module_text = f.read()
+        if ctype in HANDLES:
+            c.append(f'type(c_ptr), value :: {n}')
+            f.append(f'type({HANDLES[ctype]}), intent(in) :: {n}')
+        elif ctype == 'int':
+            c.append(f'integer(c_int), value :: {n}')
+            f.append(f'integer, intent(in) :: {n}')
+        elif ctype == 'int *':
+            c.append(f'integer(c_int), intent(out) :: {n}')
+            f.append(f'integer, intent(out) :: {n}')
+        else:   # the work a plan's start makes
+            c.append(WORK.format(n))
+            f.append(WORK.format(n))
+    lines, tail = wrap(names, f'    function c_{name}(')
+    bind = lines + [tail + ') &',
+                    f"            bind(C, name='dcoll_{name}') result(st)",
+                    '        import', '        integer(c_int) :: st']
+    bind += ['        ' + d for d in c] + ['    end function', '']
+    lines, tail = wrap(names, f'    function dcoll_{name}(')
+    mod = lines + [tail + ') result(st)', '        integer :: st']
+    mod += ['        ' + d for d in f]
+    outs = [n for t, n in typed if t == 'int *']
+    mod += [f'        integer(c_int) :: {n}_c' for n in outs]
+    mod.append('        f_err_on = .false.')
+    args = [f'{n}%ptr' if t in HANDLES else f'int({n}, c_int)' if t == 'int'
+            else f'{n}_c' if t == 'int *' else n for t, n in typed]
+    mod += call_lines(f'st = c_{name}', args, '        ')
+    mod += [f'        if (st == DCOLL_SUCCESS) {n} = int({n}_c)' for n in outs]
+    return bind, mod + ['    end function', '']
 
 
-def planned(text, n):
-    t = text.replace(f"c_{n}(", f"c_{n}_plan(")
-    t = t.replace(f"'dcoll_{n}'", f"'dcoll_{n}_plan'")
-    t = t.replace(f"'dcoll_{n}: ", f"'dcoll_{n}_plan: ")
-    t = re.sub(rf"\b{n}_i(8|4)\(", rf"{n}_plan_i\1(", t)
-    t = t.replace('type(dcoll_work), intent(out), optional :: work',
-                  'type(dcoll_plan), intent(out) :: plan')
-    t = t.replace('work=work', 'plan=plan')
-    t = re.sub(r'\bwork\)', 'plan)', t)
-    return re.sub(r'opts, work\b', 'opts, plan', t)
+for hdr in ('init.h', 'group.h', 'work.h', 'plan.h'):
+    for m in re.finditer(r'DCOLL_API\s+dcoll_status_t\s+dcoll_(\w+)\s*'
+                         r'\(([^)]*)\)', read(hdr)):
+        name = m.group(1)
+        if name not in QUERIES:
+            continue
+        typed = []
+        for part in (q.strip() for q in m.group(2).split(',')):
+            if part == 'void':
+                continue
+            pm = re.fullmatch(r'(.*?[\s*])(\w+)', part)
+            ctype = re.sub(r'\s+', ' ', pm.group(1)).strip()
+            typed.append((re.sub(r'\s*(\*+)$', r' \1', ctype), pm.group(2)))
+        bind, mod = query(name, typed)
+        bind_code += bind
+        i8_code += mod
+        generic_code += [f'    public :: dcoll_{name}', '']
+        generated.add(f'dcoll_{name}')
+missing_q = QUERIES - {g[len('dcoll_'):] for g in generated}
+if missing_q:
+    sys.exit(f'gen-fortran.py: QUERIES names {sorted(missing_q)}, which '
+             'no header declares')
 
-
-for n in VECTOR:
-    def grab(pattern):
-        m = re.search(pattern, module_text, flags=re.S)
-        if not m:
-            sys.exit(f'gen-fortran.py: no {pattern} in {module_f90}')
-        return m.group(0)
-    bind_code.append(planned(grab(rf'    function c_{n}\(.*?end function\n'), n))
-    i8_code.append(planned(grab(rf'    function {n}_i8\(.*?end function\n'), n))
-    code.append(planned(grab(rf'    function {n}_i4\(.*?end function\n'), n))
-    generic_code += [f'    interface dcoll_{n}_plan',
-                     f'        module procedure {n}_plan_i4, {n}_plan_i8',
-                     '    end interface', f'    public :: dcoll_{n}_plan', '']
-    generated.add(f'dcoll_{n}_plan')
-with open(wrap_out, 'w') as f:
-    f.write('\n'.join(code))
 for path, lines in ((bind_out, bind_code), (generic_out, generic_code),
-                    (i8_out, i8_code)):
+                    (i8_out, i8_code), (wrap_out, i4_code)):
     with open(path, 'w') as f:
         f.write('\n'.join(lines) + '\n')
 
@@ -327,10 +491,10 @@ with open(module_f90) as f:
     module = f.read()
 by_hand = set(re.findall(r"bind\(C,\s*name='(dcoll_\w+)'\)", module))
 for c_name, generic in C_SPELLINGS.items():
-    if f'interface {generic}\n' in module:
+    if generic in generated or f'interface {generic}\n' in module:
         by_hand.add(c_name)
 missing, twice = [], sorted(generated & by_hand)
-for name in HEADERS + ['rendezvous.h']:
+for name in HEADERS:
     for fn in re.findall(r'DCOLL_API[^;{]*?\b(dcoll_\w+)\s*\(', read(name)):
         if fn not in generated and fn not in by_hand:
             missing.append(f'{fn} (dcoll/{name})')

@@ -77,19 +77,6 @@ struct dcoll_nccl_group {
 };
 struct dcoll_nccl_group *dcoll_nccl_group(struct dcoll_group *g,
                                           const char *fn);
-/* nccl.c: a child group's NCCL communicator split from its parent's
- * (ncclCommSplit: it shares the parent's resources, and costs no new
- * bootstrap), where the parent has one and the child may use NCCL
- * (wants). Every rank of parent calls it while the child is made, with
- * the child's color (negative outside it) and key; members get the
- * communicator, or NULL, and then the child makes its own on first use.
- * A split that failed anywhere is dropped everywhere. adopt: the child's
- * record takes it (g NULL: the child was not made; it is freed). */
-void *dcoll_nccl_split_from(struct dcoll_group *parent, int color, int key,
-                            bool wants);
-void dcoll_nccl_adopt(struct dcoll_group *g, struct dcoll_group *parent,
-                      void *comm);
-
 /* multi.c: the multi-buffer forms (lib/core/multi.c) with GPU buffers.
  * One call of k = n buffers: send NULL for the kinds that work in place;
  * root is a group rank. */

@@ -67,8 +67,11 @@ static void work_release(struct dcoll_work *bw)
 
 /* The work handling of the NCCL transport's multi-buffer calls. */
 static const struct dcoll_backend multi_backend = {
-    "nccl", DCOLL_TL_NCCL, NULL, work_test, work_wait, work_release, NULL,
-    NULL, NULL, NULL, NULL, NULL, /* no plans of its own */
+    .name = "nccl",
+    .tl = DCOLL_TL_NCCL,
+    .work_test = work_test,
+    .work_wait = work_wait,
+    .work_release = work_release,
 };
 
 int dcoll_multi_devices(const struct dcoll_multi_call *mc, int *devices)

@@ -152,8 +152,14 @@ static dcoll_status_t setup(struct dcoll_group *g,
     return st;
 }
 
-void *dcoll_nccl_split_from(struct dcoll_group *parent, int color, int key,
-                            bool wants)
+/* A child group's communicator split from its parent's (ncclCommSplit:
+ * it shares the parent's resources, and costs no new bootstrap), where
+ * the parent has one and the child may use NCCL (wants); NULL: the child
+ * makes its own on first use. Every rank of parent calls it, with the
+ * child's color (negative outside it) and key. A split that failed
+ * anywhere is dropped everywhere. */
+static void *split_from(struct dcoll_group *parent, int color, int key,
+                        bool wants)
 {
     const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
     struct dcoll_nccl_group *pg = parent->tl[DCOLL_TL_NCCL];
@@ -179,19 +185,29 @@ void *dcoll_nccl_split_from(struct dcoll_group *parent, int color, int key,
     return comm;
 }
 
-void dcoll_nccl_adopt(struct dcoll_group *g, struct dcoll_group *parent,
-                      void *comm)
+/* Its part in making a group: a split of the parent's communicator, from
+ * the world only (a split communicator shares its parent's resources, and
+ * the world outlives every group), for a group that may use NCCL. A
+ * failure here is no failure of the group: it makes its own on first
+ * use. */
+static dcoll_status_t nccl_group_make(struct dcoll_group *g,
+                                      const struct dcoll_tl_make *m)
 {
-    struct dcoll_nccl_group *pg = parent->tl[DCOLL_TL_NCCL];
-    struct dcoll_nccl_group *ng = g ? dcoll_nccl_group(g, "adopt") : NULL;
-    if (!ng || !pg) {
-        if (comm && dcoll_gpu_plugin)
+    bool wants = m->parent->id == 0 && (m->choice == DCOLL_CHOICE_AUTO ||
+                                        m->choice == DCOLL_CHOICE_NCCL);
+    void *comm = split_from(m->parent, m->color, m->key, wants);
+    struct dcoll_nccl_group *pg = m->parent->tl[DCOLL_TL_NCCL];
+    struct dcoll_nccl_group *ng = g && comm ? dcoll_nccl_group(g, "split")
+                                            : NULL;
+    if (!ng) {
+        if (comm)
             dcoll_gpu_plugin->nccl_free(comm);
-        return;
+        return DCOLL_SUCCESS;
     }
     ng->comm = comm;
     ng->state = NCCL_READY;
     ng->device = pg->device;
+    return DCOLL_SUCCESS;
 }
 
 static void nccl_group_free(struct dcoll_group *g)
@@ -219,6 +235,9 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
     dcoll_status_t st;
     if (c->multi)
         return dcoll_gpu_multi_run(g, c, work, out);
+    /* No plugin with NCCL, or no GPU for it: the next in line. */
+    if (!dcoll_gpu_has_nccl())
+        return DCOLL_DECLINED;
     /* Types and ops NCCL lacks and plugins before API 1.7 do not know
      * (bool, logical, the logical ops, a complex PRODUCT): staged, on
      * every rank alike. */
@@ -294,8 +313,43 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
     return DCOLL_SUCCESS;
 }
 
+/* The kinds NCCL has a call for (the plugin's nccl_coll): point-to-point
+ * has none here, as the communicator is collective to make and a peer
+ * call must not make it; a barrier has no buffers, so never comes. */
+static const bool rows[DCOLL_COLL_KIND_COUNT_] = {
+    [DCOLL_COLL_BROADCAST] = true,
+    [DCOLL_COLL_ALL_REDUCE] = true,
+    [DCOLL_COLL_REDUCE] = true,
+    [DCOLL_COLL_ALL_GATHER] = true,
+    [DCOLL_COLL_GATHER] = true,
+    [DCOLL_COLL_SCATTER] = true,
+    [DCOLL_COLL_REDUCE_SCATTER] = true,
+    [DCOLL_COLL_ALL_TO_ALL] = true,
+};
+
+static bool nccl_runs(enum dcoll_coll_kind kind)
+{
+    return (unsigned)kind < DCOLL_COLL_KIND_COUNT_ && rows[kind];
+}
+
+/* A plugin built with NCCL, and a GPU to run it on. */
+static bool nccl_status(const char **text)
+{
+    *text = dcoll_gpu_detail();
+    return dcoll_gpu_has_nccl();
+}
+
 const struct dcoll_backend dcoll_nccl_backend = {
-    "nccl", DCOLL_TL_NCCL, nccl_run, work_test, work_wait, work_release,
-    nccl_group_free,
-    NULL, NULL, NULL, NULL, NULL, /* no plans of its own */
+    .name = "nccl",
+    .tl = DCOLL_TL_NCCL,
+    .memory = DCOLL_TL_GPU,
+    .runs = nccl_runs,
+    .choice = DCOLL_CHOICE_NCCL,
+    .status = nccl_status,
+    .group_make = nccl_group_make,
+    .group_free = nccl_group_free,
+    .coll = nccl_run,
+    .work_test = work_test,
+    .work_wait = work_wait,
+    .work_release = work_release,
 };

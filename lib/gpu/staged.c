@@ -322,8 +322,23 @@ static dcoll_status_t staged_run(struct dcoll_group *g,
     return DCOLL_SUCCESS;
 }
 
-/* Its works are the host table's, which calls finish_staged at the end. */
+/* What it stages runs on the host transport: the kinds with one buffer
+ * layout per rank, not the vector kinds (their counts per rank are not
+ * staged yet). */
+static bool staged_runs(enum dcoll_coll_kind kind)
+{
+    return (unsigned)kind < DCOLL_COLL_KIND_COUNT_ &&
+           !dcoll_kind_has(kind, DCOLL_KF_VEC);
+}
+
+/* Its works are the host table's, which calls finish_staged at the end;
+ * it keeps nothing for a group (the pool of pinned memory is the
+ * process's). */
 const struct dcoll_backend dcoll_staged_backend = {
-    "staged", DCOLL_TL_STAGED, staged_run, NULL, NULL, NULL, NULL,
-    NULL, NULL, NULL, NULL, NULL, /* no plans of its own */
+    .name = "staged",
+    .tl = DCOLL_TL_STAGED,
+    .memory = DCOLL_TL_GPU,
+    .over_mpi = true,
+    .runs = staged_runs,
+    .coll = staged_run,
 };

@@ -49,20 +49,12 @@ static long nccl_ran(void) { return fake_nccl_calls(); }
 #include <string.h>
 #include "dcoll/dcoll.h"
 #include "newtypes.h"
+#include "check.h"
 
 #define N 1000
-static int me, n, failures;
+static int me, n;
+int t_rank, t_failures;
 
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            if (failures++ < 20) {                                           \
-                fprintf(stderr, "[rank %d] line %d: ", me, __LINE__);        \
-                fprintf(stderr, __VA_ARGS__);                                \
-                fprintf(stderr, "\n");                                       \
-            }                                                                \
-        }                                                                    \
-    } while (0)
 #define OK(call)                                                             \
     do {                                                                     \
         dcoll_status_t st_ = (call);                                         \
@@ -286,6 +278,7 @@ int main(int argc, char **argv)
     int ngpu = 0;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    t_rank = me;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
         if (me == 0)
@@ -650,10 +643,10 @@ int main(int argc, char **argv)
     CHECK(fake_nccl_live() == 0, "%ld NCCL communicator(s) left",
           fake_nccl_live());
 #endif
-    MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM,
+    MPI_Allreduce(MPI_IN_PLACE, &t_failures, 1, MPI_INT, MPI_SUM,
                   MPI_COMM_WORLD);
     if (me == 0)
-        printf("gpu: %d rank(s), %d failure(s)\n", n, failures);
+        printf("gpu: %d rank(s), %d failure(s)\n", n, t_failures);
     MPI_Finalize();
-    return failures != 0;
+    return t_failures != 0;
 }

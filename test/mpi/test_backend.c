@@ -7,18 +7,10 @@
 #include <string.h>
 #include <mpi.h>
 #include "dcoll/dcoll.h"
+#include "check.h"
 
-static int me, failures;
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            failures++;                                                      \
-            fprintf(stderr, "[rank %d] line %d: ", me, __LINE__);            \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fprintf(stderr, " (%s)\n", dcoll_last_error());                  \
-        }                                                                    \
-    } while (0)
+static int me;
+int t_rank, t_failures;
 
 /* The backend: int32 SUM all_reduce, broadcast and barrier over the MPI
  * communicator dcoll hands it; it counts what it ran. */
@@ -88,6 +80,7 @@ int main(void)
     int n;
     MPI_Init(NULL, NULL);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    t_rank = me;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     dcoll_backend_ops_t ops = {DCOLL_BACKEND_OPS_VERSION, b_create, b_run,
                                b_destroy};
@@ -216,11 +209,11 @@ int main(void)
      * (for the others' roll calls) until finalize, on more than 1 rank. */
     CHECK(destroyed == before + 1 + (n > 1), "world state freed");
 
-    MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM,
+    MPI_Allreduce(MPI_IN_PLACE, &t_failures, 1, MPI_INT, MPI_SUM,
                   MPI_COMM_WORLD);
     if (me == 0)
         printf("backend registry on %d rank(s): %s\n", n,
-               failures ? "FAILED" : "ok");
+               t_failures ? "FAILED" : "ok");
     MPI_Finalize();
-    return failures != 0;
+    return t_failures != 0;
 }

@@ -8,18 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "dcoll/dcoll.h"
+#include "check.h"
 
-static int me, n, failures;
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            failures++;                                                      \
-            fprintf(stderr, "[rank %d] line %d: ", me, __LINE__);            \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fprintf(stderr, "\n");                                           \
-        }                                                                    \
-    } while (0)
+static int me, n;
+int t_rank, t_failures;
 
 static dcoll_status_t init(const char *url)
 {
@@ -37,7 +29,7 @@ static void refused(const char *url, dcoll_status_t st, const char *text,
     if (got == DCOLL_SUCCESS)
         dcoll_finalize();
     if (got != st || !strstr(dcoll_last_error(), text)) {
-        failures++;
+        t_failures++;
         fprintf(stderr, "[rank %d] line %d: %s -> %s '%s', want %s '%s'\n",
                 me, line, url, dcoll_status_string(got), dcoll_last_error(),
                 dcoll_status_string(st), text);
@@ -110,16 +102,17 @@ int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    t_rank = me;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     if (argc > 1 && strcmp(argv[1], "slurm") == 0) {
         int bad = under_slurm();
-        MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM,
+        MPI_Allreduce(MPI_IN_PLACE, &t_failures, 1, MPI_INT, MPI_SUM,
                       MPI_COMM_WORLD);
         if (me == 0)
-            printf("env-slurm: %d rank(s), %d failure(s)%s\n", n, failures,
-                   failures || bad ? "" : ": ok");
+            printf("env-slurm: %d rank(s), %d failure(s)%s\n", n, t_failures,
+                   t_failures || bad ? "" : ": ok");
         MPI_Finalize();
-        return failures || bad;
+        return t_failures || bad;
     }
 
     /* torch's variables, ranks reversed. */
@@ -249,10 +242,10 @@ int main(int argc, char **argv)
     CHECK(init("env://") == DCOLL_SUCCESS, "final: %s", dcoll_last_error());
     check_world(me, same, "final");
 
-    MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM,
+    MPI_Allreduce(MPI_IN_PLACE, &t_failures, 1, MPI_INT, MPI_SUM,
                   MPI_COMM_WORLD);
     if (me == 0)
-        printf("env: %d rank(s), %d failure(s)\n", n, failures);
+        printf("env: %d rank(s), %d failure(s)\n", n, t_failures);
     MPI_Finalize();
-    return failures != 0;
+    return t_failures != 0;
 }

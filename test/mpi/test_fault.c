@@ -46,20 +46,11 @@
 #include "dcoll/dcoll.h"
 #include "capture.h"
 #include "procs.h"
+#include "check.h"
 
 #define TIMEOUT 2.0
 
-static int failures;
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            fprintf(stderr, "[%d] %s:%d: ", getpid(), __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, " (last error: %s)\n", dcoll_last_error());   \
-            failures++;                                                   \
-        }                                                                 \
-    } while (0)
-
+int t_rank, t_failures;
 static double now(void)
 {
     struct timespec t;
@@ -221,11 +212,11 @@ static int killed(int r, int n)
                dcoll_status_string(st), took, TIMEOUT, dcoll_last_error());
     /* Each survivor states its verdict: under hydra the job's exit status
      * cannot carry it (see test/mpi/fault-killed.sh). */
-    printf("killed: survivor %d %s\n", r, failures ? "FAILED" : "ok");
+    printf("killed: survivor %d %s\n", r, t_failures ? "FAILED" : "ok");
     fflush(stdout);
     free(x);
     /* MPI cannot finalize with a dead peer: report and leave. */
-    _exit(failures ? 1 : 0);
+    _exit(t_failures ? 1 : 0);
 }
 
 /* Run one disagreeing call on the world; rank 1 differs by how. */
@@ -536,7 +527,7 @@ static int child(int rank, void *arg)
     run(arg, rank, n);
     if (strcmp(arg, "killed"))
         CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
-    return failures ? 1 : 0;
+    return t_failures ? 1 : 0;
 }
 
 static int spawned(const char *mode, int n)
@@ -591,7 +582,7 @@ static int spawned(const char *mode, int n)
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     if (system(cmd)) {
     }
-    return failures ? 1 : 0;
+    return t_failures ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -604,9 +595,9 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "spawn") && argc > 3)
         return spawned(argv[2], atoi(argv[3]));
     if (!strcmp(mode, "config"))
-        return config() || failures;
+        return config() || t_failures;
     if (!strcmp(mode, "partial"))
-        return partial() || failures;
+        return partial() || t_failures;
 #ifdef CUDA_DEVICE
     int gpus = 0;
     if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 1) {
@@ -636,7 +627,7 @@ int main(int argc, char **argv)
     }
     run(mode, r, n);
     CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
-    if (failures)
-        fprintf(stderr, "test_fault %s: %d failure(s)\n", mode, failures);
-    return failures ? 1 : 0;
+    if (t_failures)
+        fprintf(stderr, "test_fault %s: %d failure(s)\n", mode, t_failures);
+    return t_failures ? 1 : 0;
 }

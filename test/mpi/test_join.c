@@ -24,16 +24,9 @@
 #include "capture.h"
 #include "freeport.h"
 #include "procs.h"
+#include "check.h"
 
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "[%d] %s:%d: ", getpid(), __FILE__, __LINE__);   \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fprintf(stderr, " (%s)\n", dcoll_last_error());                  \
-            return 1;                                                        \
-        }                                                                    \
-    } while (0)
+int t_rank, t_failures;
 
 static char file_path[256];
 
@@ -67,35 +60,35 @@ static int world_store(const char *url, int r, int n)
     bool none = !strncmp(url, "mpi", 3) ||
                 (!strncmp(url, "env", 3) && !getenv("MASTER_ADDR"));
     if (none) {
-        CHECK(st == DCOLL_ERR_UNSUPPORTED && !ws &&
+        REQUIRE(st == DCOLL_ERR_UNSUPPORTED && !ws &&
                   strstr(dcoll_last_error(), "meets through no store"),
               "%s: world store: %s (%s)", url, dcoll_status_string(st),
               dcoll_last_error());
         return 0;
     }
-    CHECK(st == DCOLL_SUCCESS && ws, "%s: world store: %s", url,
+    REQUIRE(st == DCOLL_SUCCESS && ws, "%s: world store: %s", url,
           dcoll_last_error());
-    CHECK(dcoll_world_store(&again) == DCOLL_SUCCESS && again == ws,
+    REQUIRE(dcoll_world_store(&again) == DCOLL_SUCCESS && again == ws,
           "%s: a second call gave another handle", url);
     char key[32], want[32], got[32];
     size_t len = 0;
     snprintf(key, sizeof(key), "from/%d", r);
     snprintf(want, sizeof(want), "%d", r);
-    CHECK(dcoll_store_set(ws, key, want, strlen(want)) == DCOLL_SUCCESS,
+    REQUIRE(dcoll_store_set(ws, key, want, strlen(want)) == DCOLL_SUCCESS,
           "%s: set %s", url, key);
     int next = (r + 1) % n;
     snprintf(key, sizeof(key), "from/%d", next);
     snprintf(want, sizeof(want), "%d", next);
-    CHECK(dcoll_store_get(ws, key, got, sizeof(got) - 1, &len) ==
+    REQUIRE(dcoll_store_get(ws, key, got, sizeof(got) - 1, &len) ==
                   DCOLL_SUCCESS &&
               len == strlen(want) && !memcmp(got, want, len),
           "%s: rank %d's key from rank %d", url, r, next);
     /* dcoll's own keys are out of its sight. */
     const char *mine[1] = {"dcoll/join/server"};
     int exist = 1;
-    CHECK(dcoll_store_check(ws, mine, 1, &exist) == DCOLL_SUCCESS && !exist,
+    REQUIRE(dcoll_store_check(ws, mine, 1, &exist) == DCOLL_SUCCESS && !exist,
           "%s: dcoll's key seen through the world store", url);
-    CHECK(dcoll_store_destroy(&again) == DCOLL_ERR_INVALID_ARGUMENT &&
+    REQUIRE(dcoll_store_destroy(&again) == DCOLL_ERR_INVALID_ARGUMENT &&
               again == ws && strstr(dcoll_last_error(), "world's store"),
           "%s: destroying the world store: %s", url, dcoll_last_error());
     return 0;
@@ -108,52 +101,52 @@ static int body(const char *url, int want_rank, int want_size)
     p.mask = DCOLL_INIT_PARAM_URL | DCOLL_INIT_PARAM_TIMEOUT;
     p.url = url;
     p.timeout = 60;
-    CHECK(dcoll_init(&p) == DCOLL_SUCCESS, "init %s", url);
+    REQUIRE(dcoll_init(&p) == DCOLL_SUCCESS, "init %s", url);
     dcoll_group_t *w;
     int r, n;
     dcoll_group_world(&w);
     dcoll_group_rank(w, &r);
     dcoll_group_size(w, &n);
-    CHECK(r == want_rank && n == want_size, "%s: rank %d of %d, want %d of "
+    REQUIRE(r == want_rank && n == want_size, "%s: rank %d of %d, want %d of "
           "%d", url, r, n, want_rank, want_size);
     /* One machine: the node's ranks are the world's, joined or not. */
     int lr = -1, ln = -1;
-    CHECK(dcoll_local_rank(&lr, &ln) == DCOLL_SUCCESS && lr == r && ln == n,
+    REQUIRE(dcoll_local_rank(&lr, &ln) == DCOLL_SUCCESS && lr == r && ln == n,
           "%s: local rank %d of %d", url, lr, ln);
     enum { COUNT = 1000 };
     static int x[COUNT];
     for (int i = 0; i < COUNT; i++)
         x[i] = (r + 1) * (i + 1);
-    CHECK(dcoll_all_reduce(w, x, x, COUNT, DCOLL_INT32, DCOLL_SUM, NULL,
+    REQUIRE(dcoll_all_reduce(w, x, x, COUNT, DCOLL_INT32, DCOLL_SUM, NULL,
                            NULL) == DCOLL_SUCCESS, "all_reduce");
     for (int i = 0; i < COUNT; i++)
-        CHECK(x[i] == n * (n + 1) / 2 * (i + 1), "all_reduce[%d] = %d", i,
+        REQUIRE(x[i] == n * (n + 1) / 2 * (i + 1), "all_reduce[%d] = %d", i,
               x[i]);
     double b[64];
     for (int i = 0; i < 64; i++)
         b[i] = r == n - 1 ? i * 0.5 : -1;
-    CHECK(dcoll_broadcast(w, b, 64, DCOLL_FLOAT64, n - 1, NULL, NULL) ==
+    REQUIRE(dcoll_broadcast(w, b, 64, DCOLL_FLOAT64, n - 1, NULL, NULL) ==
               DCOLL_SUCCESS, "broadcast");
     for (int i = 0; i < 64; i++)
-        CHECK(b[i] == i * 0.5, "broadcast[%d] = %g", i, b[i]);
+        REQUIRE(b[i] == i * 0.5, "broadcast[%d] = %g", i, b[i]);
     /* The even ranks. */
     int ranks[64], k = 0;
     for (int i = 0; i < n; i += 2)
         ranks[k++] = i;
     dcoll_group_t *g = NULL;
-    CHECK(dcoll_new_group(&g, ranks, k, NULL) == DCOLL_SUCCESS, "new_group");
+    REQUIRE(dcoll_new_group(&g, ranks, k, NULL) == DCOLL_SUCCESS, "new_group");
     int gr = -9, v = r, sum = 0;
     dcoll_group_rank(g, &gr);
-    CHECK(gr == (r % 2 ? DCOLL_NON_MEMBER : r / 2), "group rank %d", gr);
-    CHECK(dcoll_all_reduce(g, &v, &sum, 1, DCOLL_INT32, DCOLL_SUM, NULL,
+    REQUIRE(gr == (r % 2 ? DCOLL_NON_MEMBER : r / 2), "group rank %d", gr);
+    REQUIRE(dcoll_all_reduce(g, &v, &sum, 1, DCOLL_INT32, DCOLL_SUM, NULL,
                            NULL) == DCOLL_SUCCESS, "group all_reduce");
     if (gr >= 0)
-        CHECK(sum == (k - 1) * k, "group sum %d, want %d", sum, (k - 1) * k);
-    CHECK(dcoll_group_destroy(&g) == DCOLL_SUCCESS, "group_destroy");
+        REQUIRE(sum == (k - 1) * k, "group sum %d, want %d", sum, (k - 1) * k);
+    REQUIRE(dcoll_group_destroy(&g) == DCOLL_SUCCESS, "group_destroy");
     if (world_store(url, r, n))
         return 1;
-    CHECK(dcoll_barrier(w, NULL, NULL) == DCOLL_SUCCESS, "barrier");
-    CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
+    REQUIRE(dcoll_barrier(w, NULL, NULL) == DCOLL_SUCCESS, "barrier");
+    REQUIRE(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
     return 0;
 }
 
@@ -229,12 +222,12 @@ static int refused(int rank, void *arg)
     p.url = "env://";
     p.timeout = 60;
     dcoll_status_t st = dcoll_init(&p);
-    CHECK(st == DCOLL_ERR_INVALID_ARGUMENT &&
+    REQUIRE(st == DCOLL_ERR_INVALID_ARGUMENT &&
               strstr(dcoll_last_error(), "disagree on DCOLL_DEBUG"),
           "rank %d: init status %d", rank, st);
     /* OpenMPI's own orted stays, as for any singleton; dcoll's server
      * must not. */
-    CHECK(children("ompi-server") == 0, "rank %d: dcoll_init failed but "
+    REQUIRE(children("ompi-server") == 0, "rank %d: dcoll_init failed but "
           "left its ompi-server running", rank);
     return 0;
 }

@@ -13,18 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "dcoll/dcoll.h"
+#include "check.h"
 
-static int failures, me, n;
-
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            fprintf(stderr, "[rank %d] line %d: ", me, __LINE__);        \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, " (last error: %s)\n", dcoll_last_error());  \
-            failures++;                                                   \
-        }                                                                 \
-    } while (0)
+static int me, n;
+int t_rank, t_failures;
 
 static bool says(const char *what)
 {
@@ -170,6 +162,7 @@ int main(void)
         return 1;
     }
     dcoll_group_rank(NULL, &me);
+    t_rank = me;
     dcoll_group_size(NULL, &n);
     if (n < 3) {
         printf("needs 3 ranks or more; skipping\n");
@@ -185,7 +178,7 @@ int main(void)
                            NULL, NULL) == DCOLL_SUCCESS && sum == n,
           "the world still works: %d", sum);
     CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
-    if (me == 0 && !failures)
+    if (me == 0 && !t_failures)
         printf("every mistake caught on every rank (%d ranks)\n", n);
-    return failures ? 1 : 0;
+    return t_failures ? 1 : 0;
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "dcoll/dcoll.h"
+#include "check.h"
 
 enum { START, ALLREDUCE, IALLREDUCE, INIT, P2P, OTHER, NCOUNT };
 static const char *const names[NCOUNT] = {
@@ -21,16 +22,7 @@ static const char *const names[NCOUNT] = {
     "point-to-point", "another collective",
 };
 static int counts[NCOUNT];
-static int failures;
-
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, "\n");                                        \
-            failures++;                                                   \
-        }                                                                 \
-    } while (0)
+int t_rank, t_failures;
 
 int MPI_Start(MPI_Request *rq)
 {
@@ -117,6 +109,7 @@ int main(int argc, char **argv)
     int provided, me, n;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    t_rank = me;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init: %s", dcoll_last_error());
     /* The documented rule: MPICH 4's persistent calls; Open MPI 4.1's
@@ -203,9 +196,9 @@ int main(int argc, char **argv)
     dcoll_plan_free(&rp);
     dcoll_finalize();
     MPI_Finalize();
-    if (failures)
-        printf("[rank %d] plan-route (%s): FAIL (%d)\n", me, mode, failures);
+    if (t_failures)
+        printf("[rank %d] plan-route (%s): FAIL (%d)\n", me, mode, t_failures);
     else if (me == 0)
         printf("plan-route (%s): ok on rank 0\n", mode);
-    return failures ? 1 : 0;
+    return t_failures ? 1 : 0;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "dcoll/dcoll.h"
+#include "check.h"
 
 enum { ALLREDUCE, BCAST, REDUCE, ALLGATHER, GATHER, SCATTER, RSB, ALLTOALL,
        BARRIER, NONBLOCKING, NCOUNT };
@@ -18,16 +19,7 @@ static const char *const names[NCOUNT] = {
     "MPI_Barrier", "nonblocking or point-to-point",
 };
 static int counts[NCOUNT];
-static int failures;
-
-#define CHECK(cond, ...)                                                  \
-    do {                                                                  \
-        if (!(cond)) {                                                    \
-            fprintf(stderr, __VA_ARGS__);                                 \
-            fprintf(stderr, "\n");                                        \
-            failures++;                                                   \
-        }                                                                 \
-    } while (0)
+int t_rank, t_failures;
 
 /* The blocking collectives dcoll may reach. */
 int MPI_Allreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op op,
@@ -247,6 +239,7 @@ int main(int argc, char **argv)
     int provided, me, n;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    t_rank = me;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init: %s", dcoll_last_error());
     run_all(NULL, me, n, true, "default (abort)");
@@ -270,5 +263,5 @@ int main(int argc, char **argv)
         printf("every blocking collective reached MPI's blocking call by "
                "default (%d ranks)\n", n);
     MPI_Finalize();
-    return failures ? 1 : 0;
+    return t_failures ? 1 : 0;
 }

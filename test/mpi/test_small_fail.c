@@ -8,18 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 #include "dcoll/dcoll.h"
+#include "check.h"
 
-static int me, failures;
-
-#define CHECK(cond, ...)                                                     \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            failures++;                                                      \
-            fprintf(stderr, "[rank %d] line %d: ", me, __LINE__);            \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fprintf(stderr, " (%s)\n", dcoll_last_error());                  \
-        }                                                                    \
-    } while (0)
+static int me;
+int t_rank, t_failures;
 
 /* Armed: the fail_at-th MPI_Isend from now fails; the others are kept
  * in live until something ends them. */
@@ -105,6 +97,7 @@ int main(int argc, char **argv)
     int n;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
+    t_rank = me;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init");
     dcoll_group_t *g = NULL;
@@ -140,11 +133,11 @@ int main(int argc, char **argv)
     CHECK(dcoll_barrier(NULL, NULL, NULL) == DCOLL_SUCCESS, "barrier");
     CHECK(dcoll_group_destroy(&g) == DCOLL_SUCCESS, "destroy");
     CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
-    MPI_Allreduce(MPI_IN_PLACE, &failures, 1, MPI_INT, MPI_SUM,
+    MPI_Allreduce(MPI_IN_PLACE, &t_failures, 1, MPI_INT, MPI_SUM,
                   MPI_COMM_WORLD);
     if (me == 0)
         printf("small broadcast with a failing send: %s\n",
-               failures ? "FAIL" : "ok");
+               t_failures ? "FAIL" : "ok");
     MPI_Finalize();
-    return failures != 0;
+    return t_failures != 0;
 }

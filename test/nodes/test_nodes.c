@@ -19,18 +19,11 @@
 #include <string.h>
 #include <unistd.h>
 #include "dcoll/dcoll.h"
+#include "check.h"
+
+int t_rank, t_failures;
 
 #define HOST_LEN 64
-#define CHECK(cond, ...)                                                    \
-    do {                                                                    \
-        if (!(cond)) {                                                      \
-            fprintf(stderr, "[%s] %s:%d: ", host, __FILE__, __LINE__);      \
-            fprintf(stderr, __VA_ARGS__);                                   \
-            fprintf(stderr, " (%s)\n", dcoll_last_error());                 \
-            return 1;                                                       \
-        }                                                                   \
-    } while (0)
-
 static char host[HOST_LEN];
 
 static int outsider(const char *addr, int port)
@@ -45,7 +38,7 @@ static int outsider(const char *addr, int port)
         st = dcoll_store_num_keys(s, &n);
         dcoll_store_destroy(&s);
     }
-    CHECK(st != DCOLL_SUCCESS, "an outsider without the token was served");
+    REQUIRE(st != DCOLL_SUCCESS, "an outsider without the token was served");
     printf("outsider on %s: refused: %s\n", host, dcoll_last_error());
     return 0;
 }
@@ -53,14 +46,14 @@ static int outsider(const char *addr, int port)
 /* Until a fault ends the job: nothing here returns. */
 static int loop(void)
 {
-    CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init");
+    REQUIRE(dcoll_init(NULL) == DCOLL_SUCCESS, "init");
     int r;
     dcoll_group_rank(NULL, &r);
     enum { BIG = 1 << 20 };
     float *x = calloc(BIG, sizeof(float));
-    CHECK(x != NULL, "no memory");
+    REQUIRE(x != NULL, "no memory");
     for (long i = 0;; i++) {
-        CHECK(dcoll_all_reduce(NULL, x, x, BIG, DCOLL_FLOAT32, DCOLL_SUM,
+        REQUIRE(dcoll_all_reduce(NULL, x, x, BIG, DCOLL_FLOAT32, DCOLL_SUM,
                                NULL, NULL) == DCOLL_SUCCESS, "all_reduce");
         if (i == 20 && r == 0) {
             printf("looping\n");
@@ -71,7 +64,7 @@ static int loop(void)
 
 static int leave(int who, int code)
 {
-    CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init");
+    REQUIRE(dcoll_init(NULL) == DCOLL_SUCCESS, "init");
     int r;
     dcoll_group_rank(NULL, &r);
     printf("rank %d on %s: %s\n", r, host, r == who ? "leaving" : "waiting");
@@ -98,16 +91,16 @@ int main(int argc, char **argv)
         ip.mask = DCOLL_INIT_PARAM_URL;
         ip.url = argv[1];
     }
-    CHECK(dcoll_init(argc > 1 ? &ip : NULL) == DCOLL_SUCCESS, "init");
+    REQUIRE(dcoll_init(argc > 1 ? &ip : NULL) == DCOLL_SUCCESS, "init");
     int r, n, lr, ln;
     dcoll_group_rank(NULL, &r);
     dcoll_group_size(NULL, &n);
-    CHECK(dcoll_local_rank(&lr, &ln) == DCOLL_SUCCESS, "local rank");
+    REQUIRE(dcoll_local_rank(&lr, &ln) == DCOLL_SUCCESS, "local rank");
 
     /* Every rank's host name, to say what its local rank must be. */
     char *hosts = calloc((size_t)n, HOST_LEN);
-    CHECK(hosts != NULL, "no memory");
-    CHECK(dcoll_all_gather(NULL, host, hosts, HOST_LEN, DCOLL_UINT8, NULL,
+    REQUIRE(hosts != NULL, "no memory");
+    REQUIRE(dcoll_all_gather(NULL, host, hosts, HOST_LEN, DCOLL_UINT8, NULL,
                            NULL) == DCOLL_SUCCESS, "all_gather");
     int want_lr = 0, want_ln = 0, nodes = 0;
     for (int q = 0; q < n; q++) {
@@ -121,31 +114,31 @@ int main(int argc, char **argv)
             first &= strcmp(hosts + (size_t)t * HOST_LEN, hq) != 0;
         nodes += first;
     }
-    CHECK(lr == want_lr && ln == want_ln, "local rank %d of %d, want %d of %d",
+    REQUIRE(lr == want_lr && ln == want_ln, "local rank %d of %d, want %d of %d",
           lr, ln, want_lr, want_ln);
 
     int64_t sum = r;
-    CHECK(dcoll_all_reduce(NULL, &sum, &sum, 1, DCOLL_INT64, DCOLL_SUM, NULL,
+    REQUIRE(dcoll_all_reduce(NULL, &sum, &sum, 1, DCOLL_INT64, DCOLL_SUM, NULL,
                            NULL) == DCOLL_SUCCESS, "all_reduce");
-    CHECK(sum == (int64_t)n * (n - 1) / 2, "sum %lld", (long long)sum);
+    REQUIRE(sum == (int64_t)n * (n - 1) / 2, "sum %lld", (long long)sum);
     enum { BIG = 1 << 20 };
     int *b = malloc(BIG * sizeof(int));
-    CHECK(b != NULL, "no memory");
+    REQUIRE(b != NULL, "no memory");
     for (int i = 0; i < BIG; i++)
         b[i] = r == n - 1 ? i ^ 0x5a5a : -1;
-    CHECK(dcoll_broadcast(NULL, b, BIG, DCOLL_INT32, n - 1, NULL, NULL) ==
+    REQUIRE(dcoll_broadcast(NULL, b, BIG, DCOLL_INT32, n - 1, NULL, NULL) ==
               DCOLL_SUCCESS, "broadcast");
     for (int i = 0; i < BIG; i++)
-        CHECK(b[i] == (i ^ 0x5a5a), "broadcast: [%d] = %d", i, b[i]);
+        REQUIRE(b[i] == (i ^ 0x5a5a), "broadcast: [%d] = %d", i, b[i]);
     printf("rank %d of %d on %s: local rank %d of %d, %d nodes: ok\n", r, n,
            host, lr, ln, nodes);
     fflush(stdout);
     if (argc > 2 && r == 0)
         for (int i = 0; i < 300 && access(argv[2], F_OK); i++)
             usleep(100000);
-    CHECK(dcoll_barrier(NULL, NULL, NULL) == DCOLL_SUCCESS, "barrier");
+    REQUIRE(dcoll_barrier(NULL, NULL, NULL) == DCOLL_SUCCESS, "barrier");
     free(b);
     free(hosts);
-    CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
+    REQUIRE(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
     return 0;
 }
