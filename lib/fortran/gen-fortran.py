@@ -349,7 +349,8 @@ def module_i4(name, params, proc, to):
         some = ' .or. '.join(f'present({p.name})' for p in packed)
         names = ' and '.join(p.name for p in packed)
         out += [f'        else if ({some}) then',
-                f"            f_err = 'dcoll_{name}: give both {names}, ' // &",
+                f"            f_err = 'dcoll_{name}: give both {names}, ' "
+                "// &",
                 "                    'or neither'",
                 '            f_err_on = .true.',
                 '            st = DCOLL_ERR_INVALID_ARGUMENT']
