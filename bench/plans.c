@@ -57,7 +57,7 @@ static int world_of(struct perf_ctx *c, int grank)
 
 /* Whether MPI's persistent form of k gives right results here. MPICH
  * 4.0.2's gather, scatter and all_gather do not (see
- * mpi_layer/collectives.c): their column stays empty. */
+ * mpi_layer/rows.c): their column stays empty. */
 static bool raw_persists(const struct perf_coll *k)
 {
     (void)k;

@@ -348,7 +348,7 @@ const char *dcoll_mpi_plan_rule(void);
 const char *dcoll_mpi_tuning_text(void);
 
 /* DCOLL_PLAN_CALLS (lib/diag/config.c): what a plan's starts call on the
- * MPI path. auto: the faster for this MPI (mpi_layer/collectives.c);
+ * MPI path. auto: the faster for this MPI (mpi_layer/plan.c);
  * persistent: MPI's persistent requests wherever it has them; plain: the
  * blocking and nonblocking calls. The same on every rank. */
 enum dcoll_plan_calls { DCOLL_PLAN_CALLS_AUTO, DCOLL_PLAN_CALLS_PERSISTENT,
