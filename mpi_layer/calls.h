@@ -119,28 +119,17 @@ static inline int dcoll_mpi_requests(const struct dcoll_mpi_row *row,
     return row->requests == DCOLL_MPI_REQ_CHUNKS ? n : n * g->size;
 }
 
-/* vector.c: each vector kind's post. */
-int dcoll_mpi_post_allgatherv(struct dcoll_mpi_post *p,
-                              const struct dcoll_group *g,
-                              const struct dcoll_coll *c, MPI_Comm comm,
-                              MPI_Status *status, const char **call);
-int dcoll_mpi_post_gatherv(struct dcoll_mpi_post *p,
-                           const struct dcoll_group *g,
-                           const struct dcoll_coll *c, MPI_Comm comm,
-                           MPI_Status *status, const char **call);
-int dcoll_mpi_post_scatterv(struct dcoll_mpi_post *p,
-                            const struct dcoll_group *g,
-                            const struct dcoll_coll *c, MPI_Comm comm,
-                            MPI_Status *status, const char **call);
-int dcoll_mpi_post_alltoallv(struct dcoll_mpi_post *p,
-                             const struct dcoll_group *g,
-                             const struct dcoll_coll *c, MPI_Comm comm,
-                             MPI_Status *status, const char **call);
-int dcoll_mpi_post_reduce_scatterv(struct dcoll_mpi_post *p,
-                                   const struct dcoll_group *g,
-                                   const struct dcoll_coll *c,
-                                   MPI_Comm comm, MPI_Status *status,
-                                   const char **call);
+/* vector.c: each vector kind's post, as a row's post. */
+#define DCOLL_MPI_VEC_POST(name)                                            \
+    int dcoll_mpi_post_##name(struct dcoll_mpi_post *p,                    \
+                              const struct dcoll_group *g,                 \
+                              const struct dcoll_coll *c, MPI_Comm comm,   \
+                              MPI_Status *status, const char **call)
+DCOLL_MPI_VEC_POST(allgatherv);
+DCOLL_MPI_VEC_POST(gatherv);
+DCOLL_MPI_VEC_POST(scatterv);
+DCOLL_MPI_VEC_POST(alltoallv);
+DCOLL_MPI_VEC_POST(reduce_scatterv);
 /* n counts and displacements (packed where displs is NULL) as ints, into
  * cnt and dsp. */
 void dcoll_mpi_ints(const int64_t *counts, const int64_t *displs, int n,

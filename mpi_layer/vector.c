@@ -71,13 +71,7 @@ static int vec_end(struct vec *x, struct dcoll_mpi_post *p, int rc)
     return rc;
 }
 
-#define VEC_POST(name)                                                      \
-    int dcoll_mpi_post_##name(struct dcoll_mpi_post *p,                    \
-                              const struct dcoll_group *g,                 \
-                              const struct dcoll_coll *c, MPI_Comm comm,   \
-                              MPI_Status *status, const char **call)
-
-VEC_POST(allgatherv)
+DCOLL_MPI_VEC_POST(allgatherv)
 {
     struct vec x;
     (void)status;
@@ -102,7 +96,7 @@ VEC_POST(allgatherv)
     return vec_end(&x, p, rc);
 }
 
-VEC_POST(gatherv)
+DCOLL_MPI_VEC_POST(gatherv)
 {
     struct vec x;
     (void)status;
@@ -119,7 +113,7 @@ VEC_POST(gatherv)
     return vec_end(&x, p, rc);
 }
 
-VEC_POST(scatterv)
+DCOLL_MPI_VEC_POST(scatterv)
 {
     struct vec x;
     (void)status;
@@ -138,7 +132,7 @@ VEC_POST(scatterv)
     return vec_end(&x, p, rc);
 }
 
-VEC_POST(alltoallv)
+DCOLL_MPI_VEC_POST(alltoallv)
 {
     struct vec x;
     (void)status;
@@ -157,7 +151,7 @@ VEC_POST(alltoallv)
     return vec_end(&x, p, rc);
 }
 
-VEC_POST(reduce_scatterv)
+DCOLL_MPI_VEC_POST(reduce_scatterv)
 {
     struct vec x;
     (void)status;

@@ -43,6 +43,9 @@ dcoll_status_t dcoll_call_failed(struct dcoll_group *g, struct dcoll_coll *c,
                                  struct dcoll_flight_entry *e, int form,
                                  bool profile, dcoll_status_t st);
 
+/* Begin c on g: made is the plan's own recorder entry to copy (NULL: a
+ * new one from c). Returns a refusal by DCOLL_DEBUG's checks (checked),
+ * the call then not made and its entry ended. */
 static inline __attribute__((always_inline)) dcoll_status_t
 dcoll_call_begin(struct dcoll_group *g, struct dcoll_coll *c,
                  struct dcoll_call *k, const struct dcoll_call_how how,
@@ -96,6 +99,8 @@ dcoll_call_begin(struct dcoll_group *g, struct dcoll_coll *c,
     return DCOLL_SUCCESS;
 }
 
+/* End c with the transport's status st (and k->out): the group's
+ * verdict, the entry ended or handed to *work (async), the profile. */
 static inline __attribute__((always_inline)) dcoll_status_t
 dcoll_call_end(struct dcoll_group *g, struct dcoll_coll *c,
                struct dcoll_call *k, const struct dcoll_call_how how,
