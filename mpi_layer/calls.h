@@ -141,14 +141,38 @@ dcoll_status_t dcoll_mpi_post(struct dcoll_group *g,
                               const struct dcoll_coll *c,
                               struct dcoll_mpi_post *p, MPI_Status *status,
                               const char **callp);
-static inline bool dcoll_mpi_has_after(const struct dcoll_coll *c)
+/* Whether c (of row) has an after-step: AVG's division, a block to move. */
+static inline bool dcoll_mpi_has_after(const struct dcoll_mpi_row *row,
+                                       const struct dcoll_coll *c)
 {
-    return c->op == DCOLL_AVG || dcoll_mpi_rows[c->kind].moves;
+    return c->op == DCOLL_AVG || row->moves;
 }
 void dcoll_mpi_plan_after(struct dcoll_mpi_work *w,
                           const struct dcoll_group *g,
                           const struct dcoll_coll *c);
 void dcoll_mpi_run_after(struct dcoll_mpi_work *w);
+/* w's after-step for c: plan_after's where c has one, else none (inline
+ * for the async path, which mostly has none). */
+static inline void dcoll_mpi_after_of(struct dcoll_mpi_work *w,
+                                      const struct dcoll_group *g,
+                                      const struct dcoll_coll *c,
+                                      const struct dcoll_mpi_row *row)
+{
+    if (dcoll_mpi_has_after(row, c)) {
+        dcoll_mpi_plan_after(w, g, c);
+    } else {
+        w->avg_buf = NULL;
+        w->move_bytes = 0;
+    }
+}
+/* Whether c moves nothing on any rank: a count of 0 for a kind whose
+ * count is every rank's (not a vector kind's own part, nor a peer call,
+ * which MPI still matches), and not a barrier. */
+static inline bool dcoll_mpi_moves_nothing(const struct dcoll_coll *c)
+{
+    return c->count == 0 && c->kind != DCOLL_COLL_BARRIER &&
+           !dcoll_kind_has(c->kind, DCOLL_KF_VEC | DCOLL_KF_PEER);
+}
 dcoll_status_t dcoll_mpi_coll(struct dcoll_group *g,
                               const struct dcoll_coll *c,
                               struct dcoll_work **work,

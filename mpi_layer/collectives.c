@@ -12,15 +12,6 @@
 #include <string.h>
 #include "calls.h"
 
-/* A kind without a row: declined, for the route to say so (or hand it
- * on); never run as another kind's call. */
-static __attribute__((noinline, cold)) dcoll_status_t
-no_row(const struct dcoll_coll *c)
-{
-    (void)c;
-    return DCOLL_DECLINED;
-}
-
 /* Post c by its row, with the checks and clean up around it; inlined in
  * this file's paths, out of line for plans (dcoll_mpi_post). */
 static inline __attribute__((always_inline)) dcoll_status_t
@@ -112,7 +103,7 @@ static void blocking_done(const struct dcoll_group *g,
 {
     if (c->kind == DCOLL_COLL_RECV)
         *source = status->MPI_SOURCE;
-    if (dcoll_mpi_has_after(c)) {
+    if (dcoll_mpi_has_after(&dcoll_mpi_rows[c->kind], c)) {
         struct dcoll_mpi_work after;
         dcoll_mpi_plan_after(&after, g, c);
         if (!mpi_layout)
@@ -128,10 +119,8 @@ static dcoll_status_t run_watched(struct dcoll_group *g,
 {
     struct dcoll_mpi_work w;
     const struct dcoll_mpi_row *row = &dcoll_mpi_rows[c->kind];
-    /* Nothing to move: MPI's blocking calls return at once too. A vector
-     * kind's count is this rank's part alone: the others' still move. */
-    if (c->count == 0 && c->kind != DCOLL_COLL_BARRIER &&
-        !dcoll_kind_has(c->kind, DCOLL_KF_PEER | DCOLL_KF_VEC))
+    /* MPI's blocking calls return at once too. */
+    if (dcoll_mpi_moves_nothing(c))
         return DCOLL_SUCCESS;
     if (dcoll_mpi_small_fits(g, c)) {
         struct dcoll_watch wt = dcoll_mpi_watch_of(
@@ -219,12 +208,7 @@ static dcoll_status_t post_work(struct dcoll_group *g,
         return st;
     }
     w->nreq = p.used;
-    if (c->op == DCOLL_AVG || row->moves) {
-        dcoll_mpi_plan_after(w, g, c);
-    } else {
-        w->avg_buf = NULL;
-        w->move_bytes = 0;
-    }
+    dcoll_mpi_after_of(w, g, c, row);
     dcoll_work_init(&w->base, g, &dcoll_mpi_backend);
     w->base.is_recv = c->kind == DCOLL_COLL_RECV;
     *work = &w->base;
@@ -237,8 +221,10 @@ dcoll_status_t dcoll_mpi_coll(struct dcoll_group *g,
                               struct dcoll_outcome *out)
 {
     const struct dcoll_mpi_row *row = &dcoll_mpi_rows[c->kind];
+    /* A kind without a row: declined, for the route to say so; never run
+     * as another kind's call. */
     if (DCOLL_UNLIKELY(!row->post))
-        return no_row(c);
+        return DCOLL_DECLINED;
     if (work)
         return post_work(g, c, row, work);
     if (g->timeout > 0 && g->recoverable)
@@ -262,8 +248,8 @@ dcoll_status_t dcoll_mpi_coll(struct dcoll_group *g,
     return st;
 }
 
-/* Whether the transport has a row for kind (the transport-table test and
- * dcoll-info ask). */
+/* Whether the transport has a row for kind (the transport-table test
+ * asks; the host path reads the row itself). */
 static bool mpi_runs(enum dcoll_coll_kind kind)
 {
     return (unsigned)kind < DCOLL_COLL_KIND_COUNT_ &&

@@ -175,10 +175,8 @@ dcoll_status_t dcoll_mpi_plan_make(struct dcoll_group *g,
      * (run_trial). */
     bool both = dcoll_plan_calls == DCOLL_PLAN_CALLS_AUTO &&
                 !dcoll_kind_has(c->kind, DCOLL_KF_PEER) && can_persist(c);
-    /* Nothing to move: the general path returns at once, as MPI's
-     * blocking calls do. */
-    if (c->count == 0 && c->kind != DCOLL_COLL_BARRIER &&
-        !dcoll_kind_has(c->kind, DCOLL_KF_VEC | DCOLL_KF_PEER))
+    /* The general path returns at once, as MPI's blocking calls do. */
+    if (dcoll_mpi_moves_nothing(c))
         return DCOLL_SUCCESS;
     struct mpi_plan *p = calloc(1, sizeof(*p));
     if (!p)
@@ -217,12 +215,7 @@ dcoll_status_t dcoll_mpi_plan_make(struct dcoll_group *g,
         dcoll_mpi_plan_free(p);
         return st;
     }
-    if (dcoll_mpi_has_after(c)) {
-        dcoll_mpi_plan_after(&p->w, g, c);
-    } else {
-        p->w.avg_buf = NULL;
-        p->w.move_bytes = 0;
-    }
+    dcoll_mpi_after_of(&p->w, g, c, row);
     p->blocking = blocking;
     p->async = async;
     /* Blocking starts make the blocking call from arguments found now,

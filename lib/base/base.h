@@ -210,6 +210,13 @@ static inline bool dcoll_kind_has(int kind, unsigned flag)
 {
     return (dcoll_kinds[kind].flags & flag) != 0;
 }
+/* A kind, and of one buffer layout per rank (no counts per rank): what a
+ * program's backend and the staged path take. */
+static inline bool dcoll_kind_one_layout(int kind)
+{
+    return (unsigned)kind < DCOLL_COLL_KIND_COUNT_ &&
+           !dcoll_kind_has(kind, DCOLL_KF_VEC);
+}
 /* Bytes a span covers for count-byte blocks in a group of size. */
 static inline size_t dcoll_span_bytes(unsigned span, size_t block, int size)
 {

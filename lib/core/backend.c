@@ -4,7 +4,6 @@
  * unknown name, are errors. */
 #include <ctype.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -68,8 +67,7 @@ _Static_assert((int)DCOLL_COLL_RECV == (int)DCOLL_KIND_RECV &&
  * vector kinds. */
 static bool user_runs(enum dcoll_coll_kind kind)
 {
-    return (unsigned)kind < DCOLL_COLL_KIND_COUNT_ &&
-           !dcoll_kind_has(kind, DCOLL_KF_VEC);
+    return dcoll_kind_one_layout(kind);
 }
 
 static dcoll_status_t user_coll(struct dcoll_group *g,
@@ -255,15 +253,11 @@ dcoll_status_t dcoll_backend_lookup(const char *name,
             e = &reg[i];
     pthread_mutex_unlock(&reg_lock);
     if (!e) {
-        char known[128] = "auto";
-        const struct dcoll_backend *be;
-        for (int i = 0; (be = dcoll_route_transport(i)); i++)
-            if (be->status)
-                snprintf(known + strlen(known), sizeof(known) - strlen(known),
-                         ", %s", be->name);
+        char known[128];
+        dcoll_route_names(known, sizeof(known));
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                           "invalid backend '%.64s' (built in: %s; others "
-                           "must be registered first)", name, known);
+                           "invalid backend '%.64s' (built in: auto, %s; "
+                           "others must be registered first)", name, known);
     }
     *out = e;
     return DCOLL_SUCCESS;

@@ -1,7 +1,5 @@
-/* The public questions about GPUs and backends, answered from what the
- * GPU layer's loader found. */
-#include <stdio.h>
-#include <string.h>
+/* The public questions about GPUs and backends, answered from the
+ * transports' tables and what the GPU layer's loader found. */
 #include "core.h"
 #include "route.h"
 
@@ -35,11 +33,8 @@ dcoll_status_t dcoll_backend_status(const char *name, int *available,
             *text = why;
         return DCOLL_SUCCESS;
     }
-    char known[128] = "";
-    for (int i = 0; (be = dcoll_route_transport(i)); i++)
-        if (be->status)
-            snprintf(known + strlen(known), sizeof(known) - strlen(known),
-                     "%s%s", known[0] ? ", " : "", be->name);
+    char known[128];
+    dcoll_route_names(known, sizeof(known));
     return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                        "dcoll_backend_status: unknown backend '%s' (known: "
                        "%s)", name, known);

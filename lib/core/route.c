@@ -19,6 +19,7 @@
  *   multi-buffer on a clique   NCCL (core/multi.c asked for the clique)
  *
  * Where none in line is left, the call is refused, naming the kind. */
+#include <stdio.h>
 #include <strings.h>
 #include "core.h"
 #include "kinds.h"
@@ -173,6 +174,16 @@ const struct dcoll_backend *dcoll_route_named(const char *name)
         if (transports[i]->status && !strcasecmp(transports[i]->name, name))
             return transports[i];
     return NULL;
+}
+
+void dcoll_route_names(char *buf, size_t cap)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < DCOLL_TL_COUNT_ && at < cap; i++)
+        if (transports[i]->status)
+            at += (size_t)snprintf(buf + at, cap - at, "%s%s",
+                                   at ? ", " : "", transports[i]->name);
 }
 
 const struct dcoll_backend *dcoll_route_transport(int i)

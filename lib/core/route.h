@@ -53,6 +53,8 @@ void dcoll_route_group_free(struct dcoll_group *g);
 /* The transport a program names (one with a status: "mpi", "nccl"),
  * case-insensitively; NULL: none. */
 const struct dcoll_backend *dcoll_route_named(const char *name);
+/* Their names, comma-separated, into buf (for refusals that list them). */
+void dcoll_route_names(char *buf, size_t cap);
 /* The i-th transport of enum dcoll_tl; NULL past the last. */
 const struct dcoll_backend *dcoll_route_transport(int i);
 /* A call that every transport in line for it declined (no row for its

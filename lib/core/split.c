@@ -86,15 +86,8 @@ dcoll_status_t dcoll_split_group(dcoll_group_t **out, dcoll_group_t *parent,
     }
     int id = dcoll_groups_made = made + 1;
 
-    if (color < 0) {
-        free(all);
-        free(m);
-        free(ranks);
-        return dcoll_group_make(p, color, key, -1, 0, NULL, id, &o, fn,
-                                out);
-    }
     for (int r = 0, k = 0; r < p->size; r++)
-        if (all[r].color == color)
+        if (color >= 0 && all[r].color == color)
             m[k++] = (struct member){all[r].key, r};
     free(all);
     qsort(m, (size_t)n, sizeof(*m), by_key);

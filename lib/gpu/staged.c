@@ -327,8 +327,7 @@ static dcoll_status_t staged_run(struct dcoll_group *g,
  * staged yet). */
 static bool staged_runs(enum dcoll_coll_kind kind)
 {
-    return (unsigned)kind < DCOLL_COLL_KIND_COUNT_ &&
-           !dcoll_kind_has(kind, DCOLL_KF_VEC);
+    return dcoll_kind_one_layout(kind);
 }
 
 /* Its works are the host table's, which calls finish_staged at the end;
