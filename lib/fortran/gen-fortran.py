@@ -112,9 +112,31 @@ FACTS = {
 BY_HAND = {'all_reduce_coalesced', 'all_gather_coalesced'}
 
 
+def base_of(name):
+    """The collective a plan (NAME_plan) makes; the name itself else."""
+    return name[:-len('_plan')] if name.endswith('_plan') else name
+
+
 def facts(name):
-    return FACTS.get(name[:-len('_plan')] if name.endswith('_plan')
-                     else name, {})
+    return FACTS.get(base_of(name), {})
+
+
+# Every function of dcoll_status_t a header declares, as (name, its
+# parameters as (C type, name) pairs); "void" is no parameter.
+API = re.compile(r'DCOLL_API\s+dcoll_status_t\s+dcoll_(\w+)\s*\(([^)]*)\)')
+
+
+def declared(text):
+    for m in API.finditer(text):
+        typed = []
+        for part in (q.strip() for q in m.group(2).split(',')):
+            if part == 'void':
+                continue
+            pm = re.fullmatch(r'(.*?[\s*])(\w+)', part)
+            ctype = re.sub(r'\s+', ' ', pm.group(1)).strip()
+            typed.append((re.sub(r'\s*(\*+)$', r' \1', ctype),
+                          pm.group(2)))
+        yield m.group(1), typed
 
 
 # Each C parameter type, by what it is.
@@ -289,8 +311,8 @@ def module_i8(name, params, proc):
             else:
                 checks += check
         elif p.kind == 'counts' and p.ranks:
-            check = (f"if (.not. long_enough({p.group_name}, {p.name}, fn, "
-                     f"'{p.name}')) return")
+            check = (f"if (.not. long_enough({params[0].name}, {p.name}, "
+                     f"fn, '{p.name}')) return")
             checks += ([f'if (present({p.name})) then', '    ' + check,
                         'end if'] if p.packed else [check])
         elif p.kind == 'length' and len(p.length_of) > 1:
@@ -376,22 +398,12 @@ i4_code = [HEAD, '! Each takes default-kind counts and forwards to the '
            '8-byte form.']
 generated = set()
 text = read('collectives.h') + read('plan.h')
-for m in re.finditer(r'DCOLL_API\s+dcoll_status_t\s+dcoll_(\w+)\s*\(([^)]*)\)',
-                     text):
-    name, raw_params = m.group(1), m.group(2)
-    params = []
-    for part in (q.strip() for q in raw_params.split(',')):
-        pm = re.fullmatch(r'(.*?[\s*])(\w+)', part)
-        ctype = re.sub(r'\s+', ' ', pm.group(1)).strip()
-        ctype = re.sub(r'\s*(\*+)$', r' \1', ctype)
-        params.append(Param(ctype, pm.group(2), name))
-    base = name[:-len('_plan')] if name.endswith('_plan') else name
+for name, typed in declared(text):
+    params = [Param(ctype, n, name) for ctype, n in typed]
     # A collective: a group first, and every parameter of a known kind.
-    if (base in BY_HAND or params[0].kind != 'group' or
+    if (base_of(name) in BY_HAND or params[0].kind != 'group' or
             any(p.kind is None for p in params)):
         continue
-    for p in params:
-        p.group_name = params[0].name
     generated.add(f'dcoll_{name}')
     bind_code += bind_c(name, params)
     if not any(p.kind in ('count', 'counts') for p in params):
@@ -449,18 +461,9 @@ def query(name, typed):
 
 
 for hdr in ('init.h', 'group.h', 'work.h', 'plan.h'):
-    for m in re.finditer(r'DCOLL_API\s+dcoll_status_t\s+dcoll_(\w+)\s*'
-                         r'\(([^)]*)\)', read(hdr)):
-        name = m.group(1)
+    for name, typed in declared(read(hdr)):
         if name not in QUERIES:
             continue
-        typed = []
-        for part in (q.strip() for q in m.group(2).split(',')):
-            if part == 'void':
-                continue
-            pm = re.fullmatch(r'(.*?[\s*])(\w+)', part)
-            ctype = re.sub(r'\s+', ' ', pm.group(1)).strip()
-            typed.append((re.sub(r'\s*(\*+)$', r' \1', ctype), pm.group(2)))
         bind, mod = query(name, typed)
         bind_code += bind
         i8_code += mod
