@@ -1,8 +1,10 @@
 /* The plugin's NCCL half: communicators made nonblocking and watched, so
  * that a dead peer ends in a timeout rather than a hang, and collectives
  * enqueued on the caller's stream. */
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,12 +26,56 @@
 struct comm {
     ncclComm_t nc;   /* NULL once aborted */
     int device;
+    double timeout;  /* the group's: how long a finalize may take */
     char why[200];   /* why it was aborted */
-    /* A blocking call's event, kept for the next: making and destroying
-     * one a call cost about 0.3 us of the 1 us dcoll added to an NCCL
-     * call on an H100. A second thread waiting at once makes its own. */
-    _Atomic(cudaEvent_t) spare;
 };
+
+/* A work's completion marker: an event and the device it lives on, so
+ * that whichever thread waits or frees enters that device rather than
+ * making a context on GPU 0 (CUDA: a thread without a context that
+ * calls the runtime gets its current device's, 0 by default). Kept in a
+ * pool: making and destroying an event a call cost about 0.3 us. */
+struct event {
+    cudaEvent_t e;
+    int device;
+    struct event *next;   /* in the pool */
+};
+
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct event *pool;
+static int pooled;
+enum { POOL_MAX = 64 };
+
+/* NCCL's thread rule (usage/threadsafety.rst): operations on
+ * communicators of one device may not be issued from several threads at
+ * once, nor to a parent and its children. One lock for the process's
+ * issues, held for a call or from group_start to group_end (a thread's
+ * nesting counted), never across a wait for peers: uncontended it costs
+ * tens of nanoseconds, and a thread waiting for its collective holds
+ * no one up. */
+static pthread_mutex_t issue_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local int issuing;
+
+static void issue_begin(void)
+{
+    if (issuing++ == 0)
+        pthread_mutex_lock(&issue_lock);
+}
+
+static void issue_end(void)
+{
+    if (--issuing == 0)
+        pthread_mutex_unlock(&issue_lock);
+}
+
+/* One NCCL call under the lock. */
+#define ISSUE(call)                                                          \
+    ({                                                                       \
+        issue_begin();                                                       \
+        ncclResult_t r__ = (call);                                           \
+        issue_end();                                                         \
+        r__;                                                                 \
+    })
 
 static double now(void)
 {
@@ -50,7 +96,7 @@ static int nccl_failed(const char *call, ncclResult_t r)
 static void kill(struct comm *c, const char *why)
 {
     if (c->nc)
-        ncclCommAbort(c->nc);
+        ISSUE(ncclCommAbort(c->nc));
     c->nc = NULL;
     snprintf(c->why, sizeof(c->why), "%s", why);
 }
@@ -129,7 +175,8 @@ int dcoll_nccl_comm(const void *id, int nranks, int rank, int device,
     cfg.blocking = 0;
     ncclUniqueId u;
     memcpy(&u, id, sizeof(u));
-    ncclResult_t r = ncclCommInitRankConfig(&c->nc, nranks, u, rank, &cfg);
+    ncclResult_t r = ISSUE(ncclCommInitRankConfig(&c->nc, nranks, u, rank,
+                                                  &cfg));
     int rc;
     if (r != ncclSuccess && r != ncclInProgress)
         rc = nccl_failed("ncclCommInitRankConfig", r); /* nothing made */
@@ -141,6 +188,7 @@ int dcoll_nccl_comm(const void *id, int nranks, int rank, int device,
         return rc;
     }
     c->device = device;
+    c->timeout = timeout;
     *out = c;
     return 0;
 }
@@ -156,9 +204,12 @@ int dcoll_nccl_comms(const void *id, int nranks, int first, int ndev,
     int old = dcoll_cuda_enter(-1), rc = 0;
     for (int i = 0; i < ndev; i++)
         out[i] = NULL;
+    issue_begin();
     ncclResult_t r = ncclGroupStart();
-    if (r != ncclSuccess)
+    if (r != ncclSuccess) {
+        issue_end();
         return nccl_failed("ncclGroupStart", r);
+    }
     for (int made = 0; made < ndev; made++) {
         /* Each freed on its own (dcoll_nccl_free). */
         struct comm *c = calloc(1, sizeof(*c));
@@ -170,6 +221,7 @@ int dcoll_nccl_comms(const void *id, int nranks, int first, int ndev,
         ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
         cfg.blocking = 0;
         c->device = devices[made];
+        c->timeout = timeout;
         cudaSetDevice(devices[made]);
         r = ncclCommInitRankConfig(&c->nc, nranks, u, first + made, &cfg);
         if (r != ncclSuccess && r != ncclInProgress) {
@@ -178,6 +230,7 @@ int dcoll_nccl_comms(const void *id, int nranks, int first, int ndev,
         }
     }
     ncclResult_t e = ncclGroupEnd();
+    issue_end();
     if (!rc && e != ncclSuccess && e != ncclInProgress)
         rc = nccl_failed("ncclGroupEnd", e);
     for (int i = 0; !rc && i < ndev; i++)
@@ -196,9 +249,14 @@ int dcoll_nccl_comms(const void *id, int nranks, int first, int ndev,
 }
 
 /* A child communicator from parent's (ncclCommSplit, NCCL 2.18 on),
- * sharing its resources (splitShare: nccl.h's config), nonblocking as
- * every communicator here: the parent and the child are settled. Ranks
- * with a negative color take part and get none. */
+ * nonblocking as every communicator here: the parent and the child are
+ * settled. Ranks with a negative color take part and get none. Its
+ * resources are its own (splitShare 0, NCCL's default): a child sharing
+ * them shares its parent's abort flag (NCCL 2.28, init.cc), so that a
+ * sub-group's timeout would stop the world's communicator while dcoll
+ * still took it for ready, and their kernels would run one at a time on
+ * the shared device stream. What a split still saves is the unique id's
+ * rendezvous and a bootstrap of its own. */
 int dcoll_nccl_split(void *parent, int color, int key, double timeout,
                      void **out)
 {
@@ -213,11 +271,11 @@ int dcoll_nccl_split(void *parent, int color, int key, double timeout,
         return dcoll_cuda_fail("dcoll_nccl_split", "no memory");
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
     cfg.blocking = 0;
-    cfg.splitShare = 1;
+    cfg.splitShare = 0;
     int old = dcoll_cuda_enter(p->device), rc;
-    ncclResult_t r = ncclCommSplit(p->nc, color < 0 ? NCCL_SPLIT_NOCOLOR
-                                                    : color,
-                                   key, &c->nc, &cfg);
+    ncclResult_t r = ISSUE(ncclCommSplit(p->nc, color < 0 ? NCCL_SPLIT_NOCOLOR
+                                                          : color,
+                                         key, &c->nc, &cfg));
     if (r != ncclSuccess && r != ncclInProgress) {
         rc = nccl_failed("ncclCommSplit", r);
     } else {
@@ -233,12 +291,15 @@ int dcoll_nccl_split(void *parent, int color, int key, double timeout,
         return rc;
     }
     c->device = p->device;
+    c->timeout = timeout;
     *out = c;
     return 0;
 }
 
+/* The issue lock is held until group_end, which always follows. */
 int dcoll_nccl_group_start(void)
 {
+    issue_begin();
     ncclResult_t r = ncclGroupStart();
     return r == ncclSuccess ? 0 : nccl_failed("ncclGroupStart", r);
 }
@@ -248,6 +309,7 @@ int dcoll_nccl_group_start(void)
 int dcoll_nccl_group_end(void *const *comms, int n, double timeout)
 {
     ncclResult_t r = ncclGroupEnd();
+    issue_end();
     if (r != ncclSuccess && r != ncclInProgress)
         return nccl_failed("ncclGroupEnd", r);
     int rc = 0;
@@ -265,16 +327,16 @@ void dcoll_nccl_free(void *comm)
         /* A nonblocking communicator's finalize answers ncclInProgress
          * and settles later (nccl.h, 2.28: ncclCommFinalize "marks
          * communicator state as ncclInProgress"); that is no failure. */
-        ncclResult_t r = ncclCommFinalize(c->nc);
+        /* As long as the group's calls may take, not a fixed minute: a
+         * rank that died or frees its groups in another order would
+         * hold each free that long. */
+        ncclResult_t r = ISSUE(ncclCommFinalize(c->nc));
         if ((r == ncclSuccess || r == ncclInProgress) &&
-            settle(c, 60, "ncclCommFinalize") == 0)
-            ncclCommDestroy(c->nc);
+            settle(c, c->timeout, "ncclCommFinalize") == 0)
+            ISSUE(ncclCommDestroy(c->nc));
         else
             kill(c, "ncclCommFinalize");   /* settle may have already */
     }
-    cudaEvent_t e = atomic_exchange(&c->spare, NULL);
-    if (e)
-        cudaEventDestroy(e);
     free(c);
 }
 
@@ -296,14 +358,16 @@ static const size_t sizes[DCOLL_DTYPE_COUNT_] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8,
                                                   1, 4, 8, 16, 8, 16, 8,
                                                   8, 16};
 
-/* Enqueue; a nonblocking communicator may answer ncclInProgress. */
-#define ENQ(call)                                                            \
+/* Enqueue; a nonblocking communicator may answer ncclInProgress, which
+ * is settled outside the issue lock. */
+#define ENQ(call) ENQ_R(ISSUE(call), #call)
+#define ENQ_R(result, name)                                                  \
     do {                                                                     \
-        ncclResult_t r_ = (call);                                            \
-        if (r_ == ncclInProgress)                                            \
-            rc = settle(c, timeout, #call);                                  \
-        else if (r_ != ncclSuccess)                                          \
-            rc = nccl_failed(#call, r_);                                     \
+        ncclResult_t r_ = (result);                                          \
+        if (r_ == ncclInProgress && !issuing)                                \
+            rc = settle(c, timeout, name);                                   \
+        else if (r_ != ncclSuccess && r_ != ncclInProgress)                  \
+            rc = nccl_failed(name, r_);                                      \
     } while (0)
 
 static bool reduces(int kind)
@@ -369,6 +433,7 @@ static int by_peer(struct comm *c, const dcoll_plugin_call_t *k, int rank,
             out = (char *)in + (size_t)k->root * b;
         ENQ(ncclScatter(in, out, n, t, k->root, c->nc, s));
     } else {
+        issue_begin();   /* until the group's end */
         ENQ(ncclGroupStart());
         for (int p = 0; p < size && !rc; p++) {
             bool skip = p == rank && own;
@@ -389,7 +454,9 @@ static int by_peer(struct comm *c, const dcoll_plugin_call_t *k, int rank,
         }
         int rc2 = rc;
         rc = 0;
-        ENQ(ncclGroupEnd());
+        ncclResult_t end = ncclGroupEnd();
+        issue_end();
+        ENQ_R(end, "ncclGroupEnd");
         if (rc2)
             rc = rc2;
     }
@@ -443,111 +510,251 @@ int dcoll_nccl_coll(void *comm, const dcoll_plugin_call_t *k, int rank,
     return rc;
 }
 
-/* Records *ev (made if NULL) on stream, to mark the end of the calls
- * queued there; *waits is 0 where stream is being captured into a CUDA
- * graph and nothing was recorded: the calls are then the graph's, run at
- * each launch of it, and there is nothing to wait for now (a query of an
- * event of the capture would end the capture). The work or the blocking
- * call is done as far as dcoll can see; the program synchronises with
- * its graph's launches, as for any captured work. */
-static int record(struct comm *c, void *stream, cudaEvent_t *ev, int *waits)
+/* Whether stream is being captured into a CUDA graph. Then nothing is
+ * recorded or waited for: the calls are the graph's, run at each launch
+ * of it, and a query of the capture would end it. The work or the
+ * blocking call is done as far as dcoll can see; the program
+ * synchronises with its graph's launches, as for any captured work. */
+static int capturing(void *stream, bool *yes)
 {
-    *waits = 0;
-    if (!c->nc)
-        return gone(c, "cudaEventRecord");
-    int old = dcoll_cuda_enter(c->device);
     enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     cudaError_t r = cudaStreamIsCapturing((cudaStream_t)stream, &cs);
     if (r == cudaSuccess && cs == cudaStreamCaptureStatusInvalidated)
         r = cudaErrorStreamCaptureInvalidated;
-    if (r == cudaSuccess && cs == cudaStreamCaptureStatusNone) {
-        if (!*ev)
-            r = cudaEventCreateWithFlags(ev, cudaEventDisableTiming);
-        if (r == cudaSuccess)
-            r = cudaEventRecord(*ev, (cudaStream_t)stream);
-        *waits = r == cudaSuccess;
+    *yes = cs == cudaStreamCaptureStatusActive;
+    return r == cudaSuccess ? 0 : dcoll_cuda_fail("cudaStreamIsCapturing",
+                                                  cudaGetErrorString(r));
+}
+
+/* An event of device's from the pool, or a new one; the caller has
+ * entered device. */
+static struct event *event_take(int device)
+{
+    pthread_mutex_lock(&pool_lock);
+    struct event **pp = &pool;
+    while (*pp && (*pp)->device != device)
+        pp = &(*pp)->next;
+    struct event *ev = *pp;
+    if (ev) {
+        *pp = ev->next;
+        pooled--;
     }
-    dcoll_cuda_leave(old, c->device);
-    if (r != cudaSuccess)
-        return dcoll_cuda_fail("cudaEventRecord", cudaGetErrorString(r));
-    return 0;
+    pthread_mutex_unlock(&pool_lock);
+    if (ev)
+        return ev;
+    if (!(ev = calloc(1, sizeof(*ev)))) {
+        dcoll_cuda_fail("an event for the work", "no memory");
+        return NULL;
+    }
+    ev->device = device;
+    cudaError_t r = cudaEventCreateWithFlags(&ev->e, cudaEventDisableTiming);
+    if (r != cudaSuccess) {
+        free(ev);
+        dcoll_cuda_fail("cudaEventCreateWithFlags", cudaGetErrorString(r));
+        return NULL;
+    }
+    return ev;
+}
+
+/* Back to the pool, or destroyed past its size; the caller has entered
+ * ev->device. */
+static void event_give(struct event *ev)
+{
+    pthread_mutex_lock(&pool_lock);
+    if (pooled < POOL_MAX) {
+        ev->next = pool;
+        pool = ev;
+        pooled++;
+        ev = NULL;
+    }
+    pthread_mutex_unlock(&pool_lock);
+    if (ev) {
+        cudaEventDestroy(ev->e);
+        free(ev);
+    }
 }
 
 int dcoll_nccl_event_record(void *comm, void *stream, void **event)
 {
-    cudaEvent_t e = NULL;
-    int waits = 0, rc = record(comm, stream, &e, &waits);
-    if (rc && e)
-        cudaEventDestroy(e);
-    if (!rc)
-        *event = waits ? e : NULL;
+    struct comm *c = comm;
+    *event = NULL;
+    if (!c->nc)
+        return gone(c, "cudaEventRecord");
+    bool cap = false;
+    int old = dcoll_cuda_enter(c->device);
+    int rc = capturing(stream, &cap);
+    if (!rc && !cap) {
+        struct event *ev = event_take(c->device);
+        cudaError_t r = ev ? cudaEventRecord(ev->e, (cudaStream_t)stream)
+                           : cudaSuccess;
+        if (!ev) {
+            rc = -1;
+        } else if (r != cudaSuccess) {
+            event_give(ev);
+            rc = dcoll_cuda_fail("cudaEventRecord", cudaGetErrorString(r));
+        } else {
+            *event = ev;
+        }
+    }
+    dcoll_cuda_leave(old, c->device);
     return rc;
+}
+
+/* NCCL's asynchronous error: after one the work may never end, so the
+ * communicator is aborted and the error said. */
+static int async_error(struct comm *c)
+{
+    ncclResult_t st;
+    if (!c->nc)
+        return gone(c, "waiting for NCCL");
+    if (ncclCommGetAsyncError(c->nc, &st) != ncclSuccess ||
+        st == ncclSuccess || st == ncclInProgress)
+        return 0;
+    char why[200];
+    snprintf(why, sizeof(why), "NCCL reported an asynchronous error (%s)",
+             ncclGetErrorString(st));
+    kill(c, why);
+    return nccl_failed("NCCL (asynchronous error); the communicator was "
+                       "aborted", st);
+}
+
+int dcoll_nccl_check(void *comm)
+{
+    struct comm *c = comm;
+    int old = dcoll_cuda_enter(c->device);
+    int rc = async_error(c);
+    dcoll_cuda_leave(old, c->device);
+    return rc;
+}
+
+/* Queries and waits in relaxed capture mode: in CUDA's default (global)
+ * mode they are unsafe calls, which fail and invalidate a graph capture
+ * that another thread of the program has under way (pytorch hit it with
+ * its watchdog's queries). Swapped in and back out around each. */
+static enum cudaStreamCaptureMode relax(void)
+{
+    enum cudaStreamCaptureMode m = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&m);
+    return m;
+}
+
+static void unrelax(enum cudaStreamCaptureMode m)
+{
+    cudaThreadExchangeStreamCaptureMode(&m);
+}
+
+/* 1 done, 0 not yet, -1 failed: an event, or everything on a stream. */
+static int event_done(void *ev)
+{
+    enum cudaStreamCaptureMode m = relax();
+    cudaError_t r = cudaEventQuery(((struct event *)ev)->e);
+    unrelax(m);
+    if (r == cudaSuccess || r == cudaErrorNotReady)
+        return r == cudaSuccess;
+    return dcoll_cuda_fail("cudaEventQuery", cudaGetErrorString(r));
+}
+
+static int stream_done(void *stream)
+{
+    enum cudaStreamCaptureMode m = relax();
+    cudaError_t r = cudaStreamQuery((cudaStream_t)stream);
+    unrelax(m);
+    if (r == cudaSuccess || r == cudaErrorNotReady)
+        return r == cudaSuccess;
+    return dcoll_cuda_fail("cudaStreamQuery", cudaGetErrorString(r));
+}
+
+/* Until done(arg): a spin first, as cudaStreamSynchronize's own, then a
+ * yield a turn after 50 us, then 20-us sleeps after 5 ms, so that a
+ * long wait leaves the core to NCCL's proxy thread. The clock and NCCL's
+ * asynchronous error are read every 64 turns, not every turn; past the
+ * deadline the communicator is aborted (-2). The caller has entered the
+ * device. */
+static int wait_for(struct comm *c, int (*done)(void *), void *arg,
+                    double timeout)
+{
+    double start = now(), end = start + timeout;
+    int pace = 0;   /* 0 spin, 1 yield, 2 sleep */
+    for (unsigned turn = 1;; turn++) {
+        int d = done(arg);
+        if (d)
+            return d > 0 ? 0 : -1;
+        if (turn % 64 == 0) {
+            int rc = async_error(c);
+            if (rc)
+                return rc;
+            double t = now();
+            if (t > end) {
+                char why[200];
+                snprintf(why, sizeof(why), "a wait that timed out after "
+                         "%g s", timeout);
+                kill(c, why);
+                dcoll_cuda_fail("waiting for NCCL", "timed out; the "
+                                "communicator was aborted");
+                return -2;
+            }
+            pace = t - start > 5e-3 ? 2 : t - start > 5e-5 ? 1 : 0;
+        }
+        if (pace == 1)
+            sched_yield();
+        else if (pace == 2)
+            nanosleep(&(struct timespec){0, 20000}, NULL);
+    }
 }
 
 int dcoll_nccl_event_poll(void *comm, void *event, int *done)
 {
     struct comm *c = comm;
+    struct event *ev = event;
     *done = 0;
-    if (!c->nc)
-        return gone(c, "waiting for NCCL");
-    /* An error first: after one, the work may never end. */
-    ncclResult_t st;
-    if (ncclCommGetAsyncError(c->nc, &st) == ncclSuccess &&
-        st != ncclSuccess && st != ncclInProgress) {
-        char why[200];
-        snprintf(why, sizeof(why), "NCCL reported an asynchronous error "
-                 "(%s)", ncclGetErrorString(st));
-        kill(c, why);
-        return nccl_failed("NCCL (asynchronous error); the communicator "
-                           "was aborted", st);
+    int old = dcoll_cuda_enter(c->device);
+    int rc = async_error(c);
+    if (!rc && ev) {
+        int d = event_done(ev);
+        rc = d < 0 ? -1 : 0;
+        *done = d > 0;
+    } else if (!rc) {
+        *done = 1;   /* captured: nothing to wait for */
     }
-    if (!event) {   /* captured: nothing to wait for */
-        *done = 1;
-        return 0;
-    }
-    cudaError_t r = cudaEventQuery((cudaEvent_t)event);
-    *done = r == cudaSuccess;
-    if (r != cudaSuccess && r != cudaErrorNotReady)
-        return dcoll_cuda_fail("cudaEventQuery", cudaGetErrorString(r));
-    return 0;
+    dcoll_cuda_leave(old, c->device);
+    return rc;
 }
 
 void dcoll_nccl_event_free(void *event)
 {
-    if (event)
-        cudaEventDestroy((cudaEvent_t)event);
+    struct event *ev = event;
+    if (!ev)
+        return;
+    int old = dcoll_cuda_enter(ev->device);
+    event_give(ev);
+    dcoll_cuda_leave(old, ev->device);
 }
 
 int dcoll_nccl_event_wait(void *comm, void *event, double timeout)
 {
-    int rc = 0, done = 0;
-    double end = now() + timeout;
-    while (!rc && !done) {
-        rc = dcoll_nccl_event_poll(comm, event, &done);
-        if (!rc && !done && now() > end) {
-            char why[200];
-            snprintf(why, sizeof(why), "a wait that timed out after %g s",
-                     timeout);
-            kill(comm, why);
-            dcoll_cuda_fail("waiting for NCCL", "timed out; the "
-                            "communicator was aborted");
-            rc = -2;
-        }
-        if (!rc && !done)
-            sched_yield();
-    }
+    struct comm *c = comm;
+    if (!c->nc)
+        return gone(c, "waiting for NCCL");
+    if (!event)
+        return async_error(c);
+    int old = dcoll_cuda_enter(c->device);
+    int rc = wait_for(c, event_done, event, timeout);
+    dcoll_cuda_leave(old, c->device);
     return rc;
 }
 
+/* A blocking call's wait: for the call's own stream, as the raw call's
+ * cudaStreamSynchronize would, with no event to record. */
 int dcoll_nccl_wait(void *comm, void *stream, double timeout)
 {
     struct comm *c = comm;
-    cudaEvent_t e = atomic_exchange(&c->spare, NULL);
-    int waits = 0, rc = record(c, stream, &e, &waits);
-    if (!rc)
-        rc = dcoll_nccl_event_wait(comm, waits ? e : NULL, timeout);
-    cudaEvent_t none = NULL;
-    if (e && !atomic_compare_exchange_strong(&c->spare, &none, e))
-        cudaEventDestroy(e);
+    if (!c->nc)
+        return gone(c, "waiting for NCCL");
+    bool cap = false;
+    int old = dcoll_cuda_enter(c->device);
+    int rc = capturing(stream, &cap);
+    if (!rc && !cap)
+        rc = wait_for(c, stream_done, stream, timeout);
+    dcoll_cuda_leave(old, c->device);
     return rc;
 }

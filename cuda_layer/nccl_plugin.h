@@ -34,5 +34,6 @@ int dcoll_nccl_event_record(void *comm, void *stream, void **event);
 int dcoll_nccl_event_poll(void *comm, void *event, int *done);
 int dcoll_nccl_event_wait(void *comm, void *event, double timeout);
 void dcoll_nccl_event_free(void *event);
+int dcoll_nccl_check(void *comm);
 
 #endif

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <cuda_runtime_api.h>
 #ifdef DCOLL_HAVE_HWLOC
 #include <hwloc.h>
@@ -15,7 +16,6 @@
 #endif
 #include "nccl_plugin.h"
 #include "plugin_abi.h"
-#include "select.h"
 
 static void probe(int *ngpus, char *why, size_t whylen)
 {
@@ -148,6 +148,13 @@ static int context_state(void)
 
 int dcoll_cuda_enter(int device)
 {
+    /* The common case first, one thread-local read in cudart: already
+     * there, nothing to change or restore. (A thread without a context
+     * reads 0 here; entering device 0 then lets the call make device 0's
+     * context, the one it needs anyway.) */
+    int cur;
+    if (device >= 0 && cudaGetDevice(&cur) == cudaSuccess && cur == device)
+        return device;
     int old = NO_CONTEXT;
     if (context_state() != 0)   /* unknown: restored as cudart sees it */
         cudaGetDevice(&old);   /* reads the choice; makes no context */
@@ -193,18 +200,50 @@ static int copy(void *dst, const void *src, size_t bytes, int device,
               "cudaMemcpyAsync");
 }
 
+/* In relaxed capture mode, as the NCCL half's waits (nccl.c): another
+ * thread's graph capture survives it. */
+static cudaError_t sync_relaxed(cudaStream_t s)
+{
+    enum cudaStreamCaptureMode m = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&m);
+    cudaError_t e = cudaStreamSynchronize(s);
+    cudaThreadExchangeStreamCaptureMode(&m);
+    return e;
+}
+
 static int sync_stream(int device, void *stream)
 {
-    ON_DEVICE(device, cudaStreamSynchronize((cudaStream_t)stream),
+    ON_DEVICE(device, sync_relaxed((cudaStream_t)stream),
               "cudaStreamSynchronize");
 }
 
-/* Each GPU's NUMA node and this process's, from hwloc; -1 unknown. */
-static int numa_nodes(int n, int *gpu_numa)
+/* A test setting: a list of integers ("0,0,1,1") into out (up to n);
+ * how many were read, 0 where unset. For the doubles, which have GPUs
+ * but no topology to place them in. */
+static int test_list(const char *name, int *out, int n)
 {
-    int mine = -1;
+    const char *e = getenv(name);
+    int k = 0;
+    while (e && *e && k < n) {
+        char *end;
+        out[k++] = (int)strtol(e, &end, 10);
+        e = *end == ',' ? end + 1 : "";
+    }
+    return k;
+}
+
+/* Each GPU's NUMA node and this process's, from hwloc; -1 unknown.
+ * DCOLL_TEST_GPU_NUMA (each GPU's) and DCOLL_TEST_MY_NUMA (each local
+ * rank's) stand in for the machine's in tests. */
+static int numa_nodes(int n, int *gpu_numa, int local_rank)
+{
+    int mine = -1, ranks[256];
     for (int i = 0; i < n; i++)
         gpu_numa[i] = -1;
+    if (test_list("DCOLL_TEST_GPU_NUMA", gpu_numa, n) > 0) {
+        int k = test_list("DCOLL_TEST_MY_NUMA", ranks, 256);
+        return local_rank >= 0 && local_rank < k ? ranks[local_rank] : -1;
+    }
 #ifdef DCOLL_HAVE_HWLOC
     hwloc_topology_t topo;
     if (hwloc_topology_init(&topo))
@@ -235,6 +274,43 @@ static int numa_nodes(int n, int *gpu_numa)
     return mine;
 }
 
+/* The device the program made current, where it made a context; -1. */
+static int current_device(void)
+{
+    int d = -1;
+    if (context_state() == 1 && cudaGetDevice(&d) != cudaSuccess)
+        d = -1;
+    return d;
+}
+
+/* What this process sees, for the core's choice over the node. A GPU is
+ * named by its PCI address, which CUDA_VISIBLE_DEVICES does not change. */
+static int gpu_view(int local_rank, dcoll_gpu_view_t *v)
+{
+    int n = 0;
+    memset(v, 0, sizeof(*v));
+    v->numa = v->current = -1;
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n <= 0)
+        return 0;
+    if (n > DCOLL_VIEW_MAX_GPUS)
+        n = DCOLL_VIEW_MAX_GPUS;
+    for (int i = 0; i < n; i++) {
+        char bus[32] = "";
+        unsigned dom = 0, b = 0, dev = 0, fn = 0;
+        if (cudaDeviceGetPCIBusId(bus, sizeof(bus), i) != cudaSuccess ||
+            sscanf(bus, "%x:%x:%x.%x", &dom, &b, &dev, &fn) != 4)
+            return dcoll_cuda_fail("gpu_view", "a GPU without a PCI address");
+        v->pci[i] = (uint32_t)(dom << 16 | (b & 0xff) << 8 |
+                               (dev & 0x1f) << 3 | (fn & 7));
+    }
+    v->ngpus = n;
+    v->numa = numa_nodes(n, v->gpu_numa, local_rank);
+    v->current = current_device();
+    return 0;
+}
+
+/* Without the node's picture (a core of ABI 8 or older asks this): the
+ * current device, else by local rank, as torch's default. */
 static int select_device(int local_rank, int *device, char *how, size_t len)
 {
     int n = 0;
@@ -243,25 +319,13 @@ static int select_device(int local_rank, int *device, char *how, size_t len)
         snprintf(how, len, "no GPU");
         return 0;
     }
-    if (context_state() == 1) {
-        cudaGetDevice(device);
+    if ((*device = current_device()) >= 0) {
         snprintf(how, len, "GPU %d, the program's current device", *device);
         return 0;
     }
-    int *numa = malloc(sizeof(int) * (size_t)n);
-    if (!numa)
-        return failed("select_device", cudaErrorMemoryAllocation);
-    int mine = numa_nodes(n, numa);
-    *device = dcoll_choose_gpu(n, numa, mine, local_rank);
-    int near = *device >= 0 && mine >= 0 && numa[*device] == mine;
-    free(numa);
-    /* Not made current: since CUDA 12 cudaSetDevice makes the primary
-     * context (cuda_runtime_api.h), which a host-only program must not
-     * get (in exclusive-process mode it would take the GPU from the
-     * process meant to use it). The program sets it, as torch's do. */
-    snprintf(how, len, "GPU %d, chosen for local rank %d (%s), not made "
-             "current", *device, local_rank,
-             near ? "on its NUMA node" : "no GPU known near its CPUs");
+    *device = local_rank % n;
+    snprintf(how, len, "GPU %d, by local rank %d, not made current",
+             *device, local_rank);
     return 0;
 }
 
@@ -277,6 +341,7 @@ static const dcoll_cuda_plugin_t table = {
     .sync = sync_stream,
     .last_error = last_error,
     .select_device = select_device,
+    .gpu_view = gpu_view,
 #ifdef DCOLL_HAVE_NCCL
     .nccl_bytes = sizeof(ncclUniqueId),
     .device_uuid = dcoll_nccl_uuid,
@@ -294,13 +359,14 @@ static const dcoll_cuda_plugin_t table = {
     .group_end = dcoll_nccl_group_end,
     .nccl_takes = dcoll_nccl_takes,
     .nccl_split = dcoll_nccl_split,
+    .nccl_check = dcoll_nccl_check,
 #endif
 };
 
 __attribute__((visibility("default")))
-const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v8(void);
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v9(void);
 
-const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v8(void)
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v9(void)
 {
     return &table;
 }

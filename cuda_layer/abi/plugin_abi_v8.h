@@ -1,7 +1,8 @@
-/* The CUDA plugin ABI, version 8: frozen once a version 9 exists. Version
- * 7's table and answers, with nccl_split appended, so that a group's
- * NCCL communicator can be split from its parent's instead of made anew.
- * Entry point dcoll_cuda_plugin_v8. */
+/* The CUDA plugin ABI, version 8: frozen. Version 7's table and answers,
+ * with nccl_split appended, so that a group's NCCL communicator can be
+ * split from its parent's instead of made anew. Entry point
+ * dcoll_cuda_plugin_v8; the loader takes its table as the prefix of the
+ * current one (lib/gpu/plugin_v8.c). Never edit. */
 #ifndef DCOLL_PLUGIN_ABI_V8_H
 #define DCOLL_PLUGIN_ABI_V8_H
 

@@ -32,11 +32,20 @@ extern "C" {
 /* Bits of dcoll_coll_opts_t.mask. */
 #define DCOLL_COLL_OPT_STREAM (UINT64_C(1) << 0)
 #define DCOLL_COLL_OPT_MEMORY (UINT64_C(1) << 1)
+/* API 1.11: a blocking call on GPU buffers that NCCL runs returns once
+ * it is enqueued on opts.stream, its result ordered there as NCCL's own
+ * calls' are: the host does not wait. An error NCCL reports later, or a
+ * call not done within the group's timeout, is found by dcoll's
+ * watchdog, which aborts the group's communicator: the group's next call
+ * fails saying why, and in abort mode the job ends. Calls that stage
+ * through host memory, and host calls, wait as ever. */
+#define DCOLL_COLL_OPT_STREAM_ORDERED (UINT64_C(1) << 2)
 
 /* Where a call's buffers live (opts.memory), as UCC's memory types. */
 typedef enum dcoll_memory {
     DCOLL_MEMORY_HOST = 0,   /* host memory, pinned or not */
-    DCOLL_MEMORY_CUDA = 1    /* GPU memory: asked of CUDA, as unset */
+    DCOLL_MEMORY_CUDA = 1    /* GPU memory on the group's GPU: asked of
+                                CUDA at the group's first GPU call only */
 } dcoll_memory_t;
 
 typedef struct dcoll_coll_opts {
@@ -55,7 +64,11 @@ typedef struct dcoll_coll_opts {
                           buffer once a GPU is present (a pointer query
                           each); DCOLL_MEMORY_HOST skips that, and a GPU
                           buffer passed with it reaches MPI as a host
-                          one, as with UCC's memory types */
+                          one, as with UCC's memory types;
+                          DCOLL_MEMORY_CUDA skips it once the group's
+                          GPU is known (its first GPU call), the buffers
+                          then taken to be on that GPU, as on a group
+                          whose backend is "nccl" */
 } dcoll_coll_opts_t;
 
 #define DCOLL_COLL_OPTS_INIT {0, NULL, 0}

@@ -23,6 +23,17 @@ static inline bool dcoll_opts_host(const dcoll_coll_opts_t *o)
            o->memory == DCOLL_MEMORY_HOST;
 }
 
+static inline bool dcoll_opts_ordered(const dcoll_coll_opts_t *o)
+{
+    return o && (o->mask & DCOLL_COLL_OPT_STREAM_ORDERED);
+}
+
+static inline bool dcoll_opts_cuda(const dcoll_coll_opts_t *o)
+{
+    return o && (o->mask & DCOLL_COLL_OPT_MEMORY) &&
+           o->memory == DCOLL_MEMORY_CUDA;
+}
+
 #define DCOLL_GROUP_MAGIC 0x64636731u /* "dcg1" */
 #define DCOLL_WORK_MAGIC  0x64637731u /* "dcw1" */
 #define DCOLL_DEAD_MAGIC  0xdeadd0c1u

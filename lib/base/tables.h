@@ -221,6 +221,13 @@ struct dcoll_backend {
      * must run. Asked once, at plan time. */
     struct dcoll_plan_run *(*plan_quick)(void *state);
     dcoll_status_t (*plan_failed)(const void *state, int code);
+    /* Work it left running without a wait (stream-ordered calls),
+     * sampled by the watchdog's thread about every tenth of a second:
+     * true, with why and the kind of the call that failed, where it found
+     * an asynchronous error or a call past g's timeout (it has then
+     * stopped that work, and g's next call says why). NULL: it leaves
+     * nothing running. */
+    bool (*watch)(struct dcoll_group *g, char *why, size_t len, int *kind);
 };
 
 /* Communicator services: what the core, diagnostics, launch and GPU

@@ -132,7 +132,8 @@ static inline __attribute__((always_inline)) dcoll_status_t check_layout(const c
     return aliased(fn, k->rule);
 }
 
-#define KNOWN_OPTS (DCOLL_COLL_OPT_STREAM | DCOLL_COLL_OPT_MEMORY)
+#define KNOWN_OPTS (DCOLL_COLL_OPT_STREAM | DCOLL_COLL_OPT_MEMORY | \
+                    DCOLL_COLL_OPT_STREAM_ORDERED)
 
 /* opts past its stream: bits this library knows, a memory kind it has. */
 static __attribute__((noinline, cold)) dcoll_status_t

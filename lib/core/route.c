@@ -64,7 +64,7 @@ static dcoll_status_t where(struct dcoll_group *g, struct dcoll_coll *c,
     /* The caller said host memory: no pointer query (opts.memory). */
     if (dcoll_gpu_present() && c->kind != DCOLL_COLL_BARRIER &&
         !dcoll_opts_host(c->opts) &&
-        (st = dcoll_gpu_where(fn, c, device)))
+        (st = dcoll_gpu_where(g, fn, c, device)))
         return st;
     if (*device < 0) {
         if (g->choice == DCOLL_CHOICE_NCCL && c->kind != DCOLL_COLL_BARRIER)
@@ -184,6 +184,16 @@ void dcoll_route_names(char *buf, size_t cap)
         if (transports[i]->status)
             at += (size_t)snprintf(buf + at, cap - at, "%s%s",
                                    at ? ", " : "", transports[i]->name);
+}
+
+bool dcoll_route_watch(struct dcoll_group *g, char *why, size_t len,
+                       int *kind)
+{
+    for (int i = 0; i < DCOLL_TL_COUNT_; i++)
+        if (transports[i]->watch &&
+            transports[i]->watch(g, why, len, kind))
+            return true;
+    return false;
 }
 
 const struct dcoll_backend *dcoll_route_transport(int i)

@@ -55,6 +55,10 @@ void dcoll_route_group_free(struct dcoll_group *g);
 const struct dcoll_backend *dcoll_route_named(const char *name);
 /* Their names, comma-separated, into buf (for refusals that list them). */
 void dcoll_route_names(char *buf, size_t cap);
+/* The transports' watch of g (the watchdog's hook, dcoll_watch_hook):
+ * true with why where one found its running work failed. */
+bool dcoll_route_watch(struct dcoll_group *g, char *why, size_t len,
+                       int *kind);
 /* The i-th transport of enum dcoll_tl; NULL past the last. */
 const struct dcoll_backend *dcoll_route_transport(int i);
 /* A call that every transport in line for it declined (no row for its

@@ -335,12 +335,22 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         w.id = 0;
         dcoll_groups_made = 0;
         step("CUDA plugin");
-        dcoll_plugins_load(w.local_rank);
+        dcoll_plugins_load(&w);
+        if (dcoll_debug && dcoll_gpu_choice()[0])
+            fprintf(stderr, "dcoll: rank %d (%s): %s\n", w.rank,
+                    dcoll_host_of(w.rank), dcoll_gpu_choice());
         /* The backend last: "nccl" needs the plugin, a program's backend
          * the world's communicator. */
         step("backend");
         if ((st = dcoll_backend_attach(&w, be, "dcoll_init")))
             dcoll_plugins_unload();
+        /* Then, where every rank asks for it, the world's NCCL
+         * communicator, for groups to split from. */
+        else if ((step("NCCL (DCOLL_NCCL_EAGER)"),
+                  st = dcoll_nccl_eager(&w))) {
+            dcoll_nccl_backend.group_free(&w);
+            dcoll_plugins_unload();
+        }
     }
     if (st) {
         /* Undo everything, keeping the first failure's message. */
@@ -359,6 +369,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
              rdzv.scheme[0] ? rdzv.scheme : "mpi");
     dcoll_world = w;
     step("watchdog");
+    dcoll_watch_hook = dcoll_route_watch;
     if ((st = dcoll_watchdog_start(&dcoll_world)) ||
         (st = dcoll_watchdog_add(&dcoll_world))) {
         char msg[DCOLL_ERROR_MAX];

@@ -30,6 +30,11 @@ struct dcoll_diag_group {
 extern double dcoll_default_timeout; /* seconds; 0: forever */
 extern bool dcoll_default_recoverable; /* DCOLL_ON_TIMEOUT=return */
 extern bool dcoll_debug;             /* DCOLL_DEBUG=detail */
+/* The transports' look at work they left running without a wait
+ * (struct dcoll_backend's watch), which the watchdog takes each period
+ * for every group it watches; set by the core at init (the route). */
+extern bool (*dcoll_watch_hook)(struct dcoll_group *g, char *why,
+                                size_t len, int *kind);
 extern unsigned dcoll_flight_size;   /* DCOLL_FLIGHT_RECORDER */
 /* DCOLL_REPORT: what ranks other than the one that reports a failure
  * print. brief: one line where the rank is not in the failed call;

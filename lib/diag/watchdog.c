@@ -42,6 +42,23 @@ static atomic_bool ending;
 /* The hang another rank reported here, which this rank leaves to it. */
 static struct dcoll_group *told_g;
 static uint64_t told_seq;
+bool (*dcoll_watch_hook)(struct dcoll_group *g, char *why, size_t len,
+                         int *kind);
+
+/* What g's transports left running failed (an asynchronous error, or a
+ * stream-ordered call past the timeout): they have stopped it, and g's
+ * next call says why; in abort mode the job ends here, since the program
+ * may never call again. */
+static void transports_failed(struct dcoll_group *g, const char *why,
+                              int kind)
+{
+    if (g->recoverable)
+        return;
+    char msg[600], name[200];
+    snprintf(msg, sizeof(msg), "%s on %s", why,
+             dcoll_group_name(g, name, sizeof(name)));
+    dcoll_watchdog_end(g, msg, 0, kind, NULL, true);
+}
 
 dcoll_status_t dcoll_watchdog_add(struct dcoll_group *g)
 {
@@ -189,6 +206,11 @@ static void *run(void *arg)
                 dcoll_roll_free(&v.roll);
                 g->svc->ack(g, v.from);
             }
+            char why[300];
+            int kind = 0;
+            if (dcoll_watch_hook &&
+                dcoll_watch_hook(g, why, sizeof(why), &kind))
+                transports_failed(g, why, kind);
             double start = DCOLL_PEEK(g->busy_start);
             /* A hang another rank reported is being ended by it. */
             if (start > 0 && !g->recoverable && now >= start + g->timeout &&

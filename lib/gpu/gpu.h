@@ -7,23 +7,30 @@
 #ifndef DCOLL_GPU_H
 #define DCOLL_GPU_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include "tables.h"
 
 /* plugin.c: load at init, unload at finalize. Loading never fails
- * dcoll_init; it records what it found for dcoll_backend_status. */
-void dcoll_plugins_load(int local_rank);
+ * dcoll_init; it records what it found for dcoll_backend_status.
+ * Collective over the world, whose host names and local ranks are
+ * known: every rank's GPU is chosen from its node's picture. */
+void dcoll_plugins_load(struct dcoll_group *world);
 void dcoll_plugins_unload(void);
 /* Whether a plugin that sees a GPU is loaded (NCCL too, with nccl). Read
  * on every collective: a variable, not a call. */
-struct dcoll_cuda_plugin_v8;  /* the current table: plugin_abi.h */
-extern const struct dcoll_cuda_plugin_v8 *dcoll_gpu_plugin;
+struct dcoll_cuda_plugin_v9;  /* the current table: plugin_abi.h */
+extern const struct dcoll_cuda_plugin_v9 *dcoll_gpu_plugin;
 static inline bool dcoll_gpu_present(void)
 {
     return dcoll_gpu_plugin != NULL;
 }
 bool dcoll_gpu_has_nccl(void);
-/* The GPU chosen at load (-1: none), and what the loader found. */
+/* The GPU chosen at load (-1: none), which one and why in words ("" if
+ * this rank saw no GPU), and what the loader found. */
 int dcoll_gpu_device(void);
+int dcoll_gpu_count(void);   /* GPUs this process sees */
+const char *dcoll_gpu_choice(void);
 const char *dcoll_gpu_detail(void);
 
 /* pinned.c: the process's pool of host memory for staging (pinned up
@@ -46,9 +53,12 @@ extern const struct dcoll_backend dcoll_staged_backend;
 extern const struct dcoll_backend dcoll_nccl_backend;
 
 /* staged.c: *device = the GPU that c's buffers are on, or -1 for host
- * memory; mixed buffers are an error naming both. */
-dcoll_status_t dcoll_gpu_where(const char *fn, const struct dcoll_coll *c,
-                               int *device);
+ * memory; mixed buffers are an error naming both. Managed memory goes
+ * with the other buffer (the GPU beside GPU memory). No pointer is asked
+ * about where g's GPU is known and the call said GPU memory or g is an
+ * NCCL group. */
+dcoll_status_t dcoll_gpu_where(struct dcoll_group *g, const char *fn,
+                               const struct dcoll_coll *c, int *device);
 bool dcoll_on_device(const void *p);
 /* The GPU that p is on, -1 for host memory (or no GPU plugin). */
 int dcoll_device_of(const void *p);
@@ -74,9 +84,25 @@ struct dcoll_nccl_group {
     int device;            /* the GPU comm is on */
     bool broken;           /* a call on comm failed here */
     struct dcoll_clique *cliques;  /* multi.c's, one per placement */
+    /* Stream-ordered calls' samples (nccl.c): the caller's thread records
+     * them, the watchdog's polls them, under lock. */
+    pthread_mutex_t lock;
+    int nsample;
+    void *sample[2];       /* events: the oldest first */
+    double sample_at[2];   /* when each was recorded */
+    int sample_kind[2];
+    char failed[256];      /* what the watchdog found */
+    bool failed_late;      /* it was a timeout */
+    _Atomic bool tripped;  /* failed is set: read on every call */
+    bool lock_made;
 };
 struct dcoll_nccl_group *dcoll_nccl_group(struct dcoll_group *g,
                                           const char *fn);
+/* nccl.c: the GPU g's NCCL record found at its first call, or -1. */
+int dcoll_nccl_device(const struct dcoll_group *g);
+/* nccl.c: the world's communicator at init where every rank asks for it
+ * (DCOLL_NCCL_EAGER=1), for groups to split from. Collective. */
+dcoll_status_t dcoll_nccl_eager(struct dcoll_group *world);
 /* multi.c: the multi-buffer forms (lib/core/multi.c) with GPU buffers.
  * One call of k = n buffers: send NULL for the kinds that work in place;
  * root is a group rank. */

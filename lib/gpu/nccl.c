@@ -72,6 +72,8 @@ struct dcoll_nccl_group *dcoll_nccl_group(struct dcoll_group *g,
     if (!ng && !(ng = g->tl[DCOLL_TL_NCCL] = calloc(1, sizeof(*ng))))
         dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the group's "
                     "NCCL record", fn);
+    else if (!ng->lock_made)
+        ng->lock_made = pthread_mutex_init(&ng->lock, NULL) == 0;
     return ng;
 }
 
@@ -124,12 +126,28 @@ static dcoll_status_t setup(struct dcoll_group *g,
                          p->last_error());
     if (!st)
         st = g->svc->allgather_bytes(g, mine, all, 16);
-    bool shared = false;
-    for (int a = 0; !st && !one_gpu() && a < g->size && !shared; a++)
-        for (int b = a + 1; b < g->size && !shared; b++)
-            shared = memcmp(all + 16 * a, all + 16 * b, 16) == 0;
-    if (!st && shared) {
+    int pair[2] = {-1, -1};
+    for (int a = 0; !st && !one_gpu() && a < g->size && pair[0] < 0; a++)
+        for (int b = a + 1; b < g->size && pair[0] < 0; b++)
+            if (memcmp(all + 16 * a, all + 16 * b, 16) == 0) {
+                pair[0] = a;
+                pair[1] = b;
+            }
+    if (!st && pair[0] >= 0) {
         ng->state = NCCL_SHARED;
+        ng->device = device;   /* staged, on this GPU */
+        /* Said once, by the first of the pair, where this process sees
+         * GPUs enough that sharing was not forced on it. */
+        static bool said;
+        if (g->rank == pair[0] && dcoll_gpu_count() > 1 && !said) {
+            said = true;
+            fprintf(stderr, "dcoll: %s: ranks %d and %d of group %d share "
+                    "GPU %d although %d GPUs are visible, so its GPU calls "
+                    "go through host memory; did the program call "
+                    "cudaSetDevice(dcoll_device())? (this rank: %s)\n", fn,
+                    pair[0], pair[1], g->id, device, dcoll_gpu_count(),
+                    dcoll_gpu_choice());
+        }
     } else if (!st) {
         int made = g->rank != 0 || p->nccl_id(id) == 0;
         if ((st = g->svc->bcast_bytes(g, &made, sizeof(made), 0)) == 0 &&
@@ -185,16 +203,16 @@ static void *split_from(struct dcoll_group *parent, int color, int key,
     return comm;
 }
 
-/* Its part in making a group: a split of the parent's communicator, from
- * the world only (a split communicator shares its parent's resources, and
- * the world outlives every group), for a group that may use NCCL. A
- * failure here is no failure of the group: it makes its own on first
- * use. */
+/* Its part in making a group: a split of the parent's communicator,
+ * whichever group the parent is, for a group that may use NCCL. A split
+ * shares nothing with its parent (splitShare 0, the plugin's), so either
+ * may be freed or aborted first. A failure here is no failure of the
+ * group: it makes its own on first use. */
 static dcoll_status_t nccl_group_make(struct dcoll_group *g,
                                       const struct dcoll_tl_make *m)
 {
-    bool wants = m->parent->id == 0 && (m->choice == DCOLL_CHOICE_AUTO ||
-                                        m->choice == DCOLL_CHOICE_NCCL);
+    bool wants = m->choice == DCOLL_CHOICE_AUTO ||
+                 m->choice == DCOLL_CHOICE_NCCL;
     void *comm = split_from(m->parent, m->color, m->key, wants);
     struct dcoll_nccl_group *pg = m->parent->tl[DCOLL_TL_NCCL];
     struct dcoll_nccl_group *ng = g && comm ? dcoll_nccl_group(g, "split")
@@ -210,16 +228,127 @@ static dcoll_status_t nccl_group_make(struct dcoll_group *g,
     return DCOLL_SUCCESS;
 }
 
+/* DCOLL_NCCL_EAGER=1 on every rank: the world's communicator is made at
+ * dcoll_init, on the rank's GPU (dcoll_device), so that every group made
+ * later is split from it (one bootstrap for the job) instead of making
+ * its own at its first call. Ranks that differ make none. Collective. */
+dcoll_status_t dcoll_nccl_eager(struct dcoll_group *world)
+{
+    const char *e = getenv("DCOLL_NCCL_EAGER");
+    int eager = e && !strcmp(e, "1") && dcoll_gpu_has_nccl() &&
+                dcoll_gpu_device() >= 0;
+    dcoll_status_t st = world->svc->agree(world, &eager);
+    if (st || !eager)
+        return st;
+    struct dcoll_nccl_group *ng = dcoll_nccl_group(world, "dcoll_init");
+    if (!ng)
+        return DCOLL_ERR_NO_MEMORY;
+    struct dcoll_outcome out = {0};
+    return setup(world, ng, dcoll_gpu_device(), "dcoll_init (DCOLL_NCCL_EAGER)",
+                 &out);
+}
+
+int dcoll_nccl_device(const struct dcoll_group *g)
+{
+    const struct dcoll_nccl_group *ng = g->tl[DCOLL_TL_NCCL];
+    return ng && ng->state != NCCL_UNTRIED ? ng->device : -1;
+}
+
 static void nccl_group_free(struct dcoll_group *g)
 {
     struct dcoll_nccl_group *ng = g->tl[DCOLL_TL_NCCL];
     if (!ng)
         return;
+    for (int i = 0; i < ng->nsample; i++)
+        dcoll_gpu_plugin->event_free(ng->sample[i]);
+    if (ng->lock_made)
+        pthread_mutex_destroy(&ng->lock);
     if (ng->comm && dcoll_gpu_plugin)
         dcoll_gpu_plugin->nccl_free(ng->comm);
     dcoll_cliques_free(ng);
     free(ng);
     g->tl[DCOLL_TL_NCCL] = NULL;
+}
+
+/* A stream-ordered call returns once enqueued: at most one event a
+ * millisecond marks how far the stream should have got, two kept, the
+ * oldest frozen for the watchdog to time (watch below), the newer
+ * re-recorded while calls keep coming. A clock read a call otherwise. */
+static dcoll_status_t sample(struct dcoll_nccl_group *ng, void *stream,
+                             const struct dcoll_coll *c)
+{
+    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
+    double t = dcoll_now();
+    int rc = 0;
+    pthread_mutex_lock(&ng->lock);
+    int n = ng->nsample;
+    if (n == 0 || t - ng->sample_at[n - 1] >= 1e-3) {
+        int at = n < 2 ? n : 1;
+        void *ev = NULL;
+        rc = p->event_record(ng->comm, stream, &ev);
+        if (!rc && ev) {   /* NULL: captured, nothing to time */
+            if (at < n)
+                p->event_free(ng->sample[at]);
+            ng->sample[at] = ev;
+            ng->sample_at[at] = t;
+            ng->sample_kind[at] = c->kind;
+            ng->nsample = at + 1;
+        }
+    }
+    pthread_mutex_unlock(&ng->lock);
+    return rc ? dcoll_gpu_error(c->fn, rc) : DCOLL_SUCCESS;
+}
+
+/* The watchdog's look at g's stream-ordered calls (its thread): samples
+ * done are dropped; the oldest past g's timeout, or an asynchronous
+ * error, aborts the communicator, and the group's next call says so. */
+static bool nccl_watch(struct dcoll_group *g, char *why, size_t len,
+                       int *kind)
+{
+    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
+    struct dcoll_nccl_group *ng = g->tl[DCOLL_TL_NCCL];
+    if (!p || !p->nccl_check || !ng || !ng->lock_made ||
+        ng->state != NCCL_READY || !ng->comm)
+        return false;
+    bool failed = false;
+    pthread_mutex_lock(&ng->lock);
+    bool was = atomic_load(&ng->tripped);
+    while (ng->nsample > 0 && !was && !ng->broken) {
+        int done = 0, rc = p->event_poll(ng->comm, ng->sample[0], &done);
+        double late = dcoll_now() - ng->sample_at[0];
+        if (!rc && !done && late > dcoll_gpu_timeout(g))
+            rc = p->event_wait(ng->comm, ng->sample[0], 0);
+        if (rc) {
+            *kind = ng->sample_kind[0];
+            ng->failed_late = rc == -2;
+            snprintf(ng->failed, sizeof(ng->failed), "a stream-ordered "
+                     "%s %s: %s", dcoll_kind_name(*kind),
+                     rc == -2 ? "was not done within the group's timeout"
+                              : "failed on the GPU",
+                     p->last_error());
+            failed = true;
+            break;
+        }
+        if (!done)
+            break;
+        p->event_free(ng->sample[0]);
+        ng->sample[0] = ng->sample[1];
+        ng->sample_at[0] = ng->sample_at[1];
+        ng->sample_kind[0] = ng->sample_kind[1];
+        ng->nsample--;
+    }
+    if (!failed && !was && !ng->broken && p->nccl_check(ng->comm)) {
+        *kind = ng->nsample ? ng->sample_kind[0] : DCOLL_COLL_ALL_REDUCE;
+        snprintf(ng->failed, sizeof(ng->failed), "NCCL reported an error "
+                 "between calls: %s", p->last_error());
+        failed = true;
+    }
+    if (failed) {
+        snprintf(why, len, "%s", ng->failed);
+        atomic_store(&ng->tripped, true);
+    }
+    pthread_mutex_unlock(&ng->lock);
+    return failed;
 }
 
 /* c's buffers are on GPU c->device; point-to-point never comes here (the
@@ -250,6 +379,17 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
         return st;
     if (ng->state == NCCL_SHARED)
         return DCOLL_DECLINED;
+    if (atomic_load_explicit(&ng->tripped, memory_order_acquire)) {
+        /* The watchdog's finding, as this call's failure. */
+        ng->broken = true;
+        out->timed_out = ng->failed_late;
+        if (out->timed_out)
+            out->roll = (struct dcoll_roll){0};
+        return dcoll_error(ng->failed_late ? DCOLL_ERR_TIMEOUT
+                                           : DCOLL_ERR_INTERNAL,
+                           "%s: %s; the group's NCCL communicator was "
+                           "aborted", fn, ng->failed);
+    }
     if (device != ng->device) {
         out->refused = true;   /* this rank alone: it did not run */
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
@@ -294,6 +434,8 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
                            "send and receive buffers", fn);
     if (rc)
         return dcoll_gpu_fail(fn, rc, out);
+    if (!work && dcoll_opts_ordered(c->opts) && p->nccl_check)
+        return sample(ng, stream, c);
     if (!work) {
         rc = p->nccl_wait(ng->comm, stream, dcoll_gpu_timeout(g));
         ng->broken |= rc != 0;
@@ -352,4 +494,5 @@ const struct dcoll_backend dcoll_nccl_backend = {
     .work_test = work_test,
     .work_wait = work_wait,
     .work_release = work_release,
+    .watch = nccl_watch,
 };

@@ -12,12 +12,21 @@
 #include <unistd.h>
 #include "gpu.h"
 #include "plugin_adapt.h"
+#include "select.h"
 
 static void *handle;
 static const dcoll_cuda_plugin_t *plugin;
 static int ngpus;
 static char detail[640];
 static int device = -1;
+static char choice[256];   /* which GPU, and why */
+static char failure[128];  /* why the choice failed, where not CUDA */
+
+static int choice_failed(const char *why)
+{
+    snprintf(failure, sizeof(failure), "%s", why);
+    return -1;
+}
 const dcoll_cuda_plugin_t *dcoll_gpu_plugin;
 
 static const char *self_dir(char *buf, size_t len)
@@ -46,6 +55,7 @@ static const struct {
     const dcoll_cuda_plugin_t *(*adapt)(const void *entry_table);
 } versions[] = {
     {DCOLL_CUDA_PLUGIN_ENTRY, adapt_current},
+    {DCOLL_CUDA_PLUGIN_V8_ENTRY, dcoll_plugin_adapt_v8},
     {DCOLL_CUDA_PLUGIN_V7_ENTRY, dcoll_plugin_adapt_v7},
     {DCOLL_CUDA_PLUGIN_V6_ENTRY, dcoll_plugin_adapt_v6},
     {DCOLL_CUDA_PLUGIN_V5_ENTRY, dcoll_plugin_adapt_v5},
@@ -86,7 +96,75 @@ static bool try_load(const char *path, char *tried, size_t len)
     return true;
 }
 
-void dcoll_plugins_load(int local_rank)
+/* This rank's GPU from the node's picture: every rank's view gathered
+ * over the world and those of its host kept, in local rank order, so
+ * that each rank computes the same assignment (select.c). Collective:
+ * every rank comes, with or without a plugin or a GPU (an empty view).
+ * -1 where this rank cannot have one (how says why). */
+static int pick(struct dcoll_group *world, const dcoll_gpu_view_t *mine,
+                char *how, size_t len);
+
+static int choose(struct dcoll_group *world, bool looks, char *how,
+                  size_t len)
+{
+    dcoll_gpu_view_t mine = {.numa = -1, .current = -1};
+    int failed = looks && plugin->gpu_view &&
+                 plugin->gpu_view(world->local_rank, &mine);
+    int rc = pick(world, &mine, how, len);
+    if (!looks)
+        return 0;
+    if (failed || rc)
+        return -1;
+    /* A plugin without gpu_view (ABI 8 or older) chooses alone. */
+    if (!plugin->gpu_view)
+        return plugin->select_device(world->local_rank, &device, how, len);
+    return 0;
+}
+
+static int pick(struct dcoll_group *world, const dcoll_gpu_view_t *mine,
+                char *how, size_t len)
+{
+    int n = world->size, me = 0, k = 0;
+    dcoll_gpu_view_t *all = malloc(sizeof(*all) * (size_t)n);
+    if (!all)
+        return choice_failed("no memory for the node's GPUs");
+    all[0] = *mine;
+    if (n > 1 && world->svc->allgather_bytes(world, mine, all, sizeof(*mine))) {
+        free(all);
+        return choice_failed("the gather of the node's GPUs failed");
+    }
+    const char *host = n > 1 ? dcoll_host_of(world->rank) : NULL;
+    for (int i = 0; i < n; i++)
+        if (i == world->rank || !host || !strcmp(dcoll_host_of(i), host)) {
+            if (i == world->rank)
+                me = k;
+            all[k++] = all[i];
+        }
+    struct dcoll_gpu_pick *picks = malloc(sizeof(*picks) * (size_t)k);
+    if (!picks || dcoll_assign_gpus(k, all, picks)) {
+        free(all);
+        free(picks);
+        return choice_failed("no memory to match the node's GPUs");
+    }
+    struct dcoll_gpu_pick my = picks[me];
+    free(all);
+    free(picks);
+    if (!plugin || !plugin->gpu_view || mine->ngpus == 0)
+        return 0;   /* it only took part */
+    device = my.device;
+    char bus[32] = "?";
+    plugin->pci_bus_id(device, bus, sizeof(bus));
+    int w = snprintf(how, len, "GPU %d (%s) for local rank %d of %d: %s",
+                     device, bus, me, k, dcoll_gpu_why_text(my.why));
+    if (my.sharers > 1 && w > 0 && (size_t)w < len)
+        w += snprintf(how + w, len - (size_t)w, ", with %d other rank(s)",
+                      my.sharers - 1);
+    if (my.why != DCOLL_GPU_CURRENT && w > 0 && (size_t)w < len)
+        snprintf(how + w, len - (size_t)w, "; not made current");
+    return 0;
+}
+
+void dcoll_plugins_load(struct dcoll_group *world)
 {
     char dir[4096], path[4200], tried[1024] = "";
     const char *env = getenv("DCOLL_CUDA_PLUGIN");
@@ -116,9 +194,11 @@ void dcoll_plugins_load(int local_rank)
     ngpus = 0;
     device = -1;
     dcoll_gpu_plugin = NULL;
+    choice[0] = failure[0] = '\0';
     if (!ok) {
         snprintf(detail, sizeof(detail), "no CUDA plugin loaded (%s)",
                  tried[0] ? tried : "none found");
+        choose(world, false, choice, sizeof(choice));
         return;
     }
     char why[256] = "";
@@ -133,13 +213,14 @@ void dcoll_plugins_load(int local_rank)
                      rt % 1000 / 10, drv / 1000, drv % 1000 / 10,
                      nccl / 10000, nccl / 100 % 100, nccl % 100);
     if (ngpus > 0) {
-        char how[128] = "";
-        if (plugin->select_device(local_rank, &device, how, sizeof(how))) {
+        char how[sizeof(choice)] = "";
+        if (choose(world, true, how, sizeof(how))) {
             snprintf(how, sizeof(how), "choosing a GPU failed: %s",
-                     plugin->last_error());
+                     failure[0] ? failure : plugin->last_error());
             device = -1;
             ngpus = 0; /* nothing may route to a GPU we could not set */
         }
+        snprintf(choice, sizeof(choice), "%s", how);
         n += snprintf(detail + n, sizeof(detail) - (size_t)n, "%s; ", how);
         n += snprintf(detail + n, sizeof(detail) - (size_t)n, "%d GPU(s):",
                       ngpus);
@@ -151,8 +232,10 @@ void dcoll_plugins_load(int local_rank)
         }
         if (ngpus > 0)
             dcoll_gpu_plugin = plugin;
-    } else
+    } else {
         snprintf(detail + n, sizeof(detail) - (size_t)n, "no GPU: %s", why);
+        choose(world, false, choice, sizeof(choice));
+    }
 }
 
 void dcoll_plugins_unload(void)
@@ -169,6 +252,16 @@ void dcoll_plugins_unload(void)
 int dcoll_gpu_device(void)
 {
     return device;
+}
+
+int dcoll_gpu_count(void)
+{
+    return dcoll_gpu_plugin ? ngpus : 0;
+}
+
+const char *dcoll_gpu_choice(void)
+{
+    return choice;
 }
 
 const char *dcoll_gpu_detail(void)

@@ -23,12 +23,17 @@
  *   - cudaMallocHost and cudaFreeHost synchronise the device, as page
  *     locking does, and count themselves;
  *   - a context is made on a device by the first call that needs one
- *     (cudaSetDevice since CUDA 12, allocations, copies), and counted;
+ *     (cudaSetDevice since CUDA 12, allocations, copies, event and
+ *     stream queries and waits, event destruction), and counted: a
+ *     thread that never chose a device gets one on device 0;
  *   - a stream being captured (cudaStreamBeginCapture) runs nothing: its
  *     ops go into the graph, which cudaGraphLaunch queues again each time;
  *     synchronising with the capture (cudaStreamSynchronize on it, a query
  *     or wait of an event recorded in it) fails and invalidates it, so
- *     cudaStreamEndCapture fails too, as in CUDA's global capture mode.
+ *     cudaStreamEndCapture fails too, as in CUDA's global capture mode;
+ *     and while one thread captures in global mode, another thread's
+ *     query or synchronisation (in global mode itself, the default; see
+ *     cudaThreadExchangeStreamCaptureMode) fails and invalidates it.
  * FAKE_NGPUS=n gives n devices (1..8), FAKE_CUDA_NO_DEVICE=1 none.
  * Never installed: tests only. */
 #include <errno.h>
@@ -253,10 +258,17 @@ static bool dev_free(void *p)
             continue;
         found = true;
         b->used = false;
-        /* Its pages go back; the next user finds zeros, as no one
-         * promises, but never this user's bytes. */
-        madvise(shadow_base + ((char *)p - dev_base), b->size,
-                MADV_REMOVE);
+        /* Its whole pages go back; the next user finds zeros, as no
+         * one promises, but never this user's bytes. Only pages the
+         * block covers whole: a neighbour on a shared page keeps its
+         * bytes (two threads' small buffers share one). */
+        uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+        uintptr_t lo = (uintptr_t)(shadow_base + ((char *)p - dev_base));
+        uintptr_t hi = lo + b->size;
+        lo = (lo + pg - 1) & ~(pg - 1);
+        hi &= ~(pg - 1);
+        if (hi > lo)
+            madvise((void *)lo, hi - lo, MADV_REMOVE);
         break;
     }
     for (struct block *b = blocks[d]; b && b->next;) {
@@ -353,6 +365,8 @@ struct stream {
     struct stream *next_on_dev;
     struct graph *capture;     /* being captured into it, or NULL */
     bool invalid;              /* that capture was invalidated */
+    bool global;               /* captured in cudaStreamCaptureModeGlobal */
+    pthread_t owner;           /* the thread that began the capture */
 };
 
 /* A captured graph: its ops in order, each queued again by a launch. */
@@ -361,6 +375,48 @@ struct graph {
 };
 
 static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Captures in global mode, and each thread's mode for unsafe calls: while
+ * another thread captures in global mode, a thread in global mode may
+ * not query or synchronise (CUDA Runtime API, cudaStreamBeginCapture):
+ * the call fails and the capture is invalidated. */
+static pthread_mutex_t captures_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct stream *captures[64];
+static int ncaptures;
+static _Thread_local enum cudaStreamCaptureMode thread_mode =
+    cudaStreamCaptureModeGlobal;
+
+static void global_capture(struct stream *s, bool on)
+{
+    pthread_mutex_lock(&captures_lock);
+    for (int i = 0; i < ncaptures; i++)
+        if (captures[i] == s)
+            captures[i--] = captures[--ncaptures];
+    if (on && ncaptures < 64)
+        captures[ncaptures++] = s;
+    pthread_mutex_unlock(&captures_lock);
+}
+
+/* An unsafe call from this thread: false, with the captures it spoiled,
+ * where it is prohibited. */
+static bool unsafe_ok(void)
+{
+    if (thread_mode != cudaStreamCaptureModeGlobal)
+        return true;
+    bool ok = true;
+    pthread_mutex_lock(&captures_lock);
+    for (int i = 0; i < ncaptures; i++) {
+        struct stream *s = captures[i];
+        if (pthread_equal(s->owner, pthread_self()))
+            continue;
+        pthread_mutex_lock(&s->lock);
+        s->invalid = true;
+        pthread_mutex_unlock(&s->lock);
+        ok = false;
+    }
+    pthread_mutex_unlock(&captures_lock);
+    return ok;
+}
 static struct stream *legacy[MAX_DEV];
 static struct stream *on_dev[MAX_DEV];   /* every stream of a device */
 
@@ -836,6 +892,8 @@ API cudaError_t cudaStreamSynchronize(cudaStream_t h)
 {
     init();
     STICKY();
+    if (!unsafe_ok())
+        return ret(cudaErrorStreamCaptureUnsupported);
     struct stream *s = stream_of(h);
     if (!s)
         return ret(cudaErrorInvalidResourceHandle);
@@ -843,6 +901,26 @@ API cudaError_t cudaStreamSynchronize(cudaStream_t h)
         return ret(cudaErrorStreamCaptureUnsupported);
     drain(s);   /* for the legacy stream, what it waits for too */
     return (cudaError_t)atomic_load(&sticky);
+}
+
+/* Whether everything queued on the stream so far has run; a query of a
+ * stream being captured ends the capture, as a synchronisation does. */
+API cudaError_t cudaStreamQuery(cudaStream_t h)
+{
+    init();
+    STICKY();
+    here();
+    if (!unsafe_ok())
+        return ret(cudaErrorStreamCaptureUnsupported);
+    struct stream *s = stream_of(h);
+    if (!s)
+        return ret(cudaErrorInvalidResourceHandle);
+    if (spoil(s))
+        return ret(cudaErrorStreamCaptureUnsupported);
+    pthread_mutex_lock(&s->lock);
+    bool done = s->done >= s->queued;
+    pthread_mutex_unlock(&s->lock);
+    return done ? cudaSuccess : cudaErrorNotReady;
 }
 
 API cudaError_t cudaDeviceSynchronize(void)
@@ -1005,7 +1083,11 @@ API cudaError_t cudaEventRecord(cudaEvent_t h, cudaStream_t sh)
 
 API cudaError_t cudaEventQuery(cudaEvent_t h)
 {
+    init();
     STICKY();
+    here();   /* as every call that needs a context */
+    if (!unsafe_ok())
+        return ret(cudaErrorStreamCaptureUnsupported);
     struct event *e = (struct event *)h;
     if (!e)
         return ret(cudaErrorInvalidResourceHandle);
@@ -1023,7 +1105,11 @@ API cudaError_t cudaEventQuery(cudaEvent_t h)
 
 API cudaError_t cudaEventSynchronize(cudaEvent_t h)
 {
+    init();
     STICKY();
+    here();
+    if (!unsafe_ok())
+        return ret(cudaErrorStreamCaptureUnsupported);
     struct event *e = (struct event *)h;
     if (!e)
         return ret(cudaErrorInvalidResourceHandle);
@@ -1069,6 +1155,8 @@ API cudaError_t cudaStreamWaitEvent(cudaStream_t sh, cudaEvent_t h,
 
 API cudaError_t cudaEventDestroy(cudaEvent_t h)
 {
+    init();
+    here();
     free(h);
     return cudaSuccess;
 }
@@ -1078,7 +1166,6 @@ API cudaError_t cudaEventDestroy(cudaEvent_t h)
 API cudaError_t cudaStreamBeginCapture(cudaStream_t h,
                                        enum cudaStreamCaptureMode mode)
 {
-    (void)mode;
     init();
     STICKY();
     if (!h || h == cudaStreamLegacy || h == cudaStreamPerThread)
@@ -1092,12 +1179,27 @@ API cudaError_t cudaStreamBeginCapture(cudaStream_t h,
     if (!busy) {
         s->capture = g;
         s->invalid = false;
+        s->global = mode == cudaStreamCaptureModeGlobal;
+        s->owner = pthread_self();
     }
     pthread_mutex_unlock(&s->lock);
+    if (!busy && mode == cudaStreamCaptureModeGlobal)
+        global_capture(s, true);
     if (busy) {
         free(g);
         return ret(cudaErrorIllegalState);
     }
+    return cudaSuccess;
+}
+
+/* The calling thread's capture mode for unsafe calls (CUDA's
+ * cudaThreadExchangeStreamCaptureMode): swapped with *mode. */
+API cudaError_t cudaThreadExchangeStreamCaptureMode(
+    enum cudaStreamCaptureMode *mode)
+{
+    enum cudaStreamCaptureMode was = thread_mode;
+    thread_mode = *mode;
+    *mode = was;
     return cudaSuccess;
 }
 
@@ -1145,6 +1247,7 @@ API cudaError_t cudaStreamEndCapture(cudaStream_t h, cudaGraph_t *out)
     s->capture = NULL;
     s->invalid = false;
     pthread_mutex_unlock(&s->lock);
+    global_capture(s, false);
     *out = NULL;
     if (!g)
         return ret(cudaErrorIllegalState);

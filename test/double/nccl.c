@@ -86,6 +86,11 @@ struct ncclComm {
     uint64_t splits;              /* ncclCommSplit calls */
     uint64_t sent[MAX_RANKS], recvd[MAX_RANKS];
     atomic_int aborted, finalizing;
+    /* The abort flag its kernels and waits read: its own, or with
+     * splitShare its parent's (NCCL 2.28 init.cc: a child sharing
+     * resources takes the parent's abortFlag), so that aborting one
+     * stops the family's queued work, which then writes nothing. */
+    atomic_int *flag;
     atomic_int counted;           /* in ctl->finalized */
     atomic_long running;          /* queued ops not yet run */
 };
@@ -122,6 +127,56 @@ API void fake_nccl_break(void)
 {
     atomic_store(&broken, 1);
 }
+
+/* NCCL's thread rule (usage/threadsafety.rst): operations on
+ * communicators of one device must not be issued from several threads at
+ * once, a group (ncclGroupStart to End) counting as one. Each device has
+ * an owner while a thread is inside an NCCL call on it; a second thread
+ * entering then stops the process. Each entry lingers a little, so that
+ * a race shows in a test rather than once in a while. */
+#define GUARD_DEVS 64
+static atomic_ulong inside[GUARD_DEVS];
+static atomic_ulong tokens;
+static _Thread_local unsigned long token;
+static _Thread_local uint64_t held;    /* devices this thread is inside */
+static _Thread_local int depth;        /* ncclGroupStart nesting */
+
+static int guard_begin(int dev, const char *call)
+{
+    if (!token)
+        token = atomic_fetch_add(&tokens, 1) + 1;
+    if (dev < 0)   /* enters nothing: ends the group's at scope exit */
+        return 0;
+    dev = dev >= GUARD_DEVS ? GUARD_DEVS - 1 : dev;
+    if (held & (1ull << dev))
+        return 0;
+    unsigned long none = 0;
+    if (!atomic_compare_exchange_strong(&inside[dev], &none, token)) {
+        fprintf(stderr, "fake NCCL: %s: two threads in NCCL on device %d "
+                "at once (NCCL's threadsafety.rst forbids it)\n", call, dev);
+        abort();
+    }
+    held |= 1ull << dev;
+    for (volatile int i = 0; i < 3000; i++)
+        ;
+    return 0;
+}
+
+/* Out of NCCL, unless a group is still open on this thread. */
+static void guard_end(int *unused)
+{
+    (void)unused;
+    if (depth > 0)
+        return;
+    for (int d = 0; d < GUARD_DEVS; d++)
+        if (held & (1ull << d))
+            atomic_store(&inside[d], 0);
+    held = 0;
+}
+
+#define GUARD(dev, call)                                                     \
+    int guard_ __attribute__((cleanup(guard_end), unused)) =                 \
+        guard_begin((dev), (call))
 
 static double now(void)
 {
@@ -384,7 +439,7 @@ static bool meet(struct ncclComm *c, _Atomic uint64_t *counter, uint64_t k)
 {
     for (int r = 0; r < c->nranks; r++)
         while (atomic_load(&counter[r]) < k) {
-            if (atomic_load(&c->aborted))
+            if (atomic_load(c->flag))
                 return false;
             usleep(20);
         }
@@ -438,7 +493,7 @@ static ncclResult_t join(struct ncclComm *c)
     memcpy(w + 80, prop.uuid.bytes, 16);
     atomic_fetch_add(&c->ctl->joined, 1);
     while (atomic_load(&c->ctl->joined) < c->nranks) {
-        if (atomic_load(&c->aborted))
+        if (atomic_load(c->flag))
             return ncclSystemError;
         usleep(50);
     }
@@ -528,7 +583,6 @@ struct call {
     uint64_t seq;
 };
 
-static _Thread_local int depth;
 static _Thread_local struct call *pending;
 static _Thread_local int npending, cap;
 
@@ -557,9 +611,9 @@ static void run_job(void *arg)
     if (atomic_exchange(&broken, 0)) {
         fail(c, ncclRemoteError, "a peer was lost (fake_nccl_break); the "
              "stream waits until the communicator is aborted");
-        while (!atomic_load(&c->aborted))
+        while (!atomic_load(c->flag))
             usleep(100);
-    } else if (!atomic_load(&c->aborted) &&
+    } else if (!atomic_load(c->flag) &&
                atomic_load(&c->state) == ncclSuccess) {
         atomic_fetch_add(&calls_run, 1);
         if (j->kept && j->calls[0].kind != K_SEND &&
@@ -644,6 +698,7 @@ API ncclResult_t ncclGroupEnd(void)
     }
     if (--depth > 0)
         return ncclSuccess;
+    GUARD(-1, "ncclGroupEnd");   /* ends what the group's calls entered */
     struct call *calls = pending;
     int n = npending;
     pending = NULL;
@@ -726,12 +781,14 @@ API ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks,
     if (!c)
         return ncclSystemError;
     c->magic = LIVE;
+    c->flag = &c->aborted;
     snprintf(c->name, sizeof(c->name), "%.50s", id.internal);
     c->nranks = nranks;
     c->rank = rank;
     c->blocking = !config || config->blocking != 0;
     if (cudaGetDevice(&c->device) != cudaSuccess)
         c->device = 0;
+    GUARD(c->device, "ncclCommInitRankConfig");
     atomic_store(&c->state, ncclInProgress);
     atomic_fetch_add(&lives, 1);
     atomic_fetch_add(&inits, 1);
@@ -789,6 +846,7 @@ API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
                                ncclComm_t *out, ncclConfig_t *config)
 {
     struct ncclComm *p = use(comm, "ncclCommSplit");
+    GUARD(p->device, "ncclCommSplit");
     ncclResult_t r = ready(p, "ncclCommSplit");
     if (r != ncclSuccess)
         return r;
@@ -811,6 +869,7 @@ API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
     bool blocking = config ? config->blocking != 0 : p->blocking;
     if (c) {
         c->magic = LIVE;
+        c->flag = config && config->splitShare == 1 ? p->flag : &c->aborted;
         snprintf(c->name, sizeof(c->name), "%.40s.s%llu-%d", p->name,
                  (unsigned long long)j->seq, color);
         c->device = p->device;
@@ -849,12 +908,12 @@ API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *st)
 
 static void finalize(struct ncclComm *c)
 {
-    while (atomic_load(&c->running) > 0 && !atomic_load(&c->aborted))
+    while (atomic_load(&c->running) > 0 && !atomic_load(c->flag))
         usleep(50);
     if (!atomic_exchange(&c->counted, 1))
         atomic_fetch_add(&c->ctl->finalized, 1);
     while (atomic_load(&c->ctl->finalized) < c->nranks &&
-           !atomic_load(&c->aborted))
+           !atomic_load(c->flag))
         usleep(50);
     atomic_store(&c->state, ncclSuccess);
 }
@@ -868,6 +927,7 @@ static void *finalize_thread(void *arg)
 API ncclResult_t ncclCommFinalize(ncclComm_t comm)
 {
     struct ncclComm *c = use(comm, "ncclCommFinalize");
+    GUARD(c->device, "ncclCommFinalize");
     ncclResult_t r = ready(c, "ncclCommFinalize");
     if (r != ncclSuccess)
         return r;
@@ -893,6 +953,7 @@ static void end(struct ncclComm *c)
 API ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
     struct ncclComm *c = use(comm, "ncclCommDestroy");
+    GUARD(c->device, "ncclCommDestroy");
     if (atomic_load(&c->state) == ncclInProgress) {
         fprintf(stderr, "fake NCCL: ncclCommDestroy while the "
                 "communicator is in progress\n");
@@ -907,7 +968,9 @@ API ncclResult_t ncclCommDestroy(ncclComm_t comm)
 API ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
     struct ncclComm *c = use(comm, "ncclCommAbort");
+    GUARD(c->device, "ncclCommAbort");
     atomic_store(&c->aborted, 1);
+    atomic_store(c->flag, 1);
     atomic_fetch_add(&aborts, 1);
     /* Its peers' finalize no longer waits for it: they see its
      * connections close, as a real one's do (seen on an H100: the rank
@@ -946,6 +1009,7 @@ static ncclResult_t call(enum kind kind, const char *name, const void *send,
                          cudaStream_t s)
 {
     struct ncclComm *c = use(comm, name);
+    GUARD(c->device, name);
     if (!type_size(t) || (unsigned)op >= ncclNumOps || root < 0 ||
         root >= c->nranks) {
         fprintf(stderr, "fake NCCL: %s: type %d, op %d or peer %d is not "
@@ -1188,7 +1252,7 @@ static void run_p2p(struct ncclComm *c, const struct call *k, int n)
         size_t want = k[i].count * type_size(k[i].type), got = 0;
         const char *in;
         while (!(in = map(p, &got))) {
-            if (atomic_load(&c->aborted))
+            if (atomic_load(c->flag))
                 return;
             usleep(20);
         }
@@ -1205,7 +1269,7 @@ static void run_p2p(struct ncclComm *c, const struct call *k, int n)
             continue;
         p2p_path(p, sizeof(p), c, c->rank, k[i].root, k[i].seq);
         while (access(p, F_OK) == 0) {
-            if (atomic_load(&c->aborted)) {
+            if (atomic_load(c->flag)) {
                 unlink(p);
                 return;
             }

@@ -127,7 +127,7 @@ static int device_uuid(int device, unsigned char uuid[16])
 }
 
 #ifndef FAKE_ABI
-#define FAKE_ABI 8
+#define FAKE_ABI 9
 #endif
 #if FAKE_ABI == 4
 typedef struct dcoll_cuda_plugin_v4 fake_table_t;
@@ -141,9 +141,12 @@ typedef struct dcoll_cuda_plugin_v6 fake_table_t;
 #elif FAKE_ABI == 7   /* version 6's layout */
 typedef struct dcoll_cuda_plugin_v6 fake_table_t;
 #define FAKE_ENTRY dcoll_cuda_plugin_v7
-#else   /* version 8: no nccl_split, so groups make their own */
+#elif FAKE_ABI == 8   /* no nccl_split, so groups make their own */
 typedef struct dcoll_cuda_plugin_v8 fake_table_t;
 #define FAKE_ENTRY dcoll_cuda_plugin_v8
+#else   /* version 9, no gpu_view: the core asks select_device */
+typedef struct dcoll_cuda_plugin_v9 fake_table_t;
+#define FAKE_ENTRY dcoll_cuda_plugin_v9
 #endif
 
 #if FAKE_ABI == 4
