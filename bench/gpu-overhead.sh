@@ -10,7 +10,10 @@
 #   NCCL enqueue       ncclAllReduce alone
 #   NCCL + sync        ncclAllReduce and cudaStreamSynchronize
 # The waits spin while the doubles' stream threads run, so the lines that
-# include one vary from run to run; the others do not.
+# include one vary from run to run; the others do not. The NCCL double's
+# launches are done at once (FAKE_NCCL_LAUNCH_US=0): dcoll's nonblocking
+# communicators then settle at the first ncclCommGetAsyncError, as the
+# raw side's blocking one needs none.
 set -eu
 build=${1:-build}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,7 +23,7 @@ command -v valgrind >/dev/null || { echo "gpu-overhead.sh: valgrind not found" >
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 DCOLL_CUDA_PLUGIN=$build/test/double/libdcoll_cuda_double.so \
-FAKE_CUDA_DELAY_US=0 FAKE_NCCL_DELAY_US=0 \
+FAKE_CUDA_DELAY_US=0 FAKE_NCCL_DELAY_US=0 FAKE_NCCL_LAUNCH_US=0 \
     "$here/../test/mpirun.sh" 1 900 valgrind --tool=callgrind \
     --callgrind-out-file="$tmp/cg" "$exe" >"$tmp/log" 2>&1 ||
     { cat "$tmp/log" >&2; exit 1; }
@@ -30,23 +33,24 @@ callgrind_annotate --inclusive=yes --threshold=100 "$tmp/cg" |
     awk -v calls="$calls" '
     {
         gsub(",", "", $1)
-        if (match($0, /via_[a-z_]+/))
-            ir[substr($0, RSTART, RLENGTH)] = $1
+        v = $1 + 0
+        if (match($0, /via_[a-z_]+/) && v > ir[substr($0, RSTART, RLENGTH)])
+            ir[substr($0, RSTART, RLENGTH)] = v
         # The wait loop: wait_for (since issue 48), dcoll_nccl_event_wait
         # before it.
         if ($0 ~ /[^_a-z]wait_for[^_a-z]/ || $0 ~ /dcoll_nccl_event_wait/)
-            if ($1 > wait) wait = $1
+            if (v > wait) wait = v
     }
     END {
         b = ir["via_dcoll_blocking"] / calls
         e = ir["via_nccl_enqueue"] / calls
         printf "%-22s %10.1f\n", "dcoll blocking", b
         printf "%-22s %10.1f\n", "dcoll, no wait", b - wait / calls
-        if (ir["via_dcoll_ordered"])
+        if (ir["via_dcoll_ordered"] > 0)
             printf "%-22s %10.1f\n", "dcoll ordered", ir["via_dcoll_ordered"] / calls
         printf "%-22s %10.1f\n", "NCCL enqueue", e
         printf "%-22s %10.1f\n", "NCCL + sync", ir["via_nccl_blocking"] / calls
         printf "%-22s %10.1f\n", "added, no wait", b - wait / calls - e
-        if (ir["via_dcoll_ordered"])
+        if (ir["via_dcoll_ordered"] > 0)
             printf "%-22s %10.1f\n", "added, ordered", ir["via_dcoll_ordered"] / calls - e
     }'

@@ -41,6 +41,8 @@ static void usage(FILE *f)
         "            minloc maxloc (default sum)\n"
         "  -r RANK   root, a world rank (default: the group's first)\n"
         "  -a        async calls + wait, against MPI's I-calls + MPI_Wait\n"
+        "  -K        with -m cuda: say the buffers are GPU memory (opts.memory):\n"
+        "            no pointer query after the group's first call\n"
         "  -A        calibrate: time the raw call against itself, in dcoll's\n"
         "            place, to show this machine's noise floor\n"
         "  -S        time each side's calls in a block of their own, not\n"
@@ -107,7 +109,7 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
 {
     int c, v;
     const char *mem = "host";
-    while ((c = getopt(argc, argv, "b:e:f:n:w:R:d:p:r:aASPc:t:g:m:o:h")) != -1) {
+    while ((c = getopt(argc, argv, "b:e:f:n:w:R:d:p:r:aASPKc:t:g:m:o:h")) != -1) {
         switch (c) {
         case 'b': if (parse_size(optarg, &o->minbytes)) goto bad; break;
         case 'e': if (parse_size(optarg, &o->maxbytes)) goto bad; break;
@@ -139,6 +141,7 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
         case 't': if (parse_int(optarg, 1, &o->ntensors)) goto bad; break;
         case 'g': if (parse_members(optarg, o, world)) goto bad; break;
         case 'm': mem = optarg; break;
+        case 'K': o->said = true; break;
         case 'o': o->out = optarg; break;
         case 'h': usage(stderr); return -2;
         default: usage(stderr); return -1;
@@ -502,6 +505,10 @@ int main(int argc, char **argv)
             c.cuda = true;
             gpu_opts.mask = DCOLL_COLL_OPT_STREAM;
             gpu_opts.stream = c.stream;
+            if (o.said) {   /* -K: no pointer query after the first */
+                gpu_opts.mask |= DCOLL_COLL_OPT_MEMORY;
+                gpu_opts.memory = DCOLL_MEMORY_CUDA;
+            }
             c.opts = &gpu_opts;
             /* send and recv become the host images; the GPU's own. */
             c.hsend = send;

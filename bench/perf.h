@@ -27,6 +27,7 @@ struct perf_opts {
     int nmembers;
     const char *out;        /* -o: .json or .csv */
     bool cuda;              /* -m cuda: GPU buffers */
+    bool said;              /* -K: opts.memory = DCOLL_MEMORY_CUDA */
     bool plan;              /* -P: plans, against MPI's blocking and
                                persistent calls */
 };

@@ -122,8 +122,14 @@ static int settle(struct comm *c, double timeout, const char *call)
         return gone(c, call);
     for (;;) {
         ncclResult_t r = ncclCommGetAsyncError(c->nc, &st);
-        if (r != ncclSuccess)
+        if (r != ncclSuccess) {
+            /* Aborted before the caller frees c: an init still running
+             * would store into c->nc when it ends (NCCL's init.cc). */
+            snprintf(why, sizeof(why), "ncclCommGetAsyncError failed (%s)",
+                     ncclGetErrorString(r));
+            kill(c, why);
             return nccl_failed("ncclCommGetAsyncError", r);
+        }
         if (st != ncclInProgress)
             break;
         if (now() > end) {

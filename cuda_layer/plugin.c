@@ -145,6 +145,13 @@ static int context_state(void)
 }
 
 #define NO_CONTEXT (-2)
+/* A context the thread had, kept to be made current again: a device
+ * number would bring back the device's primary context instead of the
+ * program's own (cuCtxCreate, a green context). Enters nest rarely; a
+ * few deep is plenty. Returned as SAVED - depth. */
+#define SAVED (-3)
+static _Thread_local void *saved[4];
+static _Thread_local int nsaved;
 
 int dcoll_cuda_enter(int device)
 {
@@ -155,11 +162,14 @@ int dcoll_cuda_enter(int device)
     int cur;
     if (device >= 0 && cudaGetDevice(&cur) == cudaSuccess && cur == device)
         return device;
-    int old = NO_CONTEXT;
-    if (context_state() != 0)   /* unknown: restored as cudart sees it */
+    int old = NO_CONTEXT, state = context_state();
+    if (state != 0)   /* unknown: restored as cudart sees it */
         cudaGetDevice(&old);   /* reads the choice; makes no context */
-    if (device >= 0 && device != old)
+    if (device >= 0 && device != old) {
+        if (state == 1 && nsaved < 4 && ctx_get(&saved[nsaved]) == 0)
+            old = SAVED - nsaved++;
         cudaSetDevice(device);
+    }
     return old;
 }
 
@@ -171,6 +181,9 @@ void dcoll_cuda_restore(int old)
     if (old == NO_CONTEXT) {
         if (ctx_set)
             ctx_set(NULL);
+    } else if (old <= SAVED) {
+        nsaved = SAVED - old;
+        ctx_set(saved[nsaved]);
     } else if (old >= 0) {
         cudaSetDevice(old);
     }

@@ -345,10 +345,14 @@ dcoll_status_t dcoll_mpi_reduce_f64(struct dcoll_group *g, const double *in,
                              : dcoll_mpi_error(rc, "MPI_Reduce (profile)");
 }
 
+/* The service collectives below go over the group's control twin: a
+ * rank whose call took another route (one rank's buffers on the host,
+ * another's on the GPU) must not have its agreement matched by a
+ * program's MPI_Allreduce on the data communicator. */
 dcoll_status_t dcoll_mpi_bcast_bytes(struct dcoll_group *g, void *buf,
                                      size_t len, int root)
 {
-    int rc = MPI_Bcast(buf, (int)len, MPI_BYTE, root, dcoll_mpi_comm_of(g));
+    int rc = MPI_Bcast(buf, (int)len, MPI_BYTE, root, dcoll_mpi_ctl_of(g));
     return rc == MPI_SUCCESS ? DCOLL_SUCCESS
                              : dcoll_mpi_error(rc, "MPI_Bcast (NCCL id)");
 }
@@ -358,7 +362,7 @@ dcoll_status_t dcoll_mpi_allgather_bytes(struct dcoll_group *g,
                                          size_t len)
 {
     int rc = MPI_Allgather(in, (int)len, MPI_BYTE, out, (int)len, MPI_BYTE,
-                           dcoll_mpi_comm_of(g));
+                           dcoll_mpi_ctl_of(g));
     return rc == MPI_SUCCESS ? DCOLL_SUCCESS
                              : dcoll_mpi_error(rc, "MPI_Allgather (bytes)");
 }
@@ -366,7 +370,7 @@ dcoll_status_t dcoll_mpi_allgather_bytes(struct dcoll_group *g,
 dcoll_status_t dcoll_mpi_agree(struct dcoll_group *g, int *ok)
 {
     int rc = MPI_Allreduce(MPI_IN_PLACE, ok, 1, MPI_INT, MPI_MIN,
-                           dcoll_mpi_comm_of(g));
+                           dcoll_mpi_ctl_of(g));
     return rc == MPI_SUCCESS ? DCOLL_SUCCESS
                              : dcoll_mpi_error(rc, "MPI_Allreduce (agree)");
 }

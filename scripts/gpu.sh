@@ -9,10 +9,12 @@
 #      (meson test, or scripts/run-tests.py where this machine's meson is
 #      not the build's);
 #   4. runs the GPU probe (pointer kinds, stream order, how long a
-#      blocking call waits, pinned bandwidth, overlap with a kernel on
-#      another stream) and dcoll-perf -m cuda: dcoll against NCCL by hand
-#      (1 rank, and 2 to 4 ranks on one GPU), staged against staging by
-#      hand (2 and 4 ranks sharing it), and every collective's check;
+#      blocking call waits, with the memory said and stream-ordered, each
+#      item of the call path timed alone, pinned bandwidth, overlap with
+#      a kernel on another stream) and dcoll-perf -m cuda: dcoll against
+#      NCCL by hand (1 rank, and 2 to 4 ranks on one GPU; with the
+#      memory said, -K, twice), staged against staging by hand (2 and 4
+#      ranks sharing it), and every collective's check;
 #   5. host collectives with the plugin loaded and without it;
 #   6. compute-sanitizer: test_gpu on one rank, and the timeout test on
 #      three (NCCL's path, a rank absent).
@@ -145,6 +147,14 @@ step_tests() {
             >"$out/tests.log" 2>&1
     fi
     rc=$?
+    # One rank per GPU on every GPU there is (the gpu suite runs it on
+    # one): distinct GPUs, NCCL's route, a sub-group's timeout.
+    ngpus=$( [ $gpu = yes ] && nvidia-smi -L 2>/dev/null | grep -c '^GPU' || echo 0)
+    if [ "${ngpus:-0}" -gt 1 ]; then
+        echo "## test_per_rank on $ngpus ranks, one GPU each" >>"$out/tests.log"
+        DCOLL_CUDA_PLUGIN="$plugin" run_mpi "$ngpus" 300 \
+            "$build/test/gpu/test_per_rank" >>"$out/tests.log" 2>&1 || rc=1
+    fi
     skipped=$(sed -n 's/^Skipped: *//p' "$out/tests.log" | tail -1 | tr -d ' ')
     okn=$(sed -n 's/^Ok: *//p' "$out/tests.log" | tail -1 | tr -d ' ')
     if [ "${skipped:-0}" != 0 ]; then rc=1; fi
@@ -191,6 +201,16 @@ step_perf() {
         done
         # A plan's start, which asks CUDA nothing of its buffers.
         perf "1 rank, NCCL, plans (-P)" 1 "$small -P" - all_reduce broadcast
+        # The memory said (opts.memory, -K): no pointer query a call; the
+        # target is 0.2 us over NCCL by hand. Twice, in one lease.
+        for again in 1 2; do
+            perf "1 rank, NCCL, memory said (-K), launch $again" 1 \
+                "$small -K" - all_reduce broadcast
+        done
+        for np in 2 3 4; do
+            perf "$np ranks on one GPU, NCCL, memory said (-K)" "$np" \
+                "$small -K" "$one" all_reduce broadcast
+        done
         for np in 2 3 4; do
             perf "$np ranks on one GPU, NCCL ($one)" "$np" "$tableone" "$one" \
                 all_reduce broadcast

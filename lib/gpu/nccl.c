@@ -103,6 +103,23 @@ static bool one_gpu(void)
     return on;
 }
 
+/* NCCL 2.30's experimental mode for several ranks on one GPU
+ * (NCCL_MULTI_RANK_GPU_ENABLE=1, env.rst): where the program set it and
+ * the NCCL loaded has it, ranks sharing a GPU use NCCL, which then
+ * allows them, instead of staging. Every rank of a job sees the same
+ * variable and library, as NCCL itself requires. */
+static bool multi_rank(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *e = getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+        int rt = 0, drv = 0, nccl = 0;
+        dcoll_gpu_plugin->versions(&rt, &drv, &nccl);
+        on = e && !strcmp(e, "1") && nccl >= 23000;
+    }
+    return on;
+}
+
 /* The group's NCCL communicator on device, made on first use. An init
  * that outlasts the group's timeout fails the group as a call's timeout
  * does (out): a later call would otherwise start another init, whose
@@ -127,7 +144,8 @@ static dcoll_status_t setup(struct dcoll_group *g,
     if (!st)
         st = g->svc->allgather_bytes(g, mine, all, 16);
     int pair[2] = {-1, -1};
-    for (int a = 0; !st && !one_gpu() && a < g->size && pair[0] < 0; a++)
+    for (int a = 0; !st && !one_gpu() && !multi_rank() && a < g->size &&
+                    pair[0] < 0; a++)
         for (int b = a + 1; b < g->size && pair[0] < 0; b++)
             if (memcmp(all + 16 * a, all + 16 * b, 16) == 0) {
                 pair[0] = a;

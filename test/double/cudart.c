@@ -174,17 +174,25 @@ API long fake_cuda_pinned_calls(void)
 }
 
 /* The driver's calls the plugin uses to keep a thread without a context
- * without one (cuda.h: CUresult, CUcontext). A context is named by its
- * device + 1. */
+ * without one (cuda.h: CUresult, CUcontext). A device's primary context
+ * is named by its device + 1; a context a program made itself
+ * (cuCtxCreate) by 65 + its device, and stays current until another is
+ * set: cudaSetDevice makes the primary one current. */
+static _Thread_local uintptr_t custom;   /* 0: the primary one */
+
 API int cuCtxGetCurrent(void **ctx)
 {
-    *ctx = current < 0 ? NULL : (void *)(uintptr_t)(current + 1);
+    *ctx = current < 0 ? NULL
+           : custom    ? (void *)custom
+                       : (void *)(uintptr_t)(current + 1);
     return 0;
 }
 
 API int cuCtxSetCurrent(void *ctx)
 {
-    current = ctx ? (int)(uintptr_t)ctx - 1 : -1;
+    uintptr_t v = (uintptr_t)ctx;
+    custom = v > 64 ? v : 0;
+    current = !ctx ? -1 : v > 64 ? (int)(v - 65) : (int)v - 1;
     return 0;
 }
 
@@ -684,6 +692,7 @@ API cudaError_t cudaSetDevice(int d)
     if (d < 0 || d >= ndev)
         return ret(cudaErrorInvalidDevice);
     current = d;
+    custom = 0;
     here();   /* CUDA 12 on: cudaSetDevice makes the primary context */
     return cudaSuccess;
 }

@@ -18,7 +18,9 @@
  *   - ncclCommAbort and ncclCommDestroy end the handle: any later call
  *     that names it stops the process with a message (use after free);
  *   - two ranks of one communicator on one GPU (same NCCL_HOSTID or host
- *     name, same device UUID) are refused ("Duplicate GPU detected");
+ *     name, same device UUID) are refused ("Duplicate GPU detected"),
+ *     unless it reports 2.30 or later (FAKE_NCCL_VERSION) and
+ *     NCCL_MULTI_RANK_GPU_ENABLE=1, as NCCL 2.30's experimental mode;
  *   - arithmetic is NCCL's: fp16 and bf16 rounded at every step, AVG a
  *     pre-multiplied sum by 1/n in floating types and a sum divided after
  *     in integer types (src/enqueue.cc, hostToDevRedOp);
@@ -460,6 +462,13 @@ static void fail(struct ncclComm *c, ncclResult_t why, const char *fmt, ...)
     atomic_store(&c->state, why);
 }
 
+/* FAKE_NCCL_VERSION: the version it reports (default the header's). */
+static int version(void)
+{
+    const char *e = getenv("FAKE_NCCL_VERSION");
+    return e && *e ? atoi(e) : NCCL_VERSION_CODE;
+}
+
 /* ---- joining and leaving ---- */
 
 static ncclResult_t join(struct ncclComm *c)
@@ -498,7 +507,9 @@ static ncclResult_t join(struct ncclComm *c)
         usleep(50);
     }
     unlink(p);   /* everyone has it open */
-    for (int r = 0; r < c->nranks; r++)
+    const char *multi = getenv("NCCL_MULTI_RANK_GPU_ENABLE");
+    bool shares = version() >= 23000 && multi && !strcmp(multi, "1");
+    for (int r = 0; r < c->nranks && !shares; r++)
         if (r != c->rank && !memcmp(c->ctl->where[r], w,
                                     sizeof(c->ctl->where[0]))) {
             fprintf(stderr, "fake NCCL: Duplicate GPU detected: rank %d "
@@ -527,7 +538,7 @@ static void *join_thread(void *arg)
 
 API ncclResult_t ncclGetVersion(int *v)
 {
-    *v = NCCL_VERSION_CODE;
+    *v = version();
     return ncclSuccess;
 }
 
@@ -681,12 +692,19 @@ static ncclResult_t start_inits(struct call *calls, int n)
     return ncclSuccess;
 }
 
-/* A nonblocking communicator's launch is in progress for a while. */
+/* A nonblocking communicator's launch is in progress for a while:
+ * FAKE_NCCL_LAUNCH_US, default 200 (0: it answers ncclInProgress, and
+ * the first ncclCommGetAsyncError says it is done). */
 static ncclResult_t launched(struct ncclComm *c)
 {
+    static long us = -1;
     if (c->blocking)
         return ncclSuccess;
-    atomic_store(&c->launch_until, now() + 2e-4);
+    if (us < 0) {
+        const char *e = getenv("FAKE_NCCL_LAUNCH_US");
+        us = e ? atol(e) : 200;
+    }
+    atomic_store(&c->launch_until, now() + 1e-6 * (double)us);
     return ncclInProgress;
 }
 

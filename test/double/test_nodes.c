@@ -21,6 +21,12 @@
  *   capture    (2 ranks) a thread waits for an async work while the main
  *              thread captures a call into a CUDA graph in global mode:
  *              the capture survives, and its launch gives the sum;
+ *   ctxrestore (2 ranks; FAKE_NGPUS=2) a thread whose current context is
+ *              its own (cuCtxCreate), not a primary one, has it current
+ *              again after a call on another GPU's buffers;
+ *   multirank  (2 ranks on one GPU; NCCL 2.30 and
+ *              NCCL_MULTI_RANK_GPU_ENABLE=1) the ranks use NCCL, not
+ *              staging;
  *   ordered    (2 ranks; FAKE_NCCL_DELAY_US=300000) a stream-ordered
  *              call returns before NCCL is done and its result is there
  *              for the stream's next copy; with a lost peer, the
@@ -28,6 +34,7 @@
  *              (timeout on one rank, NCCL's error on the other). */
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <unistd.h>
 #include <cuda_runtime_api.h>
 #include <mpi.h>
@@ -313,6 +320,33 @@ static void ordered(void)
     free(h);
 }
 
+static void multirank(void)
+{
+    long before = fake_nccl_calls();
+    sum_ok(NULL, "the world's all_reduce, two ranks on one GPU");
+    CHECK(fake_nccl_calls() > before, "ranks sharing a GPU staged although "
+          "NCCL 2.30 takes them (NCCL_MULTI_RANK_GPU_ENABLE=1)");
+}
+
+static void ctxrestore(void)
+{
+    cudaSetDevice(1);
+    sum_ok(NULL, "the world's first all_reduce, on GPU 1");
+    float *d = filled(N, 1);
+    void *mine = (void *)(uintptr_t)(65 + 0);   /* the double's own
+                                                  * context on GPU 0 */
+    cuCtxSetCurrent(mine);
+    CHECK_OK(dcoll_all_reduce(NULL, d, d, N, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                              NULL));
+    void *now_ = NULL;
+    cuCtxGetCurrent(&now_);
+    CHECK(now_ == mine, "the thread's own context %p became %p after a "
+          "call on GPU 1", mine, now_);
+    cudaSetDevice(1);
+    CHECK(!wrong(d, N, (float)n), "the sum");
+    cudaFree(d);
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -321,14 +355,16 @@ int main(int argc, char **argv)
     } modes[] = {{"multigpu", multigpu}, {"splitshare", splitshare},
                  {"threads", threads}, {"context", context},
                  {"initcount", initcount}, {"capture", capture},
-                 {"ordered", ordered}};
+                 {"ordered", ordered}, {"ctxrestore", ctxrestore},
+                 {"multirank", multirank}};
     int level, m = -1;
-    for (int i = 0; argc > 1 && i < 7; i++)
+    for (int i = 0; argc > 1 && i < 9; i++)
         if (!strcmp(argv[1], modes[i].name))
             m = i;
     if (m < 0) {
         fprintf(stderr, "usage: test_nodes multigpu|splitshare|threads|"
-                "context|initcount|capture|ordered\n");
+                "context|initcount|capture|ordered|ctxrestore|"
+                "multirank\n");
         return 2;
     }
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
@@ -339,7 +375,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "init: %s\n", dcoll_last_error());
         return 1;
     }
-    if (m != 0 && m != 3) {
+    if (m != 0 && m != 3 && m != 7) {
         int dev = 0;
         dcoll_device(&dev);
         cudaSetDevice(dev);

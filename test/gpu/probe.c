@@ -7,6 +7,12 @@
  *   - how long a blocking dcoll call on a GPU buffer takes beyond the
  *     stream's own work: a 4-byte all_reduce against an empty
  *     cudaStreamSynchronize, medians of 200;
+ *   - each item on the path of a blocking NCCL call, timed alone
+ *     (DCOLL_PROBE_ITEMS calls each, default 10^6, rank 0): the pointer
+ *     query for device, pinned and ordinary memory, cudaGetDevice,
+ *     cuCtxGetCurrent, cudaStreamIsCapturing, an event's record and
+ *     query, cudaStreamQuery on an idle stream, the capture-mode swap,
+ *     ncclCommGetAsyncError, sched_yield and the clock;
  *   - pinned and pageable copy bandwidth, both ways, 64 MiB;
  *   - on one rank, whether a 256 MiB all_reduce on one stream overlaps a
  *     kernel twice its length on another, and whether the blocking call
@@ -22,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 #include <cuda_runtime_api.h>
 #include "dcoll/dcoll.h"
@@ -120,7 +127,31 @@ static void blocking_wait(void)
     dcoll_coll_opts_t o = DCOLL_COLL_OPTS_INIT;
     o.mask = DCOLL_COLL_OPT_STREAM;
     o.stream = s;
-    double call[REPS], sync[REPS];
+    double call[REPS], sync[REPS], said[REPS], ordered[REPS];
+    /* With the memory said (no pointer query), and stream-ordered (the
+     * call returns once enqueued; the sync that follows waits). */
+    dcoll_coll_opts_t k = o, q = o;
+    k.mask |= DCOLL_COLL_OPT_MEMORY;
+    k.memory = DCOLL_MEMORY_CUDA;
+    q = k;
+    q.mask |= DCOLL_COLL_OPT_STREAM_ORDERED;
+    for (int i = 0; i < REPS; i++) {
+        double t0 = now();
+        int bad = dcoll_all_reduce(NULL, d, d, 1, DCOLL_FLOAT32, DCOLL_SUM,
+                                   &k, NULL) != 0;
+        said[i] = now() - t0;
+        t0 = now();
+        bad |= dcoll_all_reduce(NULL, d, d, 1, DCOLL_FLOAT32, DCOLL_SUM, &q,
+                                NULL) != 0;
+        cudaStreamSynchronize(s);
+        ordered[i] = now() - t0;
+        if (bad) {
+            fprintf(stderr, "[rank %d] probe all_reduce (memory said): %s\n",
+                    me, dcoll_last_error());
+            failures++;
+            break;
+        }
+    }
     for (int i = 0; i < REPS; i++) {
         double t0 = now();
         if (dcoll_all_reduce(NULL, d, d, 1, DCOLL_FLOAT32, DCOLL_SUM, &o,
@@ -143,8 +174,104 @@ static void blocking_wait(void)
                "(median of %d), an empty cudaStreamSynchronize %.1f us "
                "(NCCL %s)\n", median(call, REPS) * 1e6, REPS,
                median(sync, REPS) * 1e6, avail ? "available" : "absent");
+    if (me == 0)
+        printf("blocking wait: with opts.memory said %.1f us; stream-ordered "
+               "(DCOLL_COLL_OPT_STREAM_ORDERED) with the stream's sync after "
+               "%.1f us (medians of %d)\n", median(said, REPS) * 1e6,
+               median(ordered, REPS) * 1e6, REPS);
     cudaFree(d);
     cudaStreamDestroy(s);
+}
+
+/* NCCL's calls, found at run time (the plugin loaded libnccl; the
+ * double exports them itself): NULL where there is none. */
+typedef struct { char internal[128]; } probe_uid;
+static void *nccl_sym(const char *name)
+{
+    void *h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+    void *f = h ? dlsym(h, name) : NULL;
+    return f ? f : dlsym(RTLD_DEFAULT, name);
+}
+
+/* ns a call of what BODY does, over reps calls. */
+#define ITEM(what, body)                                                     \
+    do {                                                                     \
+        double t0_ = now();                                                  \
+        for (long i_ = 0; i_ < reps; i_++) {                                 \
+            body;                                                            \
+        }                                                                    \
+        printf("  %-44s %8.1f ns\n", what, (now() - t0_) / reps * 1e9);     \
+    } while (0)
+
+static void items(void)
+{
+    const char *e = getenv("DCOLL_PROBE_ITEMS");
+    long reps = e ? atol(e) : 1000000;
+    if (me != 0 || reps < 1)
+        return;
+    struct cudaPointerAttributes a;
+    float *d = NULL, *pin = NULL, *host = malloc(64);
+    cudaMalloc((void **)&d, 64);
+    cudaMallocHost((void **)&pin, 64);
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    cudaEvent_t ev;
+    cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+    cudaEventRecord(ev, s);
+    cudaStreamSynchronize(s);
+    int dev;
+    void *ctx;
+    enum cudaStreamCaptureStatus cs;
+    struct timespec ts;
+    int (*ctx_get)(void **) = (int (*)(void **))dlsym(RTLD_DEFAULT,
+                                                      "cuCtxGetCurrent");
+    void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (!ctx_get && drv)
+        ctx_get = (int (*)(void **))dlsym(drv, "cuCtxGetCurrent");
+    printf("items on the call path (%ld calls each, rank 0):\n", reps);
+    ITEM("cudaPointerGetAttributes, device memory",
+         cudaPointerGetAttributes(&a, d));
+    ITEM("cudaPointerGetAttributes, pinned memory",
+         cudaPointerGetAttributes(&a, pin));
+    ITEM("cudaPointerGetAttributes, ordinary memory",
+         cudaPointerGetAttributes(&a, host));
+    ITEM("cudaGetDevice", cudaGetDevice(&dev));
+    if (ctx_get)
+        ITEM("cuCtxGetCurrent", ctx_get(&ctx));
+    ITEM("cudaStreamIsCapturing", cudaStreamIsCapturing(s, &cs));
+    ITEM("cudaEventRecord, idle stream", cudaEventRecord(ev, s));
+    cudaStreamSynchronize(s);
+    ITEM("cudaEventQuery, done event", cudaEventQuery(ev));
+    ITEM("cudaStreamQuery, idle stream", cudaStreamQuery(s));
+    enum cudaStreamCaptureMode m = cudaStreamCaptureModeRelaxed;
+    ITEM("cudaThreadExchangeStreamCaptureMode, twice",
+         cudaThreadExchangeStreamCaptureMode(&m);
+         cudaThreadExchangeStreamCaptureMode(&m));
+    int (*get_id)(probe_uid *) = (int (*)(probe_uid *))nccl_sym(
+        "ncclGetUniqueId");
+    int (*init)(void **, int, probe_uid, int) =
+        (int (*)(void **, int, probe_uid, int))nccl_sym("ncclCommInitRank");
+    int (*async)(void *, int *) = (int (*)(void *, int *))nccl_sym(
+        "ncclCommGetAsyncError");
+    int (*destroy)(void *) = (int (*)(void *))nccl_sym("ncclCommDestroy");
+    probe_uid id;
+    void *comm = NULL;
+    int st;
+    if (get_id && init && async && destroy && get_id(&id) == 0 &&
+        init(&comm, 1, id, 0) == 0) {
+        ITEM("ncclCommGetAsyncError", async(comm, &st));
+        destroy(comm);
+    } else {
+        printf("  %-44s %8s\n", "ncclCommGetAsyncError", "no NCCL");
+    }
+    ITEM("sched_yield", sched_yield());
+    ITEM("clock_gettime(CLOCK_MONOTONIC)",
+         clock_gettime(CLOCK_MONOTONIC, &ts));
+    cudaEventDestroy(ev);
+    cudaStreamDestroy(s);
+    cudaFreeHost(pin);
+    cudaFree(d);
+    free(host);
 }
 
 static void bandwidth(void)
@@ -327,6 +454,7 @@ int main(int argc, char **argv)
     kinds();
     ordering();
     blocking_wait();
+    items();
     bandwidth();
     int nranks = 1;
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
