@@ -143,6 +143,7 @@ dcoll_status_t dcoll_mpi_timed_out(struct dcoll_group *g,
                                    const struct dcoll_watch *wt);
 /* The watchdog's services (struct dcoll_comm_ops). */
 bool dcoll_mpi_threaded(void);
+bool dcoll_mpi_cuda_aware(void);
 bool dcoll_mpi_serve(struct dcoll_group *g, struct dcoll_verdict *v);
 void dcoll_mpi_ack(struct dcoll_group *g, int to);
 int dcoll_mpi_lead(struct dcoll_group *g, uint64_t seq, double *wait);

@@ -4,6 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "mpi_internal.h"
+#if defined(OPEN_MPI) && OPEN_MPI
+#include <mpi-ext.h>   /* MPIX_Query_cuda_support */
+#endif
 
 /* Kept across a failed dcoll_init so that the MPI we started is still
  * finalized by a later, successful one. */
@@ -373,4 +376,27 @@ dcoll_status_t dcoll_mpi_agree(struct dcoll_group *g, int *ok)
                            dcoll_mpi_ctl_of(g));
     return rc == MPI_SUCCESS ? DCOLL_SUCCESS
                              : dcoll_mpi_error(rc, "MPI_Allreduce (agree)");
+}
+
+/* Asked once: MPI's answer does not change while it runs. */
+bool dcoll_mpi_cuda_aware(void)
+{
+    static int aware = -1;
+    if (aware >= 0)
+        return aware;
+    const char *e = getenv("DCOLL_MPI_CUDA");
+    if (e && (!strcmp(e, "0") || !strcmp(e, "1"))) {
+        aware = *e == '1';
+    } else {
+#if defined(MPIX_CUDA_AWARE_SUPPORT)
+        aware = MPIX_Query_cuda_support() == 1;
+#elif defined(MPIX_GPU_SUPPORT_CUDA)
+        int is = 0;
+        aware = MPIX_GPU_query_support(MPIX_GPU_SUPPORT_CUDA, &is) ==
+                    MPI_SUCCESS && is;
+#else
+        aware = 0;
+#endif
+    }
+    return aware;
 }

@@ -11,6 +11,7 @@ const struct dcoll_comm_ops dcoll_mpi_services = {
     .stop = dcoll_mpi_stop,
     .at_mpi_end = dcoll_mpi_at_end,
     .comm_fint = dcoll_mpi_comm_fint,
+    .cuda_aware = dcoll_mpi_cuda_aware,
     .agree = dcoll_mpi_agree,
     .bcast_bytes = dcoll_mpi_bcast_bytes,
     .allgather_bytes = dcoll_mpi_allgather_bytes,

@@ -268,6 +268,10 @@ struct dcoll_comm_ops {
     void (*at_mpi_end)(void (*fn)(void));
     /* The Fortran handle of a member's communicator. */
     int (*comm_fint)(const struct dcoll_group *g);
+    /* Whether MPI takes device pointers (a CUDA-aware MPI: Open MPI's
+     * MPIX_Query_cuda_support, MPICH's MPIX_GPU_query_support), or what
+     * DCOLL_MPI_CUDA says (1 or 0), which overrides it. After start. */
+    bool (*cuda_aware)(void);
     /* *ok = the minimum over the group of every rank's *ok. */
     dcoll_status_t (*agree)(struct dcoll_group *g, int *ok);
     dcoll_status_t (*bcast_bytes)(struct dcoll_group *g, void *buf,

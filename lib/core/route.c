@@ -17,6 +17,10 @@
  *                              or that declines the call on every rank
  *                              alike hands it to the next
  *   multi-buffer on a clique   NCCL (core/multi.c asked for the clique)
+ *   GPU buffers, a CUDA-aware  send, recv and the kinds no GPU transport
+ *   MPI                        has a row for (the vector ones): MPI,
+ *                              with the device pointers, once the call's
+ *                              stream is done; not on an "nccl" group
  *
  * Where none in line is left, the call is refused, naming the kind. */
 #include <stdio.h>
@@ -52,6 +56,18 @@ static bool gpu_line_runs(const struct dcoll_group *g,
     return false;
 }
 
+/* Whether MPI itself moves c's GPU buffers: a CUDA-aware MPI, for the
+ * kinds NCCL cannot take (a peer call, whose communicator a peer must
+ * not make; a vector kind), which would stage through host memory
+ * otherwise. */
+static bool mpi_moves_gpu(const struct dcoll_group *g,
+                          enum dcoll_coll_kind kind)
+{
+    return g->choice != DCOLL_CHOICE_NCCL &&
+           (dcoll_kind_has(kind, DCOLL_KF_PEER) || !gpu_line_runs(g, kind)) &&
+           g->svc->cuda_aware();
+}
+
 /* Where c's buffers are: *device -1 for host memory. A refusal is this
  * rank's alone (out->refused). */
 static dcoll_status_t where(struct dcoll_group *g, struct dcoll_coll *c,
@@ -72,7 +88,7 @@ static dcoll_status_t where(struct dcoll_group *g, struct dcoll_coll *c,
                                "%s: the group's backend is nccl, which takes "
                                "GPU buffers, and these are in host memory "
                                "(use the mpi or auto backend for them)", fn);
-    } else if (!gpu_line_runs(g, c->kind)) {
+    } else if (!gpu_line_runs(g, c->kind) && !mpi_moves_gpu(g, c->kind)) {
         return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: no transport runs "
                            "%s on GPU buffers yet (the vector collectives "
                            "take host buffers only for now); this one is "
@@ -120,6 +136,14 @@ dcoll_status_t dcoll_route_slow(struct dcoll_group *g, struct dcoll_coll *c,
     if (device < 0)
         return dcoll_mpi_backend.coll(g, c, work, out);
     c->device = device;
+    if (mpi_moves_gpu(g, c->kind)) {
+        /* MPI knows no stream: it reads once the stream's earlier work
+         * (what wrote the buffers) is done. */
+        if ((st = dcoll_gpu_ready(c)))
+            return st;
+        dcoll_flight_tl(g->diag->flight, c->fid, &dcoll_mpi_backend);
+        return dcoll_mpi_backend.coll(g, c, work, out);
+    }
     return dcoll_route_gpu(g, c, work, out);
 }
 
@@ -139,6 +163,13 @@ dcoll_status_t dcoll_route_plan(struct dcoll_group *g, struct dcoll_coll *c,
     dcoll_status_t st = where(g, c, &device, &out);
     if (st || device < 0)
         return st;
+    /* A plan's starts go to the GPU transports (a CUDA-aware MPI takes
+     * only the calls themselves, after their stream). */
+    if (!gpu_line_runs(g, c->kind))
+        return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: no transport runs "
+                           "a plan of %s on GPU buffers yet; the call "
+                           "itself runs (this one is on GPU %d)", c->fn,
+                           dcoll_kind_name(c->kind), device);
     c->device = device;
     *tl = NULL;
     return DCOLL_SUCCESS;

@@ -60,6 +60,9 @@ extern const struct dcoll_backend dcoll_nccl_backend;
 dcoll_status_t dcoll_gpu_where(struct dcoll_group *g, const char *fn,
                                const struct dcoll_coll *c, int *device);
 bool dcoll_on_device(const void *p);
+/* staged.c: c's stream's earlier work done, for an MPI that reads c's
+ * GPU buffers itself (a CUDA-aware one). */
+dcoll_status_t dcoll_gpu_ready(const struct dcoll_coll *c);
 /* The GPU that p is on, -1 for host memory (or no GPU plugin). */
 int dcoll_device_of(const void *p);
 /* How long a GPU operation on g may take before the plugin gives up

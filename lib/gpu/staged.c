@@ -103,6 +103,16 @@ dcoll_status_t dcoll_gpu_where(struct dcoll_group *g, const char *fn,
     return DCOLL_SUCCESS;
 }
 
+dcoll_status_t dcoll_gpu_ready(const struct dcoll_coll *c)
+{
+    const dcoll_cuda_plugin_t *cu = dcoll_gpu_plugin;
+    if (cu->sync(c->device, dcoll_opts_stream(c->opts)))
+        return dcoll_error(DCOLL_ERR_INTERNAL, "%s: waiting for the stream "
+                           "before MPI reads GPU %d's buffers: %s", c->fn,
+                           c->device, cu->last_error());
+    return DCOLL_SUCCESS;
+}
+
 int dcoll_device_of(const void *p)
 {
     const dcoll_cuda_plugin_t *cu = dcoll_gpu_plugin;

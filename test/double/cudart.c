@@ -34,7 +34,9 @@
  *     and while one thread captures in global mode, another thread's
  *     query or synchronisation (in global mode itself, the default; see
  *     cudaThreadExchangeStreamCaptureMode) fails and invalidates it.
- * FAKE_NGPUS=n gives n devices (1..8), FAKE_CUDA_NO_DEVICE=1 none.
+ * FAKE_NGPUS=n gives n devices (1..8), FAKE_CUDA_NO_DEVICE=1 none;
+ * FAKE_CUDA_HOST_VISIBLE=1 lets host code (a CUDA-aware MPI) read and
+ * write device memory.
  * Never installed: tests only. */
 #include <errno.h>
 #include <pthread.h>
@@ -108,8 +110,11 @@ static void setup(void)
         perror("fake CUDA: device memory");
         abort();
     }
-    dev_base = mmap(NULL, bytes, PROT_NONE, MAP_SHARED | MAP_NORESERVE, fd,
-                    0);
+    /* FAKE_CUDA_HOST_VISIBLE=1: the host may touch device memory, as a
+     * CUDA-aware MPI does (it reads device pointers itself). */
+    const char *vis = getenv("FAKE_CUDA_HOST_VISIBLE");
+    int prot = vis && *vis == '1' ? PROT_READ | PROT_WRITE : PROT_NONE;
+    dev_base = mmap(NULL, bytes, prot, MAP_SHARED | MAP_NORESERVE, fd, 0);
     shadow_base = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                        MAP_SHARED | MAP_NORESERVE, fd, 0);
     foreign_base = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,

@@ -27,6 +27,14 @@
  *   multirank  (2 ranks on one GPU; NCCL 2.30 and
  *              NCCL_MULTI_RANK_GPU_ENABLE=1) the ranks use NCCL, not
  *              staging;
+ *   cudaaware  (2 ranks; DCOLL_MPI_CUDA=1, the double's device memory
+ *              visible to MPI) send/recv and all_gatherv on GPU buffers
+ *              go to MPI with the device pointers, after their stream,
+ *              pinning nothing; the results right;
+ *   unwaited   (2 ranks) a call captured in a CUDA graph meets a lost
+ *              peer when the graph runs, and nothing waits for it: the
+ *              watchdog finds NCCL's error, and the group's next call
+ *              says it (the other rank's times out);
  *   ordered    (2 ranks; FAKE_NCCL_DELAY_US=300000) a stream-ordered
  *              call returns before NCCL is done and its result is there
  *              for the stream's next copy; with a lost peer, the
@@ -328,6 +336,89 @@ static void multirank(void)
           "NCCL 2.30 takes them (NCCL_MULTI_RANK_GPU_ENABLE=1)");
 }
 
+static void cudaaware(void)
+{
+    float *d = filled(N, (float)(t_rank + 1));
+    long pinned = fake_cuda_pinned_calls();
+    /* The input written on the stream, not yet there: MPI must wait. */
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    float *h = malloc(N * sizeof(float));
+    for (int i = 0; i < N; i++)
+        h[i] = 7;
+    cudaMemcpyAsync(d, h, N * sizeof(float), cudaMemcpyHostToDevice, s);
+    dcoll_coll_opts_t o = DCOLL_COLL_OPTS_INIT;
+    o.mask = DCOLL_COLL_OPT_STREAM;
+    o.stream = s;
+    if (t_rank == 0)
+        CHECK_OK(dcoll_send(NULL, d, N, DCOLL_FLOAT32, 1, 0, &o, NULL));
+    else if (t_rank == 1)
+        CHECK_OK(dcoll_recv(NULL, d, N, DCOLL_FLOAT32, 0, 0, &o, NULL,
+                            NULL));
+    if (t_rank < 2)
+        CHECK(!wrong(d, N, 7), "send/recv over a CUDA-aware MPI");
+    int64_t counts[64];
+    for (int r = 0; r < n; r++)
+        counts[r] = r + 1;
+    float *all = NULL;
+    cudaMalloc((void **)&all, sizeof(float) * (size_t)(n * (n + 1) / 2));
+    dcoll_status_t st = dcoll_all_gatherv(NULL, d, t_rank + 1, all, counts,
+                                          NULL, DCOLL_FLOAT32, &o, NULL);
+    CHECK(st == DCOLL_SUCCESS, "all_gatherv on GPU buffers: %s",
+          dcoll_last_error());
+    if (!st && n == 2)
+        CHECK(!wrong(all, 3, 7), "all_gatherv's result");
+    CHECK(fake_cuda_pinned_calls() == pinned, "MPI's GPU calls were staged "
+          "(%ld pinned blocks)", fake_cuda_pinned_calls() - pinned);
+    cudaFree(all);
+    cudaStreamDestroy(s);
+    free(h);
+    cudaFree(d);
+}
+
+static void unwaited(void)
+{
+    dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
+    p.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
+    p.timeout = 1;
+    p.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
+    dcoll_group_t *g = NULL;
+    CHECK_OK(dcoll_new_group(&g, NULL, 0, &p));
+    sum_ok(g, "the group's first all_reduce");
+    float *d = filled(N, 1);
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    dcoll_coll_opts_t o = DCOLL_COLL_OPTS_INIT;
+    o.mask = DCOLL_COLL_OPT_STREAM;
+    o.stream = s;
+    cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal);
+    CHECK_OK(dcoll_all_reduce(g, d, d, N, DCOLL_FLOAT32, DCOLL_SUM, &o,
+                              NULL));
+    cudaGraph_t graph = NULL;
+    cudaGraphExec_t x;
+    cudaStreamEndCapture(s, &graph);
+    cudaGraphInstantiate(&x, graph, 0);
+    if (t_rank == n - 1)
+        fake_nccl_break();
+    cudaGraphLaunch(x, s);
+    sleep(3);
+    dcoll_status_t st = dcoll_all_reduce(g, d, d, N, DCOLL_FLOAT32,
+                                         DCOLL_SUM, NULL, NULL);
+    if (t_rank == n - 1)
+        CHECK(st != DCOLL_SUCCESS &&
+                  strstr(dcoll_last_error(), "NCCL reported an error"),
+              "after a lost peer in a graph: %s (%s)",
+              dcoll_status_string(st), dcoll_last_error());
+    else
+        CHECK(st == DCOLL_ERR_TIMEOUT, "after a lost peer in a graph: %s "
+              "(%s)", dcoll_status_string(st), dcoll_last_error());
+    dcoll_group_destroy(&g);
+    cudaGraphExecDestroy(x);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(s);
+    cudaFree(d);
+}
+
 static void ctxrestore(void)
 {
     cudaSetDevice(1);
@@ -356,15 +447,16 @@ int main(int argc, char **argv)
                  {"threads", threads}, {"context", context},
                  {"initcount", initcount}, {"capture", capture},
                  {"ordered", ordered}, {"ctxrestore", ctxrestore},
-                 {"multirank", multirank}};
+                 {"multirank", multirank}, {"cudaaware", cudaaware},
+                 {"unwaited", unwaited}};
     int level, m = -1;
-    for (int i = 0; argc > 1 && i < 9; i++)
+    for (int i = 0; argc > 1 && i < 11; i++)
         if (!strcmp(argv[1], modes[i].name))
             m = i;
     if (m < 0) {
         fprintf(stderr, "usage: test_nodes multigpu|splitshare|threads|"
                 "context|initcount|capture|ordered|ctxrestore|"
-                "multirank\n");
+                "multirank|cudaaware|unwaited\n");
         return 2;
     }
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
