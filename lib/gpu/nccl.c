@@ -125,29 +125,45 @@ static bool multi_rank(void)
  * does (out): a later call would otherwise start another init, whose
  * first step, the ranks' agreement over MPI, waits for a rank that
  * stays away without bound. */
+struct identity {
+    int32_t ok;
+    unsigned char uuid[16];
+};
+
 static dcoll_status_t setup(struct dcoll_group *g,
                             struct dcoll_nccl_group *ng, int device,
-                            const char *fn, struct dcoll_outcome *out)
+                            const struct dcoll_coll *c, const char *fn,
+                            struct dcoll_outcome *out)
 {
     const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
-    unsigned char mine[16] = {0};
-    unsigned char *all = malloc(16 * (size_t)g->size);
+    struct identity me = {0};
+    struct identity *ids = malloc(sizeof(*ids) * (size_t)g->size);
     char *id = malloc(p->nccl_bytes);
-    int ok = all && id && p->device_uuid(device, mine) == 0;
-    /* Every rank learns whether every rank can go on, before any of them
-     * depends on the others' buffers. */
-    dcoll_status_t st = g->svc->agree(g, &ok);
+    if (!ids || !id) {
+        free(ids);
+        free(id);
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
+                           "group's NCCL setup", fn);
+    }
+    me.ok = p->device_uuid(device, me.uuid) == 0;
+    /* Every rank learns whether every rank can go on, and which GPU each
+     * is on, before any of them depends on the others' buffers: within
+     * the call's deadline (a rank whose call took another route, its
+     * buffers on the host, never comes here), over the control twin. */
+    dcoll_status_t st = c ? g->svc->exchange(g, &me, ids, sizeof(me), c, out)
+                          : g->svc->allgather_bytes(g, &me, ids, sizeof(me));
+    int ok = 1;
+    for (int r = 0; !st && r < g->size; r++)
+        ok &= ids[r].ok;
     if (!st && !ok)
         st = dcoll_error(DCOLL_ERR_INTERNAL, "%s: a rank of the group "
                          "could not read its GPU's identity (%s)", fn,
-                         p->last_error());
-    if (!st)
-        st = g->svc->allgather_bytes(g, mine, all, 16);
+                         me.ok ? "another rank's" : p->last_error());
     int pair[2] = {-1, -1};
     for (int a = 0; !st && !one_gpu() && !multi_rank() && a < g->size &&
                     pair[0] < 0; a++)
         for (int b = a + 1; b < g->size && pair[0] < 0; b++)
-            if (memcmp(all + 16 * a, all + 16 * b, 16) == 0) {
+            if (memcmp(ids[a].uuid, ids[b].uuid, 16) == 0) {
                 pair[0] = a;
                 pair[1] = b;
             }
@@ -183,7 +199,7 @@ static dcoll_status_t setup(struct dcoll_group *g,
             ng->device = device;
         }
     }
-    free(all);
+    free(ids);
     free(id);
     return st;
 }
@@ -262,8 +278,8 @@ dcoll_status_t dcoll_nccl_eager(struct dcoll_group *world)
     if (!ng)
         return DCOLL_ERR_NO_MEMORY;
     struct dcoll_outcome out = {0};
-    return setup(world, ng, dcoll_gpu_device(), "dcoll_init (DCOLL_NCCL_EAGER)",
-                 &out);
+    return setup(world, ng, dcoll_gpu_device(), NULL,
+                 "dcoll_init (DCOLL_NCCL_EAGER)", &out);
 }
 
 int dcoll_nccl_device(const struct dcoll_group *g)
@@ -393,7 +409,8 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
     struct dcoll_nccl_group *ng = dcoll_nccl_group(g, fn);
     if (!ng)
         return DCOLL_ERR_NO_MEMORY;
-    if (ng->state == NCCL_UNTRIED && (st = setup(g, ng, device, fn, out)))
+    if (ng->state == NCCL_UNTRIED &&
+        (st = setup(g, ng, device, c, fn, out)))
         return st;
     if (ng->state == NCCL_SHARED)
         return DCOLL_DECLINED;

@@ -35,6 +35,11 @@
  *              peer when the graph runs, and nothing waits for it: the
  *              watchdog finds NCCL's error, and the group's next call
  *              says it (the other rank's times out);
+ *   mixed      (2 ranks) one int32 MIN all_reduce, rank 0's buffers on
+ *              the GPU and rank 1's on the host (bad input): no rank
+ *              gets success, and none waits past the group's timeout
+ *              (the GPU side's setup no longer matches the host side's
+ *              MPI_Allreduce);
  *   ordered    (2 ranks; FAKE_NCCL_DELAY_US=300000) a stream-ordered
  *              call returns before NCCL is done and its result is there
  *              for the stream's next copy; with a lost peer, the
@@ -419,6 +424,30 @@ static void unwaited(void)
     cudaFree(d);
 }
 
+static void mixed(void)
+{
+    dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
+    p.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
+    p.timeout = 2;
+    p.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
+    dcoll_group_t *g = NULL;
+    CHECK_OK(dcoll_new_group(&g, NULL, 0, &p));
+    int32_t h = t_rank + 5, *d = NULL;
+    cudaMalloc((void **)&d, sizeof(h));
+    cudaMemcpy(d, &h, sizeof(h), cudaMemcpyHostToDevice);
+    cudaDeviceSynchronize();
+    double t0 = MPI_Wtime();
+    dcoll_status_t st = t_rank == 0
+        ? dcoll_all_reduce(g, d, d, 1, DCOLL_INT32, DCOLL_MIN, NULL, NULL)
+        : dcoll_all_reduce(g, &h, &h, 1, DCOLL_INT32, DCOLL_MIN, NULL, NULL);
+    double took = MPI_Wtime() - t0;
+    CHECK(st != DCOLL_SUCCESS, "a call with GPU buffers on one rank and "
+          "host buffers on the other succeeded");
+    CHECK(took < 10, "the mixed call took %.1f s", took);
+    dcoll_group_destroy(&g);
+    cudaFree(d);
+}
+
 static void ctxrestore(void)
 {
     cudaSetDevice(1);
@@ -448,15 +477,15 @@ int main(int argc, char **argv)
                  {"initcount", initcount}, {"capture", capture},
                  {"ordered", ordered}, {"ctxrestore", ctxrestore},
                  {"multirank", multirank}, {"cudaaware", cudaaware},
-                 {"unwaited", unwaited}};
+                 {"unwaited", unwaited}, {"mixed", mixed}};
     int level, m = -1;
-    for (int i = 0; argc > 1 && i < 11; i++)
+    for (int i = 0; argc > 1 && i < 12; i++)
         if (!strcmp(argv[1], modes[i].name))
             m = i;
     if (m < 0) {
         fprintf(stderr, "usage: test_nodes multigpu|splitshare|threads|"
                 "context|initcount|capture|ordered|ctxrestore|"
-                "multirank|cudaaware|unwaited\n");
+                "multirank|cudaaware|unwaited|mixed\n");
         return 2;
     }
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
