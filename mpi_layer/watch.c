@@ -65,6 +65,18 @@ static void answer_of(struct dcoll_group *g, int64_t asked, struct answer *a)
     const char *left = DCOLL_PEEK(g->left);
     a->left = left ? (int64_t)DCOLL_PEEK(g->left_seq) : 0;
     snprintf(a->why, sizeof(a->why), "%s", left ? left : "");
+    /* Not yet in the call asked about, with a GPU call of another group
+     * put on the GPU last: the likely reason (NCCL's one order a GPU). */
+    uint64_t gl = atomic_load_explicit(&dcoll_gpu_latest,
+                                       memory_order_relaxed);
+    int other = (int)(gl >> 44);
+    if (!left && a->seq < asked && gl && other != g->id)
+        snprintf(a->why, sizeof(a->why), "the last GPU call it started "
+                 "was group %d's %s #%llu, before this one: NCCL runs one "
+                 "order of calls a GPU, so start calls on several groups "
+                 "in the same order on every rank", other,
+                 dcoll_kind_name((int)(gl & 0xff)),
+                 (unsigned long long)((gl >> 8) & 0xfffffffffull));
 }
 
 /* Receive one message of tag from anyone, if there is one: a matched
@@ -129,6 +141,8 @@ static void note(struct dcoll_roll *roll, int r, uint64_t seq,
     roll->busy[r] = (unsigned char)a->busy;
     roll->state[r] = (uint64_t)a->seq == seq ? DCOLL_ROLL_SAME
                                              : DCOLL_ROLL_OTHER;
+    if (!a->left && a->why[0] && (uint64_t)a->seq < seq)
+        set_why(roll, r, a->why);   /* where it is instead */
     if (!a->left || (uint64_t)a->left > seq)
         return;
     roll->state[r] = DCOLL_ROLL_LEFT;

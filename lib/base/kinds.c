@@ -18,3 +18,5 @@ const char *dcoll_kind_name(int kind)
 /* What a plan's starts call on the MPI path (enum dcoll_plan_calls in
  * tables.h): set by diag from DCOLL_PLAN_CALLS, read by the MPI layer. */
 int dcoll_plan_calls;
+
+_Atomic uint64_t dcoll_gpu_latest;

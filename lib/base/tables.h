@@ -6,6 +6,7 @@
 #define DCOLL_TABLES_H
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include "base.h"
 
@@ -65,6 +66,19 @@ struct dcoll_roll {
     unsigned char *busy; /* waiting inside a blocking call on the group */
     char **why;          /* why a rank left; NULL: none known */
 };
+
+/* The latest GPU call this process put on a GPU, for roll calls on other
+ * groups (NCCL runs one order of calls per GPU: a rank that started a
+ * call of group A first waits there, and group B's call behind it on the
+ * GPU never starts): group id << 44 | seq << 8 | kind, 0 none. Written
+ * by the GPU transports, read by the roll call's answer. */
+extern _Atomic uint64_t dcoll_gpu_latest;
+static inline uint64_t dcoll_gpu_latest_pack(int group, uint64_t seq,
+                                             int kind)
+{
+    return (uint64_t)(group & 0xfffff) << 44 | (seq & 0xfffffffffull) << 8 |
+           (uint64_t)(kind & 0xff);
+}
 
 static inline void dcoll_roll_free(struct dcoll_roll *r)
 {

@@ -217,6 +217,13 @@ void dcoll_route_names(char *buf, size_t cap)
                                    at ? ", " : "", transports[i]->name);
 }
 
+bool dcoll_route_on_gpu(const struct dcoll_coll *c)
+{
+    return dcoll_gpu_present() && c->kind != DCOLL_COLL_BARRIER &&
+           !dcoll_opts_host(c->opts) &&
+           (dcoll_on_device(c->sendbuf) || dcoll_on_device(c->recvbuf));
+}
+
 bool dcoll_route_watch(struct dcoll_group *g, char *why, size_t len,
                        int *kind)
 {

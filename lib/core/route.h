@@ -55,6 +55,9 @@ void dcoll_route_group_free(struct dcoll_group *g);
 const struct dcoll_backend *dcoll_route_named(const char *name);
 /* Their names, comma-separated, into buf (for refusals that list them). */
 void dcoll_route_names(char *buf, size_t cap);
+/* Whether c's buffers are on a GPU (a query each: the debug check's
+ * hook, dcoll_gpu_hook). */
+bool dcoll_route_on_gpu(const struct dcoll_coll *c);
 /* The transports' watch of g (the watchdog's hook, dcoll_watch_hook):
  * true with why where one found its running work failed. */
 bool dcoll_route_watch(struct dcoll_group *g, char *why, size_t len,

@@ -370,6 +370,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
     dcoll_world = w;
     step("watchdog");
     dcoll_watch_hook = dcoll_route_watch;
+    dcoll_gpu_hook = dcoll_route_on_gpu;
     if ((st = dcoll_watchdog_start(&dcoll_world)) ||
         (st = dcoll_watchdog_add(&dcoll_world))) {
         char msg[DCOLL_ERROR_MAX];

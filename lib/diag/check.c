@@ -22,7 +22,8 @@ struct call {
     int32_t async, nv;             /* MPI never matches the two forms;
                                       PLAN_FORM: a plan being made */
     int64_t v[SHOWN_COUNTS];
-    int32_t refused, pad;          /* refused by its own checks: why */
+    int32_t refused;               /* refused by its own checks: why */
+    int32_t gpu;                   /* its buffers are on a GPU */
     char why[WHY_SHOWN];
 };
 
@@ -42,6 +43,8 @@ static void describe(const struct call *c, struct dcoll_text *t)
     }
     if (c->root >= 0)
         dcoll_put(t, ", root %d", c->root);
+    if (c->gpu)
+        dcoll_put(t, ", on a GPU");
     if (c->async == PLAN_FORM)
         dcoll_put(t, ") as a plan");
     else
@@ -199,6 +202,15 @@ static dcoll_status_t check_same(struct dcoll_group *g,
     me.root = dcoll_kind_has(c->kind, DCOLL_KF_ROOT)
                   ? dcoll_world_of(g, c->root) : -1;
     me.async = form;
+    /* One rank's buffers on the host and another's on a GPU take
+     * different routes, which never meet: named here, before either. */
+    me.gpu = dcoll_gpu_hook && dcoll_gpu_hook(c);
+    /* Started here, before the ranks meet: a roll call on another group
+     * can say this rank went to this one first. */
+    if (me.gpu)
+        atomic_store_explicit(&dcoll_gpu_latest,
+                              dcoll_gpu_latest_pack(g->id, c->seq, c->kind),
+                              memory_order_relaxed);
     return judge(g, c, &me);
 }
 

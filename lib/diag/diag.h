@@ -35,6 +35,9 @@ extern bool dcoll_debug;             /* DCOLL_DEBUG=detail */
  * for every group it watches; set by the core at init (the route). */
 extern bool (*dcoll_watch_hook)(struct dcoll_group *g, char *why,
                                 size_t len, int *kind);
+/* Whether c's buffers are on a GPU, for the debug check's signature
+ * (DCOLL_DEBUG=detail); set by the core at init (the route). */
+extern bool (*dcoll_gpu_hook)(const struct dcoll_coll *c);
 extern unsigned dcoll_flight_size;   /* DCOLL_FLIGHT_RECORDER */
 /* DCOLL_REPORT: what ranks other than the one that reports a failure
  * print. brief: one line where the rank is not in the failed call;

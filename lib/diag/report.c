@@ -172,6 +172,8 @@ static void put_roll(struct dcoll_text *t, const struct dcoll_group *g,
                 form_name(roll->form[r]),
                 roll->busy[r] ? "waiting in it"
                               : "not waiting in a call on the group");
+            if (roll->why && roll->why[r] && roll->why[r][0])
+                dcoll_put(t, "; %s", roll->why[r]);
         }
         dcoll_put(t, ")");
         put_hosts(t, g, pick_behind, &b);

@@ -44,6 +44,7 @@ static struct dcoll_group *told_g;
 static uint64_t told_seq;
 bool (*dcoll_watch_hook)(struct dcoll_group *g, char *why, size_t len,
                          int *kind);
+bool (*dcoll_gpu_hook)(const struct dcoll_coll *c);
 
 /* What g's transports left running failed (an asynchronous error, or a
  * stream-ordered call past the timeout): they have stopped it, and g's

@@ -453,6 +453,9 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
     }
     int rc = p->nccl_coll(ng->comm, &call, g->rank, g->size, stream,
                           dcoll_gpu_timeout(g));
+    atomic_store_explicit(&dcoll_gpu_latest,
+                          dcoll_gpu_latest_pack(g->id, c->seq, c->kind),
+                          memory_order_relaxed);
     if (!rc && front && bytes &&
         p->copy(front, call.recvbuf, bytes, device, stream))
         return dcoll_error(DCOLL_ERR_INTERNAL, "%s: moving this rank's "

@@ -156,7 +156,7 @@ int dcoll_assign_gpus(int n, const dcoll_gpu_view_t *views,
                     p->device = d;
             p->why = g < 0                   ? DCOLL_GPU_NONE
                      : views[r].current >= 0 ? DCOLL_GPU_CURRENT
-                     : s.owner[g] != r       ? DCOLL_GPU_SHARED
+                     : s.load[g] > 1         ? DCOLL_GPU_SHARED
                      : near(&s, r, g)        ? DCOLL_GPU_NEAR
                                              : DCOLL_GPU_FREE;
         }

@@ -7,7 +7,8 @@
  *     stream's own thread, after a delay (FAKE_CUDA_DELAY_US, default
  *     200): a read before synchronising sees the old bytes;
  *   - cudaMemcpy from pageable memory to the device returns before the
- *     copy lands (it stays queued on the legacy stream); other copies by
+ *     copy lands (it stays queued on the legacy stream, and lands
+ *     FAKE_CUDA_PAGEABLE_US later, default 2000); other copies by
  *     cudaMemcpy return done;
  *   - the legacy default stream (NULL, cudaStreamLegacy) waits for the
  *     device's blocking streams' earlier work and they for its, while a
@@ -87,6 +88,7 @@ API void fake_cuda_fault(void)
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int ndev;
 static unsigned delay_us = 200;
+static unsigned pageable_us = 2000;   /* FAKE_CUDA_PAGEABLE_US */
 static char *dev_base, *shadow_base;   /* the two mappings of the arena */
 static char *foreign_base;             /* memory of "another context" */
 static atomic_uint contexts;           /* bit d: device d has one */
@@ -104,6 +106,8 @@ static void setup(void)
         ndev = 0;
     if ((e = getenv("FAKE_CUDA_DELAY_US")))
         delay_us = (unsigned)atoi(e);
+    if ((e = getenv("FAKE_CUDA_PAGEABLE_US")))
+        pageable_us = (unsigned)atoi(e);
     size_t bytes = ARENA_PER_DEV * (size_t)(ndev ? ndev : 1);
     int fd = memfd_create("fake-cuda-device", 0);
     if (fd < 0 || ftruncate(fd, (off_t)bytes)) {
@@ -457,7 +461,7 @@ static void *run(void *arg)
         if (delay_us)
             usleep(delay_us);
         if (o->owned)   /* a DMA from CUDA's staging buffer: slower */
-            usleep(2000);
+            usleep(pageable_us);
         switch (o->kind) {
         case OP_COPY:
             memmove(real(o->dst), real(o->src), o->bytes);

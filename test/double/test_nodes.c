@@ -40,6 +40,11 @@
  *              gets success, and none waits past the group's timeout
  *              (the GPU side's setup no longer matches the host side's
  *              MPI_Allreduce);
+ *   order      (2 ranks, return mode) async calls on two groups started
+ *              in different orders on the two ranks, legal for MPI, hang
+ *              NCCL (one stream, in issue order): every wait ends at the
+ *              groups' deadline with an error, none hangs; in debug mode
+ *              the report names where the other rank is;
  *   ordered    (2 ranks; FAKE_NCCL_DELAY_US=300000) a stream-ordered
  *              call returns before NCCL is done and its result is there
  *              for the stream's next copy; with a lost peer, the
@@ -443,9 +448,60 @@ static void mixed(void)
     double took = MPI_Wtime() - t0;
     CHECK(st != DCOLL_SUCCESS, "a call with GPU buffers on one rank and "
           "host buffers on the other succeeded");
+    /* In debug mode the ranks compare their calls first: named. */
+    const char *dbg = getenv("DCOLL_DEBUG");
+    if (dbg && !strcmp(dbg, "detail"))
+        CHECK(st == DCOLL_ERR_MISMATCH &&
+                  strstr(dcoll_last_error(), "on a GPU"),
+              "debug mode did not name the GPU and host buffers: %s (%s)",
+              dcoll_status_string(st), dcoll_last_error());
     CHECK(took < 10, "the mixed call took %.1f s", took);
     dcoll_group_destroy(&g);
     cudaFree(d);
+}
+
+static void order(void)
+{
+    sum_ok(NULL, "the world's first all_reduce");
+    dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
+    p.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
+    p.timeout = 2;
+    p.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
+    dcoll_group_t *g[2] = {NULL, NULL};
+    CHECK_OK(dcoll_new_group(&g[0], NULL, 0, &p));
+    CHECK_OK(dcoll_new_group(&g[1], NULL, 0, &p));
+    float *d[2] = {filled(N, 1), filled(N, 1)};
+    dcoll_work_t *w[2] = {NULL, NULL};
+    dcoll_status_t st[2];
+    int hinted = 0;   /* an error here named the order rule */
+    double t0 = MPI_Wtime();
+    for (int k = 0; k < 2; k++) {
+        int i = t_rank == 0 ? k : 1 - k;
+        st[i] = dcoll_all_reduce(g[i], d[i], d[i], N, DCOLL_FLOAT32,
+                                 DCOLL_SUM, NULL, &w[i]);
+        hinted |= st[i] && strstr(dcoll_last_error(), "one order of calls");
+    }
+    for (int i = 0; i < 2; i++)
+        if (!st[i]) {
+            st[i] = dcoll_work_wait(w[i]);
+            hinted |= st[i] &&
+                      strstr(dcoll_last_error(), "one order of calls");
+            dcoll_work_free(&w[i]);
+        }
+    MPI_Allreduce(MPI_IN_PLACE, &hinted, 1, MPI_INT, MPI_MAX,
+                  MPI_COMM_WORLD);
+    const char *dbg = getenv("DCOLL_DEBUG");
+    if (dbg && !strcmp(dbg, "detail"))
+        CHECK(hinted, "no rank's error said that the two groups' calls "
+              "were started in different orders");
+    CHECK(st[0] || st[1], "two groups' calls in different orders on the "
+          "two ranks both succeeded");
+    CHECK(MPI_Wtime() - t0 < 15, "the waits took %.1f s",
+          MPI_Wtime() - t0);
+    for (int i = 0; i < 2; i++) {
+        dcoll_group_destroy(&g[i]);
+        cudaFree(d[i]);
+    }
 }
 
 static void ctxrestore(void)
@@ -477,15 +533,16 @@ int main(int argc, char **argv)
                  {"initcount", initcount}, {"capture", capture},
                  {"ordered", ordered}, {"ctxrestore", ctxrestore},
                  {"multirank", multirank}, {"cudaaware", cudaaware},
-                 {"unwaited", unwaited}, {"mixed", mixed}};
+                 {"unwaited", unwaited}, {"mixed", mixed},
+                 {"order", order}};
     int level, m = -1;
-    for (int i = 0; argc > 1 && i < 12; i++)
+    for (int i = 0; argc > 1 && i < 13; i++)
         if (!strcmp(argv[1], modes[i].name))
             m = i;
     if (m < 0) {
         fprintf(stderr, "usage: test_nodes multigpu|splitshare|threads|"
                 "context|initcount|capture|ordered|ctxrestore|"
-                "multirank|cudaaware|unwaited|mixed\n");
+                "multirank|cudaaware|unwaited|mixed|order\n");
         return 2;
     }
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
