@@ -178,7 +178,8 @@ const char *dcoll_gpu_why_text(enum dcoll_gpu_why why)
     case DCOLL_GPU_NEAR:
         return "its own, on its NUMA node";
     case DCOLL_GPU_FREE:
-        return "its own, none free on its NUMA node";
+        return "its own, not one on its NUMA node (none free there, or "
+               "the placement unknown)";
     case DCOLL_GPU_SHARED:
         return "shared: more local ranks than GPUs";
     default:
