@@ -324,6 +324,17 @@ int dcoll_nccl_group_end(void *const *comms, int n, double timeout)
     return rc;
 }
 
+void dcoll_nccl_release(void *comm, double timeout, bool failed)
+{
+    struct comm *c = comm;
+    if (!c)
+        return;
+    if (failed)
+        kill(c, "its group failed");
+    c->timeout = timeout;
+    dcoll_nccl_free(c);
+}
+
 void dcoll_nccl_free(void *comm)
 {
     struct comm *c = comm;

@@ -35,5 +35,6 @@ int dcoll_nccl_event_poll(void *comm, void *event, int *done);
 int dcoll_nccl_event_wait(void *comm, void *event, double timeout);
 void dcoll_nccl_event_free(void *event);
 int dcoll_nccl_check(void *comm);
+void dcoll_nccl_release(void *comm, double timeout, bool failed);
 
 #endif

@@ -373,6 +373,7 @@ static const dcoll_cuda_plugin_t table = {
     .nccl_takes = dcoll_nccl_takes,
     .nccl_split = dcoll_nccl_split,
     .nccl_check = dcoll_nccl_check,
+    .nccl_release = dcoll_nccl_release,
 #endif
 };
 

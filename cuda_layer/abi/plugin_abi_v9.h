@@ -1,7 +1,8 @@
 /* The CUDA plugin ABI, version 9: frozen once a version 10 exists.
- * Version 8's table, with gpu_view and nccl_check appended: the core
- * chooses every local rank's GPU from the whole node's picture, and
- * samples a communicator's health where nothing waits on it. Entry point
+ * Version 8's table, with gpu_view, nccl_check and nccl_release appended:
+ * the core chooses every local rank's GPU from the whole node's picture,
+ * samples a communicator's health where nothing waits on it, and frees a
+ * failed group's communicator without waiting for its peers. Entry point
  * dcoll_cuda_plugin_v9. */
 #ifndef DCOLL_PLUGIN_ABI_V9_H
 #define DCOLL_PLUGIN_ABI_V9_H
@@ -110,6 +111,12 @@ struct dcoll_cuda_plugin_v9 {
      * running), -1 after an asynchronous error, which aborts it (later
      * calls say why). Any thread; enters the communicator's device. */
     int (*nccl_check)(void *comm);
+    /* Free a communicator as its group goes: finalized within timeout
+     * seconds (its peers' finalizes, which a rank that frees its groups
+     * in another order or died never makes, then an abort), or at once
+     * aborted where its group failed. nccl_free's finalize waits as long
+     * as the communicator's maker said. */
+    void (*nccl_release)(void *comm, double timeout, bool failed);
 };
 
 #endif

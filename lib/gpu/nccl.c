@@ -297,8 +297,16 @@ static void nccl_group_free(struct dcoll_group *g)
         dcoll_gpu_plugin->event_free(ng->sample[i]);
     if (ng->lock_made)
         pthread_mutex_destroy(&ng->lock);
-    if (ng->comm && dcoll_gpu_plugin)
-        dcoll_gpu_plugin->nccl_free(ng->comm);
+    /* A communicator a call failed on is aborted: its finalize would
+     * wait for peers that may never come. */
+    bool failed = ng->broken || atomic_load(&ng->tripped);
+    if (ng->comm && dcoll_gpu_plugin) {
+        if (dcoll_gpu_plugin->nccl_release)
+            dcoll_gpu_plugin->nccl_release(ng->comm, dcoll_gpu_timeout(g),
+                                           failed);
+        else
+            dcoll_gpu_plugin->nccl_free(ng->comm);
+    }
     dcoll_cliques_free(ng);
     free(ng);
     g->tl[DCOLL_TL_NCCL] = NULL;

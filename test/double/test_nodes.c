@@ -45,6 +45,9 @@
  *              NCCL (one stream, in issue order): every wait ends at the
  *              groups' deadline with an error, none hangs; in debug mode
  *              the report names where the other rank is;
+ *   freeorder  (2 ranks) two groups with NCCL communicators destroyed
+ *              in opposite orders on the two ranks: both frees end
+ *              within about the groups' timeout, not a minute each;
  *   ordered    (2 ranks; FAKE_NCCL_DELAY_US=300000) a stream-ordered
  *              call returns before NCCL is done and its result is there
  *              for the stream's next copy; with a lost peer, the
@@ -504,6 +507,26 @@ static void order(void)
     }
 }
 
+static void freeorder(void)
+{
+    sum_ok(NULL, "the world's first all_reduce");
+    dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
+    p.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
+    p.timeout = 1;
+    p.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
+    dcoll_group_t *g[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++) {
+        CHECK_OK(dcoll_new_group(&g[i], NULL, 0, &p));
+        sum_ok(g[i], "a group's all_reduce");
+    }
+    double t0 = MPI_Wtime();
+    for (int k = 0; k < 2; k++)
+        dcoll_group_destroy(&g[t_rank == 0 ? k : 1 - k]);
+    double took = MPI_Wtime() - t0;
+    CHECK(took < 6, "freeing two groups in opposite orders took %.1f s",
+          took);
+}
+
 static void ctxrestore(void)
 {
     cudaSetDevice(1);
@@ -534,15 +557,15 @@ int main(int argc, char **argv)
                  {"ordered", ordered}, {"ctxrestore", ctxrestore},
                  {"multirank", multirank}, {"cudaaware", cudaaware},
                  {"unwaited", unwaited}, {"mixed", mixed},
-                 {"order", order}};
+                 {"order", order}, {"freeorder", freeorder}};
     int level, m = -1;
-    for (int i = 0; argc > 1 && i < 13; i++)
+    for (int i = 0; argc > 1 && i < 14; i++)
         if (!strcmp(argv[1], modes[i].name))
             m = i;
     if (m < 0) {
         fprintf(stderr, "usage: test_nodes multigpu|splitshare|threads|"
                 "context|initcount|capture|ordered|ctxrestore|"
-                "multirank|cudaaware|unwaited|mixed|order\n");
+                "multirank|cudaaware|unwaited|mixed|order|freeorder\n");
         return 2;
     }
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &level);
