@@ -63,9 +63,9 @@ static bool gpu_line_runs(const struct dcoll_group *g,
 static bool mpi_moves_gpu(const struct dcoll_group *g,
                           enum dcoll_coll_kind kind)
 {
-    return g->choice != DCOLL_CHOICE_NCCL &&
-           (dcoll_kind_has(kind, DCOLL_KF_PEER) || !gpu_line_runs(g, kind)) &&
-           g->svc->cuda_aware();
+    /* MPI's answer first: it is cached, and most MPIs say no. */
+    return g->choice != DCOLL_CHOICE_NCCL && g->svc->cuda_aware() &&
+           (dcoll_kind_has(kind, DCOLL_KF_PEER) || !gpu_line_runs(g, kind));
 }
 
 /* Where c's buffers are: *device -1 for host memory. A refusal is this
