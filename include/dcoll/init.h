@@ -138,8 +138,10 @@ DCOLL_API dcoll_status_t dcoll_backend_status(const char *name,
 
 /** The GPU this process should use, in *device, or -1 without one.
  *  dcoll_init keeps the device of a CUDA context the program already
- *  made, and otherwise picks the GPU closest to the process's CPU binding
- *  (hwloc), spreading the ranks of a node over them. It does not make it
+ *  made; the node's other ranks get GPUs of their own wherever there are
+ *  enough, on their NUMA node where that does not collide (hwloc),
+ *  whatever the launcher's mapping or CUDA_VISIBLE_DEVICES, and share
+ *  evenly where there are not. It does not make it
  *  current: that would give every process a CUDA context, host-only ones
  *  too; a program that uses the GPU calls cudaSetDevice(*device) itself,
  *  as torch programs call torch.cuda.set_device. dcoll's own calls on GPU
