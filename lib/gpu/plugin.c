@@ -129,10 +129,20 @@ static int pick(struct dcoll_group *world, const dcoll_gpu_view_t *mine,
     if (!all)
         return choice_failed("no memory for the node's GPUs");
     all[0] = *mine;
-    if (n > 1 && world->svc->allgather_bytes(world, mine, all, sizeof(*mine))) {
+    /* A job where no rank sees a GPU gathers nothing more: at thousands
+     * of ranks the views are a megabyte each rank would receive. */
+    int none = mine->ngpus == 0;
+    if (n > 1 && world->svc->agree(world, &none)) {
+        free(all);
+        return choice_failed("the ranks' agreement on GPUs failed");
+    }
+    if (n > 1 && !none &&
+        world->svc->allgather_bytes(world, mine, all, sizeof(*mine))) {
         free(all);
         return choice_failed("the gather of the node's GPUs failed");
     }
+    if (none)
+        n = 1;   /* no GPU anywhere: this rank's own (empty) view */
     const char *host = n > 1 ? dcoll_host_of(world->rank) : NULL;
     for (int i = 0; i < n; i++)
         if (i == world->rank || !host || !strcmp(dcoll_host_of(i), host)) {
