@@ -95,10 +95,27 @@ static int nccl_failed(const char *call, ncclResult_t r)
  * and aborts any operations"). Later calls get why, not freed memory. */
 static void kill(struct comm *c, const char *why)
 {
+    /* Under the issue lock, handle and all: the watchdog's thread may
+     * abort while another thread is about to issue on it (ENQ reads
+     * c->nc under the lock too). */
+    issue_begin();
     if (c->nc)
-        ISSUE(ncclCommAbort(c->nc));
+        ncclCommAbort(c->nc);
     c->nc = NULL;
     snprintf(c->why, sizeof(c->why), "%s", why);
+    issue_end();
+}
+
+/* ncclCommGetAsyncError, with the handle read under the issue lock, as
+ * an abort on another thread clears it there; a cleared one answers
+ * ncclInvalidUsage. */
+static ncclResult_t async_status(struct comm *c, ncclResult_t *st)
+{
+    issue_begin();
+    ncclResult_t r = c->nc ? ncclCommGetAsyncError(c->nc, st)
+                           : ncclInvalidUsage;
+    issue_end();
+    return r;
 }
 
 static int gone(const struct comm *c, const char *call)
@@ -121,7 +138,9 @@ static int settle(struct comm *c, double timeout, const char *call)
     if (!c->nc)
         return gone(c, call);
     for (;;) {
-        ncclResult_t r = ncclCommGetAsyncError(c->nc, &st);
+        ncclResult_t r = async_status(c, &st);
+        if (r != ncclSuccess && !c->nc)
+            return gone(c, call);   /* aborted by another thread */
         if (r != ncclSuccess) {
             /* Aborted before the caller frees c: an init still running
              * would store into c->nc when it ends (NCCL's init.cc). */
@@ -375,16 +394,24 @@ static const size_t sizes[DCOLL_DTYPE_COUNT_] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8,
                                                   1, 4, 8, 16, 8, 16, 8,
                                                   8, 16};
 
-/* Enqueue; a nonblocking communicator may answer ncclInProgress, which
- * is settled outside the issue lock. */
-#define ENQ(call) ENQ_R(ISSUE(call), #call)
+/* Enqueue on c, whose handle is read under the issue lock (an abort
+ * from another thread clears it there); a nonblocking communicator may
+ * answer ncclInProgress, which is settled outside the lock. */
+#define ISSUE_ON(c, call)                                                    \
+    ({                                                                       \
+        issue_begin();                                                       \
+        ncclResult_t r__ = (c)->nc ? (call) : ncclInvalidUsage;              \
+        issue_end();                                                         \
+        r__;                                                                 \
+    })
+#define ENQ(call) ENQ_R(ISSUE_ON(c, call), #call)
 #define ENQ_R(result, name)                                                  \
     do {                                                                     \
         ncclResult_t r_ = (result);                                          \
         if (r_ == ncclInProgress && !issuing)                                \
             rc = settle(c, timeout, name);                                   \
         else if (r_ != ncclSuccess && r_ != ncclInProgress)                  \
-            rc = nccl_failed(name, r_);                                      \
+            rc = c->nc ? nccl_failed(name, r_) : gone(c, name);              \
     } while (0)
 
 static bool reduces(int kind)
@@ -624,7 +651,7 @@ static int async_error(struct comm *c)
     ncclResult_t st;
     if (!c->nc)
         return gone(c, "waiting for NCCL");
-    if (ncclCommGetAsyncError(c->nc, &st) != ncclSuccess ||
+    if (async_status(c, &st) != ncclSuccess ||
         st == ncclSuccess || st == ncclInProgress)
         return 0;
     char why[200];
