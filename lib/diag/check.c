@@ -64,13 +64,17 @@ static bool pick_same(const void *arg, int r)
 }
 
 /* Every rank's len bytes of mine into all, over g's control twin, bounded
- * by c's deadline: a timeout there is c's, reported as any other. */
+ * by c's deadline: a timeout there is c's, reported as any other. *late:
+ * it timed out, and MPI may still write into all when the others come
+ * (the exchange is left to finish in the background), so all must not
+ * be freed: one buffer kept for each group that failed so. */
 static dcoll_status_t exchange(struct dcoll_group *g,
                                const struct dcoll_coll *c, const void *mine,
-                               void *all, size_t len)
+                               void *all, size_t len, bool *late)
 {
     struct dcoll_outcome out = {.source = -1};
     dcoll_status_t st = g->svc->exchange(g, mine, all, len, c, &out);
+    *late = out.timed_out;
     if (out.timed_out)
         st = dcoll_fault_outcome(g, &out, c->fn, c->seq, c->kind,
                                  c->async ? DCOLL_FORM_ASYNC
@@ -136,12 +140,17 @@ static dcoll_status_t check_counts(struct dcoll_group *g,
         }
         break;
     }
-    dcoll_status_t st = exchange(g, c, mine, all, sizeof(int64_t) * row);
-    free(mine);
+    bool late = false;
+    dcoll_status_t st = exchange(g, c, mine, all, sizeof(int64_t) * row,
+                                 &late);
     if (st) {
-        free(all);
+        if (!late) {   /* else MPI may still read mine and write all */
+            free(mine);
+            free(all);
+        }
         return st;
     }
+    free(mine);
     char name[200], msg[1000];
     struct dcoll_text t = {msg, sizeof(msg), 0};
     int bad = 0;
@@ -268,13 +277,19 @@ static dcoll_status_t judge(struct dcoll_group *g, const struct dcoll_coll *c,
                             const struct call *mine)
 {
     struct call me = *mine;
-    struct call *all = malloc(sizeof(me) * (size_t)g->size);
+    /* Room for every rank's record and, after them, this rank's own, sent
+     * from there: a timed-out exchange keeps both. */
+    struct call *all = malloc(sizeof(me) * ((size_t)g->size + 1));
     if (!all)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
                            "debug check of %d ranks", c->fn, g->size);
-    dcoll_status_t st = exchange(g, c, &me, all, sizeof(me));
+    all[g->size] = me;
+    bool late = false;
+    dcoll_status_t st = exchange(g, c, &all[g->size], all, sizeof(me),
+                                 &late);
     if (st) {
-        free(all);
+        if (!late)
+            free(all);
         return st;
     }
     for (int r = 0; r < g->size; r++)

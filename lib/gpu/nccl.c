@@ -137,7 +137,10 @@ static dcoll_status_t setup(struct dcoll_group *g,
 {
     const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
     struct identity me = {0};
-    struct identity *ids = malloc(sizeof(*ids) * (size_t)g->size);
+    /* Every rank's, then this rank's own, sent from there: a timed-out
+     * exchange is left to MPI to finish, which may still read and write
+     * both, so they are kept then. */
+    struct identity *ids = malloc(sizeof(*ids) * ((size_t)g->size + 1));
     char *id = malloc(p->nccl_bytes);
     if (!ids || !id) {
         free(ids);
@@ -146,12 +149,18 @@ static dcoll_status_t setup(struct dcoll_group *g,
                            "group's NCCL setup", fn);
     }
     me.ok = p->device_uuid(device, me.uuid) == 0;
+    ids[g->size] = me;
     /* Every rank learns whether every rank can go on, and which GPU each
      * is on, before any of them depends on the others' buffers: within
      * the call's deadline (a rank whose call took another route, its
      * buffers on the host, never comes here), over the control twin. */
-    dcoll_status_t st = c ? g->svc->exchange(g, &me, ids, sizeof(me), c, out)
-                          : g->svc->allgather_bytes(g, &me, ids, sizeof(me));
+    dcoll_status_t st =
+        c ? g->svc->exchange(g, &ids[g->size], ids, sizeof(me), c, out)
+          : g->svc->allgather_bytes(g, &ids[g->size], ids, sizeof(me));
+    if (st && c && out->timed_out) {
+        free(id);
+        return st;   /* ids kept: see above */
+    }
     int ok = 1;
     for (int r = 0; !st && r < g->size; r++)
         ok &= ids[r].ok;
