@@ -322,7 +322,7 @@ static void ordered(void)
         fake_nccl_break();
     CHECK_OK(dcoll_all_reduce(g, d, d, N, DCOLL_FLOAT32, DCOLL_SUM, &o,
                               NULL));
-    sleep(3);
+    usleep(2000000);   /* the timeout, and the watchdog's look */
     dcoll_status_t st = dcoll_all_reduce(g, d, d, N, DCOLL_FLOAT32,
                                          DCOLL_SUM, &o, NULL);
     /* The rank whose NCCL lost its peer says NCCL's error; the other
@@ -414,7 +414,7 @@ static void unwaited(void)
     if (t_rank == n - 1)
         fake_nccl_break();
     cudaGraphLaunch(x, s);
-    sleep(3);
+    usleep(2000000);
     dcoll_status_t st = dcoll_all_reduce(g, d, d, N, DCOLL_FLOAT32,
                                          DCOLL_SUM, NULL, NULL);
     if (t_rank == n - 1)
@@ -436,7 +436,7 @@ static void mixed(void)
 {
     dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
     p.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
-    p.timeout = 2;
+    p.timeout = 1;
     p.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
     dcoll_group_t *g = NULL;
     CHECK_OK(dcoll_new_group(&g, NULL, 0, &p));
@@ -468,7 +468,7 @@ static void order(void)
     sum_ok(NULL, "the world's first all_reduce");
     dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
     p.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
-    p.timeout = 2;
+    p.timeout = 1;
     p.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
     dcoll_group_t *g[2] = {NULL, NULL};
     CHECK_OK(dcoll_new_group(&g[0], NULL, 0, &p));

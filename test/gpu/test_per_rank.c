@@ -98,7 +98,7 @@ int main(int argc, char **argv)
     if (n > 1) {
         dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
         p.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
-        p.timeout = 3;
+        p.timeout = 1;
         p.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
         dcoll_group_t *g = NULL;
         CHECK_OK(dcoll_new_group(&g, NULL, 0, &p));
