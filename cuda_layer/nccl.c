@@ -77,6 +77,17 @@ static void issue_end(void)
         r__;                                                                 \
     })
 
+/* One NCCL call on c's communicator under the lock, its handle read
+ * there too: an abort on another thread (the watchdog's) clears it under
+ * the lock, and a cleared one answers ncclInvalidUsage. */
+#define ISSUE_ON(c, call)                                                    \
+    ({                                                                       \
+        issue_begin();                                                       \
+        ncclResult_t r__ = (c)->nc ? (call) : ncclInvalidUsage;              \
+        issue_end();                                                         \
+        r__;                                                                 \
+    })
+
 static double now(void)
 {
     struct timespec t;
@@ -298,9 +309,10 @@ int dcoll_nccl_split(void *parent, int color, int key, double timeout,
     cfg.blocking = 0;
     cfg.splitShare = 0;
     int old = dcoll_cuda_enter(p->device), rc;
-    ncclResult_t r = ISSUE(ncclCommSplit(p->nc, color < 0 ? NCCL_SPLIT_NOCOLOR
-                                                          : color,
-                                         key, &c->nc, &cfg));
+    ncclResult_t r = ISSUE_ON(p, ncclCommSplit(p->nc,
+                                               color < 0 ? NCCL_SPLIT_NOCOLOR
+                                                         : color,
+                                               key, &c->nc, &cfg));
     if (r != ncclSuccess && r != ncclInProgress) {
         rc = nccl_failed("ncclCommSplit", r);
     } else {
@@ -366,10 +378,10 @@ void dcoll_nccl_free(void *comm)
         /* As long as the group's calls may take, not a fixed minute: a
          * rank that died or frees its groups in another order would
          * hold each free that long. */
-        ncclResult_t r = ISSUE(ncclCommFinalize(c->nc));
+        ncclResult_t r = ISSUE_ON(c, ncclCommFinalize(c->nc));
         if ((r == ncclSuccess || r == ncclInProgress) &&
             settle(c, c->timeout, "ncclCommFinalize") == 0)
-            ISSUE(ncclCommDestroy(c->nc));
+            ISSUE_ON(c, ncclCommDestroy(c->nc));
         else
             kill(c, "ncclCommFinalize");   /* settle may have already */
     }
@@ -394,16 +406,8 @@ static const size_t sizes[DCOLL_DTYPE_COUNT_] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8,
                                                   1, 4, 8, 16, 8, 16, 8,
                                                   8, 16};
 
-/* Enqueue on c, whose handle is read under the issue lock (an abort
- * from another thread clears it there); a nonblocking communicator may
- * answer ncclInProgress, which is settled outside the lock. */
-#define ISSUE_ON(c, call)                                                    \
-    ({                                                                       \
-        issue_begin();                                                       \
-        ncclResult_t r__ = (c)->nc ? (call) : ncclInvalidUsage;              \
-        issue_end();                                                         \
-        r__;                                                                 \
-    })
+/* Enqueue on c; a nonblocking communicator may answer ncclInProgress,
+ * which is settled outside the issue lock. */
 #define ENQ(call) ENQ_R(ISSUE_ON(c, call), #call)
 #define ENQ_R(result, name)                                                  \
     do {                                                                     \
