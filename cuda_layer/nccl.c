@@ -27,6 +27,7 @@ struct comm {
     ncclComm_t nc;   /* NULL once aborted */
     int device;
     double timeout;  /* the group's: how long a finalize may take */
+    bool making;     /* being made: a timeout leaves the abort to reap */
     char why[200];   /* why it was aborted */
 };
 
@@ -113,7 +114,8 @@ static void kill(struct comm *c, const char *why)
     if (c->nc)
         ncclCommAbort(c->nc);
     c->nc = NULL;
-    snprintf(c->why, sizeof(c->why), "%s", why);
+    if (why != c->why)
+        snprintf(c->why, sizeof(c->why), "%s", why);
     issue_end();
 }
 
@@ -163,9 +165,10 @@ static int settle(struct comm *c, double timeout, const char *call)
         if (st != ncclInProgress)
             break;
         if (now() > end) {
-            snprintf(why, sizeof(why), "%s timed out after %g s", call,
-                     timeout);
-            kill(c, why);
+            snprintf(c->why, sizeof(c->why), "%s timed out after %g s",
+                     call, timeout);
+            if (!c->making)
+                kill(c, c->why);
             dcoll_cuda_fail(call, "timed out; the communicator was aborted");
             return -2;
         }
@@ -177,6 +180,78 @@ static int settle(struct comm *c, double timeout, const char *call)
              ncclGetErrorString(st));
     kill(c, why);
     return nccl_failed(call, st);
+}
+
+/* Aborts left to threads of their own, counted so that the process's
+ * exit waits for them: one still inside NCCL when CUDA's runtime tears
+ * itself down crashes (an H200: every rank of the slow-init test, at
+ * exit). */
+static pthread_mutex_t reap_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t reaped = PTHREAD_COND_INITIALIZER;
+static int reaping;
+static pthread_once_t reap_once = PTHREAD_ONCE_INIT;
+
+/* At exit, before the runtime's own handler (atexit runs the latest
+ * first, and the runtime's came with its first call): the aborts still
+ * running end, for at most a minute. */
+static void reap_wait(void)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 60;
+    pthread_mutex_lock(&reap_lock);
+    while (reaping > 0 &&
+           pthread_cond_timedwait(&reaped, &reap_lock, &until) == 0)
+        ;
+    pthread_mutex_unlock(&reap_lock);
+}
+
+static void reap_register(void)
+{
+    atexit(reap_wait);
+}
+
+static void *reaper(void *arg)
+{
+    struct comm *c = arg;
+    kill(c, c->why);
+    free(c);
+    pthread_mutex_lock(&reap_lock);
+    if (--reaping == 0)
+        pthread_cond_broadcast(&reaped);
+    pthread_mutex_unlock(&reap_lock);
+    return NULL;
+}
+
+/* End c, a communicator being made that failed or missed its deadline,
+ * and free it. NCCL's abort waits for an init still running, and not
+ * every step of one looks at the abort flag (an H200 under
+ * compute-sanitizer: a 2-s deadline, the abort returned 16 s later, in
+ * NCCL's kernel loading): a live one is aborted on a thread of its own,
+ * so that the call returns at its deadline. */
+static void reap(struct comm *c)
+{
+    if (!c)
+        return;
+    if (c->nc) {
+        pthread_attr_t a;
+        pthread_t t;
+        pthread_once(&reap_once, reap_register);
+        pthread_mutex_lock(&reap_lock);
+        reaping++;
+        pthread_mutex_unlock(&reap_lock);
+        pthread_attr_init(&a);
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        int e = pthread_create(&t, &a, reaper, c);
+        pthread_attr_destroy(&a);
+        if (!e)
+            return;
+        pthread_mutex_lock(&reap_lock);
+        reaping--;
+        pthread_mutex_unlock(&reap_lock);
+        kill(c, c->why);   /* no thread: here, however long it takes */
+    }
+    free(c);
 }
 
 int dcoll_nccl_uuid(int device, unsigned char uuid[16])
@@ -211,18 +286,22 @@ int dcoll_nccl_comm(const void *id, int nranks, int rank, int device,
     cfg.blocking = 0;
     ncclUniqueId u;
     memcpy(&u, id, sizeof(u));
+    c->making = true;
     ncclResult_t r = ISSUE(ncclCommInitRankConfig(&c->nc, nranks, u, rank,
                                                   &cfg));
     int rc;
-    if (r != ncclSuccess && r != ncclInProgress)
+    if (r != ncclSuccess && r != ncclInProgress) {
         rc = nccl_failed("ncclCommInitRankConfig", r); /* nothing made */
-    else
-        rc = settle(c, timeout, "ncclCommInitRankConfig"); /* aborts */
+        c->nc = NULL;
+    } else {
+        rc = settle(c, timeout, "ncclCommInitRankConfig");
+    }
     dcoll_cuda_leave(old, device);
     if (rc) {
-        free(c);
+        reap(c);
         return rc;
     }
+    c->making = false;
     c->device = device;
     c->timeout = timeout;
     *out = c;
@@ -258,10 +337,12 @@ int dcoll_nccl_comms(const void *id, int nranks, int first, int ndev,
         cfg.blocking = 0;
         c->device = devices[made];
         c->timeout = timeout;
+        c->making = true;
         cudaSetDevice(devices[made]);
         r = ncclCommInitRankConfig(&c->nc, nranks, u, first + made, &cfg);
         if (r != ncclSuccess && r != ncclInProgress) {
             rc = nccl_failed("ncclCommInitRankConfig", r);
+            c->nc = NULL;
             break;
         }
     }
@@ -272,13 +353,12 @@ int dcoll_nccl_comms(const void *id, int nranks, int first, int ndev,
     for (int i = 0; !rc && i < ndev; i++)
         rc = settle(out[i], timeout, "ncclCommInitRankConfig");
     dcoll_cuda_restore(old); /* the program's device, as it was */
-    if (rc) {
-        /* Those made so far (the rest are NULL). */
-        for (int i = 0; i < ndev; i++) {
-            if (out[i])
-                kill(out[i], "");
-            free(out[i]);
+    for (int i = 0; i < ndev && out[i]; i++) {
+        if (rc) {   /* those made so far (the rest are NULL) */
+            reap(out[i]);
             out[i] = NULL;
+        } else {
+            ((struct comm *)out[i])->making = false;
         }
     }
     return rc;
@@ -308,6 +388,7 @@ int dcoll_nccl_split(void *parent, int color, int key, double timeout,
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
     cfg.blocking = 0;
     cfg.splitShare = 0;
+    c->making = true;
     int old = dcoll_cuda_enter(p->device), rc;
     ncclResult_t r = ISSUE_ON(p, ncclCommSplit(p->nc,
                                                color < 0 ? NCCL_SPLIT_NOCOLOR
@@ -322,11 +403,10 @@ int dcoll_nccl_split(void *parent, int color, int key, double timeout,
     }
     dcoll_cuda_leave(old, p->device);
     if (rc || !c->nc) {
-        if (c->nc)
-            kill(c, "");
-        free(c);
+        reap(c);
         return rc;
     }
+    c->making = false;
     c->device = p->device;
     c->timeout = timeout;
     *out = c;

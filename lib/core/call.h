@@ -106,12 +106,18 @@ dcoll_call_end(struct dcoll_group *g, struct dcoll_coll *c,
                struct dcoll_call *k, const struct dcoll_call_how how,
                struct dcoll_work **work, dcoll_status_t st)
 {
+    if (DCOLL_UNLIKELY(st || (!how.quick && k->out.timed_out))) {
+        /* Still shown in the call while it fails: a timeout in abort
+         * mode ends the job from here, and the flight recorders written
+         * then must put this rank in it. */
+        st = dcoll_call_failed(g, c, how.quick ? NULL : &k->out,
+                               k->f ? k->e : NULL, how.form, !how.quick, st);
+        if (k->watched)
+            dcoll_group_idle(g);
+        return st;
+    }
     if (k->watched)
         dcoll_group_idle(g);
-    if (DCOLL_UNLIKELY(st || (!how.quick && k->out.timed_out)))
-        return dcoll_call_failed(g, c, how.quick ? NULL : &k->out,
-                                 k->f ? k->e : NULL, how.form, !how.quick,
-                                 st);
     if (how.async) {
         dcoll_work_stamp(*work, g, c);
         dcoll_work_track(*work);

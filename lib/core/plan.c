@@ -375,13 +375,15 @@ quick_failed(struct dcoll_plan *p, struct dcoll_group *g,
              struct dcoll_flight_entry *e, bool watched, int code)
 {
     struct dcoll_coll *c = &p->c;
-    if (watched)
-        dcoll_group_idle(g);
     if (p->counted)
         c->seq = g->seq;   /* its number, which g holds as its latest */
     c->async = false;
     dcoll_status_t st = p->tl->plan_failed(p->state, code);
-    return dcoll_call_failed(g, c, NULL, e, DCOLL_FORM_PLAN, false, st);
+    /* In the call until its failure is handled (dcoll_call_end). */
+    st = dcoll_call_failed(g, c, NULL, e, DCOLL_FORM_PLAN, false, st);
+    if (watched)
+        dcoll_group_idle(g);
+    return st;
 }
 
 /* A blocking start the transport makes by one function (plan_quick): the

@@ -35,6 +35,12 @@
  *     and while one thread captures in global mode, another thread's
  *     query or synchronisation (in global mode itself, the default; see
  *     cudaThreadExchangeStreamCaptureMode) fails and invalidates it.
+ *   - the runtime tears itself down at exit, in an atexit handler
+ *     registered by its first call (as cudart's): it runs before the
+ *     destructors of the libraries loaded at start or by dlopen, and a
+ *     thread still inside the NCCL double then stops the process with a
+ *     message, where one inside a real NCCL crashed (an H200: an abort
+ *     on another thread at exit).
  * FAKE_NGPUS=n gives n devices (1..8), FAKE_CUDA_NO_DEVICE=1 none;
  * FAKE_CUDA_HOST_VISIBLE=1 lets host code (a CUDA-aware MPI) read and
  * write device memory.
@@ -83,6 +89,18 @@ API void fake_cuda_fault(void)
     atomic_store(&sticky, cudaErrorIllegalAddress);
 }
 
+static atomic_int torn_down;
+
+static void teardown(void)
+{
+    atomic_store(&torn_down, 1);
+}
+
+API int fake_cuda_torn_down(void)
+{
+    return atomic_load(&torn_down);
+}
+
 /* ---- devices, contexts ---- */
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -98,6 +116,7 @@ static _Thread_local int current = -1; /* -1: none chosen on this thread */
 
 static void setup(void)
 {
+    atexit(teardown);
     const char *e = getenv("FAKE_NGPUS");
     ndev = e ? atoi(e) : 1;
     if (ndev < 1 || ndev > MAX_DEV)

@@ -34,6 +34,8 @@ int cuCtxGetCurrent(void **ctx);
 int cuCtxSetCurrent(void *ctx);
 /* The device p is on, or -1. */
 int fake_cuda_device_of(const void *p);
+/* 1 once the process's exit has torn the runtime down. */
+int fake_cuda_torn_down(void);
 
 /* The NCCL double (nccl.c): ncclCommAbort calls so far; communicators
  * made and not yet destroyed or aborted; the next collective of this

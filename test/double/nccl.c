@@ -17,6 +17,8 @@
  *   - ncclCommFinalize waits for every rank's finalize or abort;
  *   - ncclCommAbort and ncclCommDestroy end the handle: any later call
  *     that names it stops the process with a message (use after free);
+ *     an abort waits for a nonblocking init's pause (FAKE_NCCL_INIT_US)
+ *     to end, as NCCL's waits for its init thread;
  *   - two ranks of one communicator on one GPU (same NCCL_HOSTID or host
  *     name, same device UUID) are refused ("Duplicate GPU detected"),
  *     unless it reports 2.30 or later (FAKE_NCCL_VERSION) and
@@ -95,6 +97,7 @@ struct ncclComm {
     atomic_int *flag;
     atomic_int counted;           /* in ctl->finalized */
     atomic_long running;          /* queued ops not yet run */
+    atomic_int initing;           /* a nonblocking init's thread runs */
 };
 
 static atomic_long aborts, lives, calls_run, inits, splits_made;
@@ -145,6 +148,11 @@ static _Thread_local int depth;        /* ncclGroupStart nesting */
 
 static int guard_begin(int dev, const char *call)
 {
+    if (fake_cuda_torn_down()) {
+        fprintf(stderr, "fake NCCL: %s after the CUDA runtime was torn "
+                "down at exit (a real one crashes)\n", call);
+        abort();
+    }
     if (!token)
         token = atomic_fetch_add(&tokens, 1) + 1;
     if (dev < 0)   /* enters nothing: ends the group's at scope exit */
@@ -533,6 +541,7 @@ static void *join_thread(void *arg)
     if (us > 0)
         usleep((useconds_t)us);
     atomic_store(&c->state, join(c));
+    atomic_store(&c->initing, 0);
     return NULL;
 }
 
@@ -679,9 +688,12 @@ static ncclResult_t start_inits(struct call *calls, int n)
         if (calls[i].kind != K_INIT)
             continue;
         struct ncclComm *c = calls[i].comm;
+        atomic_store(&c->initing, !c->blocking);
         if (nt == MAX_RANKS ||
-            pthread_create(&t[nt], NULL, join_thread, c))
+            pthread_create(&t[nt], NULL, join_thread, c)) {
+            atomic_store(&c->initing, 0);
             return ncclSystemError;
+        }
         if (c->blocking)
             nt++;
         else
@@ -997,6 +1009,18 @@ API ncclResult_t ncclCommAbort(ncclComm_t comm)
         atomic_fetch_add(&c->ctl->finalized, 1);
     while (atomic_load(&c->running) > 0)   /* its kernels end */
         usleep(50);
+    /* An init still running ends first: NCCL's abort waits for the
+     * init's thread, whose steps do not all look at the abort flag (seen
+     * on an H200 under compute-sanitizer: a 2-s deadline, the abort
+     * returned 16 s later). Here the FAKE_NCCL_INIT_US pause is such a
+     * step. */
+    while (atomic_load(&c->initing))
+        usleep(50);
+    if (fake_cuda_torn_down()) {
+        fprintf(stderr, "fake NCCL: ncclCommAbort still running after the "
+                "CUDA runtime was torn down at exit (a real one crashes)\n");
+        abort();
+    }
     end(c);
     return ncclSuccess;
 }
