@@ -184,6 +184,12 @@ void perf_cuda_close(void)
     raw_comm = NULL;
 }
 
+/* -O: wait for what dcoll's stream-ordered call enqueued. */
+int perf_cuda_sync(void)
+{
+    return p_cudaStreamSynchronize(stream) != 0;
+}
+
 /* The check's copies, on the calls' stream and waited for. A cudaMemcpy
  * from pageable memory returns before its last DMA lands, and on the
  * legacy stream is not ordered before work on a non-blocking one: a

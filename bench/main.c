@@ -43,6 +43,9 @@ static void usage(FILE *f)
         "  -a        async calls + wait, against MPI's I-calls + MPI_Wait\n"
         "  -K        with -m cuda: say the buffers are GPU memory (opts.memory):\n"
         "            no pointer query after the group's first call\n"
+        "  -O        with -m cuda: stream-ordered calls\n"
+        "            (DCOLL_COLL_OPT_STREAM_ORDERED), each followed by\n"
+        "            cudaStreamSynchronize as the raw NCCL call is\n"
         "  -A        calibrate: time the raw call against itself, in dcoll's\n"
         "            place, to show this machine's noise floor\n"
         "  -S        time each side's calls in a block of their own, not\n"
@@ -109,7 +112,7 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
 {
     int c, v;
     const char *mem = "host";
-    while ((c = getopt(argc, argv, "b:e:f:n:w:R:d:p:r:aASPKc:t:g:m:o:h")) != -1) {
+    while ((c = getopt(argc, argv, "b:e:f:n:w:R:d:p:r:aASPKOc:t:g:m:o:h")) != -1) {
         switch (c) {
         case 'b': if (parse_size(optarg, &o->minbytes)) goto bad; break;
         case 'e': if (parse_size(optarg, &o->maxbytes)) goto bad; break;
@@ -142,6 +145,7 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
         case 'g': if (parse_members(optarg, o, world)) goto bad; break;
         case 'm': mem = optarg; break;
         case 'K': o->said = true; break;
+        case 'O': o->ordered = true; break;
         case 'o': o->out = optarg; break;
         case 'h': usage(stderr); return -2;
         default: usage(stderr); return -1;
@@ -157,6 +161,10 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
 #endif
     } else if (strcmp(mem, "host") != 0) {
         SAY("dcoll-perf: -m '%s': use host or cuda\n", mem);
+        return -1;
+    }
+    if ((o->said || o->ordered) && !o->cuda) {
+        SAY("dcoll-perf: -%c: only with -m cuda\n", o->said ? 'K' : 'O');
         return -1;
     }
     bool root_ok = o->root < world;
@@ -343,6 +351,15 @@ static size_t setup(struct perf_ctx *c, const struct perf_coll *k,
     return (k->blocks || k->coalesced) ? bytes * per_block : bytes;
 }
 
+#ifdef DCOLL_PERF_CUDA
+/* -O: a stream-ordered call returns once enqueued; the raw side waits
+ * for its stream, so dcoll's does too. */
+static int ordered_d(struct perf_ctx *c)
+{
+    return c->unordered(c) || perf_cuda_sync();
+}
+#endif
+
 static void run_size(struct perf_ctx *c, const struct perf_coll *k,
                      size_t want, char *send, char *recv,
                      struct perf_row *row)
@@ -365,6 +382,15 @@ static void run_size(struct perf_ctx *c, const struct perf_coll *k,
         k = &kp;
         pers = perf_plan_raw();
     }
+#ifdef DCOLL_PERF_CUDA
+    struct perf_coll ko;
+    if (o->ordered) {
+        ko = *k;
+        c->unordered = k->dcoll;
+        ko.dcoll = ordered_d;
+        k = &ko;
+    }
+#endif
 
     row->wrong = o->check ? perf_check(c, k) : -1;
     if (row->wrong == -2)
@@ -509,6 +535,8 @@ int main(int argc, char **argv)
                 gpu_opts.mask |= DCOLL_COLL_OPT_MEMORY;
                 gpu_opts.memory = DCOLL_MEMORY_CUDA;
             }
+            if (o.ordered)   /* -O: the call returns once enqueued */
+                gpu_opts.mask |= DCOLL_COLL_OPT_STREAM_ORDERED;
             c.opts = &gpu_opts;
             /* send and recv become the host images; the GPU's own. */
             c.hsend = send;

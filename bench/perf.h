@@ -28,6 +28,7 @@ struct perf_opts {
     const char *out;        /* -o: .json or .csv */
     bool cuda;              /* -m cuda: GPU buffers */
     bool said;              /* -K: opts.memory = DCOLL_MEMORY_CUDA */
+    bool ordered;           /* -O: stream-ordered calls + the stream's sync */
     bool plan;              /* -P: plans, against MPI's blocking and
                                persistent calls */
 };
@@ -61,6 +62,7 @@ struct perf_ctx {
     const dcoll_coll_opts_t *opts;
     void *hsend, *hrecv;
     const struct perf_coll *coll;   /* the one being measured */
+    int (*unordered)(struct perf_ctx *c);  /* -O: dcoll's side, unsynced */
 };
 
 struct perf_coll {
@@ -90,6 +92,7 @@ void *perf_cuda_alloc(size_t bytes, bool host_pinned);
 void perf_cuda_free(void *p, bool host_pinned);
 void perf_cuda_mirrors(char *send, char *recv);
 void perf_cuda_copy(void *dst, const void *src, size_t bytes);
+int perf_cuda_sync(void);
 bool perf_cuda_takes(const struct perf_ctx *c, const struct perf_coll *k);
 int perf_cuda_raw(struct perf_ctx *c, const struct perf_coll *k);
 

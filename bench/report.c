@@ -30,9 +30,11 @@ void perf_header(const struct perf_opts *o, const struct perf_coll *k, int n,
     if (o->calibrate)
         printf("#\n# CALIBRATION (-A): both sides are the raw MPI call; the "
                "ratio shows the noise floor\n");
-    printf("#\n# %s on %d rank(s) of %s, %s, %s%s, %d round(s) (median "
-           "shown)\n",
+    printf("#\n# %s on %d rank(s) of %s, %s%s%s, %s%s, %d round(s) "
+           "(median shown)\n",
            k->name, n, group, o->async ? "async + wait" : "blocking",
+           o->said ? ", memory said (-K)" : "",
+           o->ordered ? ", stream-ordered + the stream's sync (-O)" : "",
            perf_dtype_name(o->dtype),
            o->dtype == DCOLL_FLOAT16 || o->dtype == DCOLL_BFLOAT16
                ? " (raw: float32 of the same bytes, MPI has no 16-bit float)"

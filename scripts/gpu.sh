@@ -7,7 +7,8 @@
 #      DCOLL_GPU_PREBUILT=1, takes that build as it was carried there;
 #   3. runs the gpu suite, where a skipped test counts as a failure
 #      (meson test, or scripts/run-tests.py where this machine's meson is
-#      not the build's);
+#      not the build's); on the doubles, the tests that run test_gpu and
+#      dcoll-perf;
 #   4. runs the GPU probe (pointer kinds, stream order, how long a
 #      blocking call waits, with the memory said and stream-ordered, each
 #      item of the call path timed alone, pinned bandwidth, overlap with
@@ -16,11 +17,19 @@
 #      memory said, -K, twice), staged against staging by hand (2 and 4
 #      ranks sharing it), and every collective's check;
 #   5. host collectives with the plugin loaded and without it;
-#   6. compute-sanitizer: test_gpu on one rank, and the timeout test on
-#      three (NCCL's path, a rank absent).
-# Everything lands in OUT, in at most 8 files: summary.txt (one PASS or
-# FAIL line a step), machine.txt, build.log, tests.log, probe.txt,
-# perf.txt, host.txt, sanitizer.txt. Exits 0 only if every step passed.
+#   6. compute-sanitizer: test_gpu on one rank; the timeout test on
+#      three (NCCL's path, a rank absent; the world's communicator made at
+#      init, DCOLL_NCCL_EAGER=1, so the group's split fits its timeout),
+#      and its "slowinit" form (an init that outlasts the timeout);
+#   7. percall: what dcoll adds to NCCL's call on 1 rank, 8 B to 256
+#      MiB, all_reduce and broadcast: by default, the memory said (-K),
+#      plans (-P) and stream-ordered (-O), in two launches each, and the
+#      raw call against itself (-A) for the noise floor; with
+#      DCOLL_GPU_PLUGIN_B, -K and -P -K again on that plugin, alternating.
+# Everything lands in OUT, one file a step besides summary.txt (one PASS
+# or FAIL line a step) and machine.txt: build.log, tests.log, probe.txt,
+# perf.txt, host.txt, sanitizer.txt, percall.txt. Exits 0 only if every
+# step passed.
 # Where there is no GPU it runs the same steps on the CUDA and NCCL
 # doubles (test/double/) and says so in every file: the doubles' times
 # mean nothing, their verdicts do.
@@ -110,6 +119,7 @@ if [ $gpu = yes ]; then
     checksone="-b 8 -e 4M -f 16 -n 2 -w 1 -R 1"
     hostsizes="-b 8 -e 64K -f 8"
     ceiling="-b 4M -e 256M -f 4 -R 3"
+    percall="-b 8 -e 256M -f 2 -R 5"
 else
     plugin=$build/test/double/libdcoll_cuda_double.so
     probe=$build/test/double/dcoll-gpu-probe-double
@@ -121,6 +131,7 @@ else
     tableone=$table
     hostsizes="-b 8 -e 64 -f 8 -n 3 -w 1 -R 1"
     ceiling="-b 4K -e 64K -f 16 -n 3 -w 1 -R 1"
+    percall=$table
     # The probe's per-item timings mean nothing on the double: a few.
     export DCOLL_PROBE_ITEMS=${DCOLL_PROBE_ITEMS:-20000}
 fi
@@ -133,10 +144,12 @@ step_tests() {
     if [ $gpu = yes ]; then
         set -- --suite gpu
     else
+        # The tests that run test_gpu and dcoll-perf as the gpu suite
+        # does; the main pass runs every other double- test already.
         # shellcheck disable=SC2046
         set -- $(meson test -C "$build" --list 2>/dev/null |
                  sed -n 's/^dcoll:[a-z]* \/ //p' |
-                 grep -E '^(double-|perf-cuda-|plugin-in-tree)')
+                 grep -E '^(double-np|double-staged-np|perf-cuda-|plugin-in-tree)')
     fi
     built=$(python3 -c 'import json, sys
     print(json.load(open(sys.argv[1]))["meson_version"]["full"])' \
@@ -275,20 +288,38 @@ step_sanitizer() {
             # NCCL 2.28.3 on an H100); memory errors are.
             # The group's timeout 10 s, not 1: under memcheck NCCL's init
             # alone outlasted 1 s on an H100 (and so failed the group).
+            # The world's communicator is made at init (DCOLL_NCCL_EAGER,
+            # within the init's timeout): memcheck loads and instruments
+            # NCCL's kernels there, and the group's split then fits its
+            # 10 s (run 2: a first init of its own outlasted them).
             echo "## test_gpu_timeout_cuda, 3 ranks, NCCL, the last absent"
+            t0=$(date +%s)
             TEST_GPU_TIMEOUT=10 DCOLL_NCCL_ONE_GPU=1 NCCL_SOCKET_IFNAME=lo \
-                run_mpi 3 "$slimit" "$san" \
+                DCOLL_NCCL_EAGER=1 run_mpi 3 "$slimit" "$san" \
                 --tool memcheck --report-api-errors no --error-exitcode 1 \
                 "$build/test/gpu/test_gpu_timeout_cuda"
             b=$?
+            echo "## ($(( $(date +%s) - t0 )) s)"
             echo "## test_gpu, 1 rank"
+            t0=$(date +%s)
             run_mpi 1 "$slimit" "$san" --tool memcheck --report-api-errors no \
                 --error-exitcode 1 "$build/test/gpu/test_gpu"
             a=$?
-            echo "## exits: $a $b"
-            [ $a = 0 ] && [ $b = 0 ]
+            echo "## ($(( $(date +%s) - t0 )) s)"
+            # An NCCL init slower than the group's 2 s: the call times
+            # out, the next says the group failed, at once.
+            echo "## test_gpu_timeout_cuda slowinit, 3 ranks, NCCL, timeout 2 s"
+            t0=$(date +%s)
+            TEST_GPU_TIMEOUT=2 DCOLL_NCCL_ONE_GPU=1 NCCL_SOCKET_IFNAME=lo \
+                run_mpi 3 "$slimit" "$san" \
+                --tool memcheck --report-api-errors no --error-exitcode 1 \
+                "$build/test/gpu/test_gpu_timeout_cuda" slowinit
+            c=$?
+            echo "## ($(( $(date +%s) - t0 )) s)"
+            echo "## exits: $a $b $c"
+            [ $a = 0 ] && [ $b = 0 ] && [ $c = 0 ]
         } >"$out/sanitizer.txt" 2>&1
-        verdict compute-sanitizer $? "memcheck: test_gpu on 1 rank, the NCCL timeout on 3"
+        verdict compute-sanitizer $? "memcheck: test_gpu on 1 rank, the NCCL timeout and slow init on 3"
     elif [ $gpu = yes ]; then
         echo "compute-sanitizer not found under $cuda/bin" >"$out/sanitizer.txt"
         verdict compute-sanitizer 1 "not found"
@@ -298,12 +329,53 @@ step_sanitizer() {
     fi
 }
 
+# 8. What dcoll adds to NCCL's call, 1 rank, in two launches of each way.
+step_percall() {
+    rc=0
+    {
+        [ $gpu = no ] && echo "# on the CUDA and NCCL doubles: the times mean nothing, #wrong does"
+        # On the doubles one launch of each way: their times mean nothing.
+        launches="1 2"
+        if [ $gpu = yes ]; then
+            perf "1 rank, NCCL, the raw call against itself (-A)" 1 \
+                "$percall -A -c 0" - all_reduce broadcast
+        else
+            launches=1
+        fi
+        for again in $launches; do
+            # The first launch checks every element; the second times.
+            sz=$percall
+            [ $again = 2 ] && sz="$sz -c 0"
+            perf "1 rank, NCCL, by default, launch $again" 1 "$sz" - \
+                all_reduce broadcast
+            perf "1 rank, NCCL, memory said (-K), launch $again" 1 \
+                "$sz -K" - all_reduce broadcast
+            perf "1 rank, NCCL, plans (-P -K), launch $again" 1 \
+                "$sz -P -K" - all_reduce broadcast
+            perf "1 rank, NCCL, stream-ordered (-O -K), launch $again" 1 \
+                "$sz -O -K" - all_reduce broadcast
+            # DCOLL_GPU_PLUGIN_B: another build's plugin (same plugin
+            # ABI), in launches that alternate with this one's: a change
+            # to the plugin's hot path measured in one lease.
+            if [ -n "${DCOLL_GPU_PLUGIN_B:-}" ]; then
+                b="DCOLL_CUDA_PLUGIN=$DCOLL_GPU_PLUGIN_B"
+                perf "1 rank, NCCL, plugin B, memory said (-K), launch $again" \
+                    1 "$sz -K" "$b" all_reduce broadcast
+                perf "1 rank, NCCL, plugin B, plans (-P -K), launch $again" \
+                    1 "$sz -P -K" "$b" all_reduce broadcast
+            fi
+        done
+    } >"$out/percall.txt" 2>&1
+    grep -q '^# total #wrong: [1-9]' "$out/percall.txt" && rc=1
+    verdict percall $rc "1 rank, by default, -K, -P -K, -O -K, launch(es) $launches"
+}
+
 # The steps, in the order DCOLL_GPU_STEPS names them (a short lease runs
 # what it needs most first); all of them by default.
-for st in ${DCOLL_GPU_STEPS:-tests probe perf host sanitizer}; do
+for st in ${DCOLL_GPU_STEPS:-tests probe perf percall host sanitizer}; do
     case $st in
-    tests|probe|perf|host|sanitizer) "step_$st" ;;
-    *) say "FAIL DCOLL_GPU_STEPS: no step \"$st\" (tests probe perf host sanitizer)"; failed=1 ;;
+    tests|probe|perf|percall|host|sanitizer) "step_$st" ;;
+    *) say "FAIL DCOLL_GPU_STEPS: no step \"$st\" (tests probe perf percall host sanitizer)"; failed=1 ;;
     esac
 done
 

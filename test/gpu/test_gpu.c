@@ -167,32 +167,38 @@ static void plans(void)
 }
 
 #ifndef FAKE_DEVICE
-/* A plan's starts captured in a CUDA graph, on an NCCL group (the staged
- * path's MPI call on host memory cannot be captured): each start queues
- * NCCL's call in the graph and returns, blocking or not, and each launch
- * of the graph runs them on what the buffers hold then. */
+/* Starts and calls captured in a CUDA graph, on an NCCL group (the
+ * staged path's MPI call on host memory cannot be captured): a plan's
+ * blocking and async starts, and a blocking and an async call, each
+ * queue NCCL's call in the graph and return; each launch of the graph
+ * runs them all on what the send buffer holds then. */
+static int nccl_there;   /* dcoll_backend_status("nccl") */
+
 static void captured(void)
 {
     const char *nccl = getenv("DCOLL_TEST_NCCL");
     const char *one = getenv("DCOLL_NCCL_ONE_GPU");
-    if (!(nccl && !strcmp(nccl, "yes")) && !(one && !strcmp(one, "1"))) {
+    if (!(nccl && !strcmp(nccl, "yes")) && !(one && !strcmp(one, "1")) &&
+        !(n == 1 && nccl_there)) {
         if (me == 0)
             printf("capture: this group stages (no NCCL): not tried\n");
         return;
     }
+    int failed = t_failures;
     cudaStream_t st;
     CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking) ==
           cudaSuccess, "capture: a stream");
-    float *s = dev(N, me, 1), *r = dev(N, me, 0);
-    float *hs = malloc(sizeof(float) * N), *h;
+    float *s = dev(N, me, 1), *r[3], *hs = malloc(sizeof(float) * N), *h;
+    for (int k = 0; k < 3; k++)
+        r[k] = dev(N, me, 0);
     dcoll_coll_opts_t o = {0};
     o.mask = DCOLL_COLL_OPT_STREAM;
     o.stream = st;
     dcoll_plan_t *p = NULL;
-    OK(dcoll_all_reduce_plan(NULL, s, r, N, DCOLL_FLOAT32, DCOLL_SUM, &o,
+    OK(dcoll_all_reduce_plan(NULL, s, r[0], N, DCOLL_FLOAT32, DCOLL_SUM, &o,
                              &p));
     OK(dcoll_plan_start(p, NULL));   /* outside: as any start */
-    h = host(r, N);
+    h = host(r[0], N);
     for (int i = 0; i < N; i++)
         CHECK(h[i] == sum_at(i), "capture: the start before [%d] = %g", i,
               h[i]);
@@ -205,12 +211,20 @@ static void captured(void)
     dcoll_work_t *w = NULL;
     OK(dcoll_plan_start(p, &w));
     OK(dcoll_work_wait(w));
+    OK(dcoll_work_free(&w));
+    OK(dcoll_all_reduce(NULL, s, r[1], N, DCOLL_FLOAT32, DCOLL_SUM, &o,
+                        NULL));
+    OK(dcoll_all_reduce(NULL, s, r[2], N, DCOLL_FLOAT32, DCOLL_SUM, &o, &w));
+    OK(dcoll_work_wait(w));
+    OK(dcoll_work_free(&w));
     cudaError_t e = cudaStreamEndCapture(st, &graph);
     CHECK(e == cudaSuccess, "capture: end: %s", cudaGetErrorString(e));
     if (e == cudaSuccess)
         e = cudaGraphInstantiate(&exec, graph, 0);
     CHECK(e == cudaSuccess, "capture: instantiate: %s",
           cudaGetErrorString(e));
+    static const char *what[3] = {"the plan's starts", "the blocking call",
+                                  "the async call"};
     for (int step = 1; e == cudaSuccess && step < 4; step++) {
         for (int i = 0; i < N; i++)
             hs[i] = val(me, i) + (float)step;
@@ -218,11 +232,14 @@ static void captured(void)
                         st);
         CHECK(cudaGraphLaunch(exec, st) == cudaSuccess, "capture: launch");
         CHECK(cudaStreamSynchronize(st) == cudaSuccess, "capture: sync");
-        h = host(r, N);
-        for (int i = 0; i < N; i++)
-            CHECK(h[i] == sum_at(i) + (float)(n * step),
-                  "capture: launch %d: [%d] = %g", step, i, h[i]);
-        free(h);
+        for (int k = 0; k < 3; k++) {
+            h = host(r[k], N);
+            for (int i = 0; i < N; i++)
+                CHECK(h[i] == sum_at(i) + (float)(n * step),
+                      "capture: launch %d, %s: [%d] = %g", step, what[k], i,
+                      h[i]);
+            free(h);
+        }
     }
     if (exec)
         cudaGraphExecDestroy(exec);
@@ -231,8 +248,12 @@ static void captured(void)
     OK(dcoll_plan_free(&p));
     free(hs);
     cudaFree(s);
-    cudaFree(r);
+    for (int k = 0; k < 3; k++)
+        cudaFree(r[k]);
     cudaStreamDestroy(st);
+    if (me == 0 && t_failures == failed)
+        printf("capture: a plan's blocking and async starts, a blocking and "
+               "an async call, 3 launches on new inputs: right\n");
 }
 #endif
 
@@ -292,6 +313,9 @@ int main(int argc, char **argv)
     int avail;
     const char *text = "";
     dcoll_backend_status("nccl", &avail, &text);
+#ifndef FAKE_DEVICE
+    nccl_there = avail;
+#endif
     if (me == 0)
         printf("%d rank(s) on GPU 0; %s\n", n, text);
     int chosen = -2;
