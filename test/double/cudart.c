@@ -41,6 +41,7 @@
  *     thread still inside the NCCL double then stops the process with a
  *     message, where one inside a real NCCL crashed (an H200: an abort
  *     on another thread at exit).
+ *   - memory and events shared between processes (cudaIpc*): ipc.c.
  * FAKE_NGPUS=n gives n devices (1..8), FAKE_CUDA_NO_DEVICE=1 none;
  * FAKE_CUDA_HOST_VISIBLE=1 lets host code (a CUDA-aware MPI) read and
  * write device memory.
@@ -58,11 +59,11 @@
 #include <unistd.h>
 #include <cuda_runtime_api.h>
 #include "cudart_double.h"
+#include "cudart_internal.h"
 
 #define MAX_DEV 8
 #define MAX_WAITS 64    /* streams one op may wait for */
 #define ARENA_PER_DEV ((size_t)1 << 32)   /* reserved, not committed */
-#define API __attribute__((visibility("default")))
 
 /* ---- errors ---- */
 
@@ -108,6 +109,8 @@ static int ndev;
 static unsigned delay_us = 200;
 static unsigned pageable_us = 2000;   /* FAKE_CUDA_PAGEABLE_US */
 static char *dev_base, *shadow_base;   /* the two mappings of the arena */
+static int arena_fd = -1;              /* kept: IPC peers map it */
+static bool host_visible;
 static char *foreign_base;             /* memory of "another context" */
 static atomic_uint contexts;           /* bit d: device d has one */
 static atomic_long pinned_calls, queries, pinned_bytes;
@@ -136,13 +139,14 @@ static void setup(void)
     /* FAKE_CUDA_HOST_VISIBLE=1: the host may touch device memory, as a
      * CUDA-aware MPI does (it reads device pointers itself). */
     const char *vis = getenv("FAKE_CUDA_HOST_VISIBLE");
-    int prot = vis && *vis == '1' ? PROT_READ | PROT_WRITE : PROT_NONE;
+    host_visible = vis && *vis == '1';
+    int prot = host_visible ? PROT_READ | PROT_WRITE : PROT_NONE;
     dev_base = mmap(NULL, bytes, prot, MAP_SHARED | MAP_NORESERVE, fd, 0);
     shadow_base = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
                        MAP_SHARED | MAP_NORESERVE, fd, 0);
     foreign_base = mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
                         -1, 0);
-    close(fd);
+    arena_fd = fd;
     if (dev_base == MAP_FAILED || shadow_base == MAP_FAILED ||
         foreign_base == MAP_FAILED) {
         perror("fake CUDA: mapping device memory");
@@ -155,7 +159,8 @@ static void init(void)
     pthread_once(&once, setup);
 }
 
-static int dev_of(const void *p)
+/* The device of p in this process's own arena, or -1. */
+static int arena_dev_of(const void *p)
 {
     const char *c = p;
     if (!dev_base || c < dev_base ||
@@ -164,12 +169,44 @@ static int dev_of(const void *p)
     return (int)((size_t)(c - dev_base) / ARENA_PER_DEV);
 }
 
+/* The device of p, in the arena or a peer's memory opened here; -1. */
+static int dev_of(const void *p)
+{
+    int d = arena_dev_of(p);
+    if (d < 0 && !fake_ipc_find(p, NULL, &d))
+        d = -1;
+    return d;
+}
+
 /* Where the double reads and writes what p names. */
 static void *real(const void *p)
 {
-    if (dev_of(p) < 0)
-        return (void *)p;
-    return shadow_base + ((const char *)p - dev_base);
+    void *shadow;
+    if (arena_dev_of(p) >= 0)
+        return shadow_base + ((const char *)p - dev_base);
+    if (fake_ipc_find(p, &shadow, NULL))
+        return shadow;
+    return (void *)p;
+}
+
+void fake_init(void)
+{
+    init();
+}
+
+cudaError_t fake_ret(cudaError_t e)
+{
+    return ret(e);
+}
+
+int fake_arena_fd(void)
+{
+    return arena_fd;
+}
+
+bool fake_host_visible(void)
+{
+    return host_visible;
 }
 
 /* This thread's device; a context on it from now on. */
@@ -241,7 +278,9 @@ struct block {
     struct block *next;
     size_t off, size;
     bool used;
+    uint64_t gen;   /* which allocation, for IPC handles */
 };
+static uint64_t gens;
 static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct block *blocks[MAX_DEV];
 
@@ -269,11 +308,12 @@ static void *dev_alloc(int d, size_t size)
             if (!rest)
                 break;
             *rest = (struct block){b->next, b->off + size, b->size - size,
-                                   false};
+                                   false, 0};
             b->next = rest;
             b->size = size;
         }
         b->used = true;
+        b->gen = ++gens;
         p = dev_base + ARENA_PER_DEV * (size_t)d + b->off;
         break;
     }
@@ -283,7 +323,7 @@ static void *dev_alloc(int d, size_t size)
 
 static bool dev_free(void *p)
 {
-    int d = dev_of(p);
+    int d = arena_dev_of(p);
     if (d < 0)
         return false;
     size_t off = (size_t)((char *)p - dev_base) - ARENA_PER_DEV * (size_t)d;
@@ -294,6 +334,7 @@ static bool dev_free(void *p)
             continue;
         found = true;
         b->used = false;
+        fake_ipc_freed(b->gen);
         /* Its whole pages go back; the next user finds zeros, as no
          * one promises, but never this user's bytes. Only pages the
          * block covers whole: a neighbour on a shared page keeps its
@@ -317,6 +358,27 @@ static bool dev_free(void *p)
             b = n;
         }
     }
+    pthread_mutex_unlock(&mem_lock);
+    return found;
+}
+
+bool fake_block_of(const void *p, int *device, size_t *off, size_t *size,
+                   uint64_t *gen)
+{
+    int d = arena_dev_of(p);
+    if (d < 0)
+        return false;
+    size_t o = (size_t)((const char *)p - dev_base) - ARENA_PER_DEV * (size_t)d;
+    bool found = false;
+    pthread_mutex_lock(&mem_lock);
+    for (struct block *b = blocks[d]; b && !found; b = b->next)
+        if (b->used && b->off == o) {
+            found = true;
+            *device = d;
+            *off = ARENA_PER_DEV * (size_t)d + o;
+            *size = b->size;
+            *gen = b->gen;
+        }
     pthread_mutex_unlock(&mem_lock);
     return found;
 }
@@ -625,6 +687,11 @@ static void drain_device(int d)
     pthread_mutex_unlock(&streams_lock);
     for (int i = 0; i < n; i++)
         drain(all[i]);
+}
+
+void fake_drain_device(int device)
+{
+    drain_device(device);
 }
 
 static void drain_all(void)
@@ -1071,15 +1138,80 @@ struct event {
     struct stream *s;
     uint64_t upto;     /* 0: never recorded */
     struct stream *captured;   /* last recorded in this capture */
+    struct fake_ipc_event *ipc;   /* interprocess: its shared state */
+    bool imported;                /* that state is a peer's */
 };
 
 API cudaError_t cudaEventCreateWithFlags(cudaEvent_t *e, unsigned flags)
 {
-    (void)flags;
     init();
     STICKY();
-    *e = (cudaEvent_t)calloc(1, sizeof(struct event));
-    return *e ? cudaSuccess : ret(cudaErrorMemoryAllocation);
+    if ((flags & cudaEventInterprocess) && !(flags & cudaEventDisableTiming))
+        return ret(cudaErrorInvalidValue);
+    struct event *ev = calloc(1, sizeof(struct event));
+    if (ev && (flags & cudaEventInterprocess) &&
+        !(ev->ipc = fake_ipc_event_new())) {
+        free(ev);
+        ev = NULL;
+    }
+    *e = (cudaEvent_t)ev;
+    return ev ? cudaSuccess : ret(cudaErrorMemoryAllocation);
+}
+
+struct fake_ipc_event *fake_event_ipc(cudaEvent_t h)
+{
+    struct event *e = (struct event *)h;
+    return e && !e->imported ? e->ipc : NULL;
+}
+
+cudaError_t fake_event_imported(cudaEvent_t *h, struct fake_ipc_event *s)
+{
+    struct event *e = calloc(1, sizeof(*e));
+    if (!e)
+        return ret(cudaErrorMemoryAllocation);
+    e->ipc = s;
+    e->imported = true;
+    *h = (cudaEvent_t)e;
+    return cudaSuccess;
+}
+
+/* An interprocess record reached by its stream, or a stream's wait for
+ * one: run in stream order. */
+struct ipc_step {
+    struct fake_ipc_event *e;
+    uint64_t n;
+};
+
+static void ipc_reached(void *arg)
+{
+    struct ipc_step *st = arg;
+    uint64_t d = atomic_load(&st->e->done);
+    while (d < st->n && !atomic_compare_exchange_weak(&st->e->done, &d,
+                                                      st->n))
+        ;
+    free(st);
+}
+
+static void ipc_wait(void *arg)
+{
+    struct ipc_step *st = arg;
+    while (atomic_load(&st->e->done) < st->n)
+        usleep(20);
+    free(st);
+}
+
+static cudaError_t ipc_step(cudaStream_t sh, struct fake_ipc_event *e,
+                            uint64_t n, void (*fn)(void *))
+{
+    struct ipc_step *st = malloc(sizeof(*st));
+    if (!st)
+        return ret(cudaErrorMemoryAllocation);
+    *st = (struct ipc_step){e, n};
+    if (fake_cuda_enqueue(sh, fn, st, NULL)) {
+        free(st);
+        return ret(cudaErrorInvalidResourceHandle);
+    }
+    return cudaSuccess;
 }
 
 API cudaError_t cudaEventCreate(cudaEvent_t *e)
@@ -1101,6 +1233,14 @@ API cudaError_t cudaEventRecord(cudaEvent_t h, cudaStream_t sh)
     pthread_mutex_lock(&s->lock);
     bool capturing = s->capture != NULL;
     pthread_mutex_unlock(&s->lock);
+    if (e->ipc) {
+        /* Counted when made: a wait made after this call binds to it. */
+        free(o);
+        if (capturing)
+            return ret(cudaErrorStreamCaptureUnsupported);
+        return ipc_step(sh, e->ipc, atomic_fetch_add(&e->ipc->recorded, 1) + 1,
+                        ipc_reached);
+    }
     if (capturing) {
         free(o);
         e->s = NULL;
@@ -1128,6 +1268,9 @@ API cudaError_t cudaEventQuery(cudaEvent_t h)
     struct event *e = (struct event *)h;
     if (!e)
         return ret(cudaErrorInvalidResourceHandle);
+    if (e->ipc)
+        return atomic_load(&e->ipc->done) >= atomic_load(&e->ipc->recorded)
+                   ? cudaSuccess : cudaErrorNotReady;
     if (e->captured) {
         spoil(e->captured);
         return ret(cudaErrorCapturedEvent);
@@ -1150,6 +1293,12 @@ API cudaError_t cudaEventSynchronize(cudaEvent_t h)
     struct event *e = (struct event *)h;
     if (!e)
         return ret(cudaErrorInvalidResourceHandle);
+    if (e->ipc) {
+        uint64_t n = atomic_load(&e->ipc->recorded);
+        while (atomic_load(&e->ipc->done) < n)
+            usleep(20);
+        return cudaSuccess;
+    }
     if (e->captured) {
         spoil(e->captured);
         return ret(cudaErrorCapturedEvent);
@@ -1165,6 +1314,13 @@ API cudaError_t cudaStreamWaitEvent(cudaStream_t sh, cudaEvent_t h,
     (void)flags;
     STICKY();
     struct event *e = (struct event *)h;
+    if (e && e->ipc) {
+        /* The records made before this call; none: nothing to wait for. */
+        uint64_t n = atomic_load(&e->ipc->recorded);
+        if (atomic_load(&e->ipc->done) >= n)
+            return cudaSuccess;
+        return ipc_step(sh, e->ipc, n, ipc_wait);
+    }
     struct op *o = op_new(OP_EVENT);
     if (!e || !o) {
         free(o);
@@ -1194,6 +1350,9 @@ API cudaError_t cudaEventDestroy(cudaEvent_t h)
 {
     init();
     here();
+    struct event *e = (struct event *)h;
+    if (e && e->ipc && !e->imported)
+        fake_ipc_event_free(e->ipc);
     free(h);
     return cudaSuccess;
 }
