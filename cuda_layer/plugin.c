@@ -14,6 +14,7 @@
 #ifdef DCOLL_HAVE_NCCL
 #include <nccl.h>
 #endif
+#include "ipc_plugin.h"
 #include "nccl_plugin.h"
 #include "plugin_abi.h"
 
@@ -375,12 +376,23 @@ static const dcoll_cuda_plugin_t table = {
     .nccl_check = dcoll_nccl_check,
     .nccl_release = dcoll_nccl_release,
 #endif
+    .dev_alloc = dcoll_ipc_dev_alloc,
+    .dev_free = dcoll_ipc_dev_free,
+    .ipc_export = dcoll_ipc_export,
+    .ipc_open = dcoll_ipc_open,
+    .ipc_close = dcoll_ipc_close,
+    .ipc_event = dcoll_ipc_event,
+    .ipc_event_open = dcoll_ipc_event_open,
+    .ipc_event_free = dcoll_ipc_event_free,
+    .ipc_record = dcoll_ipc_record,
+    .ipc_query = dcoll_ipc_query,
+    .ipc_wait = dcoll_ipc_wait,
 };
 
 __attribute__((visibility("default")))
-const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v9(void);
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v10(void);
 
-const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v9(void)
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v10(void)
 {
     return &table;
 }

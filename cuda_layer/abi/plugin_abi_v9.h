@@ -1,9 +1,10 @@
-/* The CUDA plugin ABI, version 9: frozen once a version 10 exists.
- * Version 8's table, with gpu_view, nccl_check and nccl_release appended:
- * the core chooses every local rank's GPU from the whole node's picture,
- * samples a communicator's health where nothing waits on it, and frees a
- * failed group's communicator without waiting for its peers. Entry point
- * dcoll_cuda_plugin_v9. */
+/* The CUDA plugin ABI, version 9, frozen: version 8's table, with
+ * gpu_view, nccl_check and nccl_release appended (the core chooses every
+ * local rank's GPU from the whole node's picture, samples a
+ * communicator's health where nothing waits on it, and frees a failed
+ * group's communicator without waiting for its peers). Entry point
+ * dcoll_cuda_plugin_v9; the loader takes its table as the prefix of the
+ * current one (lib/gpu/plugin_v9.c). Never edit. */
 #ifndef DCOLL_PLUGIN_ABI_V9_H
 #define DCOLL_PLUGIN_ABI_V9_H
 

@@ -1,5 +1,5 @@
 /* The loader's adapters, one file per plugin ABI version it still takes
- * (plugin_v4.c to plugin_v8.c), as NCCL keeps one shim per old network
+ * (plugin_v4.c to plugin_v9.c), as NCCL keeps one shim per old network
  * plugin version. Each turns what that version's entry point returned
  * into a table of the current layout, or NULL where its abi field says
  * it is not that version. */
@@ -14,13 +14,17 @@ const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v5(const void *table);
 const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v6(const void *table);
 const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v7(const void *table);
 const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v8(const void *table);
-/* A version 6, 7 or 8 table is the current one's prefix. */
-_Static_assert(offsetof(struct dcoll_cuda_plugin_v9, group_end) ==
+const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v9(const void *table);
+/* A version 6 to 9 table is the current one's prefix. */
+_Static_assert(offsetof(dcoll_cuda_plugin_t, group_end) ==
                    offsetof(struct dcoll_cuda_plugin_v6, group_end),
-               "version 9 must begin with version 6's layout");
-_Static_assert(offsetof(struct dcoll_cuda_plugin_v9, nccl_split) ==
+               "the current version must begin with version 6's layout");
+_Static_assert(offsetof(dcoll_cuda_plugin_t, nccl_split) ==
                    offsetof(struct dcoll_cuda_plugin_v8, nccl_split),
-               "version 9 must begin with version 8's layout");
+               "the current version must begin with version 8's layout");
+_Static_assert(offsetof(dcoll_cuda_plugin_t, nccl_release) ==
+                   offsetof(struct dcoll_cuda_plugin_v9, nccl_release),
+               "the current version must begin with version 9's layout");
 
 /* The calls versions 4 to 6 share, by name, from an old table p into a
  * current one t; nccl_coll's record changed in 5 and is each adapter's. */

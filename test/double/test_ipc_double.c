@@ -10,19 +10,32 @@
  *     the record binds to nothing, so a handshake that is skipped shows
  *     as old bytes;
  *   - the refusals: this process's own handle, an event without
- *     cudaEventDisableTiming, a pointer that is not an allocation's base.
+ *     cudaEventDisableTiming, a pointer that is not an allocation's base;
+ *   - through the plugin's ABI 10 calls (DCOLL_CUDA_PLUGIN, the plugin
+ *     double): the same memory and a handshake on its events.
  * Each rank's verdict is its exit code. */
+#include <dlfcn.h>
 #include <mpi.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
+#include "plugin_abi.h"
 
 int t_rank, t_failures;
 #include "check.h"
 
 enum { N = 4096 };
+
+#define REQUIRE_VOID(cond, ...)                                              \
+    do {                                                                     \
+        if (!(cond)) {                                                       \
+            t_failures++;                                                    \
+            T_SAY_(__VA_ARGS__);                                             \
+            return;                                                          \
+        }                                                                    \
+    } while (0)
 
 static void fill(int *d, int v, cudaStream_t s)
 {
@@ -189,6 +202,70 @@ static void events(bool handshake)
     cudaStreamDestroy(s);
 }
 
+/* The plugin's calls: rank 0's buffer, written on its stream behind
+ * other work, then a record; rank 1 opens both, waits for the record
+ * (made before its wait: the handshake) and copies the buffer out. */
+static void through_plugin(void)
+{
+    const char *path = getenv("DCOLL_CUDA_PLUGIN");
+    void *h = path ? dlopen(path, RTLD_NOW) : NULL;
+    const dcoll_cuda_plugin_t *(*entry)(void) = NULL;
+    if (h)
+        *(void **)&entry = dlsym(h, "dcoll_cuda_plugin_v10");
+    const dcoll_cuda_plugin_t *p = entry ? entry() : NULL;
+    REQUIRE_VOID(p && p->abi == 10 && p->ipc_open, "the plugin's IPC (%s)",
+                 path ? path : "DCOLL_CUDA_PLUGIN unset");
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    int *buf = p->dev_alloc(sizeof(int) * N, 0), *out = NULL, *pbuf = NULL;
+    cudaMalloc((void **)&out, sizeof(int) * N);
+    fill(buf, 7, s);
+    fill(out, 0, s);
+    unsigned char mh[DCOLL_IPC_HANDLE_BYTES], pmh[DCOLL_IPC_HANDLE_BYTES];
+    unsigned char eh[DCOLL_IPC_HANDLE_BYTES], peh[DCOLL_IPC_HANDLE_BYTES];
+    void *ev = NULL, *pev = NULL;
+    CHECK(p->ipc_export(buf, 0, mh) == 0, "ipc_export: %s", p->last_error());
+    CHECK(p->ipc_event(0, &ev, eh) == 0, "ipc_event: %s", p->last_error());
+    swap(mh, pmh, sizeof(mh));
+    swap(eh, peh, sizeof(eh));
+    CHECK(p->ipc_open(pmh, 0, (void **)&pbuf) == 0, "ipc_open: %s",
+          p->last_error());
+    CHECK(p->ipc_event_open(peh, 0, &pev) == 0, "ipc_event_open: %s",
+          p->last_error());
+    void *own = NULL;
+    CHECK(p->ipc_open(mh, 0, &own) == -1 && !own &&
+          strstr(p->last_error(), "cudaIpcOpenMemHandle"),
+          "its own handle is refused, named: %s", p->last_error());
+    if (t_rank == 0) {
+        int *hb = malloc(sizeof(int) * N);
+        for (int i = 0; i < N; i++)
+            hb[i] = 900 + i;
+        for (int i = 0; i < 6; i++)
+            cudaMemsetAsync(out, 0, sizeof(int) * N, s);
+        cudaMemcpyAsync(buf, hb, sizeof(int) * N, cudaMemcpyHostToDevice, s);
+        CHECK(p->ipc_record(ev, s, 0) == 0, "ipc_record");
+        MPI_Barrier(MPI_COMM_WORLD);
+        cudaStreamSynchronize(s);
+        free(hb);
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+        CHECK(p->ipc_query(pev, 0) == 0, "the peer's write is not done yet");
+        CHECK(p->ipc_wait(s, pev, 0) == 0, "ipc_wait");
+        CHECK(p->copy(out, pbuf, sizeof(int) * N, 0, s) == 0, "copy");
+        cudaStreamSynchronize(s);
+        CHECK(matches(out, 900) == N, "through the plugin: the peer's bytes");
+        CHECK(p->ipc_query(pev, 0) == 1, "the peer's record is done");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    CHECK(p->ipc_close(pbuf, 0) == 0, "ipc_close");
+    p->ipc_event_free(pev, 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+    p->ipc_event_free(ev, 0);
+    p->dev_free(buf, 0);
+    cudaFree(out);
+    cudaStreamDestroy(s);
+}
+
 int main(int argc, char **argv)
 {
     int n;
@@ -205,6 +282,7 @@ int main(int argc, char **argv)
     memory();
     events(true);
     events(false);
+    through_plugin();
     printf("ipc double: rank %d, %d failure(s)\n", t_rank, t_failures);
     MPI_Finalize();
     return T_EXIT;

@@ -9,8 +9,8 @@
  *                  with NCCL's grouping rules enforced;
  *   FAKE_SHARED_UUID=1  every process's GPU i has the same identity, as
  *                  processes sharing real GPUs do.
- * Built once per plugin ABI the loader takes (FAKE_ABI 4 to 8, the
- * current one by default), exporting that version's entry point and
+ * Built once per plugin ABI the loader takes (FAKE_ABI 4 to 9, the
+ * current one, 10, by default; the fake has no IPC), exporting that version's entry point and
  * table, so that every adapter of lib/gpu/ runs under the tests.
  * Never installed. */
 #include <stdint.h>
@@ -127,7 +127,7 @@ static int device_uuid(int device, unsigned char uuid[16])
 }
 
 #ifndef FAKE_ABI
-#define FAKE_ABI 9
+#define FAKE_ABI 10
 #endif
 #if FAKE_ABI == 4
 typedef struct dcoll_cuda_plugin_v4 fake_table_t;
@@ -144,9 +144,12 @@ typedef struct dcoll_cuda_plugin_v6 fake_table_t;
 #elif FAKE_ABI == 8   /* no nccl_split, so groups make their own */
 typedef struct dcoll_cuda_plugin_v8 fake_table_t;
 #define FAKE_ENTRY dcoll_cuda_plugin_v8
-#else   /* version 9, no gpu_view: the core asks select_device */
+#elif FAKE_ABI == 9   /* no gpu_view: the core asks select_device */
 typedef struct dcoll_cuda_plugin_v9 fake_table_t;
 #define FAKE_ENTRY dcoll_cuda_plugin_v9
+#else   /* version 10, without IPC (its calls NULL) nor gpu_view */
+typedef struct dcoll_cuda_plugin_v10 fake_table_t;
+#define FAKE_ENTRY dcoll_cuda_plugin_v10
 #endif
 
 #if FAKE_ABI == 4

@@ -1,0 +1,24 @@
+/* Inside the plugin: its IPC half (ipc.c), the table's ABI 10 calls. */
+#ifndef DCOLL_CUDA_IPC_PLUGIN_H
+#define DCOLL_CUDA_IPC_PLUGIN_H
+
+#include <stddef.h>
+#include "plugin_abi.h"
+
+void *dcoll_ipc_dev_alloc(size_t bytes, int device);
+void dcoll_ipc_dev_free(void *p, int device);
+int dcoll_ipc_export(void *base, int device,
+                     unsigned char handle[DCOLL_IPC_HANDLE_BYTES]);
+int dcoll_ipc_open(const unsigned char handle[DCOLL_IPC_HANDLE_BYTES],
+                   int device, void **p);
+int dcoll_ipc_close(void *p, int device);
+int dcoll_ipc_event(int device, void **event,
+                    unsigned char handle[DCOLL_IPC_HANDLE_BYTES]);
+int dcoll_ipc_event_open(const unsigned char handle[DCOLL_IPC_HANDLE_BYTES],
+                         int device, void **event);
+void dcoll_ipc_event_free(void *event, int device);
+int dcoll_ipc_record(void *event, void *stream, int device);
+int dcoll_ipc_query(void *event, int device);
+int dcoll_ipc_wait(void *stream, void *event, int device);
+
+#endif
