@@ -9,6 +9,9 @@ in bench/results/ (made by bench/readme-runs.sh):
                                               dcoll-perf -S with the table
     bench/tables.py floor RESULT...           per run: rows below 0.95,
                                               below 4 KiB and from it
+    bench/tables.py percall RESULT...         scripts/gpu.sh's percall.txt:
+                                              µs added, the median of each
+                                              launch to 64 KiB and to the end
 """
 import sys
 
@@ -194,6 +197,41 @@ def modes(paths):
         print()
 
 
+def percall(paths):
+    """Each '## ' launch of a file and its collectives: the median µs
+    dcoll added (+us, or plan - raw under -P) over 8 B to 64 KiB and over
+    every size."""
+    import re
+    import statistics
+    for path in paths:
+        launch, coll, rows = None, None, {}
+        for line in open(path):
+            if line.startswith('## '):
+                launch = line[3:].strip()
+                continue
+            m = re.match(r'# (\w+) on ', line)
+            if m:
+                coll = m.group(1)
+                continue
+            f = line.split()
+            if line.startswith('#') or not f or not f[0].isdigit():
+                continue
+            if len(f) == 12:    # -P: plan, #wrong, raw, ...
+                added = float(f[5]) - float(f[7])
+            elif len(f) == 14:  # time ... ratio +us
+                added = float(f[13])
+            else:
+                continue
+            rows.setdefault((launch, coll), []).append((int(f[0]), added))
+        print(f'{path}:')
+        for (launch, coll), v in rows.items():
+            small = [a for b, a in v if b <= 65536]
+            print(f'  {launch}, {coll}: '
+                  f'{statistics.median(small):+.3f} to 64 KiB, '
+                  f'{statistics.median([a for _, a in v]):+.3f} to '
+                  f'{size_name(max(b for b, _ in v))}')
+
+
 if __name__ == '__main__':
     what = sys.argv[1] if len(sys.argv) > 1 else ''
     if what == 'full' and len(sys.argv) == 4:
@@ -206,6 +244,8 @@ if __name__ == '__main__':
         plans(sys.argv[2])
     elif what == 'floor' and len(sys.argv) > 2:
         floor(sys.argv[2:])
+    elif what == 'percall' and len(sys.argv) > 2:
+        percall(sys.argv[2:])
     elif what == 'tune' and len(sys.argv) == 5:
         tune(sys.argv[2], int(sys.argv[3]), sys.argv[4])
     else:
