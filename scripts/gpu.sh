@@ -12,16 +12,17 @@
 #   4. runs the GPU probe (pointer kinds, stream order, how long a
 #      blocking call waits, with the memory said and stream-ordered, each
 #      item of the call path timed alone, pinned bandwidth, overlap with
-#      a kernel on another stream) and dcoll-perf -m cuda: dcoll against
-#      NCCL by hand (1 rank, and 2 to 4 ranks on one GPU; with the
-#      memory said, -K, twice), staged against staging by hand (2 and 4
-#      ranks sharing it), and every collective's check;
-#   5. host collectives with the plugin loaded and without it;
-#   6. compute-sanitizer: test_gpu on one rank; the timeout test on
+#      a kernel on another stream);
+#   5. dcoll-perf -m cuda: dcoll against NCCL by hand (1 rank, and 2 to 4
+#      ranks on one GPU; with the memory said, -K, twice), staged against
+#      staging by hand (2 and 4 ranks sharing it), and every collective's
+#      check;
+#   6. host collectives with the plugin loaded and without it;
+#   7. compute-sanitizer: test_gpu on one rank; the timeout test on
 #      three (NCCL's path, a rank absent; the world's communicator made at
 #      init, DCOLL_NCCL_EAGER=1, so the group's split fits its timeout),
 #      and its "slowinit" form (an init that outlasts the timeout);
-#   7. percall: what dcoll adds to NCCL's call on 1 rank, 8 B to 256
+#   8. percall: what dcoll adds to NCCL's call on 1 rank, 8 B to 256
 #      MiB, all_reduce and broadcast: by default, the memory said (-K),
 #      plans (-P) and stream-ordered (-O), in two launches each, and the
 #      raw call against itself (-A) for the noise floor; with
