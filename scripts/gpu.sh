@@ -11,8 +11,9 @@
 #      dcoll-perf;
 #   4. runs the GPU probe (pointer kinds, stream order, how long a
 #      blocking call waits, with the memory said and stream-ordered, each
-#      item of the call path timed alone, pinned bandwidth, overlap with
-#      a kernel on another stream);
+#      item of the call path timed alone, copy bandwidth (pinned,
+#      pageable, device to device), overlap with a kernel on another
+#      stream);
 #   5. dcoll-perf -m cuda: dcoll against NCCL by hand (1 rank, and 2 to 4
 #      ranks on one GPU; with the memory said, -K, twice), staged against
 #      staging by hand (2 and 4 ranks sharing it), and every collective's

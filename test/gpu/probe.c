@@ -13,7 +13,8 @@
  *     cuCtxGetCurrent, cudaStreamIsCapturing, an event's record and
  *     query, cudaStreamQuery on an idle stream, the capture-mode swap,
  *     ncclCommGetAsyncError, sched_yield and the clock;
- *   - pinned and pageable copy bandwidth, both ways, 64 MiB;
+ *   - pinned and pageable copy bandwidth, both ways, and device to
+ *     device, 64 MiB;
  *   - on one rank, whether a 256 MiB all_reduce on one stream overlaps a
  *     kernel twice its length on another, and whether the blocking call
  *     returns before that kernel ends (it waits on its own stream only).
@@ -297,6 +298,27 @@ static void bandwidth(void)
             printf("bandwidth: %-19s %7.2f GB/s\n", run[i].what,
                    (double)bytes / best / 1e9);
     }
+    /* Device to device, the ceiling of a transport between ranks that
+     * share the GPU: cudaMemcpy of device memory returns before the copy
+     * is done, so timed to its stream's end. The payload rate; the
+     * memory moves twice as many bytes (each read and written). */
+    void *d2 = NULL;
+    cudaStream_t s;
+    cudaMalloc(&d2, bytes);
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    double best = 1e9;
+    for (int r = 0; r < 5; r++) {
+        double t0 = now();
+        cudaMemcpyAsync(d2, d, bytes, cudaMemcpyDeviceToDevice, s);
+        cudaStreamSynchronize(s);
+        double t = now() - t0;
+        best = t < best ? t : best;
+    }
+    if (me == 0)
+        printf("bandwidth: %-19s %7.2f GB/s (payload; twice that read and "
+               "written)\n", "device -> device", (double)bytes / best / 1e9);
+    cudaStreamDestroy(s);
+    cudaFree(d2);
     cudaFreeHost(p);
     cudaFree(d);
     free(h);
