@@ -43,6 +43,8 @@
  *     on another thread at exit).
  *   - memory and events shared between processes (cudaIpc*): ipc.c.
  * FAKE_NGPUS=n gives n devices (1..8), FAKE_CUDA_NO_DEVICE=1 none;
+ * FAKE_UUID_MAP=0,0,1,1 the physical GPUs of ranks 0, 1, 2, 3 (ranks
+ * with one number share theirs: their identities and PCI addresses);
  * FAKE_CUDA_HOST_VISIBLE=1 lets host code (a CUDA-aware MPI) read and
  * write device memory.
  * Never installed: tests only. */
@@ -801,12 +803,36 @@ API cudaError_t cudaGetDevice(int *d)
     return cudaSuccess;
 }
 
+/* FAKE_UUID_MAP=0,0,1,1: the physical GPUs of the job's ranks (this
+ * process's rank as its launcher says), so that ranks with one number
+ * share their GPUs and the others do not; -1 where unset. */
+static int gpu_set(void)
+{
+    const char *map = getenv("FAKE_UUID_MAP"), *r = NULL;
+    const char *vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+    for (int i = 0; i < 3 && !r; i++)
+        r = getenv(vars[i]);
+    if (!map || !*map)
+        return -1;
+    int rank = r ? atoi(r) : 0, set = 0;
+    for (const char *c = map; rank >= 0; rank--) {
+        set = atoi(c);
+        const char *comma = strchr(c, ',');
+        if (!comma)
+            break;   /* ranks past the list take its last number */
+        c = comma + 1;
+    }
+    return set & 0x0f;
+}
+
 API cudaError_t cudaDeviceGetPCIBusId(char *bus, int len, int d)
 {
     init();
     if (d < 0 || d >= ndev)
         return ret(cudaErrorInvalidDevice);
-    snprintf(bus, (size_t)len, "0000:%02x:00.0", 0x17 + d);
+    int set = gpu_set();
+    snprintf(bus, (size_t)len, "0000:%02x:00.0",
+             (set >= 0 ? 0x40 + 8 * set : 0x17) + d);
     return cudaSuccess;
 }
 
@@ -818,11 +844,14 @@ API cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *p, int d)
     memset(p, 0, sizeof(*p));
     snprintf(p->name, sizeof(p->name), "fake CUDA device %d", d);
     const char *shared = getenv("FAKE_SHARED_UUID");
+    int set = gpu_set();
     /* Each process's GPU d is its own, unless they share GPUs. */
-    uint32_t who = shared && *shared == '1' ? 0 : (uint32_t)getpid();
+    uint32_t who = set >= 0                     ? 0x55000000u + (uint32_t)set
+                   : shared && *shared == '1' ? 0
+                                              : (uint32_t)getpid();
     memcpy(p->uuid.bytes, &who, sizeof(who));
     p->uuid.bytes[4] = (char)d;
-    p->pciBusID = 0x17 + d;
+    p->pciBusID = (set >= 0 ? 0x40 + 8 * set : 0x17) + d;
     p->totalGlobalMem = ARENA_PER_DEV;
     p->major = 9;
     return cudaSuccess;
