@@ -12,15 +12,22 @@
  *   - the refusals: this process's own handle, an event without
  *     cudaEventDisableTiming, a pointer that is not an allocation's base;
  *   - through the plugin's ABI 10 calls (DCOLL_CUDA_PLUGIN, the plugin
- *     double): the same memory and a handshake on its events.
+ *     double): the same memory and a handshake on its events;
+ *   - the import cache (lib/gpu/ipc_cache.c) over them: a second get
+ *     opens nothing; memory the peer freed and allocated again at the
+ *     same address is reopened, as is a new allocation over a range a
+ *     stale mapping still covers; a stale mapping still in use is
+ *     refused, saying so.
  * Each rank's verdict is its exit code. */
 #include <dlfcn.h>
 #include <mpi.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
+#include "ipc_cache.h"
 #include "plugin_abi.h"
 
 int t_rank, t_failures;
@@ -202,6 +209,8 @@ static void events(bool handshake)
     cudaStreamDestroy(s);
 }
 
+static void cached(const dcoll_cuda_plugin_t *p);
+
 /* The plugin's calls: rank 0's buffer, written on its stream behind
  * other work, then a record; rank 1 opens both, waits for the record
  * (made before its wait: the handshake) and copies the buffer out. */
@@ -264,6 +273,127 @@ static void through_plugin(void)
     p->dev_free(buf, 0);
     cudaFree(out);
     cudaStreamDestroy(s);
+    cached(p);
+}
+
+/* Rank 0 allocates ints ints with the plugin where first fit puts them,
+ * fills them from v, and sends their address and handle; rank 1 gets
+ * them through the cache and checks them (v >= 0). */
+struct sent {
+    uint64_t base;
+    unsigned char h[DCOLL_IPC_HANDLE_BYTES];
+};
+
+static int *offer(const dcoll_cuda_plugin_t *p, int ints, int v)
+{
+    int *d = p->dev_alloc(sizeof(int) * (size_t)ints, 0);
+    int *h = malloc(sizeof(int) * (size_t)ints);
+    for (int i = 0; i < ints; i++)
+        h[i] = v + i;
+    cudaMemcpy(d, h, sizeof(int) * (size_t)ints, cudaMemcpyHostToDevice);
+    cudaStreamSynchronize(0);   /* a pageable copy lands after it returns */
+    free(h);
+    struct sent s = {(uint64_t)(uintptr_t)d, {0}};
+    p->ipc_export(d, 0, s.h);
+    MPI_Send(&s, sizeof(s), MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+    return d;
+}
+
+static void *take(struct dcoll_ipc_cache *c, struct sent *s, int ints,
+                  int v, int *rc)
+{
+    MPI_Recv(s, sizeof(*s), MPI_BYTE, 0, 1, MPI_COMM_WORLD,
+             MPI_STATUS_IGNORE);
+    void *p = NULL;
+    *rc = dcoll_ipc_cache_get(c, 0, s->base, s->h, &p);
+    if (*rc == 0 && v >= 0) {
+        int *h = malloc(sizeof(int) * (size_t)ints), m = 0;
+        cudaMemcpy(h, p, sizeof(int) * (size_t)ints, cudaMemcpyDeviceToHost);
+        for (int i = 0; i < ints; i++)
+            m += h[i] == v + i;
+        free(h);
+        CHECK(m == ints, "through the cache: %d of %d ints from %d", m, ints,
+              v);
+    }
+    return p;
+}
+
+/* The plugin's opens and closes, counted under the cache (the double's
+ * stale mapping shows the new bytes, so only the counts tell a reopen). */
+static const dcoll_cuda_plugin_t *real_cu;
+static int opens, refused, closes;
+
+static int count_open(const unsigned char h[DCOLL_IPC_HANDLE_BYTES],
+                      int device, void **p)
+{
+    int rc = real_cu->ipc_open(h, device, p);
+    opens += rc == 0;
+    refused += rc == 1;
+    return rc;
+}
+
+static int count_close(void *p, int device)
+{
+    closes++;
+    return real_cu->ipc_close(p, device);
+}
+
+static void cached(const dcoll_cuda_plugin_t *p)
+{
+    if (t_rank == 0) {
+        int *a = offer(p, 4096, 100);
+        MPI_Barrier(MPI_COMM_WORLD);
+        p->dev_free(a, 0);
+        a = offer(p, 4096, 200);   /* the same address, new memory */
+        MPI_Barrier(MPI_COMM_WORLD);
+        p->dev_free(a, 0);
+        int *small = p->dev_alloc(256, 0);
+        int *b = offer(p, 2048, 300);   /* over the stale mapping */
+        MPI_Barrier(MPI_COMM_WORLD);
+        p->dev_free(b, 0);
+        b = offer(p, 2048, 400);   /* while the peer still holds b */
+        MPI_Barrier(MPI_COMM_WORLD);   /* the peer's cache is freed */
+        p->dev_free(b, 0);
+        p->dev_free(small, 0);
+        return;
+    }
+    static dcoll_cuda_plugin_t counted;
+    counted = *p;
+    real_cu = p;
+    counted.ipc_open = count_open;
+    counted.ipc_close = count_close;
+    struct dcoll_ipc_cache *c = dcoll_ipc_cache_new(&counted, 0, 4);
+    struct sent s;
+    int rc;
+    void *a = take(c, &s, 4096, 100, &rc), *again = NULL;
+    CHECK(rc == 0 && dcoll_ipc_cache_open(c) == 1, "first get: %s",
+          dcoll_ipc_cache_why(c));
+    dcoll_ipc_cache_put(c, a);
+    CHECK(dcoll_ipc_cache_get(c, 0, s.base, s.h, &again) == 0 &&
+          again == a && opens == 1 && closes == 0,
+          "a second get opens nothing (%d opens)", opens);
+    dcoll_ipc_cache_put(c, again);
+    MPI_Barrier(MPI_COMM_WORLD);
+    void *a2 = take(c, &s, 4096, 200, &rc);
+    CHECK(rc == 0 && dcoll_ipc_cache_open(c) == 1 && opens == 2 &&
+          closes == 1, "freed and allocated again: reopened (%d opens, %d "
+          "closes; %s)", opens, closes, dcoll_ipc_cache_why(c));
+    dcoll_ipc_cache_put(c, a2);
+    MPI_Barrier(MPI_COMM_WORLD);
+    void *b = take(c, &s, 2048, 300, &rc);
+    CHECK(rc == 0 && dcoll_ipc_cache_open(c) == 1 && refused == 1 &&
+          opens == 3 && closes == 2, "a new allocation over a stale "
+          "mapping: closed, then opened (%d refused, %d opens, %d closes; "
+          "%s)", refused, opens, closes, dcoll_ipc_cache_why(c));
+    /* b stays held, as by a call in flight. */
+    MPI_Barrier(MPI_COMM_WORLD);
+    take(c, &s, 2048, -1, &rc);
+    CHECK(rc == -1 && strstr(dcoll_ipc_cache_why(c), "still uses it") &&
+          opens == 3, "a stale mapping in use is refused: %d (%s)", rc,
+          dcoll_ipc_cache_why(c));
+    dcoll_ipc_cache_put(c, b);
+    dcoll_ipc_cache_free(c);
+    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 int main(int argc, char **argv)
