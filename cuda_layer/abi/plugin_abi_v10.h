@@ -1,7 +1,8 @@
 /* The CUDA plugin ABI, version 10: frozen once a version 11 exists.
- * Version 9's table, with CUDA IPC appended: device memory and
- * interprocess events that processes sharing a GPU export to each other.
- * Entry point dcoll_cuda_plugin_v10. */
+ * Version 9's table, with what a transport between processes sharing a
+ * GPU needs appended: device memory and interprocess events they export
+ * to each other (CUDA IPC), and a kernel that reduces k inputs in rank
+ * order. Entry point dcoll_cuda_plugin_v10. */
 #ifndef DCOLL_PLUGIN_ABI_V10_H
 #define DCOLL_PLUGIN_ABI_V10_H
 
@@ -136,6 +137,16 @@ struct dcoll_cuda_plugin_v10 {
     int (*ipc_record)(void *event, void *stream, int device);
     int (*ipc_query)(void *event, int device);
     int (*ipc_wait)(void *stream, void *event, int device);
+    /* On stream: dst[i] = srcs[0][i] op srcs[1][i] op ... in that
+     * order, for count elements of dtype (dcoll_dtype_t, op dcoll_op_t),
+     * with the host path's arithmetic (fp16 and bf16 rounded at every
+     * step; DCOLL_AVG as a sum of each input times 1/avg_n in floating
+     * types, a sum divided by avg_n after in integer ones). 0; 1 where
+     * the kernels lack dtype or op (nothing enqueued); -1 failed. NULL:
+     * built without kernels. */
+    int (*reduce)(void *dst, const void *const *srcs, int nsrc,
+                  int64_t count, int dtype, int op, int avg_n, void *stream,
+                  int device);
 };
 
 #endif

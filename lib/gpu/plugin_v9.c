@@ -1,6 +1,7 @@
 /* Plugins of ABI version 9 (plugin_abi_v9.h): the prefix of the current
- * table. Taken as they are; the IPC calls version 10 appended stay NULL,
- * and groups whose ranks share a GPU then stage as before. */
+ * table. Taken as they are; the IPC and reduction calls version 10
+ * appended stay NULL, and groups whose ranks share a GPU then stage as
+ * before. */
 #include <string.h>
 #include "plugin_adapt.h"
 
