@@ -18,6 +18,20 @@
  * have no partner), so bad calls go to a spare group of all ranks.
  * CHECK_DEAD checks the refusal, that the group's next call then fails
  * naming it, and gives g a fresh spare for the next bad call. */
+/* A group of every rank whose calls give up after seconds and return
+ * (DCOLL_ON_TIMEOUT_RETURN), for tests that look at what comes after a
+ * timeout rather than the job's end. */
+static inline dcoll_group_t *t_returning_group(double seconds)
+{
+    dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
+    gp.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
+    gp.timeout = seconds;
+    gp.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
+    dcoll_group_t *g = NULL;
+    CHECK_OK(dcoll_new_group(&g, NULL, 0, &gp));
+    return g;
+}
+
 static inline dcoll_group_t *t_spare(void)
 {
     dcoll_group_t *g = NULL;

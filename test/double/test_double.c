@@ -501,12 +501,7 @@ static void splits(void)
 
 static void lost_peer(void)
 {
-    dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
-    p.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
-    p.timeout = 3;
-    p.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
-    dcoll_group_t *g = NULL;
-    CHECK_OK(dcoll_new_group(&g, NULL, 0, &p));
+    dcoll_group_t *g = t_returning_group(3);
     float *d = NULL;
     cudaMalloc((void **)&d, N * sizeof(float));
     cudaMemset(d, 0, N * sizeof(float));

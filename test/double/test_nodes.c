@@ -108,18 +108,6 @@ static void sum_ok(dcoll_group_t *g, const char *what)
     cudaFree(d);
 }
 
-/* A group of every rank whose calls give up after 1 s and return. */
-static dcoll_group_t *returning_group(void)
-{
-    dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
-    p.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
-    p.timeout = 1;
-    p.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
-    dcoll_group_t *g = NULL;
-    CHECK_OK(dcoll_new_group(&g, NULL, 0, &p));
-    return g;
-}
-
 static void multigpu(void)
 {
     int dev = -1, all[64];
@@ -147,7 +135,7 @@ static void multigpu(void)
 static void splitshare(void)
 {
     sum_ok(NULL, "the world's first all_reduce");
-    dcoll_group_t *g = returning_group();
+    dcoll_group_t *g = t_returning_group(1);
     CHECK(fake_nccl_splits() == 1, "the group was not split from the world "
           "(%ld splits)", fake_nccl_splits());
     if (t_rank == n - 1)
@@ -319,7 +307,7 @@ static void ordered(void)
     CHECK(h[0] == 2.0f * (float)n && h[N - 1] == 2.0f * (float)n,
           "the stream's next copy read %g, not the sum", h[0]);
     /* A lost peer, on a group in return mode. */
-    dcoll_group_t *g = returning_group();
+    dcoll_group_t *g = t_returning_group(1);
     if (t_rank == n - 1)
         fake_nccl_break();
     CHECK_OK(dcoll_all_reduce(g, d, d, N, DCOLL_FLOAT32, DCOLL_SUM, &o,
@@ -393,7 +381,7 @@ static void cudaaware(void)
 
 static void unwaited(void)
 {
-    dcoll_group_t *g = returning_group();
+    dcoll_group_t *g = t_returning_group(1);
     sum_ok(g, "the group's first all_reduce");
     float *d = filled(N, 1);
     cudaStream_t s;
@@ -431,7 +419,7 @@ static void unwaited(void)
 
 static void mixed(void)
 {
-    dcoll_group_t *g = returning_group();
+    dcoll_group_t *g = t_returning_group(1);
     int32_t h = t_rank + 5, *d = NULL;
     cudaMalloc((void **)&d, sizeof(h));
     cudaMemcpy(d, &h, sizeof(h), cudaMemcpyHostToDevice);
@@ -459,8 +447,8 @@ static void order(void)
 {
     sum_ok(NULL, "the world's first all_reduce");
     dcoll_group_t *g[2];
-    g[0] = returning_group();   /* collective: one after the other */
-    g[1] = returning_group();
+    g[0] = t_returning_group(1);   /* collective: one after the other */
+    g[1] = t_returning_group(1);
     float *d[2] = {filled(N, 1), filled(N, 1)};
     dcoll_work_t *w[2] = {NULL, NULL};
     dcoll_status_t st[2];
@@ -500,7 +488,7 @@ static void freeorder(void)
     sum_ok(NULL, "the world's first all_reduce");
     dcoll_group_t *g[2] = {NULL, NULL};
     for (int i = 0; i < 2; i++) {
-        g[i] = returning_group();
+        g[i] = t_returning_group(1);
         sum_ok(g[i], "a group's all_reduce");
     }
     double t0 = MPI_Wtime();

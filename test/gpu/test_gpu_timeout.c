@@ -28,21 +28,9 @@ static int n;
  * runs slower (under compute-sanitizer, an NCCL init takes seconds). */
 static int limit = 1;
 
-/* The world's ranks in a group whose timeouts (limit) return. */
-static dcoll_group_t *returning_group(void)
-{
-    dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
-    gp.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
-    gp.timeout = limit;
-    gp.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
-    dcoll_group_t *g = NULL;
-    CHECK(dcoll_new_group(&g, NULL, 0, &gp) == DCOLL_SUCCESS, "group");
-    return g;
-}
-
 static void one(void *(*alloc)(size_t), bool async)
 {
-    dcoll_group_t *g = returning_group();
+    dcoll_group_t *g = t_returning_group(limit);
     float *d = alloc(64 * sizeof(float));
     /* Every rank once: the group's NCCL communicator is made on its first
      * GPU call, collectively. */
@@ -79,7 +67,7 @@ static void one(void *(*alloc)(size_t), bool async)
  * whose agreement over MPI would wait without bound. */
 static void slow_init(void *(*alloc)(size_t))
 {
-    dcoll_group_t *g = returning_group();
+    dcoll_group_t *g = t_returning_group(limit);
     float *d = alloc(64 * sizeof(float));
     double t0 = t_now();
     dcoll_status_t st = dcoll_all_reduce(g, d, d, 64, DCOLL_FLOAT32,

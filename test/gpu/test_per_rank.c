@@ -96,12 +96,7 @@ int main(int argc, char **argv)
     dcoll_group_destroy(&half);
     dcoll_group_destroy(&all_g);
     if (n > 1) {
-        dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
-        p.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
-        p.timeout = 1;
-        p.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
-        dcoll_group_t *g = NULL;
-        CHECK_OK(dcoll_new_group(&g, NULL, 0, &p));
+        dcoll_group_t *g = t_returning_group(1);
         sum_ok(g, "the sub-group's first all_reduce");
         if (t_rank != n - 1) {
             float *d = NULL;

@@ -25,13 +25,7 @@ enum { N = 4 };
 
 static dcoll_group_t *fresh(void)
 {
-    dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
-    gp.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
-    gp.timeout = TIMEOUT;
-    gp.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
-    dcoll_group_t *g = NULL;
-    CHECK_OK(dcoll_new_group(&g, NULL, 0, &gp));
-    return g;
+    return t_returning_group(TIMEOUT);
 }
 
 static bool debug_on(void)
