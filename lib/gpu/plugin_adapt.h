@@ -7,6 +7,8 @@
 #define DCOLL_PLUGIN_ADAPT_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 #include "plugin_abi.h"
 
 const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v4(const void *table);
@@ -25,6 +27,22 @@ _Static_assert(offsetof(dcoll_cuda_plugin_t, nccl_split) ==
 _Static_assert(offsetof(dcoll_cuda_plugin_t, nccl_release) ==
                    offsetof(struct dcoll_cuda_plugin_v9, nccl_release),
                "the current version must begin with version 9's layout");
+
+/* An older table whose layout is the current one's first bytes (versions
+ * 6 to 9): copied into t, the rest NULL, numbered as the current one;
+ * NULL where its abi field (every table's first) is not want. */
+static inline const dcoll_cuda_plugin_t *
+dcoll_plugin_prefix(dcoll_cuda_plugin_t *t, const void *entry_table,
+                    uint32_t want, size_t bytes)
+{
+    const uint32_t *abi = entry_table;
+    if (!abi || *abi != want)
+        return NULL;
+    memset(t, 0, sizeof(*t));
+    memcpy(t, entry_table, bytes);
+    t->abi = DCOLL_PLUGIN_ABI;
+    return t;
+}
 
 /* The calls versions 4 to 6 share, by name, from an old table p into a
  * current one t; nccl_coll's record changed in 5 and is each adapter's. */

@@ -2,18 +2,12 @@
  * layout, whose mem_kind never answers DCOLL_MEM_UNKNOWN (it said host
  * where CUDA failed). Taken as they are, with the current version
  * number; nccl_split stays NULL. */
-#include <string.h>
 #include "plugin_adapt.h"
 
 static dcoll_cuda_plugin_t table;
 
 const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v6(const void *entry_table)
 {
-    const struct dcoll_cuda_plugin_v6 *p = entry_table;
-    if (!p || p->abi != 6)
-        return NULL;
-    memset(&table, 0, sizeof(table));
-    memcpy(&table, p, sizeof(*p));
-    table.abi = DCOLL_PLUGIN_ABI;
-    return &table;
+    return dcoll_plugin_prefix(&table, entry_table, 6,
+                               sizeof(struct dcoll_cuda_plugin_v6));
 }

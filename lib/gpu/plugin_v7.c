@@ -2,18 +2,12 @@
  * mem_kind may answer DCOLL_MEM_UNKNOWN. Taken as they are, the prefix of
  * the current table; nccl_split, which version 8 appended, stays NULL, so
  * each group makes a communicator of its own (nccl.c). */
-#include <string.h>
 #include "plugin_adapt.h"
 
 static dcoll_cuda_plugin_t table;
 
 const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v7(const void *entry_table)
 {
-    const struct dcoll_cuda_plugin_v6 *p = entry_table;
-    if (!p || p->abi != 7)
-        return NULL;
-    memset(&table, 0, sizeof(table));
-    memcpy(&table, p, sizeof(*p));
-    table.abi = DCOLL_PLUGIN_ABI;
-    return &table;
+    return dcoll_plugin_prefix(&table, entry_table, 7,
+                               sizeof(struct dcoll_cuda_plugin_v6));
 }

@@ -2,18 +2,12 @@
  * table. Taken as they are; gpu_view and nccl_check, which version 9
  * appended, stay NULL: the core then asks select_device for this rank's
  * GPU alone, and health is seen only where a call waits. */
-#include <string.h>
 #include "plugin_adapt.h"
 
 static dcoll_cuda_plugin_t table;
 
 const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v8(const void *entry_table)
 {
-    const struct dcoll_cuda_plugin_v8 *p = entry_table;
-    if (!p || p->abi != 8)
-        return NULL;
-    memset(&table, 0, sizeof(table));
-    memcpy(&table, p, sizeof(*p));
-    table.abi = DCOLL_PLUGIN_ABI;
-    return &table;
+    return dcoll_plugin_prefix(&table, entry_table, 8,
+                               sizeof(struct dcoll_cuda_plugin_v8));
 }

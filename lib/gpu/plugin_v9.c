@@ -2,18 +2,12 @@
  * table. Taken as they are; the IPC and reduction calls version 10
  * appended stay NULL, and groups whose ranks share a GPU then stage as
  * before. */
-#include <string.h>
 #include "plugin_adapt.h"
 
 static dcoll_cuda_plugin_t table;
 
 const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v9(const void *entry_table)
 {
-    const struct dcoll_cuda_plugin_v9 *p = entry_table;
-    if (!p || p->abi != 9)
-        return NULL;
-    memset(&table, 0, sizeof(table));
-    memcpy(&table, p, sizeof(*p));
-    table.abi = DCOLL_PLUGIN_ABI;
-    return &table;
+    return dcoll_plugin_prefix(&table, entry_table, 9,
+                               sizeof(struct dcoll_cuda_plugin_v9));
 }
