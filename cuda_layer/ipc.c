@@ -18,13 +18,7 @@ static int failed(const char *call, cudaError_t e)
 }
 
 /* One CUDA call on device: 0, or -1 naming it. */
-#define ON(device, call, what)                                               \
-    do {                                                                     \
-        int old_ = dcoll_cuda_enter(device);                                 \
-        cudaError_t e_ = (call);                                             \
-        dcoll_cuda_leave(old_, device);                                      \
-        return e_ == cudaSuccess ? 0 : failed(what, e_);                     \
-    } while (0)
+#define ON(device, call, what) DCOLL_CUDA_ON(device, call, what, failed)
 
 void *dcoll_ipc_dev_alloc(size_t bytes, int device)
 {
@@ -135,11 +129,10 @@ int dcoll_ipc_record(void *event, void *stream, int device)
  * graph capture survives it. */
 int dcoll_ipc_query(void *event, int device)
 {
-    enum cudaStreamCaptureMode m = cudaStreamCaptureModeRelaxed;
     int old = dcoll_cuda_enter(device);
-    cudaThreadExchangeStreamCaptureMode(&m);
+    enum cudaStreamCaptureMode m = dcoll_cuda_relax();
     cudaError_t e = cudaEventQuery((cudaEvent_t)event);
-    cudaThreadExchangeStreamCaptureMode(&m);
+    dcoll_cuda_unrelax(m);
     dcoll_cuda_leave(old, device);
     if (e == cudaSuccess || e == cudaErrorNotReady)
         return e == cudaSuccess;

@@ -755,22 +755,6 @@ int dcoll_nccl_check(void *comm)
     return rc;
 }
 
-/* Queries and waits in relaxed capture mode: in CUDA's default (global)
- * mode they are unsafe calls, which fail and invalidate a graph capture
- * that another thread of the program has under way (pytorch hit it with
- * its watchdog's queries). Swapped in and back out around each. */
-static enum cudaStreamCaptureMode relax(void)
-{
-    enum cudaStreamCaptureMode m = cudaStreamCaptureModeRelaxed;
-    cudaThreadExchangeStreamCaptureMode(&m);
-    return m;
-}
-
-static void unrelax(enum cudaStreamCaptureMode m)
-{
-    cudaThreadExchangeStreamCaptureMode(&m);
-}
-
 /* 1 done, 0 not yet, -1 failed: an event, or everything on a stream.
  * The caller has relaxed the capture mode. */
 static int event_done(void *ev)
@@ -802,7 +786,7 @@ static int wait_for(struct comm *c, int (*done)(void *), void *arg,
 {
     double start = now(), end = start + timeout;
     int pace = 0;   /* 0 spin, 1 yield, 2 sleep */
-    enum cudaStreamCaptureMode m = relax();
+    enum cudaStreamCaptureMode m = dcoll_cuda_relax();
     int rc;
     for (unsigned turn = 1;; turn++) {
         int d = done(arg);
@@ -831,7 +815,7 @@ static int wait_for(struct comm *c, int (*done)(void *), void *arg,
         else if (pace == 2)
             nanosleep(&(struct timespec){0, 20000}, NULL);
     }
-    unrelax(m);
+    dcoll_cuda_unrelax(m);
     return rc;
 }
 
@@ -843,9 +827,9 @@ int dcoll_nccl_event_poll(void *comm, void *event, int *done)
     int old = dcoll_cuda_enter(c->device);
     int rc = async_error(c);
     if (!rc && ev) {
-        enum cudaStreamCaptureMode m = relax();
+        enum cudaStreamCaptureMode m = dcoll_cuda_relax();
         int d = event_done(ev);
-        unrelax(m);
+        dcoll_cuda_unrelax(m);
         rc = d < 0 ? -1 : 0;
         *done = d > 0;
     } else if (!rc) {

@@ -1,8 +1,9 @@
-/* Inside the plugin: its NCCL half (nccl.c), and the failure text both
- * halves set (plugin.c). */
+/* Inside the plugin: its NCCL half (nccl.c), and what its files share
+ * (plugin.c): the failure text, entering a device, relaxed queries. */
 #ifndef DCOLL_CUDA_NCCL_PLUGIN_H
 #define DCOLL_CUDA_NCCL_PLUGIN_H
 
+#include <cuda_runtime_api.h>
 #include "plugin_abi.h"
 
 int dcoll_cuda_fail(const char *call, const char *why);
@@ -14,6 +15,32 @@ int dcoll_cuda_enter(int device);
 void dcoll_cuda_leave(int old, int device);
 /* Back to what enter found, whatever happened since. */
 void dcoll_cuda_restore(int old);
+
+/* One CUDA call on device: return 0, or fail(what, its error). */
+#define DCOLL_CUDA_ON(device, call, what, fail)                              \
+    do {                                                                     \
+        int old_ = dcoll_cuda_enter(device);                                 \
+        cudaError_t e_ = (call);                                             \
+        dcoll_cuda_leave(old_, device);                                      \
+        return e_ == cudaSuccess ? 0 : fail(what, e_);                       \
+    } while (0)
+
+/* Queries and waits in relaxed capture mode: in CUDA's default (global)
+ * mode they are unsafe calls, which fail and invalidate a graph capture
+ * that another thread of the program has under way (pytorch hit it with
+ * its watchdog's queries). Swapped in, and back out with what relax
+ * returned. */
+static inline enum cudaStreamCaptureMode dcoll_cuda_relax(void)
+{
+    enum cudaStreamCaptureMode m = cudaStreamCaptureModeRelaxed;
+    cudaThreadExchangeStreamCaptureMode(&m);
+    return m;
+}
+
+static inline void dcoll_cuda_unrelax(enum cudaStreamCaptureMode m)
+{
+    cudaThreadExchangeStreamCaptureMode(&m);
+}
 
 int dcoll_nccl_uuid(int device, unsigned char uuid[16]);
 int dcoll_nccl_id(void *id);

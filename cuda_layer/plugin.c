@@ -197,14 +197,7 @@ void dcoll_cuda_leave(int old, int device)
 }
 
 #define ON_DEVICE(device, call, what)                                        \
-    do {                                                                     \
-        int old_ = dcoll_cuda_enter(device);                                 \
-        cudaError_t e_ = (call);                                             \
-        dcoll_cuda_leave(old_, device);                                      \
-        if (e_ != cudaSuccess)                                               \
-            return failed(what, e_);                                         \
-        return 0;                                                            \
-    } while (0)
+    DCOLL_CUDA_ON(device, call, what, failed)
 
 static int copy(void *dst, const void *src, size_t bytes, int device,
                 void *stream)
@@ -218,10 +211,9 @@ static int copy(void *dst, const void *src, size_t bytes, int device,
  * thread's graph capture survives it. */
 static cudaError_t sync_relaxed(cudaStream_t s)
 {
-    enum cudaStreamCaptureMode m = cudaStreamCaptureModeRelaxed;
-    cudaThreadExchangeStreamCaptureMode(&m);
+    enum cudaStreamCaptureMode m = dcoll_cuda_relax();
     cudaError_t e = cudaStreamSynchronize(s);
-    cudaThreadExchangeStreamCaptureMode(&m);
+    dcoll_cuda_unrelax(m);
     return e;
 }
 
