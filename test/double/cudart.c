@@ -370,7 +370,8 @@ bool fake_block_of(const void *p, int *device, size_t *off, size_t *size,
     int d = arena_dev_of(p);
     if (d < 0)
         return false;
-    size_t o = (size_t)((const char *)p - dev_base) - ARENA_PER_DEV * (size_t)d;
+    size_t o = (size_t)((const char *)p - dev_base) -
+               ARENA_PER_DEV * (size_t)d;
     bool found = false;
     pthread_mutex_lock(&mem_lock);
     for (struct block *b = blocks[d]; b && !found; b = b->next)

@@ -93,7 +93,8 @@ static void memory(void)
               cudaSuccess && again == peer, "open it again: the same pointer");
     struct cudaPointerAttributes a;
     CHECK(cudaPointerGetAttributes(&a, peer) == cudaSuccess &&
-          a.type == cudaMemoryTypeDevice, "an opened pointer is device memory");
+          a.type == cudaMemoryTypeDevice,
+          "an opened pointer is device memory");
     CHECK(matches(peer, 100 * (2 - t_rank)) == N, "the peer's bytes");
     MPI_Barrier(MPI_COMM_WORLD);
     /* Each writes the other's buffer. */
@@ -136,8 +137,9 @@ static void memory(void)
 }
 
 /* Rank 0 writes its buffer on its stream behind other work (each op
- * takes FAKE_CUDA_DELAY_US) and records an interprocess event; rank 1 copies it out on its own
- * stream after waiting for that event: handshake tells whether rank 1's
+ * takes FAKE_CUDA_DELAY_US) and records an interprocess event; rank 1
+ * copies it out on its own stream after waiting for that event:
+ * handshake tells whether rank 1's
  * wait is made after rank 0's record (right) or before it (the skipped
  * handshake, which must show as old bytes). */
 static void events(bool handshake)

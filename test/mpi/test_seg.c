@@ -8,19 +8,12 @@
 #include <stdio.h>
 #include <sys/mman.h>
 #include <fcntl.h>
-#include <time.h>
 #include <unistd.h>
 #include "seg.h"
 
 int t_rank, t_failures;
-#include "check.h"
+#include "testutil.h"
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {
@@ -38,8 +31,9 @@ int main(int argc, char **argv)
     MPI_Barrier(MPI_COMM_WORLD);
     if (t_rank != 0)
         CHECK(dcoll_seg_attach(name, n, &s) == 0, "attach %s", name);
-    CHECK(t_rank == 0 || dcoll_seg_attach(name, n + 1, &(struct dcoll_seg){
-                             0}) == -1, "a segment of another size is refused");
+    struct dcoll_seg other;
+    CHECK(t_rank == 0 || dcoll_seg_attach(name, n + 1, &other) == -1,
+          "a segment of another size is refused");
     MPI_Barrier(MPI_COMM_WORLD);
     if (t_rank == 0)
         dcoll_seg_unlink(name);
@@ -49,13 +43,13 @@ int main(int argc, char **argv)
 
     /* Arrivals in reverse rank order, 20 ms apart. */
     usleep((useconds_t)(20000 * (n - 1 - t_rank)));
-    double t0 = now();
+    double t0 = t_now();
     dcoll_seg_post(&s, t_rank, DCOLL_SEG_READY, 1);
-    rc = dcoll_seg_wait(&s, DCOLL_SEG_READY, 1, now() + 10, now, &late);
+    rc = dcoll_seg_wait(&s, DCOLL_SEG_READY, 1, t_now() + 10, t_now, &late);
     CHECK(rc == 0 && late == -1, "everyone ready: %d (late %d)", rc, late);
     /* Rank 0 came last: the others waited for it. */
-    CHECK(t_rank == 0 || now() - t0 >= 0.015 * t_rank,
-          "rank %d waited %.3f s for rank 0", t_rank, now() - t0);
+    CHECK(t_rank == 0 || t_now() - t0 >= 0.015 * t_rank,
+          "rank %d waited %.3f s for rank 0", t_rank, t_now() - t0);
     MPI_Barrier(MPI_COMM_WORLD);
 
     /* The last rank stays away from step 2: the others give up at their
@@ -63,10 +57,10 @@ int main(int argc, char **argv)
     if (n > 1) {
         if (t_rank != n - 1) {
             dcoll_seg_post(&s, t_rank, DCOLL_SEG_READY, 2);
-            t0 = now();
-            rc = dcoll_seg_wait(&s, DCOLL_SEG_READY, 2, now() + 0.2, now,
+            t0 = t_now();
+            rc = dcoll_seg_wait(&s, DCOLL_SEG_READY, 2, t_now() + 0.2, t_now,
                                 &late);
-            double took = now() - t0;
+            double took = t_now() - t0;
             CHECK(rc == -2 && late == n - 1 && took >= 0.2 && took < 2,
                   "a rank away: %d, late %d, after %.3f s", rc, late, took);
         }
@@ -76,10 +70,10 @@ int main(int argc, char **argv)
             dcoll_seg_fail(&s, t_rank);
         MPI_Barrier(MPI_COMM_WORLD);
         if (t_rank != n - 1) {
-            t0 = now();
-            rc = dcoll_seg_wait(&s, DCOLL_SEG_DONE, 1, now() + 10, now,
+            t0 = t_now();
+            rc = dcoll_seg_wait(&s, DCOLL_SEG_DONE, 1, t_now() + 10, t_now,
                                 &late);
-            CHECK(rc == -3 && late == n - 1 && now() - t0 < 1,
+            CHECK(rc == -3 && late == n - 1 && t_now() - t0 < 1,
                   "a failed rank: %d, late %d", rc, late);
         }
     }
