@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 #include "ipc_plugin.h"
 #include "nccl_plugin.h"
+#include "reduce.h"
 
 _Static_assert(sizeof(cudaIpcMemHandle_t) == DCOLL_IPC_HANDLE_BYTES &&
                    sizeof(cudaIpcEventHandle_t) == DCOLL_IPC_HANDLE_BYTES,
@@ -145,3 +146,30 @@ int dcoll_ipc_wait(void *stream, void *event, int device)
                                    0),
        "cudaStreamWaitEvent");
 }
+
+int dcoll_ipc_uuid(int device, unsigned char uuid[16])
+{
+    struct cudaDeviceProp p;
+    cudaError_t e = cudaGetDeviceProperties(&p, device);
+    if (e != cudaSuccess)
+        return failed("cudaGetDeviceProperties", e);
+    memcpy(uuid, p.uuid.bytes, 16);
+    return 0;
+}
+
+#ifdef DCOLL_HAVE_KERNELS
+int dcoll_ipc_reduce(void *dst, const void *const *srcs, int nsrc,
+                     int64_t count, int dtype, int op, int avg_n,
+                     void *stream, int device)
+{
+    if (nsrc < 1 || count < 0 || !dst || !srcs)
+        return dcoll_cuda_fail("reduce", "no inputs, or a negative count");
+    if (count == 0)
+        return 0;
+    int old = dcoll_cuda_enter(device);
+    int rc = dcoll_reduce_launch(dst, srcs, nsrc, count, dtype, op, avg_n,
+                                 stream);
+    dcoll_cuda_leave(old, device);
+    return rc;
+}
+#endif

@@ -20,5 +20,11 @@ void dcoll_ipc_event_free(void *event, int device);
 int dcoll_ipc_record(void *event, void *stream, int device);
 int dcoll_ipc_query(void *event, int device);
 int dcoll_ipc_wait(void *stream, void *event, int device);
+/* The GPU's identity (IPC needs it without NCCL too). */
+int dcoll_ipc_uuid(int device, unsigned char uuid[16]);
+/* ABI 10's reduce, where the plugin has kernels (reduce.h). */
+int dcoll_ipc_reduce(void *dst, const void *const *srcs, int nsrc,
+                     int64_t count, int dtype, int op, int avg_n,
+                     void *stream, int device);
 
 #endif

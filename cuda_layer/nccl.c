@@ -254,17 +254,6 @@ static void reap(struct comm *c)
     free(c);
 }
 
-int dcoll_nccl_uuid(int device, unsigned char uuid[16])
-{
-    struct cudaDeviceProp p;
-    cudaError_t e = cudaGetDeviceProperties(&p, device);
-    if (e != cudaSuccess)
-        return dcoll_cuda_fail("cudaGetDeviceProperties",
-                               cudaGetErrorString(e));
-    memcpy(uuid, p.uuid.bytes, 16);
-    return 0;
-}
-
 int dcoll_nccl_id(void *id)
 {
     ncclUniqueId u;

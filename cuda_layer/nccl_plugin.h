@@ -42,7 +42,6 @@ static inline void dcoll_cuda_unrelax(enum cudaStreamCaptureMode m)
     cudaThreadExchangeStreamCaptureMode(&m);
 }
 
-int dcoll_nccl_uuid(int device, unsigned char uuid[16]);
 int dcoll_nccl_id(void *id);
 int dcoll_nccl_comm(const void *id, int nranks, int rank, int device,
                     double timeout, void **comm);

@@ -348,9 +348,9 @@ static const dcoll_cuda_plugin_t table = {
     .last_error = last_error,
     .select_device = select_device,
     .gpu_view = gpu_view,
+    .device_uuid = dcoll_ipc_uuid,
 #ifdef DCOLL_HAVE_NCCL
     .nccl_bytes = sizeof(ncclUniqueId),
-    .device_uuid = dcoll_nccl_uuid,
     .nccl_id = dcoll_nccl_id,
     .nccl_comm = dcoll_nccl_comm,
     .nccl_free = dcoll_nccl_free,
@@ -379,6 +379,9 @@ static const dcoll_cuda_plugin_t table = {
     .ipc_record = dcoll_ipc_record,
     .ipc_query = dcoll_ipc_query,
     .ipc_wait = dcoll_ipc_wait,
+#ifdef DCOLL_HAVE_KERNELS
+    .reduce = dcoll_ipc_reduce,
+#endif
 };
 
 __attribute__((visibility("default")))

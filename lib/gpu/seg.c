@@ -89,38 +89,47 @@ void dcoll_seg_fail(struct dcoll_seg *s, int me)
     atomic_store_explicit(&s->rank[me].failed, 1, memory_order_release);
 }
 
+int dcoll_seg_check(const struct dcoll_seg *s, enum dcoll_seg_field f,
+                    uint64_t n, int *late)
+{
+    int behind = -1;
+    for (int r = 0; r < s->k; r++) {
+        struct dcoll_seg_rank *q = &s->rank[r];
+        if (atomic_load_explicit(&q->failed, memory_order_acquire)) {
+            *late = r;
+            return -3;
+        }
+        if (behind < 0 &&
+            atomic_load_explicit(&q->seq[f], memory_order_acquire) < n)
+            behind = r;
+    }
+    *late = behind;
+    return behind >= 0;
+}
+
+void dcoll_seg_pause(double waited)
+{
+    if (waited > 5e-3)
+        nanosleep(&(struct timespec){0, 20000}, NULL);
+    else if (waited > 5e-5)
+        sched_yield();
+}
+
 int dcoll_seg_wait(const struct dcoll_seg *s, enum dcoll_seg_field f,
                    uint64_t n, double deadline, double (*now)(void),
                    int *late)
 {
-    double start = now();
-    int pace = 0;   /* 0 spin, 1 yield, 2 sleep */
-    *late = -1;
+    double start = now(), waited = 0;
     for (unsigned turn = 1;; turn++) {
-        int behind = -1;
-        for (int r = 0; r < s->k; r++) {
-            struct dcoll_seg_rank *q = &s->rank[r];
-            if (atomic_load_explicit(&q->failed, memory_order_acquire)) {
-                *late = r;
-                return -3;
-            }
-            if (behind < 0 &&
-                atomic_load_explicit(&q->seq[f], memory_order_acquire) < n)
-                behind = r;
-        }
-        if (behind < 0)
-            return 0;
+        int rc = dcoll_seg_check(s, f, n, late);
+        if (rc <= 0)
+            return rc;
         if (turn % 64 == 0) {   /* the clock, not every turn */
             double t = now();
-            if (t > deadline) {
-                *late = behind;
+            if (t > deadline)
                 return -2;
-            }
-            pace = t - start > 5e-3 ? 2 : t - start > 5e-5 ? 1 : 0;
+            waited = t - start;
         }
-        if (pace == 1)
-            sched_yield();
-        else if (pace == 2)
-            nanosleep(&(struct timespec){0, 20000}, NULL);
+        dcoll_seg_pause(waited);
     }
 }

@@ -11,7 +11,10 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-enum dcoll_seg_field { DCOLL_SEG_READY, DCOLL_SEG_DONE, DCOLL_SEG_FIELDS };
+/* READY: its input is in place; DONE: it has read the others'; CLOSED:
+ * it no longer maps the others' memory (set once, as the group goes). */
+enum dcoll_seg_field { DCOLL_SEG_READY, DCOLL_SEG_DONE, DCOLL_SEG_CLOSED,
+                       DCOLL_SEG_FIELDS };
 
 /* One rank's line, a cache line of its own. */
 struct dcoll_seg_rank {
@@ -39,6 +42,15 @@ void dcoll_seg_post(struct dcoll_seg *s, int me, enum dcoll_seg_field f,
                     uint64_t n);
 /* Rank me gives up on the team: the others' waits end at once. */
 void dcoll_seg_fail(struct dcoll_seg *s, int me);
+/* Whether every rank's field f has reached n, without waiting: 0; 1
+ * not yet, *late the first rank behind; -3 where a rank failed (*late
+ * that rank). */
+int dcoll_seg_check(const struct dcoll_seg *s, enum dcoll_seg_field f,
+                    uint64_t n, int *late);
+/* The pause between two looks of a wait that began waited seconds ago:
+ * none at first, then a yield past 50 us, then a 20-us sleep past 5 ms
+ * (the GPU waits' pacing). */
+void dcoll_seg_pause(double waited);
 /* Until every rank's field f reaches n: 0; -2 once now() passes
  * deadline, -3 where a rank failed; *late gets the first rank not there
  * (-1 when none). Spins, then yields, then sleeps, as the GPU waits do. */
