@@ -128,6 +128,8 @@ struct dcoll_outcome {
 enum dcoll_tl {
     DCOLL_TL_MPI,        /* host buffers: MPI's own calls (mpi_layer/) */
     DCOLL_TL_NCCL,       /* GPU buffers: NCCL (lib/gpu/, cuda_layer/) */
+    DCOLL_TL_IPC,        /* GPU buffers of ranks that share one GPU: CUDA
+                            IPC on that GPU (lib/gpu/ipc/) */
     DCOLL_TL_STAGED,     /* GPU buffers over MPI through pinned memory:
                             the last in line, it runs every kind the
                             host transport runs on one layout */

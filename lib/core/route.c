@@ -8,7 +8,8 @@
  *   host buffers               MPI; refused on an "nccl" group, but for
  *                              a barrier, which has none
  *   GPU buffers                each transport that takes them, in line
- *                              (NCCL, then staged, which takes every
+ *                              (NCCL, then IPC where every rank is on
+ *                              one GPU, then staged, which takes every
  *                              kind of one layout), but on an "mpi"
  *                              group only those that move data over MPI
  *                              (staged); a transport without a row for
@@ -33,6 +34,7 @@
 static const struct dcoll_backend *const transports[DCOLL_TL_COUNT_] = {
     [DCOLL_TL_MPI] = &dcoll_mpi_backend,
     [DCOLL_TL_NCCL] = &dcoll_nccl_backend,
+    [DCOLL_TL_IPC] = &dcoll_ipc_backend,
     [DCOLL_TL_STAGED] = &dcoll_staged_backend,
     [DCOLL_TL_USER] = &dcoll_user_backend,
 };

@@ -48,9 +48,15 @@ size_t dcoll_stage_pinned(void);
  * through pinned host memory and the group's host table; nccl.c's runs
  * them on the group's NCCL communicator, made on first use, and declines
  * (DCOLL_DECLINED) where the group's ranks share a GPU or NCCL lacks the
- * op. Each keeps its record of a group in g->tl[its slot]. */
+ * op; ipc/ipc.c's takes what NCCL declines where all share one GPU. Each keeps its record of a group in g->tl[its slot]. */
 extern const struct dcoll_backend dcoll_staged_backend;
 extern const struct dcoll_backend dcoll_nccl_backend;
+/* ipc/ipc.c: GPU buffers of a group whose ranks all share one GPU, moved
+ * on that GPU through CUDA IPC; declined, alike on every rank, by any
+ * other group (and by all where DCOLL_IPC=0). Its state for g in words,
+ * for dcoll-info. */
+extern const struct dcoll_backend dcoll_ipc_backend;
+const char *dcoll_ipc_state(const struct dcoll_group *g);
 
 /* staged.c: *device = the GPU that c's buffers are on, or -1 for host
  * memory; mixed buffers are an error naming both. Managed memory goes

@@ -34,6 +34,8 @@ int cuCtxGetCurrent(void **ctx);
 int cuCtxSetCurrent(void *ctx);
 /* The device p is on, or -1. */
 int fake_cuda_device_of(const void *p);
+/* cudaIpcOpenMemHandle calls that succeeded so far. */
+long fake_cuda_ipc_opens(void);
 /* 1 once the process's exit has torn the runtime down. */
 int fake_cuda_torn_down(void);
 

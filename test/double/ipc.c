@@ -30,6 +30,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include <cuda_runtime_api.h>
+#include "cudart_double.h"
 #include "cudart_internal.h"
 
 #define MAGIC_MEM 0x66436d49u   /* "ImCf" */
@@ -201,6 +202,13 @@ void fake_ipc_freed(uint64_t gen)
     }
 }
 
+static _Atomic long opens;
+
+API long fake_cuda_ipc_opens(void)
+{
+    return atomic_load(&opens);
+}
+
 API cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h,
                                      unsigned flags)
 {
@@ -221,6 +229,7 @@ API cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h,
             continue;
         cudaError_t e = cudaErrorAlreadyMapped;
         if (i->gen == m.gen && i->off == m.off) {
+            atomic_fetch_add(&opens, 1);
             i->refs++;
             *p = i->dev + i->lead;
             e = cudaSuccess;
@@ -258,6 +267,7 @@ API cudaError_t cudaIpcOpenMemHandle(void **p, cudaIpcMemHandle_t h,
     imports = i;
     pthread_mutex_unlock(&lock);
     *p = dev + i->lead;
+    atomic_fetch_add(&opens, 1);
     return cudaSuccess;
 }
 

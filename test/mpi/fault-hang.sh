@@ -6,6 +6,7 @@
 # surviving rank writes its flight recorder file, the job exits non-zero,
 # and no rank is left running.
 # dcoll-trace, given, merges the files and names the rank behind.
+# With FAULT_HANG_BY=NAME, the recorders say transport NAME ran the call.
 # fault-hang.sh MPIRUN_SH TEST_FAULT HOW NP [DCOLL_TRACE]
 mpirun_sh=$1; prog=$2; how=$3; np=$4; tool=${5:-}
 out=$(mktemp); err=$(mktemp); dir=$(mktemp -d)
@@ -108,6 +109,9 @@ while [ "$r" -lt "$alive" ]; do
             bad "rank $r's file does not start with its header: $(head -c 300 "$file")"
         grep -q "^{\"call\":[0-9]*,\"entry\":[0-9]*,\"group\":1,\"sig\":\"[0-9a-f]*\",\"kind\":\"all_reduce\"" "$file" ||
             bad "rank $r's file holds no all_reduce on group 1"
+        [ -z "${FAULT_HANG_BY:-}" ] ||
+            grep -q "\"kind\":\"all_reduce\".*\"by\":\"$FAULT_HANG_BY\"" "$file" ||
+            bad "rank $r's file has no all_reduce by $FAULT_HANG_BY"
     fi
     at=$(echo "$lines" | head -n 1 | cut -d' ' -f1)
     said=$(awk -v a="${at:-0}" -v b="$called" 'BEGIN { printf "%.2f", a - b }')

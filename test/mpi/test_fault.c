@@ -89,13 +89,29 @@ static dcoll_group_t *group_with_timeout(double seconds)
 }
 
 /* A checked all_reduce: the rest of dcoll still works. */
+/* With CUDA_DEVICE and FAULT_GPU_FIRST=1, on GPU memory: the group's
+ * GPU transport is then set up with every rank there, and the hang that
+ * follows is in its own waits, not in its setup's exchange. */
 static void sum_works(dcoll_group_t *g, int r, int n, const char *where)
 {
     int x[64];
     for (int i = 0; i < 64; i++)
         x[i] = r + i;
-    CHECK(dcoll_all_reduce(g, x, x, 64, DCOLL_INT32, DCOLL_SUM, NULL,
+    void *buf = x;
+#ifdef CUDA_DEVICE
+    const char *first = getenv("FAULT_GPU_FIRST");
+    if (first && !strcmp(first, "1") &&
+        cudaMalloc(&buf, sizeof(x)) == cudaSuccess)
+        cudaMemcpy(buf, x, sizeof(x), cudaMemcpyHostToDevice);
+#endif
+    CHECK(dcoll_all_reduce(g, buf, buf, 64, DCOLL_INT32, DCOLL_SUM, NULL,
                            NULL) == DCOLL_SUCCESS, "%s: all_reduce", where);
+#ifdef CUDA_DEVICE
+    if (buf != x) {
+        cudaMemcpy(x, buf, sizeof(x), cudaMemcpyDeviceToHost);
+        cudaFree(buf);
+    }
+#endif
     for (int i = 0; i < 64; i++)
         CHECK(x[i] == n * (n - 1) / 2 + n * i, "%s: x[%d] = %d", where, i,
               x[i]);

@@ -16,10 +16,11 @@ int t_rank, t_failures;
 enum {
     MPI_ = 1u << DCOLL_TL_MPI,
     NCCL_ = 1u << DCOLL_TL_NCCL,
+    IPC_ = 1u << DCOLL_TL_IPC,
     STAGED_ = 1u << DCOLL_TL_STAGED,
     USER_ = 1u << DCOLL_TL_USER,
 };
-#define ONE_LAYOUT (MPI_ | STAGED_ | NCCL_ | USER_)
+#define ONE_LAYOUT (MPI_ | STAGED_ | NCCL_ | IPC_ | USER_)
 
 /* Which transports run each kind. */
 static const unsigned expect[DCOLL_COLL_KIND_COUNT_] = {
@@ -31,8 +32,8 @@ static const unsigned expect[DCOLL_COLL_KIND_COUNT_] = {
     [DCOLL_COLL_SCATTER] = ONE_LAYOUT,
     [DCOLL_COLL_REDUCE_SCATTER] = ONE_LAYOUT,
     [DCOLL_COLL_ALL_TO_ALL] = ONE_LAYOUT,
-    /* NCCL: no buffers (a barrier is MPI's), and no communicator made
-     * by a peer call. */
+    /* NCCL and IPC: no buffers (a barrier is MPI's), and no
+     * communicator or team made by a peer call. */
     [DCOLL_COLL_BARRIER] = MPI_ | STAGED_ | USER_,
     [DCOLL_COLL_SEND] = MPI_ | STAGED_ | USER_,
     [DCOLL_COLL_RECV] = MPI_ | STAGED_ | USER_,
@@ -50,7 +51,8 @@ static void tables(void)
 {
     static const char *const names[DCOLL_TL_COUNT_] = {
         [DCOLL_TL_MPI] = "mpi", [DCOLL_TL_STAGED] = "staged",
-        [DCOLL_TL_NCCL] = "nccl", [DCOLL_TL_USER] = "user"};
+        [DCOLL_TL_NCCL] = "nccl", [DCOLL_TL_IPC] = "ipc",
+        [DCOLL_TL_USER] = "user"};
     int n = 0;
     for (const struct dcoll_backend *be; (be = dcoll_route_transport(n));
          n++) {
