@@ -15,9 +15,10 @@
 #      pageable, device to device), overlap with a kernel on another
 #      stream);
 #   5. dcoll-perf -m cuda: dcoll against NCCL by hand (1 rank, and 2 to 4
-#      ranks on one GPU; with the memory said, -K, twice), staged against
-#      staging by hand (2 and 4 ranks sharing it), and every collective's
-#      check;
+#      ranks on one GPU; with the memory said, -K, twice), the IPC
+#      transport and staging (DCOLL_IPC=0) against staging by hand (2 and
+#      4 ranks sharing it; IPC under MPS too where it starts), and every
+#      collective's check;
 #   6. host collectives with the plugin loaded and without it;
 #   7. compute-sanitizer: test_gpu on one rank; the timeout test on
 #      three (NCCL's path, a rank absent; the world's communicator made at
@@ -232,10 +233,34 @@ step_perf() {
             perf "$np ranks on one GPU, NCCL ($one)" "$np" "$tableone" "$one" \
                 all_reduce broadcast
         done
+        # Ranks sharing one GPU: the IPC transport, and staging beside it
+        # (DCOLL_IPC=0), in one lease; the probe's device-to-device line
+        # is the GPU's own copy bandwidth.
         for np in 2 4; do
-            perf "$np ranks sharing one GPU, staged" "$np" "$table" \
+            perf "$np ranks sharing one GPU, IPC" "$np" "$table" \
                 FAKE_SHARED_UUID=1 all_reduce broadcast
+            perf "$np ranks sharing one GPU, staged (DCOLL_IPC=0)" "$np" \
+                "$table" "FAKE_SHARED_UUID=1 DCOLL_IPC=0" all_reduce broadcast
         done
+        # The same under MPS, where the machine has it: the processes then
+        # run on the GPU at once instead of taking turns.
+        if [ $gpu = yes ] && command -v nvidia-cuda-mps-control >/dev/null; then
+            mps=$(mktemp -d)
+            mkdir -p "$mps/pipe" "$mps/log"
+            export CUDA_MPS_PIPE_DIRECTORY="$mps/pipe"
+            export CUDA_MPS_LOG_DIRECTORY="$mps/log"
+            if nvidia-cuda-mps-control -d; then
+                for np in 2 4; do
+                    perf "$np ranks sharing one GPU, IPC, MPS" "$np" \
+                        "$table" - all_reduce broadcast
+                done
+                echo quit | nvidia-cuda-mps-control
+            else
+                echo "## MPS: nvidia-cuda-mps-control -d failed"
+            fi
+            unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+            rm -rf "$mps"
+        fi
         # The staged path's ceiling: MPI's own call on host memory, the same
         # ranks (dcoll-perf's raw column), beside the pinned copy's bandwidth
         # (the probe's).
@@ -251,8 +276,10 @@ step_perf() {
         # shellcheck disable=SC2086
         perf "checks: 3 ranks on one GPU, NCCL" 3 "$checksone" "$one" $colls
         # shellcheck disable=SC2086
-        perf "checks: 3 ranks sharing one GPU, staged" 3 "$checks" \
+        perf "checks: 3 ranks sharing one GPU, IPC" 3 "$checks" \
             FAKE_SHARED_UUID=1 $colls
+        perf "checks: 3 ranks sharing one GPU, staged" 3 "$checks" \
+            "FAKE_SHARED_UUID=1 DCOLL_IPC=0" $colls
     } >"$out/perf.txt" 2>&1
     grep -q '^# total #wrong: [1-9]' "$out/perf.txt" && rc=1
     verdict dcoll-perf $rc "-m cuda, every element checked"

@@ -57,6 +57,10 @@ extern const struct dcoll_backend dcoll_nccl_backend;
  * for dcoll-info. */
 extern const struct dcoll_backend dcoll_ipc_backend;
 const char *dcoll_ipc_state(const struct dcoll_group *g);
+/* Its settings, read at init with the staging ones (dcoll_stage_env):
+ * DCOLL_IPC_SCRATCH (bytes of scratch a rank) and DCOLL_IPC (0: off). */
+extern size_t dcoll_ipc_scratch;
+extern bool dcoll_ipc_on;
 
 /* staged.c: *device = the GPU that c's buffers are on, or -1 for host
  * memory; mixed buffers are an error naming both. Managed memory goes

@@ -2,7 +2,7 @@
  * GPU (FAKE_SHARED_UUID=1), a small scratch so that calls go in chunks:
  *   all    every kind of a row, every type and op, in rank order bit for
  *          bit against the same call on GPU buffers of a group that
- *          stages (DCOLL_IPC=0 at its first call) and, but for AVG,
+ *          stages (backend "mpi") and, but for AVG,
  *          against host buffers; then async calls waited out of order,
  *          a released work, a plan, MPI's in-place forms, another stream;
  *   race   with DCOLL_IPC_TEST_SKIP=ready (no ready handshake) and one
@@ -185,18 +185,18 @@ static bool compare(dcoll_group_t *ipc, dcoll_group_t *staged,
     return true;
 }
 
+/* A group of every rank; !ipc: backend "mpi", whose GPU calls stage. */
 static dcoll_group_t *group(bool ipc)
 {
     dcoll_group_t *g = NULL;
-    /* Read at the group's first GPU call, which is this one. */
-    if (!ipc)
-        setenv("DCOLL_IPC", "0", 1);
-    CHECK_OK(dcoll_new_group(&g, NULL, 0, NULL));
+    dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
+    gp.mask = ipc ? 0 : DCOLL_GROUP_PARAM_BACKEND;
+    gp.backend = "mpi";
+    CHECK_OK(dcoll_new_group(&g, NULL, 0, &gp));
     float *d = dev(sizeof(float));
     CHECK_OK(dcoll_all_reduce(g, d, d, 1, DCOLL_FLOAT32, DCOLL_SUM, NULL,
                               NULL));
     cudaFree(d);
-    unsetenv("DCOLL_IPC");
     return g;
 }
 

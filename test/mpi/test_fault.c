@@ -325,6 +325,8 @@ static int config(void)
         {"DCOLL_STAGE_CHUNK", "100", "DCOLL_STAGE_CHUNK='100'"},
         {"DCOLL_STAGE_PINNED", "-5M", "DCOLL_STAGE_PINNED='-5M' is not a "
                                       "size"},
+        {"DCOLL_IPC", "yes", "DCOLL_IPC='yes' is not 0 or 1"},
+        {"DCOLL_IPC_SCRATCH", "8Q", "DCOLL_IPC_SCRATCH='8Q' is not a size"},
         {"DCOLL_INIT_TIMEOUT", "soon", "DCOLL_INIT_TIMEOUT='soon' is not a "
                                        "positive number of seconds"},
         {"DCOLL_INIT_TIMEOUT", "0", "DCOLL_INIT_TIMEOUT='0'"},

@@ -100,31 +100,14 @@ static bool ipc_runs(enum dcoll_coll_kind kind)
     return (unsigned)kind < DCOLL_COLL_KIND_COUNT_ && rows[kind];
 }
 
-/* DCOLL_IPC=0 turns it off (every rank must say the same: the setup
- * agrees on it). DCOLL_IPC_SCRATCH: bytes of scratch a rank, 32 MiB by
- * default. */
-static bool ipc_wanted(void)
-{
-    const char *e = getenv("DCOLL_IPC");
-    return !e || strcmp(e, "0") != 0;
-}
+size_t dcoll_ipc_scratch = (size_t)32 << 20;
+bool dcoll_ipc_on = true;
 
+/* A rank's scratch: DCOLL_IPC_SCRATCH, but 4 KiB a piece at least. */
 static size_t scratch_size(int k)
 {
-    const char *e = getenv("DCOLL_IPC_SCRATCH");
-    size_t s = (size_t)32 << 20;
-    if (e && *e) {
-        char *end;
-        unsigned long long v = strtoull(e, &end, 10);
-        if (*end == 'K' || *end == 'k')
-            v <<= 10;
-        else if (*end == 'M' || *end == 'm')
-            v <<= 20;
-        if (v)
-            s = (size_t)v;
-    }
     size_t least = (size_t)4096 * (size_t)k;
-    return s < least ? least : s;
+    return dcoll_ipc_scratch < least ? least : dcoll_ipc_scratch;
 }
 
 static void release(struct ipc_group *ig)
@@ -291,7 +274,7 @@ static dcoll_status_t setup(struct dcoll_group *g, struct ipc_group *ig,
                            "group's IPC setup", c->fn);
     me.ok = p->dev_alloc && p->ipc_open && p->device_uuid &&
             p->device_uuid(c->device, me.uuid) == 0;
-    me.wanted = ipc_wanted();
+    me.wanted = dcoll_ipc_on;
     me.reduce = p->reduce != NULL;
     me.scratch = scratch_size(g->size);
     ids[g->size] = me;
