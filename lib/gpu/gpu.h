@@ -51,12 +51,12 @@ size_t dcoll_stage_pinned(void);
  * op; ipc/ipc.c's takes what NCCL declines where all share one GPU. Each keeps its record of a group in g->tl[its slot]. */
 extern const struct dcoll_backend dcoll_staged_backend;
 extern const struct dcoll_backend dcoll_nccl_backend;
-/* ipc/ipc.c: GPU buffers of a group whose ranks all share one GPU, moved
- * on that GPU through CUDA IPC; declined, alike on every rank, by any
- * other group (and by all where DCOLL_IPC=0). Its state for g in words,
- * for dcoll-info. */
+/* ipc/ipc.c: GPU buffers of a group whose ranks share GPUs, moved on
+ * them through CUDA IPC; declined, alike on every rank, by any
+ * other group (and by all where DCOLL_IPC=0); where several GPUs are
+ * shared, all_reduce and broadcast go over IPC within each GPU and NCCL
+ * among them. */
 extern const struct dcoll_backend dcoll_ipc_backend;
-const char *dcoll_ipc_state(const struct dcoll_group *g);
 /* Its settings, read at init with the staging ones (dcoll_stage_env):
  * DCOLL_IPC_SCRATCH (bytes of scratch a rank) and DCOLL_IPC (0: off). */
 extern size_t dcoll_ipc_scratch;

@@ -241,6 +241,15 @@ void dcoll_plugins_load(struct dcoll_group *world)
             n += snprintf(detail + n, sizeof(detail) - (size_t)n, " %d=%s",
                           i, bus);
         }
+        /* What ranks sharing one GPU get (docs/gpu.md). */
+        if ((size_t)n < sizeof(detail))
+            snprintf(detail + n, sizeof(detail) - (size_t)n, "; a group "
+                     "whose ranks all share one GPU: %s",
+                     !plugin->ipc_open ? "staged (the plugin has no CUDA IPC)"
+                     : !dcoll_ipc_on ? "staged (DCOLL_IPC=0)"
+                     : plugin->reduce ? "IPC on that GPU"
+                                      : "IPC on that GPU, but reductions "
+                                        "staged (the plugin has no kernels)");
         if (ngpus > 0)
             dcoll_gpu_plugin = plugin;
     } else {

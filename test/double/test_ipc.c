@@ -5,12 +5,16 @@
  *          stages (backend "mpi") and, but for AVG,
  *          against host buffers; then async calls waited out of order,
  *          a released work, a plan, MPI's in-place forms, another stream;
+ *   hier   the same on two GPUs of two ranks each (FAKE_UUID_MAP=0,0,1,1):
+ *          all_reduce and broadcast go over IPC within each GPU and the
+ *          NCCL double among the leaders (ranks 0 and 2), which alone
+ *          make NCCL calls; the other kinds stage;
  *   race   with DCOLL_IPC_TEST_SKIP=ready (no ready handshake) and one
  *          rank late, results must come out wrong: proof that the double
  *          sees a missing handshake (the test fails if all are right).
  * Values are small integers, exact in every type, so any order of the
  * same inputs gives the same bits.
- *   mpirun -n 2|4 test_ipc [all|race] */
+ *   mpirun -n 2|4 test_ipc [all|hier|race] */
 #include <mpi.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -204,17 +208,19 @@ static dcoll_group_t *group(bool ipc)
  * plan started three times, the in-place forms, a stream of its own. */
 static void forms(dcoll_group_t *g)
 {
-    enum { K = 4 };
+    /* Several chunks each: a call's chunks are numbered as they run,
+     * behind the calls queued before it. */
+    enum { K = 4, M = 5000 };
     float *d[K];
     dcoll_work_t *w[K];
     for (int j = 0; j < K; j++) {
-        float *h = malloc(sizeof(float) * N);
-        for (int i = 0; i < N; i++)
+        float *h = malloc(sizeof(float) * M);
+        for (int i = 0; i < M; i++)
             h[i] = (float)(me + j + i % 5);
-        d[j] = dev(sizeof(float) * N);
-        cudaMemcpy(d[j], h, sizeof(float) * N, cudaMemcpyHostToDevice);
+        d[j] = dev(sizeof(float) * M);
+        cudaMemcpy(d[j], h, sizeof(float) * M, cudaMemcpyHostToDevice);
         free(h);
-        CHECK_OK(dcoll_all_reduce(g, d[j], d[j], N, DCOLL_FLOAT32, DCOLL_SUM,
+        CHECK_OK(dcoll_all_reduce(g, d[j], d[j], M, DCOLL_FLOAT32, DCOLL_SUM,
                                   NULL, &w[j]));
     }
     dcoll_work_free(&w[1]);   /* still runs: the others count on it */
@@ -223,8 +229,8 @@ static void forms(dcoll_group_t *g)
             CHECK_OK(dcoll_work_wait(w[j]));
     cudaDeviceSynchronize();
     for (int j = 0; j < K; j++) {
-        float *h = host(d[j], sizeof(float) * N);
-        for (int i = 0; i < N; i++) {
+        float *h = host(d[j], sizeof(float) * M);
+        for (int i = 0; i < M; i++) {
             float want = (float)(n * (n - 1) / 2 + n * (j + i % 5));
             CHECK(h[i] == want, "async all_reduce %d [%d]: %g, want %g", j,
                   i, h[i], want);
@@ -323,11 +329,13 @@ int main(int argc, char **argv)
     dcoll_group_rank(NULL, &me);
     dcoll_group_size(NULL, &n);
     t_rank = me;
+    bool hier = !strcmp(mode, "hier");
     long opened = fake_cuda_ipc_opens();
     dcoll_group_t *ipc = group(true);
-    CHECK(fake_cuda_ipc_opens() - opened == n - 1, "the IPC group opened "
+    int peers = hier ? 1 : n - 1;
+    CHECK(fake_cuda_ipc_opens() - opened == peers, "the IPC group opened "
           "%ld scratches of its peers, want %d: it did not take IPC",
-          fake_cuda_ipc_opens() - opened, n - 1);
+          fake_cuda_ipc_opens() - opened, peers);
     if (!strcmp(mode, "race")) {
         race(ipc);
     } else if (!strcmp(mode, "forms")) {
@@ -346,6 +354,25 @@ int main(int argc, char **argv)
                                    (dcoll_op_t)op);
         }
         forms(ipc);
+        for (int root = 0; hier && root < n; root++) {
+            double *h = malloc(sizeof(double) * N), *d = dev(sizeof(double) * N);
+            for (int i = 0; i < N; i++)
+                h[i] = me == root ? i + root * 0.5 : -1;
+            cudaMemcpy(d, h, sizeof(double) * N, cudaMemcpyHostToDevice);
+            CHECK_OK(dcoll_broadcast(ipc, d, N, DCOLL_FLOAT64, root, NULL,
+                                     NULL));
+            cudaMemcpy(h, d, sizeof(double) * N, cudaMemcpyDeviceToHost);
+            for (int i = 0; i < N; i++)
+                CHECK(h[i] == i + root * 0.5, "broadcast from %d [%d]: %g",
+                      root, i, h[i]);
+            free(h);
+            cudaFree(d);
+        }
+        /* NCCL on the leaders only: one rank a GPU. */
+        bool leader = me % 2 == 0;
+        CHECK(!hier || (fake_nccl_calls() > 0) == leader, "rank %d made %ld "
+              "NCCL calls as a %s", me, fake_nccl_calls(),
+              leader ? "leader" : "team member");
         dcoll_group_destroy(&staged);
         if (me == 0)
             printf("ipc: %d kind, type and op combinations, bit for bit\n",

@@ -1,88 +1,30 @@
-/* The IPC transport: a group whose ranks all share one GPU (one team,
- * team.h) moves its data on that GPU, through CUDA IPC, instead of
- * through host memory and MPI. NCCL refuses such groups; this runs every
- * kind it has a row for, every type and op.
- *
- * Each rank owns a scratch buffer on the GPU, exported once to the
- * others, and two interprocess events; a control segment (seg.h) holds
- * each rank's sequence numbers. A call goes in chunks, each numbered n
- * alike on every rank:
- *   put   copy this rank's part of the chunk into its scratch, record
- *         its ready event, then post READY = n (the record exists before
- *         any peer looks for it);
- *   read  once every rank posted READY >= n and every peer's ready event
- *         is done (asked from the host: no stream ever waits on another
- *         process, so a rank that stays away wedges nothing), copy or
- *         reduce (the plugin's kernel, inputs in rank order) what this
- *         rank needs from the scratches into its output; record done,
- *         post DONE = n;
- *   free  once every rank posted DONE >= n and every peer's done event
- *         is done, no one reads this rank's scratch any more: the next
- *         chunk may be put there.
- * Every look is bounded by the call's deadline, which ends in the
- * group's timeout report, as an NCCL call's does. Async calls and plans
- * queue their steps on the group's record: each test, wait or new call
- * moves the queue on, in order. Groups of several teams, and groups
- * without the plugin's IPC calls, are declined alike on every rank. */
-#include <stdarg.h>
+/* The IPC transport: the ranks of a group that share a GPU (a team,
+ * team.h) move their data on that GPU through CUDA IPC (steps.c),
+ * instead of through host memory and MPI. NCCL refuses such groups.
+ *   one team      every rank on one GPU: every kind of a row, every type
+ *                 and op, among the team;
+ *   several       some GPUs shared, and NCCL on every rank: all_reduce
+ *                 and broadcast in three steps (hier): within each team
+ *                 over IPC to its leader (its lowest rank), NCCL among
+ *                 the leaders (one rank a GPU, which NCCL accepts), and
+ *                 within each team over IPC from its leader again; the
+ *                 other kinds, and ops NCCL lacks, are declined;
+ *   else          declined.
+ * Each rank owns a scratch buffer on the GPU, exported once to its team,
+ * and two interprocess events; a control segment (seg.h) per team holds
+ * each rank's progress. Declines are alike on every rank, and so is
+ * DCOLL_IPC=0. Async calls and plans queue their steps on the group's
+ * record: each test, wait or new call moves the queue on, in order. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include "gpu.h"
+#include "ipc.h"
 #include "kinds.h"
-#include "plugin_abi.h"
-#include "seg.h"
 #include "team.h"
 
-enum { IPC_UNTRIED, IPC_READY, IPC_NONE };
-enum step { PUT, READ, FREE, FINISH, DONE };
-
-struct op;
-
-struct ipc_group {
-    int state;
-    int k, me, device;
-    bool reduce;               /* every rank's plugin has kernels */
-    bool skip_ready;           /* test only: read without the handshake */
-    struct dcoll_seg seg;
-    size_t scratch_bytes;      /* this rank's */
-    size_t chunk_bytes;        /* what a chunk may use: the least of all */
-    void **peer;               /* [k]: each rank's scratch, mapped here */
-    void **ready, **done;      /* [k]: their events; this rank's own */
-    const void **srcs;         /* [k]: a reduction's inputs */
-    uint64_t seq;              /* chunks so far */
-    struct op *head, *tail;    /* queued calls, the oldest first */
-    char failed[200];          /* why the transport gave up ("": not) */
-    bool late;                 /* it was a deadline */
-};
-
-struct ipc_work {
-    struct dcoll_work base;
-    struct op *op;
-};
-
-struct op {
-    struct op *next;
-    enum dcoll_coll_kind kind;
-    dcoll_dtype_t dtype;
-    dcoll_op_t op;
-    int root;
-    const char *src;           /* this rank's input, NULL: none */
-    char *dst;                 /* its output, NULL: none */
-    size_t b;                  /* bytes per rank's piece */
-    int pieces;                /* pieces of b this rank puts: 1 or k */
-    size_t chunk;              /* bytes of a piece per chunk */
-    size_t at, len;            /* the chunk under way */
-    uint64_t n;                /* its number */
-    int polled;                /* peers whose event was seen done */
-    enum step step;
-    double deadline;
-    void *stream;
-    const char *fn;
-    struct ipc_work *work;     /* NULL: blocking, or released */
-    bool orphan;               /* its work was released: free when done */
-};
+size_t dcoll_ipc_scratch = (size_t)32 << 20;
+bool dcoll_ipc_on = true;
 
 static const bool rows[DCOLL_COLL_KIND_COUNT_] = {
     [DCOLL_COLL_BROADCAST] = true,
@@ -100,9 +42,6 @@ static bool ipc_runs(enum dcoll_coll_kind kind)
     return (unsigned)kind < DCOLL_COLL_KIND_COUNT_ && rows[kind];
 }
 
-size_t dcoll_ipc_scratch = (size_t)32 << 20;
-bool dcoll_ipc_on = true;
-
 /* A rank's scratch: DCOLL_IPC_SCRATCH, but 4 KiB a piece at least. */
 static size_t scratch_size(int k)
 {
@@ -113,6 +52,15 @@ static size_t scratch_size(int k)
 static void release(struct ipc_group *ig)
 {
     const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
+    if (p && ig->lcomm) {
+        /* Aborted where a call failed: its finalize would wait for
+         * leaders that may never come. */
+        if (p->nccl_release)
+            p->nccl_release(ig->lcomm, 10, *ig->failed != '\0');
+        else
+            p->nccl_free(ig->lcomm);
+    }
+    ig->lcomm = NULL;
     if (p && ig->peer) {
         for (int j = 0; j < ig->k; j++) {
             if (j != ig->me && ig->peer[j])
@@ -145,53 +93,53 @@ static void release(struct ipc_group *ig)
     free(ig->ready);
     free(ig->done);
     free(ig->srcs);
+    free(ig->members);
+    free(ig->team_of);
+    free(ig->index_of);
     ig->peer = ig->ready = ig->done = NULL;
     ig->srcs = NULL;
+    ig->members = ig->team_of = ig->index_of = NULL;
 }
 
-/* What a rank says of itself before the team is made. */
+/* What a rank says of itself before the teams are made. */
 struct ident {
-    int32_t ok, wanted, reduce;
+    int32_t ok, wanted, reduce, nccl;
     unsigned char uuid[16];
     uint64_t scratch;
 };
 
-/* What it shares once the team is: its scratch and events. */
+/* What it shares once they are: its team's segment name (a leader's),
+ * its scratch and events. */
 struct handles {
-    int32_t ok;
+    int32_t ok, named;
+    char name[64];
     unsigned char mem[DCOLL_IPC_HANDLE_BYTES];
     unsigned char ready[DCOLL_IPC_HANDLE_BYTES];
     unsigned char done[DCOLL_IPC_HANDLE_BYTES];
 };
 
-/* The leader's segment name, broadcast. */
-struct segname {
-    int32_t ok;
-    char name[64];
-};
-
-/* Why the team could not be made, said once a process: its calls then
- * stage through host memory. */
+/* Why the teams could not be made, said once a process: the group's
+ * calls then stage through host memory. */
 static void say_declined(const struct dcoll_group *g, const char *why)
 {
     static bool said;
     if (!said && g->rank == 0) {
         said = true;
-        fprintf(stderr, "dcoll: group %d: its ranks share a GPU, but the "
+        fprintf(stderr, "dcoll: group %d: ranks of it share a GPU, but the "
                 "IPC transport could not be set up (%s), so its GPU calls "
                 "go through host memory\n", g->id, why);
     }
 }
 
-/* Scratch, events and the segment, once every rank is known to share
- * the GPU. Collective; 0 where every rank made and opened all of it. */
+/* This rank's part of its team: the segment (its leader makes it), the
+ * scratch and events, exported to the team and the team's opened. */
 static int make_team(struct dcoll_group *g, struct ipc_group *ig,
                      char *why, size_t len)
 {
     const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
     int k = ig->k, me = ig->me, dev = ig->device;
-    struct segname sn = {0};
-    struct handles mine = {0}, *all = calloc((size_t)k, sizeof(*all));
+    struct handles mine = {0};
+    struct handles *all = calloc((size_t)g->size, sizeof(*all));
     ig->peer = calloc((size_t)k, sizeof(void *));
     ig->ready = calloc((size_t)k, sizeof(void *));
     ig->done = calloc((size_t)k, sizeof(void *));
@@ -199,25 +147,16 @@ static int make_team(struct dcoll_group *g, struct ipc_group *ig,
     int ok = all && ig->peer && ig->ready && ig->done && ig->srcs;
     if (!ok)
         snprintf(why, len, "no memory");
-    /* The leader's segment, named for this process and group. */
-    if (me == 0) {
+    if (ok && me == 0) {
         static unsigned made;
-        snprintf(sn.name, sizeof(sn.name), "/dcoll-ipc-%d-%d-%u",
+        snprintf(mine.name, sizeof(mine.name), "/dcoll-ipc-%d-%d-%u",
                  (int)getpid(), g->id, made++);
-        sn.ok = ok && dcoll_seg_create(sn.name, k, &ig->seg) == 0;
-        if (ok && !sn.ok)
+        mine.named = dcoll_seg_create(mine.name, k, &ig->seg) == 0;
+        if (!mine.named) {
             snprintf(why, len, "shm_open of the team's control segment "
-                     "%s failed", sn.name);
-    }
-    if (g->svc->bcast_bytes(g, &sn, sizeof(sn), 0))
-        sn.ok = 0;
-    if (ok && !sn.ok && me != 0)
-        snprintf(why, len, "the leader could not make the control segment");
-    ok &= sn.ok;
-    if (ok && me != 0 && dcoll_seg_attach(sn.name, k, &ig->seg)) {
-        snprintf(why, len, "mapping the team's control segment %s failed",
-                 sn.name);
-        ok = 0;
+                     "%s failed", mine.name);
+            ok = 0;
+        }
     }
     if (ok && !(ig->peer[me] = p->dev_alloc(ig->scratch_bytes, dev))) {
         snprintf(why, len, "cudaMalloc of %zu bytes of scratch: %s",
@@ -234,17 +173,26 @@ static int make_team(struct dcoll_group *g, struct ipc_group *ig,
     mine.ok = ok;
     if (g->svc->allgather_bytes(g, &mine, all, sizeof(mine)))
         ok = 0;
+    const struct handles *lead = ok ? &all[ig->members[0]] : NULL;
+    if (ok && me != 0 &&
+        (!lead->named || dcoll_seg_attach(lead->name, k, &ig->seg))) {
+        snprintf(why, len, "mapping the team's control segment failed");
+        ok = 0;
+    }
     for (int j = 0; ok && j < k; j++) {
-        if (!all[j].ok) {
-            snprintf(why, len, "rank %d could not make its part", j);
+        const struct handles *h = &all[ig->members[j]];
+        if (!h->ok) {
+            snprintf(why, len, "rank %d could not make its part",
+                     ig->members[j]);
             ok = 0;
         } else if (j != me &&
-                   (p->ipc_open(all[j].mem, dev, &ig->peer[j]) ||
-                    p->ipc_event_open(all[j].ready, dev, &ig->ready[j]) ||
-                    p->ipc_event_open(all[j].done, dev, &ig->done[j]))) {
+                   (p->ipc_open(h->mem, dev, &ig->peer[j]) ||
+                    p->ipc_event_open(h->ready, dev, &ig->ready[j]) ||
+                    p->ipc_event_open(h->done, dev, &ig->done[j]))) {
             snprintf(why, len, "opening rank %d's scratch and events "
                      "(cudaIpcOpen*: IPC needs the same user and no "
-                     "container boundary): %s", j, p->last_error());
+                     "container boundary): %s", ig->members[j],
+                     p->last_error());
             ok = 0;
         }
     }
@@ -252,16 +200,65 @@ static int make_team(struct dcoll_group *g, struct ipc_group *ig,
     if (g->svc->agree(g, &ok))
         ok = 0;
     /* Every rank has mapped it, or none will: the name goes. */
-    if (me == 0 && sn.ok)
-        dcoll_seg_unlink(sn.name);
+    if (me == 0 && mine.named)
+        dcoll_seg_unlink(mine.name);
     if (!ok && !*why)
         snprintf(why, len, "another rank could not set it up");
     return ok ? 0 : -1;
 }
 
-/* The first call on g: whether its ranks are one team on one GPU, over
- * the group's control twin within the call's deadline, then the team.
- * Every rank ends in the same state. */
+/* The leaders' NCCL communicator (hier): one rank a GPU. Collective over
+ * g; the others make none. */
+static int make_leaders(struct dcoll_group *g, struct ipc_group *ig,
+                        char *why, size_t len)
+{
+    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
+    char *id = calloc(1, p->nccl_bytes);
+    int ok = id && (g->rank != 0 || p->nccl_id(id) == 0);
+    if (g->svc->agree(g, &ok) || !ok ||
+        g->svc->bcast_bytes(g, id, p->nccl_bytes, 0)) {
+        free(id);
+        snprintf(why, len, "rank 0 could not make an NCCL id");
+        return -1;
+    }
+    if (ig->me == 0 &&
+        p->nccl_comm(id, ig->nteams, ig->team, ig->device,
+                     dcoll_gpu_timeout(g), &ig->lcomm)) {
+        snprintf(why, len, "the leaders' NCCL communicator: %s",
+                 p->last_error());
+        ok = 0;
+    }
+    free(id);
+    if (g->svc->agree(g, &ok))
+        ok = 0;
+    if (!ok && !*why)
+        snprintf(why, len, "another leader could not make the NCCL "
+                 "communicator");
+    return ok ? 0 : -1;
+}
+
+/* This rank's team from the teams of g, into ig; -1 without memory. */
+static int place(struct dcoll_group *g, struct ipc_group *ig,
+                 const struct dcoll_teams *t)
+{
+    ig->team = t->of[g->rank];
+    ig->nteams = t->n;
+    ig->k = t->size[ig->team];
+    ig->me = t->index[g->rank];
+    ig->members = calloc((size_t)ig->k, sizeof(int));
+    ig->team_of = calloc((size_t)g->size, sizeof(int));
+    ig->index_of = calloc((size_t)g->size, sizeof(int));
+    if (!ig->members || !ig->team_of || !ig->index_of)
+        return -1;
+    dcoll_teams_members(t, ig->team, ig->members);
+    memcpy(ig->team_of, t->of, sizeof(int) * (size_t)g->size);
+    memcpy(ig->index_of, t->index, sizeof(int) * (size_t)g->size);
+    return 0;
+}
+
+/* The first call on g: the ranks' GPUs, over the group's control twin
+ * within the call's deadline, then the teams. Every rank ends in the
+ * same state. */
 static dcoll_status_t setup(struct dcoll_group *g, struct ipc_group *ig,
                             const struct dcoll_coll *c,
                             struct dcoll_outcome *out)
@@ -276,7 +273,8 @@ static dcoll_status_t setup(struct dcoll_group *g, struct ipc_group *ig,
             p->device_uuid(c->device, me.uuid) == 0;
     me.wanted = dcoll_ipc_on;
     me.reduce = p->reduce != NULL;
-    me.scratch = scratch_size(g->size);
+    me.nccl = dcoll_gpu_has_nccl();
+    me.scratch = dcoll_ipc_scratch;
     ids[g->size] = me;
     dcoll_status_t st = g->svc->exchange(g, &ids[g->size], ids, sizeof(me),
                                          c, out);
@@ -285,13 +283,14 @@ static dcoll_status_t setup(struct dcoll_group *g, struct ipc_group *ig,
             free(ids);   /* else MPI may still write it: kept */
         return st;
     }
-    int ok = 1, wanted = 1, reduce = 1;
+    int ok = 1, wanted = 1, reduce = 1, nccl = 1;
     uint64_t least = me.scratch;
     unsigned char *uu = malloc(16 * (size_t)g->size);
     for (int r = 0; r < g->size; r++) {
         ok &= ids[r].ok;
         wanted &= ids[r].wanted;
         reduce &= ids[r].reduce;
+        nccl &= ids[r].nccl;
         if (ids[r].scratch < least)
             least = ids[r].scratch;
         if (uu)
@@ -306,20 +305,34 @@ static dcoll_status_t setup(struct dcoll_group *g, struct ipc_group *ig,
                            "group's teams", c->fn);
     }
     free(uu);
-    bool one_team = t.n == 1 && g->size > 1;
+    int biggest = 0;
+    for (int j = 0; j < t.n; j++)
+        biggest = t.size[j] > biggest ? t.size[j] : biggest;
+    /* One team of several, or several teams (some of several) with NCCL
+     * for their leaders. */
+    bool takes = ok && wanted && biggest > 1 && (t.n == 1 || nccl);
+    if (takes && place(g, ig, &t)) {
+        dcoll_teams_free(&t);
+        release(ig);
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
+                           "group's team", c->fn);
+    }
     dcoll_teams_free(&t);
-    if (!ok || !wanted || !one_team)
+    if (!takes)
         return DCOLL_SUCCESS;
-    ig->k = g->size;
-    ig->me = g->rank;
+    ig->hier = ig->nteams > 1;
     ig->device = c->device;
     ig->reduce = reduce;
-    ig->scratch_bytes = me.scratch;
-    ig->chunk_bytes = least;
+    ig->scratch_bytes = scratch_size(ig->k);
+    ig->chunk_bytes = least < (uint64_t)ig->scratch_bytes ? least
+                                                          : ig->scratch_bytes;
+    if (ig->chunk_bytes < (size_t)4096 * (size_t)ig->k)
+        ig->chunk_bytes = (size_t)4096 * (size_t)ig->k;
     const char *skip = getenv("DCOLL_IPC_TEST_SKIP");
     ig->skip_ready = skip && !strcmp(skip, "ready");
     char why[256] = "";
-    if (make_team(g, ig, why, sizeof(why))) {
+    if (make_team(g, ig, why, sizeof(why)) ||
+        (ig->hier && make_leaders(g, ig, why, sizeof(why)))) {
         release(ig);
         say_declined(g, why);
         return DCOLL_SUCCESS;
@@ -334,239 +347,6 @@ static struct ipc_group *ipc_group(struct dcoll_group *g)
     if (!ig)
         ig = g->tl[DCOLL_TL_IPC] = calloc(1, sizeof(*ig));
     return ig;
-}
-
-/* The reduction's view of a type: bool and logical as the integers of
- * their size (their ops are the logical ones, alike on both), complex
- * types as their parts where the op works part by part. */
-static void reduce_view(dcoll_dtype_t *dt, dcoll_op_t op, int64_t *count)
-{
-    if (*dt == DCOLL_BOOL) {
-        *dt = DCOLL_UINT8;
-    } else if (*dt == DCOLL_LOGICAL) {
-        size_t s = dcoll_dtype_sizes[DCOLL_LOGICAL];
-        *dt = s == 8 ? DCOLL_INT64 : s == 4 ? DCOLL_INT32 : DCOLL_INT8;
-    } else if (dcoll_dtype_is_complex(*dt) && op != DCOLL_PRODUCT) {
-        *count *= 2;
-        *dt = dcoll_dtype_real(*dt);
-    }
-}
-
-static int fail(struct ipc_group *ig, bool late, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(struct ipc_group *ig, bool late, const char *fmt, ...)
-{
-    if (!*ig->failed) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(ig->failed, sizeof(ig->failed), fmt, ap);
-        va_end(ap);
-        ig->late = late;
-        if (ig->seg.rank)
-            dcoll_seg_fail(&ig->seg, ig->me);
-    }
-    return -1;
-}
-
-/* The read half of h's chunk: copies or a reduction from the scratches
- * into this rank's output, on its stream. */
-static int emit(struct ipc_group *ig, struct op *h)
-{
-    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
-    int k = ig->k, me = ig->me, dev = ig->device;
-    size_t L = h->len, o = h->at, slot = (size_t)me * L;
-    const void **srcs = ig->srcs;
-    int rc = 0;
-    switch (h->kind) {
-    case DCOLL_COLL_BROADCAST:
-        if (me != h->root)
-            rc = p->copy(h->dst + o, ig->peer[h->root], L, dev, h->stream);
-        break;
-    case DCOLL_COLL_SCATTER:
-        if (h->dst)
-            rc = p->copy(h->dst + o, (char *)ig->peer[h->root] + slot, L,
-                         dev, h->stream);
-        break;
-    case DCOLL_COLL_ALL_GATHER:
-    case DCOLL_COLL_GATHER:
-        for (int j = 0; j < k && !rc && h->dst; j++)
-            rc = p->copy(h->dst + (size_t)j * h->b + o, ig->peer[j], L, dev,
-                         h->stream);
-        break;
-    case DCOLL_COLL_ALL_TO_ALL:
-        for (int j = 0; j < k && !rc; j++)
-            rc = p->copy(h->dst + (size_t)j * h->b + o,
-                         (char *)ig->peer[j] + slot, L, dev, h->stream);
-        break;
-    default: {   /* the reductions */
-        if (!h->dst)
-            break;
-        bool scattered = h->kind == DCOLL_COLL_REDUCE_SCATTER;
-        for (int j = 0; j < k; j++)
-            srcs[j] = (char *)ig->peer[j] + (scattered ? slot : 0);
-        dcoll_dtype_t dt = h->dtype;
-        int64_t n = (int64_t)(L / dcoll_dtype_sizes[dt]);
-        reduce_view(&dt, h->op, &n);
-        rc = p->reduce(h->dst + o, srcs, k, n, (int)dt, (int)h->op, k,
-                       h->stream, dev);
-        if (rc == 1)
-            return fail(ig, false, "the plugin's kernels lack %s %s",
-                        dcoll_dtype_name(h->dtype), dcoll_op_name(h->op));
-        break;
-    }
-    }
-    return rc ? fail(ig, false, "on GPU %d: %s", dev, p->last_error()) : 0;
-}
-
-/* Peers' event ev[j], each asked until done (h->polled counts those
- * seen): 1 all done, 0 not yet, -1 failed. */
-static int peers_done(struct ipc_group *ig, struct op *h, void **ev)
-{
-    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
-    for (; h->polled < ig->k; h->polled++) {
-        if (h->polled == ig->me)
-            continue;
-        int rc = p->ipc_query(ev[h->polled], ig->device);
-        if (rc < 0)
-            return fail(ig, false, "rank %d's event on GPU %d: %s",
-                        h->polled, ig->device, p->last_error());
-        if (rc == 0)
-            return 0;
-    }
-    return 1;
-}
-
-/* The ranks' posts of field f for h's chunk: 1 all there, 0 not yet,
- * -1 a rank failed. */
-static int posted(struct ipc_group *ig, struct op *h, enum dcoll_seg_field f)
-{
-    int late, rc = dcoll_seg_check(&ig->seg, f, h->n, &late);
-    /* A rank that gave up did so at its deadline, or failed: either way
-     * the call cannot end here, and the group's roll call says where
-     * each rank is. */
-    if (rc < 0)
-        return fail(ig, true, "rank %d of the group gave up on the call",
-                    late);
-    return rc == 0;
-}
-
-static void next_chunk(struct ipc_group *ig, struct op *h)
-{
-    h->len = h->b - h->at < h->chunk ? h->b - h->at : h->chunk;
-    h->n = ++ig->seq;
-    h->polled = 0;
-    h->step = PUT;
-}
-
-/* Move h on as far as it goes without waiting: 0, or -1 (ig->failed). */
-static int advance(struct ipc_group *ig, struct op *h)
-{
-    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
-    int dev = ig->device, rc;
-    for (;;) {
-        switch (h->step) {
-        case PUT: {
-            char *mine = ig->peer[ig->me];
-            rc = 0;
-            /* After this rank's own earlier reads of its scratch, on
-             * whichever stream they were. */
-            if (h->at == 0)
-                rc = p->ipc_wait(h->stream, ig->done[ig->me], dev);
-            for (int q = 0; q < h->pieces && h->src && !rc; q++)
-                rc = p->copy(mine + (size_t)q * h->len,
-                             h->src + (size_t)q * h->b + h->at, h->len, dev,
-                             h->stream);
-            if (!rc)
-                rc = p->ipc_record(ig->ready[ig->me], h->stream, dev);
-            if (rc)
-                return fail(ig, false, "copying into the scratch on GPU "
-                            "%d: %s", dev, p->last_error());
-            dcoll_seg_post(&ig->seg, ig->me, DCOLL_SEG_READY, h->n);
-            h->step = READ;
-            break;
-        }
-        case READ:
-            if (!ig->skip_ready) {
-                if ((rc = posted(ig, h, DCOLL_SEG_READY)) <= 0 ||
-                    (rc = peers_done(ig, h, ig->ready)) <= 0)
-                    return rc;
-            }
-            if (emit(ig, h) ||
-                p->ipc_record(ig->done[ig->me], h->stream, dev))
-                return fail(ig, false, "on GPU %d: %s", dev,
-                            p->last_error());
-            dcoll_seg_post(&ig->seg, ig->me, DCOLL_SEG_DONE, h->n);
-            h->polled = 0;
-            h->step = FREE;
-            break;
-        case FREE:
-            if ((rc = posted(ig, h, DCOLL_SEG_DONE)) <= 0 ||
-                (rc = peers_done(ig, h, ig->done)) <= 0)
-                return rc;
-            h->at += h->len;
-            if (h->at < h->b)
-                next_chunk(ig, h);
-            else
-                h->step = FINISH;
-            break;
-        case FINISH:
-            /* This rank's own last writes: blocking calls wait on the
-             * stream itself; works ask their event. */
-            if (h->work || h->orphan) {
-                rc = p->ipc_query(ig->done[ig->me], dev);
-                if (rc < 0)
-                    return fail(ig, false, "on GPU %d: %s", dev,
-                                p->last_error());
-                if (rc == 0)
-                    return 0;
-            }
-            h->step = DONE;
-            return 0;
-        case DONE:
-            return 0;
-        }
-    }
-}
-
-/* The queue moved on as far as it goes now; finished calls leave it
- * (orphans are freed). -1 once the transport failed. */
-static int progress(struct ipc_group *ig)
-{
-    while (ig->head && !*ig->failed) {
-        struct op *h = ig->head;
-        if (advance(ig, h))
-            break;
-        if (h->step != DONE) {
-            if (dcoll_now() > h->deadline)
-                fail(ig, true, "a rank of the group did not reach the "
-                     "same %s within the group's timeout",
-                     dcoll_kind_name(h->kind));
-            break;
-        }
-        ig->head = h->next;
-        if (!ig->head)
-            ig->tail = NULL;
-        h->next = NULL;
-        if (h->orphan)
-            free(h);
-        else if (!h->work)
-            break;   /* a blocking call's: its caller goes on */
-    }
-    return *ig->failed ? -1 : 0;
-}
-
-/* Until h is done, or the transport failed. */
-static int drive(struct ipc_group *ig, struct op *h)
-{
-    double start = dcoll_now();
-    for (;;) {
-        if (progress(ig))
-            return -1;
-        if (h->step == DONE)
-            return 0;
-        dcoll_seg_pause(dcoll_now() - start);
-    }
 }
 
 /* The failure as fn's status: a deadline as the group's timeout, with
@@ -587,78 +367,6 @@ static dcoll_status_t failure(struct ipc_group *ig, struct dcoll_group *g,
                        "%d: %s", fn, ig->device, ig->failed);
 }
 
-/* A call's plan: what this rank puts, reads and writes. */
-static struct op *op_new(struct ipc_group *ig, const struct dcoll_group *g,
-                         const struct dcoll_coll *c)
-{
-    struct op *h = calloc(1, sizeof(*h));
-    if (!h)
-        return NULL;
-    int k = ig->k, me = ig->me;
-    size_t esz = dcoll_dtype_sizes[c->dtype];
-    bool root = me == c->root;
-    h->kind = c->kind;
-    h->dtype = c->dtype;
-    h->op = c->op;
-    h->root = c->root;
-    h->b = (size_t)c->count * esz;
-    h->pieces = 1;
-    h->src = c->sendbuf;
-    h->dst = c->recvbuf;
-    /* MPI's in-place form (sendbuf == recvbuf): a gather's input is this
-     * rank's block of recvbuf already, a scatter's root keeps its block
-     * where it is. */
-    bool aliased = c->in_place && c->sendbuf == c->recvbuf;
-    if (aliased && (c->kind == DCOLL_COLL_ALL_GATHER ||
-                    (c->kind == DCOLL_COLL_GATHER && root)))
-        h->src = (const char *)c->recvbuf + (size_t)me * h->b;
-    switch (c->kind) {
-    case DCOLL_COLL_BROADCAST:
-        h->src = root ? c->recvbuf : NULL;
-        break;
-    case DCOLL_COLL_SCATTER:
-        h->pieces = k;
-        if (!root)
-            h->src = NULL;
-        else if (aliased)
-            h->dst = NULL;
-        break;
-    case DCOLL_COLL_REDUCE_SCATTER:
-    case DCOLL_COLL_ALL_TO_ALL:
-        h->pieces = k;
-        break;
-    case DCOLL_COLL_REDUCE:
-    case DCOLL_COLL_GATHER:
-        if (!root)
-            h->dst = NULL;
-        break;
-    default:
-        break;
-    }
-    /* A piece's chunk: what fits k to a scratch where k pieces are put,
-     * in whole elements, 256-byte aligned past the first. */
-    size_t room = ig->chunk_bytes / (size_t)h->pieces;
-    room -= room % 256;
-    h->chunk = room - room % esz;
-    h->stream = dcoll_opts_stream(c->opts);
-    h->fn = c->fn;
-    h->deadline = c->start > 0 ? c->start + dcoll_gpu_timeout(g)
-                               : dcoll_now() + dcoll_gpu_timeout(g);
-    h->step = DONE;
-    if (h->b)
-        next_chunk(ig, h);
-    return h;
-}
-
-static void enqueue(struct ipc_group *ig, struct op *h)
-{
-    if (ig->tail)
-        ig->tail->next = h;
-    else
-        ig->head = h;
-    ig->tail = h;
-}
-
 static dcoll_status_t work_test(struct dcoll_work *bw, int *done)
 {
     struct ipc_work *w = (struct ipc_work *)bw;
@@ -669,12 +377,12 @@ static dcoll_status_t work_test(struct dcoll_work *bw, int *done)
         return dcoll_error(DCOLL_ERR_INTERNAL, "dcoll_work_test: the "
                            "group's IPC record is gone");
     }
-    if (progress(ig)) {
+    if (dcoll_ipc_progress(ig)) {
         *done = 1;
         return failure(ig, bw->group, bw->seq, "dcoll_work_test",
                        &bw->report);
     }
-    *done = w->op->step == DONE;
+    *done = w->op->step == IPC_DONE;
     return DCOLL_SUCCESS;
 }
 
@@ -685,9 +393,10 @@ static dcoll_status_t work_wait(struct dcoll_work *bw)
     if (!ig || !w->op)
         return dcoll_error(DCOLL_ERR_INTERNAL, "dcoll_work_wait: the "
                            "group's IPC record is gone");
-    return drive(ig, w->op) ? failure(ig, bw->group, bw->seq,
-                                     "dcoll_work_wait", &bw->report)
-                            : DCOLL_SUCCESS;
+    return dcoll_ipc_drive(ig, w->op)
+               ? failure(ig, bw->group, bw->seq, "dcoll_work_wait",
+                         &bw->report)
+               : DCOLL_SUCCESS;
 }
 
 /* A released work's call stays queued until it is through (its peers
@@ -695,10 +404,10 @@ static dcoll_status_t work_wait(struct dcoll_work *bw)
 static void work_release(struct dcoll_work *bw)
 {
     struct ipc_work *w = (struct ipc_work *)bw;
-    struct op *h = w->op;
+    struct ipc_op *h = w->op;
     bool queued = false;
     struct ipc_group *ig = bw->group->tl[DCOLL_TL_IPC];
-    for (struct op *q = ig ? ig->head : NULL; q; q = q->next)
+    for (struct ipc_op *q = ig ? ig->head : NULL; q; q = q->next)
         queued |= q == h;
     if (queued) {
         h->work = NULL;
@@ -707,6 +416,107 @@ static void work_release(struct dcoll_work *bw)
         free(h);
     }
     free(w);
+}
+
+/* c as one team's step (every rank on one GPU); MPI's in-place forms
+ * (sendbuf == recvbuf) as the step sees them: a gather's input is this
+ * rank's block of recvbuf already, a scatter's root keeps its block. */
+static struct ipc_op *flat(struct ipc_group *ig, const struct dcoll_coll *c,
+                           double deadline)
+{
+    const void *src = c->sendbuf;
+    void *dst = c->recvbuf;
+    bool root = ig->me == c->root;
+    bool aliased = c->in_place && c->sendbuf == c->recvbuf;
+    size_t b = (size_t)c->count * dcoll_dtype_sizes[c->dtype];
+    if (aliased && (c->kind == DCOLL_COLL_ALL_GATHER ||
+                    (c->kind == DCOLL_COLL_GATHER && root)))
+        src = (const char *)c->recvbuf + (size_t)ig->me * b;
+    if (aliased && c->kind == DCOLL_COLL_SCATTER && root)
+        dst = NULL;
+    return dcoll_ipc_op(ig, c->kind, src, dst, c->count, c->dtype, c->op,
+                        c->root, ig->k, dcoll_opts_stream(c->opts),
+                        deadline);
+}
+
+/* The leaders' NCCL call of c, in place on recvbuf (root: the root's
+ * team); AVG as a SUM of inputs the first step premultiplied. */
+static dcoll_plugin_call_t leaders_call(const struct ipc_group *ig,
+                                        const struct dcoll_coll *c)
+{
+    bool reduces = c->kind == DCOLL_COLL_ALL_REDUCE;
+    dcoll_plugin_call_t k = {
+        .kind = c->kind, .sendbuf = c->recvbuf, .recvbuf = c->recvbuf,
+        .count = c->count, .dtype = c->dtype,
+        .op = c->op == DCOLL_AVG ? DCOLL_SUM : c->op,
+        .root = reduces ? 0 : ig->team_of[c->root], .in_place = true};
+    dcoll_nccl_view(&k.count, &k.dtype);
+    return k;
+}
+
+/* Whether the hierarchy runs c: all_reduce and broadcast, of what the
+ * leaders' NCCL takes (an integer AVG divides the whole sum, which no
+ * step sees). Alike on every rank. */
+static bool hier_runs(const struct ipc_group *ig, const struct dcoll_coll *c)
+{
+    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
+    if ((c->kind != DCOLL_COLL_ALL_REDUCE &&
+         c->kind != DCOLL_COLL_BROADCAST) || c->count == 0 ||
+        !dcoll_nccl_knows(c->dtype, c->op))
+        return false;
+    if (c->op == DCOLL_AVG && !dcoll_dtype_is_float(c->dtype) &&
+        !dcoll_dtype_is_complex(c->dtype))
+        return false;
+    dcoll_plugin_call_t k = leaders_call(ig, c);
+    return !p->nccl_takes || p->nccl_takes(&k) == 0;
+}
+
+/* c's three steps on g's teams, queued: the last one returned. */
+static struct ipc_op *hier(struct dcoll_group *g, struct ipc_group *ig,
+                           const struct dcoll_coll *c, double deadline)
+{
+    void *stream = dcoll_opts_stream(c->opts);
+    struct ipc_op *s[3] = {NULL, NULL, NULL};
+    dcoll_op_t op = c->op;
+    bool reduces = c->kind == DCOLL_COLL_ALL_REDUCE;
+    int rteam = reduces ? -1 : ig->team_of[c->root];
+    /* 1: to each leader (all_reduce), or from the root to its team. */
+    if (reduces)
+        s[0] = dcoll_ipc_op(ig, DCOLL_COLL_REDUCE, c->sendbuf, c->recvbuf,
+                            c->count, c->dtype, op, 0, g->size, stream,
+                            deadline);
+    else
+        s[0] = dcoll_ipc_op(ig, DCOLL_COLL_BROADCAST, NULL,
+                            ig->team == rteam ? c->recvbuf : NULL,
+                            ig->team == rteam ? c->count : 0, c->dtype, op,
+                            ig->team == rteam ? ig->index_of[c->root] : 0,
+                            g->size, stream, deadline);
+    /* 2: the leaders, in place on the leader's buffer. */
+    s[1] = calloc(1, sizeof(*s[1]));
+    if (s[1]) {
+        *s[1] = (struct ipc_op){.kind = c->kind, .dtype = c->dtype,
+                                .op = c->op, .nccl = true,
+                                .step = IPC_PUT, .stream = stream,
+                                .deadline = deadline,
+                                .timeout = dcoll_gpu_timeout(g)};
+        s[1]->call = leaders_call(ig, c);
+    }
+    /* 3: from each leader to its team (the root's team again: its last
+     * step then follows the leaders' call, which a work waits for). */
+    s[2] = dcoll_ipc_op(ig, DCOLL_COLL_BROADCAST, NULL, c->recvbuf,
+                        c->count, c->dtype, op, 0, g->size, stream,
+                        deadline);
+    if (!s[0] || !s[1] || !s[2]) {
+        for (int i = 0; i < 3; i++)
+            free(s[i]);
+        return NULL;
+    }
+    s[0]->orphan = s[1]->orphan = true;
+    s[0]->chained = s[1]->chained = true;
+    dcoll_ipc_enqueue(ig, s[0]);
+    dcoll_ipc_enqueue(ig, s[1]);
+    dcoll_ipc_enqueue(ig, s[2]);
+    return s[2];
 }
 
 static dcoll_status_t ipc_run(struct dcoll_group *g,
@@ -726,7 +536,8 @@ static dcoll_status_t ipc_run(struct dcoll_group *g,
     if (ig->state == IPC_UNTRIED && (st = setup(g, ig, c, out)))
         return st;
     if (ig->state != IPC_READY ||
-        (dcoll_kind_has(c->kind, DCOLL_KF_OP) && !ig->reduce))
+        (dcoll_kind_has(c->kind, DCOLL_KF_OP) && !ig->reduce) ||
+        (ig->hier && !hier_runs(ig, c)))
         return DCOLL_DECLINED;
     if (*ig->failed)
         return failure(ig, g, c->seq, fn, out);
@@ -736,34 +547,50 @@ static dcoll_status_t ipc_run(struct dcoll_group *g,
                            "are on GPU %d, but this group's GPU is %d", fn,
                            c->device, ig->device);
     }
-    struct op *h = op_new(ig, g, c);
-    struct ipc_work *w = work ? calloc(1, sizeof(*w)) : NULL;
+    double deadline = (c->start > 0 ? c->start : dcoll_now()) +
+                      dcoll_gpu_timeout(g);
+    struct ipc_op *h = ig->hier ? hier(g, ig, c, deadline)
+                                : flat(ig, c, deadline);
+    struct ipc_work *w = work && h ? calloc(1, sizeof(*w)) : NULL;
     if (!h || (work && !w)) {
-        free(h);
-        out->refused = true;
+        if (h && !ig->hier)
+            free(h);
+        else if (h)
+            h->orphan = true;   /* queued: it runs, and goes */
+        out->refused = !h;
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
                            "call", fn);
     }
     atomic_store_explicit(&dcoll_gpu_latest,
                           dcoll_gpu_latest_pack(g->id, c->seq, c->kind),
                           memory_order_relaxed);
-    if (h->step != DONE)
-        enqueue(ig, h);
+    if (!ig->hier)
+        dcoll_ipc_enqueue(ig, h);
     if (w) {
         w->op = h;
         h->work = w;
         dcoll_work_init(&w->base, g, &dcoll_ipc_backend);
         *work = &w->base;
-        if (progress(ig))
-            return failure(ig, g, c->seq, fn, out);
-        return DCOLL_SUCCESS;
+        return dcoll_ipc_progress(ig) ? failure(ig, g, c->seq, fn, out)
+                                      : DCOLL_SUCCESS;
     }
-    int rc = drive(ig, h);
+    int rc = dcoll_ipc_drive(ig, h);
     free(h);
     if (rc)
         return failure(ig, g, c->seq, fn, out);
-    if (!dcoll_opts_ordered(c->opts) &&
-        p->sync(ig->device, dcoll_opts_stream(c->opts)))
+    if (dcoll_opts_ordered(c->opts))
+        return DCOLL_SUCCESS;
+    /* A leader's stream holds the leaders' NCCL call: waited so that a
+     * leader that stays away ends in a timeout, not a hang. */
+    void *stream = dcoll_opts_stream(c->opts);
+    rc = ig->lcomm ? p->nccl_wait(ig->lcomm, stream, dcoll_gpu_timeout(g))
+                   : p->sync(ig->device, stream);
+    if (rc == -2) {
+        dcoll_ipc_fail(ig, true, "the leaders' NCCL call was not done "
+                       "within the group's timeout");
+        return failure(ig, g, c->seq, fn, out);
+    }
+    if (rc)
         return dcoll_error(DCOLL_ERR_INTERNAL, "%s: waiting for the stream "
                            "on GPU %d: %s", fn, ig->device, p->last_error());
     return DCOLL_SUCCESS;
@@ -777,11 +604,11 @@ static void ipc_group_free(struct dcoll_group *g)
     if (!ig)
         return;
     while (ig->head && !*ig->failed) {
-        progress(ig);
+        dcoll_ipc_progress(ig);
         if (ig->head)
             dcoll_seg_pause(1);
     }
-    for (struct op *h = ig->head, *n; h; h = n) {
+    for (struct ipc_op *h = ig->head, *n; h; h = n) {
         n = h->next;
         if (h->work)
             h->work->op = NULL;
@@ -790,16 +617,6 @@ static void ipc_group_free(struct dcoll_group *g)
     release(ig);
     free(ig);
     g->tl[DCOLL_TL_IPC] = NULL;
-}
-
-const char *dcoll_ipc_state(const struct dcoll_group *g)
-{
-    const struct ipc_group *ig = g->tl[DCOLL_TL_IPC];
-    if (!ig || ig->state == IPC_UNTRIED)
-        return "not yet tried (at the group's first GPU call)";
-    if (ig->state == IPC_NONE)
-        return "not used: its ranks are not all on one GPU";
-    return *ig->failed ? "failed" : "in use: every rank on one GPU";
 }
 
 const struct dcoll_backend dcoll_ipc_backend = {

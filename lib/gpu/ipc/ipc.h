@@ -1,0 +1,89 @@
+/* Inside the IPC transport (lib/gpu/ipc/): a rank's record of its team
+ * (the ranks of its group on its GPU), the calls queued on it, and the
+ * steps that move them (steps.c). ipc.c makes the team and runs calls. */
+#ifndef DCOLL_GPU_IPC_H
+#define DCOLL_GPU_IPC_H
+
+#include "gpu.h"
+#include "plugin_abi.h"
+#include "seg.h"
+
+enum { IPC_UNTRIED, IPC_READY, IPC_NONE };
+enum ipc_step { IPC_PUT, IPC_READ, IPC_FREE, IPC_FINISH, IPC_DONE };
+
+struct ipc_op;
+
+struct ipc_group {
+    int state;
+    int k, me, device;         /* the team's size, this rank's place */
+    int *members;              /* [k]: their group ranks */
+    bool reduce;               /* every rank's plugin has kernels */
+    bool skip_ready;           /* test only: read without the handshake */
+    struct dcoll_seg seg;
+    size_t scratch_bytes;      /* this rank's */
+    size_t chunk_bytes;        /* what a chunk may use: the least of all */
+    void **peer;               /* [k]: each one's scratch, mapped here */
+    void **ready, **done;      /* [k]: their events; this rank's own */
+    const void **srcs;         /* [k]: a reduction's inputs */
+    uint64_t seq;              /* chunks so far */
+    struct ipc_op *head, *tail; /* queued steps, the oldest first */
+    /* Several teams (hier): NCCL among their leaders, one a GPU. */
+    bool hier;
+    int nteams, team;          /* teams, and this rank's */
+    int *team_of, *index_of;   /* [group size]: each rank's team, place */
+    void *lcomm;               /* the leaders' communicator (leaders) */
+    char failed[200];          /* why the transport gave up ("": not) */
+    bool late;                 /* it was a deadline */
+};
+
+struct ipc_work {
+    struct dcoll_work base;
+    struct ipc_op *op;
+};
+
+/* One step of a call on the team: a collective among its ranks (kind,
+ * root a place in the team), or the leaders' NCCL call (nccl). */
+struct ipc_op {
+    struct ipc_op *next;
+    enum dcoll_coll_kind kind;
+    dcoll_dtype_t dtype;
+    dcoll_op_t op;
+    int root;
+    int avg_n;                 /* AVG's n: the group's size */
+    const char *src;           /* this rank's input, NULL: none */
+    char *dst;                 /* its output, NULL: none */
+    size_t b;                  /* bytes per rank's piece */
+    int pieces;                /* pieces of b this rank puts: 1 or k */
+    size_t chunk;              /* bytes of a piece per chunk */
+    size_t at, len;            /* the chunk under way */
+    uint64_t n;                /* its number */
+    int polled;                /* peers whose event was seen done */
+    enum ipc_step step;
+    bool nccl;
+    dcoll_plugin_call_t call;  /* the leaders' call */
+    double deadline;
+    double timeout;
+    void *stream;
+    struct ipc_work *work;     /* NULL: blocking, or released */
+    bool orphan;               /* no caller waits: freed when done */
+    bool chained;              /* a step before a call's last */
+};
+
+/* A step of kind on the team (root and buffers as this rank sees them:
+ * a broadcast's buffer in dst); NULL without memory. Done at once where
+ * there are no bytes. */
+struct ipc_op *dcoll_ipc_op(struct ipc_group *ig, enum dcoll_coll_kind kind,
+                            const void *src, void *dst, int64_t count,
+                            dcoll_dtype_t dtype, dcoll_op_t op, int root,
+                            int avg_n, void *stream, double deadline);
+void dcoll_ipc_enqueue(struct ipc_group *ig, struct ipc_op *h);
+/* The queue moved on as far as it goes now, finished steps leaving it
+ * (orphans freed); -1 once the transport failed (ig->failed). */
+int dcoll_ipc_progress(struct ipc_group *ig);
+/* Until h is done: 0, or -1 as progress. */
+int dcoll_ipc_drive(struct ipc_group *ig, struct ipc_op *h);
+/* The transport gives up (the first reason stays): -1. */
+int dcoll_ipc_fail(struct ipc_group *ig, bool late, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif
