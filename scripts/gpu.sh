@@ -233,12 +233,14 @@ step_perf() {
             perf "$np ranks on one GPU, NCCL ($one)" "$np" "$tableone" "$one" \
                 all_reduce broadcast
         done
-        # Ranks sharing one GPU: the IPC transport, and staging beside it
-        # (DCOLL_IPC=0), in one lease; the probe's device-to-device line
-        # is the GPU's own copy bandwidth.
+        # Ranks sharing one GPU: the IPC transport, and on a GPU staging
+        # beside it (DCOLL_IPC=0), in one lease; the probe's
+        # device-to-device line is the GPU's own copy bandwidth. (The
+        # doubles' staging is the mpi suite's.)
         for np in 2 4; do
             perf "$np ranks sharing one GPU, IPC" "$np" "$table" \
                 FAKE_SHARED_UUID=1 all_reduce broadcast
+            [ $gpu = yes ] || continue
             perf "$np ranks sharing one GPU, staged (DCOLL_IPC=0)" "$np" \
                 "$table" "FAKE_SHARED_UUID=1 DCOLL_IPC=0" all_reduce broadcast
         done
@@ -278,8 +280,9 @@ step_perf() {
         # shellcheck disable=SC2086
         perf "checks: 3 ranks sharing one GPU, IPC" 3 "$checks" \
             FAKE_SHARED_UUID=1 $colls
-        perf "checks: 3 ranks sharing one GPU, staged" 3 "$checks" \
-            "FAKE_SHARED_UUID=1 DCOLL_IPC=0" $colls
+        [ $gpu = no ] ||
+            perf "checks: 3 ranks sharing one GPU, staged" 3 "$checks" \
+                "FAKE_SHARED_UUID=1 DCOLL_IPC=0" $colls
     } >"$out/perf.txt" 2>&1
     grep -q '^# total #wrong: [1-9]' "$out/perf.txt" && rc=1
     verdict dcoll-perf $rc "-m cuda, every element checked"

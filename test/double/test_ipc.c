@@ -31,8 +31,8 @@
 int t_rank, t_failures;
 static int me, n;
 
-/* Element i of rank r's input in type dt, exact everywhere: 1..3, and
- * pair indices that tie. */
+/* Element i of rank r's input in type dt, exact everywhere: 1 to 3 (1, 2
+ * or 4 in the 16-bit floats), and pair values that tie. */
 static void fill(void *buf, size_t esz, dcoll_dtype_t dt, int r, int64_t cnt,
                  int salt)
 {
@@ -42,17 +42,33 @@ static void fill(void *buf, size_t esz, dcoll_dtype_t dt, int r, int64_t cnt,
         unsigned char *e = b + (size_t)i * esz;
         memset(e, 0, esz);
         switch (dt) {
-        case DCOLL_FLOAT16: *(uint16_t *)e = (uint16_t)(0x3c00 + (v - 1) * 0x400); break;
-        case DCOLL_BFLOAT16: *(uint16_t *)e = (uint16_t)(0x3f80 + (v - 1) * 0x80); break;
+        case DCOLL_FLOAT16:   /* 1, 2, 4 */
+            *(uint16_t *)e = (uint16_t)(0x3c00 + (v - 1) * 0x400);
+            break;
+        case DCOLL_BFLOAT16:
+            *(uint16_t *)e = (uint16_t)(0x3f80 + (v - 1) * 0x80);
+            break;
         case DCOLL_FLOAT32: *(float *)e = (float)v; break;
         case DCOLL_FLOAT64: *(double *)e = v; break;
-        case DCOLL_COMPLEX64: ((float *)e)[0] = (float)v; ((float *)e)[1] = 1; break;
-        case DCOLL_COMPLEX128: ((double *)e)[0] = v; ((double *)e)[1] = 1; break;
+        case DCOLL_COMPLEX64:
+            ((float *)e)[0] = (float)v;
+            ((float *)e)[1] = 1;
+            break;
+        case DCOLL_COMPLEX128:
+            ((double *)e)[0] = v;
+            ((double *)e)[1] = 1;
+            break;
         case DCOLL_BOOL: *e = (unsigned char)(v & 1); break;
-        case DCOLL_FLOAT32_INT: *(float *)e = (float)v; ((int *)e)[1] = r + v; break;
+        case DCOLL_FLOAT32_INT:
+            *(float *)e = (float)v;
+            ((int *)e)[1] = r + v;
+            break;
         case DCOLL_FLOAT64_INT: *(double *)e = v; ((int *)e)[2] = r; break;
         case DCOLL_INT32_INT: ((int *)e)[0] = v; ((int *)e)[1] = r; break;
-        case DCOLL_2FLOAT32: ((float *)e)[0] = (float)v; ((float *)e)[1] = (float)r; break;
+        case DCOLL_2FLOAT32:
+            ((float *)e)[0] = (float)v;
+            ((float *)e)[1] = (float)r;
+            break;
         case DCOLL_2FLOAT64: ((double *)e)[0] = v; ((double *)e)[1] = r; break;
         default: *e = (unsigned char)v; break;   /* integers, logical */
         }
@@ -355,7 +371,8 @@ int main(int argc, char **argv)
         }
         forms(ipc);
         for (int root = 0; hier && root < n; root++) {
-            double *h = malloc(sizeof(double) * N), *d = dev(sizeof(double) * N);
+            double *h = malloc(sizeof(double) * N);
+            double *d = dev(sizeof(double) * N);
             for (int i = 0; i < N; i++)
                 h[i] = me == root ? i + root * 0.5 : -1;
             cudaMemcpy(d, h, sizeof(double) * N, cudaMemcpyHostToDevice);

@@ -399,17 +399,23 @@ static dcoll_status_t work_wait(struct dcoll_work *bw)
                : DCOLL_SUCCESS;
 }
 
+/* Whether h is still in ig's queue. */
+static bool queued(const struct ipc_group *ig, const struct ipc_op *h)
+{
+    for (const struct ipc_op *q = ig ? ig->head : NULL; q; q = q->next)
+        if (q == h)
+            return true;
+    return false;
+}
+
 /* A released work's call stays queued until it is through (its peers
  * count on it), then goes. */
 static void work_release(struct dcoll_work *bw)
 {
     struct ipc_work *w = (struct ipc_work *)bw;
     struct ipc_op *h = w->op;
-    bool queued = false;
     struct ipc_group *ig = bw->group->tl[DCOLL_TL_IPC];
-    for (struct ipc_op *q = ig ? ig->head : NULL; q; q = q->next)
-        queued |= q == h;
-    if (queued) {
+    if (h && queued(ig, h)) {
         h->work = NULL;
         h->orphan = true;
     } else {
@@ -575,7 +581,11 @@ static dcoll_status_t ipc_run(struct dcoll_group *g,
                                       : DCOLL_SUCCESS;
     }
     int rc = dcoll_ipc_drive(ig, h);
-    free(h);
+    /* A failed call's steps stay queued, for the group's free. */
+    if (rc && queued(ig, h))
+        h->orphan = true;
+    else
+        free(h);
     if (rc)
         return failure(ig, g, c->seq, fn, out);
     if (dcoll_opts_ordered(c->opts))
