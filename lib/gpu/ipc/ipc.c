@@ -344,9 +344,15 @@ static dcoll_status_t setup(struct dcoll_group *g, struct ipc_group *ig,
 static struct ipc_group *ipc_group(struct dcoll_group *g)
 {
     struct ipc_group *ig = g->tl[DCOLL_TL_IPC];
-    if (!ig)
-        ig = g->tl[DCOLL_TL_IPC] = calloc(1, sizeof(*ig));
-    return ig;
+    if (ig)
+        return ig;
+    if (!(ig = calloc(1, sizeof(*ig))))
+        return NULL;
+    if (pthread_mutex_init(&ig->lock, NULL)) {
+        free(ig);
+        return NULL;
+    }
+    return g->tl[DCOLL_TL_IPC] = ig;
 }
 
 /* The failure as fn's status: a deadline as the group's timeout, with
@@ -377,12 +383,13 @@ static dcoll_status_t work_test(struct dcoll_work *bw, int *done)
         return dcoll_error(DCOLL_ERR_INTERNAL, "dcoll_work_test: the "
                            "group's IPC record is gone");
     }
-    if (dcoll_ipc_progress(ig)) {
+    bool ended;
+    if (dcoll_ipc_progress(ig, w->op, &ended)) {
         *done = 1;
         return failure(ig, bw->group, bw->seq, "dcoll_work_test",
                        &bw->report);
     }
-    *done = w->op->step == IPC_DONE;
+    *done = ended;
     return DCOLL_SUCCESS;
 }
 
@@ -399,15 +406,6 @@ static dcoll_status_t work_wait(struct dcoll_work *bw)
                : DCOLL_SUCCESS;
 }
 
-/* Whether h is still in ig's queue. */
-static bool queued(const struct ipc_group *ig, const struct ipc_op *h)
-{
-    for (const struct ipc_op *q = ig ? ig->head : NULL; q; q = q->next)
-        if (q == h)
-            return true;
-    return false;
-}
-
 /* A released work's call stays queued until it is through (its peers
  * count on it), then goes. */
 static void work_release(struct dcoll_work *bw)
@@ -415,12 +413,8 @@ static void work_release(struct dcoll_work *bw)
     struct ipc_work *w = (struct ipc_work *)bw;
     struct ipc_op *h = w->op;
     struct ipc_group *ig = bw->group->tl[DCOLL_TL_IPC];
-    if (h && queued(ig, h)) {
-        h->work = NULL;
-        h->orphan = true;
-    } else {
+    if (!h || !ig || !dcoll_ipc_disown(ig, h))
         free(h);
-    }
     free(w);
 }
 
@@ -477,9 +471,11 @@ static bool hier_runs(const struct ipc_group *ig, const struct dcoll_coll *c)
     return !p->nccl_takes || p->nccl_takes(&k) == 0;
 }
 
-/* c's three steps on g's teams, queued: the last one returned. */
+/* c's three steps on g's teams, queued: the last one returned, w's
+ * where w is given. */
 static struct ipc_op *hier(struct dcoll_group *g, struct ipc_group *ig,
-                           const struct dcoll_coll *c, double deadline)
+                           const struct dcoll_coll *c, double deadline,
+                           struct ipc_work *w)
 {
     void *stream = dcoll_opts_stream(c->opts);
     struct ipc_op *s[3] = {NULL, NULL, NULL};
@@ -519,6 +515,7 @@ static struct ipc_op *hier(struct dcoll_group *g, struct ipc_group *ig,
     }
     s[0]->orphan = s[1]->orphan = true;
     s[0]->chained = s[1]->chained = true;
+    s[2]->work = w;
     dcoll_ipc_enqueue(ig, s[0]);
     dcoll_ipc_enqueue(ig, s[1]);
     dcoll_ipc_enqueue(ig, s[2]);
@@ -555,36 +552,41 @@ static dcoll_status_t ipc_run(struct dcoll_group *g,
     }
     double deadline = (c->start > 0 ? c->start : dcoll_now()) +
                       dcoll_gpu_timeout(g);
-    struct ipc_op *h = ig->hier ? hier(g, ig, c, deadline)
-                                : flat(ig, c, deadline);
-    struct ipc_work *w = work && h ? calloc(1, sizeof(*w)) : NULL;
-    if (!h || (work && !w)) {
-        if (h && !ig->hier)
-            free(h);
-        else if (h)
-            h->orphan = true;   /* queued: it runs, and goes */
-        out->refused = !h;
+    /* A work's step knows it before it is queued: another thread's test
+     * may move the queue on at once. */
+    struct ipc_work *w = work ? calloc(1, sizeof(*w)) : NULL;
+    struct ipc_op *h = NULL;
+    if (!work || w)
+        h = ig->hier ? hier(g, ig, c, deadline, w) : flat(ig, c, deadline);
+    if (!h) {
+        free(w);
+        out->refused = true;   /* nothing was queued */
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
                            "call", fn);
     }
     atomic_store_explicit(&dcoll_gpu_latest,
                           dcoll_gpu_latest_pack(g->id, c->seq, c->kind),
                           memory_order_relaxed);
-    if (!ig->hier)
-        dcoll_ipc_enqueue(ig, h);
     if (w) {
         w->op = h;
         h->work = w;
         dcoll_work_init(&w->base, g, &dcoll_ipc_backend);
         *work = &w->base;
-        return dcoll_ipc_progress(ig) ? failure(ig, g, c->seq, fn, out)
-                                      : DCOLL_SUCCESS;
+    }
+    if (!ig->hier)
+        dcoll_ipc_enqueue(ig, h);
+    if (w) {
+        bool ended;
+        if (!dcoll_ipc_progress(ig, NULL, &ended))
+            return DCOLL_SUCCESS;
+        /* Failed as it was posted: no work goes back. */
+        *work = NULL;
+        work_release(&w->base);
+        return failure(ig, g, c->seq, fn, out);
     }
     int rc = dcoll_ipc_drive(ig, h);
     /* A failed call's steps stay queued, for the group's free. */
-    if (rc && queued(ig, h))
-        h->orphan = true;
-    else
+    if (!rc || !dcoll_ipc_disown(ig, h))
         free(h);
     if (rc)
         return failure(ig, g, c->seq, fn, out);
@@ -613,8 +615,9 @@ static void ipc_group_free(struct dcoll_group *g)
     struct ipc_group *ig = g->tl[DCOLL_TL_IPC];
     if (!ig)
         return;
+    bool ended;
     while (ig->head && !*ig->failed) {
-        dcoll_ipc_progress(ig);
+        dcoll_ipc_progress(ig, NULL, &ended);
         if (ig->head)
             dcoll_seg_pause(1);
     }
@@ -625,6 +628,7 @@ static void ipc_group_free(struct dcoll_group *g)
         free(h);
     }
     release(ig);
+    pthread_mutex_destroy(&ig->lock);
     free(ig);
     g->tl[DCOLL_TL_IPC] = NULL;
 }

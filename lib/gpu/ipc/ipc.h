@@ -4,6 +4,7 @@
 #ifndef DCOLL_GPU_IPC_H
 #define DCOLL_GPU_IPC_H
 
+#include <pthread.h>
 #include "gpu.h"
 #include "plugin_abi.h"
 #include "seg.h"
@@ -26,7 +27,10 @@ struct ipc_group {
     void **ready, **done;      /* [k]: their events; this rank's own */
     const void **srcs;         /* [k]: a reduction's inputs */
     uint64_t seq;              /* chunks so far */
-    struct ipc_op *head, *tail; /* queued steps, the oldest first */
+    /* Queued steps, the oldest first, under lock: works may be tested
+     * and waited on from several threads. */
+    pthread_mutex_t lock;
+    struct ipc_op *head, *tail;
     /* Several teams (hier): NCCL among their leaders, one a GPU. */
     bool hier;
     int nteams, team;          /* teams, and this rank's */
@@ -78,10 +82,15 @@ struct ipc_op *dcoll_ipc_op(struct ipc_group *ig, enum dcoll_coll_kind kind,
                             int avg_n, void *stream, double deadline);
 void dcoll_ipc_enqueue(struct ipc_group *ig, struct ipc_op *h);
 /* The queue moved on as far as it goes now, finished steps leaving it
- * (orphans freed); -1 once the transport failed (ig->failed). */
-int dcoll_ipc_progress(struct ipc_group *ig);
+ * (orphans freed); *done (where h is given): whether h is. -1 once the
+ * transport failed (ig->failed). */
+int dcoll_ipc_progress(struct ipc_group *ig, const struct ipc_op *h,
+                       bool *done);
 /* Until h is done: 0, or -1 as progress. */
-int dcoll_ipc_drive(struct ipc_group *ig, struct ipc_op *h);
+int dcoll_ipc_drive(struct ipc_group *ig, const struct ipc_op *h);
+/* h is no caller's any more: where still queued it runs on and is freed
+ * when done (true); else the caller frees it (false). */
+bool dcoll_ipc_disown(struct ipc_group *ig, struct ipc_op *h);
 /* The transport gives up (the first reason stays): -1. */
 int dcoll_ipc_fail(struct ipc_group *ig, bool late, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

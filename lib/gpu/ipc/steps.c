@@ -240,7 +240,7 @@ static int advance(struct ipc_group *ig, struct ipc_op *h)
     }
 }
 
-int dcoll_ipc_progress(struct ipc_group *ig)
+static int progress(struct ipc_group *ig)
 {
     while (ig->head && !*ig->failed) {
         struct ipc_op *h = ig->head;
@@ -265,13 +265,25 @@ int dcoll_ipc_progress(struct ipc_group *ig)
     return *ig->failed ? -1 : 0;
 }
 
-int dcoll_ipc_drive(struct ipc_group *ig, struct ipc_op *h)
+int dcoll_ipc_progress(struct ipc_group *ig, const struct ipc_op *h,
+                       bool *done)
+{
+    pthread_mutex_lock(&ig->lock);
+    int rc = progress(ig);
+    if (h)
+        *done = h->step == IPC_DONE;
+    pthread_mutex_unlock(&ig->lock);
+    return rc;
+}
+
+int dcoll_ipc_drive(struct ipc_group *ig, const struct ipc_op *h)
 {
     double start = dcoll_now();
     for (;;) {
-        if (dcoll_ipc_progress(ig))
+        bool done;
+        if (dcoll_ipc_progress(ig, h, &done))
             return -1;
-        if (h->step == IPC_DONE)
+        if (done)
             return 0;
         dcoll_seg_pause(dcoll_now() - start);
     }
@@ -284,11 +296,27 @@ void dcoll_ipc_enqueue(struct ipc_group *ig, struct ipc_op *h)
             free(h);
         return;
     }
+    pthread_mutex_lock(&ig->lock);
     if (ig->tail)
         ig->tail->next = h;
     else
         ig->head = h;
     ig->tail = h;
+    pthread_mutex_unlock(&ig->lock);
+}
+
+bool dcoll_ipc_disown(struct ipc_group *ig, struct ipc_op *h)
+{
+    bool queued = false;
+    pthread_mutex_lock(&ig->lock);
+    for (const struct ipc_op *q = ig->head; q && !queued; q = q->next)
+        queued = q == h;
+    if (queued) {
+        h->work = NULL;
+        h->orphan = true;
+    }
+    pthread_mutex_unlock(&ig->lock);
+    return queued;
 }
 
 struct ipc_op *dcoll_ipc_op(struct ipc_group *ig, enum dcoll_coll_kind kind,
