@@ -95,12 +95,16 @@ int dcoll_seg_check(const struct dcoll_seg *s, enum dcoll_seg_field f,
     int behind = -1;
     for (int r = 0; r < s->k; r++) {
         struct dcoll_seg_rank *q = &s->rank[r];
-        if (atomic_load_explicit(&q->failed, memory_order_acquire)) {
+        if (atomic_load_explicit(&q->seq[f], memory_order_acquire) >= n)
+            continue;
+        /* Behind, and gave up: it never comes. (One that gave up later,
+         * on a call after this one, has already done its part here.) */
+        if (atomic_load_explicit(&q->failed, memory_order_acquire) &&
+            atomic_load_explicit(&q->seq[f], memory_order_acquire) < n) {
             *late = r;
             return -3;
         }
-        if (behind < 0 &&
-            atomic_load_explicit(&q->seq[f], memory_order_acquire) < n)
+        if (behind < 0)
             behind = r;
     }
     *late = behind;

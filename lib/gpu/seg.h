@@ -43,8 +43,8 @@ void dcoll_seg_post(struct dcoll_seg *s, int me, enum dcoll_seg_field f,
 /* Rank me gives up on the team: the others' waits end at once. */
 void dcoll_seg_fail(struct dcoll_seg *s, int me);
 /* Whether every rank's field f has reached n, without waiting: 0; 1
- * not yet, *late the first rank behind; -3 where a rank failed (*late
- * that rank). */
+ * not yet, *late the first rank behind; -3 where a rank behind failed
+ * (*late that rank): one that failed after reaching n does not count. */
 int dcoll_seg_check(const struct dcoll_seg *s, enum dcoll_seg_field f,
                     uint64_t n, int *late);
 /* The pause between two looks of a wait that began waited seconds ago:
@@ -52,8 +52,9 @@ int dcoll_seg_check(const struct dcoll_seg *s, enum dcoll_seg_field f,
  * (the GPU waits' pacing). */
 void dcoll_seg_pause(double waited);
 /* Until every rank's field f reaches n: 0; -2 once now() passes
- * deadline, -3 where a rank failed; *late gets the first rank not there
- * (-1 when none). Spins, then yields, then sleeps, as the GPU waits do. */
+ * deadline, -3 where a rank behind failed; *late gets the first rank
+ * not there (-1 when none). Spins, then yields, then sleeps, as the GPU
+ * waits do. */
 int dcoll_seg_wait(const struct dcoll_seg *s, enum dcoll_seg_field f,
                    uint64_t n, double deadline, double (*now)(void),
                    int *late);

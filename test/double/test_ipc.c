@@ -4,7 +4,8 @@
  *          bit against the same call on host buffers (AVG, which divides
  *          on the host: on GPU buffers of a group that stages, backend
  *          "mpi"); then async calls waited out of order,
- *          a released work, a plan, MPI's in-place forms, another stream;
+ *          a released work, a plan, MPI's in-place forms, another stream,
+ *          and a call on a stream being captured (refused);
  *   hier   the same on two GPUs of two ranks each (FAKE_UUID_MAP=0,0,1,1):
  *          all_reduce and broadcast go over IPC within each GPU and the
  *          NCCL double among the leaders (ranks 0 and 2), which alone
@@ -305,6 +306,35 @@ static void forms(dcoll_group_t *g)
         cudaFree(d[j]);
 }
 
+/* A call on a stream being captured into a graph: the handshakes run on
+ * the host, so it fails with a status that says so (and the group with
+ * it), never captured half. */
+static void capture(void)
+{
+    dcoll_group_t *g = group(true);
+    cudaStream_t st;
+    cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking);
+    float *d = dev(sizeof(float) * N);
+    dcoll_coll_opts_t o = DCOLL_COLL_OPTS_INIT;
+    o.mask = DCOLL_COLL_OPT_STREAM;
+    o.stream = st;
+    cudaGraph_t graph = NULL;
+    CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeRelaxed) ==
+              cudaSuccess, "begin capture");
+    dcoll_status_t rc = dcoll_all_reduce(g, d, d, N, DCOLL_FLOAT32,
+                                         DCOLL_SUM, &o, NULL);
+    CHECK(rc == DCOLL_ERR_INTERNAL &&
+              strstr(dcoll_last_error(), "captured into a graph"),
+          "a call on a capturing stream: %s (%s)", dcoll_status_string(rc),
+          dcoll_last_error());
+    cudaStreamEndCapture(st, &graph);
+    if (graph)
+        cudaGraphDestroy(graph);
+    cudaFree(d);
+    cudaStreamDestroy(st);
+    dcoll_group_destroy(&g);
+}
+
 /* No ready handshake, rank 0 late: the others read its scratch before
  * its input is there. */
 static void race(dcoll_group_t *g)
@@ -358,6 +388,7 @@ int main(int argc, char **argv)
         race(ipc);
     } else if (!strcmp(mode, "forms")) {
         forms(ipc);
+
     } else {
         dcoll_group_t *staged = group(false);
         static const char *const kinds[] = {
@@ -372,6 +403,8 @@ int main(int argc, char **argv)
                                    (dcoll_op_t)op);
         }
         forms(ipc);
+        if (!hier)
+            capture();
         for (int root = 0; hier && root < n; root++) {
             double *h = malloc(sizeof(double) * N);
             double *d = dev(sizeof(double) * N);

@@ -188,11 +188,17 @@ static int advance(struct ipc_group *ig, struct ipc_op *h)
                 rc = p->copy(mine + (size_t)q * h->len,
                              h->src + (size_t)q * h->b + h->at, h->len, dev,
                              h->stream);
-            if (!rc)
-                rc = p->ipc_record(ig->ready[ig->me], h->stream, dev);
             if (rc)
                 return dcoll_ipc_fail(ig, false, "copying into the scratch "
                                       "on GPU %d: %s", dev, p->last_error());
+            /* Not on a stream being captured into a graph: the
+             * handshakes are the host's. */
+            if (p->ipc_record(ig->ready[ig->me], h->stream, dev))
+                return dcoll_ipc_fail(ig, false, "marking this rank's input "
+                                      "ready on GPU %d (a stream being "
+                                      "captured into a graph cannot carry "
+                                      "IPC calls): %s", dev,
+                                      p->last_error());
             dcoll_seg_post(&ig->seg, ig->me, DCOLL_SEG_READY, h->n);
             h->step = IPC_READ;
             break;
