@@ -56,7 +56,7 @@ static void release(struct ipc_group *ig)
         /* Aborted where a call failed: its finalize would wait for
          * leaders that may never come. */
         if (p->nccl_release)
-            p->nccl_release(ig->lcomm, 10, *ig->failed != '\0');
+            p->nccl_release(ig->lcomm, ig->timeout, *ig->failed != '\0');
         else
             p->nccl_free(ig->lcomm);
     }
@@ -322,6 +322,7 @@ static dcoll_status_t setup(struct dcoll_group *g, struct ipc_group *ig,
         return DCOLL_SUCCESS;
     ig->hier = ig->nteams > 1;
     ig->device = c->device;
+    ig->timeout = dcoll_gpu_timeout(g);
     ig->reduce = reduce;
     ig->scratch_bytes = scratch_size(ig->k);
     ig->chunk_bytes = least < (uint64_t)ig->scratch_bytes ? least

@@ -36,6 +36,7 @@ struct ipc_group {
     int nteams, team;          /* teams, and this rank's */
     int *team_of, *index_of;   /* [group size]: each rank's team, place */
     void *lcomm;               /* the leaders' communicator (leaders) */
+    double timeout;            /* the group's, for its finalize */
     char failed[200];          /* why the transport gave up ("": not) */
     bool late;                 /* it was a deadline */
 };
