@@ -225,7 +225,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
             p.tuning = params->tuning;
     }
     dcoll_status_t st = dcoll_fault_env();
-    if (st || (st = dcoll_stage_env()))
+    if (st || (st = dcoll_stage_env()) || (st = dcoll_ipc_env()))
         return st;
     const char *times = getenv("DCOLL_INIT_TIMES");
     if (times && strcmp(times, "0") && strcmp(times, "1") && times[0])

@@ -48,7 +48,8 @@ size_t dcoll_stage_pinned(void);
  * through pinned host memory and the group's host table; nccl.c's runs
  * them on the group's NCCL communicator, made on first use, and declines
  * (DCOLL_DECLINED) where the group's ranks share a GPU or NCCL lacks the
- * op; ipc/ipc.c's takes what NCCL declines where all share one GPU. Each keeps its record of a group in g->tl[its slot]. */
+ * op; ipc/ipc.c's takes what NCCL declines where ranks share GPUs.
+ * Each keeps its record of a group in g->tl[its slot]. */
 extern const struct dcoll_backend dcoll_staged_backend;
 extern const struct dcoll_backend dcoll_nccl_backend;
 /* ipc/ipc.c: GPU buffers of a group whose ranks share GPUs, moved on
@@ -57,9 +58,9 @@ extern const struct dcoll_backend dcoll_nccl_backend;
  * shared, all_reduce and broadcast go over IPC within each GPU and NCCL
  * among them. */
 extern const struct dcoll_backend dcoll_ipc_backend;
-/* Its settings, read at init with the staging ones (dcoll_stage_env):
- * DCOLL_IPC_SCRATCH (bytes of scratch a rank) and DCOLL_IPC (0: off). */
-extern size_t dcoll_ipc_scratch;
+/* Its settings, read and checked at init: DCOLL_IPC_SCRATCH (bytes of
+ * scratch a rank) and DCOLL_IPC (0: off, which dcoll_ipc_on says). */
+dcoll_status_t dcoll_ipc_env(void);
 extern bool dcoll_ipc_on;
 
 /* staged.c: *device = the GPU that c's buffers are on, or -1 for host
@@ -142,6 +143,16 @@ dcoll_status_t dcoll_gpu_multi_choose(struct dcoll_group *g,
                                       struct dcoll_multi_call *mc,
                                       const int *devices, bool nccl);
 /* Launch c->multi on its clique: the NCCL transport's, for the route. */
+/* The kinds a GPU transport that runs collectives among the group's
+ * ranks (NCCL, IPC) has a row for: one buffer layout a rank, but not
+ * point-to-point, whose communicator or team a peer call must not make,
+ * nor a barrier, which has no buffers and so never comes. */
+static inline bool dcoll_gpu_coll_kind(enum dcoll_coll_kind kind)
+{
+    return dcoll_kind_one_layout(kind) && kind != DCOLL_COLL_BARRIER &&
+           !dcoll_kind_has(kind, DCOLL_KF_PEER);
+}
+
 /* Whether the plugin's NCCL path may see this type and op: not bool,
  * logical, the pair types, the logical ops or MINLOC/MAXLOC, which NCCL
  * lacks and plugins built before API 1.7 have no entry for; complex types only as their real view

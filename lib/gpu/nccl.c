@@ -510,23 +510,10 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
     return DCOLL_SUCCESS;
 }
 
-/* The kinds NCCL has a call for (the plugin's nccl_coll): point-to-point
- * has none here, as the communicator is collective to make and a peer
- * call must not make it; a barrier has no buffers, so never comes. */
-static const bool rows[DCOLL_COLL_KIND_COUNT_] = {
-    [DCOLL_COLL_BROADCAST] = true,
-    [DCOLL_COLL_ALL_REDUCE] = true,
-    [DCOLL_COLL_REDUCE] = true,
-    [DCOLL_COLL_ALL_GATHER] = true,
-    [DCOLL_COLL_GATHER] = true,
-    [DCOLL_COLL_SCATTER] = true,
-    [DCOLL_COLL_REDUCE_SCATTER] = true,
-    [DCOLL_COLL_ALL_TO_ALL] = true,
-};
-
+/* The kinds NCCL has a call for (the plugin's nccl_coll). */
 static bool nccl_runs(enum dcoll_coll_kind kind)
 {
-    return (unsigned)kind < DCOLL_COLL_KIND_COUNT_ && rows[kind];
+    return dcoll_gpu_coll_kind(kind);
 }
 
 /* A plugin built with NCCL, and a GPU to run it on. */

@@ -48,19 +48,6 @@ dcoll_status_t dcoll_stage_env(void)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "
                            "DCOLL_STAGE_PINNED='%s' is not a size (bytes, or "
                            "with K, M or G; 0: pin nothing)", v);
-    /* The IPC transport's (ipc/ipc.c): its scratch, whether it runs. */
-    v = getenv("DCOLL_IPC_SCRATCH");
-    dcoll_ipc_scratch = (size_t)32 << 20;
-    if (v && *v && (!dcoll_parse_bytes(v, &dcoll_ipc_scratch) ||
-                    dcoll_ipc_scratch > ((size_t)1 << 40)))
-        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "
-                           "DCOLL_IPC_SCRATCH='%s' is not a size (bytes, or "
-                           "with K, M or G)", v);
-    v = getenv("DCOLL_IPC");
-    if (v && *v && strcmp(v, "0") && strcmp(v, "1"))
-        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "
-                           "DCOLL_IPC='%s' is not 0 or 1", v);
-    dcoll_ipc_on = !v || strcmp(v, "0") != 0;
     return DCOLL_SUCCESS;
 }
 

@@ -25,8 +25,7 @@
 #include <unistd.h>
 #include <cuda_runtime_api.h>
 #include "cudart_double.h"
-#include "check.h"
-#include "dcoll/dcoll.h"
+#include "testutil.h"
 
 #define N 1100   /* past a 4-KiB chunk for every type */
 int t_rank, t_failures;
@@ -126,24 +125,6 @@ static void extent(const char *kind, int64_t *in, int64_t *out)
     *out = wide_out ? (int64_t)N * n : N;
 }
 
-/* Whether dcoll takes op on dt (a refusal would leave the world
- * unusable): types.h's rules. */
-static bool valid(dcoll_dtype_t dt, dcoll_op_t op)
-{
-    bool pair = dt >= DCOLL_FLOAT32_INT;
-    bool integer = dt <= DCOLL_UINT64;
-    bool logic = op >= DCOLL_LAND && op <= DCOLL_LXOR;
-    if (op == DCOLL_MINLOC || op == DCOLL_MAXLOC || pair)
-        return pair && (op == DCOLL_MINLOC || op == DCOLL_MAXLOC);
-    if (dt == DCOLL_BOOL || dt == DCOLL_LOGICAL)
-        return logic;
-    if (dt == DCOLL_COMPLEX64 || dt == DCOLL_COMPLEX128)
-        return op == DCOLL_SUM || op == DCOLL_PRODUCT || op == DCOLL_AVG;
-    if (op >= DCOLL_BAND)
-        return integer;
-    return true;
-}
-
 /* Equal values: a float64int's padding (bytes 12-15) is no value, and
  * MPI's pair type leaves it alone where IPC copies it. */
 static bool same(const char *a, const char *b, size_t bytes,
@@ -162,7 +143,8 @@ static bool compare(dcoll_group_t *ipc, dcoll_group_t *staged,
                     const char *kind, dcoll_dtype_t dt, dcoll_op_t op)
 {
     size_t esz;
-    if (strstr(kind, "reduce") ? !valid(dt, op)
+    /* Only what dcoll takes: a refusal would leave the world unusable. */
+    if (strstr(kind, "reduce") ? !t_op_ok(dt, op)
                                : dt >= DCOLL_FLOAT32_INT &&
                                      dt != DCOLL_FLOAT64_INT)
         return false;

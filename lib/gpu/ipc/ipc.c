@@ -19,34 +19,42 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "bytes.h"
 #include "ipc.h"
 #include "kinds.h"
 #include "team.h"
 
-size_t dcoll_ipc_scratch = (size_t)32 << 20;
+static size_t scratch_wanted = (size_t)32 << 20;
 bool dcoll_ipc_on = true;
 
-static const bool rows[DCOLL_COLL_KIND_COUNT_] = {
-    [DCOLL_COLL_BROADCAST] = true,
-    [DCOLL_COLL_ALL_REDUCE] = true,
-    [DCOLL_COLL_REDUCE] = true,
-    [DCOLL_COLL_ALL_GATHER] = true,
-    [DCOLL_COLL_GATHER] = true,
-    [DCOLL_COLL_SCATTER] = true,
-    [DCOLL_COLL_REDUCE_SCATTER] = true,
-    [DCOLL_COLL_ALL_TO_ALL] = true,
-};
+dcoll_status_t dcoll_ipc_env(void)
+{
+    const char *v = getenv("DCOLL_IPC_SCRATCH");
+    scratch_wanted = (size_t)32 << 20;
+    if (v && *v && (!dcoll_parse_bytes(v, &scratch_wanted) ||
+                    scratch_wanted > ((size_t)1 << 40)))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "
+                           "DCOLL_IPC_SCRATCH='%s' is not a size (bytes, or "
+                           "with K, M or G)", v);
+    v = getenv("DCOLL_IPC");
+    if (v && *v && strcmp(v, "0") && strcmp(v, "1"))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "
+                           "DCOLL_IPC='%s' is not 0 or 1", v);
+    dcoll_ipc_on = !v || strcmp(v, "0") != 0;
+    return DCOLL_SUCCESS;
+}
 
+/* The kinds NCCL runs: a group that may use NCCL takes either alike. */
 static bool ipc_runs(enum dcoll_coll_kind kind)
 {
-    return (unsigned)kind < DCOLL_COLL_KIND_COUNT_ && rows[kind];
+    return dcoll_gpu_coll_kind(kind);
 }
 
 /* A rank's scratch: DCOLL_IPC_SCRATCH, but 4 KiB a piece at least. */
 static size_t scratch_size(int k)
 {
     size_t least = (size_t)4096 * (size_t)k;
-    return dcoll_ipc_scratch < least ? least : dcoll_ipc_scratch;
+    return scratch_wanted < least ? least : scratch_wanted;
 }
 
 static void release(struct ipc_group *ig)
@@ -274,7 +282,7 @@ static dcoll_status_t setup(struct dcoll_group *g, struct ipc_group *ig,
     me.wanted = dcoll_ipc_on;
     me.reduce = p->reduce != NULL;
     me.nccl = dcoll_gpu_has_nccl();
-    me.scratch = dcoll_ipc_scratch;
+    me.scratch = scratch_wanted;
     ids[g->size] = me;
     dcoll_status_t st = g->svc->exchange(g, &ids[g->size], ids, sizeof(me),
                                          c, out);
