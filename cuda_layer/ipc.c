@@ -2,6 +2,9 @@
  * that processes sharing a GPU export to each other, for the core's IPC
  * transport (lib/gpu/ipc.c). Each call enters the GPU it concerns and
  * leaves the caller's device as it was. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 #include <cuda_runtime_api.h>
 #include "ipc_plugin.h"
@@ -53,6 +56,38 @@ int dcoll_ipc_export(void *base, int device,
     if (e != cudaSuccess)
         return failed("cudaIpcGetMemHandle", e);
     memcpy(handle, &h, sizeof(h));
+    return 0;
+}
+
+/* cuMemGetAddressRange, from the driver cudart has loaded (the double
+ * exports its own); the runtime has no such call. */
+static int (*range_of)(unsigned long long *base, size_t *size,
+                       unsigned long long p);
+static pthread_once_t range_once = PTHREAD_ONCE_INIT;
+
+static void range_load(void)
+{
+    void *drv = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    *(void **)&range_of = dlsym(drv ? drv : RTLD_DEFAULT,
+                                "cuMemGetAddressRange_v2");
+}
+
+int dcoll_ipc_mem_range(const void *p, int device, void **base,
+                        size_t *size)
+{
+    pthread_once(&range_once, range_load);
+    if (!range_of)
+        return dcoll_cuda_fail("cuMemGetAddressRange", "not in the driver");
+    unsigned long long b = 0;
+    size_t n = 0;
+    int old = dcoll_cuda_enter(device);
+    int rc = range_of(&b, &n, (unsigned long long)(uintptr_t)p);
+    dcoll_cuda_leave(old, device);
+    if (rc)
+        return dcoll_cuda_fail("cuMemGetAddressRange", "not device memory "
+                               "of this process");
+    *base = (void *)(uintptr_t)b;
+    *size = n;
     return 0;
 }
 

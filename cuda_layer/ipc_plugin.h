@@ -1,4 +1,5 @@
-/* Inside the plugin: its IPC half (ipc.c), the table's ABI 10 calls. */
+/* Inside the plugin: its IPC half (ipc.c), the table's ABI 10 calls
+ * and ABI 11's mem_range. */
 #ifndef DCOLL_CUDA_IPC_PLUGIN_H
 #define DCOLL_CUDA_IPC_PLUGIN_H
 
@@ -9,6 +10,8 @@ void *dcoll_ipc_dev_alloc(size_t bytes, int device);
 void dcoll_ipc_dev_free(void *p, int device);
 int dcoll_ipc_export(void *base, int device,
                      unsigned char handle[DCOLL_IPC_HANDLE_BYTES]);
+int dcoll_ipc_mem_range(const void *p, int device, void **base,
+                        size_t *size);
 int dcoll_ipc_open(const unsigned char handle[DCOLL_IPC_HANDLE_BYTES],
                    int device, void **p);
 int dcoll_ipc_close(void *p, int device);

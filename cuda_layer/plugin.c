@@ -382,12 +382,13 @@ static const dcoll_cuda_plugin_t table = {
 #ifdef DCOLL_HAVE_KERNELS
     .reduce = dcoll_ipc_reduce,
 #endif
+    .mem_range = dcoll_ipc_mem_range,
 };
 
 __attribute__((visibility("default")))
-const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v10(void);
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v11(void);
 
-const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v10(void)
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v11(void)
 {
     return &table;
 }

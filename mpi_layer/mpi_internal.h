@@ -182,6 +182,16 @@ int dcoll_mpi_big_type(int64_t n, MPI_Datatype base, MPI_Datatype *out);
 /* collectives.c: free the cached work handle (at stop). */
 void dcoll_mpi_work_cache_free(void);
 
+/* sub.c: the services' communicators of some ranks of a group. */
+dcoll_status_t dcoll_mpi_sub_make(struct dcoll_group *g, bool member,
+                                  int key, void **comm);
+void dcoll_mpi_sub_free(void *comm);
+dcoll_status_t dcoll_mpi_sub_post(void *comm, enum dcoll_coll_kind kind,
+                                  void *buf, int64_t count,
+                                  dcoll_dtype_t dtype, dcoll_op_t op,
+                                  int root, void **req);
+int dcoll_mpi_sub_test(void **req);
+
 /* Turn an MPI error code into a dcoll status and message. */
 dcoll_status_t dcoll_mpi_error(int rc, const char *call);
 

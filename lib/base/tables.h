@@ -29,6 +29,7 @@ struct dcoll_coll {
     const int64_t *counts, *displs, *counts2, *displs2;
     bool in_place;          /* the public call's in-place pattern was used */
     bool async;             /* posted with a work handle */
+    bool planned;           /* a plan's: its buffers outlive the call */
     const dcoll_coll_opts_t *opts;
     const char *fn;         /* public name for messages; NULL: by kind */
     double start;           /* dcoll_now() when it began, 0 if unread */
@@ -237,6 +238,11 @@ struct dcoll_backend {
      * must run. Asked once, at plan time. */
     struct dcoll_plan_run *(*plan_quick)(void *state);
     dcoll_status_t (*plan_failed)(const void *state, int code);
+    /* A plan of g on GPU buffers (one without a state: each start takes
+     * the GPU route) was freed on this rank: the transport drops what it
+     * keeps of buffers it read in place (the others' mappings), whose
+     * owners may free them once their plans are gone. NULL: none. */
+    void (*plan_released)(struct dcoll_group *g);
     /* Work it left running without a wait (stream-ordered calls),
      * sampled by the watchdog's thread about every tenth of a second:
      * true, with why and the kind of the call that failed, where it found
@@ -300,6 +306,19 @@ struct dcoll_comm_ops {
                                void *all, size_t len,
                                const struct dcoll_coll *c,
                                struct dcoll_outcome *out);
+    /* A communicator of the ranks of g that pass member, ordered by key
+     * (collective over g; NULL on the others), for the GPU layer's
+     * leaders; sub_free frees it. sub_post starts, in place on host
+     * memory buf, an all_reduce (op) or a broadcast from root over it;
+     * sub_test: 1 once that ended (*req then freed), 0 not yet, -1
+     * failed (message set). */
+    dcoll_status_t (*sub_make)(struct dcoll_group *g, bool member, int key,
+                               void **comm);
+    void (*sub_free)(void *comm);
+    dcoll_status_t (*sub_post)(void *comm, enum dcoll_coll_kind kind,
+                               void *buf, int64_t count, dcoll_dtype_t dtype,
+                               dcoll_op_t op, int root, void **req);
+    int (*sub_test)(void **req);
 
     /* Joining processes no launcher started (launch/join.c drives it).
      * join_server: rank 0 starts what this MPI needs for singletons to

@@ -202,6 +202,7 @@ dcoll_status_t dcoll_plan_make(dcoll_group_t *group, struct dcoll_coll *c,
         member = g->rank != DCOLL_NON_MEMBER;
     }
     p->c = *c;
+    p->c.planned = true;
     if (!g) {
         free(p);
         return local;   /* no group to tell */
@@ -473,6 +474,8 @@ dcoll_status_t dcoll_plan_free(dcoll_plan_t **plan)
     /* Once its group is gone (or dcoll finished) nothing of it runs. */
     if (p->group && p->work && !p->work->done)
         return running(p, __func__, "freeing it");
+    if (p->group && p->member && !p->tl)
+        dcoll_route_plan_released(p->group);
     unhook(p);
     free(p->arrays);
     p->magic = DCOLL_DEAD_MAGIC;

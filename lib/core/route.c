@@ -119,6 +119,14 @@ dcoll_status_t dcoll_route_gpu(struct dcoll_group *g,
     return DCOLL_DECLINED;
 }
 
+void dcoll_route_plan_released(struct dcoll_group *g)
+{
+    for (int i = 0; i < DCOLL_TL_COUNT_; i++)
+        if (transports[i] && transports[i]->memory == DCOLL_TL_GPU &&
+            transports[i]->plan_released)
+            transports[i]->plan_released(g);
+}
+
 dcoll_status_t dcoll_route_slow(struct dcoll_group *g, struct dcoll_coll *c,
                                 struct dcoll_work **work,
                                 struct dcoll_outcome *out)

@@ -39,6 +39,9 @@ dcoll_status_t dcoll_route_gpu(struct dcoll_group *g,
                                struct dcoll_work **work,
                                struct dcoll_outcome *out);
 
+/* A plan of g on GPU buffers was freed here: each GPU transport's
+ * plan_released. */
+void dcoll_route_plan_released(struct dcoll_group *g);
 /* Whether g's multi-buffer calls may take NCCL cliques (lib/gpu/multi.c
  * asks the plugin and the ranks the rest). */
 bool dcoll_route_multi_nccl(const struct dcoll_group *g);

@@ -140,6 +140,11 @@ void dcoll_ipc_cache_put(struct dcoll_ipc_cache *c, void *p)
     bound(c);
 }
 
+void dcoll_ipc_cache_trim(struct dcoll_ipc_cache *c)
+{
+    close_unused(c, -1);
+}
+
 int dcoll_ipc_cache_open(const struct dcoll_ipc_cache *c)
 {
     return c->n;

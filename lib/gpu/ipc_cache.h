@@ -7,7 +7,7 @@
  * still covers is refused by CUDA (cudaErrorAlreadyMapped): the peer's
  * unused mappings are closed and the open tried again. Unused mappings
  * beyond a bound are closed, oldest use first. No locks: one per
- * thread that uses it (a group's transport record). */
+ * thread that uses it (a group's transport record, under its lock). */
 #ifndef DCOLL_GPU_IPC_CACHE_H
 #define DCOLL_GPU_IPC_CACHE_H
 
@@ -31,6 +31,8 @@ int dcoll_ipc_cache_get(struct dcoll_ipc_cache *c, int peer, uint64_t base,
                         const unsigned char handle[DCOLL_IPC_HANDLE_BYTES],
                         void **p);
 void dcoll_ipc_cache_put(struct dcoll_ipc_cache *c, void *p);
+/* Close every mapping no call holds. */
+void dcoll_ipc_cache_trim(struct dcoll_ipc_cache *c);
 
 /* Mappings open now (for tests and dcoll-info); why the last get
  * failed. */

@@ -9,7 +9,8 @@
 #include <unistd.h>
 #include "seg.h"
 
-_Static_assert(sizeof(struct dcoll_seg_rank) == 64, "a cache line a rank");
+_Static_assert(sizeof(struct dcoll_seg_rank) == 64 + DCOLL_SEG_BOX,
+               "a cache line of numbers a rank, then its box");
 
 static int map(int fd, int k, struct dcoll_seg *s)
 {

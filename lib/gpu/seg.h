@@ -16,11 +16,18 @@
 enum dcoll_seg_field { DCOLL_SEG_READY, DCOLL_SEG_DONE, DCOLL_SEG_CLOSED,
                        DCOLL_SEG_FIELDS };
 
-/* One rank's line, a cache line of its own. */
+/* What a rank tells the others with its READY post, in its writer's own
+ * format (the IPC transport's: where its input is). */
+#define DCOLL_SEG_BOX 128
+
+/* One rank's lines: its numbers, a cache line of their own, then its
+ * box, written before a READY post and read by the others after it; it
+ * may change only once every rank posted DONE as far. */
 struct dcoll_seg_rank {
     _Atomic uint64_t seq[DCOLL_SEG_FIELDS];
     _Atomic uint32_t failed;   /* set once: the rank gave up on the team */
     char pad[64 - DCOLL_SEG_FIELDS * 8 - 4];
+    unsigned char box[DCOLL_SEG_BOX];
 };
 
 struct dcoll_seg {

@@ -386,6 +386,33 @@ bool fake_block_of(const void *p, int *device, size_t *off, size_t *size,
     return found;
 }
 
+/* The driver's cuMemGetAddressRange (cuda.h: CUresult, CUdeviceptr):
+ * the live cudaMalloc block p lies in, of this process's arena; 1
+ * (CUDA_ERROR_INVALID_VALUE) for anything else, memory opened from a
+ * peer included, as this double keeps no ranges for those. */
+API int cuMemGetAddressRange_v2(unsigned long long *base, size_t *size,
+                                unsigned long long dptr)
+{
+    init();
+    const char *p = (const char *)(uintptr_t)dptr;
+    int d = arena_dev_of(p);
+    if (d < 0)
+        return 1;
+    size_t o = (size_t)(p - dev_base) - ARENA_PER_DEV * (size_t)d;
+    int rc = 1;
+    pthread_mutex_lock(&mem_lock);
+    for (struct block *b = blocks[d]; b && rc; b = b->next)
+        if (b->used && o >= b->off && o < b->off + b->size) {
+            *base = (unsigned long long)(uintptr_t)(dev_base +
+                                                    ARENA_PER_DEV * (size_t)d +
+                                                    b->off);
+            *size = b->size;
+            rc = 0;
+        }
+    pthread_mutex_unlock(&mem_lock);
+    return rc;
+}
+
 static struct range *range_of(const void *p)
 {
     for (struct range *r = ranges; r; r = r->next)
@@ -1073,6 +1100,13 @@ static struct op *op_new(enum op_kind kind)
     return o;
 }
 
+static atomic_long to_host;   /* copies from the device to the host */
+
+API long fake_cuda_to_host(void)
+{
+    return atomic_load(&to_host);
+}
+
 static cudaError_t copy_async(void *dst, const void *src, size_t bytes,
                               cudaStream_t h, void *owned)
 {
@@ -1080,6 +1114,8 @@ static cudaError_t copy_async(void *dst, const void *src, size_t bytes,
     STICKY();
     if (!bytes)
         return cudaSuccess;
+    if (dev_of(src) >= 0 && dev_of(dst) < 0)
+        atomic_fetch_add(&to_host, 1);
     if (atomic_load(&copies_left) >= 0 &&
         atomic_fetch_sub(&copies_left, 1) == 0) {
         fake_cuda_fault();

@@ -31,9 +31,13 @@ int fake_cuda_enqueue(void *stream, void (*fn)(void *), void *arg,
 void *fake_cuda_real(const void *p);
 /* The driver's context calls, as cuda.h declares them (0: success). */
 int cuCtxGetCurrent(void **ctx);
+int cuMemGetAddressRange_v2(unsigned long long *base, size_t *size,
+                            unsigned long long dptr);
 int cuCtxSetCurrent(void *ctx);
 /* The device p is on, or -1. */
 int fake_cuda_device_of(const void *p);
+/* Copies from device to host memory so far (any cudaMemcpy*). */
+long fake_cuda_to_host(void);
 /* cudaIpcOpenMemHandle calls that succeeded so far. */
 long fake_cuda_ipc_opens(void);
 /* 1 once the process's exit has torn the runtime down. */

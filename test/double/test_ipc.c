@@ -9,13 +9,19 @@
  *   hier   the same on two GPUs of two ranks each (FAKE_UUID_MAP=0,0,1,1):
  *          all_reduce and broadcast go over IPC within each GPU and the
  *          NCCL double among the leaders (ranks 0 and 2), which alone
- *          make NCCL calls; the other kinds stage;
+ *          make NCCL calls (with DCOLL_IPC_TEST_LEADERS=mpi, as where
+ *          NCCL is missing, the leaders stage over MPI and none does);
+ *          the other kinds stage;
+ *          plans of every kind on inputs read where they are (zero
+ *          copy: peers' buffers mapped once, then found in the cache);
+ *   stale  a plan's input freed and allocated again, larger, at the same
+ *          address: the peer maps the new allocation, not the stale one;
  *   race   with DCOLL_IPC_TEST_SKIP=ready (no ready handshake) and one
  *          rank late, results must come out wrong: proof that the double
  *          sees a missing handshake (the test fails if all are right).
  * Values are small integers, exact in every type, so any order of the
  * same inputs gives the same bits.
- *   mpirun -n 2|4 test_ipc [all|hier|race] */
+ *   mpirun -n 2|4 test_ipc [all|hier|stale|race] */
 #include <mpi.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -288,6 +294,156 @@ static void forms(dcoll_group_t *g)
         cudaFree(d[j]);
 }
 
+/* Every kind planned on inputs large enough to be read where they are
+ * (zero copy), against the same call made blocking (through scratch):
+ * the first start maps the peers' buffers, later starts find them in
+ * the import cache; an in-place plan goes through scratch. */
+static void planned(dcoll_group_t *g, bool flat)
+{
+    enum { C = 20000 };   /* 80 KB of int32: past IPC_IN_PLACE_LEAST */
+    static const char *const kinds[] = {
+        "broadcast", "all_reduce", "reduce", "all_gather", "gather",
+        "scatter", "reduce_scatter", "all_to_all"};
+    for (size_t k = 0; k < sizeof(kinds) / sizeof(*kinds); k++) {
+        const char *kind = kinds[k];
+        bool wide_in = !strcmp(kind, "scatter") ||
+                       !strcmp(kind, "reduce_scatter") ||
+                       !strcmp(kind, "all_to_all");
+        bool wide_out = !strcmp(kind, "all_gather") ||
+                        !strcmp(kind, "gather") || !strcmp(kind, "all_to_all");
+        size_t ib = sizeof(int) * C * (size_t)(wide_in ? n : 1);
+        size_t ob = sizeof(int) * C * (size_t)(wide_out ? n : 1);
+        int *hs = malloc(ib);
+        int *ds = dev(ib), *dr = dev(ob), *dw = dev(ob);
+        char *want = NULL, *got = NULL;
+        dcoll_plan_t *p = NULL;
+        int root = 1 % n;
+        dcoll_op_t op = DCOLL_SUM;
+        if (!strcmp(kind, "broadcast"))
+            CHECK_OK(dcoll_broadcast_plan(g, dr, C, DCOLL_INT32, root, NULL,
+                                          &p));
+        else if (!strcmp(kind, "all_reduce"))
+            CHECK_OK(dcoll_all_reduce_plan(g, ds, dr, C, DCOLL_INT32, op,
+                                           NULL, &p));
+        else if (!strcmp(kind, "reduce"))
+            CHECK_OK(dcoll_reduce_plan(g, ds, dr, C, DCOLL_INT32, op, root,
+                                       NULL, &p));
+        else if (!strcmp(kind, "all_gather"))
+            CHECK_OK(dcoll_all_gather_plan(g, ds, dr, C, DCOLL_INT32, NULL,
+                                           &p));
+        else if (!strcmp(kind, "gather"))
+            CHECK_OK(dcoll_gather_plan(g, ds, dr, C, DCOLL_INT32, root, NULL,
+                                       &p));
+        else if (!strcmp(kind, "scatter"))
+            CHECK_OK(dcoll_scatter_plan(g, ds, dr, C, DCOLL_INT32, root, NULL,
+                                        &p));
+        else if (!strcmp(kind, "reduce_scatter"))
+            CHECK_OK(dcoll_reduce_scatter_plan(g, ds, dr, C, DCOLL_INT32, op,
+                                               NULL, &p));
+        else
+            CHECK_OK(dcoll_all_to_all_plan(g, ds, dr, C, DCOLL_INT32, NULL,
+                                           &p));
+        long opened = fake_cuda_ipc_opens(), first = 0;
+        for (int s = 0; s < 3 && p; s++) {
+            for (size_t i = 0; i < ib / sizeof(int); i++)
+                hs[i] = (int)((size_t)me * 7 + i % 11) + s;
+            cudaMemcpy(ds, hs, ib, cudaMemcpyHostToDevice);
+            cudaMemcpy(dr, hs, ib < ob ? ib : ob, cudaMemcpyHostToDevice);
+            cudaMemcpy(dw, hs, ib < ob ? ib : ob, cudaMemcpyHostToDevice);
+            CHECK_OK(call(g, kind, ds, dw, C, DCOLL_INT32, op, NULL, NULL));
+            CHECK_OK(dcoll_plan_start(p, NULL));
+            want = host(dw, ob);
+            got = host(dr, ob);
+            bool rooted = !strcmp(kind, "reduce") || !strcmp(kind, "gather");
+            CHECK((rooted && me != root) || !memcmp(want, got, ob),
+                  "%s planned on %zu bytes, start %d: not the blocking "
+                  "call's result", kind, ib, s);
+            free(want);
+            free(got);
+            if (s == 0)
+                first = fake_cuda_ipc_opens() - opened;
+        }
+        /* Where this rank reads others' inputs, it mapped them once. */
+        bool reads = !((!strcmp(kind, "broadcast") ||
+                        !strcmp(kind, "scatter")) && me == root) &&
+                     !(!strcmp(kind, "reduce") && me != root) &&
+                     !(!strcmp(kind, "gather") && me != root);
+        CHECK(!flat || !reads ||
+                  (first > 0 && fake_cuda_ipc_opens() - opened == first),
+              "%s planned: %ld buffers mapped at the first start, %ld in "
+              "all; want some, then none (zero copy, the cache)", kind,
+              first, fake_cuda_ipc_opens() - opened);
+        dcoll_plan_free(&p);
+        cudaFree(ds);
+        cudaFree(dr);
+        cudaFree(dw);
+        free(hs);
+    }
+    /* In place: each rank writes what the others read, so scratch. */
+    int *d = dev(sizeof(int) * C), *h = malloc(sizeof(int) * C);
+    dcoll_plan_t *p = NULL;
+    CHECK_OK(dcoll_all_reduce_plan(g, d, d, C, DCOLL_INT32, DCOLL_SUM, NULL,
+                                   &p));
+    for (int i = 0; i < C; i++)
+        h[i] = me + i;
+    cudaMemcpy(d, h, sizeof(int) * C, cudaMemcpyHostToDevice);
+    CHECK_OK(dcoll_plan_start(p, NULL));
+    cudaMemcpy(h, d, sizeof(int) * C, cudaMemcpyDeviceToHost);
+    for (int i = 0; i < C; i++)
+        if (h[i] != n * (n - 1) / 2 + n * i) {
+            CHECK(0, "in-place plan [%d]: %d", i, h[i]);
+            break;
+        }
+    dcoll_plan_free(&p);
+    cudaFree(d);
+    free(h);
+}
+
+/* A plan kept while rank 0 frees its input and allocates a larger one at
+ * the same address, planned again: the new allocation's handle differs,
+ * so the peer's cache drops its stale mapping (which covers the old size
+ * only) and maps the new one. */
+static void stale(dcoll_group_t *g)
+{
+    enum { C = 20000 };
+    /* x last: freed, its block joins the free end, where y goes. */
+    int *r = dev(sizeof(int) * 2 * C), *x = dev(sizeof(int) * C);
+    int *h = malloc(sizeof(int) * 2 * C);
+    dcoll_plan_t *p1 = NULL, *p2 = NULL;
+    for (int i = 0; i < 2 * C; i++)
+        h[i] = me + i;
+    cudaMemcpy(x, h, sizeof(int) * C, cudaMemcpyHostToDevice);
+    CHECK_OK(dcoll_all_reduce_plan(g, x, r, C, DCOLL_INT32, DCOLL_SUM, NULL,
+                                   &p1));
+    CHECK_OK(dcoll_plan_start(p1, NULL));
+    long opened = fake_cuda_ipc_opens();
+    uintptr_t was = (uintptr_t)x;
+    cudaFree(x);
+    int *y = dev(sizeof(int) * 2 * C);
+    int moved = (uintptr_t)y != was;
+    MPI_Allreduce(MPI_IN_PLACE, &moved, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    CHECK(!moved, "the double gave the new buffer another address: the "
+          "test needs the old one");
+    cudaMemcpy(y, h, sizeof(int) * 2 * C, cudaMemcpyHostToDevice);
+    CHECK_OK(dcoll_all_reduce_plan(g, y, r, 2 * C, DCOLL_INT32, DCOLL_SUM,
+                                   NULL, &p2));
+    CHECK_OK(dcoll_plan_start(p2, NULL));
+    cudaMemcpy(h, r, sizeof(int) * 2 * C, cudaMemcpyDeviceToHost);
+    for (int i = 0; i < 2 * C; i++)
+        if (h[i] != n * (n - 1) / 2 + n * i) {
+            CHECK(0, "after the reallocation [%d]: %d, want %d", i, h[i],
+                  n * (n - 1) / 2 + n * i);
+            break;
+        }
+    CHECK(fake_cuda_ipc_opens() - opened == 1, "the new buffer mapped %ld "
+          "times, want once", fake_cuda_ipc_opens() - opened);
+    dcoll_plan_free(&p1);
+    dcoll_plan_free(&p2);
+    cudaFree(y);
+    cudaFree(r);
+    free(h);
+}
+
 /* A call on a stream being captured into a graph: the handshakes run on
  * the host, so it fails with a status that says so (and the group with
  * it), never captured half. */
@@ -368,9 +524,8 @@ int main(int argc, char **argv)
           fake_cuda_ipc_opens() - opened, peers);
     if (!strcmp(mode, "race")) {
         race(ipc);
-    } else if (!strcmp(mode, "forms")) {
-        forms(ipc);
-
+    } else if (!strcmp(mode, "stale")) {
+        stale(ipc);
     } else {
         dcoll_group_t *staged = group(false);
         static const char *const kinds[] = {
@@ -385,6 +540,7 @@ int main(int argc, char **argv)
                                    (dcoll_op_t)op);
         }
         forms(ipc);
+        planned(ipc, !hier);
         if (!hier)
             capture();
         for (int root = 0; hier && root < n; root++) {
@@ -402,11 +558,27 @@ int main(int argc, char **argv)
             free(h);
             cudaFree(d);
         }
-        /* NCCL on the leaders only: one rank a GPU. */
-        bool leader = me % 2 == 0;
+        /* A team member's all_reduce never leaves the GPU: its team's
+         * steps are IPC's, and only leaders stage (where they do). */
+        if (hier) {
+            float *d = dev(sizeof(float) * N);
+            cudaMemset(d, 0, sizeof(float) * N);
+            cudaDeviceSynchronize();
+            long before = fake_cuda_to_host();
+            CHECK_OK(dcoll_all_reduce(ipc, d, d, N, DCOLL_FLOAT32, DCOLL_SUM,
+                                      NULL, NULL));
+            long moved = fake_cuda_to_host() - before;
+            CHECK(me % 2 == 0 || moved == 0, "a team member's all_reduce "
+                  "copied to the host %ld times: it staged", moved);
+            cudaFree(d);
+        }
+        /* NCCL on the leaders only: one rank a GPU; none where they
+         * stage over MPI (DCOLL_IPC_TEST_LEADERS=mpi, as without NCCL). */
+        const char *lead = getenv("DCOLL_IPC_TEST_LEADERS");
+        bool leader = me % 2 == 0 && !(lead && !strcmp(lead, "mpi"));
         CHECK(!hier || (fake_nccl_calls() > 0) == leader, "rank %d made %ld "
               "NCCL calls as a %s", me, fake_nccl_calls(),
-              leader ? "leader" : "team member");
+              leader ? "leader" : "team member or MPI leader");
         dcoll_group_destroy(&staged);
         if (me == 0)
             printf("ipc: %d kind, type and op combinations, bit for bit\n",

@@ -222,13 +222,25 @@ static void through_plugin(void)
     void *h = path ? dlopen(path, RTLD_NOW) : NULL;
     const dcoll_cuda_plugin_t *(*entry)(void) = NULL;
     if (h)
-        *(void **)&entry = dlsym(h, "dcoll_cuda_plugin_v10");
+        *(void **)&entry = dlsym(h, DCOLL_CUDA_PLUGIN_ENTRY);
     const dcoll_cuda_plugin_t *p = entry ? entry() : NULL;
-    REQUIRE_VOID(p && p->abi == 10 && p->ipc_open, "the plugin's IPC (%s)",
+    REQUIRE_VOID(p && p->abi == DCOLL_PLUGIN_ABI && p->ipc_open,
+                 "the plugin's IPC (%s)",
                  path ? path : "DCOLL_CUDA_PLUGIN unset");
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     int *buf = p->dev_alloc(sizeof(int) * N, 0), *out = NULL, *pbuf = NULL;
+    /* The allocation of a pointer inside it (ABI 11), none of a host
+     * pointer. */
+    void *base = NULL;
+    size_t size = 0;
+    CHECK(p->mem_range && p->mem_range(buf + 5, 0, &base, &size) == 0 &&
+              base == (void *)buf && size >= sizeof(int) * N,
+          "mem_range of a pointer 20 bytes into an allocation: base %p "
+          "(want %p), %zu bytes", base, (void *)buf, size);
+    CHECK(p->mem_range(&size, 0, &base, &size) == -1 &&
+              strstr(p->last_error(), "cuMemGetAddressRange"),
+          "mem_range of host memory: %s", p->last_error());
     cudaMalloc((void **)&out, sizeof(int) * N);
     fill(buf, 7, s);
     fill(out, 0, s);

@@ -9,9 +9,10 @@
  *                  with NCCL's grouping rules enforced;
  *   FAKE_SHARED_UUID=1  every process's GPU i has the same identity, as
  *                  processes sharing real GPUs do.
- * Built once per plugin ABI the loader takes (FAKE_ABI 4 to 9, the
- * current one, 10, by default; the fake has no IPC), exporting that version's entry point and
- * table, so that every adapter of lib/gpu/ runs under the tests.
+ * Built once per plugin ABI the loader takes (FAKE_ABI 4 to 10, and
+ * the current one, 11, by default; the fake has no IPC), exporting that
+ * version's entry point and table, so that every adapter of lib/gpu/
+ * runs under the tests.
  * Never installed. */
 #include <stdint.h>
 #include <stdio.h>
@@ -127,7 +128,7 @@ static int device_uuid(int device, unsigned char uuid[16])
 }
 
 #ifndef FAKE_ABI
-#define FAKE_ABI 10
+#define FAKE_ABI 11
 #endif
 #if FAKE_ABI == 4
 typedef struct dcoll_cuda_plugin_v4 fake_table_t;
@@ -147,9 +148,12 @@ typedef struct dcoll_cuda_plugin_v8 fake_table_t;
 #elif FAKE_ABI == 9   /* no gpu_view: the core asks select_device */
 typedef struct dcoll_cuda_plugin_v9 fake_table_t;
 #define FAKE_ENTRY dcoll_cuda_plugin_v9
-#else   /* version 10, without IPC (its calls NULL) nor gpu_view */
+#elif FAKE_ABI == 10   /* no mem_range */
 typedef struct dcoll_cuda_plugin_v10 fake_table_t;
 #define FAKE_ENTRY dcoll_cuda_plugin_v10
+#else   /* version 11, without IPC (its calls NULL) nor gpu_view */
+typedef struct dcoll_cuda_plugin_v11 fake_table_t;
+#define FAKE_ENTRY dcoll_cuda_plugin_v11
 #endif
 
 #if FAKE_ABI == 4

@@ -3,12 +3,13 @@
  * instead of through host memory and MPI. NCCL refuses such groups.
  *   one team      every rank on one GPU: every kind of a row, every type
  *                 and op, among the team;
- *   several       some GPUs shared, and NCCL on every rank: all_reduce
- *                 and broadcast in three steps (hier): within each team
- *                 over IPC to its leader (its lowest rank), NCCL among
- *                 the leaders (one rank a GPU, which NCCL accepts), and
- *                 within each team over IPC from its leader again; the
- *                 other kinds, and ops NCCL lacks, are declined;
+ *   several       some GPUs shared: all_reduce and broadcast in three
+ *                 steps (hier): within each team over IPC to its leader
+ *                 (its lowest rank), NCCL among the leaders (one rank a
+ *                 GPU, which NCCL accepts; without NCCL on every rank,
+ *                 MPI on host copies), and within each team over IPC
+ *                 from its leader again; the other kinds, and ops the
+ *                 leaders' call lacks, are declined;
  *   else          declined.
  * Each rank owns a scratch buffer on the GPU, exported once to its team,
  * and two interprocess events; a control segment (seg.h) per team holds
@@ -69,6 +70,13 @@ static void release(struct ipc_group *ig)
             p->nccl_free(ig->lcomm);
     }
     ig->lcomm = NULL;
+    /* Not where a staged call failed: MPI may still use it. */
+    if (ig->mcomm && !*ig->failed)
+        ig->svc->sub_free(ig->mcomm);
+    ig->mcomm = NULL;
+    /* The peers' buffers first: mapped from their allocations. */
+    dcoll_ipc_cache_free(ig->cache);
+    ig->cache = NULL;
     if (p && ig->peer) {
         for (int j = 0; j < ig->k; j++) {
             if (j != ig->me && ig->peer[j])
@@ -101,11 +109,13 @@ static void release(struct ipc_group *ig)
     free(ig->ready);
     free(ig->done);
     free(ig->srcs);
+    free(ig->from);
     free(ig->members);
     free(ig->team_of);
     free(ig->index_of);
     ig->peer = ig->ready = ig->done = NULL;
     ig->srcs = NULL;
+    ig->from = NULL;
     ig->members = ig->team_of = ig->index_of = NULL;
 }
 
@@ -152,7 +162,13 @@ static int make_team(struct dcoll_group *g, struct ipc_group *ig,
     ig->ready = calloc((size_t)k, sizeof(void *));
     ig->done = calloc((size_t)k, sizeof(void *));
     ig->srcs = calloc((size_t)k, sizeof(void *));
-    int ok = all && ig->peer && ig->ready && ig->done && ig->srcs;
+    ig->from = calloc((size_t)k, sizeof(*ig->from));
+    /* Zero copy where the plugin can find an allocation: a few of each
+     * peer's buffers kept mapped between a plan's starts. */
+    if (p->mem_range)
+        ig->cache = dcoll_ipc_cache_new(p, dev, 8 * k);
+    int ok = all && ig->peer && ig->ready && ig->done && ig->srcs &&
+             ig->from && (ig->cache || !p->mem_range);
     if (!ok)
         snprintf(why, len, "no memory");
     if (ok && me == 0) {
@@ -215,33 +231,44 @@ static int make_team(struct dcoll_group *g, struct ipc_group *ig,
     return ok ? 0 : -1;
 }
 
-/* The leaders' NCCL communicator (hier): one rank a GPU. Collective over
- * g; the others make none. */
+/* The leaders' communicator (hier): NCCL's, one rank a GPU, or without
+ * NCCL an MPI one, ordered by team. Collective over g; the others make
+ * none. */
 static int make_leaders(struct dcoll_group *g, struct ipc_group *ig,
                         char *why, size_t len)
 {
     const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
-    char *id = calloc(1, p->nccl_bytes);
-    int ok = id && (g->rank != 0 || p->nccl_id(id) == 0);
-    if (g->svc->agree(g, &ok) || !ok ||
-        g->svc->bcast_bytes(g, id, p->nccl_bytes, 0)) {
+    const char *what = ig->mpi_leaders ? "MPI" : "NCCL";
+    int ok = 1;
+    if (ig->mpi_leaders) {
+        ok = g->svc->sub_make(g, ig->me == 0, ig->team, &ig->mcomm) ==
+             DCOLL_SUCCESS;
+        if (!ok)
+            snprintf(why, len, "the leaders' MPI communicator: %s",
+                     dcoll_last_error());
+    } else {
+        char *id = calloc(1, p->nccl_bytes);
+        ok = id && (g->rank != 0 || p->nccl_id(id) == 0);
+        if (g->svc->agree(g, &ok) || !ok ||
+            g->svc->bcast_bytes(g, id, p->nccl_bytes, 0)) {
+            free(id);
+            snprintf(why, len, "rank 0 could not make an NCCL id");
+            return -1;
+        }
+        if (ig->me == 0 &&
+            p->nccl_comm(id, ig->nteams, ig->team, ig->device,
+                         dcoll_gpu_timeout(g), &ig->lcomm)) {
+            snprintf(why, len, "the leaders' NCCL communicator: %s",
+                     p->last_error());
+            ok = 0;
+        }
         free(id);
-        snprintf(why, len, "rank 0 could not make an NCCL id");
-        return -1;
     }
-    if (ig->me == 0 &&
-        p->nccl_comm(id, ig->nteams, ig->team, ig->device,
-                     dcoll_gpu_timeout(g), &ig->lcomm)) {
-        snprintf(why, len, "the leaders' NCCL communicator: %s",
-                 p->last_error());
-        ok = 0;
-    }
-    free(id);
     if (g->svc->agree(g, &ok))
         ok = 0;
     if (!ok && !*why)
-        snprintf(why, len, "another leader could not make the NCCL "
-                 "communicator");
+        snprintf(why, len, "another leader could not make the %s "
+                 "communicator", what);
     return ok ? 0 : -1;
 }
 
@@ -316,9 +343,9 @@ static dcoll_status_t setup(struct dcoll_group *g, struct ipc_group *ig,
     int biggest = 0;
     for (int j = 0; j < t.n; j++)
         biggest = t.size[j] > biggest ? t.size[j] : biggest;
-    /* One team of several, or several teams (some of several) with NCCL
-     * for their leaders. */
-    bool takes = ok && wanted && biggest > 1 && (t.n == 1 || nccl);
+    /* One team of several, or several teams (some of several), with NCCL
+     * for their leaders or else MPI. */
+    bool takes = ok && wanted && biggest > 1;
     if (takes && place(g, ig, &t)) {
         dcoll_teams_free(&t);
         release(ig);
@@ -329,6 +356,9 @@ static dcoll_status_t setup(struct dcoll_group *g, struct ipc_group *ig,
     if (!takes)
         return DCOLL_SUCCESS;
     ig->hier = ig->nteams > 1;
+    const char *lead = getenv("DCOLL_IPC_TEST_LEADERS");
+    ig->mpi_leaders = ig->hier && (!nccl || (lead && !strcmp(lead, "mpi")));
+    ig->svc = g->svc;
     ig->device = c->device;
     ig->timeout = dcoll_gpu_timeout(g);
     ig->reduce = reduce;
@@ -443,13 +473,17 @@ static struct ipc_op *flat(struct ipc_group *ig, const struct dcoll_coll *c,
         src = (const char *)c->recvbuf + (size_t)ig->me * b;
     if (aliased && c->kind == DCOLL_COLL_SCATTER && root)
         dst = NULL;
-    return dcoll_ipc_op(ig, c->kind, src, dst, c->count, c->dtype, c->op,
-                        c->root, ig->k, dcoll_opts_stream(c->opts),
-                        deadline);
+    struct ipc_op *h = dcoll_ipc_op(ig, c->kind, src, dst, c->count,
+                                    c->dtype, c->op, c->root, ig->k,
+                                    dcoll_opts_stream(c->opts), deadline);
+    if (h)
+        h->in_place = c->planned;
+    return h;
 }
 
-/* The leaders' NCCL call of c, in place on recvbuf (root: the root's
- * team); AVG as a SUM of inputs the first step premultiplied. */
+/* The leaders' call of c, in place on recvbuf (root: the root's team,
+ * which is its rank among the leaders); AVG as a SUM of inputs the first
+ * step premultiplied; NCCL's view of the type where NCCL runs it. */
 static dcoll_plugin_call_t leaders_call(const struct ipc_group *ig,
                                         const struct dcoll_coll *c)
 {
@@ -459,22 +493,41 @@ static dcoll_plugin_call_t leaders_call(const struct ipc_group *ig,
         .count = c->count, .dtype = c->dtype,
         .op = c->op == DCOLL_AVG ? DCOLL_SUM : c->op,
         .root = reduces ? 0 : ig->team_of[c->root], .in_place = true};
-    dcoll_nccl_view(&k.count, &k.dtype);
+    if (!ig->mpi_leaders)
+        dcoll_nccl_view(&k.count, &k.dtype);
     return k;
 }
 
+/* Whether the staged leaders' MPI call takes c: the arithmetic ops on
+ * numbers (integers, floating and complex), in one MPI call. */
+static bool mpi_takes(const struct dcoll_coll *c)
+{
+    if (c->count > INT32_MAX)
+        return false;
+    if (c->kind == DCOLL_COLL_BROADCAST)
+        return true;
+    bool number = c->dtype <= DCOLL_UINT64 || dcoll_dtype_is_float(c->dtype) ||
+                  dcoll_dtype_is_complex(c->dtype);
+    return number && (c->op == DCOLL_SUM || c->op == DCOLL_PRODUCT ||
+                      c->op == DCOLL_MIN || c->op == DCOLL_MAX ||
+                      c->op == DCOLL_AVG);
+}
+
 /* Whether the hierarchy runs c: all_reduce and broadcast, of what the
- * leaders' NCCL takes (an integer AVG divides the whole sum, which no
- * step sees). Alike on every rank. */
+ * leaders' NCCL or MPI call takes (an integer AVG divides the whole sum,
+ * which no step sees). Alike on every rank. */
 static bool hier_runs(const struct ipc_group *ig, const struct dcoll_coll *c)
 {
     const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
     if ((c->kind != DCOLL_COLL_ALL_REDUCE &&
-         c->kind != DCOLL_COLL_BROADCAST) || c->count == 0 ||
-        !dcoll_nccl_knows(c->dtype, c->op))
+         c->kind != DCOLL_COLL_BROADCAST) || c->count == 0)
         return false;
     if (c->op == DCOLL_AVG && !dcoll_dtype_is_float(c->dtype) &&
         !dcoll_dtype_is_complex(c->dtype))
+        return false;
+    if (ig->mpi_leaders)
+        return mpi_takes(c);
+    if (!dcoll_nccl_knows(c->dtype, c->op))
         return false;
     dcoll_plugin_call_t k = leaders_call(ig, c);
     return !p->nccl_takes || p->nccl_takes(&k) == 0;
@@ -522,6 +575,7 @@ static struct ipc_op *hier(struct dcoll_group *g, struct ipc_group *ig,
             free(s[i]);
         return NULL;
     }
+    s[0]->in_place = s[2]->in_place = c->planned;
     s[0]->orphan = s[1]->orphan = true;
     s[0]->chained = s[1]->chained = true;
     s[2]->work = w;
@@ -642,6 +696,19 @@ static void ipc_group_free(struct dcoll_group *g)
     g->tl[DCOLL_TL_IPC] = NULL;
 }
 
+/* Mappings of the others' buffers close as a plan goes (their owners
+ * may free them once every rank's plan is gone); a later plan's first
+ * start maps its own again. */
+static void ipc_plan_released(struct dcoll_group *g)
+{
+    struct ipc_group *ig = g->tl[DCOLL_TL_IPC];
+    if (!ig || !ig->cache)
+        return;
+    pthread_mutex_lock(&ig->lock);
+    dcoll_ipc_cache_trim(ig->cache);
+    pthread_mutex_unlock(&ig->lock);
+}
+
 const struct dcoll_backend dcoll_ipc_backend = {
     .name = "ipc",
     .tl = DCOLL_TL_IPC,
@@ -652,4 +719,5 @@ const struct dcoll_backend dcoll_ipc_backend = {
     .work_test = work_test,
     .work_wait = work_wait,
     .work_release = work_release,
+    .plan_released = ipc_plan_released,
 };

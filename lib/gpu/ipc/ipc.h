@@ -7,9 +7,33 @@
 #include <pthread.h>
 #include "gpu.h"
 #include "plugin_abi.h"
+#include "ipc_cache.h"
 #include "seg.h"
 
 enum { IPC_UNTRIED, IPC_READY, IPC_NONE };
+
+/* Plans' inputs from this size (a rank's, in bytes) are read where they
+ * are (zero copy); below it, copying them into scratch costs less than
+ * exporting the buffer each start. */
+#define IPC_IN_PLACE_LEAST ((size_t)64 << 10)
+
+/* A rank's box in the team's segment (seg.h), written with the first
+ * READY of each call: where the others read its input from. */
+struct ipc_box {
+    uint32_t user;            /* 1: in its own buffer, else its scratch */
+    uint32_t pad;
+    uint64_t base, off;       /* the buffer's allocation there, and where
+                                 in it the input begins */
+    unsigned char handle[DCOLL_IPC_HANDLE_BYTES];   /* the allocation's */
+};
+_Static_assert(sizeof(struct ipc_box) <= DCOLL_SEG_BOX, "a box fits");
+
+/* Where this rank reads a team member's input during a call. */
+struct ipc_from {
+    const char *p;            /* its scratch, or its buffer mapped here */
+    bool user;                /* the latter: pieces b apart, not chunks */
+    void *held;               /* the cache's mapping, put when done */
+};
 enum ipc_step { IPC_PUT, IPC_READ, IPC_FREE, IPC_FINISH, IPC_DONE };
 
 struct ipc_op;
@@ -25,6 +49,8 @@ struct ipc_group {
     size_t chunk_bytes;        /* what a chunk may use: the least of all */
     void **peer;               /* [k]: each one's scratch, mapped here */
     void **ready, **done;      /* [k]: their events; this rank's own */
+    struct ipc_from *from;     /* [k]: the call under way's inputs */
+    struct dcoll_ipc_cache *cache;   /* peers' buffers mapped here */
     const void **srcs;         /* [k]: a reduction's inputs */
     uint64_t seq;              /* chunks so far */
     /* Queued steps, the oldest first, under lock: works may be tested
@@ -36,6 +62,10 @@ struct ipc_group {
     int nteams, team;          /* teams, and this rank's */
     int *team_of, *index_of;   /* [group size]: each rank's team, place */
     void *lcomm;               /* the leaders' communicator (leaders) */
+    void *mcomm;               /* or, without NCCL, their MPI one, over
+                                  which they stage */
+    bool mpi_leaders;          /* the latter */
+    const struct dcoll_comm_ops *svc;   /* the group's MPI services */
     double timeout;            /* the group's, for its finalize */
     char failed[200];          /* why the transport gave up ("": not) */
     bool late;                 /* it was a deadline */
@@ -47,7 +77,8 @@ struct ipc_work {
 };
 
 /* One step of a call on the team: a collective among its ranks (kind,
- * root a place in the team), or the leaders' NCCL call (nccl). */
+ * root a place in the team), or the leaders' call (nccl: over NCCL, or
+ * staged through host memory and MPI where NCCL is missing). */
 struct ipc_op {
     struct ipc_op *next;
     enum dcoll_coll_kind kind;
@@ -61,11 +92,18 @@ struct ipc_op {
     int pieces;                /* pieces of b this rank puts: 1 or k */
     size_t chunk;              /* bytes of a piece per chunk */
     size_t at, len;            /* the chunk under way */
+    bool in_place;             /* its buffers outlive the call (a plan's
+                                  start): each rank's input may be read
+                                  where it is, its own choice */
+    bool exported;             /* this rank's is, this call */
     uint64_t n;                /* its number */
     int polled;                /* peers whose event was seen done */
     enum ipc_step step;
     bool nccl;
     dcoll_plugin_call_t call;  /* the leaders' call */
+    char *host;                /* staged: its host copy, from the pool */
+    bool pinned;
+    void *req;                 /* staged: its MPI request, while it runs */
     double deadline;
     double timeout;
     void *stream;

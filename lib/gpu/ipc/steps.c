@@ -13,8 +13,14 @@
  *         is done, no one reads this rank's scratch any more: the next
  *         chunk may be put there.
  * Queued steps move on in order at each look; every look is bounded by
- * the step's deadline. */
+ * the step's deadline. A plan's start may skip the copy: a rank whose
+ * input lies in an allocation of its own that its output does not
+ * overlap exports that allocation and says so in its box; the others
+ * map it (the import cache keeps it open between starts) and read the
+ * input there. Since every rank waits for the others' DONE before its
+ * call ends, no input changes while a peer still reads it. */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "ipc.h"
@@ -50,41 +56,52 @@ static void reduce_view(dcoll_dtype_t *dt, dcoll_op_t op, int64_t *count)
     }
 }
 
-/* The read half of h's chunk: copies or a reduction from the scratches
- * into this rank's output, on its stream. */
+/* Piece q of rank j's input, for h's chunk: in its scratch (pieces a
+ * chunk apart) or in its own buffer (pieces b apart). */
+static const char *piece(const struct ipc_group *ig, const struct ipc_op *h,
+                         int j, int q)
+{
+    const struct ipc_from *f = &ig->from[j];
+    return f->user ? f->p + (size_t)q * h->b + h->at
+                   : f->p + (size_t)q * h->len;
+}
+
+/* The read half of h's chunk: copies or a reduction from the ranks'
+ * inputs into this rank's output, on its stream. */
 static int emit(struct ipc_group *ig, struct ipc_op *h)
 {
     const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
     int k = ig->k, me = ig->me, dev = ig->device;
-    size_t L = h->len, o = h->at, slot = (size_t)me * L;
+    size_t L = h->len, o = h->at;
     int rc = 0;
     switch (h->kind) {
     case DCOLL_COLL_BROADCAST:
         if (me != h->root)
-            rc = p->copy(h->dst + o, ig->peer[h->root], L, dev, h->stream);
+            rc = p->copy(h->dst + o, piece(ig, h, h->root, 0), L, dev,
+                         h->stream);
         break;
     case DCOLL_COLL_SCATTER:
         if (h->dst)
-            rc = p->copy(h->dst + o, (char *)ig->peer[h->root] + slot, L,
-                         dev, h->stream);
+            rc = p->copy(h->dst + o, piece(ig, h, h->root, me), L, dev,
+                         h->stream);
         break;
     case DCOLL_COLL_ALL_GATHER:
     case DCOLL_COLL_GATHER:
         for (int j = 0; j < k && !rc && h->dst; j++)
-            rc = p->copy(h->dst + (size_t)j * h->b + o, ig->peer[j], L, dev,
-                         h->stream);
+            rc = p->copy(h->dst + (size_t)j * h->b + o, piece(ig, h, j, 0),
+                         L, dev, h->stream);
         break;
     case DCOLL_COLL_ALL_TO_ALL:
         for (int j = 0; j < k && !rc; j++)
-            rc = p->copy(h->dst + (size_t)j * h->b + o,
-                         (char *)ig->peer[j] + slot, L, dev, h->stream);
+            rc = p->copy(h->dst + (size_t)j * h->b + o, piece(ig, h, j, me),
+                         L, dev, h->stream);
         break;
     default: {   /* the reductions */
         if (!h->dst)
             break;
         bool scattered = h->kind == DCOLL_COLL_REDUCE_SCATTER;
         for (int j = 0; j < k; j++)
-            ig->srcs[j] = (char *)ig->peer[j] + (scattered ? slot : 0);
+            ig->srcs[j] = piece(ig, h, j, scattered ? me : 0);
         dcoll_dtype_t dt = h->dtype;
         int64_t n = (int64_t)(L / dcoll_dtype_sizes[dt]);
         reduce_view(&dt, h->op, &n);
@@ -147,11 +164,52 @@ static void next_chunk(struct ipc_op *h)
     h->step = IPC_PUT;
 }
 
+/* The leaders' call staged (no NCCL): the leader's buffer copied to
+ * host memory once the team's steps before it are done, MPI's call
+ * posted (put), then, once it ended (read), copied back. A call that
+ * fails keeps its host block: MPI may still write it. */
+static int staged_leaders(struct ipc_group *ig, struct ipc_op *h)
+{
+    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
+    const dcoll_plugin_call_t *k = &h->call;
+    size_t bytes = (size_t)k->count * dcoll_dtype_sizes[k->dtype];
+    int dev = ig->device, rc;
+    if (h->step == IPC_PUT) {
+        if (!(h->host = dcoll_stage_take(bytes, &h->pinned)))
+            return dcoll_ipc_fail(ig, false, "no memory to stage the "
+                                  "leaders' %zu bytes", bytes);
+        if (p->copy(h->host, k->recvbuf, bytes, dev, h->stream) ||
+            p->sync(dev, h->stream))
+            return dcoll_ipc_fail(ig, false, "staging the leaders' call on "
+                                  "GPU %d: %s", dev, p->last_error());
+        if (ig->svc->sub_post(ig->mcomm, k->kind, h->host, k->count,
+                              k->dtype, k->op, k->root, &h->req))
+            return dcoll_ipc_fail(ig, false, "the leaders' MPI call: %s",
+                                  dcoll_last_error());
+        h->step = IPC_READ;
+    }
+    if ((rc = ig->svc->sub_test(&h->req)) <= 0)
+        return rc ? dcoll_ipc_fail(ig, false, "the leaders' MPI call: %s",
+                                   dcoll_last_error())
+                  : 0;
+    if (p->copy(k->recvbuf, h->host, bytes, dev, h->stream) ||
+        p->sync(dev, h->stream))
+        return dcoll_ipc_fail(ig, false, "copying the leaders' result to "
+                              "GPU %d: %s", dev, p->last_error());
+    dcoll_stage_give(h->host, h->pinned);
+    h->host = NULL;
+    h->step = IPC_DONE;
+    return 0;
+}
+
 /* The leaders' NCCL call, enqueued on the stream behind the team's
- * steps before it; the others have nothing to do. */
+ * steps before it, or their staged one; the others have nothing to
+ * do. */
 static int leaders(struct ipc_group *ig, struct ipc_op *h)
 {
     const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
+    if (ig->mcomm)
+        return staged_leaders(ig, h);
     h->step = IPC_DONE;
     if (!ig->lcomm)
         return 0;
@@ -165,6 +223,83 @@ static int leaders(struct ipc_group *ig, struct ipc_op *h)
     return rc ? dcoll_ipc_fail(ig, rc == -2, "the leaders' NCCL call on GPU "
                                "%d: %s", ig->device, p->last_error())
               : 0;
+}
+
+/* Whether this rank's input for h can be read where it is: a plan's,
+ * large enough, in one allocation (exported into box) that h's output
+ * does not overlap (this rank writes it while the others read). */
+static bool export_input(struct ipc_group *ig, const struct ipc_op *h,
+                         struct ipc_box *box)
+{
+    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
+    size_t in = (size_t)h->pieces * h->b;
+    if (!h->in_place || !h->src || in < IPC_IN_PLACE_LEAST ||
+        !p->mem_range || !ig->cache)
+        return false;
+    bool gathers = h->kind == DCOLL_COLL_ALL_GATHER ||
+                   h->kind == DCOLL_COLL_GATHER ||
+                   h->kind == DCOLL_COLL_ALL_TO_ALL;
+    size_t out = h->dst && h->kind != DCOLL_COLL_BROADCAST
+                     ? h->b * (gathers ? (size_t)ig->k : 1)
+                     : 0;   /* a broadcast's root reads its own only */
+    if (out && h->src < h->dst + out && h->dst < h->src + in)
+        return false;
+    void *base;
+    size_t size;
+    if (p->mem_range(h->src, ig->device, &base, &size) ||
+        h->src + in > (const char *)base + size ||
+        p->ipc_export(base, ig->device, box->handle))
+        return false;   /* pool or VMM memory: through scratch */
+    box->base = (uint64_t)(uintptr_t)base;
+    box->off = (uint64_t)(h->src - (const char *)base);
+    return true;
+}
+
+/* Whether this rank reads rank j's input for h. */
+static bool reads(const struct ipc_group *ig, const struct ipc_op *h, int j)
+{
+    if (!h->dst)
+        return false;
+    if (h->kind == DCOLL_COLL_BROADCAST)
+        return j == h->root && ig->me != h->root;
+    return h->kind != DCOLL_COLL_SCATTER || j == h->root;
+}
+
+/* Where this rank reads each input of h from, as the boxes say (read
+ * after every READY of h's first chunk): 0, or -1 where a buffer a
+ * rank exported cannot be mapped here. */
+static int resolve(struct ipc_group *ig, struct ipc_op *h)
+{
+    for (int j = 0; j < ig->k; j++) {
+        struct ipc_from *f = &ig->from[j];
+        const struct ipc_box *box = (const void *)ig->seg.rank[j].box;
+        *f = (struct ipc_from){.p = ig->peer[j]};
+        if (j == ig->me) {
+            if (h->exported)
+                *f = (struct ipc_from){.p = h->src, .user = true};
+            continue;
+        }
+        if (!box->user || !reads(ig, h, j))
+            continue;
+        void *m;
+        if (dcoll_ipc_cache_get(ig->cache, j, box->base, box->handle, &m))
+            return dcoll_ipc_fail(ig, false, "mapping rank %d's buffer on "
+                                  "GPU %d: %s", ig->members[j], ig->device,
+                                  dcoll_ipc_cache_why(ig->cache));
+        *f = (struct ipc_from){.p = (char *)m + box->off, .user = true,
+                               .held = m};
+    }
+    return 0;
+}
+
+/* h's reads are over: the mappings go back to the cache. */
+static void unresolve(struct ipc_group *ig)
+{
+    for (int j = 0; j < ig->k; j++)
+        if (ig->from[j].held) {
+            dcoll_ipc_cache_put(ig->cache, ig->from[j].held);
+            ig->from[j].held = NULL;
+        }
 }
 
 /* Move h on as far as it goes without waiting: 0, or -1 (ig->failed). */
@@ -181,10 +316,16 @@ static int advance(struct ipc_group *ig, struct ipc_op *h)
             rc = 0;
             h->n = ++ig->seq;
             /* After this rank's own earlier reads of its scratch, on
-             * whichever stream they were. */
-            if (h->at == 0)
+             * whichever stream they were; the box says where its input
+             * is, for the whole call. */
+            if (h->at == 0) {
+                struct ipc_box *box = (void *)ig->seg.rank[ig->me].box;
+                h->exported = export_input(ig, h, box);
+                box->user = h->exported;
                 rc = p->ipc_wait(h->stream, ig->done[ig->me], dev);
-            for (int q = 0; q < h->pieces && h->src && !rc; q++)
+            }
+            for (int q = 0; q < h->pieces && h->src && !h->exported && !rc;
+                 q++)
                 rc = p->copy(mine + (size_t)q * h->len,
                              h->src + (size_t)q * h->b + h->at, h->len, dev,
                              h->stream);
@@ -208,6 +349,8 @@ static int advance(struct ipc_group *ig, struct ipc_op *h)
                 ((rc = posted(ig, h, DCOLL_SEG_READY)) <= 0 ||
                  (rc = peers_done(ig, h, ig->ready)) <= 0))
                 return rc;
+            if (h->at == 0 && resolve(ig, h))
+                return -1;
             if (emit(ig, h) ||
                 p->ipc_record(ig->done[ig->me], h->stream, dev))
                 return dcoll_ipc_fail(ig, false, "on GPU %d: %s", dev,
@@ -221,10 +364,12 @@ static int advance(struct ipc_group *ig, struct ipc_op *h)
                 (rc = peers_done(ig, h, ig->done)) <= 0)
                 return rc;
             h->at += h->len;
-            if (h->at < h->b)
+            if (h->at < h->b) {
                 next_chunk(h);
-            else
+            } else {
+                unresolve(ig);
                 h->step = IPC_FINISH;
+            }
             break;
         case IPC_FINISH:
             /* This rank's own last writes: blocking calls wait on the
