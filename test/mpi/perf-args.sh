@@ -1,11 +1,17 @@
 #!/bin/sh
 # dcoll-perf refuses bad options with status 2 and a message naming the
 # value: perf-args.sh MPIRUN_SH DCOLL_PERF
+# Each as an MPI singleton (a launch would cost 2 s each); the rank
+# check under the launcher too.
 mpirun_sh=$1 perf=$2
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_tcp_if_include=lo OMPI_MCA_oob_tcp_if_include=lo
 fails=0
+launch=""
 expect() {
     want=$1; shift
-    out=$("$mpirun_sh" 1 60 "$perf" "$@" 2>&1); rc=$?
+    # shellcheck disable=SC2086
+    out=$(timeout 60 $launch "$perf" "$@" 2>&1); rc=$?
     if [ "$rc" -ne 2 ] || ! printf '%s' "$out" | grep -qF -- "$want"; then
         echo "FAIL: dcoll-perf $* -> rc $rc, want 2 and '$want'; got:"
         printf '%s\n' "$out" | head -5
@@ -27,5 +33,7 @@ expect "unknown collective 'allreduce'" allreduce
 expect "'5' is not a world rank" -g 0,5
 expect "must end in .json or .csv" -e 8 -o out.txt
 expect "-r 3" -r 3 broadcast
+launch="$mpirun_sh 2 60"
+expect "'5' is not a world rank" -g 0,5
 [ "$fails" -eq 0 ] && echo "all bad options refused"
 exit "$fails"
