@@ -172,7 +172,7 @@ static __attribute__((noinline)) int tuned(const struct dcoll_group *g,
         .size = g->size,
         .in = c->in_place ? MPI_IN_PLACE : c->sendbuf,
         .n = (int)c->count,
-        .t = dcoll_mpi_dtype[c->dtype],
+        .t = dcoll_mpi_type(c),
         .op = dcoll_kind_has(c->kind, DCOLL_KF_OP)
                   ? dcoll_mpi_op(c->dtype, c->op) : MPI_OP_NULL,
         .comm = dcoll_mpi_comm_of(g),

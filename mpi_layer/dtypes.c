@@ -3,6 +3,7 @@
 #include "mpi_internal.h"
 
 MPI_Datatype dcoll_mpi_dtype[DCOLL_DTYPE_COUNT_];
+MPI_Datatype dcoll_mpi_move_dtype[DCOLL_DTYPE_COUNT_];
 MPI_Op dcoll_mpi_native_op[DCOLL_OP_COUNT_];
 MPI_Op dcoll_mpi_half_op[DCOLL_OP_COUNT_];
 int dcoll_mpi_tag_ub = 32767; /* the least MPI promises */
@@ -46,6 +47,15 @@ dcoll_status_t dcoll_mpi_types_create(void)
                                   &dcoll_mpi_dtype[DCOLL_BFLOAT16])) ||
         (rc = MPI_Type_commit(&dcoll_mpi_dtype[DCOLL_BFLOAT16])))
         return dcoll_mpi_error(rc, "MPI_Type_contiguous (float16 types)");
+    for (int i = 0; i < DCOLL_DTYPE_COUNT_; i++) {
+        dcoll_mpi_move_dtype[i] = dcoll_mpi_dtype[i];
+        if (i < DCOLL_FLOAT32_INT)
+            continue;
+        if ((rc = MPI_Type_contiguous((int)dcoll_dtype_sizes[i], MPI_BYTE,
+                                      &dcoll_mpi_move_dtype[i])) ||
+            (rc = MPI_Type_commit(&dcoll_mpi_move_dtype[i])))
+            return dcoll_mpi_error(rc, "MPI_Type_contiguous (pair types)");
+    }
 
     const MPI_Op native[DCOLL_OP_COUNT_] = {
         MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_SUM, MPI_BAND, MPI_BOR,
@@ -75,6 +85,10 @@ void dcoll_mpi_types_free(void)
             MPI_Op_free(&dcoll_mpi_half_op[i]);
     for (int i = 0; i < DCOLL_OP_COUNT_; i++)
         dcoll_mpi_half_op[i] = MPI_OP_NULL;
+    for (int i = DCOLL_FLOAT32_INT; i < DCOLL_DTYPE_COUNT_; i++)
+        if (dcoll_mpi_move_dtype[i] != MPI_DATATYPE_NULL &&
+            dcoll_mpi_move_dtype[i] != dcoll_mpi_dtype[i])
+            MPI_Type_free(&dcoll_mpi_move_dtype[i]);
     if (dcoll_mpi_dtype[DCOLL_FLOAT16] != MPI_DATATYPE_NULL)
         MPI_Type_free(&dcoll_mpi_dtype[DCOLL_FLOAT16]);
     if (dcoll_mpi_dtype[DCOLL_BFLOAT16] != MPI_DATATYPE_NULL)

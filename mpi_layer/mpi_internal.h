@@ -168,6 +168,18 @@ extern int dcoll_mpi_tag_ub;
 dcoll_status_t dcoll_mpi_types_create(void);
 void dcoll_mpi_types_free(void);
 
+/* The type that moves a call's elements: the pair types as contiguous
+ * bytes of their size where nothing is reduced, since MPICH 4.0's
+ * binomial scatter truncates a padded one (MPI_DOUBLE_INT, 12 bytes in
+ * 16) past a few hundred elements; the extent, and so every
+ * displacement, is the same. */
+extern MPI_Datatype dcoll_mpi_move_dtype[DCOLL_DTYPE_COUNT_];
+static inline MPI_Datatype dcoll_mpi_type(const struct dcoll_coll *c)
+{
+    return dcoll_kind_has(c->kind, DCOLL_KF_OP) ? dcoll_mpi_dtype[c->dtype]
+                                                : dcoll_mpi_move_dtype[c->dtype];
+}
+
 static inline MPI_Op dcoll_mpi_op(dcoll_dtype_t dt, dcoll_op_t op)
 {
     bool half = dt == DCOLL_FLOAT16 || dt == DCOLL_BFLOAT16;

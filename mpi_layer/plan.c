@@ -52,7 +52,7 @@ static bool direct_make(struct mpi_plan *p, const struct dcoll_group *g,
     a->in = c->in_place ? MPI_IN_PLACE : c->sendbuf;
     a->out = c->recvbuf;
     a->n = (int)c->count;
-    a->t = dcoll_mpi_dtype[c->dtype];
+    a->t = dcoll_mpi_type(c);
     a->op = dcoll_kind_has(c->kind, DCOLL_KF_OP)
                 ? dcoll_mpi_op(c->dtype, c->op) : MPI_OP_NULL;
     a->root = c->root == DCOLL_ANY_SOURCE ? MPI_ANY_SOURCE : c->root;

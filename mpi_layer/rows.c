@@ -28,7 +28,7 @@ static int post_reduce(struct dcoll_mpi_post *p, const struct dcoll_group *g,
 {
     (void)status;
     size_t esz = dcoll_dtype_sizes[c->dtype];
-    MPI_Datatype dt = dcoll_mpi_dtype[c->dtype];
+    MPI_Datatype dt = dcoll_mpi_type(c);
     MPI_Op op = dcoll_mpi_op(c->dtype, c->op);
     bool all = c->kind == DCOLL_COLL_ALL_REDUCE;
     bool has_out = all || g->rank == c->root;
@@ -66,7 +66,7 @@ static int post_bcast(struct dcoll_mpi_post *p, const struct dcoll_group *g,
 {
     (void)g, (void)status;
     size_t esz = dcoll_dtype_sizes[c->dtype];
-    MPI_Datatype dt = dcoll_mpi_dtype[c->dtype];
+    MPI_Datatype dt = dcoll_mpi_type(c);
     int rc = MPI_SUCCESS;
     *call = p->w ? "MPI_Ibcast" : "MPI_Bcast";
     int64_t off = 0;
@@ -92,7 +92,7 @@ static int post_reduce_scatter(struct dcoll_mpi_post *p,
     (void)status;
     size_t esz = dcoll_dtype_sizes[c->dtype];
     size_t block = (size_t)c->count * esz;
-    MPI_Datatype dt = dcoll_mpi_dtype[c->dtype];
+    MPI_Datatype dt = dcoll_mpi_type(c);
     MPI_Op op = dcoll_mpi_op(c->dtype, c->op);
     char *whole = (char *)c->sendbuf;
     int rc = MPI_SUCCESS;
@@ -134,18 +134,18 @@ struct span {
     bool derived;
 };
 
-static int span_make(int64_t n, dcoll_dtype_t dt, struct span *s,
+static int span_make(int64_t n, MPI_Datatype t, struct span *s,
                      const char **call)
 {
     s->derived = n > INT_MAX;
     if (!s->derived) {
         s->n = (int)n;
-        s->type = dcoll_mpi_dtype[dt];
+        s->type = t;
         return MPI_SUCCESS;
     }
     s->n = 1;
     *call = "MPI_Type_create_struct (count above INT_MAX)";
-    return dcoll_mpi_big_type(n, dcoll_mpi_dtype[dt], &s->type);
+    return dcoll_mpi_big_type(n, t, &s->type);
 }
 
 /* MPI lets a type go while requests use it, but MPICH 4.0.2 then fails
@@ -168,7 +168,7 @@ static void span_free(struct dcoll_mpi_post *p, struct span *s)
                            MPI_Status *status, const char **call)          \
     {                                                                      \
         struct span sp;                                                    \
-        int rc = span_make(c->count, c->dtype, &sp, call);                 \
+        int rc = span_make(c->count, dcoll_mpi_type(c), &sp, call);        \
         if (rc != MPI_SUCCESS)                                             \
             return rc;                                                     \
         MPI_Request *rq = dcoll_mpi_slot(p);                               \
@@ -222,7 +222,7 @@ POST_ONE(recv, "MPI_Recv", "MPI_Irecv",
                              int me, const char **call)                    \
     {                                                                      \
         int n = (int)c->count;                                             \
-        MPI_Datatype t = dcoll_mpi_dtype[c->dtype];                        \
+        MPI_Datatype t = dcoll_mpi_type(c);                        \
         const void *s = c->in_place ? MPI_IN_PLACE : c->sendbuf;           \
         void *r = c->recvbuf;                                              \
         (void)me, (void)n, (void)t, (void)s, (void)r;                      \

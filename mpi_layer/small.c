@@ -135,7 +135,7 @@ static dcoll_status_t all_reduce(struct dcoll_group *g,
     if (!c->in_place && bytes)
         memcpy(c->recvbuf, c->sendbuf, bytes);
     return doubling(g, wt, c->recvbuf, tmp, (int)c->count,
-                    dcoll_mpi_dtype[c->dtype],
+                    dcoll_mpi_type(c),
                     dcoll_mpi_op(c->dtype, c->op));
 }
 
@@ -148,7 +148,7 @@ static dcoll_status_t reduce(struct dcoll_group *g,
     size_t bytes = (size_t)c->count * dcoll_dtype_sizes[c->dtype];
     int p = g->size, root = c->root, vr = (g->rank - root + p) % p;
     int n = (int)c->count;
-    MPI_Datatype t = dcoll_mpi_dtype[c->dtype];
+    MPI_Datatype t = dcoll_mpi_type(c);
     MPI_Op op = dcoll_mpi_op(c->dtype, c->op);
     char *sc = scratch(g, c->fn);
     if (!sc)
@@ -180,7 +180,7 @@ static dcoll_status_t broadcast(struct dcoll_group *g,
 {
     int p = g->size, root = c->root, vr = (g->rank - root + p) % p;
     int n = (int)c->count, mask = 1;
-    MPI_Datatype t = dcoll_mpi_dtype[c->dtype];
+    MPI_Datatype t = dcoll_mpi_type(c);
     dcoll_status_t st = DCOLL_SUCCESS;
     while (mask < p) {
         if (vr & mask) {

@@ -51,7 +51,9 @@ dcoll_status_t dcoll_mpi_sub_post(void *comm, enum dcoll_coll_kind kind,
                            "than one MPI call takes", (long long)count);
     }
     MPI_Comm c = *(MPI_Comm *)comm;
-    MPI_Datatype t = dcoll_mpi_dtype[dtype];
+    MPI_Datatype t = kind == DCOLL_COLL_ALL_REDUCE
+                         ? dcoll_mpi_dtype[dtype]
+                         : dcoll_mpi_move_dtype[dtype];
     int rc = kind == DCOLL_COLL_ALL_REDUCE
                  ? MPI_Iallreduce(MPI_IN_PLACE, buf, (int)count, t,
                                   dcoll_mpi_op(dtype, op), c, r)

@@ -49,7 +49,7 @@ static int vec_begin(struct vec *x, struct dcoll_mpi_post *p,
     x->dsp = x->v + n;
     x->cnt2 = x->v + 2 * n;
     x->dsp2 = x->v + 3 * n;
-    x->t = dcoll_mpi_dtype[c->dtype];
+    x->t = dcoll_mpi_type(c);
     x->s = c->in_place ? MPI_IN_PLACE : c->sendbuf;
     x->r = c->recvbuf;
     x->own = (int)c->count;
