@@ -15,9 +15,12 @@
  * file is whole. A table made with another MPI is left out with a note:
  * its figures say nothing of this one. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "mpi_internal.h"
 
 struct row {
@@ -194,6 +197,47 @@ static dcoll_status_t parse(const char *file, char *text,
     return DCOLL_SUCCESS;
 }
 
+/* Rank 0's read of the table at path: its length, the bytes in *text;
+ * -1 with why. Only a regular file is opened for reading (a FIFO would
+ * block the open, a device the reads, while the other ranks wait). */
+static int64_t read_table(const char *path, char **text, char *why,
+                          size_t len)
+{
+    struct stat sb;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    int64_t n = -1;
+    if (fd < 0 || fstat(fd, &sb))
+        snprintf(why, len, "%s", strerror(errno));
+    else if (!S_ISREG(sb.st_mode))
+        snprintf(why, len, "it is not a regular file but %s",
+                 S_ISDIR(sb.st_mode)    ? "a directory"
+                 : S_ISFIFO(sb.st_mode) ? "a FIFO"
+                                        : "a device or socket");
+    else if (sb.st_size > 1 << 24)
+        snprintf(why, len, "it is over 16 MiB (%lld bytes)",
+                 (long long)sb.st_size);
+    else if (!(*text = malloc((size_t)sb.st_size + 1)))
+        snprintf(why, len, "no memory for its %lld bytes",
+                 (long long)sb.st_size);
+    else
+        n = 0;
+    while (n >= 0 && n < sb.st_size) {
+        ssize_t got = read(fd, *text + n, (size_t)(sb.st_size - n));
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            snprintf(why, len, "it could not be read: %s",
+                     got ? strerror(errno) : "shorter than it said");
+            n = -1;
+        } else {
+            n += got;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    return n;
+}
+
 dcoll_status_t dcoll_mpi_tuning_load(struct dcoll_group *world, bool given,
                                      const char *name)
 {
@@ -212,23 +256,8 @@ dcoll_status_t dcoll_mpi_tuning_load(struct dcoll_group *world, bool given,
     int64_t len = file[0] ? -1 : -3;
     char why[200] = "";
     char *text = NULL;
-    if (world->rank == 0 && file[0]) {
-        FILE *fp = fopen(file, "r");
-        if (fp && fseek(fp, 0, SEEK_END) == 0) {
-            long n = ftell(fp);
-            if (n >= 0 && n <= 1 << 24 && fseek(fp, 0, SEEK_SET) == 0 &&
-                (text = malloc((size_t)n + 1)) &&
-                fread(text, 1, (size_t)n, fp) == (size_t)n)
-                len = n;
-            else
-                snprintf(why, sizeof(why), "%s", n > 1 << 24
-                         ? "it is over 16 MiB" : "it could not be read");
-        } else {
-            snprintf(why, sizeof(why), "%s", strerror(errno));
-        }
-        if (fp)
-            fclose(fp);
-    }
+    if (world->rank == 0 && file[0])
+        len = read_table(file, &text, why, sizeof(why));
     MPI_Comm comm = dcoll_mpi_ctl_of(world);
     int rc = MPI_Bcast(&len, 1, MPI_INT64_T, 0, comm);
     if (rc == MPI_SUCCESS && len == -3)

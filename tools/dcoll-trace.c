@@ -641,7 +641,8 @@ static bool one_line(struct file *f, int line, const char *p,
         if (only >= 0)
             return true;   /* read before */
         f->rank = (int)get_int(p, end, "rank", -1);
-        f->size = (int)get_int(p, end, "size", 0);
+        long long size = get_int(p, end, "size", 0);
+        f->size = size < 0 ? 0 : size > INT32_MAX ? INT32_MAX : (int)size;
         get_str(p, end, "job", f->job, sizeof(f->job));
         get_str(p, end, "host", f->host, sizeof(f->host));
         get_str(p, end, "reason", f->reason, sizeof(f->reason));
@@ -657,16 +658,34 @@ static bool one_line(struct file *f, int line, const char *p,
 
 #define CHUNK (4 << 20)   /* bytes a read takes */
 
-static void read_file(struct file *f)
+/* path opened for reading if it is a regular file (a FIFO named like a
+ * recorder file would block the open, a device the reads): the fd, or
+ * -1 with why in err. */
+static int open_regular(const char *path, struct stat *sb, char *err,
+                        size_t len)
 {
-    int fd = open(f->path, O_RDONLY | O_CLOEXEC);
-    struct stat sb;
-    if (fd < 0 || fstat(fd, &sb)) {
-        snprintf(f->error, sizeof(f->error), "%s", strerror(errno));
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0 || fstat(fd, sb)) {
+        snprintf(err, len, "%s", strerror(errno));
         if (fd >= 0)
             close(fd);
-        return;
+        return -1;
     }
+    if (!S_ISREG(sb->st_mode)) {
+        snprintf(err, len, "not a regular file");
+        close(fd);
+        return -1;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
+static void read_file(struct file *f)
+{
+    struct stat sb;
+    int fd = open_regular(f->path, &sb, f->error, sizeof(f->error));
+    if (fd < 0)
+        return;
     if (sb.st_size == 0) {
         close(fd);
         snprintf(f->error, sizeof(f->error), "empty");
@@ -803,6 +822,49 @@ static void put_ranks(const int *r, int n)
             printf("%d-%d", r[i], r[j]);
         i = j + 1;
     }
+}
+
+static int by_rank(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* The ranks below size that no file came from, as put_ranks says them:
+ * from the gaps between the files' ranks, so that a size a file states
+ * (any number) costs no memory. */
+static void put_missing(int size)
+{
+    int *have = malloc(sizeof(int) * (size_t)nfiles + 1), n = 0;
+    if (!have)
+        return;
+    for (int i = 0; i < nfiles; i++)
+        if (files[i].ok && files[i].rank < size)
+            have[n++] = files[i].rank;
+    qsort(have, (size_t)n, sizeof(int), by_rank);
+    int uniq = 0;
+    for (int i = 0; i < n; i++)
+        if (!uniq || have[uniq - 1] != have[i])
+            have[uniq++] = have[i];
+    printf("%s", size - uniq == 1 ? "rank " : "ranks ");
+    int shown = 0, from = 0;
+    for (int i = 0; i <= uniq; i++) {
+        int to = i < uniq ? have[i] - 1 : size - 1;
+        if (to >= from) {
+            if (shown++ == 12) {
+                printf(",...");
+                break;
+            }
+            printf(shown > 1 ? "," : "");
+            if (to == from)
+                printf("%d", from);
+            else
+                printf("%d-%d", from, to);
+        }
+        if (i < uniq)
+            from = have[i] + 1;
+    }
+    free(have);
 }
 
 /* The hosts of the files fi[0..n), where they are few. */
@@ -1157,7 +1219,12 @@ int main(int argc, char **argv)
      * find it by its header first, read it whole, then the rest. */
     int low = -1, lowrank = 0;
     for (int i = 0; i < nfiles; i++) {
-        FILE *fp = fopen(files[i].path, "r");
+        struct stat sb;
+        char why[8];
+        int fd = open_regular(files[i].path, &sb, why, sizeof(why));
+        FILE *fp = fd < 0 ? NULL : fdopen(fd, "r");
+        if (fd >= 0 && !fp)
+            close(fd);
         char head[2048];
         if (fp && fgets(head, sizeof(head), fp)) {
             int r = (int)get_int(head, head + strlen(head), "rank", -1);
@@ -1236,20 +1303,9 @@ int main(int argc, char **argv)
     /* A reference read out of order (not rank 0) still holds. */
     printf("job %s: %d rank(s), files from %d", job, size, ok);
     if (ok < size) {
-        int *none = malloc(sizeof(int) * (size_t)size), n = 0;
-        unsigned char *have = calloc((size_t)size, 1);
-        for (int i = 0; have && i < nfiles; i++)
-            if (files[i].ok && files[i].rank < size)
-                have[files[i].rank] = 1;
-        for (int r = 0; none && have && r < size; r++)
-            if (!have[r])
-                none[n++] = r;
         printf("; none from ");
-        if (none)
-            put_ranks(none, n);
+        put_missing(size);
         printf(" (never wrote one, or it is elsewhere)");
-        free(none);
-        free(have);
     }
     printf("\n");
     if (!quiet)

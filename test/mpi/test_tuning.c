@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "capture.h"
 #include "dcoll/dcoll.h"
@@ -392,6 +393,17 @@ int main(int argc, char **argv)
     refused("no-ranks", text, "line 4: ranks '0' is not a whole number from "
             "1 to 16777216");
     refused("missing", NULL, "rank 0 cannot read it");
+    /* Not regular files: refused on every rank, never opened to read (a
+     * FIFO's open would block rank 0 while the others wait). */
+    char odd[160];
+    snprintf(odd, sizeof(odd), "%s/a-directory", dir);
+    if (t_rank == 0)
+        CHECK(mkdir(odd, 0700) == 0, "mkdir %s", odd);
+    refused("a-directory", NULL, "not a regular file but a directory");
+    snprintf(odd, sizeof(odd), "%s/a-fifo", dir);
+    if (t_rank == 0)
+        CHECK(mkfifo(odd, 0600) == 0, "mkfifo %s", odd);
+    refused("a-fifo", NULL, "not a regular file but a FIFO");
 
     if (t_rank == 0) {
         char cmd[128];

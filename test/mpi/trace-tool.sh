@@ -57,6 +57,19 @@ mkdir "$dir/empty"
 "$tool" "$dir/nowhere" >/dev/null 2>"$dir/err"; rc=$?
 [ "$rc" = 2 ] && grep -q "nowhere: No such file" "$dir/err" ||
     bad "a missing path: exit $rc, $(cat "$dir/err")"
+# A FIFO named like a recorder file: refused, not waited on.
+mkfifo "$dir/slow/dcoll-x-7.jsonl"
+timeout 20 "$tool" "$dir/slow" >/dev/null 2>"$dir/err"; rc=$?
+[ "$rc" = 0 ] && grep -q "dcoll-x-7.jsonl: not a regular file" "$dir/err" ||
+    bad "a FIFO: exit $rc, $(cat "$dir/err")"
+rm -f "$dir/slow/dcoll-x-7.jsonl"
+# A header that claims 300,000,000 ranks costs no memory for them.
+mkdir "$dir/huge"
+sed '1s/"size":[0-9]*/"size":300000000/' "$dir"/slow/dcoll-*-0.jsonl \
+    >"$dir/huge/dcoll-x-0.jsonl"
+out=$(ulimit -v 262144; "$tool" -j 1 "$dir/huge" 2>&1)
+echo "$out" | grep -q "none from ranks 1-299999999 " ||
+    bad "a header claiming 300000000 ranks: $out"
 "$tool" -j 0 "$dir/slow" >/dev/null 2>"$dir/err"; rc=$?
 [ "$rc" = 2 ] && grep -q "\-j takes a number of threads from 1 to 256, not '0'" "$dir/err" ||
     bad "-j 0: exit $rc, $(cat "$dir/err")"
