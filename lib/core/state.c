@@ -328,7 +328,8 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         (step("local ranks"), !(st = svc->local(&w, join))) &&
         !(st = dcoll_fault_group_init(&w, dcoll_default_timeout,
                                       dcoll_default_recoverable)) &&
-        (step("settings agreed"), !(st = dcoll_fault_agree(&w, "dcoll_init")))
+        (step("settings agreed"), !(st = dcoll_fault_agree(&w, "dcoll_init",
+                                                 dcoll_stage_chunk)))
         && (step("tuning table"),
             !(st = svc->tuning(&w, p.mask & DCOLL_INIT_PARAM_TUNING,
                                p.tuning)))) {

@@ -236,39 +236,96 @@ dcoll_status_t dcoll_fault_group_init(struct dcoll_group *g, double timeout,
     return DCOLL_SUCCESS;
 }
 
-dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn)
+/* The settings every rank of a group must share, as bits of an int:
+ * debug 1, a timeout 2, returning 4, DCOLL_PLAN_CALLS 8-16 (a blocking
+ * call on some would meet a persistent one on others), DCOLL_PROFILE
+ * 32-64 (its gather at finalize would wait for ranks that never come),
+ * the staged path's chunk in 4 KiB from bit 7 (ranks would split a call
+ * into different numbers of MPI calls). */
+enum { AG_DEBUG = 1, AG_TIMEOUT = 2, AG_RETURN = 4, AG_PLAN = 24,
+       AG_PROFILE = 96, AG_CHUNK_SHIFT = 7 };
+
+static int agreed_bits(const struct dcoll_group *g, size_t stage_chunk)
 {
     bool has = g->timeout > 0;
-    int mine = (dcoll_debug ? 1 : 0) | (has ? 2 : 0) |
-               (has && g->recoverable ? 4 : 0) | dcoll_plan_calls << 3;
+    return (dcoll_debug ? AG_DEBUG : 0) | (has ? AG_TIMEOUT : 0) |
+           (has && g->recoverable ? AG_RETURN : 0) | dcoll_plan_calls << 3 |
+           dcoll_profile_mode << 5 |
+           (int)(stage_chunk >> 12) << AG_CHUNK_SHIFT;
+}
+
+/* The first setting that bits a and b differ in, and what each says. */
+static const char *setting_of(int a, int b, char *sa, char *sb, size_t len)
+{
+    static const char *const calls[] = {"auto", "persistent", "plain"};
+    static const char *const prof[] = {"off", "text", "json", "all"};
+    int differ = a ^ b;
+    int v[2] = {a, b};
+    char *out[2] = {sa, sb};
+    const char *what;
+    for (int i = 0; i < 2; i++) {
+        int x = v[i];
+        if (differ & AG_DEBUG)
+            snprintf(out[i], len, "%s", x & AG_DEBUG ? "detail" : "off");
+        else if (differ & AG_TIMEOUT)
+            snprintf(out[i], len, "%s", x & AG_TIMEOUT ? "a timeout"
+                                                       : "none");
+        else if (differ & AG_PLAN)
+            snprintf(out[i], len, "%s", calls[(x & AG_PLAN) >> 3 & 3]);
+        else if (differ & AG_PROFILE)
+            snprintf(out[i], len, "%s", prof[(x & AG_PROFILE) >> 5]);
+        else if (differ >> AG_CHUNK_SHIFT)
+            snprintf(out[i], len, "%d KiB", (x >> AG_CHUNK_SHIFT) * 4);
+        else
+            snprintf(out[i], len, "%s", x & AG_RETURN ? "return" : "abort");
+    }
+    what = differ & AG_DEBUG     ? "DCOLL_DEBUG"
+           : differ & AG_TIMEOUT ? "whether there is a timeout (0 on some, "
+                                   "not others)"
+           : differ & AG_PLAN    ? "DCOLL_PLAN_CALLS"
+           : differ & AG_PROFILE ? "DCOLL_PROFILE"
+           : differ >> AG_CHUNK_SHIFT
+               ? "DCOLL_STAGE_CHUNK"
+               /* Some would poll their own algorithms while others sit
+                * in MPI's blocking calls: they would never meet. */
+               : "what a timeout does (DCOLL_ON_TIMEOUT, on_timeout)";
+    return what;
+}
+
+dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn,
+                                 size_t stage_chunk)
+{
+    int mine = agreed_bits(g, stage_chunk);
     int lo = mine, neg = -mine;
     dcoll_status_t st = g->svc->agree(g, &lo);
     if (!st)
         st = g->svc->agree(g, &neg);
     if (st || lo == -neg)
         return st;
-    int differ = lo ^ -neg;
-    const char *what, *here;
-    if (differ & 1) {
-        what = "DCOLL_DEBUG";
-        here = dcoll_debug ? "detail" : "off";
-    } else if (differ & 2) {
-        what = "whether there is a timeout (0 on some, not others)";
-        here = has ? "a timeout" : "none";
-    } else if (differ & 24) {
-        /* A blocking call on some would meet a persistent one on others. */
-        static const char *const calls[] = {"auto", "persistent", "plain"};
-        what = "DCOLL_PLAN_CALLS";
-        here = calls[dcoll_plan_calls];
-    } else {
-        /* Some would poll their own algorithms while others sit in MPI's
-         * blocking calls: they would never meet. */
-        what = "what a timeout does (DCOLL_ON_TIMEOUT, on_timeout)";
-        here = g->recoverable ? "return" : "abort";
+    /* They differ: every rank learns which rank first differs from rank
+     * 0, and in what, so that each names the same. */
+    int *all = malloc(sizeof(int) * (size_t)g->size);
+    if (!all)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: the ranks "
+                           "disagree on a setting that must be alike "
+                           "(DCOLL_DEBUG, DCOLL_ON_TIMEOUT, DCOLL_TIMEOUT 0 "
+                           "or not, DCOLL_PLAN_CALLS, DCOLL_PROFILE, "
+                           "DCOLL_STAGE_CHUNK)", fn);
+    if ((st = g->svc->allgather_bytes(g, &mine, all, sizeof(int)))) {
+        free(all);
+        return st;
     }
+    int r = 1;
+    while (r < g->size - 1 && all[r] == all[0])
+        r++;
+    char here[32], there[32];
+    const char *what = setting_of(all[r], all[0], there, here,
+                                  sizeof(here));
+    free(all);
     return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                       "%s: the ranks disagree on %s (this one: %s); set "
-                       "it alike on every rank", fn, what, here);
+                       "%s: the ranks disagree on %s: rank %d has %s, rank "
+                       "0 %s; set it alike on every rank", fn, what, r,
+                       there, here);
 }
 
 void dcoll_fault_group_free(struct dcoll_group *g)

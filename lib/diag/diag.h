@@ -76,8 +76,13 @@ dcoll_status_t dcoll_fault_group_init(struct dcoll_group *g, double timeout,
 void dcoll_fault_group_free(struct dcoll_group *g);
 /* Collective over g: every rank must share the debug mode, whether g
  * has a timeout and what it does, or some would talk over the twin
- * communicator or poll while others wait in MPI's own calls. */
-dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn);
+ * communicator or poll while others wait in MPI's own calls; and the
+ * settings that change which calls a rank makes (DCOLL_PLAN_CALLS,
+ * DCOLL_PROFILE, the GPU layer's stage_chunk, which the core passes).
+ * A difference is refused on every rank, naming the first rank that
+ * differs from rank 0 and both values. */
+dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn,
+                                 size_t stage_chunk);
 /* The slow path before a call on a group with g->diag->slow set: refuse a
  * failed group, or (debug) check that every rank called the same. */
 dcoll_status_t dcoll_fault_check(struct dcoll_group *g,

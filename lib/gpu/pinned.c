@@ -42,6 +42,8 @@ dcoll_status_t dcoll_stage_env(void)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "
                            "DCOLL_STAGE_CHUNK='%s' is not a size from 4K to "
                            "1G (bytes, or with K, M or G)", v);
+    /* Whole pages: the ranks compare it in 4 KiB (dcoll_fault_agree). */
+    dcoll_stage_chunk &= ~(size_t)4095;
     v = getenv("DCOLL_STAGE_PINNED");
     budget = PINNED_DEFAULT;
     if (v && *v && !dcoll_parse_bytes(v, &budget))

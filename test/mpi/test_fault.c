@@ -418,6 +418,24 @@ static int partial(void)
                                          "timeout does"),
           "DCOLL_ON_TIMEOUT=return on rank 0 only");
     unsetenv("DCOLL_ON_TIMEOUT");
+    /* Settings that change which calls a rank makes, on rank 1 alone:
+     * named with the rank and both values (DCOLL_PROFILE's gather at
+     * finalize hung the job). */
+    int second = env && atoi(env) == 1;
+    if (second)
+        setenv("DCOLL_PROFILE", "text", 1);
+    CHECK(dcoll_init(NULL) == DCOLL_ERR_INVALID_ARGUMENT &&
+              strstr(dcoll_last_error(), "the ranks disagree on "
+                     "DCOLL_PROFILE: rank 1 has text, rank 0 off"),
+          "DCOLL_PROFILE on rank 1 only: %s", dcoll_last_error());
+    unsetenv("DCOLL_PROFILE");
+    if (second)
+        setenv("DCOLL_STAGE_CHUNK", "2M", 1);
+    CHECK(dcoll_init(NULL) == DCOLL_ERR_INVALID_ARGUMENT &&
+              strstr(dcoll_last_error(), "the ranks disagree on "
+                     "DCOLL_STAGE_CHUNK: rank 1 has 2048 KiB, rank 0 "),
+          "DCOLL_STAGE_CHUNK on rank 1 only: %s", dcoll_last_error());
+    unsetenv("DCOLL_STAGE_CHUNK");
     CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init alike");
     dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
     gp.mask = DCOLL_GROUP_PARAM_TIMEOUT;
