@@ -84,6 +84,24 @@ static bool pick_form(const void *arg, int r)
     return p->roll->state[r] == DCOLL_ROLL_SAME && p->roll->form[r] == p->form;
 }
 
+/* Ranks in a call of the same number but of another kind than kind (a
+ * barrier where the others all_reduce: one skipped a call, or called
+ * another in its place), or of it (or not known: an asker). */
+struct kind_pick {
+    const struct dcoll_roll *roll;
+    int kind;
+    bool other;
+};
+
+static bool pick_kind(const void *arg, int r)
+{
+    const struct kind_pick *p = arg;
+    if (p->roll->state[r] != DCOLL_ROLL_SAME)
+        return false;
+    bool other = p->roll->kind[r] >= 0 && p->roll->kind[r] != p->kind;
+    return other == p->other;
+}
+
 /* The picked ranks by host, where the group spans several hosts and each
  * one's is known: ", on nodeA {2,3}, nodeB {5}" (group ranks). */
 static void put_hosts(struct dcoll_text *t, const struct dcoll_group *g,
@@ -124,7 +142,7 @@ static void put_hosts(struct dcoll_text *t, const struct dcoll_group *g,
 
 /* What the roll call found, after "...timed out after T s (...)". */
 static void put_roll(struct dcoll_text *t, const struct dcoll_group *g,
-                     uint64_t seq, const struct dcoll_roll *roll)
+                     uint64_t seq, int kind, const struct dcoll_roll *roll)
 {
     struct roll_pick p = {roll, DCOLL_ROLL_SILENT};
     int silent = 0, behind = 0, forms[4] = {0};
@@ -184,8 +202,25 @@ static void put_roll(struct dcoll_text *t, const struct dcoll_group *g,
             dcoll_put(t, "rank %d (world %d) is at collective #%llu (%s); ",
                 r, dcoll_world_of(g, r), (unsigned long long)roll->seq[r],
                 dcoll_kind_name(roll->kind[r]));
-    p.state = DCOLL_ROLL_SAME;
-    dcoll_put_ranks(t, g, pick_state, &p);
+    /* The same number is no proof of the same call: each in another
+     * kind is named with it. */
+    struct kind_pick k = {roll, kind, true};
+    for (int r = 0, shown = 0; r < g->size; r++) {
+        if (!pick_kind(&k, r))
+            continue;
+        if (shown++ == 8) {
+            dcoll_put(t, "more ranks are in other calls of that number; ");
+            break;
+        }
+        dcoll_put(t, "rank %d (world %d) is in %s #%llu instead (%s): the "
+                  "ranks' calls differ there (one skipped a call, or made "
+                  "another in its place); ", r, dcoll_world_of(g, r),
+                  dcoll_kind_name(roll->kind[r]),
+                  (unsigned long long)roll->seq[r],
+                  form_name(roll->form[r]));
+    }
+    k.other = false;
+    dcoll_put_ranks(t, g, pick_kind, &k);
     dcoll_put(t, " arrived");
     if (forms[DCOLL_FORM_BLOCKING] && forms[DCOLL_FORM_ASYNC]) {
         struct form_pick f = {roll, DCOLL_FORM_BLOCKING};
@@ -236,9 +271,10 @@ void dcoll_put_report(struct dcoll_text *t, struct dcoll_group *g,
     if (roll && roll->n == g->size) {
         roll->state[g->rank] = DCOLL_ROLL_SAME;
         roll->seq[g->rank] = seq;
+        roll->kind[g->rank] = kind;
         if (form)
             roll->form[g->rank] = (unsigned char)form;
-        put_roll(t, g, seq, roll);
+        put_roll(t, g, seq, kind, roll);
     }
 }
 
@@ -255,7 +291,7 @@ void dcoll_fault_told(struct dcoll_group *g, struct dcoll_verdict *v)
         dcoll_world_of(g, v->from), (unsigned long long)v->seq,
         dcoll_kind_name(v->kind));
     if (v->roll.n == g->size)
-        put_roll(&t, g, v->seq, &v->roll);
+        put_roll(&t, g, v->seq, v->kind, &v->roll);
     dcoll_put(&t, ". Rank %d ends the job (DCOLL_ON_TIMEOUT=abort, exit code "
         "%d). This rank ", v->from, DCOLL_HANG_EXIT_CODE);
     /* Where this rank stands: the end of the whole report, and the one

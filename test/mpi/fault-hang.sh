@@ -40,7 +40,7 @@ else
 fi
 case $how in
     killed) alive=$last ;;   # ranks 0..last-1 survive
-    mixed|planmixed) alive=$np ;;
+    mixed|planmixed|wrongkind) alive=$np ;;
     *) alive=$last ;;
 esac
 # The report: from the lowest rank that found the hang (two that found it
@@ -83,6 +83,9 @@ while [ "$r" -lt "$alive" ]; do
         planmixed)
             echo "$lines" | grep -q "started a plan of it and the others called it directly" ||
                 bad "rank $r's report does not name the plan's start" ;;
+        wrongkind)
+            echo "$lines" | grep -q "rank $last (world $last) is in barrier #[0-9]* instead" ||
+                bad "rank $r's report does not name rank $last's barrier" ;;
         plan)
             echo "$lines" | grep -q "persistent start" ||
                 bad "rank $r's report does not name a persistent start"

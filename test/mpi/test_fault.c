@@ -16,7 +16,7 @@
  * Those modes use groups whose timeouts return (on_timeout RETURN); the
  * default ends the job, which fault-hang.sh checks from outside:
  *   test_fault hang absent|busy|killed|mixed|nothreads|refused|plan|
- *                   planmixed
+ *                   planmixed|wrongkind
  *                            at default settings, a group with a 2-s
  *                            timeout and a blocking all_reduce that never
  *                            completes: the last rank sleeps outside
@@ -27,7 +27,9 @@
  *                            MPI_THREAD_MULTIPLE; in plan the others
  *                            start a plan of it (the last is absent), in
  *                            planmixed even ranks do and odd ranks call
- *                            it (run with DCOLL_PLAN_CALLS=persistent).
+ *                            it (run with DCOLL_PLAN_CALLS=persistent);
+ *                            in wrongkind the last rank calls a barrier
+ *                            in its place.
  *                            Every rank prints when it calls; the job
  *                            must end with the report.
  * Built with CUDA_DEVICE (test_fault_gpu, suite gpu), the hung all_reduce
@@ -513,7 +515,11 @@ static int hang(const char *how, const char *url)
         CHECK(dcoll_all_reduce(g, x, x, -1, DCOLL_INT32, DCOLL_SUM, NULL,
                                NULL) == DCOLL_ERR_INVALID_ARGUMENT,
               "count -1 refused");
-    bool mixed = !strcmp(how, "mixed") || !strcmp(how, "planmixed");
+    /* wrongkind: the last rank calls a barrier where the others
+     * all_reduce, at the same call number. */
+    bool wrongkind = !strcmp(how, "wrongkind");
+    bool mixed = !strcmp(how, "mixed") || !strcmp(how, "planmixed") ||
+                 wrongkind;
     /* Plans are made by every rank there (it is collective). */
     dcoll_plan_t *plan = NULL;
     if (!strcmp(how, "planmixed") || !strcmp(how, "plan"))
@@ -526,6 +532,8 @@ static int hang(const char *how, const char *url)
     dcoll_status_t st;
     if (plan && (!mixed || r % 2 == 0)) {
         st = dcoll_plan_start(plan, NULL);
+    } else if (wrongkind && last) {
+        st = dcoll_barrier(g, NULL, NULL);
     } else if (!strcmp(how, "mixed") && r % 2) {
         dcoll_work_t *w = NULL;
         st = dcoll_all_reduce(g, x, x, BIG, DCOLL_INT32, DCOLL_SUM, NULL, &w);
