@@ -16,7 +16,10 @@ static inline void dcoll_work_track(struct dcoll_work *w)
 }
 
 /* state.c: library life cycle. */
-enum dcoll_state { DCOLL_STATE_NEW, DCOLL_STATE_READY, DCOLL_STATE_DONE };
+/* FORKED: a child fork() made of a ready process; it shares none of its
+ * parent's groups, and every call is refused. */
+enum dcoll_state { DCOLL_STATE_NEW, DCOLL_STATE_READY, DCOLL_STATE_DONE,
+                   DCOLL_STATE_FORKED };
 extern enum dcoll_state dcoll_state;
 extern struct dcoll_group dcoll_world;
 extern struct dcoll_group dcoll_non_member;

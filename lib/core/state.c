@@ -1,4 +1,5 @@
 /* Library life cycle: dcoll_init, dcoll_finalize and the world group. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +38,33 @@ static char world_scheme[32];       /* how the world met */
  * dcoll_finalize has come since. */
 static bool ended_by_mpi;
 
+/* The world rank a child was forked from (fork_child). */
+static int forked_from = -1;
+
+/* In a child of a ready process, at fork: its parent's communicators,
+ * threads and GPU state are not its own (MPI forbids a child to use
+ * them), so dcoll refuses every call there rather than hang in one (a
+ * finalize joining a watchdog thread the child lacks). Only assignments:
+ * a fork handler runs as a signal handler would. */
+static void fork_child(void)
+{
+    if (dcoll_state == DCOLL_STATE_READY) {
+        forked_from = dcoll_world.rank;
+        dcoll_state = DCOLL_STATE_FORKED;
+    }
+}
+
 dcoll_status_t dcoll_check_ready_slow(void)
 {
+    if (dcoll_state == DCOLL_STATE_FORKED)
+        return dcoll_error(DCOLL_ERR_INVALID_STATE,
+                           "this process is a child that fork() made of "
+                           "world rank %d after dcoll_init: it shares none "
+                           "of its parent's groups, MPI state or threads, "
+                           "so no dcoll call works here (dcoll_finalize "
+                           "included: the parent finalizes; a child that "
+                           "needs dcoll execs a program that initialises "
+                           "it, or is started by dcoll_spawn)", forked_from);
     if (dcoll_state == DCOLL_STATE_NEW)
         return dcoll_error(DCOLL_ERR_NOT_INITIALIZED,
                            "dcoll is not initialised: call dcoll_init first");
@@ -194,6 +220,8 @@ static void say_steps(const struct dcoll_group *w)
 dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
 {
     dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
+    if (dcoll_state == DCOLL_STATE_FORKED)
+        return dcoll_check_ready_slow();
     if (dcoll_state == DCOLL_STATE_READY)
         return dcoll_error(DCOLL_ERR_ALREADY_INITIALIZED,
                            "dcoll_init: dcoll is already initialised; call "
@@ -382,6 +410,9 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
     }
     dcoll_state = DCOLL_STATE_READY;
     ended_by_mpi = false;
+    static bool fork_watched;
+    if (!fork_watched)
+        fork_watched = pthread_atfork(NULL, NULL, fork_child) == 0;
     dcoll_profile_start();
     dcoll_world.svc->at_mpi_end(mpi_ending);
     step("end");
