@@ -421,7 +421,10 @@ static void waiter_end(struct waiter *w)
     uv_close((uv_handle_t *)&w->timer, on_waiter_closed);
 }
 
-static void waiter_answer(struct waiter *w)
+/* The waiter's reply, from the keys as they are now; its client's
+ * buffered requests are served after (the caller's, where it answers
+ * several). */
+static void waiter_reply(struct waiter *w)
 {
     struct client *c = w->c;
     if (w->op == WIRE_GET) {
@@ -431,7 +434,6 @@ static void waiter_answer(struct waiter *w)
         reply(c, WIRE_OK, 0, 0, NULL);
     }
     waiter_end(w);
-    process(c);
 }
 
 static void on_timeout(uv_timer_t *t)
@@ -489,17 +491,29 @@ static void wake(struct store_server *s, struct wire_str k)
             }
             ready[nready++] = x->w;
         }
-        /* Answering one serves its client's pipelined requests, which
-         * may take a key another ready waiter needs (a DELETE, a
-         * compare_set) or end that waiter (its client refused and
-         * closed): each is looked at again first. One no longer ready
-         * stays parked for the key's next SET. An ended waiter's memory
-         * lasts until its timer's close callback, after this loop. */
+        /* Every waiter ready at the SET is answered before any client's
+         * pipelined requests run (torch's store answers every waiter of
+         * the key at the SET): one's DELETE behind its GET must not
+         * leave another parked on a key that was set while it waited.
+         * Then each answered client's buffered requests are served; a
+         * waiter they end or park again is its client's own. A client's
+         * memory lasts until its close callback, after this loop. */
+        struct client **served = malloc(sizeof(*served) * (nready + 1));
+        size_t answered = 0;
         for (size_t i = 0; i < nready; i++) {
             struct waiter *w = ready[i];
-            if (w->c->waiter == w && kv_all(&s->kv, w->n, w->keys))
-                waiter_answer(w);
+            if (w->c->waiter != w || !kv_all(&s->kv, w->n, w->keys))
+                continue;
+            struct client *c = w->c;
+            waiter_reply(w);
+            if (served)
+                served[answered++] = c;
+            else
+                process(c);   /* no memory: one at a time, as before */
         }
+        for (size_t i = 0; i < answered; i++)
+            process(served[i]);
+        free(served);
         free(ready);
     }
     for (size_t at = 0; at < s->npending; at++)
