@@ -5,7 +5,8 @@
 #   meson   dependency('dcoll') from the install (pkg-config)
 #   wrap    the same project with dcoll as its subproject
 #   examples every installed example (share/dcoll/examples), built with
-#           its own CMakeLists.txt and with its own meson.build, and run
+#           its own CMakeLists.txt and with its own meson.build; the
+#           first run, the second checked to find its libraries
 # Installs into a prefix of its own (setup --prefix, as a user would, not
 # DESTDIR), builds, and runs the program on 2 ranks with no
 # LD_LIBRARY_PATH: the install's RUNPATHs must be enough.
@@ -100,19 +101,26 @@ examples)
         PKG_CONFIG_PATH=$pc meson setup "$tmp/ex-$name/mb" "$tmp/ex-$name" \
             >>"$log" 2>&1 && ninja -C "$tmp/ex-$name/mb" >>"$log" 2>&1 ||
             { echo "$name: the meson build failed"; cat "$log"; exit 1; }
+        # The CMake build's programs run; the meson build's, the same
+        # sources, must find every library they link (a launch costs 2 s).
         for b in cb mb; do
             for prog in $(find "$tmp/ex-$name/$b" -maxdepth 1 -type f \
                           -perm -u+x); do
-                case $name in
-                env) "$prefix/bin/dcollrun" -n 2 --timeout 60 "$prog" ;;
-                *) "$mpirun_sh" 2 60 "$prog" ;;
-                esac
+                if [ $b = mb ]; then
+                    ! ldd "$prog" | grep "not found" ||
+                        { echo "$prog: a library not found"; exit 1; }
+                else
+                    case $name in
+                    env) "$prefix/bin/dcollrun" -n 2 --timeout 60 "$prog" ;;
+                    *) "$mpirun_sh" 2 60 "$prog" ;;
+                    esac
+                fi
                 n=$((n + 1))
             done
         done
     done
     # Eight examples, nine programs (grid has two), each built both ways.
-    [ "$n" = 18 ] || { echo "ran $n example programs, not 18"; exit 1; }
+    [ "$n" = 18 ] || { echo "built $n example programs, not 18"; exit 1; }
     ;;
 *)
     echo "consumer.sh: unknown way $how" >&2; exit 2 ;;
