@@ -177,6 +177,11 @@ static dcoll_status_t f_add_raw(struct file_store *f, struct wire_str k,
             st = dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "file store: the "
                              "value under the key is not an integer");
             break;
+        case KV_OVERFLOW:
+            st = dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "file store: "
+                             "adding %lld, the sum would overflow a 64-bit "
+                             "integer; the value is unchanged", (long long)d);
+            break;
         case KV_NO_MEMORY:
         case KV_FULL:   /* the file store has no limit */
             st = dcoll_error(DCOLL_ERR_NO_MEMORY, "file store: no memory");

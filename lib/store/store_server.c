@@ -655,6 +655,13 @@ static void handle(struct client *c, const struct wire_msg *m)
             reply(c, WIRE_NOT_NUMBER, 0, 0, NULL);
             return;
         }
+        if (r == KV_OVERFLOW) {   /* said, for clients that show it */
+            static const char why[] = "the sum would overflow a 64-bit "
+                                      "integer; the value is unchanged";
+            struct wire_str w = {(const uint8_t *)why, sizeof(why) - 1};
+            reply(c, WIRE_NOT_NUMBER, 0, 1, &w);
+            return;
+        }
         if (r != KV_OK)
             goto failed;
         reply(c, WIRE_OK, v, 0, NULL);

@@ -161,7 +161,7 @@ enum kv_result kv_add(struct kv_table *t, struct wire_str key, int64_t delta,
     if (e && !dcoll_store_parse_int(e->val, e->vlen, &v))
         return KV_NOT_NUMBER;
     if (__builtin_add_overflow(v, delta, &v))
-        return KV_NOT_NUMBER;
+        return KV_OVERFLOW;
     char text[24];
     int n = snprintf(text, sizeof(text), "%lld", (long long)v);
     enum kv_result r = kv_put(t, key,

@@ -27,7 +27,7 @@ struct kv_table {
  * table's own bookkeeping for it. */
 #define KV_COST(klen, vlen) ((size_t)(klen) + (vlen) + 48)
 
-enum kv_result { KV_OK, KV_NOT_NUMBER, KV_NO_MEMORY, KV_FULL };
+enum kv_result { KV_OK, KV_NOT_NUMBER, KV_NO_MEMORY, KV_FULL, KV_OVERFLOW };
 
 struct kv *kv_find(struct kv_table *t, struct wire_str key);
 /* Set key to val. KV_FULL: it would take the table past its limit, and
@@ -39,8 +39,8 @@ bool kv_all(struct kv_table *t, int n, const struct wire_str *keys);
 void kv_free(struct kv_table *t);
 
 /* The integer under key (0 if missing) plus delta, stored as decimal
- * text; KV_NOT_NUMBER if the value is not an integer or the sum
- * overflows. */
+ * text; KV_NOT_NUMBER if the value is not an integer, KV_OVERFLOW if
+ * the sum leaves int64 (the value then stays). */
 enum kv_result kv_add(struct kv_table *t, struct wire_str key, int64_t delta,
                       int64_t *sum);
 

@@ -148,6 +148,10 @@ static dcoll_status_t call(struct tcp_store *t, enum wire_op op, int64_t num,
         return dcoll_error(DCOLL_ERR_TIMEOUT, "TCP store %s:%d: the keys did "
                            "not appear in time", t->host, t->base.port);
     case WIRE_NOT_NUMBER:
+        if (rm->nstr)   /* an overflow, as the server says it */
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "TCP store: %.*s",
+                               (int)rm->str[0].len,
+                               (const char *)rm->str[0].p);
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "TCP store: the value "
                            "under the key is not an integer");
     default: {

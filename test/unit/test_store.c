@@ -93,6 +93,17 @@ static void every_op(dcoll_store_t *s)
     assert_int_equal(dcoll_store_add(s, "a", 1, &v),
                      DCOLL_ERR_INVALID_ARGUMENT);
     HAS("not an integer");
+    /* A sum past int64 is refused as such (it was "not an integer"),
+     * and the value stays. */
+    OK(dcoll_store_add(s, "big", INT64_MAX, &v));
+    assert_int_equal(dcoll_store_add(s, "big", 1, &v),
+                     DCOLL_ERR_INVALID_ARGUMENT);
+    HAS("overflow a 64-bit integer");
+    OK(dcoll_store_add(s, "big", 0, &v));
+    assert_true(v == INT64_MAX);
+    int gone = 0;
+    OK(dcoll_store_delete_key(s, "big", &gone));
+    assert_int_equal(gone, 1);
     /* compare-and-set: missing + empty expected sets; a match swaps; a
      * mismatch leaves the value and returns it. */
     OK(dcoll_store_compare_set(s, "c", NULL, 0, "one", 3, buf, sizeof(buf),
