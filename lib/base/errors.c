@@ -1,6 +1,7 @@
 /* Status strings and the per-thread last-error message. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include "base.h"
 
 static const char *const status_names[DCOLL_STATUS_COUNT_] = {
@@ -40,10 +41,15 @@ const char *dcoll_last_error(void)
 
 dcoll_status_t dcoll_error(dcoll_status_t st, const char *fmt, ...)
 {
+    /* Formatted aside first: callers wrap the last message in a new one
+     * (dcoll_error(st, "...: %s", dcoll_last_error())), and formatting
+     * into the buffer an argument reads garbled it (twice, and cut). */
+    char msg[DCOLL_ERROR_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error, sizeof(last_error), fmt, ap);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
+    memcpy(last_error, msg, strlen(msg) + 1);
     have_error = 1;
     return st;
 }

@@ -147,6 +147,22 @@ static int dump(void)
     t = (char *)file_text();
     CHECK(strstr(t, "\"calls\":5") && !strstr(t, "\"calls\":4"),
           "second dump: %s", t);
+    /* A dump that cannot be written (a directory where the file goes):
+     * refused, the file's error wrapped once (the message used to be
+     * formatted into itself: "dcoll_dump: dcoll_dump: ...", cut). */
+    char cmd[700];
+    snprintf(cmd, sizeof(cmd), "f=$(ls %s/dcoll-*-%d.jsonl) && rm -f $f && "
+             "mkdir $f", dir, t_rank);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    dcoll_status_t st = dcoll_dump();
+    const char *e = dcoll_last_error();
+    CHECK(st == DCOLL_ERR_IO &&
+              !strncmp(e, "dcoll_dump: cannot write the flight recorder "
+                          "file ", 45) &&
+              !strstr(e + 1, "dcoll_dump") && strstr(e, "Is a directory"),
+          "a dump into a directory: %d, %s", (int)st, e);
+    snprintf(cmd, sizeof(cmd), "rmdir %s/dcoll-*-%d.jsonl", dir, t_rank);
+    CHECK(system(cmd) == 0, "%s", cmd);
     dcoll_group_destroy(&g);
     CHECK_OK(dcoll_finalize());
     CHECK_REFUSED(dcoll_dump(), DCOLL_ERR_FINALIZED, "finalized");
