@@ -306,8 +306,12 @@ static void ordered(void)
     cudaStreamSynchronize(s);
     CHECK(h[0] == 2.0f * (float)n && h[N - 1] == 2.0f * (float)n,
           "the stream's next copy read %g, not the sum", h[0]);
-    /* A lost peer, on a group in return mode. */
+    /* A lost peer, on a group in return mode. Its communicator made and
+     * idle first: the break fails the next NCCL job this process runs,
+     * and a job of the group's making, run after it, took it in CI (the
+     * all_reduce below then failed as it was posted). */
     dcoll_group_t *g = t_returning_group(1);
+    sum_ok(g, "the group's first all_reduce");
     if (t_rank == n - 1)
         fake_nccl_break();
     CHECK_OK(dcoll_all_reduce(g, d, d, N, DCOLL_FLOAT32, DCOLL_SUM, &o,
