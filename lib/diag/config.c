@@ -243,7 +243,8 @@ dcoll_status_t dcoll_fault_group_init(struct dcoll_group *g, double timeout,
  * the staged path's chunk in 4 KiB from bit 7 (ranks would split a call
  * into different numbers of MPI calls). */
 enum { AG_DEBUG = 1, AG_TIMEOUT = 2, AG_RETURN = 4, AG_PLAN = 24,
-       AG_PROFILE = 96, AG_CHUNK_SHIFT = 7 };
+       AG_PROFILE = 96, AG_CHUNK_SHIFT = 7,
+       AG_CHUNK = -(1 << AG_CHUNK_SHIFT) };   /* bit 7 up */
 
 static int agreed_bits(const struct dcoll_group *g, size_t stage_chunk)
 {
@@ -254,42 +255,47 @@ static int agreed_bits(const struct dcoll_group *g, size_t stage_chunk)
            (int)(stage_chunk >> 12) << AG_CHUNK_SHIFT;
 }
 
-/* The first setting that bits a and b differ in, and what each says. */
-static const char *setting_of(int a, int b, char *sa, char *sb, size_t len)
+/* The settings, in the order a difference among them is named. */
+static const struct {
+    const char *what;
+    int mask;
+} agreed[] = {
+    {"DCOLL_DEBUG", AG_DEBUG},
+    {"whether there is a timeout (0 on some, not others)", AG_TIMEOUT},
+    {"DCOLL_PLAN_CALLS", AG_PLAN},
+    {"DCOLL_PROFILE", AG_PROFILE},
+    {"DCOLL_STAGE_CHUNK", AG_CHUNK},
+    /* Some would poll their own algorithms while others sit in MPI's
+     * blocking calls: they would never meet. */
+    {"what a timeout does (DCOLL_ON_TIMEOUT, on_timeout)", AG_RETURN},
+};
+
+/* What setting agreed[i] is in bits x, in words. */
+static void say_setting(int i, int x, char *out, size_t len)
 {
     static const char *const calls[] = {"auto", "persistent", "plain"};
     static const char *const prof[] = {"off", "text", "json", "all"};
-    int differ = a ^ b;
-    int v[2] = {a, b};
-    char *out[2] = {sa, sb};
-    const char *what;
-    for (int i = 0; i < 2; i++) {
-        int x = v[i];
-        if (differ & AG_DEBUG)
-            snprintf(out[i], len, "%s", x & AG_DEBUG ? "detail" : "off");
-        else if (differ & AG_TIMEOUT)
-            snprintf(out[i], len, "%s", x & AG_TIMEOUT ? "a timeout"
-                                                       : "none");
-        else if (differ & AG_PLAN)
-            snprintf(out[i], len, "%s", calls[(x & AG_PLAN) >> 3 & 3]);
-        else if (differ & AG_PROFILE)
-            snprintf(out[i], len, "%s", prof[(x & AG_PROFILE) >> 5]);
-        else if (differ >> AG_CHUNK_SHIFT)
-            snprintf(out[i], len, "%d KiB", (x >> AG_CHUNK_SHIFT) * 4);
-        else
-            snprintf(out[i], len, "%s", x & AG_RETURN ? "return" : "abort");
+    int v = x & agreed[i].mask;
+    switch (agreed[i].mask) {
+    case AG_DEBUG:
+        snprintf(out, len, "%s", v ? "detail" : "off");
+        break;
+    case AG_TIMEOUT:
+        snprintf(out, len, "%s", v ? "a timeout" : "none");
+        break;
+    case AG_PLAN:
+        snprintf(out, len, "%s", calls[v >> 3]);
+        break;
+    case AG_PROFILE:
+        snprintf(out, len, "%s", prof[v >> 5]);
+        break;
+    case AG_CHUNK:
+        snprintf(out, len, "%d KiB", (x >> AG_CHUNK_SHIFT) * 4);
+        break;
+    default:
+        snprintf(out, len, "%s", v ? "return" : "abort");
+        break;
     }
-    what = differ & AG_DEBUG     ? "DCOLL_DEBUG"
-           : differ & AG_TIMEOUT ? "whether there is a timeout (0 on some, "
-                                   "not others)"
-           : differ & AG_PLAN    ? "DCOLL_PLAN_CALLS"
-           : differ & AG_PROFILE ? "DCOLL_PROFILE"
-           : differ >> AG_CHUNK_SHIFT
-               ? "DCOLL_STAGE_CHUNK"
-               /* Some would poll their own algorithms while others sit
-                * in MPI's blocking calls: they would never meet. */
-               : "what a timeout does (DCOLL_ON_TIMEOUT, on_timeout)";
-    return what;
 }
 
 dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn,
@@ -318,14 +324,17 @@ dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn,
     int r = 1;
     while (r < g->size - 1 && all[r] == all[0])
         r++;
+    int i = 0;
+    while (!((all[r] ^ all[0]) & agreed[i].mask))
+        i++;
     char here[32], there[32];
-    const char *what = setting_of(all[r], all[0], there, here,
-                                  sizeof(here));
+    say_setting(i, all[r], there, sizeof(there));
+    say_setting(i, all[0], here, sizeof(here));
     free(all);
     return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                        "%s: the ranks disagree on %s: rank %d has %s, rank "
-                       "0 %s; set it alike on every rank", fn, what, r,
-                       there, here);
+                       "0 %s; set it alike on every rank", fn,
+                       agreed[i].what, r, there, here);
 }
 
 void dcoll_fault_group_free(struct dcoll_group *g)
