@@ -392,6 +392,19 @@ static int config(void)
     return 0;
 }
 
+/* Variable name set to value on this rank only where here: dcoll_init
+ * is refused on every rank with a message holding want. */
+static void refused_alone(bool here, const char *name, const char *value,
+                          const char *want)
+{
+    if (here)
+        setenv(name, value, 1);
+    CHECK(dcoll_init(NULL) == DCOLL_ERR_INVALID_ARGUMENT &&
+              strstr(dcoll_last_error(), want),
+          "%s=%s on one rank only: %s", name, value, dcoll_last_error());
+    unsetenv(name);
+}
+
 /* Under mpirun: rank 0 alone changes a setting; every rank is refused. */
 static int partial(void)
 {
@@ -400,44 +413,21 @@ static int partial(void)
     if (!env)
         env = getenv("PMI_RANK");
     int first = env && atoi(env) == 0;
-    if (first)
-        setenv("DCOLL_DEBUG", "detail", 1);
-    CHECK(dcoll_init(NULL) == DCOLL_ERR_INVALID_ARGUMENT &&
-              strstr(dcoll_last_error(), "the ranks disagree on "
-                                         "DCOLL_DEBUG"),
-          "DCOLL_DEBUG on rank 0 only");
-    unsetenv("DCOLL_DEBUG");
-    if (first)
-        setenv("DCOLL_TIMEOUT", "0", 1);
-    CHECK(dcoll_init(NULL) == DCOLL_ERR_INVALID_ARGUMENT &&
-              strstr(dcoll_last_error(), "whether there is a timeout"),
-          "DCOLL_TIMEOUT=0 on rank 0 only");
-    unsetenv("DCOLL_TIMEOUT");
-    if (first)
-        setenv("DCOLL_ON_TIMEOUT", "return", 1);
-    CHECK(dcoll_init(NULL) == DCOLL_ERR_INVALID_ARGUMENT &&
-              strstr(dcoll_last_error(), "the ranks disagree on what a "
-                                         "timeout does"),
-          "DCOLL_ON_TIMEOUT=return on rank 0 only");
-    unsetenv("DCOLL_ON_TIMEOUT");
+    refused_alone(first, "DCOLL_DEBUG", "detail",
+                  "the ranks disagree on DCOLL_DEBUG");
+    refused_alone(first, "DCOLL_TIMEOUT", "0", "whether there is a timeout");
+    refused_alone(first, "DCOLL_ON_TIMEOUT", "return",
+                  "the ranks disagree on what a timeout does");
     /* Settings that change which calls a rank makes, on rank 1 alone:
      * named with the rank and both values (DCOLL_PROFILE's gather at
      * finalize hung the job). */
     int second = env && atoi(env) == 1;
-    if (second)
-        setenv("DCOLL_PROFILE", "text", 1);
-    CHECK(dcoll_init(NULL) == DCOLL_ERR_INVALID_ARGUMENT &&
-              strstr(dcoll_last_error(), "the ranks disagree on "
-                     "DCOLL_PROFILE: rank 1 has text, rank 0 off"),
-          "DCOLL_PROFILE on rank 1 only: %s", dcoll_last_error());
-    unsetenv("DCOLL_PROFILE");
-    if (second)
-        setenv("DCOLL_STAGE_CHUNK", "2M", 1);
-    CHECK(dcoll_init(NULL) == DCOLL_ERR_INVALID_ARGUMENT &&
-              strstr(dcoll_last_error(), "the ranks disagree on "
-                     "DCOLL_STAGE_CHUNK: rank 1 has 2048 KiB, rank 0 "),
-          "DCOLL_STAGE_CHUNK on rank 1 only: %s", dcoll_last_error());
-    unsetenv("DCOLL_STAGE_CHUNK");
+    refused_alone(second, "DCOLL_PROFILE", "text",
+                  "the ranks disagree on DCOLL_PROFILE: rank 1 has text, "
+                  "rank 0 off");
+    refused_alone(second, "DCOLL_STAGE_CHUNK", "2M",
+                  "the ranks disagree on DCOLL_STAGE_CHUNK: rank 1 has "
+                  "2048 KiB, rank 0 ");
     CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init alike");
     dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
     gp.mask = DCOLL_GROUP_PARAM_TIMEOUT;
