@@ -234,6 +234,13 @@ static inline size_t dcoll_span_bytes(unsigned span, size_t block, int size)
     return span == DCOLL_SPAN_ALL ? block * (size_t)size
                                   : span == DCOLL_SPAN_ONE ? block : 0;
 }
+/* Whether [a, a + alen) and [b, b + blen) share a byte. */
+static inline bool dcoll_overlap(const void *a, size_t alen, const void *b,
+                                 size_t blen)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return alen && blen && x < y + blen && y < x + alen;
+}
 
 /* A buffer a group keeps between calls: fresh megabytes from an allocator
  * arrive through mmap (or cudaMallocHost) and cost page faults or a

@@ -26,12 +26,6 @@ static dcoll_status_t noop_work(struct dcoll_group *g, const char *fn,
     return DCOLL_SUCCESS;
 }
 
-static bool overlap(const void *a, size_t alen, const void *b, size_t blen)
-{
-    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
-    return alen && blen && x < y + blen && y < x + alen;
-}
-
 static dcoll_status_t need_buf(const char *fn, const char *name,
                                const void *p, int64_t count)
 {
@@ -126,7 +120,7 @@ static inline __attribute__((always_inline)) dcoll_status_t check_layout(const c
         break;
     }
     if (c->in_place ||
-        !overlap(s, dcoll_span_bytes(in, bytes, g->size), r,
+        !dcoll_overlap(s, dcoll_span_bytes(in, bytes, g->size), r,
                  dcoll_span_bytes(out, bytes, g->size)))
         return DCOLL_SUCCESS;
     return aliased(fn, k->rule);

@@ -236,13 +236,13 @@ static bool export_input(struct ipc_group *ig, const struct ipc_op *h,
     if (!h->in_place || !h->src || in < IPC_IN_PLACE_LEAST ||
         !p->mem_range || !ig->cache)
         return false;
-    bool gathers = h->kind == DCOLL_COLL_ALL_GATHER ||
-                   h->kind == DCOLL_COLL_GATHER ||
-                   h->kind == DCOLL_COLL_ALL_TO_ALL;
-    size_t out = h->dst && h->kind != DCOLL_COLL_BROADCAST
-                     ? h->b * (gathers ? (size_t)ig->k : 1)
-                     : 0;   /* a broadcast's root reads its own only */
-    if (out && h->src < h->dst + out && h->dst < h->src + in)
+    /* What this rank writes, as the kinds' table spans it (a broadcast's
+     * root writes nothing). */
+    int role = dcoll_kind_has(h->kind, DCOLL_KF_ROOT) && ig->me == h->root;
+    size_t out = h->dst ? dcoll_span_bytes(dcoll_kinds[h->kind].out[role],
+                                           h->b, ig->k)
+                        : 0;
+    if (dcoll_overlap(h->src, in, h->dst, out))
         return false;
     void *base;
     size_t size;
