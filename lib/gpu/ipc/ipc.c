@@ -498,19 +498,16 @@ static dcoll_plugin_call_t leaders_call(const struct ipc_group *ig,
     return k;
 }
 
-/* Whether the staged leaders' MPI call takes c: the arithmetic ops on
- * numbers (integers, floating and complex), in one MPI call. */
+/* Whether the staged leaders' MPI call takes c: the arithmetic ops
+ * (which the call's checks let through on numbers only: integers,
+ * floating and complex types), in one MPI call. */
 static bool mpi_takes(const struct dcoll_coll *c)
 {
     if (c->count > INT32_MAX)
         return false;
-    if (c->kind == DCOLL_COLL_BROADCAST)
-        return true;
-    bool number = c->dtype <= DCOLL_UINT64 || dcoll_dtype_is_float(c->dtype) ||
-                  dcoll_dtype_is_complex(c->dtype);
-    return number && (c->op == DCOLL_SUM || c->op == DCOLL_PRODUCT ||
-                      c->op == DCOLL_MIN || c->op == DCOLL_MAX ||
-                      c->op == DCOLL_AVG);
+    return c->kind == DCOLL_COLL_BROADCAST || c->op == DCOLL_SUM ||
+           c->op == DCOLL_PRODUCT || c->op == DCOLL_MIN ||
+           c->op == DCOLL_MAX || c->op == DCOLL_AVG;
 }
 
 /* Whether the hierarchy runs c: all_reduce and broadcast, of what the
