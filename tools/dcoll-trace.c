@@ -803,23 +803,33 @@ static int cmp_rank(const void *a, const void *b)
 /* ---- saying it ---- */
 
 /* world ranks r[0..n) (sorted) as "rank 3" or "ranks 0-4095,4097". */
+/* Ranks from to to as the range lists say them, the *shown-th; false
+ * once 12 are shown (",..." then ends the list). */
+static bool put_range(int *shown, int from, int to)
+{
+    if (*shown == 12) {
+        printf(",...");
+        return false;
+    }
+    printf(*shown ? "," : "");
+    if (to == from)
+        printf("%d", from);
+    else
+        printf("%d-%d", from, to);
+    ++*shown;
+    return true;
+}
+
 static void put_ranks(const int *r, int n)
 {
     printf("%s", n == 1 ? "rank " : "ranks ");
     int shown = 0;
-    for (int i = 0; i < n; shown++) {
+    for (int i = 0; i < n;) {
         int j = i;
         while (j + 1 < n && r[j + 1] == r[j] + 1)
             j++;
-        if (shown == 12) {
-            printf(",...");
+        if (!put_range(&shown, r[i], r[j]))
             break;
-        }
-        printf(shown ? "," : "");
-        if (j == i)
-            printf("%d", r[i]);
-        else
-            printf("%d-%d", r[i], r[j]);
         i = j + 1;
     }
 }
@@ -850,17 +860,8 @@ static void put_missing(int size)
     int shown = 0, from = 0;
     for (int i = 0; i <= uniq; i++) {
         int to = i < uniq ? have[i] - 1 : size - 1;
-        if (to >= from) {
-            if (shown++ == 12) {
-                printf(",...");
-                break;
-            }
-            printf(shown > 1 ? "," : "");
-            if (to == from)
-                printf("%d", from);
-            else
-                printf("%d-%d", from, to);
-        }
+        if (to >= from && !put_range(&shown, from, to))
+            break;
         if (i < uniq)
             from = have[i] + 1;
     }
