@@ -119,16 +119,17 @@ static dcoll_status_t call(dcoll_group_t *g, const char *kind, void *s,
     return dcoll_all_to_all(g, s, r, cnt, dt, o, w);
 }
 
-/* Input and output elements of kind for this rank: in[0], out[0]. */
-static void extent(const char *kind, int64_t *in, int64_t *out)
+/* Input and output elements of kind for this rank, cnt a block. */
+static void extent(const char *kind, int64_t cnt, int64_t *in,
+                   int64_t *out)
 {
     bool wide_in = !strcmp(kind, "scatter") ||
                    !strcmp(kind, "reduce_scatter") ||
                    !strcmp(kind, "all_to_all");
     bool wide_out = !strcmp(kind, "all_gather") || !strcmp(kind, "gather") ||
                     !strcmp(kind, "all_to_all");
-    *in = wide_in ? (int64_t)N * n : N;
-    *out = wide_out ? (int64_t)N * n : N;
+    *in = wide_in ? cnt * n : cnt;
+    *out = wide_out ? cnt * n : cnt;
 }
 
 /* Equal values: a float64int's padding (bytes 12-15) is no value, and
@@ -156,7 +157,7 @@ static bool compare(dcoll_group_t *ipc, dcoll_group_t *staged,
         return false;
     dcoll_dtype_size(dt, &esz);
     int64_t in, out;
-    extent(kind, &in, &out);
+    extent(kind, N, &in, &out);
     size_t ib = (size_t)in * esz, ob = (size_t)out * esz;
     char *hs = malloc(ib), *hr = calloc(1, ob);
     fill(hs, esz, dt, me, in, 0);
@@ -306,13 +307,9 @@ static void planned(dcoll_group_t *g, bool flat)
         "scatter", "reduce_scatter", "all_to_all"};
     for (size_t k = 0; k < sizeof(kinds) / sizeof(*kinds); k++) {
         const char *kind = kinds[k];
-        bool wide_in = !strcmp(kind, "scatter") ||
-                       !strcmp(kind, "reduce_scatter") ||
-                       !strcmp(kind, "all_to_all");
-        bool wide_out = !strcmp(kind, "all_gather") ||
-                        !strcmp(kind, "gather") || !strcmp(kind, "all_to_all");
-        size_t ib = sizeof(int) * C * (size_t)(wide_in ? n : 1);
-        size_t ob = sizeof(int) * C * (size_t)(wide_out ? n : 1);
+        int64_t in, out;
+        extent(kind, C, &in, &out);
+        size_t ib = sizeof(int) * (size_t)in, ob = sizeof(int) * (size_t)out;
         int *hs = malloc(ib);
         int *ds = dev(ib), *dr = dev(ob), *dw = dev(ob);
         char *want = NULL, *got = NULL;
