@@ -142,7 +142,6 @@ int dcoll_multi_devices(const struct dcoll_multi_call *mc, int *devices);
 dcoll_status_t dcoll_gpu_multi_choose(struct dcoll_group *g,
                                       struct dcoll_multi_call *mc,
                                       const int *devices, bool nccl);
-/* Launch c->multi on its clique: the NCCL transport's, for the route. */
 /* The kinds a GPU transport that runs collectives among the group's
  * ranks (NCCL, IPC) has a row for: one buffer layout a rank, but not
  * point-to-point, whose communicator or team a peer call must not make,
@@ -176,6 +175,7 @@ static inline void dcoll_nccl_view(int64_t *count, int *dtype)
     }
 }
 
+/* Launch c->multi on its clique: the NCCL transport's, for the route. */
 dcoll_status_t dcoll_gpu_multi_run(struct dcoll_group *g,
                                    const struct dcoll_coll *c,
                                    struct dcoll_work **work,
