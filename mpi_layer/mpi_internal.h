@@ -11,6 +11,7 @@
 /* Start MPI if needed and make the world from MPI_COMM_WORLD or from the
  * Fortran handle fcomm (have_comm): fills world->rank, size and comm. */
 dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
+                               double timeout,
                                struct dcoll_group *world);
 /* Rendezvous under an MPI launcher: check every process's rank and world
  * size (collective, so all reach the same verdict) and renumber the world
@@ -38,6 +39,13 @@ dcoll_status_t dcoll_mpi_agree(struct dcoll_group *g, int *ok);
 dcoll_status_t dcoll_mpi_allgather_bytes(struct dcoll_group *g,
                                          const void *in, void *out,
                                          size_t len);
+/* dcoll_mpi_agree bounded by g's timeout from the start of the call c
+ * it belongs to; a timeout is reported in out, and *spread is how far
+ * apart the ranks arrived. */
+dcoll_status_t dcoll_mpi_agree_call(struct dcoll_group *g, int *ok,
+                                    double *spread,
+                                    const struct dcoll_coll *c,
+                                    struct dcoll_outcome *out);
 /* Allgather len bytes from every rank of g over its control
  * communicator, bounded by g's timeout like the call c it checks. */
 dcoll_status_t dcoll_mpi_exchange(struct dcoll_group *g, const void *mine,
@@ -96,6 +104,10 @@ struct dcoll_mpi_comm {
                        known */
     uint32_t tuned_kinds;  /* tuning.c: the kinds the table has rows for
                               at this group's size (bit 31: found) */
+    bool abandoned; /* a call past its deadline left a request posted:
+                       the communicators stay until MPI ends, as Open
+                       MPI 4's libnbc progresses such a request on a
+                       freed one when the late rank comes */
 };
 
 /* The MPI transport's record of a group (g->tl[DCOLL_TL_MPI]). */

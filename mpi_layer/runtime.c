@@ -51,6 +51,7 @@ static dcoll_status_t comm_wrap(MPI_Comm comm, void **out)
     c->scratch = NULL;
     c->ppn = 0;
     c->tuned_kinds = 0;
+    c->abandoned = false;
     *out = c;
     return DCOLL_SUCCESS;
 }
@@ -60,8 +61,10 @@ void dcoll_mpi_comm_free(void *comm)
     struct dcoll_mpi_comm *c = comm;
     if (!c)
         return;
-    MPI_Comm_free(&c->ctl);
-    MPI_Comm_free(&c->comm);
+    if (!c->abandoned) {
+        MPI_Comm_free(&c->ctl);
+        MPI_Comm_free(&c->comm);
+    }
     free(c->scratch);
     free(c);
 }
@@ -112,8 +115,97 @@ dcoll_status_t dcoll_mpi_init(int thread_level)
                                           "MPI_Init_thread");
 }
 
+/* Test rq until it ends or the clock passes end: 1 ended, 0 not by
+ * then, -1 an MPI error (message set). */
+static int test_until(MPI_Request *rq, double end, const char *call)
+{
+    int done = 0, rc;
+    for (unsigned spin = 0; !done; spin++) {
+        if ((rc = MPI_Test(rq, &done, MPI_STATUS_IGNORE)) != MPI_SUCCESS) {
+            dcoll_mpi_error(rc, call);
+            return -1;
+        }
+        if (!done && spin % 64 == 63 && dcoll_now() >= end)
+            return 0;
+    }
+    return 1;
+}
+
+/* The copy is the first step every rank of base must take: bounded by
+ * timeout, so that a rank that never calls dcoll_init leaves the others
+ * a status instead of a wait without end. Which rank that is cannot be
+ * known here: there is no communicator of dcoll's own to ask on yet.
+ * A rank that comes after the others gave up still completes the copy
+ * (their requests stay posted), so the ranks then agree on the copy how
+ * far apart they came, and fail alike where the first may have given
+ * up. A copy with a request left on it is never freed. */
+static dcoll_status_t dup_within(MPI_Comm base, double timeout,
+                                 MPI_Comm *dup)
+{
+    static const char call[] = "MPI_Comm_idup";
+    MPI_Request rq;
+    int rank = 0, size = 0;
+    MPI_Comm_rank(base, &rank);
+    MPI_Comm_size(base, &size);
+    double t0 = dcoll_now(), at = dcoll_wall_now();
+    int rc = MPI_Comm_idup(base, dup, &rq);
+    if (rc != MPI_SUCCESS)
+        return dcoll_mpi_error(rc, call);
+    int done = test_until(&rq, t0 + timeout, call);
+    if (done < 0)
+        return DCOLL_ERR_MPI;
+    if (!done)
+        return dcoll_error(DCOLL_ERR_TIMEOUT, "dcoll_init: rank %d of the "
+                           "%d-rank communicator waited %g s (the init "
+                           "timeout: DCOLL_INIT_TIMEOUT or the init params) "
+                           "for every rank to call dcoll_init, and some did "
+                           "not. MPI cannot say which before dcoll has a "
+                           "communicator to ask on: look for a rank that "
+                           "never calls dcoll_init or is still busy before "
+                           "it (docs/troubleshooting.md)", rank, size,
+                           timeout);
+    double *v = malloc(2 * sizeof(double));
+    if (!v) {
+        MPI_Comm_free(dup);
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_init: no memory");
+    }
+    v[0] = at;
+    v[1] = -at;
+    if ((rc = MPI_Iallreduce(MPI_IN_PLACE, v, 2, MPI_DOUBLE, MPI_MAX, *dup,
+                             &rq)) != MPI_SUCCESS) {
+        free(v);
+        MPI_Comm_free(dup);
+        return dcoll_mpi_error(rc, "MPI_Iallreduce (arrivals)");
+    }
+    /* A rank that came in time waits to its own deadline at least. */
+    double end = dcoll_now() + timeout;
+    if (end < t0 + timeout)
+        end = t0 + timeout;
+    if ((done = test_until(&rq, end, "MPI_Iallreduce (arrivals)")) < 0)
+        return DCOLL_ERR_MPI;
+    double spread = done ? v[0] + v[1] : 0;
+    double margin = timeout / 4 < 1.0 ? timeout / 4 : 1.0;
+    if (done && spread <= timeout - margin) {
+        free(v);
+        return DCOLL_SUCCESS;
+    }
+    /* v and the copy stay: the request may still write there. */
+    if (!done)
+        return dcoll_error(DCOLL_ERR_TIMEOUT, "dcoll_init: rank %d of the "
+                           "%d-rank communicator: its ranks came to "
+                           "dcoll_init too far apart, and some gave up "
+                           "waiting after the init timeout (%g s) before "
+                           "the last came", rank, size, timeout);
+    return dcoll_error(DCOLL_ERR_TIMEOUT, "dcoll_init: rank %d of the "
+                       "%d-rank communicator: its ranks came to dcoll_init "
+                       "%.2f s apart, past the init timeout of %g s less a "
+                       "margin of %g s, so the first to come have given up "
+                       "waiting or may have (DCOLL_INIT_TIMEOUT sets it)",
+                       rank, size, spread, timeout, margin);
+}
+
 dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
-                               struct dcoll_group *world)
+                               double timeout, struct dcoll_group *world)
 {
     int inited = 0, finalized = 0, rc;
     dcoll_status_t st;
@@ -156,8 +248,8 @@ dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
     }
     MPI_Comm dup;
     /* A private copy keeps dcoll's messages apart from the program's. */
-    if ((rc = MPI_Comm_dup(base, &dup)) != MPI_SUCCESS)
-        return dcoll_mpi_error(rc, "MPI_Comm_dup");
+    if ((st = dup_within(base, timeout, &dup)))
+        return st;
     st = dcoll_mpi_types_create();
     if (st) {
         MPI_Comm_free(&dup);

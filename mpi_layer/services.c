@@ -13,6 +13,7 @@ const struct dcoll_comm_ops dcoll_mpi_services = {
     .comm_fint = dcoll_mpi_comm_fint,
     .cuda_aware = dcoll_mpi_cuda_aware,
     .agree = dcoll_mpi_agree,
+    .agree_call = dcoll_mpi_agree_call,
     .bcast_bytes = dcoll_mpi_bcast_bytes,
     .allgather_bytes = dcoll_mpi_allgather_bytes,
     .exchange = dcoll_mpi_exchange,

@@ -498,6 +498,7 @@ dcoll_status_t dcoll_mpi_timed_out(struct dcoll_group *g,
                                    const struct dcoll_watch *wt)
 {
     struct dcoll_outcome *out = wt->out;
+    dcoll_mpi_of(g)->abandoned = true;
     out->timed_out = true;
     out->roll = (struct dcoll_roll){0};
     if (!wt->seq || !roll_call(g, wt->seq, &out->roll))
@@ -555,6 +556,48 @@ dcoll_status_t dcoll_mpi_poll(struct dcoll_group *g,
         else if (now >= quiet)
             serve_asks(g, NULL, 0, NULL);
     }
+}
+
+dcoll_status_t dcoll_mpi_agree_call(struct dcoll_group *g, int *ok,
+                                    double *spread,
+                                    const struct dcoll_coll *c,
+                                    struct dcoll_outcome *out)
+{
+    MPI_Request rq;
+    struct dcoll_watch wt = {
+        .deadline = g->timeout > 0 ? c->start + g->timeout : INFINITY,
+        .seq = c->seq,
+        .kind = c->kind,
+        .fn = c->fn,
+        .call = "MPI_Iallreduce (agree)",
+        .out = out,
+    };
+    /* One maximum gives the minimum of ok and the first and last ranks'
+     * arrival times (wall clock, which the hosts share within NTP's
+     * milliseconds). */
+    double at = dcoll_wall_now();
+    /* On the heap: past the deadline the request stays posted, and a
+     * late rank's arrival still writes here (left to it, 24 bytes). */
+    double *v = malloc(3 * sizeof(double));
+    if (!v)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
+                           "agreement", c->fn);
+    v[0] = -(double)*ok;
+    v[1] = at;
+    v[2] = -at;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, v, 3, MPI_DOUBLE, MPI_MAX,
+                            dcoll_mpi_ctl_of(g), &rq);
+    if (rc != MPI_SUCCESS) {
+        free(v);
+        return dcoll_mpi_error(rc, wt.call);
+    }
+    dcoll_status_t st = dcoll_mpi_poll(g, &wt, 1, &rq, NULL);
+    if (!st) {
+        *ok = (int)-v[0];
+        *spread = v[1] + v[2];
+        free(v);
+    }
+    return st;
 }
 
 dcoll_status_t dcoll_mpi_exchange(struct dcoll_group *g, const void *mine,

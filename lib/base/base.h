@@ -68,6 +68,9 @@ void dcoll_host_name(char *out, size_t cap);
 
 /* clock.c: seconds since an arbitrary start, from CLOCK_MONOTONIC. */
 double dcoll_now(void);
+/* Seconds on the wall clock, which hosts share within NTP's milliseconds:
+ * for comparing when ranks on several hosts arrived, never a deadline. */
+double dcoll_wall_now(void);
 /* Seconds from variable name (dflt where unset or empty); a value that is
  * not a positive number up to 1e9 is refused, naming fn and it. */
 dcoll_status_t dcoll_env_seconds(const char *fn, const char *name,
@@ -157,7 +160,14 @@ enum dcoll_coll_kind {
     DCOLL_COLL_SCATTERV,
     DCOLL_COLL_ALL_TO_ALLV,
     DCOLL_COLL_REDUCE_SCATTERV,
-    DCOLL_COLL_KIND_COUNT_
+    DCOLL_COLL_KIND_COUNT_,
+    /* Calls that are not collectives on buffers: group creation,
+     * numbered among the parent's calls so that a rank that never comes
+     * is named like one absent from a collective. No transport has a row
+     * for them; only the kinds table names them. */
+    DCOLL_COLL_NEW_GROUP = DCOLL_COLL_KIND_COUNT_,
+    DCOLL_COLL_SPLIT_GROUP,
+    DCOLL_CALL_KIND_COUNT_
 };
 
 /* kinds.c: what each kind needs, in one table that validation, routing,
@@ -213,7 +223,7 @@ struct dcoll_kind_info {
     bool wide;               /* some buffer spans a block per rank */
 };
 
-extern const struct dcoll_kind_info dcoll_kinds[DCOLL_COLL_KIND_COUNT_];
+extern const struct dcoll_kind_info dcoll_kinds[DCOLL_CALL_KIND_COUNT_];
 
 /* "all_reduce", or "unknown" outside the table. */
 const char *dcoll_kind_name(int kind);

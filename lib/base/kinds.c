@@ -5,12 +5,12 @@
 #include "kinds.h"
 #include "tables.h"
 
-const struct dcoll_kind_info dcoll_kinds[DCOLL_COLL_KIND_COUNT_] =
+const struct dcoll_kind_info dcoll_kinds[DCOLL_CALL_KIND_COUNT_] =
     DCOLL_KINDS_INIT;
 
 const char *dcoll_kind_name(int kind)
 {
-    if ((unsigned)kind >= DCOLL_COLL_KIND_COUNT_)
+    if ((unsigned)kind >= DCOLL_CALL_KIND_COUNT_)
         return "unknown";
     return dcoll_kinds[kind].name;
 }

@@ -263,9 +263,11 @@ struct dcoll_comm_ops {
      * Fortran handle fcomm (have_comm): fills world->rank, size and the
      * MPI transport's record, world->tl[DCOLL_TL_MPI], which stop frees.
      * thread_level: what the program asked for, refused if MPI provides
-     * less; -1: none asked, serialized where dcoll starts MPI. */
+     * less; -1: none asked, serialized where dcoll starts MPI. Every
+     * rank must come within timeout seconds (from start's copy of the
+     * communicator on), else DCOLL_ERR_TIMEOUT. */
     dcoll_status_t (*start)(bool have_comm, int fcomm, int thread_level,
-                            struct dcoll_group *world);
+                            double timeout, struct dcoll_group *world);
     /* After start, under a launcher: refuse an MPI world of one where the
      * launcher's variables say it started more processes (each would run
      * the job alone), saying why and what to do. */
@@ -296,6 +298,13 @@ struct dcoll_comm_ops {
     bool (*cuda_aware)(void);
     /* *ok = the minimum over the group of every rank's *ok. */
     dcoll_status_t (*agree)(struct dcoll_group *g, int *ok);
+    /* agree as the counted call c (group creation), bounded by its
+     * deadline; a timeout is reported in out. *spread: seconds between
+     * the first rank's arrival and the last's. */
+    dcoll_status_t (*agree_call)(struct dcoll_group *g, int *ok,
+                                 double *spread,
+                                 const struct dcoll_coll *c,
+                                 struct dcoll_outcome *out);
     dcoll_status_t (*bcast_bytes)(struct dcoll_group *g, void *buf,
                                   size_t len, int root);
     dcoll_status_t (*allgather_bytes)(struct dcoll_group *g, const void *in,

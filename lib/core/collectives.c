@@ -9,7 +9,7 @@
 
 /* The kinds table, visible here so that each public collective, whose
  * kind is a constant, reads its facts at compile time. */
-static const struct dcoll_kind_info kinds[DCOLL_COLL_KIND_COUNT_] =
+static const struct dcoll_kind_info kinds[DCOLL_CALL_KIND_COUNT_] =
     DCOLL_KINDS_INIT;
 
 /* A NON-MEMBER's work: finished as soon as it is made. */

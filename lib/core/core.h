@@ -63,8 +63,10 @@ dcoll_status_t dcoll_group_params_read(const dcoll_group_params_t *params,
 /* Carry a refusal of arguments that one rank saw alone (local) to every
  * rank of g, which would otherwise wait in the next collective
  * (collective over g): each returns a status, the refusing rank its own
- * message, the others that another rank refused. */
-dcoll_status_t dcoll_group_agree_args(struct dcoll_group *g,
+ * message, the others that another rank refused. It is g's call of
+ * kind (DCOLL_COLL_NEW_GROUP or SPLIT_GROUP), numbered and held to g's
+ * deadline like a collective. */
+dcoll_status_t dcoll_group_agree_args(struct dcoll_group *g, int kind,
                                       dcoll_status_t local, const char *fn);
 /* backend.c: the route's choice of a group made with o. */
 enum dcoll_choice dcoll_opts_choice(const struct dcoll_group_opts *o);

@@ -1,9 +1,7 @@
 /* Groups: the world, new_group through the MPI layer, rank mapping. */
 #include <stdio.h>
 #include <stdlib.h>
-#include "core.h"
-#include "diag.h"
-#include "route.h"
+#include "call.h"
 
 static struct dcoll_group *live_groups;
 int dcoll_groups_made;
@@ -249,14 +247,28 @@ static dcoll_status_t same_lists(const struct group_args *a)
     return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s", msg);
 }
 
-dcoll_status_t dcoll_group_agree_args(struct dcoll_group *g,
+dcoll_status_t dcoll_group_agree_args(struct dcoll_group *g, int kind,
                                       dcoll_status_t local, const char *fn)
 {
     char why[DCOLL_ERROR_MAX];
     if (local)
         snprintf(why, sizeof(why), "%s", dcoll_last_error());
     int ok = !local;
-    dcoll_status_t st = g->svc->agree(g, &ok);
+    /* The first step that waits for every rank of g: a call of its own,
+     * numbered, recorded and held to g's deadline, so that a rank that
+     * never comes is named by the roll call as for a collective. */
+    struct dcoll_coll c = {.kind = (enum dcoll_coll_kind)kind, .fn = fn,
+                           .dtype = DCOLL_UINT8, .root = -1};
+    struct dcoll_call k;
+    const struct dcoll_call_how how = {.counted = true,
+                                       .form = DCOLL_FORM_BLOCKING,
+                                       .watch = -1};
+    dcoll_call_begin(g, &c, &k, how, NULL);
+    double spread = 0;
+    dcoll_status_t st = g->svc->agree_call(g, &ok, &spread, &c, &k.out);
+    if (!st)
+        st = dcoll_fault_arrivals(g, &c, spread);
+    st = dcoll_call_end(g, &c, &k, how, NULL, st);
     if (local)
         return dcoll_error(local, "%s", why);
     if (st)
@@ -287,8 +299,8 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
      * otherwise wait in the split. */
     struct group_args a = {0};
     dcoll_status_t local = check_args(out, ranks, nranks, params, &a);
-    if ((st = dcoll_group_agree_args(&dcoll_world, local,
-                                     "dcoll_new_group"))) {
+    if ((st = dcoll_group_agree_args(&dcoll_world, DCOLL_COLL_NEW_GROUP,
+                                     local, "dcoll_new_group"))) {
         free(a.sorted);
         free(a.hashes);
         return st;

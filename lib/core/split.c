@@ -66,7 +66,7 @@ dcoll_status_t dcoll_split_group(dcoll_group_t **out, dcoll_group_t *parent,
              (!all || !m || !ranks))
         local = dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
                             "colors of %d ranks", fn, p->size);
-    if ((st = dcoll_group_agree_args(p, local, fn))) {
+    if ((st = dcoll_group_agree_args(p, DCOLL_COLL_SPLIT_GROUP, local, fn))) {
         free(all);
         free(m);
         free(ranks);

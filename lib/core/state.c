@@ -217,6 +217,21 @@ static void say_steps(const struct dcoll_group *w)
     fprintf(stderr, "%s\n", line);
 }
 
+/* start's timeout (a rank that never came) in abort mode, the default,
+ * ends the job as a hang in a collective would: the ranks that came
+ * would otherwise return to a program that cannot go on without it. */
+static dcoll_status_t absent_at_start(struct dcoll_group *w,
+                                      dcoll_status_t st)
+{
+    if (st != DCOLL_ERR_TIMEOUT || dcoll_default_recoverable)
+        return st;
+    fprintf(stderr, "dcoll: %s. dcoll ends the job (DCOLL_ON_TIMEOUT=abort) "
+            "with exit code %d\n", dcoll_last_error(), DCOLL_HANG_EXIT_CODE);
+    fflush(stderr);
+    w->svc->abort_job(w, DCOLL_HANG_EXIT_CODE);
+    _exit(DCOLL_HANG_EXIT_CODE);
+}
+
 dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
 {
     dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
@@ -309,8 +324,8 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
          * on all of them instead of leaving the rest in a collective. */
         step("MPI start");
         if ((st = svc->start(p.mask & DCOLL_INIT_PARAM_COMM, p.comm,
-                             p.thread_level, &w)))
-            return st;
+                             p.thread_level, p.timeout, &w)))
+            return absent_at_start(&w, st);
         /* Alone in MPI's world: every process fails alike, no agreement
          * needed (nor possible). */
         if ((st = svc->launcher_check())) {
@@ -348,7 +363,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
                                    p.timeout, where, &joined, &fcomm);
         step("MPI start");
         if (!st)
-            st = svc->start(join, fcomm, p.thread_level, &w);
+            st = svc->start(join, fcomm, p.thread_level, p.timeout, &w);
         /* start works on a duplicate, made or not. */
         svc->join_free(joined);
     }

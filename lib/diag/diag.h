@@ -27,6 +27,14 @@ struct dcoll_diag_group {
                               (one thread at a time issues calls here) */
 };
 
+/* After an agreement that every rank reached (group creation, c), with
+ * the ranks' arrivals spread seconds apart: in return mode, ranks that
+ * came so far apart that the first may have given up fail the call
+ * alike (DCOLL_ERR_TIMEOUT, g marked unusable); else success. */
+dcoll_status_t dcoll_fault_arrivals(struct dcoll_group *g,
+                                    const struct dcoll_coll *c,
+                                    double spread);
+
 extern double dcoll_default_timeout; /* seconds; 0: forever */
 extern bool dcoll_default_recoverable; /* DCOLL_ON_TIMEOUT=return */
 extern bool dcoll_debug;             /* DCOLL_DEBUG=detail */
@@ -166,7 +174,7 @@ struct dcoll_flight_entry {
                               (its table's name); NULL: MPI */
 };
 #define DCOLL_FLIGHT_MADE_AT offsetof(struct dcoll_flight_entry, end)
-_Static_assert(DCOLL_COLL_KIND_COUNT_ <= 64, "a kind fits in 6 bits");
+_Static_assert(DCOLL_CALL_KIND_COUNT_ <= 64, "a kind fits in 6 bits");
 static inline int dcoll_flight_kind(const struct dcoll_flight_entry *e)
 {
     return e->kind_form & 63;

@@ -159,6 +159,44 @@ dcoll_status_t dcoll_fault_failed(struct dcoll_group *g, const char *fn,
     return dcoll_error(st, "%s", text);
 }
 
+/* Margin below g's timeout within which ranks that arrived that far
+ * apart treat the agreement as timed out: the first may have given up
+ * before it saw the last's arrival. */
+static double late_margin(const struct dcoll_group *g)
+{
+    return g->timeout / 4 < 1.0 ? g->timeout / 4 : 1.0;
+}
+
+/* In return mode, a rank that came after the first had given up still
+ * completes the agreement (the others' requests stay posted), and would
+ * wait alone in the steps after it. Every rank decides by the agreed
+ * spread of arrivals, so the ranks that saw the agreement end decide
+ * alike with the ones that timed out. */
+static bool late(const struct dcoll_group *g, double spread)
+{
+    return g->recoverable && g->timeout > 0 &&
+           spread > g->timeout - late_margin(g);
+}
+
+dcoll_status_t dcoll_fault_arrivals(struct dcoll_group *g,
+                                    const struct dcoll_coll *c, double spread)
+{
+    if (!late(g, spread))
+        return DCOLL_SUCCESS;
+    char name[200], msg[DCOLL_ERROR_MAX];
+    /* "fn:" first: the call's end passes it on as it is. */
+    snprintf(msg, sizeof(msg), "%s: timed out on %s (collective #%llu, "
+             "%s): the ranks arrived %.2f s apart, past its timeout of "
+             "%g s less a margin of %g s, so the first to come have given "
+             "up waiting or may have. The group is unusable from now on; "
+             "other groups still work", c->fn,
+             dcoll_group_name(g, name, sizeof(name)),
+             (unsigned long long)c->seq, dcoll_kind_name((int)c->kind),
+             spread, g->timeout, late_margin(g));
+    dcoll_fault_mark(g, msg);
+    return dcoll_error(DCOLL_ERR_TIMEOUT, "%s", msg);
+}
+
 dcoll_status_t dcoll_fault_outcome(struct dcoll_group *g,
                                    struct dcoll_outcome *out, const char *fn,
                                    uint64_t seq, int kind, int form)

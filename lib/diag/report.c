@@ -282,7 +282,7 @@ void dcoll_fault_told(struct dcoll_group *g, struct dcoll_verdict *v)
 {
     char name[200], msg[1600];
     struct dcoll_text t = {msg, sizeof(msg), 0};
-    const char *fn = v->kind >= 0 && v->kind < DCOLL_COLL_KIND_COUNT_
+    const char *fn = v->kind >= 0 && v->kind < DCOLL_CALL_KIND_COUNT_
                          ? dcoll_kinds[v->kind].fn
                          : "a collective";
     dcoll_group_name(g, name, sizeof(name));

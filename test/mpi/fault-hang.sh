@@ -61,7 +61,7 @@ else
 fi
 # A rank that never reached the call says so in one line (not the
 # killed one, nor one that refused the call and so took its number).
-case $how in absent|busy|plan)
+case $how in absent|busy|plan|newgroup|split)
     grep -q "^[0-9.]* dcoll\[$last\]: rank $last on .*timed out on rank .*never reached it" "$err" ||
         grep -q "^[0-9.]* dcoll\[$last\]: .*This rank never reached it" "$err" ||
         bad "rank $last did not say where it stands" ;;
@@ -97,6 +97,9 @@ while [ "$r" -lt "$alive" ]; do
         nothreads)
             echo "$lines" | grep -q "could not be asked" ||
                 bad "rank $r's report does not say why it could not ask" ;;
+        newgroup)
+            echo "$lines" | grep -q "dcoll_new_group on the world .*rank $last did not arrive" ||
+                bad "rank $r's report does not name rank $last" ;;
         *)
             echo "$lines" | grep -q "rank $last (world $last) did not arrive\|ranks .*$last.* did not arrive" ||
                 bad "rank $r's report does not name rank $last" ;;

@@ -11,12 +11,16 @@
  *   test_fault config        bad settings are refused (1 rank)
  *   test_fault partial       settings only some ranks have are refused on
  *                            every rank (DCOLL_DEBUG, a timeout of 0)
+ *   test_fault creation      the last rank comes to split_group, then to
+ *                            the world's new_group, after the others gave
+ *                            up: they time out naming it, it is told it
+ *                            came late, and the groups are unusable
  *   test_fault spawn absent|killed|mismatch N
  *                            the same in N processes from dcoll_spawn
  * Those modes use groups whose timeouts return (on_timeout RETURN); the
  * default ends the job, which fault-hang.sh checks from outside:
  *   test_fault hang absent|busy|killed|mixed|nothreads|refused|plan|
- *                   planmixed|wrongkind
+ *                   planmixed|wrongkind|newgroup|split
  *                            at default settings, a group with a 2-s
  *                            timeout and a blocking all_reduce that never
  *                            completes: the last rank sleeps outside
@@ -29,7 +33,10 @@
  *                            planmixed even ranks do and odd ranks call
  *                            it (run with DCOLL_PLAN_CALLS=persistent);
  *                            in wrongkind the last rank calls a barrier
- *                            in its place.
+ *                            in its place; in newgroup and split the
+ *                            others make a group (of the world, whose
+ *                            timeout is 2 s too, or of the group) and
+ *                            the last is absent.
  *                            Every rank prints when it calls; the job
  *                            must end with the report.
  * Built with CUDA_DEVICE (test_fault_gpu, suite gpu), the hung all_reduce
@@ -470,6 +477,11 @@ static int hang(const char *how, const char *url)
         p.mask = DCOLL_INIT_PARAM_THREAD_LEVEL;
         p.thread_level = DCOLL_THREAD_SERIALIZED;
     }
+    /* newgroup: the hang is in the world's new_group. */
+    if (!strcmp(how, "newgroup")) {
+        p.mask |= DCOLL_INIT_PARAM_COLL_TIMEOUT;
+        p.coll_timeout = TIMEOUT;
+    }
     CHECK(dcoll_init(&p) == DCOLL_SUCCESS, "init");
     int r, n;
     dcoll_group_rank(NULL, &r);
@@ -520,7 +532,12 @@ static int hang(const char *how, const char *url)
         return 1;
     }
     dcoll_status_t st;
-    if (plan && (!mixed || r % 2 == 0)) {
+    dcoll_group_t *made = NULL;
+    if (!strcmp(how, "newgroup")) {
+        st = dcoll_new_group(&made, NULL, 0, NULL);
+    } else if (!strcmp(how, "split")) {
+        st = dcoll_split_group(&made, g, 0, r, NULL);
+    } else if (plan && (!mixed || r % 2 == 0)) {
         st = dcoll_plan_start(plan, NULL);
     } else if (wrongkind && last) {
         st = dcoll_barrier(g, NULL, NULL);
@@ -536,6 +553,98 @@ static int hang(const char *how, const char *url)
     printf("FAIL: rank %d: the hung all_reduce returned %d: %s\n", r, st,
            dcoll_last_error());
     return 1;
+}
+
+/* One step of creation: the last rank comes LATE s after the others,
+ * which time out naming it; it is told it came late. make makes the
+ * group from g. */
+#define LATE (TIMEOUT + 1.5)
+static void late_step(int r, int n, const char *fn,
+                      dcoll_status_t (*make)(dcoll_group_t *, int,
+                                             dcoll_group_t **),
+                      dcoll_group_t *g)
+{
+    int last = n - 1;
+    dcoll_group_t *made = NULL;
+    if (r == last)
+        usleep((useconds_t)(LATE * 1e6));
+    struct capture cap;
+    capture_begin(&cap);
+    double t0 = now();
+    dcoll_status_t st = make(g, r, &made);
+    double took = now() - t0;
+    char msg[1200];
+    snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+    capture_end(&cap);
+    CHECK(st == DCOLL_ERR_TIMEOUT && !made, "%s: status %d, %s", fn, st,
+          msg);
+    if (r != last) {
+        /* On the world, group ranks are world ranks: said once. */
+        char want[96];
+        if (g)
+            snprintf(want, sizeof(want), "rank %d (world %d) did not "
+                     "arrive", last, last);
+        else
+            snprintf(want, sizeof(want), "rank %d did not arrive", last);
+        CHECK(took >= TIMEOUT - 0.01 && took <= TIMEOUT + 3,
+              "%s: timed out after %.2f s", fn, took);
+        CHECK(!strncmp(msg, fn, strlen(fn)) && strstr(msg, want) &&
+                  strstr(msg, "unusable"),
+              "%s: message: %s", fn, msg);
+    } else {
+        CHECK(took < 1.0 && strstr(msg, "arrived") &&
+                  strstr(msg, "s apart") && strstr(msg, "unusable"),
+              "%s, late: after %.2f s: %s", fn, took, msg);
+    }
+    if (r == 0 || r == last)
+        printf("creation, rank %d: %s after %.2f s: %s\n", r, fn, took,
+               msg);
+}
+
+static dcoll_status_t split_of(dcoll_group_t *g, int r, dcoll_group_t **out)
+{
+    return dcoll_split_group(out, g, 0, r, NULL);
+}
+
+static dcoll_status_t new_of(dcoll_group_t *g, int r, dcoll_group_t **out)
+{
+    (void)g;
+    (void)r;
+    return dcoll_new_group(out, NULL, 0, NULL);
+}
+
+static int creation(void)
+{
+    dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
+    p.mask = DCOLL_INIT_PARAM_COLL_TIMEOUT | DCOLL_INIT_PARAM_ON_TIMEOUT;
+    p.coll_timeout = TIMEOUT;
+    p.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
+    CHECK(dcoll_init(&p) == DCOLL_SUCCESS, "init");
+    int r, n;
+    dcoll_group_rank(NULL, &r);
+    dcoll_group_size(NULL, &n);
+    if (n < 2) {
+        printf("creation needs 2 ranks or more; skipping\n");
+        dcoll_finalize();
+        return 77;
+    }
+    dcoll_group_t *g = NULL;
+    CHECK(dcoll_new_group(&g, NULL, 0, NULL) == DCOLL_SUCCESS, "new_group");
+    late_step(r, n, "dcoll_split_group", split_of, g);
+    int x = 1;
+    CHECK(dcoll_all_reduce(g, &x, &x, 1, DCOLL_INT32, DCOLL_SUM, NULL,
+                           NULL) == DCOLL_ERR_GROUP_FAILED,
+          "the parent is unusable after its split timed out");
+    sum_works(NULL, r, n, "world after the split");
+    late_step(r, n, "dcoll_new_group", new_of, NULL);
+    dcoll_group_t *again = NULL;
+    double t0 = now();
+    CHECK(dcoll_new_group(&again, NULL, 0, NULL) == DCOLL_ERR_GROUP_FAILED &&
+              !again && now() - t0 < 0.1,
+          "new_group after the world's timed out: %s", dcoll_last_error());
+    CHECK(dcoll_group_destroy(&g) == DCOLL_SUCCESS, "destroy");
+    CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
+    return t_failures ? 1 : 0;
 }
 
 static int run(const char *mode, int r, int n)
@@ -632,6 +741,8 @@ int main(int argc, char **argv)
         return config() || t_failures;
     if (!strcmp(mode, "partial"))
         return partial() || t_failures;
+    if (!strcmp(mode, "creation"))
+        return creation();
 #ifdef CUDA_DEVICE
     int gpus = 0;
     if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 1) {

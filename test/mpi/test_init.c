@@ -1,12 +1,71 @@
 /* Init from a communicator the program already has: dcoll must not start
  * or finalize MPI then, may be initialised again after finalize, and its
- * world is that communicator. Run under mpirun, 1 to 4 ranks. */
+ * world is that communicator. Run under mpirun, 1 to 4 ranks.
+ *   test_init absent   the last rank comes to dcoll_init_comm 1.5 s after
+ *                      the init timeout (DCOLL_INIT_TIMEOUT=2,
+ *                      DCOLL_ON_TIMEOUT=return): every rank gets
+ *                      DCOLL_ERR_TIMEOUT, the first in time, the last
+ *                      within its own timeout; MPI still works.
+ *   test_init absent-abort   the same at the default (abort): the job
+ *                      ends with exit code 3 (init-absent.sh checks). */
 #include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include "dcoll/dcoll_mpi.h"
 #include "testutil.h"
 
 int t_rank, t_failures;
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* A rank that comes to dcoll_init after the others gave up. */
+static int absent(int wrank, int wsize, bool abort_mode)
+{
+    int last = wsize - 1;
+    setenv("DCOLL_INIT_TIMEOUT", "2", 1);
+    if (!abort_mode)
+        setenv("DCOLL_ON_TIMEOUT", "return", 1);
+    if (wrank == last)
+        usleep(3500000);
+    double t0 = now();
+    dcoll_status_t st = dcoll_init_comm(MPI_COMM_WORLD);
+    double took = now() - t0;
+    if (abort_mode) {
+        printf("FAIL: rank %d: dcoll_init returned %d after %.2f s: %s\n",
+               wrank, st, took, dcoll_last_error());
+        return 1;
+    }
+    CHECK(st == DCOLL_ERR_TIMEOUT, "status %d: %s", st, dcoll_last_error());
+    if (wrank != last)
+        CHECK(took >= 1.99 && took <= 4.0 &&
+                  strstr(dcoll_last_error(), "waited 2 s") &&
+                  strstr(dcoll_last_error(), "DCOLL_INIT_TIMEOUT"),
+              "after %.2f s: %s", took, dcoll_last_error());
+    else
+        CHECK(took <= 4.0 && strstr(dcoll_last_error(), "too far apart"),
+              "late, after %.2f s: %s", took, dcoll_last_error());
+    if (wrank == 0 || wrank == last)
+        printf("rank %d: after %.2f s: %s\n", wrank, took,
+               dcoll_last_error());
+    /* MPI itself still works, and dcoll was left unstarted. */
+    int one = 1, all = 0;
+    MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(all == wsize, "MPI sum %d", all);
+    CHECK(dcoll_group_size(NULL, &one) == DCOLL_ERR_NOT_INITIALIZED,
+          "dcoll is not initialised");
+    int total = t_failures;
+    MPI_Allreduce(&t_failures, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Finalize();
+    return total ? 1 : 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -15,6 +74,8 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
     MPI_Comm_size(MPI_COMM_WORLD, &wsize);
     t_rank = wrank;
+    if (argc > 1 && !strncmp(argv[1], "absent", 6))
+        return absent(wrank, wsize, !strcmp(argv[1], "absent-abort"));
 
     /* World = the ranks of my parity, numbered in reverse. */
     MPI_Comm half;
