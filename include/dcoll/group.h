@@ -10,9 +10,17 @@ extern "C" {
 
 /** A process group: an opaque handle. The world group belongs to dcoll; a
  *  group from dcoll_new_group belongs to the caller until
- *  dcoll_group_destroy. A NULL group argument means the world everywhere.
+ *  dcoll_group_destroy. A NULL group argument means the world everywhere;
+ *  DCOLL_GROUP_NULL (what dcoll_group_destroy leaves) is refused.
  *  Not thread-safe: one thread at a time may issue calls on a group. */
 typedef struct dcoll_group dcoll_group_t;
+
+/** What dcoll_group_destroy leaves in the caller's variable (API 1.11):
+ *  like MPI_COMM_NULL, every call given it is refused with
+ *  DCOLL_ERR_INVALID_ARGUMENT, so a call on a destroyed group's variable
+ *  never runs on the world by mistake. Destroying it again does nothing.
+ *  Never dereferenced. */
+#define DCOLL_GROUP_NULL ((dcoll_group_t *)(intptr_t)-1)
 
 /* Bits of dcoll_group_params_t.mask. */
 #define DCOLL_GROUP_PARAM_BACKEND (UINT64_C(1) << 0)
@@ -77,10 +85,11 @@ DCOLL_API dcoll_status_t dcoll_split_group(dcoll_group_t **out,
                                            int key,
                                            const dcoll_group_params_t *params);
 
-/** Free a group made by dcoll_new_group and set *group to NULL. Collective
- *  over the group's members. A NON-MEMBER handle or NULL *group is fine.
- *  Beware: NULL is the world everywhere, so a call on the variable after
- *  this runs on the world, not on the destroyed group. A copy of the
+/** Free a group made by dcoll_new_group and set *group to
+ *  DCOLL_GROUP_NULL (API 1.11; NULL before, which a later call took for
+ *  the world), which every call refuses. Collective over the group's
+ *  members. A NON-MEMBER handle, or *group NULL or DCOLL_GROUP_NULL, is
+ *  fine (nothing to free; *group becomes DCOLL_GROUP_NULL). A copy of the
  *  handle kept elsewhere is refused ("not a live dcoll group") as long as
  *  its memory has not been reused. A group this rank left (it refused a
  *  call, or MPI failed one here) keeps its communicators until

@@ -227,7 +227,8 @@ dcoll_status_t dcoll_coll_refuse(dcoll_group_t *group,
 {
     struct dcoll_group *g = group ? group : &dcoll_world;
     /* Not ready: st is check_ready's own, and there is no group yet. */
-    if (!st || dcoll_check_ready() || g->magic != DCOLL_GROUP_MAGIC)
+    if (!st || dcoll_check_ready() || g == DCOLL_GROUP_NULL ||
+        g->magic != DCOLL_GROUP_MAGIC)
         return st;
     struct dcoll_coll c = {.kind = kind, .fn = fn, .async = async,
                            .dtype = DCOLL_UINT8};

@@ -13,6 +13,11 @@ dcoll_status_t dcoll_group_resolve(struct dcoll_group *in,
         *out = &dcoll_world;
         return DCOLL_SUCCESS;
     }
+    if (DCOLL_UNLIKELY(in == DCOLL_GROUP_NULL))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: the group is "
+                           "DCOLL_GROUP_NULL, which dcoll_group_destroy "
+                           "left in its variable (pass NULL for the "
+                           "world)", fn);
     if (DCOLL_UNLIKELY(in->magic != DCOLL_GROUP_MAGIC))
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: group %p is not a live dcoll group (destroyed "
@@ -451,8 +456,8 @@ dcoll_status_t dcoll_group_destroy(dcoll_group_t **group)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "dcoll_group_destroy: group is NULL");
     struct dcoll_group *g = *group;
-    if (!g || g == &dcoll_non_member) {
-        *group = NULL;
+    if (!g || g == DCOLL_GROUP_NULL || g == &dcoll_non_member) {
+        *group = DCOLL_GROUP_NULL;
         return DCOLL_SUCCESS;
     }
     if (g == &dcoll_world)
@@ -475,11 +480,11 @@ dcoll_status_t dcoll_group_destroy(dcoll_group_t **group)
      * next one given its context id. */
     if (g->left && g->timeout > 0 && g->size > 1) {
         g->magic = DCOLL_DEAD_MAGIC;
-        *group = NULL;
+        *group = DCOLL_GROUP_NULL;
         return DCOLL_SUCCESS;
     }
     group_free(g);
-    *group = NULL;
+    *group = DCOLL_GROUP_NULL;
     return DCOLL_SUCCESS;
 }
 

@@ -143,6 +143,22 @@ static void bad_groups(int size)
     EXPECT(dcoll_group_comm((dcoll_group_t *)&x, &x), BAD,
            "not a live dcoll group");
     CHECK_OK(dcoll_group_destroy(&g));
+    /* The variable is DCOLL_GROUP_NULL now, never the world (NULL): a
+     * call on it is refused on every rank, member or not. */
+    CHECK(g == DCOLL_GROUP_NULL, "destroy left %p", (void *)g);
+    int one = 1, sum = 0;
+    dcoll_group_t *spare_out = NULL;
+    EXPECT(dcoll_all_reduce(g, &one, &sum, 1, DCOLL_INT32, DCOLL_SUM, NULL,
+                            NULL), BAD, "DCOLL_GROUP_NULL, which "
+           "dcoll_group_destroy left");
+    CHECK(sum == 0, "a call on a destroyed group's variable ran: %d", sum);
+    EXPECT(dcoll_group_size(g, &x), BAD, "DCOLL_GROUP_NULL");
+    EXPECT(dcoll_split_group(&spare_out, g, 0, 0, NULL), BAD,
+           "DCOLL_GROUP_NULL");
+    EXPECT(dcoll_barrier(g, NULL, NULL), BAD, "DCOLL_GROUP_NULL");
+    CHECK_OK(dcoll_group_destroy(&g)); /* again: nothing to free */
+    CHECK(g == DCOLL_GROUP_NULL, "second destroy left %p", (void *)g);
+    g = NULL;
     CHECK_OK(dcoll_group_destroy(&g)); /* NULL *group: fine */
     EXPECT(dcoll_group_destroy(NULL), BAD, "group is NULL");
     dcoll_group_t *world;

@@ -146,7 +146,13 @@ static void non_member_peers(void)
         CHECK(dcoll_barrier(g, NULL, NULL) == DCOLL_SUCCESS, "barrier");
     }
     dcoll_group_destroy(&g);
-    CHECK(!g, "destroy sets the handle to NULL");
+    /* Never NULL, which is the world: a call on the variable is refused
+     * instead of running over every rank. */
+    CHECK(g == DCOLL_GROUP_NULL, "destroy sets the handle to "
+          "DCOLL_GROUP_NULL");
+    CHECK(dcoll_barrier(g, NULL, NULL) == DCOLL_ERR_INVALID_ARGUMENT &&
+              says("DCOLL_GROUP_NULL"),
+          "a call on a destroyed group's variable");
     /* Something that is no group at all: refused, the call named. */
     long junk[8] = {0};
     CHECK(dcoll_barrier((dcoll_group_t *)junk, NULL, NULL) ==
