@@ -12,7 +12,9 @@ extern "C" {
  *  group from dcoll_new_group belongs to the caller until
  *  dcoll_group_destroy. A NULL group argument means the world everywhere;
  *  DCOLL_GROUP_NULL (what dcoll_group_destroy leaves) is refused.
- *  Not thread-safe: one thread at a time may issue calls on a group. */
+ *  Not thread-safe: one thread at a time may issue calls on a group; a
+ *  call made while another thread is in one on the same group is refused
+ *  (DCOLL_ERR_INVALID_STATE, naming that call) and changes nothing. */
 typedef struct dcoll_group dcoll_group_t;
 
 /** What dcoll_group_destroy leaves in the caller's variable (API 1.11):

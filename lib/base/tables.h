@@ -460,6 +460,10 @@ struct dcoll_group {
      * it; the MPI layer answers roll calls with it. */
     const char *left;
     uint64_t left_seq;
+    /* The public name of the call a thread is in on the group (NULL:
+     * none), taken by compare-and-swap at each call's start: a second
+     * thread's call meanwhile is refused (core/call.h). */
+    _Atomic(const char *) in_call;
     /* Diagnostics' own record (lib/diag/diag.h): failure state, debug
      * checks, the flight recorder. */
     struct dcoll_diag_group *diag;

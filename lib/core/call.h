@@ -43,9 +43,37 @@ dcoll_status_t dcoll_call_failed(struct dcoll_group *g, struct dcoll_coll *c,
                                  struct dcoll_flight_entry *e, int form,
                                  bool profile, dcoll_status_t st);
 
-/* Begin c on g: made is the plan's own recorder entry to copy (NULL: a
- * new one from c). Returns a refusal by DCOLL_DEBUG's checks (checked),
- * the call then not made and its entry ended. */
+/* A call on g while another thread is in in_call there (out of line):
+ * refused, with no number taken and nothing else changed. */
+dcoll_status_t dcoll_call_clash(struct dcoll_group *g, const char *fn,
+                                const char *other);
+
+/* One thread at a time in a call on g (group.h's rule): a second
+ * thread's call is refused before it takes a number, where it would
+ * otherwise pair with another rank's call of the first thread at
+ * random (wrong sums marked success). One compare-and-swap on a line
+ * the calling core already holds; dcoll_call_leave ends it. */
+static inline __attribute__((always_inline)) dcoll_status_t
+dcoll_call_enter(struct dcoll_group *g, const char *fn)
+{
+    const char *none = NULL;
+    if (DCOLL_LIKELY(atomic_compare_exchange_strong_explicit(
+            &g->in_call, &none, fn, memory_order_acquire,
+            memory_order_relaxed)))
+        return DCOLL_SUCCESS;
+    return dcoll_call_clash(g, fn, none);
+}
+
+static inline __attribute__((always_inline)) void
+dcoll_call_leave(struct dcoll_group *g)
+{
+    atomic_store_explicit(&g->in_call, NULL, memory_order_release);
+}
+
+/* Begin c on g, entered (dcoll_call_enter): made is the plan's own
+ * recorder entry to copy (NULL: a new one from c). Returns a refusal by
+ * DCOLL_DEBUG's checks (checked), the call then not made, its entry
+ * ended and g left. */
 static inline __attribute__((always_inline)) dcoll_status_t
 dcoll_call_begin(struct dcoll_group *g, struct dcoll_coll *c,
                  struct dcoll_call *k, const struct dcoll_call_how how,
@@ -91,6 +119,7 @@ dcoll_call_begin(struct dcoll_group *g, struct dcoll_coll *c,
     if (how.checked && DCOLL_UNLIKELY(g->diag->slow) &&
         (st = dcoll_fault_check(g, c))) {
         dcoll_flight_end(f, c->fid, st);
+        dcoll_call_leave(g);
         return st;
     }
     k->watched = watched;
@@ -100,7 +129,8 @@ dcoll_call_begin(struct dcoll_group *g, struct dcoll_coll *c,
 }
 
 /* End c with the transport's status st (and k->out): the group's
- * verdict, the entry ended or handed to *work (async), the profile. */
+ * verdict, the entry ended or handed to *work (async), the profile; g
+ * left for the next call. */
 static inline __attribute__((always_inline)) dcoll_status_t
 dcoll_call_end(struct dcoll_group *g, struct dcoll_coll *c,
                struct dcoll_call *k, const struct dcoll_call_how how,
@@ -114,10 +144,12 @@ dcoll_call_end(struct dcoll_group *g, struct dcoll_coll *c,
                                k->f ? k->e : NULL, how.form, !how.quick, st);
         if (k->watched)
             dcoll_group_idle(g);
+        dcoll_call_leave(g);
         return st;
     }
     if (k->watched)
         dcoll_group_idle(g);
+    dcoll_call_leave(g);
     if (how.async) {
         dcoll_work_stamp(*work, g, c);
         dcoll_work_track(*work);

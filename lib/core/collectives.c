@@ -221,6 +221,20 @@ dcoll_call_failed(struct dcoll_group *g, struct dcoll_coll *c,
     return st;
 }
 
+dcoll_status_t dcoll_call_clash(struct dcoll_group *g, const char *fn,
+                                const char *other)
+{
+    char name[200];
+    return dcoll_error(DCOLL_ERR_INVALID_STATE, "%s: another thread is in "
+                       "%s on %s now, and a group takes calls from one "
+                       "thread at a time (their calls would pair with the "
+                       "other ranks' at random). This call was not made "
+                       "and the group is unchanged; give each thread its "
+                       "own group (dcoll_new_group), or serialize the "
+                       "calls", fn, other,
+                       dcoll_group_name(g, name, sizeof(name)));
+}
+
 dcoll_status_t dcoll_coll_refuse(dcoll_group_t *group,
                                  enum dcoll_coll_kind kind, const char *fn,
                                  bool async, dcoll_status_t st)
@@ -354,7 +368,8 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
         .checked = true,
         .watch = -1,
     };
-    if ((st = dcoll_call_begin(g, c, &call, how, NULL)))
+    if (DCOLL_UNLIKELY((st = dcoll_call_enter(g, fn))) ||
+        (st = dcoll_call_begin(g, c, &call, how, NULL)))
         return st;
     st = dcoll_route_run(g, c, work, &call.out);
     st = dcoll_call_end(g, c, &call, how, work, st);

@@ -268,9 +268,12 @@ dcoll_status_t dcoll_group_agree_args(struct dcoll_group *g, int kind,
     const struct dcoll_call_how how = {.counted = true,
                                        .form = DCOLL_FORM_BLOCKING,
                                        .watch = -1};
+    dcoll_status_t st = dcoll_call_enter(g, fn);
+    if (st)
+        return st;
     dcoll_call_begin(g, &c, &k, how, NULL);
     double spread = 0;
-    dcoll_status_t st = g->svc->agree_call(g, &ok, &spread, &c, &k.out);
+    st = g->svc->agree_call(g, &ok, &spread, &c, &k.out);
     if (!st)
         st = dcoll_fault_arrivals(g, &c, spread);
     st = dcoll_call_end(g, &c, &k, how, NULL, st);

@@ -328,9 +328,11 @@ start(struct dcoll_plan *p, struct dcoll_group *g, dcoll_work_t **work,
         .async = async,
         .watch = -1,
     };
+    dcoll_status_t st;
+    if (DCOLL_UNLIKELY((st = dcoll_call_enter(g, "dcoll_plan_start"))))
+        return st;
     /* The plan's own entry, form and transport in it already. */
     dcoll_call_begin(g, c, &call, how, &p->entry);
-    dcoll_status_t st;
     if (DCOLL_LIKELY(p->state))
         st = p->tl->plan_start(g, c, p->state, work, &call.out);
     else if (p->tl)
@@ -384,14 +386,10 @@ quick_failed(struct dcoll_plan *p, struct dcoll_group *g,
     st = dcoll_call_failed(g, c, NULL, e, DCOLL_FORM_PLAN, false, st);
     if (watched)
         dcoll_group_idle(g);
+    dcoll_call_leave(g);
     return st;
 }
 
-/* A blocking start the transport makes by one function (plan_quick): the
- * number, the recorder's entry copied from the plan's, the watchdog's
- * marker and the call; no timeout comes back (abort mode's watchdog, or
- * none), so there is no outcome to read. Made in the four kinds below,
- * as the plan is numbered and watched or not, so a start tests neither. */
 /* A blocking start the transport makes by one function (plan_quick): the
  * number, the recorder's entry copied from the plan's, the watchdog's
  * marker and the call; no timeout comes back (abort mode's watchdog, or
@@ -409,6 +407,9 @@ quick_body(struct dcoll_plan *p, struct dcoll_group *g, const bool counted,
         .quick = true,
         .watch = watched,
     };
+    dcoll_status_t st;
+    if (DCOLL_UNLIKELY((st = dcoll_call_enter(g, "dcoll_plan_start"))))
+        return st;
     dcoll_call_begin(g, c, &call, how, &p->entry);
     int code = p->run->run(p->run);
     if (DCOLL_UNLIKELY(code))
