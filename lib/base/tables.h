@@ -464,6 +464,7 @@ struct dcoll_group {
      * none), taken by compare-and-swap at each call's start: a second
      * thread's call meanwhile is refused (core/call.h). */
     _Atomic(const char *) in_call;
+    uint64_t plans_made;   /* its collective plans, numbered as made */
     /* Diagnostics' own record (lib/diag/diag.h): failure state, debug
      * checks, the flight recorder. */
     struct dcoll_diag_group *diag;

@@ -21,6 +21,8 @@ struct dcoll_plan {
     bool member;               /* false: a NON-MEMBER's, which does nothing */
     bool self;                 /* a send or recv to this rank itself */
     bool counted;              /* its starts are numbered (not send, recv) */
+    uint64_t id;               /* a collective plan's number on its group
+                                  (g->plans_made), alike on every rank */
     /* A blocking start's way (way_of), found at plan time, and the same
      * while the plan is ready (a member's, not to itself, on a live group,
      * no work of its starts pending): then a blocking start needs no more
@@ -41,8 +43,9 @@ struct dcoll_plan {
 
 static void set_ready(struct dcoll_plan *p, bool ready)
 {
-    /* DCOLL_PROFILE times each start in start(): no quick way then. */
-    p->quick = ready && !dcoll_profiling ? p->way : NULL;
+    /* DCOLL_PROFILE times each start in start(), and DCOLL_DEBUG checks
+     * it there: no quick way then. */
+    p->quick = ready && !dcoll_profiling && !dcoll_debug ? p->way : NULL;
 }
 
 static dcoll_status_t (*way_of(const struct dcoll_plan *p,
@@ -235,6 +238,8 @@ dcoll_status_t dcoll_plan_make(dcoll_group_t *group, struct dcoll_coll *c,
     p->self = member && dcoll_kind_has(c->kind, DCOLL_KF_PEER) &&
               p->c.root == g->rank;
     p->counted = dcoll_kind_has(c->kind, DCOLL_KF_COUNTED);
+    if (collective)
+        p->id = ++g->plans_made;
     if (p->state && p->tl->plan_quick)
         p->run = p->tl->plan_quick(p->state);
     p->way = way_of(p, g);
@@ -333,6 +338,16 @@ start(struct dcoll_plan *p, struct dcoll_group *g, dcoll_work_t **work,
         return st;
     /* The plan's own entry, form and transport in it already. */
     dcoll_call_begin(g, c, &call, how, &p->entry);
+    /* Debug mode checks each start, as each call: two plans started in
+     * different orders on different ranks pair at random otherwise. */
+    if (DCOLL_UNLIKELY(dcoll_debug) && p->counted &&
+        (st = dcoll_fault_check_start(g, c, p->id))) {
+        dcoll_flight_end(call.f, c->fid, st);
+        if (call.watched)
+            dcoll_group_idle(g);
+        dcoll_call_leave(g);
+        return st;
+    }
     if (DCOLL_LIKELY(p->state))
         st = p->tl->plan_start(g, c, p->state, work, &call.out);
     else if (p->tl)

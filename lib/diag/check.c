@@ -15,9 +15,14 @@
  * (check_counts). */
 #define SHOWN_COUNTS 6
 #define PLAN_FORM 2
+#define PLAN_START 3
 #define WHY_SHOWN 160
+#define CALL_MAGIC 0x64636b31u /* "dck1" */
 struct call {
+    uint32_t magic, size;          /* what a record is: a rank in another
+                                      exchange sends something else */
     int64_t seq, count;
+    int64_t plan;                  /* PLAN_START: the plan's number */
     int32_t kind, dtype, op, root; /* op, root -1 where the kind has none */
     int32_t async, nv;             /* MPI never matches the two forms;
                                       PLAN_FORM: a plan being made */
@@ -47,6 +52,9 @@ static void describe(const struct call *c, struct dcoll_text *t)
         dcoll_put(t, ", on a GPU");
     if (c->async == PLAN_FORM)
         dcoll_put(t, ") as a plan");
+    else if (c->async == PLAN_START)
+        dcoll_put(t, ") as a start of plan #%lld, collective #%lld",
+            (long long)c->plan, (long long)c->seq);
     else
         dcoll_put(t, "%s) as collective #%lld", c->async ? ", async" : "",
             (long long)c->seq);
@@ -183,12 +191,25 @@ static dcoll_status_t check_counts(struct dcoll_group *g,
 static dcoll_status_t judge(struct dcoll_group *g, const struct dcoll_coll *c,
                             const struct call *mine);
 
+/* This rank's record of c, made in form, of plan (0: none). */
+static void record(struct call *me, const struct dcoll_coll *c, int form,
+                   uint64_t plan)
+{
+    memset(me, 0, sizeof(*me));
+    me->magic = CALL_MAGIC;
+    me->size = (uint32_t)sizeof(*me);
+    me->seq = (int64_t)c->seq;
+    me->kind = c->kind;
+    me->async = form;
+    me->plan = (int64_t)plan;
+}
+
 static dcoll_status_t check_same(struct dcoll_group *g,
-                                 const struct dcoll_coll *c, int form)
+                                 const struct dcoll_coll *c, int form,
+                                 uint64_t plan)
 {
     struct call me;
-    memset(&me, 0, sizeof(me));
-    me.seq = (int64_t)c->seq;
+    record(&me, c, form, plan);
     me.count = c->kind == DCOLL_COLL_BARRIER ? 0 : c->count;
     if (dcoll_kind_has(c->kind, DCOLL_KF_VEC)) {
         me.count = 0;
@@ -205,12 +226,10 @@ static dcoll_status_t check_same(struct dcoll_group *g,
             me.nv = g->size;
         }
     }
-    me.kind = c->kind;
     me.dtype = c->kind == DCOLL_COLL_BARRIER ? 0 : c->dtype;
     me.op = dcoll_kind_has(c->kind, DCOLL_KF_OP) ? (int32_t)c->op : -1;
     me.root = dcoll_kind_has(c->kind, DCOLL_KF_ROOT)
                   ? dcoll_world_of(g, c->root) : -1;
-    me.async = form;
     /* One rank's buffers on the host and another's on a GPU take
      * different routes, which never meet: named here, before either. */
     me.gpu = dcoll_gpu_hook && dcoll_gpu_hook(c);
@@ -260,14 +279,36 @@ static dcoll_status_t refused(struct dcoll_group *g,
     return dcoll_error(DCOLL_ERR_MISMATCH, "%s", msg);
 }
 
+/* Rank r's record is not one (all: every rank's, freed here): it was in
+ * another exchange of the same size, so the calls differ; what it sent
+ * is never read as a record. The group is unusable: the exchanges left
+ * do not pair. */
+static dcoll_status_t stranger(struct dcoll_group *g,
+                               const struct dcoll_coll *c, struct call *all,
+                               int r)
+{
+    char name[200], msg[1000];
+    struct dcoll_text t = {msg, sizeof(msg), 0};
+    dcoll_put(&t, "%s on %s: rank %d (world %d) sent no record of a call "
+        "to the debug check (it was in another dcoll exchange: a count "
+        "check of a vector call, or a call this rank did not make), so "
+        "the ranks' calls differ and none ran (found by "
+        "DCOLL_DEBUG=detail); this rank called ", c->fn,
+        dcoll_group_name(g, name, sizeof(name)), r, dcoll_world_of(g, r));
+    describe(&all[g->size], &t);
+    dcoll_put(&t, ". The group is unusable from now on; other groups "
+        "still work");
+    free(all);
+    dcoll_fault_mark(g, msg);
+    say(g, c, msg);
+    return dcoll_error(DCOLL_ERR_MISMATCH, "%s", msg);
+}
+
 void dcoll_fault_check_refused(struct dcoll_group *g,
                                const struct dcoll_coll *c, const char *why)
 {
     struct call me;
-    memset(&me, 0, sizeof(me));
-    me.seq = (int64_t)c->seq;
-    me.kind = c->kind;
-    me.async = c->async;
+    record(&me, c, c->async, 0);
     me.refused = 1;
     snprintf(me.why, sizeof(me.why), "%s", why);
     judge(g, c, &me);
@@ -283,6 +324,9 @@ static dcoll_status_t judge(struct dcoll_group *g, const struct dcoll_coll *c,
     if (!all)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
                            "debug check of %d ranks", c->fn, g->size);
+    /* Zeros where a rank's record does not arrive whole: nothing is
+     * read that was not received. */
+    memset(all, 0, sizeof(me) * (size_t)g->size);
     all[g->size] = me;
     bool late = false;
     dcoll_status_t st = exchange(g, c, &all[g->size], all, sizeof(me),
@@ -292,6 +336,9 @@ static dcoll_status_t judge(struct dcoll_group *g, const struct dcoll_coll *c,
             free(all);
         return st;
     }
+    for (int r = 0; r < g->size; r++)
+        if (all[r].magic != CALL_MAGIC || all[r].size != sizeof(me))
+            return stranger(g, c, all, r);
     for (int r = 0; r < g->size; r++)
         if (all[r].refused)
             return refused(g, c, all);
@@ -343,14 +390,23 @@ dcoll_status_t dcoll_fault_check(struct dcoll_group *g,
                            g->diag->failed);
     }
     if (dcoll_debug && c->seq)
-        return check_same(g, c, c->async);
+        return check_same(g, c, c->async, 0);
     return DCOLL_SUCCESS;
 }
 
 dcoll_status_t dcoll_fault_check_plan(struct dcoll_group *g,
                                       const struct dcoll_coll *c)
 {
-    return check_same(g, c, PLAN_FORM);
+    return check_same(g, c, PLAN_FORM, 0);
+}
+
+dcoll_status_t dcoll_fault_check_start(struct dcoll_group *g,
+                                       const struct dcoll_coll *c,
+                                       uint64_t id)
+{
+    struct dcoll_coll start = *c;
+    start.fn = "dcoll_plan_start";   /* the call the program made */
+    return check_same(g, &start, PLAN_START, id);
 }
 
 void dcoll_diag_way(struct dcoll_group *g, const struct dcoll_coll *c,

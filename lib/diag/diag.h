@@ -99,6 +99,12 @@ dcoll_status_t dcoll_fault_check(struct dcoll_group *g,
  * group's last call's, as it takes no number). */
 dcoll_status_t dcoll_fault_check_plan(struct dcoll_group *g,
                                       const struct dcoll_coll *c);
+/* Debug: every rank starts the same plan (id: its number among g's
+ * plans) in call c, where another rank might start another plan of the
+ * same call or call it directly. */
+dcoll_status_t dcoll_fault_check_start(struct dcoll_group *g,
+                                       const struct dcoll_coll *c,
+                                       uint64_t id);
 /* A call (fn, seq, kind, form: enum dcoll_form) ran out of time on g.
  * Abort mode: end the job with the report (dcoll_fault_hung). Return
  * mode: make the group unusable, print its flight recorder and return

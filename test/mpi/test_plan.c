@@ -434,12 +434,69 @@ static void debug_mismatch(void)
               strstr(dcoll_last_error(), "as a plan"),
           "the message names both plans: %s", dcoll_last_error());
     CHECK(p == NULL, "a mismatched plan left a handle");
-    /* A matching plan then works, and its starts exchange nothing. */
+    /* A matching plan then works. */
     CHECK_OK(dcoll_all_reduce_plan(NULL, a, b, 8, DCOLL_FLOAT32, DCOLL_SUM,
                                    NULL, &p));
     for (int s = 0; s < 3; s++)
         start(p, s);
     CHECK_OK(dcoll_plan_free(&p));
+}
+
+/* No byte of a message is binary: nothing received is read as text. */
+static bool printable(const char *m)
+{
+    for (; *m; m++)
+        if ((unsigned char)*m < 0x20 || (unsigned char)*m > 0x7e)
+            return false;
+    return true;
+}
+
+/* Debug mode: starts are checked too (issue 52, finding 0). Two plans
+ * started in different orders on different ranks, and a plan's start
+ * where the others call the collective, fail on every rank, naming
+ * both; the plans then work. */
+static void debug_pairing(void)
+{
+    if (size == 1)
+        return;
+    float a[4], b[4], c[4], d[4];
+    for (int i = 0; i < 4; i++)
+        a[i] = (float)t_rank, c[i] = 10.0f * (float)t_rank;
+    dcoll_plan_t *pa = NULL, *pb = NULL;
+    CHECK_OK(dcoll_all_reduce_plan(NULL, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM,
+                                   NULL, &pa));
+    CHECK_OK(dcoll_all_reduce_plan(NULL, c, d, 4, DCOLL_FLOAT32, DCOLL_SUM,
+                                   NULL, &pb));
+    bool first = t_rank < (size + 1) / 2;
+    for (int k = 0; k < 2; k++) {
+        b[0] = d[0] = -1;
+        dcoll_status_t st = dcoll_plan_start(first == !k ? pa : pb, NULL);
+        CHECK(st == DCOLL_ERR_MISMATCH &&
+                  strstr(dcoll_last_error(), "as a start of plan #") &&
+                  printable(dcoll_last_error()),
+              "start %d of plans in different orders: %s (%s)", k,
+              dcoll_status_string(st), dcoll_last_error());
+        CHECK(b[0] == -1 && d[0] == -1, "a mismatched start moved data");
+    }
+    /* A plan's start against the collective called directly. */
+    dcoll_status_t st = t_rank == 0
+        ? dcoll_plan_start(pa, NULL)
+        : dcoll_all_reduce(NULL, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                           NULL);
+    CHECK(st == DCOLL_ERR_MISMATCH && strstr(dcoll_last_error(),
+                                             "as a start of plan #") &&
+              strstr(dcoll_last_error(), ") as collective #") &&
+              printable(dcoll_last_error()),
+          "a start against a blocking call: %s (%s)",
+          dcoll_status_string(st), dcoll_last_error());
+    /* Nothing ran, the group is fine: the same plan on every rank. */
+    float want = (float)(size * (size - 1) / 2);
+    CHECK_OK(dcoll_plan_start(pa, NULL));
+    CHECK_OK(dcoll_plan_start(pb, NULL));
+    CHECK(b[3] == want && d[3] == 10 * want, "sums after: %g %g", b[3],
+          d[3]);
+    CHECK_OK(dcoll_plan_free(&pa));
+    CHECK_OK(dcoll_plan_free(&pb));
 }
 
 int main(int argc, char **argv)
@@ -452,6 +509,7 @@ int main(int argc, char **argv)
     dcoll_group_size(NULL, &size);
     if (argc > 1 && !strcmp(argv[1], "debug")) {
         debug_mismatch();
+        debug_pairing();
     } else {
         kinds(NULL, DCOLL_FLOAT32, size, N, STEPS);
         kinds(NULL, DCOLL_INT64, size, N, 3);
