@@ -15,7 +15,13 @@
  * and also what clients make the server hold for them past a first
  * allowance each (BASE bytes of request buffer and BASE of replies not
  * yet read, which max_clients bounds): the rest of a large request is
- * reserved when its header comes, and a large reply waits its turn. */
+ * reserved when its header comes, and a large reply waits its turn. A
+ * parked GET or WAIT counts whole (its copies of the keys, their places
+ * in the index of waiters): one that does not fit is refused as a SET
+ * would be. What a client held goes back when it does, and past
+ * TRIM_AFTER bytes freed the allocator is asked to return its free
+ * pages to the system. */
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -56,6 +62,8 @@ struct wnode {
 struct waiter {
     uv_timer_t timer;
     struct client *c;
+    struct store_server *srv; /* its client may be freed first */
+    size_t cost;             /* what it holds, counted in its client's */
     struct waiter *prev, *next;
     enum wire_op op;
     int n;
@@ -87,7 +95,8 @@ struct store_server {
                                 let go; 0: never */
     size_t max_memory;       /* keys, values and held, together */
     size_t held;             /* request buffers and unread replies past
-                                each client's allowance */
+                                each client's allowance, and waiters */
+    size_t freed;            /* bytes given back since the last trim */
 };
 
 /* Each client's allowance of request buffer, and of unread replies,
@@ -100,6 +109,9 @@ struct store_server {
 #define WRITE_HIGH (16u << 20)
 /* How long a client refused at connection may take to read why. */
 #define REJECT_LINGER_MS 2000
+/* Bytes given back (waiters, buffers) after which free pages go back to
+ * the system: many small frees would otherwise stay in the heap. */
+#define TRIM_AFTER (1u << 20)
 
 #define LINK(head, x)                                                      \
     do {                                                                   \
@@ -121,11 +133,26 @@ struct store_server {
 
 /* ---- memory ---- */
 
-/* What c makes the server hold past its allowance. */
+/* What c makes the server hold past its allowance: buffers past it, and
+ * its parked request whole. */
 static size_t excess(const struct client *c)
 {
     return (c->cap > BASE ? c->cap - BASE : 0) +
-           (c->queued > BASE ? c->queued - BASE : 0);
+           (c->queued > BASE ? c->queued - BASE : 0) +
+           (c->waiter ? c->waiter->cost : 0);
+}
+
+/* n bytes went back to the heap: past TRIM_AFTER since the last time,
+ * its free pages go back to the system. */
+static void gave_back(struct store_server *s, size_t n)
+{
+    s->freed += n;
+    if (s->freed < TRIM_AFTER)
+        return;
+    s->freed = 0;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
 }
 
 /* What the key table may hold: what the clients' held bytes leave (at
@@ -176,8 +203,11 @@ static void on_closed(uv_handle_t *h)
     struct client *c = h->data;
     if (--c->handles)
         return;
+    struct store_server *s = c->srv;
+    size_t cap = c->cap;
     free(c->buf);
     free(c);
+    gave_back(s, cap);
 }
 
 static void close_client(struct client *c);
@@ -345,10 +375,13 @@ static void watch(struct client *c, bool progressed)
 static void on_waiter_closed(uv_handle_t *h)
 {
     struct waiter *w = h->data;
+    struct store_server *s = w->srv;
+    size_t cost = w->cost;
     for (int i = 0; i < w->n; i++)
         free((void *)w->keys[i].p);
     free(w->node);
     free(w);
+    gave_back(s, cost);
 }
 
 static struct wnode *head_of(struct kv *e)
@@ -417,6 +450,7 @@ static void waiter_end(struct waiter *w)
     unindex(s, w);
     UNLINK(s->waiters, w);
     w->c->waiter = NULL;
+    recount(w->c);
     uv_timer_stop(&w->timer);
     uv_close((uv_handle_t *)&w->timer, on_waiter_closed);
 }
@@ -522,12 +556,31 @@ static void wake(struct store_server *s, struct wire_str k)
     s->waking = false;
 }
 
-static bool park(struct client *c, const struct wire_msg *m)
+/* What parking m holds: the waiter, its copy of each key, a place on
+ * each key's list, and an entry in the index of waiters for each (the
+ * most it may add). */
+static size_t park_cost(const struct wire_msg *m)
 {
+    size_t n = sizeof(struct waiter);
+    for (int i = 0; i < m->nstr; i++)
+        n += sizeof(struct wire_str) + sizeof(struct wnode) +
+             m->str[i].len + KV_COST(m->str[i].len, sizeof(void *));
+    return n;
+}
+
+enum park_result { PARKED, PARK_NO_MEMORY, PARK_FULL };
+
+static enum park_result park(struct client *c, const struct wire_msg *m)
+{
+    size_t cost = park_cost(m);
+    if (!room(c, cost))
+        return PARK_FULL;
     struct waiter *w = calloc(1, sizeof(*w) + m->nstr * sizeof(w->keys[0]));
     if (!w)
-        return false;
+        return PARK_NO_MEMORY;
     w->c = c;
+    w->srv = c->srv;
+    w->cost = cost;
     w->op = (enum wire_op)m->code;
     for (; w->n < m->nstr; w->n++) {
         uint8_t *k = malloc(m->str[w->n].len);
@@ -535,7 +588,7 @@ static bool park(struct client *c, const struct wire_msg *m)
             for (int i = 0; i < w->n; i++)
                 free((void *)w->keys[i].p);
             free(w);
-            return false;
+            return PARK_NO_MEMORY;
         }
         memcpy(k, m->str[w->n].p, m->str[w->n].len);
         w->keys[w->n] = (struct wire_str){k, m->str[w->n].len};
@@ -545,7 +598,7 @@ static bool park(struct client *c, const struct wire_msg *m)
             free((void *)w->keys[i].p);
         free(w->node);
         free(w);
-        return false;
+        return PARK_NO_MEMORY;
     }
     uv_timer_init(&c->srv->loop, &w->timer);
     w->timer.data = w;
@@ -553,7 +606,8 @@ static bool park(struct client *c, const struct wire_msg *m)
     uv_timer_start(&w->timer, on_timeout, (uint64_t)ms, 0);
     LINK(c->srv->waiters, w);
     c->waiter = w;
-    return true;
+    recount(c);
+    return PARKED;
 }
 
 /* ---- requests ---- */
@@ -630,6 +684,7 @@ static void handle(struct client *c, const struct wire_msg *m)
     struct kv *e;
     int64_t v;
     enum kv_result r;
+    enum park_result pr;
     switch ((enum wire_op)m->code) {
     case WIRE_SET:
         if ((r = kv_put(&s->kv, m->str[0], m->str[1])) != KV_OK)
@@ -646,8 +701,17 @@ static void handle(struct client *c, const struct wire_msg *m)
             } else {
                 reply(c, WIRE_OK, 0, 0, NULL);
             }
-        } else if (!park(c, m)) {
+        } else if ((pr = park(c, m)) == PARK_NO_MEMORY) {
             goto nomem;
+        } else if (pr == PARK_FULL) {
+            char msg[300];
+            snprintf(msg, sizeof(msg), "the store is full: waiting on %d "
+                     "key(s) would hold %zu bytes more, and it holds %zu "
+                     "bytes of keys and values and %zu of clients' "
+                     "requests, replies and waits, of its limit of %zu",
+                     m->nstr, park_cost(m), s->kv.bytes, s->held,
+                     s->max_memory);
+            say(c, WIRE_FULL, msg);
         }
         return;
     case WIRE_ADD:

@@ -596,6 +596,92 @@ static void memory_total_replies(void **state)
     dcoll_store_destroy(&s);
 }
 
+/* Parked waiters count against max_memory (issue 52, finding 7): 200
+ * peers each WAIT on 16 keys of 4,000 bytes that never come, under a
+ * 16 MiB limit. Those past the limit are told the store is full instead
+ * of parked; meanwhile a 256 KiB SET does not fit either; once the peers
+ * hang up their memory is back (12 MiB of values fit) and the server
+ * gives its pages back. */
+static void memory_waiters(void **state)
+{
+    (void)state;
+    dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
+    p.mask = DCOLL_STORE_PARAM_MAX_MEMORY;
+    p.max_memory = 16 << 20;
+    dcoll_store_t *s = serve(p, NULL);
+    int port = port_of(s);
+    OK(dcoll_store_set(s, "pre", "yes", 3));
+    long before = rss_kib();
+    enum { PEERS = 200, KEYS = 16, KLEN = 4000 };
+    int *fd = calloc(PEERS, sizeof(int));
+    struct wire_str k[KEYS];
+    uint8_t *names = malloc((size_t)KEYS * KLEN);
+    size_t cap = 64 + (size_t)KEYS * (KLEN + 8);
+    uint8_t *frame = malloc(cap);
+    for (int i = 0; i < PEERS; i++) {
+        for (int j = 0; j < KEYS; j++) {
+            uint8_t *n = names + (size_t)j * KLEN;
+            memset(n, 'k', KLEN);
+            snprintf((char *)n, 32, "never-%d-%d-", i, j);
+            k[j] = (struct wire_str){n, KLEN};
+        }
+        assert_true(wire_frame_size(KEYS, k) <= cap);
+        wire_encode(frame, WIRE_WAIT, 60000, KEYS, k);
+        fd[i] = raw_connect(port);
+        raw_send(fd[i], frame, wire_frame_size(KEYS, k));
+    }
+    free(frame);
+    free(names);
+    usleep(500000);
+    char buf[8];
+    size_t len = 0;
+    OK(dcoll_store_get(s, "pre", buf, sizeof(buf), &len));
+    long during = rss_kib();
+    int full = 0;
+    char msg[512] = "";
+    for (int i = 0; i < PEERS; i++) {
+        struct pollfd q = {fd[i], POLLIN, 0};
+        if (poll(&q, 1, 0) == 1) {
+            assert_int_equal(raw_reply(fd[i], msg, sizeof(msg)), WIRE_FULL);
+            assert_non_null(strstr(msg, "waiting on 16 key(s) would hold"));
+            full++;
+        }
+    }
+    print_message("%d of %d waits refused (%s); the server grew by %.1f "
+                  "MiB\n", full, PEERS, msg, (during - before) / 1024.0);
+    assert_true(full >= PEERS / 4 && full < PEERS);
+    /* The limit is taken: a value larger than one waiter's share (the
+     * most the last one parked can have left) does not fit. */
+    char *v = calloc(1, 4 << 20);
+    assert_int_equal(dcoll_store_set(s, "big", v, 256 << 10),
+                     DCOLL_ERR_NO_MEMORY);
+    HAS("does not fit");
+    print_message("a 256 KiB SET meanwhile: %s\n", dcoll_last_error());
+    for (int i = 0; i < PEERS; i++)
+        close(fd[i]);
+    usleep(300000);
+    long after = rss_kib();
+    print_message("after they hung up, the server is %.1f MiB above where "
+                  "it began\n", (after - before) / 1024.0);
+    /* A new connection: the refused request's was closed, its bytes
+     * unread. */
+    dcoll_store_t *c = NULL;
+    OK(connect_to(&c, port, NULL, 5));
+    const char *big[3] = {"big1", "big2", "big3"};
+    for (int i = 0; i < 3; i++)
+        OK(dcoll_store_set(c, big[i], v, 4 << 20));
+    for (int i = 0; i < 3; i++)
+        OK(dcoll_store_delete_key(c, big[i], NULL));
+    dcoll_store_destroy(&c);
+    free(v);
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    assert_true(during - before < 48 * 1024);
+    assert_true(after - before < 16 * 1024);
+#endif
+    free(fd);
+    dcoll_store_destroy(&s);
+}
+
 /* An authenticated client with nothing to do is let go after idle_close,
  * so that max_clients idle connections do not lock others out; a dcoll
  * client connects again at its next request. */
@@ -650,6 +736,7 @@ int main(void)
         cmocka_unit_test(memory_bound),
         cmocka_unit_test(memory_total_frames),
         cmocka_unit_test(memory_total_replies),
+        cmocka_unit_test(memory_waiters),
         cmocka_unit_test(idle_closed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
