@@ -231,6 +231,13 @@ static inline bool dcoll_kind_has(int kind, unsigned flag)
 {
     return (dcoll_kinds[kind].flags & flag) != 0;
 }
+/* Whether a call of kind has a type and count to show (a barrier and
+ * group creation have none). */
+static inline bool dcoll_kind_moves_data(int kind)
+{
+    return (unsigned)kind < DCOLL_COLL_KIND_COUNT_ &&
+           kind != DCOLL_COLL_BARRIER;
+}
 /* A kind, and of one buffer layout per rank (no counts per rank): what a
  * program's backend and the staged path take. */
 static inline bool dcoll_kind_one_layout(int kind)

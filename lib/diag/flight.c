@@ -69,8 +69,11 @@ void dcoll_flight_print(const struct dcoll_group *g, const char *why)
         const struct dcoll_flight_entry *e = &f->e[i & f->mask];
         char a[32], b[32], num[32], what[128];
         int kind = dcoll_flight_kind(e);
-        int w = snprintf(what, sizeof(what), "%s %s", dcoll_kind_name(kind),
-                         dcoll_dtype_name((dcoll_dtype_t)e->dtype));
+        int w = snprintf(what, sizeof(what), "%s%s%s", dcoll_kind_name(kind),
+                         dcoll_kind_moves_data(kind) ? " " : "",
+                         dcoll_kind_moves_data(kind)
+                             ? dcoll_dtype_name((dcoll_dtype_t)e->dtype)
+                             : "");
         bool has_op = dcoll_kind_has(kind, DCOLL_KF_OP);
         bool has_root = dcoll_kind_has(kind, DCOLL_KF_ROOT | DCOLL_KF_PEER);
         if (has_op && w > 0 && (size_t)w < sizeof(what))

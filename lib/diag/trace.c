@@ -196,8 +196,8 @@ static uint64_t signature(const struct dcoll_flight_entry *e)
     int kind = dcoll_flight_kind(e);
     int64_t v[6] = {
         kind,
-        kind == DCOLL_COLL_BARRIER ? -1 : e->dtype,
-        dcoll_kind_has(kind, DCOLL_KF_VEC) || kind == DCOLL_COLL_BARRIER
+        !dcoll_kind_moves_data(kind) ? -1 : e->dtype,
+        dcoll_kind_has(kind, DCOLL_KF_VEC) || !dcoll_kind_moves_data(kind)
             ? -1 : e->count,
         dcoll_kind_has(kind, DCOLL_KF_OP) ? e->op : -1,
         dcoll_kind_has(kind, DCOLL_KF_ROOT) ? e->root : -1,
@@ -255,7 +255,7 @@ static void put_group(struct out *o, struct dcoll_group *g)
             (unsigned long long)signature(&e));
         int kind = dcoll_flight_kind(&e);
         put_str(o, dcoll_kind_name(kind));
-        if (kind != DCOLL_COLL_BARRIER) {
+        if (dcoll_kind_moves_data(kind)) {
             put(o, ",\"dtype\":");
             put_str(o, dcoll_dtype_name((dcoll_dtype_t)e.dtype));
             put(o, ",\"count\":%lld,\"bytes\":%lld", (long long)e.count,

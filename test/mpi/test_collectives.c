@@ -459,7 +459,7 @@ int main(void)
                 G.me = i;
         run_group(&G);
         CHECK_OK(dcoll_group_destroy(&G.g));
-        CHECK(G.g == NULL, "destroy did not clear the handle");
+        CHECK(G.g == DCOLL_GROUP_NULL, "destroy did not clear the handle");
     }
     /* The world handle too, as NULL and as the handle itself. */
     struct grp W = {.name = "world-handle", .n = world_size, .me = t_rank};
