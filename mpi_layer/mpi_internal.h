@@ -104,10 +104,6 @@ struct dcoll_mpi_comm {
                        known */
     uint32_t tuned_kinds;  /* tuning.c: the kinds the table has rows for
                               at this group's size (bit 31: found) */
-    bool abandoned; /* a call past its deadline left a request posted:
-                       the communicators stay until MPI ends, as Open
-                       MPI 4's libnbc progresses such a request on a
-                       freed one when the late rank comes */
 };
 
 /* The MPI transport's record of a group (g->tl[DCOLL_TL_MPI]). */

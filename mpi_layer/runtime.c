@@ -51,7 +51,6 @@ static dcoll_status_t comm_wrap(MPI_Comm comm, void **out)
     c->scratch = NULL;
     c->ppn = 0;
     c->tuned_kinds = 0;
-    c->abandoned = false;
     *out = c;
     return DCOLL_SUCCESS;
 }
@@ -61,10 +60,8 @@ void dcoll_mpi_comm_free(void *comm)
     struct dcoll_mpi_comm *c = comm;
     if (!c)
         return;
-    if (!c->abandoned) {
-        MPI_Comm_free(&c->ctl);
-        MPI_Comm_free(&c->comm);
-    }
+    MPI_Comm_free(&c->ctl);
+    MPI_Comm_free(&c->comm);
     free(c->scratch);
     free(c);
 }

@@ -498,7 +498,6 @@ dcoll_status_t dcoll_mpi_timed_out(struct dcoll_group *g,
                                    const struct dcoll_watch *wt)
 {
     struct dcoll_outcome *out = wt->out;
-    dcoll_mpi_of(g)->abandoned = true;
     out->timed_out = true;
     out->roll = (struct dcoll_roll){0};
     if (!wt->seq || !roll_call(g, wt->seq, &out->roll))

@@ -318,6 +318,17 @@ void dcoll_trace_path(char *path, size_t cap);
  * recorder as JSON lines; no allocation. A status with the message on
  * failure. */
 dcoll_status_t dcoll_trace_write(const char *why);
+/* The same from a fatal signal's handler: no lock waited for, no
+ * message kept (DCOLL_ERR_IO where it could not be written). */
+dcoll_status_t dcoll_trace_write_crash(const char *why);
+/* Every tracked group, read without the lock: for that handler only. */
+struct dcoll_group *const *dcoll_trace_groups(int *n);
+/* crash.c: from init to finalize, a fatal signal (SIGSEGV, SIGBUS,
+ * SIGFPE, SIGILL, SIGABRT) while this rank is in a dcoll call prints the
+ * call, the hint and the recorder file's place, writes the file, and
+ * passes the signal on to the handler before dcoll's, or the default. */
+void dcoll_crash_start(void);
+void dcoll_crash_stop(void);
 /* A dump on demand: the file, or with DCOLL_FLIGHT_DIR=stderr every
  * group's recorder printed there. */
 dcoll_status_t dcoll_trace_dump(const char *why);

@@ -286,17 +286,30 @@ static void put_group(struct out *o, struct dcoll_group *g)
     }
 }
 
-dcoll_status_t dcoll_trace_write(const char *why)
+struct dcoll_group *const *dcoll_trace_groups(int *n)
+{
+    *n = ngroups;
+    return groups;
+}
+
+/* The file, under lock; crash: only if the lock is free (a thread that
+ * holds it may be the one that crashed), and no message is kept. */
+static dcoll_status_t write_file(const char *why, bool crash)
 {
     static struct out o;   /* under lock: no allocation, no big stack */
     char path[DCOLL_FLIGHT_DIR_MAX + 160], tmp[sizeof(path) + 8];
     dcoll_trace_path(path, sizeof(path));
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-    pthread_mutex_lock(&lock);
+    if (!crash)
+        pthread_mutex_lock(&lock);
+    else if (pthread_mutex_trylock(&lock))
+        return DCOLL_ERR_IO;
     o.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (o.fd < 0) {
         int err = errno;
         pthread_mutex_unlock(&lock);
+        if (crash)
+            return DCOLL_ERR_IO;
         return dcoll_error(DCOLL_ERR_IO, "cannot write the flight recorder "
                            "file %s: %s", tmp, strerror(err));
     }
@@ -314,10 +327,22 @@ dcoll_status_t dcoll_trace_write(const char *why)
     pthread_mutex_unlock(&lock);
     if (err) {
         unlink(tmp);
+        if (crash)
+            return DCOLL_ERR_IO;
         return dcoll_error(DCOLL_ERR_IO, "cannot write the flight recorder "
                            "file %s: %s", path, strerror(err));
     }
     return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_trace_write(const char *why)
+{
+    return write_file(why, false);
+}
+
+dcoll_status_t dcoll_trace_write_crash(const char *why)
+{
+    return write_file(why, true);
 }
 
 dcoll_status_t dcoll_trace_dump(const char *why)

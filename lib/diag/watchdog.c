@@ -250,11 +250,13 @@ dcoll_status_t dcoll_watchdog_start(struct dcoll_group *w)
     dcoll_status_t st = dcoll_trace_signal_start();
     if (st)
         return st;
+    dcoll_crash_start();
     stopping = false;
     told_g = NULL;
     atomic_store(&ending, false);
     int rc = pthread_create(&thread, NULL, run, NULL);
     if (rc) {
+        dcoll_crash_stop();
         dcoll_trace_signal_stop();
         return dcoll_error(DCOLL_ERR_INTERNAL, "dcoll_init: cannot start "
                            "the watchdog thread: %s", strerror(rc));
@@ -274,6 +276,7 @@ void dcoll_watchdog_stop(void)
     pthread_cond_signal(&wake);
     pthread_mutex_unlock(&lock);
     pthread_join(thread, NULL);
+    dcoll_crash_stop();
     dcoll_trace_signal_stop();
     running = false;
     free(watched);
