@@ -169,9 +169,13 @@ static void put_roll(struct dcoll_text *t, const struct dcoll_group *g,
                       (unsigned long long)roll->seq[r]);
     }
     if (silent) {
+        /* No answer is no proof of absence: a rank that finished the
+         * call (its count differed, and MPI let it go) and left dcoll
+         * cannot answer either. */
         dcoll_put_ranks(t, g, pick_state, &p);
-        dcoll_put(t, " did not arrive (no answer: not in a dcoll call on the "
-            "group, stopped, or gone)");
+        dcoll_put(t, " did not answer (not in a dcoll call on the group: "
+            "never came, or finished this call and left dcoll, or stopped, "
+            "or gone)");
         put_hosts(t, g, pick_state, &p);
         dcoll_put(t, "; ");
     }

@@ -100,6 +100,9 @@ while [ "$r" -lt "$alive" ]; do
         newgroup)
             echo "$lines" | grep -q "dcoll_new_group on the world .*rank $last did not arrive" ||
                 bad "rank $r's report does not name rank $last" ;;
+        killed)
+            echo "$lines" | grep -q "rank $last (world $last) did not answer\|ranks .*$last.* did not answer" ||
+                bad "rank $r's report does not name rank $last" ;;
         *)
             echo "$lines" | grep -q "rank $last (world $last) did not arrive\|ranks .*$last.* did not arrive" ||
                 bad "rank $r's report does not name rank $last" ;;

@@ -11,6 +11,9 @@
  *   test_fault config        bad settings are refused (1 rank)
  *   test_fault partial       settings only some ranks have are refused on
  *                            every rank (DCOLL_DEBUG, a timeout of 0)
+ *   test_fault counts        the last rank's count is twice the others',
+ *                            without debug mode: a rank that times out
+ *                            names the others silent, never absent
  *   test_fault crash [outside]  a fatal signal inside an all_reduce (or
  *                            in the program's code), for crash.sh
  *   test_fault creation      the last rank comes to split_group, then to
@@ -676,12 +679,41 @@ static int crash(const char *how)
     return 1;
 }
 
+/* Counts that differ, without debug mode (issue 52, finding 12): the
+ * last rank passes twice the others' count. MPI lets some ranks through
+ * (they then finalize) and may hold one; a rank that times out must not
+ * call the ranks that came absent: they all made call #2. */
+static int counts(int r, int n)
+{
+    dcoll_group_t *g = group_with_timeout(TIMEOUT);
+    sum_works(g, r, n, "before");
+    enum { N = 1 << 14 };
+    static int x[2 * N];
+    int count = r == n - 1 ? 2 * N : N;
+    struct capture cap;
+    capture_begin(&cap);
+    dcoll_status_t st = dcoll_all_reduce(g, x, x, count, DCOLL_INT32,
+                                         DCOLL_SUM, NULL, NULL);
+    char msg[1400];
+    snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+    capture_end(&cap);
+    if (st == DCOLL_ERR_TIMEOUT)
+        CHECK(!strstr(msg, "did not arrive") && strstr(msg, "did not answer"),
+              "rank %d's report blames ranks that came: %s", r, msg);
+    printf("counts, rank %d: %s%s%s\n", r, dcoll_status_string(st),
+           st ? ": " : "", st ? msg : "");
+    dcoll_group_destroy(&g);
+    return 0;
+}
+
 static int run(const char *mode, int r, int n)
 {
     if (!strcmp(mode, "absent"))
         return absent(r, n);
     if (!strcmp(mode, "killed"))
         return killed(r, n);
+    if (!strcmp(mode, "counts"))
+        return counts(r, n);
     return mismatch(r, n);
 }
 
@@ -784,7 +816,7 @@ int main(int argc, char **argv)
     if (!strcmp(mode, "hang") && argc > 2)
         return hang(argv[2], NULL);
     if (strcmp(mode, "absent") && strcmp(mode, "killed") &&
-        strcmp(mode, "mismatch")) {
+        strcmp(mode, "mismatch") && strcmp(mode, "counts")) {
         fprintf(stderr, "usage: test_fault absent|killed|mismatch|config|"
                 "partial | "
                 "spawn absent|killed|mismatch N\n");

@@ -96,17 +96,17 @@ for kind in "$@"; do
             # shellcheck disable=SC2046
             kill -KILL $(ip netns pids "$ns2")
         fi
-        wait_for "dcoll\[[01]\]: .*did not arrive" 30 ||
+        wait_for "dcoll\[[01]\]: .*did not answer" 30 ||
             { bad "$kind: no report from node 1's ranks"; cut -d' ' -f2- "$tmp/out"; }
         [ "$kind" = link ] && ip netns exec "$ns2" ip link set eth0 up
-        report=$(grep -m1 "dcoll\[[01]\]: .*did not arrive" "$tmp/out")
+        report=$(grep -m1 "dcoll\[[01]\]: .*did not answer" "$tmp/out")
         echo "$report" | cut -d' ' -f2-
         said=$(awk -v a="$(echo "$report" | cut -d' ' -f1)" -v b="$t0" \
                'BEGIN { printf "%.2f", a - b }')
         # Node 2's ranks, by node. A node 1 rank still in the collective
         # before may be listed too: the fault can land between the two.
         echo "$report" |
-            grep -q "did not arrive (no answer: [^)]*), on \(.*, \)\{0,1\}$(node_name 2) {2,3}" ||
+            grep -q "did not answer ([^)]*), on \(.*, \)\{0,1\}$(node_name 2) {2,3}" ||
             bad "$kind: the report does not name node 2's ranks by node"
         awk -v t="$said" 'BEGIN { exit !(t <= 4.0) }' ||
             bad "$kind: the report came $said s after the fault (timeout 2 s)"
