@@ -89,6 +89,8 @@ struct dcoll_watch dcoll_mpi_watch_of(const struct dcoll_group *g,
         .fn = c->fn,
         .call = call,
         .out = out,
+        .peer = c->root,
+        .tag = c->tag,
     };
     return wt;
 }

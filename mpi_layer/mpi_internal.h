@@ -134,6 +134,7 @@ struct dcoll_watch {
     const char *fn;
     const char *call;  /* the MPI call, for MPI errors */
     struct dcoll_outcome *out;  /* where a timeout and its roll go */
+    int peer, tag;     /* seq 0 (a send or receive): its peer and tag */
 };
 dcoll_status_t dcoll_mpi_poll(struct dcoll_group *g,
                               const struct dcoll_watch *wt, int n,
@@ -159,6 +160,8 @@ dcoll_status_t dcoll_mpi_reduce_f64(struct dcoll_group *g, const double *in,
                                     double *out, size_t n, int op);
 dcoll_status_t dcoll_mpi_roll_call(struct dcoll_group *g, uint64_t seq,
                                    struct dcoll_roll *roll);
+dcoll_status_t dcoll_mpi_ask_peer(struct dcoll_group *g, int peer, int tag,
+                                  struct dcoll_roll *roll);
 bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,
                     const struct dcoll_roll *roll, bool whole);
 void dcoll_mpi_abort_job(struct dcoll_group *world, int code);

@@ -36,6 +36,7 @@ const struct dcoll_comm_ops dcoll_mpi_services = {
     .lead = dcoll_mpi_lead,
     .reduce_f64 = dcoll_mpi_reduce_f64,
     .roll_call = dcoll_mpi_roll_call,
+    .ask_peer = dcoll_mpi_ask_peer,
     .tell = dcoll_mpi_tell,
     .abort_job = dcoll_mpi_abort_job,
     .tuning = dcoll_mpi_tuning_load,

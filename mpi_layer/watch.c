@@ -404,6 +404,65 @@ int dcoll_mpi_lead(struct dcoll_group *g, uint64_t seq, double *wait)
     return lead;
 }
 
+/* A send or receive's roll: only its peer is asked where it stands (its
+ * latest call on the group, whether it waits in it), within the grace;
+ * the others are left silent and unnamed (roll->p2p). */
+static bool ask_peer(struct dcoll_group *g, int peer, int tag,
+                     struct dcoll_roll *roll)
+{
+    if (!roll_alloc(roll, g->size))
+        return false;
+    roll->p2p = true;
+    roll->peer = peer;
+    roll->tag = tag;
+    if (peer < 0 || peer >= g->size || peer == g->rank)
+        return true;   /* any source, or itself: no one to ask */
+    MPI_Comm ctl = dcoll_mpi_ctl_of(g);
+    int64_t *ask = malloc(sizeof(*ask));   /* may outlive this call */
+    MPI_Request *rq = malloc(sizeof(*rq));
+    if (!ask || !rq || (*ask = 0,
+                        MPI_Isend(ask, 1, MPI_INT64_T, peer, TAG_ASK, ctl,
+                                  rq) != MPI_SUCCESS)) {
+        free(ask);
+        free(rq);
+        return true;
+    }
+    /* Asked with number 0, which no call has: its answer is where it is. */
+    for (double end = dcoll_now() + GRACE; dcoll_now() < end;) {
+        serve_asks(g, NULL, 0, NULL);
+        struct answer a;
+        int r;
+        if (!take(ctl, TAG_ANSWER, &a, (int)sizeof(a), &r)) {
+            usleep(200);
+            continue;
+        }
+        if (r != peer || a.asked != 0)
+            continue;
+        note(roll, r, 0, &a);
+        /* Where it is, whatever its number: never "the same call"; or
+         * the call at which it left the group, and why. */
+        roll->state[r] = a.left ? DCOLL_ROLL_LEFT : DCOLL_ROLL_OTHER;
+        if (a.left) {
+            roll->seq[r] = (uint64_t)a.left;
+            set_why(roll, r, a.why);
+        }
+        break;
+    }
+    let_go(1, rq, ask);
+    return true;
+}
+
+dcoll_status_t dcoll_mpi_ask_peer(struct dcoll_group *g, int peer, int tag,
+                                  struct dcoll_roll *roll)
+{
+    *roll = (struct dcoll_roll){0};
+    if (ask_peer(g, peer, tag, roll))
+        return DCOLL_SUCCESS;
+    dcoll_roll_free(roll);
+    return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for a roll call of "
+                       "%d ranks", g->size);
+}
+
 dcoll_status_t dcoll_mpi_roll_call(struct dcoll_group *g, uint64_t seq,
                                    struct dcoll_roll *roll)
 {
@@ -424,7 +483,8 @@ bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,
         left += roll->state[i] == DCOLL_ROLL_LEFT;
     /* The roll goes along only where each rank prints the whole report:
      * 40 bytes a rank, to every rank, is n^2 bytes. */
-    int len = VERDICT_HEAD + (whole && roll->n == n
+    /* A send or receive's roll has its peer only: not sent along. */
+    int len = VERDICT_HEAD + (whole && roll->n == n && !roll->p2p
                                   ? VERDICT_EACH * n + WHY_WORDS * left
                                   : 0);
     /* Outlives this call if a send never completes. */
@@ -459,8 +519,11 @@ bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,
         why += WHY_MAX;
     }
     for (int r = 0; r < n; r++) {
-        /* A silent rank would never take it. */
-        if (r == g->rank || (roll->n && roll->state[r] == DCOLL_ROLL_SILENT))
+        /* A silent rank would never take it (of a send or receive's
+         * roll, only the peer was asked). */
+        if (r == g->rank ||
+            (roll->n && roll->state[r] == DCOLL_ROLL_SILENT &&
+             (!roll->p2p || r == roll->peer)))
             continue;
         if (MPI_Isend(said, len, MPI_INT64_T, r, TAG_VERDICT, ctl,
                       &rq[nrq]) == MPI_SUCCESS) {
@@ -500,7 +563,8 @@ dcoll_status_t dcoll_mpi_timed_out(struct dcoll_group *g,
     struct dcoll_outcome *out = wt->out;
     out->timed_out = true;
     out->roll = (struct dcoll_roll){0};
-    if (!wt->seq || !roll_call(g, wt->seq, &out->roll))
+    if (!wt->seq ? !ask_peer(g, wt->peer, wt->tag, &out->roll)
+                 : !roll_call(g, wt->seq, &out->roll))
         dcoll_roll_free(&out->roll);
     return dcoll_error(DCOLL_ERR_TIMEOUT, "%s: timed out", wt->fn);
 }

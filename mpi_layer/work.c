@@ -48,6 +48,8 @@ static struct dcoll_watch work_watch(struct dcoll_work *w, const char *call)
         .fn = w->fn,
         .call = call,
         .out = &w->report,
+        .peer = w->peer,
+        .tag = w->tag,
     };
     return wt;
 }

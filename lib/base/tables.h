@@ -66,6 +66,10 @@ struct dcoll_roll {
     unsigned char *form; /* enum dcoll_form of that call */
     unsigned char *busy; /* waiting inside a blocking call on the group */
     char **why;          /* why a rank left; NULL: none known */
+    /* A send or receive's timeout: only its peer (group rank; -1: any
+     * source, asked of nobody) was asked, and its tag is said. */
+    bool p2p;
+    int peer, tag;
 };
 
 /* The latest GPU call this process put on a GPU, for roll calls on other
@@ -374,6 +378,10 @@ struct dcoll_comm_ops {
      * for answers); fills roll. */
     dcoll_status_t (*roll_call)(struct dcoll_group *g, uint64_t seq,
                                 struct dcoll_roll *roll);
+    /* The same for a send or receive with peer (group rank; -1: any
+     * source) and tag: only the peer is asked. */
+    dcoll_status_t (*ask_peer)(struct dcoll_group *g, int peer, int tag,
+                               struct dcoll_roll *roll);
     /* Tell the ranks that answered roll that call #seq hung (whole: with
      * what roll found of every rank, for DCOLL_REPORT=all), and wait a
      * little for each to say it has printed its side; true if a lower
@@ -453,6 +461,7 @@ struct dcoll_group {
     uint64_t busy_seq;
     int busy_kind;
     const char *cur_fn;
+    int busy_peer, busy_tag;  /* a watched send or receive's */
     double busy_start;
     /* Why this rank left the group: it refused call #left_seq by its own
      * checks, or MPI failed it here ("refused all_reduce #7: count -1 is
@@ -501,6 +510,8 @@ struct dcoll_work {
                                          0: a send or receive */
     uint64_t fid;                     /* its flight recorder entry */
     int kind;                         /* enum dcoll_coll_kind */
+    int peer, tag;                    /* a send or receive's: group rank
+                                         (or any source) and tag */
     const char *fn;                   /* the public name, for messages */
     struct dcoll_outcome report;      /* a timeout seen by test or wait */
     struct dcoll_plan *plan;          /* the plan whose start made it, which
@@ -558,6 +569,8 @@ static inline void dcoll_work_stamp(struct dcoll_work *w,
     w->seq = c->seq;
     w->fid = c->fid;
     w->kind = c->kind;
+    w->peer = c->root;
+    w->tag = c->tag;
     w->fn = c->fn;
 }
 

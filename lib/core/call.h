@@ -123,6 +123,11 @@ dcoll_call_begin(struct dcoll_group *g, struct dcoll_coll *c,
         return st;
     }
     k->watched = watched;
+    if (watched && !how.counted) {
+        /* A send or receive: whom the watchdog's report names. */
+        DCOLL_PUBLISH(g->busy_peer, c->root);
+        DCOLL_PUBLISH(g->busy_tag, c->tag);
+    }
     if (watched)
         dcoll_group_busy(g, seq, (int)c->kind, c->fn, t0);
     return DCOLL_SUCCESS;

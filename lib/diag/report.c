@@ -102,6 +102,11 @@ static bool pick_kind(const void *arg, int r)
     return other == p->other;
 }
 
+static bool pick_one(const void *arg, int r)
+{
+    return r == *(const int *)arg;
+}
+
 /* The picked ranks by host, where the group spans several hosts and each
  * one's is known: ", on nodeA {2,3}, nodeB {5}" (group ranks). */
 static void put_hosts(struct dcoll_text *t, const struct dcoll_group *g,
@@ -257,6 +262,41 @@ void dcoll_put_hint(struct dcoll_text *t)
 }
 
 /* The report's head and the roll call, into t. */
+/* A send or receive's peer, as its roll found it. */
+static void put_peer(struct dcoll_text *t, const struct dcoll_group *g,
+                     const struct dcoll_roll *roll)
+{
+    int r = roll->peer;
+    if (r < 0 || r >= g->size || r == g->rank || roll->n != g->size)
+        return;
+    dcoll_put(t, ": the peer, rank %d (world %d), ", r, dcoll_world_of(g, r));
+    switch (roll->state[r]) {
+    case DCOLL_ROLL_SILENT:
+        dcoll_put(t, "did not answer (not in a dcoll call on the group, "
+            "stopped, or gone)");
+        break;
+    case DCOLL_ROLL_LEFT:
+        dcoll_put(t, "left the group at its call #%llu%s%s",
+            (unsigned long long)roll->seq[r],
+            roll->why && roll->why[r] ? ": " : "",
+            roll->why && roll->why[r] ? roll->why[r] : "");
+        break;
+    default:
+        if (!roll->seq[r])
+            dcoll_put(t, "has made no collective on the group yet");
+        else
+            dcoll_put(t, "%s %s #%llu (%s)",
+                roll->busy[r] ? "is waiting in" : "is not waiting in a "
+                "call on the group; its latest is",
+                dcoll_kind_name(roll->kind[r]),
+                (unsigned long long)roll->seq[r], form_name(roll->form[r]));
+        if (roll->why && roll->why[r] && roll->why[r][0])
+            dcoll_put(t, "; %s", roll->why[r]);
+        break;
+    }
+    put_hosts(t, g, pick_one, &r);
+}
+
 void dcoll_put_report(struct dcoll_text *t, struct dcoll_group *g,
                       const char *fn, uint64_t seq, int kind, int form,
                       const struct dcoll_roll *roll)
@@ -269,9 +309,21 @@ void dcoll_put_report(struct dcoll_text *t, struct dcoll_group *g,
             dcoll_kind_name(kind));
     else
         dcoll_put(t, "%s", dcoll_kind_name(kind));
+    if (!seq && roll && roll->p2p) {
+        const char *dir = kind == DCOLL_COLL_SEND ? "to" : "from";
+        if (roll->peer >= 0 && roll->peer < g->size)
+            dcoll_put(t, " %s rank %d (world %d), tag %d", dir, roll->peer,
+                dcoll_world_of(g, roll->peer), roll->tag);
+        else
+            dcoll_put(t, " %s any rank, tag %d", dir, roll->tag);
+    }
     if (form)
         dcoll_put(t, ", %s", form_name(form));
     dcoll_put(t, ")");
+    if (roll && roll->p2p) {
+        put_peer(t, g, roll);
+        return;
+    }
     if (roll && roll->n == g->size) {
         roll->state[g->rank] = DCOLL_ROLL_SAME;
         roll->seq[g->rank] = seq;
@@ -290,10 +342,15 @@ void dcoll_fault_told(struct dcoll_group *g, struct dcoll_verdict *v)
                          ? dcoll_kinds[v->kind].fn
                          : "a collective";
     dcoll_group_name(g, name, sizeof(name));
-    dcoll_put(&t, "%s on %s timed out after %g s on rank %d (world %d) "
-        "(collective #%llu, %s)", fn, name, g->timeout, v->from,
-        dcoll_world_of(g, v->from), (unsigned long long)v->seq,
-        dcoll_kind_name(v->kind));
+    if (v->seq)
+        dcoll_put(&t, "%s on %s timed out after %g s on rank %d (world %d) "
+            "(collective #%llu, %s)", fn, name, g->timeout, v->from,
+            dcoll_world_of(g, v->from), (unsigned long long)v->seq,
+            dcoll_kind_name(v->kind));
+    else
+        dcoll_put(&t, "%s on %s timed out after %g s on rank %d (world %d) "
+            "(a point-to-point %s)", fn, name, g->timeout, v->from,
+            dcoll_world_of(g, v->from), dcoll_kind_name(v->kind));
     if (v->roll.n == g->size)
         put_roll(&t, g, v->seq, v->kind, &v->roll);
     dcoll_put(&t, ". Rank %d ends the job (DCOLL_ON_TIMEOUT=abort, exit code "
@@ -306,12 +363,24 @@ void dcoll_fault_told(struct dcoll_group *g, struct dcoll_verdict *v)
     int kind = DCOLL_PEEK(g->cur_kind), form = DCOLL_PEEK(g->cur_form);
     bool busy = DCOLL_PEEK(g->busy_start) > 0 &&
                 DCOLL_PEEK(g->busy_seq) == seq;
-    dcoll_put(&w, "%s #%llu on %s timed out on rank %d (world %d), which "
-        "told this rank; this rank ", dcoll_kind_name(v->kind),
-        (unsigned long long)v->seq, name, v->from,
-        dcoll_world_of(g, v->from));
+    if (v->seq)
+        dcoll_put(&w, "%s #%llu on %s timed out on rank %d (world %d), "
+            "which told this rank; this rank ", dcoll_kind_name(v->kind),
+            (unsigned long long)v->seq, name, v->from,
+            dcoll_world_of(g, v->from));
+    else
+        dcoll_put(&w, "a %s on %s timed out on rank %d (world %d), which "
+            "told this rank; this rank ", dcoll_kind_name(v->kind), name,
+            v->from, dcoll_world_of(g, v->from));
     size_t own = w.off;
-    if (seq == v->seq)
+    if (!v->seq && !seq)
+        dcoll_put(&w, "has made no collective on the group yet");
+    else if (!v->seq)   /* where it is, the told call having no number */
+        dcoll_put(&w, "%s %s #%llu (%s)", busy ? "is waiting in"
+            : "is not waiting in a call on the group; its latest is",
+            dcoll_kind_name(kind), (unsigned long long)seq,
+            form_name(form));
+    else if (seq == v->seq)
         dcoll_put(&w, "%s it (%s)", busy ? "is waiting in" : "posted",
             form_name(form));
     else if (seq < v->seq)

@@ -111,7 +111,9 @@ _Noreturn void dcoll_watchdog_end(struct dcoll_group *g, const char *why,
      * same hang meanwhile prints the report, and this one only its
      * line. */
     dcoll_status_t kept = dcoll_fault_keep(why);
-    bool defer = mpi && seq && roll &&
+    /* A send or receive's hang is told too (number 0), so that every
+     * rank writes its file and says where it stands. */
+    bool defer = mpi && roll && (seq || roll->p2p) &&
                  g->svc->tell(g, seq, kind, roll,
                               dcoll_report_mode == DCOLL_REPORT_ALL);
     char name[200], where[400];
@@ -168,10 +170,13 @@ static void declare(struct dcoll_group *g, double start)
     struct dcoll_roll roll = {0};
     if (threaded && seq)
         g->svc->roll_call(g, seq, &roll);
+    else if (threaded)   /* a send or receive: its peer alone */
+        g->svc->ask_peer(g, DCOLL_PEEK(g->busy_peer),
+                         DCOLL_PEEK(g->busy_tag), &roll);
     dcoll_fault_hung(g, fn ? fn : dcoll_kind_name(kind), seq, kind,
                      DCOLL_PEEK(g->cur_form) == DCOLL_FORM_PLAN
                          ? DCOLL_FORM_PLAN : DCOLL_FORM_BLOCKING,
-                     roll.n ? &roll : NULL, threaded,
+                     roll.n || roll.p2p ? &roll : NULL, threaded,
                      dcoll_now() - start);
 }
 

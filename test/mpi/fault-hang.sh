@@ -40,7 +40,7 @@ else
 fi
 case $how in
     killed) alive=$last ;;   # ranks 0..last-1 survive
-    mixed|planmixed|wrongkind) alive=$np ;;
+    mixed|planmixed|wrongkind|p2p) alive=$np ;;
     *) alive=$last ;;
 esac
 # The report: from the lowest rank that found the hang (two that found it
@@ -97,6 +97,9 @@ while [ "$r" -lt "$alive" ]; do
         nothreads)
             echo "$lines" | grep -q "could not be asked" ||
                 bad "rank $r's report does not say why it could not ask" ;;
+        p2p)
+            echo "$lines" | grep -q "dcoll_recv on group 1 (world ranks {[0-9,]*}) timed out after 2 s (recv from rank 1 (world 1), tag 7, blocking): the peer, rank 1 (world 1), is not waiting in a call on the group; its latest is all_reduce #1 (blocking)" ||
+                bad "rank $r's report does not name the peer, the tag and where the peer is" ;;
         newgroup)
             echo "$lines" | grep -q "dcoll_new_group on the world .*rank $last did not arrive" ||
                 bad "rank $r's report does not name rank $last" ;;

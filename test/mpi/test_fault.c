@@ -25,7 +25,7 @@
  * Those modes use groups whose timeouts return (on_timeout RETURN); the
  * default ends the job, which fault-hang.sh checks from outside:
  *   test_fault hang absent|busy|killed|mixed|nothreads|refused|plan|
- *                   planmixed|wrongkind|newgroup|split
+ *                   planmixed|wrongkind|newgroup|split|p2p
  *                            at default settings, a group with a 2-s
  *                            timeout and a blocking all_reduce that never
  *                            completes: the last rank sleeps outside
@@ -41,7 +41,9 @@
  *                            in its place; in newgroup and split the
  *                            others make a group (of the world, whose
  *                            timeout is 2 s too, or of the group) and
- *                            the last is absent.
+ *                            the last is absent; in p2p rank 0 waits in a
+ *                            recv from rank 1 (tag 7) that the others,
+ *                            in an all_reduce on the world, never send.
  *                            Every rank prints when it calls; the job
  *                            must end with the report.
  * Built with CUDA_DEVICE (test_fault_gpu, suite gpu), the hung all_reduce
@@ -208,6 +210,28 @@ static int absent(int r, int n)
     if (r == 0 || r == last)
         sum_works(p, r == 0 ? 0 : 1, 2, "new group after");
     CHECK(dcoll_group_destroy(&p) == DCOLL_SUCCESS, "destroy pair");
+    /* A receive that times out names its peer and tag, and where the
+     * peer is (issue 52, finding 4): here in a barrier on the world. */
+    dcoll_group_t *gp = group_with_timeout(TIMEOUT / 2);
+    if (r == 0) {
+        struct capture cap;
+        capture_begin(&cap);
+        int v = 0;
+        dcoll_status_t st = dcoll_recv(gp, &v, 1, DCOLL_INT32, last, 9,
+                                       NULL, NULL, NULL);
+        char msg[1024];
+        snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+        capture_end(&cap);
+        char want[160];
+        snprintf(want, sizeof(want), "(recv from rank %d (world %d), tag "
+                 "9): the peer, rank %d (world %d), has made no collective "
+                 "on the group yet", last, last, last, last);
+        CHECK(st == DCOLL_ERR_TIMEOUT && strstr(msg, want),
+              "a receive's timeout: %s", msg);
+        printf("absent, recv: %s\n", msg);
+    }
+    CHECK(dcoll_barrier(NULL, NULL, NULL) == DCOLL_SUCCESS, "barrier");
+    CHECK(dcoll_group_destroy(&gp) == DCOLL_SUCCESS, "destroy p2p group");
     CHECK(dcoll_group_destroy(&g) == DCOLL_SUCCESS, "destroy failed group");
     CHECK(dcoll_group_destroy(&ga) == DCOLL_SUCCESS, "destroy group");
     return 0;
@@ -533,13 +557,22 @@ static int hang(const char *how, const char *url)
     if (!strcmp(how, "planmixed") || !strcmp(how, "plan"))
         CHECK(dcoll_all_reduce_plan(g, x, x, BIG, DCOLL_INT32, DCOLL_SUM,
                                     NULL, &plan) == DCOLL_SUCCESS, "plan");
-    if (last && !mixed) {
+    if (last && !mixed && strcmp(how, "p2p")) {
         sleep(60);
         return 1;
     }
     dcoll_status_t st;
     dcoll_group_t *made = NULL;
-    if (!strcmp(how, "newgroup")) {
+    /* p2p: rank 0 waits for a message from rank 1 (tag 7) on the group,
+     * which never comes: the others are in an all_reduce on the world
+     * (no deadline), which rank 0 skipped. */
+    if (!strcmp(how, "p2p")) {
+        if (r == 0)
+            st = dcoll_recv(g, x, 1, DCOLL_INT32, 1, 7, NULL, NULL, NULL);
+        else
+            st = dcoll_all_reduce(NULL, x, x, 1, DCOLL_INT32, DCOLL_SUM,
+                                  NULL, NULL);
+    } else if (!strcmp(how, "newgroup")) {
         st = dcoll_new_group(&made, NULL, 0, NULL);
     } else if (!strcmp(how, "split")) {
         st = dcoll_split_group(&made, g, 0, r, NULL);
