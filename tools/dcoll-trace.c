@@ -103,6 +103,9 @@ struct gstate {
     unsigned long long calls, latest;
     char kind[24], form[12], state[12], name[160];
     double waiting;        /* seconds waiting at the writing; <0: none */
+    char p2p[8];           /* an unfinished send or recv, newest: its kind */
+    int peer;              /* and its peer (group rank; <0: any) */
+    double p2p_for;        /* seconds it had been posted at the writing */
 };
 
 /* A call's description for comparing ranks. */
@@ -620,6 +623,14 @@ static void group_line(struct file *f, const char *p, const char *end,
     double since;
     g->waiting = get_num(p, end, "waiting_since", &since) ? clock - since
                                                           : -1;
+    const char *pp = field(p, end, "p2p", &len);
+    if (pp) {
+        const char *pe = memchr(pp, '}', (size_t)(end - pp));
+        pe = pe ? pe : end;
+        get_str(pp, pe, "kind", g->p2p, sizeof(g->p2p));
+        g->peer = (int)get_int(pp, pe, "peer", -1);
+        g->p2p_for = get_num(pp, pe, "since", &since) ? clock - since : -1;
+    }
     if (building_ref && nrefs < MAX_GROUPS && !ref_of(g->id))
         refs[nrefs++].id = g->id;
 }
@@ -947,7 +958,8 @@ static void where(void)
                     continue;
                 const struct gstate *b = &files[j].g[t];
                 if (b->latest != a->latest || strcmp(b->kind, a->kind) ||
-                    strcmp(b->form, a->form) || strcmp(b->state, a->state))
+                    strcmp(b->form, a->form) || strcmp(b->state, a->state) ||
+                    strcmp(b->p2p, a->p2p) || b->peer != a->peer)
                     continue;
                 done[j] = 1;
                 fi[n] = j;
@@ -961,6 +973,25 @@ static void where(void)
             printf("    ");
             put_ranks(ranks, n);
             put_hosts(fi, n);
+            if (a->p2p[0]) {
+                /* Its newest call is a send or receive not finished:
+                 * that is where it is, not idle at its latest collective. */
+                printf(": in %s %s ", a->p2p, strcmp(a->p2p, "send")
+                       ? "from" : "to");
+                if (a->peer >= 0)
+                    printf("rank %d", a->peer);
+                else
+                    printf("any rank");
+                printf(" (unfinished");
+                if (a->p2p_for >= 0)
+                    printf(", posted %.1f s before the writing", a->p2p_for);
+                printf(")");
+                if (a->latest)
+                    printf("; latest collective %s #%llu (%s)", a->kind,
+                           a->latest, a->form);
+                printf("\n");
+                continue;
+            }
             if (!a->latest)
                 printf(": no call yet");
             else

@@ -235,6 +235,19 @@ static void put_group(struct out *o, struct dcoll_group *g)
     }
     put(o, ",\"state\":\"%s\"", failed ? "failed" : left ? "left"
                                 : busy > 0 ? "waiting" : "idle");
+    /* A send or receive not finished, newest in the recorder: what a
+     * rank waiting there (or in a wait on its work) is in. */
+    const struct dcoll_flight *rf = g->diag ? g->diag->flight : NULL;
+    if (rf && rf->n) {
+        struct dcoll_flight_entry e = rf->e[(rf->n - 1) & rf->mask];
+        int k = dcoll_flight_kind(&e);
+        if (!e.seq && e.end <= 0 &&
+            (k == DCOLL_COLL_SEND || k == DCOLL_COLL_RECV)) {
+            put(o, ",\"p2p\":{\"kind\":");
+            put_str(o, dcoll_kind_name(k));
+            put(o, ",\"peer\":%d,\"since\":%.6f}", e.root, e.start);
+        }
+    }
     if (busy > 0)
         put(o, ",\"waiting_since\":%.6f", busy);
     if (failed || left) {

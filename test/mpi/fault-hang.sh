@@ -149,6 +149,14 @@ if [ -n "$tool" ] && [ "$how" = absent ]; then
     echo "$merged" | grep -q "^    rank $last ([^)]*): behind, at all_reduce #1 (blocking), idle$" ||
         bad "dcoll-trace does not name rank $last as behind"
 fi
+# A rank in an unfinished receive is in it, not idle at its latest
+# collective.
+if [ -n "$tool" ] && [ "$how" = p2p ]; then
+    merged=$("$tool" -q "$dir")
+    echo "$merged"
+    echo "$merged" | grep -q "^    rank 0 ([^)]*): in recv from rank 1 (unfinished, posted [0-9.]* s before the writing); latest collective all_reduce #1 (blocking)$" ||
+        bad "dcoll-trace does not put rank 0 in its receive"
+fi
 sleep 1
 name=$(basename "$prog" | cut -c1-15)
 left=$(ps -eo stat=,comm=,args= | awk -v h="hang $how" -v p="$name" '$1 !~ /^Z/ && $2 == p && index($0, h)' | wc -l)
