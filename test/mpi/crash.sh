@@ -14,8 +14,9 @@ rc=$?
 [ "$rc" = 77 ] && exit 77
 [ "$rc" != 0 ] || bad "the job exited 0"
 grep "FAIL" "$out" && bad "a rank lived on"
-# The launcher's own word that a rank died by signal 11.
-grep -qi "signal 11\|Segmentation fault\|EXIT CODE: 139" "$err" ||
+# The launcher's own word that a rank died by signal 11 (or, in the
+# sanitizer pass, the sanitizer's handler, which dcoll's passed it to).
+grep -qi "signal 11\|Segmentation fault\|EXIT CODE: 139\|AddressSanitizer: SEGV" "$err" ||
     bad "the launcher does not say a rank died by SIGSEGV"
 said=$(grep -c "^dcoll\[[0-9]*\]: signal 11 (SIGSEGV, a bad memory access) while this rank was in dcoll_all_reduce on the world ($np ranks) (collective #2, all_reduce int32 SUM count 1024); the process ends by it.*DCOLL_DEBUG=detail checks each call" "$err")
 [ "$said" -ge 1 ] || bad "no rank said which call it was in"
