@@ -30,12 +30,17 @@ static char *prefixed(dcoll_store_t *s, const char *key)
     return k;
 }
 
-static dcoll_status_t key_error(const char *key)
+static dcoll_status_t key_error(dcoll_store_t *s, const char *key)
 {
-    if (errno == E2BIG)
+    struct prefix_store *ps = (struct prefix_store *)s;
+    if (errno == E2BIG) {
+        size_t a = strlen(ps->prefix), b = strlen(key);
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                           "prefix store: key '%.64s' with its prefix is over "
-                           "%d bytes", key, DCOLL_STORE_MAX_KEY);
+                           "prefix store: key of %zu bytes ('%.32s%s') is "
+                           "%zu bytes with its prefix '%.64s/', over %d", b,
+                           key, b > 32 ? "..." : "", a + 1 + b, ps->prefix,
+                           DCOLL_STORE_MAX_KEY);
+    }
     return dcoll_error(DCOLL_ERR_NO_MEMORY, "prefix store: no memory");
 }
 
@@ -44,7 +49,7 @@ static dcoll_status_t key_error(const char *key)
     do {                                                                   \
         char *k_ = prefixed(s, key);                                       \
         if (!k_)                                                           \
-            return key_error(key);                                         \
+            return key_error(s, key);                                      \
         dcoll_status_t st_ = (call);                                       \
         free(k_);                                                          \
         return st_;                                                        \
@@ -88,7 +93,7 @@ static dcoll_status_t px_many(dcoll_store_t *s, const char *const *keys,
     int made = 0;
     for (; made < n; made++)
         if (!(ks[made] = prefixed(s, keys[made]))) {
-            st = key_error(keys[made]);
+            st = key_error(s, keys[made]);
             break;
         }
     if (!st)
