@@ -258,13 +258,17 @@ static bool mpi_runs(enum dcoll_coll_kind kind)
            dcoll_mpi_rows[kind].post != NULL;
 }
 
-/* The group's communicator, split from its parent's. The world's is made
+/* The group's communicator, split from its parent's (or made among the
+ * kept ranks alone, for a shrink). The world's is made
  * by the services' start and freed by their stop. */
 static dcoll_status_t mpi_group_make(struct dcoll_group *g,
                                      const struct dcoll_tl_make *m)
 {
     void *comm = NULL;
-    dcoll_status_t st = dcoll_mpi_split(m->parent, m->color, m->key, &comm);
+    dcoll_status_t st =
+        m->keep ? (g ? dcoll_mpi_create(m->parent, m->keep, m->nkeep, &comm)
+                     : DCOLL_SUCCESS)
+                : dcoll_mpi_split(m->parent, m->color, m->key, &comm);
     if (g)
         g->tl[DCOLL_TL_MPI] = comm;
     else

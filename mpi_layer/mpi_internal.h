@@ -62,6 +62,11 @@ void dcoll_mpi_at_end(void (*fn)(void));
  * transport's group_make). */
 dcoll_status_t dcoll_mpi_split(struct dcoll_group *parent, int color,
                                int key, void **comm);
+/* The communicator of parent's ranks keep (nkeep, ascending), made among
+ * them alone (dcoll_group_shrink); its tag on the control twin. */
+#define DCOLL_MPI_SHRINK_TAG 77
+dcoll_status_t dcoll_mpi_create(struct dcoll_group *parent, const int *keep,
+                                int nkeep, void **comm);
 void dcoll_mpi_comm_free(void *comm);
 /* The Fortran handle of a member's communicator. */
 int dcoll_mpi_comm_fint(const struct dcoll_group *g);
@@ -150,6 +155,10 @@ dcoll_status_t dcoll_mpi_small(struct dcoll_group *g,
  * ask the ranks where they are and report it in wt->out. */
 dcoll_status_t dcoll_mpi_timed_out(struct dcoll_group *g,
                                    const struct dcoll_watch *wt);
+/* Where a launcher said a member of g died: the call's failure, as a
+ * timeout's in wt->out (died set); else DCOLL_SUCCESS. */
+dcoll_status_t dcoll_mpi_died(struct dcoll_group *g,
+                              const struct dcoll_watch *wt);
 /* The watchdog's services (struct dcoll_comm_ops). */
 bool dcoll_mpi_threaded(void);
 bool dcoll_mpi_cuda_aware(void);

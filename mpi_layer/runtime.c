@@ -324,6 +324,29 @@ dcoll_status_t dcoll_mpi_split(struct dcoll_group *parent, int color,
     return comm_wrap(out, comm);
 }
 
+/* Among the parent ranks keep alone (ascending): the others may be dead,
+ * so the parent's MPI_Comm_split, collective over all, cannot serve. On
+ * the control twin, whose messages the program's receives never match. */
+dcoll_status_t dcoll_mpi_create(struct dcoll_group *parent, const int *keep,
+                                int nkeep, void **comm)
+{
+    MPI_Comm ctl = dcoll_mpi_ctl_of(parent), out = MPI_COMM_NULL;
+    MPI_Group all, some;
+    *comm = NULL;
+    int rc = MPI_Comm_group(ctl, &all);
+    if (rc != MPI_SUCCESS)
+        return dcoll_mpi_error(rc, "MPI_Comm_group");
+    rc = MPI_Group_incl(all, nkeep, keep, &some);
+    MPI_Group_free(&all);
+    if (rc != MPI_SUCCESS)
+        return dcoll_mpi_error(rc, "MPI_Group_incl");
+    rc = MPI_Comm_create_group(ctl, some, DCOLL_MPI_SHRINK_TAG, &out);
+    MPI_Group_free(&some);
+    if (rc != MPI_SUCCESS)
+        return dcoll_mpi_error(rc, "MPI_Comm_create_group");
+    return out == MPI_COMM_NULL ? DCOLL_SUCCESS : comm_wrap(out, comm);
+}
+
 int dcoll_mpi_comm_fint(const struct dcoll_group *g)
 {
     return (int)MPI_Comm_c2f(dcoll_mpi_comm_of(g));

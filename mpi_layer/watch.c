@@ -562,11 +562,31 @@ dcoll_status_t dcoll_mpi_timed_out(struct dcoll_group *g,
 {
     struct dcoll_outcome *out = wt->out;
     out->timed_out = true;
+    out->died = 0;
     out->roll = (struct dcoll_roll){0};
     if (!wt->seq ? !ask_peer(g, wt->peer, wt->tag, &out->roll)
                  : !roll_call(g, wt->seq, &out->roll))
         dcoll_roll_free(&out->roll);
     return dcoll_error(DCOLL_ERR_TIMEOUT, "%s: timed out", wt->fn);
+}
+
+/* A member of g died (group rank dead), as its launcher said: the call
+ * fails as a timeout would, without waiting for its deadline. */
+static dcoll_status_t died(const struct dcoll_watch *wt, int dead)
+{
+    struct dcoll_outcome *out = wt->out;
+    out->timed_out = true;
+    out->died = dead + 1;
+    out->roll = (struct dcoll_roll){0};
+    return dcoll_error(DCOLL_ERR_RANK_DIED, "%s: rank %d died", wt->fn,
+                       dead);
+}
+
+dcoll_status_t dcoll_mpi_died(struct dcoll_group *g,
+                              const struct dcoll_watch *wt)
+{
+    int dead = dcoll_death_of ? dcoll_death_of(g, NULL, 0) : -1;
+    return dead < 0 ? DCOLL_SUCCESS : died(wt, dead);
 }
 
 void dcoll_mpi_settle(struct dcoll_group *g, const struct dcoll_watch *wt,
@@ -593,7 +613,7 @@ dcoll_status_t dcoll_mpi_poll(struct dcoll_group *g,
                               MPI_Request *reqs, MPI_Status *status)
 {
     int rc, flag = 0;
-    if (isinf(wt->deadline)) {
+    if (isinf(wt->deadline) && !dcoll_death_of) {
         rc = n == 1 ? MPI_Wait(reqs, status ? status : MPI_STATUS_IGNORE)
                     : MPI_Waitall(n, reqs, MPI_STATUSES_IGNORE);
         return rc == MPI_SUCCESS ? DCOLL_SUCCESS
@@ -614,6 +634,9 @@ dcoll_status_t dcoll_mpi_poll(struct dcoll_group *g,
         double now = dcoll_now();
         if (now >= wt->deadline)
             return dcoll_mpi_timed_out(g, wt);
+        int dead;
+        if (dcoll_death_of && (dead = dcoll_death_of(g, NULL, 0)) >= 0)
+            return died(wt, dead);
         if (!quiet)
             quiet = now + QUIET;
         else if (now >= quiet)

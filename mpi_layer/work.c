@@ -72,13 +72,19 @@ dcoll_status_t dcoll_mpi_work_test(struct dcoll_work *bw, int *done)
         *done = 1;
         return dcoll_mpi_timed_out(w->base.group, &wt);
     }
+    if (DCOLL_UNLIKELY(dcoll_death_of != NULL)) {
+        struct dcoll_watch wt = work_watch(&w->base, "MPI_Test");
+        dcoll_status_t st = dcoll_mpi_died(w->base.group, &wt);
+        *done = st != DCOLL_SUCCESS;
+        return st;
+    }
     return DCOLL_SUCCESS;
 }
 
 dcoll_status_t dcoll_mpi_work_wait(struct dcoll_work *bw)
 {
     struct dcoll_mpi_work *w = (struct dcoll_mpi_work *)bw;
-    if (!isinf(w->base.deadline)) {
+    if (!isinf(w->base.deadline) || dcoll_death_of) {
         struct dcoll_watch wt = work_watch(&w->base, "MPI_Test");
         dcoll_status_t st = dcoll_mpi_poll(w->base.group, &wt, w->nreq,
                                            w->reqs, w->base.is_recv

@@ -46,6 +46,14 @@ static void usage(FILE *f)
 "  --log-dir D             each rank's output (stdout and stderr) in\n"
 "                          D/rank-R.log instead of the terminal\n"
 "  --timeout S             stop everything after S seconds\n"
+"  --on-failure WHAT       when a process fails: stop the others (stop,\n"
+"                          the default), let them go on and tell them\n"
+"                          (continue: dcoll_group_shrink; one node), or\n"
+"                          stop them and start the job again (restart)\n"
+"  --max-restarts N        restarts at most (default 3 with --on-failure\n"
+"                          restart; N > 0 alone means restart); each\n"
+"                          attempt sees its number in DCOLL_RESTART_COUNT\n"
+"                          and TORCHELASTIC_RESTART_COUNT\n"
 "  --version               dcoll's version\n"
 "Across nodes the store takes DCOLL_STORE_TOKEN as its token; the nodes\n"
 "wait DCOLL_INIT_TIMEOUT seconds (300) for each other.\n");
@@ -275,7 +283,8 @@ int main(int argc, char **argv)
     struct job job = {0};
     char slurm_addr[256], endpoint[256];
     long n = 0;
-    int i = 1;
+    int i = 1, restarts = -1;
+    const char *on_failure = NULL;
     from_slurm(&p, slurm_addr, sizeof(slurm_addr));
     for (; i < argc && argv[i][0] == '-'; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -330,6 +339,16 @@ int main(int argc, char **argv)
         } else if (!strcmp(o, "--timeout")) {
             p.mask |= DCOLL_SPAWN_PARAM_TIMEOUT;
             p.timeout = (double)number(o, v, 1, 1000000000);
+        } else if (!strcmp(o, "--on-failure")) {
+            if (strcmp(v, "stop") && strcmp(v, "continue") &&
+                strcmp(v, "restart")) {
+                fprintf(stderr, "dcollrun: --on-failure '%s' is not stop, "
+                        "continue or restart\n", v);
+                return 2;
+            }
+            on_failure = v;
+        } else if (!strcmp(o, "--max-restarts")) {
+            restarts = (int)number(o, v, 0, 1000000);
         } else {
             fprintf(stderr, "dcollrun: unknown option '%s'\n", o);
             usage(stderr);
@@ -348,12 +367,43 @@ int main(int argc, char **argv)
                 job.log_dir, strerror(errno));
         return 2;
     }
+    /* --max-restarts N alone restarts, as torchrun's does. */
+    bool restart = on_failure ? !strcmp(on_failure, "restart")
+                              : restarts > 0;
+    if (on_failure && !restart && restarts > 0) {
+        fprintf(stderr, "dcollrun: --max-restarts %d restarts the job, but "
+                "--on-failure is %s\n", restarts, on_failure);
+        return 2;
+    }
+    if (restart && restarts < 0)
+        restarts = 3;
+    if (!restart)
+        restarts = 0;
+    if (on_failure && !strcmp(on_failure, "continue")) {
+        p.mask |= DCOLL_SPAWN_PARAM_ON_FAILURE;
+        p.on_failure = DCOLL_ON_FAILURE_CONTINUE;
+    }
     forget_launcher();
     job.argv = argv + i;
     dcoll_spawn_failure_t f;
-    dcoll_status_t st = dcoll_spawn(run, &job, (int)n, &p, &f);
-    if (st == DCOLL_SUCCESS)
-        return 0;
+    dcoll_status_t st = DCOLL_SUCCESS;
+    for (int attempt = 0; attempt <= restarts; attempt++) {
+        char a[16];
+        snprintf(a, sizeof(a), "%d", attempt);
+        setenv("DCOLL_RESTART_COUNT", a, 1);
+        setenv("TORCHELASTIC_RESTART_COUNT", a, 1);
+        setenv("TORCHELASTIC_MAX_RESTARTS", (snprintf(a, sizeof(a), "%d",
+                                                      restarts), a), 1);
+        if (!(st = dcoll_spawn(run, &job, (int)n, &p, &f)))
+            return 0;
+        if (attempt < restarts && (st == DCOLL_ERR_CHILD_FAILED ||
+                                   st == DCOLL_ERR_IO))
+            fprintf(stderr, "dcollrun: attempt %d failed: %s; starting "
+                    "the job again (restart %d of %d)\n", attempt,
+                    dcoll_last_error(), attempt + 1, restarts);
+        else
+            break;
+    }
     fprintf(stderr, "dcollrun: %s\n", dcoll_last_error());
     if (job.log_dir && f.rank >= 0)
         fprintf(stderr, "dcollrun: rank %d's output: %s/rank-%d.log\n",

@@ -41,7 +41,9 @@ typedef enum dcoll_status {
     DCOLL_ERR_GROUP_FAILED = 14,      /* the group timed out before: unusable */
     DCOLL_ERR_MISMATCH = 15,          /* ranks called different collectives
                                          (found in debug mode) */
-    DCOLL_STATUS_COUNT_ = 16         /* not a status: one past the last */
+    DCOLL_ERR_RANK_DIED = 16,         /* a member of the group died (its
+                                         launcher said so): shrink it */
+    DCOLL_STATUS_COUNT_ = 17         /* not a status: one past the last */
 } dcoll_status_t;
 
 /** A static, never NULL, English name for @p status. */

@@ -87,6 +87,24 @@ DCOLL_API dcoll_status_t dcoll_split_group(dcoll_group_t **out,
                                            int key,
                                            const dcoll_group_params_t *params);
 
+/** Make the group of @p group's ranks that are alive, after a call on it
+ *  returned DCOLL_ERR_RANK_DIED (API 1.11), as torch's shrink_group and
+ *  ULFM's MPIX_Comm_shrink do. Collective over the group's living ranks:
+ *  each calls it once per failure; they agree, through the job's store
+ *  and within the group's timeout, on who is alive, and each gets in
+ *  *out the same new group of them, ranked in the order of @p group (a
+ *  copy of @p group where none died). A rank is left out only where its
+ *  launcher said it died: one that is alive but slow is waited for, and
+ *  one that never comes ends the call with DCOLL_ERR_TIMEOUT naming it.
+ *  The new group has @p group's timeout, timeout mode and backend, and
+ *  makes its own NCCL communicator at its first GPU call. @p group stays
+ *  unusable; destroy it or leave it to dcoll_finalize.
+ *  @return DCOLL_ERR_UNSUPPORTED where no launcher reports deaths to this
+ *          job (start it with dcollrun --on-failure continue); see
+ *          docs/failures.md. */
+DCOLL_API dcoll_status_t dcoll_group_shrink(dcoll_group_t *group,
+                                            dcoll_group_t **out);
+
 /** Free a group made by dcoll_new_group and set *group to
  *  DCOLL_GROUP_NULL (API 1.11; NULL before, which a later call took for
  *  the world), which every call refuses. Collective over the group's

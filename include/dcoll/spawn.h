@@ -17,6 +17,11 @@ typedef int (*dcoll_spawn_fn)(int rank, void *arg);
 #define DCOLL_SPAWN_PARAM_MASTER_PORT (UINT64_C(1) << 1)
 #define DCOLL_SPAWN_PARAM_TIMEOUT     (UINT64_C(1) << 2)
 #define DCOLL_SPAWN_PARAM_NODES       (UINT64_C(1) << 3)
+#define DCOLL_SPAWN_PARAM_ON_FAILURE  (UINT64_C(1) << 4)
+
+/* What a process's failure does to the others (API 1.11). */
+#define DCOLL_ON_FAILURE_STOP     0  /* stop them all (the default) */
+#define DCOLL_ON_FAILURE_CONTINUE 1  /* let them go on, and tell them */
 
 typedef struct dcoll_spawn_params {
     uint64_t mask;            /**< which fields below are set */
@@ -29,9 +34,14 @@ typedef struct dcoll_spawn_params {
      * (both then required) and its own node_rank. */
     int nnodes;               /**< machines in the job; default 1 */
     int node_rank;            /**< this one's place, 0 to nnodes - 1 */
+    /* API 1.11: DCOLL_ON_FAILURE_CONTINUE lets the others run on after a
+     * process fails: the job's store (served by this process) tells
+     * them who died, for dcoll_group_shrink, and the call returns once
+     * all have ended, with the first failure. One machine only. */
+    int on_failure;           /**< DCOLL_ON_FAILURE_*; default STOP */
 } dcoll_spawn_params_t;
 
-#define DCOLL_SPAWN_PARAMS_INIT {0, NULL, 0, 0.0, 1, 0}
+#define DCOLL_SPAWN_PARAMS_INIT {0, NULL, 0, 0.0, 1, 0, 0}
 
 /** The first process that failed: its rank, and its exit code or the
  *  signal that ended it (the other one is 0). */

@@ -21,6 +21,7 @@ static const char *const status_names[DCOLL_STATUS_COUNT_] = {
     [DCOLL_ERR_CHILD_FAILED] = "a spawned process failed",
     [DCOLL_ERR_GROUP_FAILED] = "the group failed earlier and is unusable",
     [DCOLL_ERR_MISMATCH] = "ranks called different collectives",
+    [DCOLL_ERR_RANK_DIED] = "a rank of the group died",
 };
 
 const char *dcoll_status_string(dcoll_status_t status)

@@ -20,3 +20,4 @@ const char *dcoll_kind_name(int kind)
 int dcoll_plan_calls;
 
 _Atomic uint64_t dcoll_gpu_latest;
+int (*dcoll_death_of)(const struct dcoll_group *g, char *text, size_t cap);

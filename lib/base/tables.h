@@ -85,6 +85,13 @@ static inline uint64_t dcoll_gpu_latest_pack(int group, uint64_t seq,
            (uint64_t)(kind & 0xff);
 }
 
+/* Deaths a launcher reported (launch/deaths.c, set by dcoll_init where
+ * one reports them; NULL elsewhere): the lowest group rank of g known
+ * dead, with the launcher's words in text (cap bytes; text may be NULL),
+ * or -1. Asks the launcher's store at most every 0.2 s; any thread. */
+extern int (*dcoll_death_of)(const struct dcoll_group *g, char *text,
+                             size_t cap);
+
 static inline void dcoll_roll_free(struct dcoll_roll *r)
 {
     free(r->state);
@@ -120,6 +127,8 @@ struct dcoll_outcome {
                             them): it did not run here */
     const char *way;     /* the way a tuning table gave the call instead
                             of MPI's own, by name (static), or NULL */
+    int died;            /* with timed_out: a member died, group rank + 1
+                            (dcoll_death_of), instead of a timeout */
     struct dcoll_roll roll;
 };
 
@@ -179,6 +188,11 @@ struct dcoll_tl_make {
     int color;                   /* < 0: this rank joins no group */
     int key;                     /* its place among those of its color */
     enum dcoll_choice choice;    /* the new group's backend */
+    /* dcoll_group_shrink: the group is these parent ranks (ascending),
+     * made among them alone (the others are dead), and color and key
+     * say nothing; NULL: a split of the whole parent. */
+    const int *keep;
+    int nkeep;
 };
 
 /* A transport: its table is the whole contract between it and the core
@@ -474,6 +488,7 @@ struct dcoll_group {
      * thread's call meanwhile is refused (core/call.h). */
     _Atomic(const char *) in_call;
     uint64_t plans_made;   /* its collective plans, numbered as made */
+    int shrinks;           /* dcoll_group_shrink calls on it here */
     /* Diagnostics' own record (lib/diag/diag.h): failure state, debug
      * checks, the flight recorder. */
     struct dcoll_diag_group *diag;

@@ -75,9 +75,11 @@ enum dcoll_choice dcoll_opts_choice(const struct dcoll_group_opts *o);
  * NON-MEMBER handle): each transport's part (the route's
  * dcoll_route_group_make), then the group's diagnostics, agreement and
  * backend. A member is group rank me of n; ranks (group rank -> world
- * rank, any order) becomes the group's, or is freed. */
+ * rank, any order) becomes the group's, or is freed. keep (shrink):
+ * the parent ranks of the group, ascending, which alone take part. */
 dcoll_status_t dcoll_group_make(struct dcoll_group *parent, int color,
                                 int key, int me, int n, int *ranks, int id,
+                                const int *keep,
                                 const struct dcoll_group_opts *o,
                                 const char *fn, struct dcoll_group **out);
 /* Free a group's coalescing buffer (group destroy, finalize). */

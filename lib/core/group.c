@@ -322,7 +322,8 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
     /* Every world rank counts the group, member or not: ids agree. */
     int id = ++dcoll_groups_made;
     return dcoll_group_make(&dcoll_world, a.me >= 0 ? 0 : -1, a.me, a.me,
-                            a.n, a.sorted, id, &a.o, "dcoll_new_group", out);
+                            a.n, a.sorted, id, NULL, &a.o, "dcoll_new_group",
+                            out);
 }
 
 static int by_world(const void *a, const void *b, void *ranks)
@@ -378,6 +379,7 @@ static void group_unmake(struct dcoll_group *g)
 
 dcoll_status_t dcoll_group_make(struct dcoll_group *parent, int color,
                                 int key, int me, int n, int *ranks, int id,
+                                const int *keep,
                                 const struct dcoll_group_opts *o,
                                 const char *fn, struct dcoll_group **out)
 {
@@ -392,6 +394,8 @@ dcoll_status_t dcoll_group_make(struct dcoll_group *parent, int color,
         .color = color,
         .key = key,
         .choice = dcoll_opts_choice(o),
+        .keep = keep,
+        .nkeep = keep ? n : 0,
     };
     st = dcoll_route_group_make(g, &m);
     if (!g) {

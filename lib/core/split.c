@@ -98,5 +98,6 @@ dcoll_status_t dcoll_split_group(dcoll_group_t **out, dcoll_group_t *parent,
             me = i;
     }
     free(m);
-    return dcoll_group_make(p, color, key, me, n, ranks, id, &o, fn, out);
+    return dcoll_group_make(p, color, key, me, n, ranks, id, NULL, &o, fn,
+                            out);
 }

@@ -104,13 +104,32 @@ dcoll_status_t dcoll_world_store(dcoll_store_t **out)
 }
 
 /* Free the world and what it holds, ending MPI if dcoll started it. */
-static dcoll_status_t world_end(void)
+/* Where a launcher said ranks died: the lowest group rank of g dead. */
+static int death_of(const struct dcoll_group *g, char *text, size_t cap)
 {
+    dcoll_deaths_poll(false);
+    return dcoll_deaths_first(g->ranks, g->size, text, cap);
+}
+
+/* Whether a rank of the world is known dead: then nothing may wait on
+ * the world (MPI_Finalize would wait on the dead forever). */
+static bool world_lost(void)
+{
+    if (!dcoll_death_of)
+        return false;
+    dcoll_deaths_poll(true);
+    return dcoll_deaths_first(NULL, dcoll_world.size, NULL, 0) >= 0;
+}
+
+static dcoll_status_t world_end(bool lost)
+{
+    dcoll_death_of = NULL;
+    dcoll_deaths_close();
     dcoll_route_group_free(&dcoll_world);
     dcoll_group_stage_free(&dcoll_world);
     dcoll_fault_group_free(&dcoll_world);
     dcoll_plugins_unload();
-    dcoll_status_t st = dcoll_world.svc->stop(&dcoll_world, true);
+    dcoll_status_t st = dcoll_world.svc->stop(&dcoll_world, !lost);
     dcoll_store_release(&user_store);
     dcoll_store_destroy(&world_store);
     dcoll_hosts_set(NULL, 0);
@@ -126,10 +145,12 @@ static void mpi_ending(void)
 {
     if (dcoll_state != DCOLL_STATE_READY)
         return;
+    bool lost = world_lost();
     dcoll_watchdog_stop();
     dcoll_groups_free_all();
-    dcoll_profile_report(&dcoll_world);
-    world_end();
+    if (!lost)
+        dcoll_profile_report(&dcoll_world);
+    world_end(lost);
     dcoll_state = DCOLL_STATE_DONE;
     ended_by_mpi = true;
 }
@@ -375,7 +396,8 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
                                                  dcoll_stage_chunk)))
         && (step("tuning table"),
             !(st = svc->tuning(&w, p.mask & DCOLL_INIT_PARAM_TUNING,
-                               p.tuning)))) {
+                               p.tuning))) &&
+        (step("deaths"), !(st = dcoll_deaths_open(w.size)))) {
         w.id = 0;
         dcoll_groups_made = 0;
         step("CUDA plugin");
@@ -400,6 +422,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         /* Undo everything, keeping the first failure's message. */
         char msg[DCOLL_ERROR_MAX];
         snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+        dcoll_deaths_close();
         dcoll_fault_group_free(&w);
         dcoll_hosts_set(NULL, 0);
         svc->stop(&w, false);
@@ -412,6 +435,8 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
     snprintf(world_scheme, sizeof(world_scheme), "%s",
              rdzv.scheme[0] ? rdzv.scheme : "mpi");
     dcoll_world = w;
+    if (dcoll_deaths_poll(true))
+        dcoll_death_of = death_of;
     step("watchdog");
     dcoll_watch_hook = dcoll_route_watch;
     dcoll_gpu_hook = dcoll_route_on_gpu;
@@ -420,7 +445,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         char msg[DCOLL_ERROR_MAX];
         snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
         dcoll_watchdog_stop();
-        world_end();
+        world_end(false);
         return dcoll_error(st, "%s", msg);
     }
     dcoll_state = DCOLL_STATE_READY;
@@ -452,14 +477,16 @@ dcoll_status_t dcoll_finalize(void)
                            "wait for their work handles first", inflight);
     /* dcoll's own MPI_Finalize (in world_end) must not end it twice. */
     dcoll_world.svc->at_mpi_end(NULL);
+    bool lost = world_lost();
     dcoll_watchdog_stop();
     dcoll_groups_free_all();
     /* Collective over the world, as finalize is; a failure is said but
-     * does not keep dcoll from ending. */
-    if (dcoll_profile_report(&dcoll_world))
+     * does not keep dcoll from ending. With a rank dead, neither the
+     * profile's reduction nor MPI_Finalize: both would wait for it. */
+    if (!lost && dcoll_profile_report(&dcoll_world))
         fprintf(stderr, "dcoll[%d]: the profile: %s\n", dcoll_world.rank,
                 dcoll_last_error());
-    st = world_end();
+    st = world_end(lost);
     dcoll_state = DCOLL_STATE_DONE;
     return st;
 }

@@ -118,6 +118,12 @@ dcoll_status_t dcoll_fault_timed_out(struct dcoll_group *g, const char *fn,
 dcoll_status_t dcoll_fault_outcome(struct dcoll_group *g,
                                    struct dcoll_outcome *out, const char *fn,
                                    uint64_t seq, int kind, int form);
+/* A member of g (group rank dead) died, as its launcher said, during
+ * call #seq of kind (0: a send or receive): abort mode ends the job with
+ * the report; return mode makes the group unusable and returns
+ * DCOLL_ERR_RANK_DIED naming the rank and the launcher's words. */
+dcoll_status_t dcoll_fault_died(struct dcoll_group *g, const char *fn,
+                                uint64_t seq, int kind, int dead);
 /* A call (fn, seq) on g failed with st: name fn in the message; an MPI
  * error inside a collective (seq > 0) also makes the group unusable. */
 dcoll_status_t dcoll_fault_failed(struct dcoll_group *g, const char *fn,

@@ -197,10 +197,58 @@ dcoll_status_t dcoll_fault_arrivals(struct dcoll_group *g,
     return dcoll_error(DCOLL_ERR_TIMEOUT, "%s", msg);
 }
 
+dcoll_status_t dcoll_fault_died(struct dcoll_group *g, const char *fn,
+                                uint64_t seq, int kind, int dead)
+{
+    char said[400] = "", name[200], msg[DCOLL_ERROR_MAX];
+    /* The launcher's words for the lowest dead member (dead, or one that
+     * died since and is lower: either is dead). */
+    int first = dcoll_death_of ? dcoll_death_of(g, said, sizeof(said)) : -1;
+    if (first >= 0)
+        dead = first;
+    int world = g->ranks ? g->ranks[dead] : dead;
+    char what[120];
+    if (seq)
+        snprintf(what, sizeof(what), "collective #%llu, %s",
+                 (unsigned long long)seq, dcoll_kind_name(kind));
+    else
+        snprintf(what, sizeof(what), "%s", dcoll_kind_name(kind));
+    snprintf(msg, sizeof(msg), "%s on %s failed (%s): rank %d (world %d) "
+             "died (%s, said its launcher). The group is unusable from now "
+             "on; its living ranks make a group of themselves with "
+             "dcoll_group_shrink", fn, dcoll_group_name(g, name, sizeof(name)),
+             what, dead, world, said[0] ? said : "no reason given");
+    if (!g->recoverable)
+        dcoll_watchdog_end(g, msg, seq, kind, NULL, true);
+    dcoll_fault_mark(g, msg);
+    /* The lowest living rank prints it; every rank returns it. */
+    int lead = g->rank;
+    for (int r = 0; r < g->rank; r++) {
+        int w = g->ranks ? g->ranks[r] : r;
+        struct dcoll_group one = {.ranks = &w, .size = 1};
+        if (!dcoll_death_of || dcoll_death_of(&one, NULL, 0) < 0) {
+            lead = r;
+            break;
+        }
+    }
+    char where[300];
+    snprintf(where, sizeof(where), "a rank of %s died; rank %d reports it",
+             dcoll_group_name(g, name, sizeof(name)), lead);
+    dcoll_fault_say(g, msg, lead == g->rank, where, false, NULL);
+    return dcoll_error(DCOLL_ERR_RANK_DIED, "%s", msg);
+}
+
 dcoll_status_t dcoll_fault_outcome(struct dcoll_group *g,
                                    struct dcoll_outcome *out, const char *fn,
                                    uint64_t seq, int kind, int form)
 {
+    if (out->died) {
+        int dead = out->died - 1;
+        dcoll_roll_free(&out->roll);
+        out->timed_out = false;
+        out->died = 0;
+        return dcoll_fault_died(g, fn, seq, kind, dead);
+    }
     dcoll_status_t st = dcoll_fault_timed_out(g, fn, seq, kind,
                                               seq ? form : DCOLL_FORM_NONE,
                                               out->roll.n ? &out->roll

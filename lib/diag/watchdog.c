@@ -9,6 +9,8 @@
  *  - a blocking call past its deadline on a group in abort mode is a hang:
  *    it asks the ranks where they are, tells the others, prints the report
  *    (the lowest rank that found it) and ends the job;
+ *  - a blocking call on a group in abort mode one of whose ranks died,
+ *    as its launcher said, ends the job with the report at once;
  *  - DCOLL_DUMP_SIGNAL, once caught, makes it write the recorder file.
  * Without MPI_THREAD_MULTIPLE it makes no MPI call, and a hang is reported
  * from the stuck rank alone. It sleeps between looks: a rank waiting for a
@@ -222,6 +224,18 @@ static void *run(void *arg)
             if (start > 0 && !g->recoverable && now >= start + g->timeout &&
                 !(g == told_g && DCOLL_PEEK(g->busy_seq) == told_seq))
                 declare(g, start);
+            /* A member died, as its launcher said: the blocking call
+             * cannot end, and the job ends now rather than at the
+             * deadline (return mode's calls see it themselves). */
+            int dead;
+            if (start > 0 && !g->recoverable && dcoll_death_of &&
+                (dead = dcoll_death_of(g, NULL, 0)) >= 0 &&
+                DCOLL_PEEK(g->busy_start) == start) {
+                const char *fn = DCOLL_PEEK(g->cur_fn);
+                int kind = DCOLL_PEEK(g->busy_kind);
+                dcoll_fault_died(g, fn ? fn : dcoll_kind_name(kind),
+                                 DCOLL_PEEK(g->busy_seq), kind, dead);
+            }
         }
         /* Told of a hang, and the job still runs (the rank that found it
          * could not end it): end it from here. */

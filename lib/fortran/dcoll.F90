@@ -168,7 +168,7 @@ module dcoll
     public :: dcoll_abort, dcoll_wtime
     public :: dcoll_local_rank, dcoll_backend_status
     public :: dcoll_group_world, dcoll_new_group, dcoll_group_destroy
-    public :: dcoll_split_group
+    public :: dcoll_split_group, dcoll_group_shrink
     public :: dcoll_group_backend
     public :: dcoll_work_test
     public :: dcoll_work_free
@@ -479,6 +479,14 @@ module dcoll
         type(c_ptr), value :: parent
         integer(c_int), value :: color, key
         type(group_params), intent(in) :: params
+    end function
+
+    function c_group_shrink(group, out) &
+            bind(C, name='dcoll_group_shrink') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        type(dcoll_group), intent(out) :: out
     end function
 
     function c_group_destroy(group) bind(C, name='dcoll_group_destroy') &
@@ -914,6 +922,16 @@ contains
         f_err_on = .false.
         st = c_split_group(group, parent%ptr, int(color, c_int), &
                            int(key, c_int), p)
+    end function
+
+    ! The living ranks of a group one of whose ranks died: dcoll_group_shrink
+    ! in dcoll/group.h.
+    function dcoll_group_shrink(group, survivors) result(st)
+        type(dcoll_group), intent(in) :: group
+        type(dcoll_group), intent(out) :: survivors
+        integer :: st
+        f_err_on = .false.
+        st = c_group_shrink(group%ptr, survivors)
     end function
 
     function dcoll_group_destroy(group) result(st)

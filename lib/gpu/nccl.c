@@ -31,6 +31,7 @@ dcoll_status_t dcoll_gpu_fail(const char *fn, int rc,
 {
     if (rc == -2 && out) {
         out->timed_out = true;
+        out->died = 0;
         out->roll = (struct dcoll_roll){0};
     }
     return dcoll_gpu_error(fn, rc);
@@ -254,6 +255,10 @@ static void *split_from(struct dcoll_group *parent, int color, int key,
 static dcoll_status_t nccl_group_make(struct dcoll_group *g,
                                       const struct dcoll_tl_make *m)
 {
+    /* A shrink's group makes its own at its first GPU call: a split is
+     * collective over the parent, dead ranks included. */
+    if (m->keep)
+        return DCOLL_SUCCESS;
     bool wants = m->choice == DCOLL_CHOICE_AUTO ||
                  m->choice == DCOLL_CHOICE_NCCL;
     void *comm = split_from(m->parent, m->color, m->key, wants);

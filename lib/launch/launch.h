@@ -73,4 +73,32 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
                                   const dcoll_spawn_params_t *params,
                                   dcoll_spawn_failure_t *failure);
 
+/* deaths.c: deaths a launcher that lets survivors go on reports
+ * (DCOLL_ON_FAILURE=continue in the processes' environment, set by
+ * dcoll_spawn with on_failure continue), read through the job's store.
+ * The launcher's side: its (*count + 1)-th notice, rank died for text. */
+dcoll_status_t dcoll_deaths_tell(dcoll_store_t *s, int64_t *count, int rank,
+                                 const char *text);
+/* Whether this process's launcher reports deaths. */
+bool dcoll_deaths_reported(void);
+/* A rank's side, from dcoll_init to dcoll_finalize (nothing where no
+ * launcher reports deaths). */
+dcoll_status_t dcoll_deaths_open(int world_size);
+void dcoll_deaths_close(void);
+/* Read new notices, at most every 0.2 s (now: at once); any thread.
+ * False where no launcher reports deaths. */
+bool dcoll_deaths_poll(bool now);
+/* The first of n world ranks (ranks NULL: 0..n-1) known dead: its index,
+ * and the launcher's words in text; -1 if none. */
+int dcoll_deaths_first(const int *ranks, int n, char *text, size_t cap);
+/* The survivors of a group of n (world ranks ranks, this one me) agree,
+ * under the store keys of name, within timeout, on which of them are
+ * alive: each that came, waiting for every member not known dead.
+ * alive gets their group ranks in order (*nalive of them) and *id one
+ * past the most groups any has made (made: this one's count). */
+dcoll_status_t dcoll_deaths_agree(const char *fn, const char *name,
+                                  const char *where, int me, int n,
+                                  const int *ranks, int made, double timeout,
+                                  int *alive, int *nalive, int *id);
+
 #endif

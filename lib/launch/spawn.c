@@ -15,10 +15,12 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include "launch.h"
+#include "store.h"
 
 #define KNOWN                                                               \
     (DCOLL_SPAWN_PARAM_MASTER_ADDR | DCOLL_SPAWN_PARAM_MASTER_PORT |        \
-     DCOLL_SPAWN_PARAM_TIMEOUT | DCOLL_SPAWN_PARAM_NODES)
+     DCOLL_SPAWN_PARAM_TIMEOUT | DCOLL_SPAWN_PARAM_NODES |                 \
+     DCOLL_SPAWN_PARAM_ON_FAILURE)
 /* SIGUSR1 and SIGUSR2 that reach the spawning process while it waits go
  * on to every process it started, as mpirun, hydra and srun pass them
  * (DCOLL_DUMP_SIGNAL's dump), unless the program catches them itself. */
@@ -95,10 +97,19 @@ static void set_int(const char *name, int v)
     setenv(name, buf, 1);
 }
 
+/* The attempt a restarting launcher is at (dcollrun --max-restarts sets
+ * it for the spawns it makes), 0 otherwise. */
+static const char *attempt(void)
+{
+    const char *n = getenv("TORCHELASTIC_RESTART_COUNT");
+    return n && *n ? n : "0";
+}
+
 /* Process local of nlocal on node of nnodes: torchrun's variables, and
- * across nodes, the agent's store for the rendezvous. */
+ * across nodes or where survivors go on (agent), the agent's store for
+ * the rendezvous. */
 static void set_env(int node, int nnodes, int local, int nlocal,
-                    const char *addr, int port)
+                    const char *addr, int port, bool agent, bool cont)
 {
     set_int("RANK", node * nlocal + local);
     set_int("WORLD_SIZE", nnodes * nlocal);
@@ -109,9 +120,23 @@ static void set_env(int node, int nnodes, int local, int nlocal,
     if (nnodes > 1) {
         set_int("GROUP_RANK", node);
         set_int("GROUP_WORLD_SIZE", nnodes);
-        setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1);
-        setenv("TORCHELASTIC_RESTART_COUNT", "0", 1);
     }
+    if (agent) {
+        setenv("TORCHELASTIC_RESTART_COUNT", attempt(), 1);
+        setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1);
+    }
+    if (cont)
+        setenv("DCOLL_ON_FAILURE", "continue", 1);
+}
+
+/* How process rank ended, in words, for the notice the others read. */
+static void ended_how(int status, char *buf, size_t cap)
+{
+    if (WIFSIGNALED(status))
+        snprintf(buf, cap, "killed by signal %d (%s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    else
+        snprintf(buf, cap, "exited with code %d", WEXITSTATUS(status));
 }
 
 /* Process rank ended with status: *f says how, and the error why. */
@@ -178,6 +203,14 @@ static dcoll_status_t check_params(const char *name, int nprocs,
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: params->mask 0x%llx has unknown bits",
                            name, (unsigned long long)p->mask);
+    if (!(p->mask & DCOLL_SPAWN_PARAM_ON_FAILURE))
+        p->on_failure = DCOLL_ON_FAILURE_STOP;
+    else if (p->on_failure != DCOLL_ON_FAILURE_STOP &&
+             p->on_failure != DCOLL_ON_FAILURE_CONTINUE)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: on_failure %d "
+                           "(must be DCOLL_ON_FAILURE_STOP, 0, or "
+                           "DCOLL_ON_FAILURE_CONTINUE, 1)", name,
+                           p->on_failure);
     if (!(p->mask & DCOLL_SPAWN_PARAM_NODES)) {
         p->nnodes = 1;
         p->node_rank = 0;
@@ -198,6 +231,10 @@ static dcoll_status_t check_params(const char *name, int nprocs,
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %d nodes need "
                            "the master_addr and master_port every node "
                            "meets at (node 0's address)", name, p->nnodes);
+    } else if (p->nnodes > 1 && p->on_failure == DCOLL_ON_FAILURE_CONTINUE) {
+        return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: on_failure continue "
+                           "runs on one machine; with %d nodes a failure "
+                           "stops every node's processes", name, p->nnodes);
     }
     if (!(p->mask & DCOLL_SPAWN_PARAM_MASTER_ADDR))
         p->master_addr = "127.0.0.1";
@@ -216,6 +253,54 @@ static dcoll_status_t check_params(const char *name, int nprocs,
                            "%s: timeout %g s is not a positive number of "
                            "seconds", name, p->timeout);
     return DCOLL_SUCCESS;
+}
+
+/* Serve the job's store at the master address (its token:
+ * $DCOLL_STORE_TOKEN), seen under the attempt's prefix. */
+static dcoll_status_t serve_notices(const char *name,
+                                    const dcoll_spawn_params_t *p,
+                                    dcoll_store_t **out)
+{
+    dcoll_store_params_t sp = DCOLL_STORE_PARAMS_INIT;
+    sp.mask = DCOLL_STORE_PARAM_SERVE | DCOLL_STORE_PARAM_TIMEOUT;
+    sp.serve = 1;
+    sp.timeout = 5;
+    dcoll_store_t *s = NULL;
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), "/worker/attempt_%s", attempt());
+    dcoll_status_t st = dcoll_store_tcp_create(&s, p->master_addr,
+                                               p->master_port, &sp);
+    if (!st && (st = dcoll_store_prefix_over(out, prefix, s)))
+        dcoll_store_destroy(&s);
+    if (st)
+        return dcoll_error(st, "%s: the job's store at %s:%d: %s", name,
+                           p->master_addr, p->master_port,
+                           dcoll_last_error());
+    return DCOLL_SUCCESS;
+}
+
+/* on_failure continue: process rank ended with status; the others go
+ * on, told through the store. The first failure is kept for the end. */
+static void went_on(const char *name, dcoll_store_t *notices,
+                    int64_t *deaths, int rank, int status,
+                    dcoll_spawn_failure_t *f, int *first_status)
+{
+    char how[160];
+    ended_how(status, how, sizeof(how));
+    if (f->rank < 0) {
+        *f = (dcoll_spawn_failure_t){rank, 0, 0};
+        if (WIFSIGNALED(status))
+            f->signal = WTERMSIG(status);
+        else
+            f->exit_code = WEXITSTATUS(status);
+        *first_status = status;
+    }
+    if (dcoll_deaths_tell(notices, deaths, rank, how))
+        fprintf(stderr, "%s: process %d %s; the others go on, but could "
+                "not be told: %s\n", name, rank, how, dcoll_last_error());
+    else
+        fprintf(stderr, "%s: process %d %s; the others go on "
+                "(on_failure continue)\n", name, rank, how);
 }
 
 dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
@@ -261,7 +346,7 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
         dcoll_host_name(host, sizeof(host));
         snprintf(where, sizeof(where), " (node %d, %s)", node, host);
     } else if (nprocs == 1) {
-        set_env(0, 1, 0, 1, p.master_addr, p.master_port);
+        set_env(0, 1, 0, 1, p.master_addr, p.master_port, false, false);
         int code = fn(0, arg);
         st = code ? failed(&f, 0, (code & 0xff) << 8, "") : DCOLL_SUCCESS;
         if (failure)
@@ -269,9 +354,17 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
         return st;
     }
 
+    /* Survivors go on: this process serves the job's store, which
+     * outlives any of them, and says there who died. */
+    bool cont = p.on_failure == DCOLL_ON_FAILURE_CONTINUE;
+    dcoll_store_t *notices = NULL;
+    int64_t deaths = 0;
+    if (cont && (st = serve_notices(name, &p, &notices)))
+        return st;
     pid_t *pids = calloc((size_t)nprocs, sizeof(*pids));
     if (!pids) {
         dcoll_nodes_close(&nodes);
+        dcoll_store_destroy(&notices);
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", name);
     }
     pid_t parent = getpid();
@@ -290,7 +383,8 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
             prctl(PR_SET_PDEATHSIG, SIGKILL);
             if (getppid() != parent)
                 _exit(1);
-            set_env(node, nnodes, r, nprocs, p.master_addr, p.master_port);
+            set_env(node, nnodes, r, nprocs, p.master_addr, p.master_port,
+                    nnodes > 1 || cont, cont);
             exit(fn(base + r, arg) & 0xff);
         }
         setpgid(pid, pid);  /* both sides, so no kill can miss it */
@@ -300,6 +394,7 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
     double deadline = (p.mask & DCOLL_SPAWN_PARAM_TIMEOUT)
                           ? dcoll_now() + p.timeout : 0;
     bool mine = true;   /* the failure is this node's (not another's) */
+    int first_status = 0;   /* continue: the first failure's */
     bool caught[2];
     struct sigaction before[2];
     forward_begin(caught, before);
@@ -328,13 +423,18 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
                 continue;
             pids[r] = -pid;
             running--;
-            if (!WIFEXITED(status) || WEXITSTATUS(status))
+            if (WIFEXITED(status) && !WEXITSTATUS(status))
+                kill(-pid, SIGKILL);  /* anything it left behind */
+            else if (!cont)
                 st = failed(&f, base + r, status, where);
             else
-                kill(-pid, SIGKILL);  /* anything it left behind */
+                went_on(name, notices, &deaths, base + r, status, &f,
+                        &first_status);
         }
     }
     forward_end(caught, before);
+    if (!st && cont && f.rank >= 0)
+        st = failed(&f, f.rank, first_status, where);
     if (st && nnodes > 1 && mine) {
         /* The others stop on this; the message loses its "dcoll_spawn: ". */
         const char *why = dcoll_last_error();
@@ -349,6 +449,13 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
     }
     groups_gone(pids, nprocs);
     free(pids);
+    if (notices) {
+        char msg[DCOLL_ERROR_MAX];
+        snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+        dcoll_store_destroy(&notices);
+        if (st)
+            dcoll_error(st, "%s", msg);
+    }
     if (!st && nnodes > 1)
         st = dcoll_nodes_done(&nodes, deadline, &f);
     if (nnodes > 1) {

@@ -403,6 +403,7 @@ static dcoll_status_t failure(struct ipc_group *ig, struct dcoll_group *g,
 {
     if (ig->late && out) {
         out->timed_out = true;
+        out->died = 0;
         out->roll = (struct dcoll_roll){0};
         if (seq && g->svc->roll_call)
             g->svc->roll_call(g, seq, &out->roll);

@@ -1,0 +1,85 @@
+/* dcoll_group_shrink: the group of a group's living ranks, after one
+ * died. The survivors agree on who is alive through the job's store
+ * (launch/deaths.c), where the launcher that saw the death said so, and
+ * never through the group's communicator, on which a collective would
+ * wait for the dead. The new communicator is made among the survivors
+ * alone (MPI_Comm_create_group), then the group as new_group makes one. */
+#include <stdio.h>
+#include <stdlib.h>
+#include "core.h"
+#include "diag.h"
+#include "launch.h"
+
+dcoll_status_t dcoll_group_shrink(dcoll_group_t *group, dcoll_group_t **out)
+{
+    static const char fn[] = "dcoll_group_shrink";
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    if (!out)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: out is NULL",
+                           fn);
+    *out = NULL;
+    struct dcoll_group *g;
+    if ((st = dcoll_group_resolve(group, &g, fn)))
+        return st;
+    if (g->rank == DCOLL_NON_MEMBER) {
+        *out = &dcoll_non_member;
+        return DCOLL_SUCCESS;
+    }
+    if (!dcoll_death_of)
+        return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: no launcher tells "
+                           "this job which ranks died, so a dead rank "
+                           "cannot be told from a slow one: start the job "
+                           "with dcollrun --on-failure continue (or "
+                           "dcoll_spawn with on_failure continue); under "
+                           "mpirun or srun see docs/failures.md", fn);
+    char name[200];
+    dcoll_group_name(g, name, sizeof(name));
+    /* The store's keys for this shrink: the group's number and how many
+     * times it has been shrunk here, alike on every survivor that calls
+     * it as often. */
+    char key[64];
+    snprintf(key, sizeof(key), "%d.%d", g->id, ++g->shrinks);
+    int *alive = malloc(sizeof(int) * (size_t)g->size);
+    if (!alive)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", fn);
+    /* The world's ranks by group rank (the world has no table). */
+    int *world = g->ranks;
+    if (!world && (world = malloc(sizeof(int) * (size_t)g->size)))
+        for (int i = 0; i < g->size; i++)
+            world[i] = i;
+    if (!world) {
+        free(alive);
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", fn);
+    }
+    double timeout = g->timeout > 0 ? g->timeout : 300;
+    int n = 0, id = 0;
+    st = dcoll_deaths_agree(fn, key, name, g->rank, g->size, world,
+                            dcoll_groups_made, timeout, alive, &n, &id);
+    int me = -1;
+    int *ranks = st ? NULL : malloc(sizeof(int) * (size_t)n);
+    if (!st && !ranks)
+        st = dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", fn);
+    for (int i = 0; !st && i < n; i++) {
+        ranks[i] = world[alive[i]];
+        if (alive[i] == g->rank)
+            me = i;
+    }
+    if (world != g->ranks)
+        free(world);
+    if (st) {
+        free(alive);
+        return st;
+    }
+    if (dcoll_groups_made < id)
+        dcoll_groups_made = id;
+    struct dcoll_group_opts o = {
+        .be = g->bentry,
+        .timeout = g->timeout,
+        .recoverable = g->recoverable,
+    };
+    st = dcoll_group_make(g, 0, me, me, n, ranks, id, alive, &o, fn, out);
+    free(alive);
+    return st;
+}

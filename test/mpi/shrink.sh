@@ -1,0 +1,60 @@
+#!/bin/sh
+# Survivors go on, under dcollrun (test_shrink says what each mode does):
+#   shrink.sh DCOLLRUN TEST_SHRINK killed|twice|slow|restart
+# killed and twice: dcollrun --on-failure continue, a return-mode world
+# with a 20-s timeout; every survivor prints its ok line, the deaths are
+# seen well within the timeout, and dcollrun exits with the dead rank's
+# status (128 + 9). slow: nobody left out, exit 0. restart: --max-restarts
+# 2, rank 1 fails in attempt 0 and every rank completes attempt 1, exit 0.
+# No process of the job may be left running.
+set -u
+run=$(readlink -f "$1"); prog=$(readlink -f "$2"); mode=$3
+here=$(cd "$(dirname "$0")" && pwd)
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+cd "$dir" || exit 1
+start=$(date +%s)
+case $mode in
+killed) n=4 ok=3 want=137 ;;
+twice) n=4 ok=2 want=137 ;;
+slow) n=3 ok=3 want=0 ;;
+restart) n=3 ok=3 want=0 ;;
+*) echo "usage: shrink.sh DCOLLRUN TEST_SHRINK killed|twice|slow|restart"
+   exit 2 ;;
+esac
+if [ "$mode" = restart ]; then
+    out=$("$here/nolauncher.sh" 120 "$run" --max-restarts 2 -n $n \
+          "$prog" restart 2>&1)
+else
+    out=$(DCOLL_ON_TIMEOUT=return DCOLL_TIMEOUT=20 \
+          "$here/nolauncher.sh" 120 "$run" --on-failure continue -n $n \
+          "$prog" "$mode" 2>&1)
+fi
+rc=$?
+took=$(($(date +%s) - start))
+[ "$rc" = 77 ] && exit 77
+echo "$out"
+fail=0
+got=$(echo "$out" | grep -c "^$mode: rank [0-9]* ok")
+[ "$got" = "$ok" ] || { echo "FAIL: $got of $ok survivors said ok"; fail=1; }
+[ "$rc" = "$want" ] || { echo "FAIL: dcollrun exited $rc, want $want"; fail=1; }
+case $mode in
+killed|twice)
+    echo "$out" | grep -q "process 2 killed by signal 9 (Killed); the others go on" ||
+        { echo "FAIL: dcollrun did not say the others go on"; fail=1; }
+    # Seen at the launcher's word, not the 20-s timeout.
+    for ms in $(echo "$out" | sed -n "s/^$mode: .* seen in \([0-9]*\) ms$/\1/p"); do
+        [ "$ms" -lt 10000 ] || { echo "FAIL: a death seen after $ms ms"; fail=1; }
+    done ;;
+restart)
+    echo "$out" | grep -q "attempt 0 failed: .*process 1 exited with code 5; starting the job again (restart 1 of 2)" ||
+        { echo "FAIL: dcollrun did not say it restarts"; fail=1; }
+    got=$(echo "$out" | grep -c "ok in attempt 1$")
+    [ "$got" = 3 ] || { echo "FAIL: $got ranks completed attempt 1"; fail=1; } ;;
+esac
+sleep 1
+if pgrep -f "$prog $mode" >/dev/null; then
+    echo "FAIL: processes left:"; pgrep -af "$prog $mode"; fail=1
+fi
+echo "shrink $mode: exit $rc after ${took} s"
+exit $fail

@@ -1,0 +1,186 @@
+/* Survivors go on (run by shrink.sh under dcollrun):
+ *   test_shrink killed   4 ranks: rank 2 dies (SIGKILL) with an async
+ *                        all_reduce posted while the others wait in a
+ *                        blocking one; they get DCOLL_ERR_RANK_DIED
+ *                        naming it before the timeout, shrink the
+ *                        world to 3 and sum over them
+ *   test_shrink twice    the same, then world rank 3 dies in a call on
+ *                        the 3-rank group: shrunk again, to 2
+ *   test_shrink slow     3 ranks: rank 2 is only late (past the
+ *                        timeout): the others time out, and their
+ *                        shrink waits for it, so the group keeps all 3
+ *   test_shrink restart  3 ranks under --max-restarts: rank 1 fails in
+ *                        the first attempt; the second completes
+ *   test_shrink refused  under mpirun: no launcher reports deaths, so
+ *                        dcoll_group_shrink is refused, saying why
+ * Each survivor prints one line "MODE: rank R ok ..."; the script counts
+ * them. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "dcoll/dcoll.h"
+
+static int fails;
+#define CHECK(cond, ...)                                                   \
+    do {                                                                   \
+        if (!(cond)) {                                                     \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);           \
+            fprintf(stderr, __VA_ARGS__);                                  \
+            fprintf(stderr, " (last error: %s)\n", dcoll_last_error());    \
+            fails++;                                                       \
+        }                                                                  \
+    } while (0)
+
+/* Rank dies with an all_reduce of g posted: it died in the call. */
+static void die_in_call(dcoll_group_t *g)
+{
+    static int64_t v[1 << 16];
+    dcoll_work_t *w = NULL;
+    dcoll_all_reduce(g, v, v, 1 << 16, DCOLL_INT64, DCOLL_SUM, NULL, &w);
+    fflush(NULL);
+    raise(SIGKILL);
+}
+
+/* The survivors' all_reduce on g fails with the death of world rank
+ * dead, before the timeout; true if it did. */
+static int died(dcoll_group_t *g, int dead, double timeout)
+{
+    static int64_t v[1 << 16];
+    double t0 = dcoll_wtime();
+    dcoll_status_t st = dcoll_all_reduce(g, v, v, 1 << 16,
+                                         DCOLL_INT64, DCOLL_SUM, NULL, NULL);
+    double took = dcoll_wtime() - t0;
+    char want[64];
+    snprintf(want, sizeof(want), "(world %d) died (killed by signal 9",
+             dead);
+    CHECK(st == DCOLL_ERR_RANK_DIED, "status %d, not RANK_DIED", st);
+    CHECK(strstr(dcoll_last_error(), want), "no '%s'", want);
+    CHECK(took < timeout, "took %.2f s, past the timeout of %g s", took,
+          timeout);
+    /* The group is unusable after it. */
+    int x = 1;
+    CHECK(dcoll_all_reduce(g, &x, &x, 1, DCOLL_INT32, DCOLL_SUM, NULL, NULL) ==
+              DCOLL_ERR_GROUP_FAILED, "a second call on the failed group");
+    return (int)(took * 1000);
+}
+
+/* A shrink of g to the ranks alive (world ranks want, n of them), and a
+ * sum of world ranks over it. */
+static dcoll_group_t *shrunk(dcoll_group_t *g, const int *want, int n)
+{
+    dcoll_group_t *s = NULL;
+    double t0 = dcoll_wtime();
+    dcoll_status_t st = dcoll_group_shrink(g, &s);
+    double took = dcoll_wtime() - t0;
+    CHECK(st == DCOLL_SUCCESS, "shrink: status %d", st);
+    if (st)
+        return NULL;
+    int size = 0, rank = -1, me = -1, sum = 0, expect = 0;
+    dcoll_group_size(s, &size);
+    dcoll_group_rank(s, &rank);
+    dcoll_group_rank(NULL, &me);
+    CHECK(size == n, "shrunk to %d ranks, not %d", size, n);
+    for (int i = 0; i < n; i++) {
+        int w = -1;
+        dcoll_group_global_rank(s, i, &w);
+        CHECK(w == want[i], "group rank %d is world %d, not %d", i, w,
+              want[i]);
+        expect += want[i];
+    }
+    sum = me;
+    CHECK(dcoll_all_reduce(s, &sum, &sum, 1, DCOLL_INT32, DCOLL_SUM, NULL, NULL) ==
+              DCOLL_SUCCESS && sum == expect, "sum %d, not %d", sum, expect);
+    CHECK(dcoll_barrier(s, NULL, NULL) == DCOLL_SUCCESS, "barrier");
+    fprintf(stderr, "shrink: rank %d of %d, shrunk in %.1f ms\n", rank, n,
+            took * 1000);
+    return s;
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 ? argv[1] : "";
+    if (dcoll_init(NULL)) {
+        fprintf(stderr, "init: %s\n", dcoll_last_error());
+        return 1;
+    }
+    int rank = -1, size = 0;
+    dcoll_group_rank(NULL, &rank);
+    dcoll_group_size(NULL, &size);
+    int x = 1;
+    CHECK(dcoll_all_reduce(NULL, &x, &x, 1, DCOLL_INT32, DCOLL_SUM, NULL, NULL) ==
+              DCOLL_SUCCESS && x == size, "the first sum");
+    double timeout = 20;
+    if (!strcmp(mode, "killed") || !strcmp(mode, "twice")) {
+        if (rank == 2)
+            die_in_call(NULL);
+        int ms = died(NULL, 2, timeout);
+        int three[] = {0, 1, 3};
+        dcoll_group_t *s = shrunk(NULL, three, 3);
+        if (s && !strcmp(mode, "twice")) {
+            if (rank == 3)
+                die_in_call(s);
+            died(s, 3, timeout);
+            int two[] = {0, 1};
+            dcoll_group_t *t = shrunk(s, two, 2);
+            dcoll_group_destroy(&t);
+        }
+        dcoll_group_destroy(&s);
+        if (!fails)
+            printf("%s: rank %d ok, the death seen in %d ms\n", mode, rank,
+                   ms);
+    } else if (!strcmp(mode, "slow")) {
+        dcoll_group_t *g = NULL;
+        dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
+        p.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
+        p.timeout = 2;
+        p.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
+        int all[] = {0, 1, 2};
+        CHECK(dcoll_new_group(&g, all, 3, &p) == DCOLL_SUCCESS, "group");
+        if (rank == 2)
+            sleep(4);
+        x = 1;
+        dcoll_status_t st = dcoll_all_reduce(g, &x, &x, 1, DCOLL_INT32,
+                                             DCOLL_SUM, NULL, NULL);
+        if (rank != 2)
+            CHECK(st == DCOLL_ERR_TIMEOUT, "status %d, not TIMEOUT", st);
+        dcoll_group_t *s = shrunk(g, all, 3);
+        dcoll_group_destroy(&s);
+        dcoll_group_destroy(&g);
+        if (!fails)
+            printf("slow: rank %d ok, nobody left out\n", rank);
+    } else if (!strcmp(mode, "restart")) {
+        const char *a = getenv("DCOLL_RESTART_COUNT");
+        const char *t = getenv("TORCHELASTIC_RESTART_COUNT");
+        CHECK(a && t && !strcmp(a, t), "DCOLL_RESTART_COUNT %s, torch's %s",
+              a ? a : "unset", t ? t : "unset");
+        if (a && !strcmp(a, "0") && rank == 1) {
+            fprintf(stderr, "restart: rank 1 fails in attempt 0\n");
+            return 5;
+        }
+        x = 1;
+        CHECK(dcoll_all_reduce(NULL, &x, &x, 1, DCOLL_INT32, DCOLL_SUM, NULL, NULL) ==
+                  DCOLL_SUCCESS && x == size, "the second sum");
+        if (!fails)
+            printf("restart: rank %d ok in attempt %s\n", rank, a);
+    } else if (!strcmp(mode, "refused")) {
+        dcoll_group_t *s = NULL;
+        CHECK(dcoll_group_shrink(NULL, &s) == DCOLL_ERR_UNSUPPORTED &&
+                  strstr(dcoll_last_error(), "--on-failure continue"),
+              "shrink without a launcher's word");
+        CHECK(dcoll_group_shrink(NULL, NULL) == DCOLL_ERR_INVALID_ARGUMENT,
+              "out NULL");
+        CHECK(dcoll_group_shrink(DCOLL_GROUP_NULL, &s) ==
+                  DCOLL_ERR_INVALID_ARGUMENT, "a destroyed group");
+        if (!fails)
+            printf("refused: rank %d ok\n", rank);
+    } else {
+        fprintf(stderr, "usage: test_shrink killed|twice|slow|restart|"
+                "refused\n");
+        return 2;
+    }
+    fflush(NULL);
+    CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
+    return fails ? 1 : 0;
+}
