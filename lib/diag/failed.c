@@ -214,10 +214,16 @@ dcoll_status_t dcoll_fault_died(struct dcoll_group *g, const char *fn,
     else
         snprintf(what, sizeof(what), "%s", dcoll_kind_name(kind));
     snprintf(msg, sizeof(msg), "%s on %s failed (%s): rank %d (world %d) "
-             "died (%s, said its launcher). The group is unusable from now "
-             "on; its living ranks make a group of themselves with "
-             "dcoll_group_shrink", fn, dcoll_group_name(g, name, sizeof(name)),
-             what, dead, world, said[0] ? said : "no reason given");
+             "died (%s, said its launcher). %s", fn,
+             dcoll_group_name(g, name, sizeof(name)), what, dead, world,
+             said[0] ? said : "no reason given",
+             g->recoverable
+                 ? "The group is unusable from now on; its living ranks "
+                   "make a group of themselves with dcoll_group_shrink"
+                 : "dcoll ends the job (DCOLL_ON_TIMEOUT=abort) with exit "
+                   "code 3; with DCOLL_ON_TIMEOUT=return the call returns "
+                   "DCOLL_ERR_RANK_DIED and the living ranks can go on "
+                   "with dcoll_group_shrink");
     if (!g->recoverable)
         dcoll_watchdog_end(g, msg, seq, kind, NULL, true);
     dcoll_fault_mark(g, msg);

@@ -129,6 +129,7 @@ module dcoll
         integer(c_int) :: master_port = 0
         real(c_double) :: timeout = 0
         integer(c_int) :: nnodes = 1, node_rank = 0
+        integer(c_int) :: on_failure = 0
     end type
     type, bind(C), public :: dcoll_spawn_failure
         integer(c_int) :: rank = -1, exit_code = 0, signal = 0
@@ -1351,7 +1352,7 @@ contains
     end function
 
     function dcoll_spawn(fn, nprocs, arg, master_addr, master_port, &
-            timeout, failure, nnodes, node_rank) result(st)
+            timeout, failure, nnodes, node_rank, on_failure) result(st)
         type(c_funptr), intent(in) :: fn
         integer, intent(in) :: nprocs
         type(c_ptr), intent(in), optional :: arg
@@ -1360,6 +1361,7 @@ contains
         real(8), intent(in), optional :: timeout
         type(dcoll_spawn_failure), intent(out), optional :: failure
         integer, intent(in), optional :: nnodes, node_rank
+        integer, intent(in), optional :: on_failure
         integer :: st
         type(spawn_params) :: p
         type(dcoll_spawn_failure) :: f
@@ -1384,6 +1386,10 @@ contains
             if (present(nnodes)) p%nnodes = int(nnodes, c_int)
             if (present(node_rank)) p%node_rank = int(node_rank, c_int)
             p%mask = ior(p%mask, DCOLL_SPAWN_PARAM_NODES)
+        end if
+        if (present(on_failure)) then
+            p%on_failure = int(on_failure, c_int)
+            p%mask = ior(p%mask, DCOLL_SPAWN_PARAM_ON_FAILURE)
         end if
         f_err_on = .false.
         st = c_spawn(fn, a, int(nprocs, c_int), p, f)

@@ -4,6 +4,7 @@
  * several machines, the nodes meet and watch each other through the
  * job's store (nodes.c). */
 #include <errno.h>
+#include <stddef.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -318,8 +319,13 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
     if (nprocs < 1 || nprocs > 4096)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: nprocs %d (must be 1 to 4096)", name, nprocs);
-    if (params)
-        p = *params;
+    /* A program built before on_failure passes a shorter struct: its
+     * field is read only where the mask says it is there. */
+    if (params) {
+        memcpy(&p, params, offsetof(dcoll_spawn_params_t, on_failure));
+        if (params->mask & DCOLL_SPAWN_PARAM_ON_FAILURE)
+            p.on_failure = params->on_failure;
+    }
     dcoll_status_t st = check_params(name, nprocs, &p);
     if (st)
         return st;

@@ -5,11 +5,12 @@ program test_fortran_mpi
     use dcoll
     use fcheck
     implicit none
-    integer :: ierr, world, half, comm, gcomm, n, rank, lrank, lsize, gpu
+    integer :: ierr, world, half, comm, gcomm, n, rank, lrank, lsize, gpu, st
     logical :: flag
     integer :: x(3, 2)
     character(len=:), allocatable :: text
     type(dcoll_store) :: ws
+    type(dcoll_group) :: alive
 
     call MPI_Init(ierr)
     call MPI_Comm_rank(MPI_COMM_WORLD, me, ierr)
@@ -37,6 +38,13 @@ program test_fortran_mpi
     call ok(dcoll_all_reduce(DCOLL_WORLD, x, x, 6, DCOLL_INTEGER, DCOLL_SUM), &
             'all_reduce')
     call expect(all(x == n * (n + 1) / 2), 'all_reduce on the half')
+    ! No launcher says who died under mpirun: a shrink is refused.
+    st = dcoll_group_shrink(DCOLL_WORLD, alive)
+    text = dcoll_last_error()
+    call expect(st == DCOLL_ERR_UNSUPPORTED .and. &
+                index(text, '--on-failure continue') > 0, &
+                'dcoll_group_shrink refused without a launcher''s word')
+    call expect(DCOLL_ERR_RANK_DIED == 16, 'DCOLL_ERR_RANK_DIED')
     call ok(dcoll_finalize(), 'finalize')
     call MPI_Initialized(flag, ierr)
     call expect(flag, 'MPI still running after dcoll_finalize')

@@ -1,11 +1,14 @@
 #!/bin/sh
 # Survivors go on, under dcollrun (test_shrink says what each mode does):
-#   shrink.sh DCOLLRUN TEST_SHRINK killed|twice|slow|restart
+#   shrink.sh DCOLLRUN TEST_SHRINK killed|twice|slow|restart|abort
 # killed and twice: dcollrun --on-failure continue, a return-mode world
 # with a 20-s timeout; every survivor prints its ok line, the deaths are
 # seen well within the timeout, and dcollrun exits with the dead rank's
 # status (128 + 9). slow: nobody left out, exit 0. restart: --max-restarts
 # 2, rank 1 fails in attempt 0 and every rank completes attempt 1, exit 0.
+# abort: killed at the default (abort mode): the survivors' blocking call
+# cannot return, and the job ends with the report naming the dead rank
+# well before the timeout, each survivor with exit code 3.
 # No process of the job may be left running.
 set -u
 run=$(readlink -f "$1"); prog=$(readlink -f "$2"); mode=$3
@@ -19,12 +22,16 @@ killed) n=4 ok=3 want=137 ;;
 twice) n=4 ok=2 want=137 ;;
 slow) n=3 ok=3 want=0 ;;
 restart) n=3 ok=3 want=0 ;;
-*) echo "usage: shrink.sh DCOLLRUN TEST_SHRINK killed|twice|slow|restart"
+abort) n=3 ok=0 want=137 ;;
+*) echo "usage: shrink.sh DCOLLRUN TEST_SHRINK killed|twice|slow|restart|abort"
    exit 2 ;;
 esac
 if [ "$mode" = restart ]; then
     out=$("$here/nolauncher.sh" 120 "$run" --max-restarts 2 -n $n \
           "$prog" restart 2>&1)
+elif [ "$mode" = abort ]; then
+    out=$(DCOLL_TIMEOUT=60 "$here/nolauncher.sh" 120 "$run" \
+          --on-failure continue -n $n "$prog" abort 2>&1)
 else
     out=$(DCOLL_ON_TIMEOUT=return DCOLL_TIMEOUT=20 \
           "$here/nolauncher.sh" 120 "$run" --on-failure continue -n $n \
@@ -36,6 +43,7 @@ took=$(($(date +%s) - start))
 echo "$out"
 fail=0
 got=$(echo "$out" | grep -c "^$mode: rank [0-9]* ok")
+[ "$mode" = abort ] && got=0
 [ "$got" = "$ok" ] || { echo "FAIL: $got of $ok survivors said ok"; fail=1; }
 [ "$rc" = "$want" ] || { echo "FAIL: dcollrun exited $rc, want $want"; fail=1; }
 case $mode in
@@ -46,6 +54,12 @@ killed|twice)
     for ms in $(echo "$out" | sed -n "s/^$mode: .* seen in \([0-9]*\) ms$/\1/p"); do
         [ "$ms" -lt 10000 ] || { echo "FAIL: a death seen after $ms ms"; fail=1; }
     done ;;
+abort)
+    echo "$out" | grep -q "rank 2 (world 2) died (killed by signal 9 (Killed), said its launcher). dcoll ends the job" ||
+        { echo "FAIL: no report of the death"; fail=1; }
+    got=$(echo "$out" | grep -c "process [01] exited with code 3; the others go on")
+    [ "$got" = 2 ] || { echo "FAIL: $got survivors ended with code 3"; fail=1; }
+    [ "$took" -lt 30 ] || { echo "FAIL: took $took s"; fail=1; } ;;
 restart)
     echo "$out" | grep -q "attempt 0 failed: .*process 1 exited with code 5; starting the job again (restart 1 of 2)" ||
         { echo "FAIL: dcollrun did not say it restarts"; fail=1; }

@@ -11,6 +11,8 @@
  *                        shrink waits for it, so the group keeps all 3
  *   test_shrink restart  3 ranks under --max-restarts: rank 1 fails in
  *                        the first attempt; the second completes
+ *   test_shrink abort    killed, at the default timeout mode: the job
+ *                        ends with the report (shrink.sh checks it)
  *   test_shrink refused  under mpirun: no launcher reports deaths, so
  *                        dcoll_group_shrink is refused, saying why
  * Each survivor prints one line "MODE: rank R ok ..."; the script counts
@@ -112,7 +114,8 @@ int main(int argc, char **argv)
     CHECK(dcoll_all_reduce(NULL, &x, &x, 1, DCOLL_INT32, DCOLL_SUM, NULL, NULL) ==
               DCOLL_SUCCESS && x == size, "the first sum");
     double timeout = 20;
-    if (!strcmp(mode, "killed") || !strcmp(mode, "twice")) {
+    if (!strcmp(mode, "killed") || !strcmp(mode, "twice") ||
+        !strcmp(mode, "abort")) {
         if (rank == 2)
             die_in_call(NULL);
         int ms = died(NULL, 2, timeout);
