@@ -5,7 +5,9 @@
  * each with the same --nnodes and master address and its own --node-rank
  * (under srun, one task per node, SLURM's variables give all three). The
  * first process to fail anywhere stops every node's, and dcollrun exits
- * with its status (128 + the signal if one killed it). */
+ * with its status (128 + the signal if one killed it); with --on-failure
+ * continue the others go on, told who died, and with --max-restarts the
+ * job starts again. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>

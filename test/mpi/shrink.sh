@@ -1,6 +1,7 @@
 #!/bin/sh
 # Survivors go on, under dcollrun (test_shrink says what each mode does):
 #   shrink.sh DCOLLRUN TEST_SHRINK killed|twice|slow|restart|abort
+#   shrink.sh DCOLLRUN EXAMPLE example-restart|example-shrink
 # killed and twice: dcollrun --on-failure continue, a return-mode world
 # with a 20-s timeout; every survivor prints its ok line, the deaths are
 # seen well within the timeout, and dcollrun exits with the dead rank's
@@ -9,6 +10,9 @@
 # abort: killed at the default (abort mode): the survivors' blocking call
 # cannot return, and the job ends with the report naming the dead rank
 # well before the timeout, each survivor with exit code 3.
+# example-restart, example-shrink: examples/survive's programs, a rank
+# failing at step 7 (restart: resumed from step 5) or killed at step 5
+# (shrink: finished on 3).
 # No process of the job may be left running.
 set -u
 run=$(readlink -f "$1"); prog=$(readlink -f "$2"); mode=$3
@@ -23,12 +27,20 @@ twice) n=4 ok=2 want=137 ;;
 slow) n=3 ok=3 want=0 ;;
 restart) n=3 ok=3 want=0 ;;
 abort) n=3 ok=0 want=137 ;;
+example-restart) n=3 ok=0 want=0 ;;
+example-shrink) n=4 ok=0 want=137 ;;
 *) echo "usage: shrink.sh DCOLLRUN TEST_SHRINK killed|twice|slow|restart|abort"
    exit 2 ;;
 esac
 if [ "$mode" = restart ]; then
     out=$("$here/nolauncher.sh" 120 "$run" --max-restarts 2 -n $n \
           "$prog" restart 2>&1)
+elif [ "$mode" = example-restart ]; then
+    out=$("$here/nolauncher.sh" 120 "$run" --max-restarts 2 -n $n \
+          "$prog" 1 7 2>&1)
+elif [ "$mode" = example-shrink ]; then
+    out=$("$here/nolauncher.sh" 120 "$run" --on-failure continue -n $n \
+          "$prog" 2 5 2>&1)
 elif [ "$mode" = abort ]; then
     out=$(DCOLL_TIMEOUT=60 "$here/nolauncher.sh" 120 "$run" \
           --on-failure continue -n $n "$prog" abort 2>&1)
@@ -43,7 +55,7 @@ took=$(($(date +%s) - start))
 echo "$out"
 fail=0
 got=$(echo "$out" | grep -c "^$mode: rank [0-9]* ok")
-[ "$mode" = abort ] && got=0
+case $mode in abort|example-*) got=0 ;; esac
 [ "$got" = "$ok" ] || { echo "FAIL: $got of $ok survivors said ok"; fail=1; }
 [ "$rc" = "$want" ] || { echo "FAIL: dcollrun exited $rc, want $want"; fail=1; }
 case $mode in
@@ -54,6 +66,14 @@ killed|twice)
     for ms in $(echo "$out" | sed -n "s/^$mode: .* seen in \([0-9]*\) ms$/\1/p"); do
         [ "$ms" -lt 10000 ] || { echo "FAIL: a death seen after $ms ms"; fail=1; }
     done ;;
+example-restart)
+    echo "$out" | grep -q "^restart: attempt 1 starts at step 5$" &&
+    echo "$out" | grep -q "^restart: 20 steps on 3 ranks in attempt 1: ok$" ||
+        { echo "FAIL: the example did not resume and finish"; fail=1; } ;;
+example-shrink)
+    echo "$out" | grep -q "^shrink: a rank died at step 5; going on with 3$" &&
+    echo "$out" | grep -q "^shrink: 10 steps, 35 rank-steps: ok$" ||
+        { echo "FAIL: the example did not shrink and finish"; fail=1; } ;;
 abort)
     echo "$out" | grep -q "rank 2 (world 2) died (killed by signal 9 (Killed), said its launcher). dcoll ends the job" ||
         { echo "FAIL: no report of the death"; fail=1; }
@@ -67,8 +87,9 @@ restart)
     [ "$got" = 3 ] || { echo "FAIL: $got ranks completed attempt 1"; fail=1; } ;;
 esac
 sleep 1
-if pgrep -f "$prog $mode" >/dev/null; then
-    echo "FAIL: processes left:"; pgrep -af "$prog $mode"; fail=1
+case $mode in example-*) pat=$prog ;; *) pat="$prog $mode" ;; esac
+if pgrep -f "$pat" >/dev/null; then
+    echo "FAIL: processes left:"; pgrep -af "$pat"; fail=1
 fi
 echo "shrink $mode: exit $rc after ${took} s"
 exit $fail
