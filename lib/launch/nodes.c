@@ -10,10 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "launch.h"
 
 #define GO_KEY "dcoll/spawn/go"
 #define FAILED_KEY "dcoll/spawn/failed"
+#define ATTEMPT_KEY "dcoll/spawn/attempt"
 /* How often a node asks whether another failed. */
 #define POLL_EVERY 0.25
 
@@ -48,6 +50,47 @@ static dcoll_status_t same_counts(struct dcoll_nodes *n, int nprocs)
     return DCOLL_SUCCESS;
 }
 
+/* A node other than 0: connect to node 0's store of this attempt (a
+ * restarting launcher's; dcollrun --max-restarts). After a failure a
+ * node may come back before node 0 has closed the last attempt's store:
+ * such a store says another attempt, and is left until node 0 serves
+ * this one, or until deadline. */
+static dcoll_status_t meet_attempt(struct dcoll_nodes *n, const char *addr,
+                                   int port, const dcoll_store_params_t *p,
+                                   const char *attempt, double deadline)
+{
+    dcoll_store_params_t cp = *p;
+    for (;;) {
+        cp.timeout = deadline - dcoll_now();
+        if (cp.timeout <= 0)
+            return dcoll_error(DCOLL_ERR_TIMEOUT, "node 0 did not serve "
+                               "attempt %s's store in time", attempt);
+        dcoll_status_t st = dcoll_store_tcp_create(&n->store, addr, port,
+                                                   &cp);
+        if (st)
+            return st;
+        /* Node 0 sets the key right after serving: wait a moment. */
+        for (int i = 0; i < 40 && !st; i++) {
+            const char *keys[1] = {ATTEMPT_KEY};
+            int exist = 0;
+            char v[32];
+            if ((st = dcoll_store_check(n->store, keys, 1, &exist)))
+                break;
+            if (!exist) {
+                usleep(25000);
+                continue;
+            }
+            if ((st = get_str(n->store, ATTEMPT_KEY, v, sizeof(v))))
+                break;
+            if (!strcmp(v, attempt))
+                return DCOLL_SUCCESS;
+            break;   /* another attempt's store */
+        }
+        dcoll_store_destroy(&n->store);
+        usleep(100000);
+    }
+}
+
 dcoll_status_t dcoll_nodes_meet(struct dcoll_nodes *n, const char *addr,
                                 int port, int nnodes, int node, int nprocs,
                                 double timeout)
@@ -61,10 +104,21 @@ dcoll_status_t dcoll_nodes_meet(struct dcoll_nodes *n, const char *addr,
     p.mask = DCOLL_STORE_PARAM_TIMEOUT | DCOLL_STORE_PARAM_SERVE;
     p.timeout = timeout;
     p.serve = node == 0;
-    dcoll_status_t st = dcoll_store_tcp_create(&n->store, addr, port, &p);
-    if (st)
+    const char *attempt = getenv("TORCHELASTIC_RESTART_COUNT");
+    if (!attempt || !*attempt)
+        attempt = "0";
+    dcoll_status_t st = node == 0
+        ? dcoll_store_tcp_create(&n->store, addr, port, &p)
+        : meet_attempt(n, addr, port, &p, attempt, dcoll_now() + timeout);
+    if (!st && node == 0)
+        st = dcoll_store_set(n->store, ATTEMPT_KEY, attempt, strlen(attempt));
+    if (st) {
+        char msg[DCOLL_ERROR_MAX];
+        snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+        dcoll_store_destroy(&n->store);
         return dcoll_error(st, "dcoll_spawn: node %d: the job's store at "
-                           "%s: %s", node, n->where, dcoll_last_error());
+                           "%s: %s", node, n->where, msg);
+    }
     char key[64], host[256] = "", mine[320], go[512];
     dcoll_host_name(host, sizeof(host));
     if (node == 0) {

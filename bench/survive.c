@@ -1,0 +1,86 @@
+/* dcoll-survive-bench: how long survivors take to learn of a death and to
+ * have a working group again. Run under dcollrun --on-failure continue
+ * (bench/survive.sh):
+ *   rank size/2 writes the wall time in the world's store and kills
+ *   itself (SIGKILL) while the others wait in a 64 KiB all_reduce;
+ *   each survivor times its failure status (DCOLL_ERR_RANK_DIED) from
+ *   that instant, then dcoll_group_shrink and the first all_reduce on the
+ *   new group. The lowest survivor prints the largest of each over the
+ *   survivors, in ms. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <unistd.h>
+#include <dcoll/dcoll.h>
+
+static double wall(void)
+{
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    return (double)tv.tv_sec + (double)tv.tv_usec * 1e-6;
+}
+
+int main(void)
+{
+    dcoll_init_params_t p = DCOLL_INIT_PARAMS_INIT;
+    p.mask = DCOLL_INIT_PARAM_ON_TIMEOUT | DCOLL_INIT_PARAM_COLL_TIMEOUT;
+    p.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
+    p.coll_timeout = 120;
+    if (dcoll_init(&p)) {
+        fprintf(stderr, "dcoll_init: %s\n", dcoll_last_error());
+        return 1;
+    }
+    int rank, size;
+    dcoll_group_rank(NULL, &rank);
+    dcoll_group_size(NULL, &size);
+    dcoll_store_t *store;
+    if (dcoll_world_store(&store)) {
+        fprintf(stderr, "dcoll_world_store: %s\n", dcoll_last_error());
+        return 1;
+    }
+    static double buf[8192];
+    dcoll_all_reduce(NULL, buf, buf, 8192, DCOLL_FLOAT64, DCOLL_SUM, NULL,
+                     NULL);
+    int victim = size / 2;
+    if (rank == victim) {
+        usleep(500000);   /* the others are inside the all_reduce */
+        char t[32];
+        snprintf(t, sizeof(t), "%.6f", wall());
+        dcoll_store_set(store, "death", t, strlen(t));
+        raise(SIGKILL);
+    }
+    dcoll_status_t st = dcoll_all_reduce(NULL, buf, buf, 8192, DCOLL_FLOAT64,
+                                         DCOLL_SUM, NULL, NULL);
+    double t_status = wall();
+    if (st != DCOLL_ERR_RANK_DIED) {
+        fprintf(stderr, "rank %d: status %d, not RANK_DIED: %s\n", rank, st,
+                dcoll_last_error());
+        return 1;
+    }
+    dcoll_group_t *alive = NULL;
+    if (dcoll_group_shrink(NULL, &alive)) {
+        fprintf(stderr, "shrink: %s\n", dcoll_last_error());
+        return 1;
+    }
+    int one = 1;
+    dcoll_all_reduce(alive, &one, &one, 1, DCOLL_INT32, DCOLL_SUM, NULL,
+                     NULL);
+    double t_working = wall();
+    char t[32] = "";
+    size_t len = 0;
+    dcoll_store_get(store, "death", t, sizeof(t) - 1, &len);
+    double death = atof(t);
+    double v[2] = {(t_status - death) * 1e3, (t_working - t_status) * 1e3};
+    dcoll_all_reduce(alive, v, v, 2, DCOLL_FLOAT64, DCOLL_MAX, NULL, NULL);
+    int me;
+    dcoll_group_rank(alive, &me);
+    if (me == 0)
+        printf("survive: %d ranks, %d left: death to RANK_DIED %.0f ms "
+               "(slowest survivor), RANK_DIED to a working group %.0f ms\n",
+               size, one, v[0], v[1]);
+    dcoll_group_destroy(&alive);
+    dcoll_finalize();
+    return one == size - 1 ? 0 : 1;
+}
