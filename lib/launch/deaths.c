@@ -14,6 +14,7 @@
  * compare-and-set; every one takes the list that was written. */
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ static dcoll_store_t *store;     /* this process's own connection */
 static char **why;               /* by world rank; NULL: alive */
 static int size;
 static int64_t known;            /* notices read */
+static _Atomic int ndead;        /* ranks known dead: 0 skips the lock */
 static double next_ask;
 
 dcoll_status_t dcoll_deaths_tell(dcoll_store_t *s, int64_t *count, int rank,
@@ -114,6 +116,7 @@ void dcoll_deaths_close(void)
     free(why);
     why = NULL;
     size = 0;
+    atomic_store(&ndead, 0);
     pthread_mutex_unlock(&lock);
 }
 
@@ -136,6 +139,7 @@ static void refresh(void)
         if (end == v || r < 0 || r >= size || why[r])
             continue;
         why[r] = strdup(*end == ' ' ? end + 1 : end);
+        atomic_fetch_add(&ndead, 1);
     }
 }
 
@@ -158,6 +162,8 @@ bool dcoll_deaths_poll(bool now)
 int dcoll_deaths_first(const int *ranks, int n, char *text, size_t cap)
 {
     int found = -1;
+    if (!atomic_load_explicit(&ndead, memory_order_acquire))
+        return -1;
     pthread_mutex_lock(&lock);
     for (int i = 0; why && i < n && found < 0; i++) {
         int w = ranks ? ranks[i] : i;
@@ -181,141 +187,206 @@ static bool is_dead(int w)
     return d;
 }
 
-dcoll_status_t dcoll_deaths_agree(const char *fn, const char *name,
-                                  const char *where, int me, int n,
-                                  const int *ranks, int made, double timeout,
-                                  int *alive, int *nalive, int *id)
+/* The lowest of n members (world ranks ranks) not known dead. */
+static int lowest_living(const int *ranks, int n)
 {
-    dcoll_store_t *s = NULL;
-    dcoll_status_t st = connect_store(&s);
-    if (st)
-        return dcoll_error(st, "%s: %s", fn, dcoll_last_error());
-    char key[128], v[32], ckey[128];
-    int64_t came = 0;
-    snprintf(key, sizeof(key), "dcoll/shrink/%s/alive/%d", name, me);
-    snprintf(ckey, sizeof(ckey), "dcoll/shrink/%s/came", name);
-    snprintf(v, sizeof(v), "%d", made);
-    if ((st = dcoll_store_set(s, key, v, strlen(v))) ||
-        (st = dcoll_store_add(s, ckey, 1, &came))) {
-        dcoll_store_destroy(&s);
-        return dcoll_error(st, "%s: %s", fn, dcoll_last_error());
-    }
-    /* Who has come: come[i] 1, dead 2, not yet 0. The count of those
-     * that came is read until it and the dead could cover every member;
-     * only then is each member's key looked at. */
-    unsigned char *come = calloc((size_t)n, 1);
-    if (!come) {
-        dcoll_store_destroy(&s);
-        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", fn);
-    }
-    come[me] = 1;
-    double deadline = dcoll_now() + timeout;
-    char list[DCOLL_ERROR_MAX];
-    int waiting = n;
-    for (;;) {
+    for (int i = 0; i < n; i++)
+        if (!is_dead(ranks[i]))
+            return i;
+    return -1;
+}
+
+struct agree {
+    const char *fn, *name, *where;
+    dcoll_store_t *s;
+    int me, n;
+    const int *ranks;
+    double deadline, timeout;
+};
+
+static bool came(struct agree *a, int i, dcoll_status_t *st)
+{
+    char key[128];
+    const char *k1[1] = {key};
+    int exist = 0;
+    snprintf(key, sizeof(key), "dcoll/shrink/%s/alive/%d", a->name, i);
+    *st = dcoll_store_check(a->s, k1, 1, &exist);
+    return !*st && exist;
+}
+
+/* The decider: wait until every member has come or is dead (polling the
+ * count of those that came, then each member's key once), then write
+ * the list "ID r r r" (ID: one past the most groups any survivor made)
+ * unless another decider has. *list gets the list that stands. */
+static dcoll_status_t decide(struct agree *a, int made, char *list,
+                             size_t cap)
+{
+    char ckey[128], key[128], v[32];
+    snprintf(ckey, sizeof(ckey), "dcoll/shrink/%s/came", a->name);
+    unsigned char *come = calloc((size_t)a->n, 1);
+    if (!come)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", a->fn);
+    come[a->me] = 1;
+    dcoll_status_t st = DCOLL_SUCCESS;
+    int waiting = a->n;
+    double pause = 0.001;
+    while (!st) {
         dcoll_deaths_poll(false);
         int dead = 0;
-        for (int i = 0; i < n; i++)
-            dead += come[i] != 1 && is_dead(ranks[i]);
-        if (!(st = dcoll_store_add(s, ckey, 0, &came)) && came + dead >= n) {
+        for (int i = 0; i < a->n; i++)
+            dead += come[i] != 1 && is_dead(a->ranks[i]);
+        int64_t count = 0;
+        if ((st = dcoll_store_add(a->s, ckey, 0, &count)))
+            break;
+        if (count + dead >= a->n) {
             waiting = 0;
-            for (int i = 0; i < n && !st; i++) {
-                if (come[i] == 1)
-                    continue;
-                const char *k1[1] = {key};
-                int exist = 0;
-                snprintf(key, sizeof(key), "dcoll/shrink/%s/alive/%d", name,
-                         i);
-                st = dcoll_store_check(s, k1, 1, &exist);
-                if (!st && exist)
-                    come[i] = 1;
-                else if (is_dead(ranks[i]))
-                    come[i] = 2;
-                else
-                    waiting++;
-            }
+            for (int i = 0; i < a->n && !st; i++)
+                if (come[i] != 1 && (come[i] = came(a, i, &st) ? 1 : 0) != 1)
+                    waiting += !is_dead(a->ranks[i]);
         }
         if (st || !waiting)
             break;
-        if (dcoll_now() >= deadline) {
+        if (dcoll_now() >= a->deadline) {
             size_t at = 0;
             int shown = 0, missing = 0;
             list[0] = '\0';
-            for (int i = 0; i < n; i++) {
-                if (come[i] == 1 || is_dead(ranks[i]))
-                    continue;
-                const char *k1[1] = {key};
-                int exist = 0;
-                snprintf(key, sizeof(key), "dcoll/shrink/%s/alive/%d", name,
-                         i);
-                if (!dcoll_store_check(s, k1, 1, &exist) && exist)
+            for (int i = 0; i < a->n; i++) {
+                if (come[i] == 1 || is_dead(a->ranks[i]) || came(a, i, &st))
                     continue;
                 missing++;
-                if (shown++ < 16 && at < sizeof(list) - 64)
-                    at += (size_t)snprintf(list + at, sizeof(list) - at,
+                if (shown++ < 16 && at < cap - 64)
+                    at += (size_t)snprintf(list + at, cap - at,
                                            "%s%d (world %d)", at ? ", " : "",
-                                           i, ranks[i]);
+                                           i, a->ranks[i]);
             }
             st = dcoll_error(DCOLL_ERR_TIMEOUT, "%s on %s timed out after "
                              "%g s: rank%s %s%s did not come, and no launcher "
                              "said %s died (a slow rank is waited for, "
-                             "never left out)", fn, where, timeout,
+                             "never left out)", a->fn, a->where, a->timeout,
                              missing > 1 ? "s" : "", list,
                              shown > 16 ? ", ..." : "",
                              missing > 1 ? "they" : "it");
             break;
         }
-        usleep(5000);
+        usleep((useconds_t)(pause * 1e6));
+        pause = pause < 0.02 ? pause * 2 : 0.02;
     }
-    if (st) {
-        free(come);
-        dcoll_store_destroy(&s);
-        return st;
-    }
-    /* The list: "ID r r r" (group ranks of the old group), whoever wrote
-     * it first; ID is one past the most groups any survivor has made. */
+    /* One that came and died since is not in the group. */
+    dcoll_deaths_poll(true);
+    for (int i = 0; i < a->n; i++)
+        if (come[i] == 1 && i != a->me && is_dead(a->ranks[i]))
+            come[i] = 2;
     int most = made;
-    size_t at = 0;
-    char mine[16384], got[16384];
-    for (int i = 0; i < n && !st; i++) {
-        if (come[i] != 1 || i == me)
+    for (int i = 0; i < a->n && !st; i++) {
+        if (come[i] != 1 || i == a->me)
             continue;
-        snprintf(key, sizeof(key), "dcoll/shrink/%s/alive/%d", name, i);
         size_t len = 0;
-        if (!(st = dcoll_store_get(s, key, v, sizeof(v) - 1, &len))) {
+        snprintf(key, sizeof(key), "dcoll/shrink/%s/alive/%d", a->name, i);
+        if (!(st = dcoll_store_get(a->s, key, v, sizeof(v) - 1, &len))) {
             v[len] = '\0';
             int m = atoi(v);
             most = m > most ? m : most;
         }
     }
-    at = (size_t)snprintf(mine, sizeof(mine), "%d", most + 1);
-    for (int i = 0; i < n && at < sizeof(mine) - 16; i++)
-        if (come[i] == 1)
-            at += (size_t)snprintf(mine + at, sizeof(mine) - at, " %d", i);
+    char *mine = st ? NULL : malloc(cap);
+    if (!st && !mine)
+        st = dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", a->fn);
+    if (!st) {
+        size_t at = (size_t)snprintf(mine, cap, "%d", most + 1);
+        for (int i = 0; i < a->n && at < cap - 16; i++)
+            if (come[i] == 1)
+                at += (size_t)snprintf(mine + at, cap - at, " %d", i);
+        size_t len = 0;
+        snprintf(key, sizeof(key), "dcoll/shrink/%s/list", a->name);
+        if (!(st = dcoll_store_compare_set(a->s, key, "", 0, mine,
+                                           strlen(mine), list, cap - 1,
+                                           &len)))
+            list[len] = '\0';
+        free(mine);
+    }
     free(come);
-    size_t len = 0;
-    snprintf(key, sizeof(key), "dcoll/shrink/%s/list", name);
-    if (!st)
-        st = dcoll_store_compare_set(s, key, "", 0, mine, strlen(mine), got,
-                                     sizeof(got) - 1, &len);
-    dcoll_store_destroy(&s);
+    return st;
+}
+
+/* The others: wait for the list; where the decider died meanwhile, the
+ * lowest living member (perhaps this one) decides instead. */
+static dcoll_status_t await(struct agree *a, int made, char *list, size_t cap)
+{
+    char key[128];
+    snprintf(key, sizeof(key), "dcoll/shrink/%s/list", a->name);
+    const char *k1[1] = {key};
+    for (;;) {
+        dcoll_deaths_poll(false);
+        int lead = lowest_living(a->ranks, a->n);
+        if (lead == a->me)
+            return decide(a, made, list, cap);
+        double left = a->deadline + 1 - dcoll_now();
+        if (left <= 0)
+            return dcoll_error(DCOLL_ERR_TIMEOUT, "%s on %s timed out after "
+                               "%g s: rank %d (world %d), which gathers the "
+                               "survivors, did not say who they are", a->fn,
+                               a->where, a->timeout, lead, a->ranks[lead]);
+        dcoll_status_t st = dcoll_store_wait(a->s, k1, 1,
+                                             left < 0.25 ? left : 0.25);
+        if (st == DCOLL_ERR_TIMEOUT)
+            continue;
+        size_t len = 0;
+        if (!st && !(st = dcoll_store_get(a->s, key, list, cap - 1, &len)))
+            list[len] = '\0';
+        return st;
+    }
+}
+
+dcoll_status_t dcoll_deaths_agree(const char *fn, const char *name,
+                                  const char *where, int me, int n,
+                                  const int *ranks, int made, double timeout,
+                                  int *alive, int *nalive, int *id)
+{
+    struct agree a = {fn, name, where, NULL, me, n, ranks,
+                      dcoll_now() + timeout, timeout};
+    dcoll_status_t st = connect_store(&a.s);
     if (st)
         return dcoll_error(st, "%s: %s", fn, dcoll_last_error());
-    got[len] = '\0';
-    /* Parse what was written. */
-    char *p = got, *end;
+    char key[128], v[32];
+    int64_t count = 0;
+    snprintf(key, sizeof(key), "dcoll/shrink/%s/alive/%d", name, me);
+    snprintf(v, sizeof(v), "%d", made);
+    if (!(st = dcoll_store_set(a.s, key, v, strlen(v)))) {
+        snprintf(key, sizeof(key), "dcoll/shrink/%s/came", name);
+        st = dcoll_store_add(a.s, key, 1, &count);
+    }
+    size_t cap = (size_t)n * 12 + 32;
+    char *list = st ? NULL : malloc(cap);
+    if (!st && !list)
+        st = dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", fn);
+    if (!st)
+        st = await(&a, made, list, cap);
+    dcoll_store_destroy(&a.s);
+    if (st) {
+        free(list);
+        return st == DCOLL_ERR_TIMEOUT || !strncmp(dcoll_last_error(), fn,
+                                                   strlen(fn))
+                   ? st
+                   : dcoll_error(st, "%s: %s", fn, dcoll_last_error());
+    }
+    /* The list that stands, whoever wrote it. */
+    char *p = list, *end;
     *id = (int)strtol(p, &end, 10);
     *nalive = 0;
     bool in = false;
     for (p = end; *p;) {
         long r = strtol(p, &end, 10);
-        if (end == p || r < 0 || r >= n)
-            return dcoll_error(DCOLL_ERR_INTERNAL, "%s: the survivors' list "
-                               "in the store is garbled: '%.64s'", fn, got);
+        if (end == p || r < 0 || r >= n || *nalive >= n) {
+            dcoll_error(DCOLL_ERR_INTERNAL, "%s: the survivors' list in the "
+                        "store is garbled: '%.64s'", fn, list);
+            free(list);
+            return DCOLL_ERR_INTERNAL;
+        }
         alive[(*nalive)++] = (int)r;
         in |= r == me;
         p = end;
     }
+    free(list);
     if (!in)
         return dcoll_error(DCOLL_ERR_INVALID_STATE, "%s on %s: the other "
                            "ranks agreed on the survivors without this one "
