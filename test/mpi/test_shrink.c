@@ -4,6 +4,7 @@
  *                        blocking one; they get DCOLL_ERR_RANK_DIED
  *                        naming it before the timeout, shrink the
  *                        world to 3 and sum over them
+ *   test_shrink killed0  the same with rank 0 dead
  *   test_shrink twice    the same, then world rank 3 dies in a call on
  *                        the 3-rank group: shrunk again, to 2
  *   test_shrink slow     3 ranks: rank 2 is only late (past the
@@ -115,11 +116,17 @@ int main(int argc, char **argv)
               DCOLL_SUCCESS && x == size, "the first sum");
     double timeout = 20;
     if (!strcmp(mode, "killed") || !strcmp(mode, "twice") ||
-        !strcmp(mode, "abort")) {
-        if (rank == 2)
+        !strcmp(mode, "abort") || !strcmp(mode, "killed0")) {
+        /* killed0: rank 0 dies, which started the join's helper (Open
+         * MPI's ompi-server, MPICH's PMI server). */
+        int victim = !strcmp(mode, "killed0") ? 0 : 2;
+        if (rank == victim)
             die_in_call(NULL);
-        int ms = died(NULL, 2, timeout);
-        int three[] = {0, 1, 3};
+        int ms = died(NULL, victim, timeout);
+        int three[3];
+        for (int i = 0, k = 0; i < 4; i++)
+            if (i != victim)
+                three[k++] = i;
         dcoll_group_t *s = shrunk(NULL, three, 3);
         if (s && !strcmp(mode, "twice")) {
             if (rank == 3)
