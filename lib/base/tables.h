@@ -128,7 +128,8 @@ struct dcoll_outcome {
     const char *way;     /* the way a tuning table gave the call instead
                             of MPI's own, by name (static), or NULL */
     int died;            /* with timed_out: a member died, group rank + 1
-                            (dcoll_death_of), instead of a timeout */
+                            (dcoll_death_of), instead of a timeout; set
+                            by whoever sets timed_out */
     struct dcoll_roll roll;
 };
 

@@ -440,6 +440,7 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
         /* The watchdog's finding, as this call's failure. */
         ng->broken = true;
         out->timed_out = ng->failed_late;
+        out->died = 0;
         if (out->timed_out)
             out->roll = (struct dcoll_roll){0};
         return dcoll_error(ng->failed_late ? DCOLL_ERR_TIMEOUT
