@@ -13,7 +13,7 @@
  *             and where MPI fails none (MPICH), it says so: only debug
  *             mode can catch that. With DCOLL_DEBUG=detail every rank is told of
  *             the difference before any data move, and the group goes on.
- * Each case runs on its own group (timeout 3 s, timeouts return). */
+ * Each case runs on its own group (timeout 2 s, timeouts return). */
 #include <stdbool.h>
 #include <unistd.h>
 #include "testutil.h"
@@ -21,7 +21,7 @@
 int t_rank, t_failures;
 
 enum { N = 4 };
-#define TIMEOUT 3.0
+#define TIMEOUT 2.0
 
 static dcoll_group_t *fresh(void)
 {

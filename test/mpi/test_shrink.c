@@ -149,7 +149,7 @@ int main(int argc, char **argv)
         int all[] = {0, 1, 2};
         CHECK(dcoll_new_group(&g, all, 3, &p) == DCOLL_SUCCESS, "group");
         if (rank == 2)
-            sleep(4);
+            sleep(3);
         x = 1;
         dcoll_status_t st = dcoll_all_reduce(g, &x, &x, 1, DCOLL_INT32,
                                              DCOLL_SUM, NULL, NULL);
