@@ -119,7 +119,8 @@ dcoll_status_t dcoll_fault_outcome(struct dcoll_group *g,
                                    struct dcoll_outcome *out, const char *fn,
                                    uint64_t seq, int kind, int form);
 /* A member of g (group rank dead) died, as its launcher said, during
- * call #seq of kind (0: a send or receive): abort mode ends the job with
+ * call #seq of kind (seq 0: a send or receive; kind -1: which is not
+ * known): abort mode ends the job with
  * the report; return mode makes the group unusable and returns
  * DCOLL_ERR_RANK_DIED naming the rank and the launcher's words. */
 dcoll_status_t dcoll_fault_died(struct dcoll_group *g, const char *fn,

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "report.h"
 
 void dcoll_fault_mark(struct dcoll_group *g, const char *why)
@@ -137,6 +138,18 @@ dcoll_status_t dcoll_fault_failed(struct dcoll_group *g, const char *fn,
     char msg[DCOLL_ERROR_MAX], name[200];
     snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
     bool named = !strncmp(msg, fn, strlen(fn)) && msg[strlen(fn)] == ':';
+    if (st == DCOLL_ERR_MPI && dcoll_death_of) {
+        /* MPI may find a dead peer's endpoint gone before its launcher's
+         * notice is read (UCX does, in milliseconds): where a member is
+         * said dead within a second, the death is the failure. */
+        double until = dcoll_now() + 1.0;
+        int dead;
+        while ((dead = dcoll_death_of(g, NULL, 0)) < 0 && dcoll_now() < until)
+            usleep(20000);
+        if (dead >= 0)
+            return dcoll_fault_died(g, fn, seq, seq ? g->cur_kind : -1,
+                                    dead);
+    }
     if (st != DCOLL_ERR_MPI || !seq)
         return named ? st : dcoll_error(st, "%s: %s", fn, msg);
     /* An MPI error inside a collective may leave messages behind that a
@@ -212,7 +225,8 @@ dcoll_status_t dcoll_fault_died(struct dcoll_group *g, const char *fn,
         snprintf(what, sizeof(what), "collective #%llu, %s",
                  (unsigned long long)seq, dcoll_kind_name(kind));
     else
-        snprintf(what, sizeof(what), "%s", dcoll_kind_name(kind));
+        snprintf(what, sizeof(what), "%s", kind < 0 ? "a send or receive"
+                                                    : dcoll_kind_name(kind));
     snprintf(msg, sizeof(msg), "%s on %s failed (%s): rank %d (world %d) "
              "died (%s, said its launcher). %s", fn,
              dcoll_group_name(g, name, sizeof(name)), what, dead, world,

@@ -126,8 +126,14 @@ static void set_env(int node, int nnodes, int local, int nlocal,
         setenv("TORCHELASTIC_RESTART_COUNT", attempt(), 1);
         setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1);
     }
-    if (cont)
+    if (cont) {
         setenv("DCOLL_ON_FAILURE", "continue", 1);
+        /* UCX's single-copy transport (cma) reads a peer's memory and
+         * aborts the reader where the peer died mid-transfer (MPICH over
+         * UCX): survivors go without it, unless the user chose. */
+        if (!getenv("UCX_TLS"))
+            setenv("UCX_TLS", "^cma", 1);
+    }
 }
 
 /* How process rank ended, in words, for the notice the others read. */

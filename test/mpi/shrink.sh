@@ -39,15 +39,16 @@ elif [ "$mode" = example-restart ]; then
     out=$("$here/nolauncher.sh" 120 "$run" --max-restarts 2 -n $n \
           "$prog" 1 7 2>&1)
 elif [ "$mode" = example-shrink ]; then
-    out=$("$here/nolauncher.sh" 120 "$run" --on-failure continue -n $n \
-          "$prog" 2 5 2>&1)
+    out=$("$here/nolauncher.sh" 120 env -u UCX_TLS "$run" \
+          --on-failure continue -n $n "$prog" 2 5 2>&1)
 elif [ "$mode" = abort ]; then
-    out=$(DCOLL_TIMEOUT=60 "$here/nolauncher.sh" 120 "$run" \
-          --on-failure continue -n $n "$prog" abort 2>&1)
+    out=$(DCOLL_TIMEOUT=60 "$here/nolauncher.sh" 120 env -u UCX_TLS \
+          "$run" --on-failure continue -n $n "$prog" abort 2>&1)
 else
+    # UCX_TLS left to dcollrun, which keeps UCX's cma off for survivors.
     out=$(DCOLL_ON_TIMEOUT=return DCOLL_TIMEOUT=20 \
-          "$here/nolauncher.sh" 120 "$run" --on-failure continue -n $n \
-          "$prog" "$mode" 2>&1)
+          "$here/nolauncher.sh" 120 env -u UCX_TLS "$run" \
+          --on-failure continue -n $n "$prog" "$mode" 2>&1)
 fi
 rc=$?
 took=$(($(date +%s) - start))
