@@ -634,9 +634,9 @@ dcoll_status_t dcoll_mpi_poll(struct dcoll_group *g,
         double now = dcoll_now();
         if (now >= wt->deadline)
             return dcoll_mpi_timed_out(g, wt);
-        int dead;
-        if (dcoll_death_of && (dead = dcoll_death_of(g, NULL, 0)) >= 0)
-            return died(wt, dead);
+        dcoll_status_t st;
+        if (dcoll_death_of && (st = dcoll_mpi_died(g, wt)))
+            return st;
         if (!quiet)
             quiet = now + QUIET;
         else if (now >= quiet)

@@ -495,6 +495,12 @@ struct dcoll_group {
     struct dcoll_diag_group *diag;
 };
 
+/* The world rank of g's rank r (the world keeps no table). */
+static inline int dcoll_world_of(const struct dcoll_group *g, int r)
+{
+    return g->ranks ? g->ranks[r] : r;
+}
+
 /* groupname.c: a group's world ranks ("ranks {0,2,5}", shortened past 8)
  * and its name in reports ("the world (4 ranks)", "group 3 (world ranks
  * {0,2,5})"), into buf. */

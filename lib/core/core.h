@@ -68,6 +68,12 @@ dcoll_status_t dcoll_group_params_read(const dcoll_group_params_t *params,
  * deadline like a collective. */
 dcoll_status_t dcoll_group_agree_args(struct dcoll_group *g, int kind,
                                       dcoll_status_t local, const char *fn);
+/* The head of making groups from parent (split, shrink): dcoll ready,
+ * out given (and cleared), parent live. *p NULL with success: this
+ * process is not in parent, so in none of its parts, and *out is the
+ * NON-MEMBER handle, as for a collective. */
+dcoll_status_t dcoll_group_parent(dcoll_group_t **out, dcoll_group_t *parent,
+                                  const char *fn, struct dcoll_group **p);
 /* backend.c: the route's choice of a group made with o. */
 enum dcoll_choice dcoll_opts_choice(const struct dcoll_group_opts *o);
 /* Make the group of parent's ranks of color (collective over parent:

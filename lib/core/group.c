@@ -495,6 +495,27 @@ dcoll_status_t dcoll_group_destroy(dcoll_group_t **group)
     return DCOLL_SUCCESS;
 }
 
+dcoll_status_t dcoll_group_parent(dcoll_group_t **out, dcoll_group_t *parent,
+                                  const char *fn, struct dcoll_group **p)
+{
+    *p = NULL;
+    dcoll_status_t st = dcoll_check_ready();
+    if (st)
+        return st;
+    if (!out)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: out is NULL",
+                           fn);
+    *out = NULL;
+    struct dcoll_group *g = NULL;
+    if ((st = dcoll_group_resolve(parent, &g, fn)))
+        return st;
+    if (g->rank == DCOLL_NON_MEMBER)
+        *out = &dcoll_non_member;
+    else
+        *p = g;
+    return DCOLL_SUCCESS;
+}
+
 /* Common head of the queries: library ready, output given, group live. */
 static dcoll_status_t query(const dcoll_group_t *in, const void *out,
                             const char *fn, struct dcoll_group **g)

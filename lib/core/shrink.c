@@ -13,20 +13,10 @@
 dcoll_status_t dcoll_group_shrink(dcoll_group_t *group, dcoll_group_t **out)
 {
     static const char fn[] = "dcoll_group_shrink";
-    dcoll_status_t st = dcoll_check_ready();
-    if (st)
-        return st;
-    if (!out)
-        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: out is NULL",
-                           fn);
-    *out = NULL;
     struct dcoll_group *g;
-    if ((st = dcoll_group_resolve(group, &g, fn)))
+    dcoll_status_t st = dcoll_group_parent(out, group, fn, &g);
+    if (st || !g)
         return st;
-    if (g->rank == DCOLL_NON_MEMBER) {
-        *out = &dcoll_non_member;
-        return DCOLL_SUCCESS;
-    }
     if (!dcoll_death_of)
         return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: no launcher tells "
                            "this job which ranks died, so a dead rank "
@@ -44,30 +34,19 @@ dcoll_status_t dcoll_group_shrink(dcoll_group_t *group, dcoll_group_t **out)
     int *alive = malloc(sizeof(int) * (size_t)g->size);
     if (!alive)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", fn);
-    /* The world's ranks by group rank (the world has no table). */
-    int *world = g->ranks;
-    if (!world && (world = malloc(sizeof(int) * (size_t)g->size)))
-        for (int i = 0; i < g->size; i++)
-            world[i] = i;
-    if (!world) {
-        free(alive);
-        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", fn);
-    }
     double timeout = g->timeout > 0 ? g->timeout : 300;
     int n = 0, id = 0;
-    st = dcoll_deaths_agree(fn, key, name, g->rank, g->size, world,
+    st = dcoll_deaths_agree(fn, key, name, g->rank, g->size, g->ranks,
                             dcoll_groups_made, timeout, alive, &n, &id);
     int me = -1;
     int *ranks = st ? NULL : malloc(sizeof(int) * (size_t)n);
     if (!st && !ranks)
         st = dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", fn);
     for (int i = 0; !st && i < n; i++) {
-        ranks[i] = world[alive[i]];
+        ranks[i] = dcoll_world_of(g, alive[i]);
         if (alive[i] == g->rank)
             me = i;
     }
-    if (world != g->ranks)
-        free(world);
     if (st) {
         free(alive);
         return st;

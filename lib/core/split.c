@@ -30,21 +30,10 @@ dcoll_status_t dcoll_split_group(dcoll_group_t **out, dcoll_group_t *parent,
                                  const dcoll_group_params_t *params)
 {
     static const char fn[] = "dcoll_split_group";
-    dcoll_status_t st = dcoll_check_ready();
-    if (st)
-        return st;
-    if (!out)
-        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: out is NULL",
-                           fn);
-    *out = NULL;
     struct dcoll_group *p;
-    if ((st = dcoll_group_resolve(parent, &p, fn)))
+    dcoll_status_t st = dcoll_group_parent(out, parent, fn, &p);
+    if (st || !p)
         return st;
-    if (p->rank == DCOLL_NON_MEMBER) {
-        /* Not in the parent: in none of its parts, as for a collective. */
-        *out = &dcoll_non_member;
-        return DCOLL_SUCCESS;
-    }
     if (p->diag->failed)
         return dcoll_error(DCOLL_ERR_GROUP_FAILED, "%s: the parent group is "
                            "unusable after an earlier failure: %s", fn,

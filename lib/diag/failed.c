@@ -219,7 +219,7 @@ dcoll_status_t dcoll_fault_died(struct dcoll_group *g, const char *fn,
     int first = dcoll_death_of ? dcoll_death_of(g, said, sizeof(said)) : -1;
     if (first >= 0)
         dead = first;
-    int world = g->ranks ? g->ranks[dead] : dead;
+    int world = dcoll_world_of(g, dead);
     char what[120];
     if (seq)
         snprintf(what, sizeof(what), "collective #%llu, %s",
@@ -244,7 +244,7 @@ dcoll_status_t dcoll_fault_died(struct dcoll_group *g, const char *fn,
     /* The lowest living rank prints it; every rank returns it. */
     int lead = g->rank;
     for (int r = 0; r < g->rank; r++) {
-        int w = g->ranks ? g->ranks[r] : r;
+        int w = dcoll_world_of(g, r);
         struct dcoll_group one = {.ranks = &w, .size = 1};
         if (!dcoll_death_of || dcoll_death_of(&one, NULL, 0) < 0) {
             lead = r;

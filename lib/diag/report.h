@@ -31,9 +31,4 @@ void dcoll_fault_mark(struct dcoll_group *g, const char *why);
 void dcoll_fault_check_refused(struct dcoll_group *g,
                                const struct dcoll_coll *c, const char *why);
 
-static inline int dcoll_world_of(const struct dcoll_group *g, int r)
-{
-    return g->ranks ? g->ranks[r] : r;
-}
-
 #endif

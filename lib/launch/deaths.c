@@ -9,10 +9,10 @@
  * to the program's thread), from whichever thread asks first.
  *
  * The survivors of a group agree on who is alive through the same store
- * (agree below): each says it has come, each waits until every member
- * has come or is dead, and the first to see that writes the list by
- * compare-and-set; every one takes the list that was written. */
-#include <limits.h>
+ * (agree below): each says it has come; the lowest member not known
+ * dead waits until every member has come or is dead and writes the list
+ * by compare-and-set, while the others wait for the list (and take over
+ * if that member dies); every one takes the list that was written. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -68,7 +68,7 @@ static dcoll_status_t connect_store(dcoll_store_t **out)
     sp.timeout = STORE_WAIT;
     dcoll_store_t *s = NULL;
     char prefix[64];
-    snprintf(prefix, sizeof(prefix), "/worker/attempt_%s", attempt);
+    snprintf(prefix, sizeof(prefix), DCOLL_ATTEMPT_PREFIX, attempt);
     dcoll_status_t st = dcoll_store_tcp_create(&s, addr, (int)p, &sp);
     if (!st && (st = dcoll_store_prefix_over(out, prefix, s)))
         dcoll_store_destroy(&s);
@@ -187,29 +187,40 @@ static bool is_dead(int w)
     return d;
 }
 
-/* The lowest of n members (world ranks ranks) not known dead. */
-static int lowest_living(const int *ranks, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (!is_dead(ranks[i]))
-            return i;
-    return -1;
-}
-
 struct agree {
     const char *fn, *name, *where;
     dcoll_store_t *s;
     int me, n;
-    const int *ranks;
+    const int *ranks;   /* world ranks; NULL: 0..n-1 */
     double deadline, timeout;
 };
+
+static int world(const struct agree *a, int i)
+{
+    return a->ranks ? a->ranks[i] : i;
+}
+
+/* Member i's key: there once it came, holding its count of groups. */
+static void alive_key(char key[128], const char *name, int i)
+{
+    snprintf(key, 128, "dcoll/shrink/%s/alive/%d", name, i);
+}
+
+/* The lowest member not known dead. */
+static int lowest_living(const struct agree *a)
+{
+    for (int i = 0; i < a->n; i++)
+        if (!is_dead(world(a, i)))
+            return i;
+    return -1;
+}
 
 static bool came(struct agree *a, int i, dcoll_status_t *st)
 {
     char key[128];
     const char *k1[1] = {key};
     int exist = 0;
-    snprintf(key, sizeof(key), "dcoll/shrink/%s/alive/%d", a->name, i);
+    alive_key(key, a->name, i);
     *st = dcoll_store_check(a->s, k1, 1, &exist);
     return !*st && exist;
 }
@@ -234,7 +245,7 @@ static dcoll_status_t decide(struct agree *a, int made, char *list,
         dcoll_deaths_poll(false);
         int dead = 0;
         for (int i = 0; i < a->n; i++)
-            dead += come[i] != 1 && is_dead(a->ranks[i]);
+            dead += come[i] != 1 && is_dead(world(a, i));
         int64_t count = 0;
         if ((st = dcoll_store_add(a->s, ckey, 0, &count)))
             break;
@@ -242,7 +253,7 @@ static dcoll_status_t decide(struct agree *a, int made, char *list,
             waiting = 0;
             for (int i = 0; i < a->n && !st; i++)
                 if (come[i] != 1 && (come[i] = came(a, i, &st) ? 1 : 0) != 1)
-                    waiting += !is_dead(a->ranks[i]);
+                    waiting += !is_dead(world(a, i));
         }
         if (st || !waiting)
             break;
@@ -251,13 +262,13 @@ static dcoll_status_t decide(struct agree *a, int made, char *list,
             int shown = 0, missing = 0;
             list[0] = '\0';
             for (int i = 0; i < a->n; i++) {
-                if (come[i] == 1 || is_dead(a->ranks[i]) || came(a, i, &st))
+                if (come[i] == 1 || is_dead(world(a, i)) || came(a, i, &st))
                     continue;
                 missing++;
                 if (shown++ < 16 && at < cap - 64)
                     at += (size_t)snprintf(list + at, cap - at,
                                            "%s%d (world %d)", at ? ", " : "",
-                                           i, a->ranks[i]);
+                                           i, world(a, i));
             }
             st = dcoll_error(DCOLL_ERR_TIMEOUT, "%s on %s timed out after "
                              "%g s: rank%s %s%s did not come, and no launcher "
@@ -274,14 +285,14 @@ static dcoll_status_t decide(struct agree *a, int made, char *list,
     /* One that came and died since is not in the group. */
     dcoll_deaths_poll(true);
     for (int i = 0; i < a->n; i++)
-        if (come[i] == 1 && i != a->me && is_dead(a->ranks[i]))
+        if (come[i] == 1 && i != a->me && is_dead(world(a, i)))
             come[i] = 2;
     int most = made;
     for (int i = 0; i < a->n && !st; i++) {
         if (come[i] != 1 || i == a->me)
             continue;
         size_t len = 0;
-        snprintf(key, sizeof(key), "dcoll/shrink/%s/alive/%d", a->name, i);
+        alive_key(key, a->name, i);
         if (!(st = dcoll_store_get(a->s, key, v, sizeof(v) - 1, &len))) {
             v[len] = '\0';
             int m = atoi(v);
@@ -317,7 +328,7 @@ static dcoll_status_t await(struct agree *a, int made, char *list, size_t cap)
     const char *k1[1] = {key};
     for (;;) {
         dcoll_deaths_poll(false);
-        int lead = lowest_living(a->ranks, a->n);
+        int lead = lowest_living(a);
         if (lead == a->me)
             return decide(a, made, list, cap);
         double left = a->deadline + 1 - dcoll_now();
@@ -325,7 +336,7 @@ static dcoll_status_t await(struct agree *a, int made, char *list, size_t cap)
             return dcoll_error(DCOLL_ERR_TIMEOUT, "%s on %s timed out after "
                                "%g s: rank %d (world %d), which gathers the "
                                "survivors, did not say who they are", a->fn,
-                               a->where, a->timeout, lead, a->ranks[lead]);
+                               a->where, a->timeout, lead, world(a, lead));
         dcoll_status_t st = dcoll_store_wait(a->s, k1, 1,
                                              left < 0.25 ? left : 0.25);
         if (st == DCOLL_ERR_TIMEOUT)
@@ -349,7 +360,7 @@ dcoll_status_t dcoll_deaths_agree(const char *fn, const char *name,
         return dcoll_error(st, "%s: %s", fn, dcoll_last_error());
     char key[128], v[32];
     int64_t count = 0;
-    snprintf(key, sizeof(key), "dcoll/shrink/%s/alive/%d", name, me);
+    alive_key(key, name, me);
     snprintf(v, sizeof(v), "%d", made);
     if (!(st = dcoll_store_set(a.s, key, v, strlen(v)))) {
         snprintf(key, sizeof(key), "dcoll/shrink/%s/came", name);

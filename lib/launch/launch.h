@@ -91,7 +91,8 @@ bool dcoll_deaths_poll(bool now);
 /* The first of n world ranks (ranks NULL: 0..n-1) known dead: its index,
  * and the launcher's words in text; -1 if none. */
 int dcoll_deaths_first(const int *ranks, int n, char *text, size_t cap);
-/* The survivors of a group of n (world ranks ranks, this one me) agree,
+/* The survivors of a group of n (world ranks ranks, NULL: 0..n-1; this
+ * one me) agree,
  * under the store keys of name, within timeout, on which of them are
  * alive: each that came, waiting for every member not known dead.
  * alive gets their group ranks in order (*nalive of them) and *id one

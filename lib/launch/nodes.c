@@ -104,9 +104,7 @@ dcoll_status_t dcoll_nodes_meet(struct dcoll_nodes *n, const char *addr,
     p.mask = DCOLL_STORE_PARAM_TIMEOUT | DCOLL_STORE_PARAM_SERVE;
     p.timeout = timeout;
     p.serve = node == 0;
-    const char *attempt = getenv("TORCHELASTIC_RESTART_COUNT");
-    if (!attempt || !*attempt)
-        attempt = "0";
+    const char *attempt = dcoll_attempt();
     dcoll_status_t st = node == 0
         ? dcoll_store_tcp_create(&n->store, addr, port, &p)
         : meet_attempt(n, addr, port, &p, attempt, dcoll_now() + timeout);

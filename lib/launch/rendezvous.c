@@ -150,7 +150,7 @@ static dcoll_status_t tcp_store(const char *host, int port, int rank,
                        "TORCHELASTIC_RESTART_COUNT is %s%s%s: the attempt's "
                        "keys cannot be found", n ? "'" : "not set",
                        n ? n : "", n ? "', not a count" : "");
-        snprintf(prefix, sizeof(prefix), "/worker/attempt_%s", n);
+        snprintf(prefix, sizeof(prefix), DCOLL_ATTEMPT_PREFIX, n);
     }
     dcoll_store_params_t p = DCOLL_STORE_PARAMS_INIT;
     p.mask = DCOLL_STORE_PARAM_TIMEOUT | DCOLL_STORE_PARAM_SERVE;

@@ -21,4 +21,10 @@ struct dcoll_rdzv {
 dcoll_status_t dcoll_rdzv_run(const char *url, double timeout, bool launched,
                               struct dcoll_rdzv *r);
 
+/* The attempt a restarting launcher is at ($TORCHELASTIC_RESTART_COUNT,
+ * which dcollrun --max-restarts sets; "0" where unset), and the prefix
+ * an agent's store keeps that attempt's keys under, as torch's does. */
+const char *dcoll_attempt(void);
+#define DCOLL_ATTEMPT_PREFIX "/worker/attempt_%s"
+
 #endif

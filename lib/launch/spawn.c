@@ -98,9 +98,7 @@ static void set_int(const char *name, int v)
     setenv(name, buf, 1);
 }
 
-/* The attempt a restarting launcher is at (dcollrun --max-restarts sets
- * it for the spawns it makes), 0 otherwise. */
-static const char *attempt(void)
+const char *dcoll_attempt(void)
 {
     const char *n = getenv("TORCHELASTIC_RESTART_COUNT");
     return n && *n ? n : "0";
@@ -123,7 +121,7 @@ static void set_env(int node, int nnodes, int local, int nlocal,
         set_int("GROUP_WORLD_SIZE", nnodes);
     }
     if (agent) {
-        setenv("TORCHELASTIC_RESTART_COUNT", attempt(), 1);
+        setenv("TORCHELASTIC_RESTART_COUNT", dcoll_attempt(), 1);
         setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1);
     }
     if (cont) {
@@ -155,12 +153,10 @@ static dcoll_status_t failed(dcoll_spawn_failure_t *f, int rank, int status,
         f->signal = WTERMSIG(status);
     else
         f->exit_code = WEXITSTATUS(status);
-    if (f->signal)
-        return dcoll_error(DCOLL_ERR_CHILD_FAILED, "dcoll_spawn: process %d%s "
-                           "was killed by signal %d (%s)", rank, where,
-                           f->signal, strsignal(f->signal));
+    char how[160];
+    ended_how(status, how, sizeof(how));
     return dcoll_error(DCOLL_ERR_CHILD_FAILED, "dcoll_spawn: process %d%s "
-                       "exited with code %d", rank, where, f->exit_code);
+                       "%s%s", rank, where, f->signal ? "was " : "", how);
 }
 
 /* Stop every child's process group, politely first; reap the children. */
@@ -274,7 +270,7 @@ static dcoll_status_t serve_notices(const char *name,
     sp.timeout = 5;
     dcoll_store_t *s = NULL;
     char prefix[64];
-    snprintf(prefix, sizeof(prefix), "/worker/attempt_%s", attempt());
+    snprintf(prefix, sizeof(prefix), DCOLL_ATTEMPT_PREFIX, dcoll_attempt());
     dcoll_status_t st = dcoll_store_tcp_create(&s, p->master_addr,
                                                p->master_port, &sp);
     if (!st && (st = dcoll_store_prefix_over(out, prefix, s)))
@@ -287,19 +283,16 @@ static dcoll_status_t serve_notices(const char *name,
 }
 
 /* on_failure continue: process rank ended with status; the others go
- * on, told through the store. The first failure is kept for the end. */
+ * on, told through the store. The first failure's rank and status are
+ * kept, for failed() at the end. */
 static void went_on(const char *name, dcoll_store_t *notices,
-                    int64_t *deaths, int rank, int status,
-                    dcoll_spawn_failure_t *f, int *first_status)
+                    int64_t *deaths, int rank, int status, int *first_rank,
+                    int *first_status)
 {
     char how[160];
     ended_how(status, how, sizeof(how));
-    if (f->rank < 0) {
-        *f = (dcoll_spawn_failure_t){rank, 0, 0};
-        if (WIFSIGNALED(status))
-            f->signal = WTERMSIG(status);
-        else
-            f->exit_code = WEXITSTATUS(status);
+    if (*first_rank < 0) {
+        *first_rank = rank;
         *first_status = status;
     }
     if (dcoll_deaths_tell(notices, deaths, rank, how))
@@ -406,7 +399,7 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
     double deadline = (p.mask & DCOLL_SPAWN_PARAM_TIMEOUT)
                           ? dcoll_now() + p.timeout : 0;
     bool mine = true;   /* the failure is this node's (not another's) */
-    int first_status = 0;   /* continue: the first failure's */
+    int first_rank = -1, first_status = 0;   /* continue: the first failure */
     bool caught[2];
     struct sigaction before[2];
     forward_begin(caught, before);
@@ -440,13 +433,13 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
             else if (!cont)
                 st = failed(&f, base + r, status, where);
             else
-                went_on(name, notices, &deaths, base + r, status, &f,
-                        &first_status);
+                went_on(name, notices, &deaths, base + r, status,
+                        &first_rank, &first_status);
         }
     }
     forward_end(caught, before);
-    if (!st && cont && f.rank >= 0)
-        st = failed(&f, f.rank, first_status, where);
+    if (!st && first_rank >= 0)
+        st = failed(&f, first_rank, first_status, where);
     if (st && nnodes > 1 && mine) {
         /* The others stop on this; the message loses its "dcoll_spawn: ". */
         const char *why = dcoll_last_error();
