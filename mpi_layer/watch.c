@@ -644,6 +644,18 @@ dcoll_status_t dcoll_mpi_poll(struct dcoll_group *g,
     }
 }
 
+/* The deadline a call's own poll keeps: in return mode only. In abort
+ * mode the watchdog watches the call and reports its hang (the lowest
+ * waiting rank leads); a poll that timed out too would make a second
+ * roll call in this process, and the two would take each other's
+ * answers. */
+static double own_deadline(const struct dcoll_group *g,
+                           const struct dcoll_coll *c)
+{
+    return g->timeout > 0 && g->recoverable ? c->start + g->timeout
+                                            : INFINITY;
+}
+
 dcoll_status_t dcoll_mpi_agree_call(struct dcoll_group *g, int *ok,
                                     double *spread,
                                     const struct dcoll_coll *c,
@@ -651,7 +663,7 @@ dcoll_status_t dcoll_mpi_agree_call(struct dcoll_group *g, int *ok,
 {
     MPI_Request rq;
     struct dcoll_watch wt = {
-        .deadline = g->timeout > 0 ? c->start + g->timeout : INFINITY,
+        .deadline = own_deadline(g, c),
         .seq = c->seq,
         .kind = c->kind,
         .fn = c->fn,
@@ -693,7 +705,7 @@ dcoll_status_t dcoll_mpi_exchange(struct dcoll_group *g, const void *mine,
 {
     MPI_Request rq;
     struct dcoll_watch wt = {
-        .deadline = g->timeout > 0 ? c->start + g->timeout : INFINITY,
+        .deadline = own_deadline(g, c),
         .seq = c->seq,
         .kind = c->kind,
         .fn = c->fn,
