@@ -43,6 +43,10 @@ typedef enum dcoll_on_timeout {
 
 /* The exit code of a job that the watchdog ended (DCOLL_ON_TIMEOUT_ABORT). */
 #define DCOLL_HANG_EXIT_CODE 3
+/* The exit code of a rank that ends itself because dcoll's keeper (under
+ *  mpirun or srun with DCOLL_ON_FAILURE=continue) took it as dead or
+ *  cannot be reached: the others go on without it. */
+#define DCOLL_FENCED_EXIT_CODE 4
 
 typedef struct dcoll_init_params {
     uint64_t mask;          /**< which fields below are set; 0: all defaults */

@@ -1,6 +1,7 @@
 /* dcoll_group_shrink: the group of a group's living ranks, after one
  * died. The survivors agree on who is alive through the job's store
- * (launch/deaths.c), where the launcher that saw the death said so, and
+ * (launch/deaths.c), where the launcher that saw the death said so (or,
+ * under mpirun and srun, dcoll's keeper: launch/keeper.c), and
  * never through the group's communicator, on which a collective would
  * wait for the dead. The new communicator is made among the survivors
  * alone (MPI_Comm_create_group), then the group as new_group makes one. */
@@ -22,8 +23,10 @@ dcoll_status_t dcoll_group_shrink(dcoll_group_t *group, dcoll_group_t **out)
                            "this job which ranks died, so a dead rank "
                            "cannot be told from a slow one: start the job "
                            "with dcollrun --on-failure continue (or "
-                           "dcoll_spawn with on_failure continue); under "
-                           "mpirun or srun see docs/failures.md", fn);
+                           "dcoll_spawn with on_failure continue), or under "
+                           "mpirun or srun set DCOLL_ON_FAILURE=continue "
+                           "with the launcher's settings that keep the "
+                           "survivors (docs/failures.md)", fn);
     char name[200];
     dcoll_group_name(g, name, sizeof(name));
     /* The store's keys for this shrink: the group's number and how many

@@ -108,6 +108,7 @@ dcoll_status_t dcoll_world_store(dcoll_store_t **out)
 static int death_of(const struct dcoll_group *g, char *text, size_t cap)
 {
     dcoll_deaths_poll(false);
+    dcoll_keeper_check_self();
     return dcoll_deaths_first(g->ranks, g->size, text, cap);
 }
 
@@ -124,6 +125,7 @@ static bool world_lost(void)
 static dcoll_status_t world_end(bool lost)
 {
     dcoll_death_of = NULL;
+    dcoll_keeper_close(true);
     dcoll_deaths_close();
     dcoll_route_group_free(&dcoll_world);
     dcoll_group_stage_free(&dcoll_world);
@@ -163,7 +165,7 @@ struct host_rec {
     char host[DCOLL_HOST_LEN];
     int64_t pid;
 };
-static dcoll_status_t gather_hosts(struct dcoll_group *w)
+static dcoll_status_t gather_hosts(struct dcoll_group *w, int64_t **pids)
 {
     struct host_rec mine;
     memset(&mine, 0, sizeof(mine));
@@ -187,9 +189,28 @@ static dcoll_status_t gather_hosts(struct dcoll_group *w)
     for (int r = 0; r < w->size; r++)
         memcpy(names[r], all[r].host, DCOLL_HOST_LEN - 1);
     dcoll_job_set(w->rank, w->size, names[0], (long)all[0].pid);
+    /* The keeper's (DCOLL_ON_FAILURE=continue under mpirun or srun). */
+    *pids = malloc(sizeof(int64_t) * (size_t)w->size);
+    for (int r = 0; *pids && r < w->size; r++)
+        (*pids)[r] = all[r].pid;
     free(all);
     dcoll_hosts_set(names, w->size);
     return DCOLL_SUCCESS;
+}
+
+/* Deaths said by the launcher (dcollrun's continue) or, under another
+ * launcher with DCOLL_ON_FAILURE=continue, by dcoll's keeper. */
+static dcoll_status_t open_deaths(struct dcoll_group *w, const int64_t *pids)
+{
+    if (!dcoll_keeper_wanted())
+        return dcoll_deaths_open(w->size, NULL);
+    /* Every rank reaches here: agree that each has the pids first. */
+    int ok = pids != NULL;
+    dcoll_status_t st = w->svc->agree(w, &ok);
+    if (!st && !ok)
+        st = dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_init: no memory for "
+                         "%d ranks' pids (here or on another rank)", w->size);
+    return st ? st : dcoll_keeper_open(w, pids);
 }
 
 /* Where a rendezvous meets, for reports: its URL without the query
@@ -388,7 +409,8 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         /* start works on a duplicate, made or not. */
         svc->join_free(joined);
     }
-    if (!st && (step("host names"), !(st = gather_hosts(&w))) &&
+    int64_t *pids = NULL;
+    if (!st && (step("host names"), !(st = gather_hosts(&w, &pids))) &&
         (step("local ranks"), !(st = svc->local(&w, join))) &&
         !(st = dcoll_fault_group_init(&w, dcoll_default_timeout,
                                       dcoll_default_recoverable)) &&
@@ -397,7 +419,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         && (step("tuning table"),
             !(st = svc->tuning(&w, p.mask & DCOLL_INIT_PARAM_TUNING,
                                p.tuning))) &&
-        (step("deaths"), !(st = dcoll_deaths_open(w.size)))) {
+        (step("deaths"), !(st = open_deaths(&w, pids)))) {
         w.id = 0;
         dcoll_groups_made = 0;
         step("CUDA plugin");
@@ -418,10 +440,12 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
             dcoll_plugins_unload();
         }
     }
+    free(pids);
     if (st) {
         /* Undo everything, keeping the first failure's message. */
         char msg[DCOLL_ERROR_MAX];
         snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
+        dcoll_keeper_close(true);
         dcoll_deaths_close();
         dcoll_fault_group_free(&w);
         dcoll_hosts_set(NULL, 0);

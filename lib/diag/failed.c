@@ -228,7 +228,7 @@ dcoll_status_t dcoll_fault_died(struct dcoll_group *g, const char *fn,
         snprintf(what, sizeof(what), "%s", kind < 0 ? "a send or receive"
                                                     : dcoll_kind_name(kind));
     snprintf(msg, sizeof(msg), "%s on %s failed (%s): rank %d (world %d) "
-             "died (%s, said its launcher). %s", fn,
+             "died (%s). %s", fn,
              dcoll_group_name(g, name, sizeof(name)), what, dead, world,
              said[0] ? said : "no reason given",
              g->recoverable

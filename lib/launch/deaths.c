@@ -50,29 +50,46 @@ dcoll_status_t dcoll_deaths_tell(dcoll_store_t *s, int64_t *count, int rank,
     return st;
 }
 
-/* A connection to the store the launcher serves, as the rendezvous made
- * the world's (its address, token and attempt prefix). */
+/* Where the notices are: the launcher's store (its address, token and
+ * attempt prefix, from the environment dcollrun gave) or the keeper's
+ * (keeper.c, given at open). */
+static struct dcoll_deaths_at at;
+
+/* A connection of this process's own to the store of the notices. */
 static dcoll_status_t connect_store(dcoll_store_t **out)
+{
+    dcoll_store_params_t sp = DCOLL_STORE_PARAMS_INIT;
+    sp.mask = DCOLL_STORE_PARAM_TIMEOUT;
+    sp.timeout = STORE_WAIT;
+    if (at.token[0]) {
+        sp.mask |= DCOLL_STORE_PARAM_TOKEN;
+        sp.token = at.token;
+    }
+    dcoll_store_t *s = NULL;
+    dcoll_status_t st = dcoll_store_tcp_create(&s, at.addr, at.port, &sp);
+    if (!st && (st = dcoll_store_prefix_over(out, at.prefix, s)))
+        dcoll_store_destroy(&s);
+    return st;
+}
+
+/* The launcher's store, as dcollrun names it to its processes. */
+static dcoll_status_t launcher_at(struct dcoll_deaths_at *a)
 {
     const char *addr = getenv("MASTER_ADDR"), *port = getenv("MASTER_PORT");
     const char *attempt = getenv("TORCHELASTIC_RESTART_COUNT");
     char *end;
     long p = port ? strtol(port, &end, 10) : 0;
-    if (!addr || !port || *end || p < 1 || p > 65535 || !attempt)
+    if (!addr || !port || *end || p < 1 || p > 65535 || !attempt ||
+        strlen(addr) >= sizeof(a->addr))
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "DCOLL_ON_FAILURE="
                            "continue, but MASTER_ADDR, MASTER_PORT and "
                            "TORCHELASTIC_RESTART_COUNT do not all name the "
                            "launcher's store");
-    dcoll_store_params_t sp = DCOLL_STORE_PARAMS_INIT;
-    sp.mask = DCOLL_STORE_PARAM_TIMEOUT;
-    sp.timeout = STORE_WAIT;
-    dcoll_store_t *s = NULL;
-    char prefix[64];
-    snprintf(prefix, sizeof(prefix), DCOLL_ATTEMPT_PREFIX, attempt);
-    dcoll_status_t st = dcoll_store_tcp_create(&s, addr, (int)p, &sp);
-    if (!st && (st = dcoll_store_prefix_over(out, prefix, s)))
-        dcoll_store_destroy(&s);
-    return st;
+    memset(a, 0, sizeof(*a));
+    snprintf(a->addr, sizeof(a->addr), "%s", addr);
+    a->port = (int)p;
+    snprintf(a->prefix, sizeof(a->prefix), DCOLL_ATTEMPT_PREFIX, attempt);
+    return DCOLL_SUCCESS;
 }
 
 bool dcoll_deaths_reported(void)
@@ -82,10 +99,20 @@ bool dcoll_deaths_reported(void)
     return e && !strcmp(e, "continue") && agent && !strcmp(agent, "True");
 }
 
-dcoll_status_t dcoll_deaths_open(int world_size)
+dcoll_status_t dcoll_deaths_open(int world_size,
+                                 const struct dcoll_deaths_at *where)
 {
-    if (!dcoll_deaths_reported())
+    struct dcoll_deaths_at a;
+    if (where)
+        a = *where;
+    else if (!dcoll_deaths_reported())
         return DCOLL_SUCCESS;
+    else if (launcher_at(&a))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: %s",
+                           dcoll_last_error());
+    pthread_mutex_lock(&lock);
+    at = a;
+    pthread_mutex_unlock(&lock);
     char **w = calloc((size_t)world_size, sizeof(*w));
     if (!w)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_init: no memory for "
@@ -117,6 +144,7 @@ void dcoll_deaths_close(void)
     why = NULL;
     size = 0;
     atomic_store(&ndead, 0);
+    memset(&at, 0, sizeof(at));
     pthread_mutex_unlock(&lock);
 }
 

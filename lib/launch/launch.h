@@ -81,9 +81,19 @@ dcoll_status_t dcoll_deaths_tell(dcoll_store_t *s, int64_t *count, int rank,
                                  const char *text);
 /* Whether this process's launcher reports deaths. */
 bool dcoll_deaths_reported(void);
-/* A rank's side, from dcoll_init to dcoll_finalize (nothing where no
- * launcher reports deaths). */
-dcoll_status_t dcoll_deaths_open(int world_size);
+/* Where the notices are kept: a TCP store and the prefix they are under
+ * there. */
+struct dcoll_deaths_at {
+    char addr[256];
+    int port;
+    char token[72];     /* "": the environment's, if any */
+    char prefix[64];
+};
+/* A rank's side, from dcoll_init to dcoll_finalize: the notices at
+ * where, or (where NULL) the launcher's, if it reports deaths; nothing
+ * otherwise. */
+dcoll_status_t dcoll_deaths_open(int world_size,
+                                 const struct dcoll_deaths_at *where);
 void dcoll_deaths_close(void);
 /* Read new notices, at most every 0.2 s (now: at once); any thread.
  * False where no launcher reports deaths. */
@@ -91,6 +101,19 @@ bool dcoll_deaths_poll(bool now);
 /* The first of n world ranks (ranks NULL: 0..n-1) known dead: its index,
  * and the launcher's words in text; -1 if none. */
 int dcoll_deaths_first(const int *ranks, int n, char *text, size_t cap);
+/* keeper.c: deaths under a launcher dcoll does not run (mpirun, srun),
+ * said by a keeper process rank 0 forks. Whether this process wants one
+ * (DCOLL_ON_FAILURE=continue, and no launcher reports deaths). */
+bool dcoll_keeper_wanted(void);
+/* Collective on the world w, whose ranks' pids are pids: rank 0 starts
+ * the keeper, and every rank opens the notices there and starts its beat
+ * thread. */
+dcoll_status_t dcoll_keeper_open(struct dcoll_group *w, const int64_t *pids);
+/* Where the keeper took this rank as dead, end it now (a stopped rank
+ * that came back): waits in calls ask this. */
+void dcoll_keeper_check_self(void);
+/* Stop the beat (bye: this rank finalizes, and says so). */
+void dcoll_keeper_close(bool bye);
 /* The survivors of a group of n (world ranks ranks, NULL: 0..n-1; this
  * one me) agree,
  * under the store keys of name, within timeout, on which of them are

@@ -295,7 +295,10 @@ static void went_on(const char *name, dcoll_store_t *notices,
         *first_rank = rank;
         *first_status = status;
     }
-    if (dcoll_deaths_tell(notices, deaths, rank, how))
+    /* The notice names its witness: the ranks' reports quote it. */
+    char said[200];
+    snprintf(said, sizeof(said), "%s, said its launcher", how);
+    if (dcoll_deaths_tell(notices, deaths, rank, said))
         fprintf(stderr, "%s: process %d %s; the others go on, but could "
                 "not be told: %s\n", name, rank, how, dcoll_last_error());
     else

@@ -1,4 +1,5 @@
-/* Survivors go on (run by shrink.sh under dcollrun):
+/* Survivors go on (run by shrink.sh under dcollrun, shrink-mpirun.sh
+ * under mpirun with DCOLL_ON_FAILURE=continue):
  *   test_shrink killed   4 ranks: rank 2 dies (SIGKILL) while the others
  *                        wait for it in a blocking all_reduce; they get
  *                        DCOLL_ERR_RANK_DIED naming it before the
@@ -14,11 +15,18 @@
  *                        the first attempt; the second completes
  *   test_shrink abort    killed, at the default timeout mode: the job
  *                        ends with the report (shrink.sh checks it)
+ *   test_shrink stopped  under mpirun with DCOLL_ON_FAILURE=continue:
+ *                        rank 2 stops (SIGSTOP) past DCOLL_FENCE; the
+ *                        keeper takes it as dead, the others shrink,
+ *                        then let it go on (SIGCONT): it ends itself
+ *                        with DCOLL_FENCED_EXIT_CODE before its call
+ *                        returns
  *   test_shrink refused  under mpirun: no launcher reports deaths, so
  *                        dcoll_group_shrink is refused, saying why
  * Each survivor prints one line "MODE: rank R ok ..."; the script counts
  * them. */
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,9 +64,12 @@ static int died(dcoll_group_t *g, int dead, double timeout)
     dcoll_status_t st = dcoll_all_reduce(g, v, v, 1 << 16,
                                          DCOLL_INT64, DCOLL_SUM, NULL, NULL);
     double took = dcoll_wtime() - t0;
-    char want[64];
-    snprintf(want, sizeof(want), "(world %d) died (killed by signal 9",
-             dead);
+    /* The witness: dcollrun's waitpid, or under mpirun the keeper's
+     * pidfd on the host (killed) or its lease (stopped). */
+    const char *how = getenv("TEST_SHRINK_WITNESS");
+    char want[128];
+    snprintf(want, sizeof(want), "(world %d) died (%s", dead,
+             how ? how : "killed by signal 9");
     CHECK(st == DCOLL_ERR_RANK_DIED, "status %d, not RANK_DIED", st);
     CHECK(strstr(dcoll_last_error(), want), "no '%s'", want);
     CHECK(took < timeout, "took %.2f s, past the timeout of %g s", took,
@@ -119,10 +130,28 @@ int main(int argc, char **argv)
           "the first sum");
     double timeout = 20;
     if (!strcmp(mode, "killed") || !strcmp(mode, "twice") ||
-        !strcmp(mode, "abort") || !strcmp(mode, "killed0")) {
+        !strcmp(mode, "abort") || !strcmp(mode, "killed0") ||
+        !strcmp(mode, "stopped")) {
         /* killed0: rank 0 dies, which started the join's helper (Open
-         * MPI's ompi-server, MPICH's PMI server). */
+         * MPI's ompi-server, MPICH's PMI server) or the keeper. */
         int victim = !strcmp(mode, "killed0") ? 0 : 2;
+        int64_t pid = (int64_t)getpid(), pids[4] = {0};
+        CHECK(size == 4 && dcoll_all_gather(NULL, &pid, pids, 1, DCOLL_INT64,
+                                            NULL, NULL) == DCOLL_SUCCESS,
+              "the pids");
+        if (rank == victim && !strcmp(mode, "stopped")) {
+            /* Stopped past the fence, then let go by the survivors: it
+             * must end itself before its call goes anywhere. */
+            fflush(NULL);
+            usleep(300000);
+            raise(SIGSTOP);
+            x = 1;
+            dcoll_status_t st = dcoll_all_reduce(NULL, &x, &x, 1,
+                                                 DCOLL_INT32, DCOLL_SUM,
+                                                 NULL, NULL);
+            printf("FAIL: the fenced rank went on (status %d)\n", st);
+            return 1;
+        }
         if (rank == victim)
             die_in_call(NULL);
         int ms = died(NULL, victim, timeout);
@@ -131,6 +160,8 @@ int main(int argc, char **argv)
             if (i != victim)
                 three[k++] = i;
         dcoll_group_t *s = shrunk(NULL, three, 3);
+        if (!strcmp(mode, "stopped") && rank == 0)
+            kill((pid_t)pids[victim], SIGCONT);
         if (s && !strcmp(mode, "twice")) {
             if (rank == 3)
                 die_in_call(s);
