@@ -1,8 +1,9 @@
 /* dcoll-survive-bench: how long survivors take to learn of a death and to
- * have a working group again. Run under dcollrun --on-failure continue
- * (bench/survive.sh):
+ * have a working group again. Run under dcollrun --on-failure continue,
+ * or mpirun with DCOLL_ON_FAILURE=continue (bench/survive.sh):
  *   rank size/2 makes one 64 KiB all_reduce, then writes the wall time
- *   in the world's store and kills itself (SIGKILL) while the others
+ *   in the world's store (under mpirun, which has none: the file
+ *   survive-death here, one host) and kills itself (SIGKILL) while the others
  *   wait in the next;
  *   each survivor times its failure status (DCOLL_ERR_RANK_DIED) from
  *   that instant, then dcoll_group_shrink and the first all_reduce on the
@@ -36,11 +37,9 @@ int main(void)
     int rank, size;
     dcoll_group_rank(NULL, &rank);
     dcoll_group_size(NULL, &size);
-    dcoll_store_t *store;
-    if (dcoll_world_store(&store)) {
-        fprintf(stderr, "dcoll_world_store: %s\n", dcoll_last_error());
-        return 1;
-    }
+    dcoll_store_t *store = NULL;
+    if (dcoll_world_store(&store))
+        store = NULL;
     static double buf[8192];
     int victim = size / 2;
     if (rank == victim) {
@@ -49,7 +48,15 @@ int main(void)
         usleep(500000);   /* the others are inside the next all_reduce */
         char t[32];
         snprintf(t, sizeof(t), "%.6f", wall());
-        dcoll_store_set(store, "death", t, strlen(t));
+        if (store) {
+            dcoll_store_set(store, "death", t, strlen(t));
+        } else {
+            FILE *f = fopen("survive-death", "w");
+            if (f) {
+                fputs(t, f);
+                fclose(f);
+            }
+        }
         raise(SIGKILL);
     }
     /* The first all_reduce, which the victim made too, then the one it
@@ -77,7 +84,16 @@ int main(void)
     double t_working = wall();
     char t[32] = "";
     size_t len = 0;
-    dcoll_store_get(store, "death", t, sizeof(t) - 1, &len);
+    if (store) {
+        dcoll_store_get(store, "death", t, sizeof(t) - 1, &len);
+    } else {
+        FILE *f = fopen("survive-death", "r");
+        if (f) {
+            len = fread(t, 1, sizeof(t) - 1, f);
+            t[len] = '\0';
+            fclose(f);
+        }
+    }
     double death = atof(t);
     double v[4] = {(t_status - death) * 1e3, (t_working - t_status) * 1e3,
                    (t_shrunk - t_status) * 1e3, (t_working - t_shrunk) * 1e3};
