@@ -323,8 +323,9 @@ static pid_t keeper_start(int n, const int64_t *pids,
 /* ---- a rank's side ---- */
 
 static struct {
-    pthread_t thread;
+    pthread_t thread, timer;
     _Atomic bool running;
+    _Atomic double lease_until;  /* past it, this rank ends itself */
     int wake;                   /* eventfd: stop */
     dcoll_store_t *s;           /* the beat thread's own connection */
     int me;
@@ -359,12 +360,39 @@ static void report_end(int r, int64_t pid)
     dcoll_store_set(kr.s, key, v, (size_t)len);
 }
 
+/* Past the lease: cut off from the keeper (or stopped past it), so taken
+ * as dead by now or soon. */
+static void lease_over(double now)
+{
+    char why[700];
+    double since = now - (atomic_load(&kr.lease_until) - kr.fence / 2);
+    snprintf(why, sizeof(why), "dcoll's keeper at %s last heard from this "
+             "rank %.1f s ago (DCOLL_FENCE is %g s): this rank was stopped, "
+             "or the keeper or the way to it is gone, and the others take "
+             "this rank as dead", kr.where, since, kr.fence);
+    fence(why);
+}
+
+/* The lease's own clock: the beat's store calls may block (a link down
+ * holds one until its timeout), so the end of the lease is kept by a
+ * thread that does nothing else. */
+static void *timer_main(void *arg)
+{
+    (void)arg;
+    struct pollfd wake = {.fd = kr.wake, .events = POLLIN};
+    while (poll(&wake, 1, 100) <= 0) {
+        double now = dcoll_now();
+        if (now >= atomic_load(&kr.lease_until))
+            lease_over(now);
+    }
+    return NULL;
+}
+
 static void *beat_main(void *arg)
 {
     const int64_t *pids = arg;
     char key[64];
     snprintf(key, sizeof(key), "dcoll/beat/%d", kr.me);
-    double last_ok = dcoll_now();
     for (;;) {
         poll(kr.pfd, (nfds_t)kr.npfd, (int)(BEAT * 1000));
         if (kr.pfd[0].revents)
@@ -376,18 +404,13 @@ static void *beat_main(void *arg)
             close(kr.pfd[i].fd);
             kr.pfd[i].fd = -1;
         }
+        /* The keeper counts the beat no earlier than it was sent, and
+         * takes the rank as dead a whole fence after it counted one:
+         * half a fence from the send, the lease is over here first. */
         int64_t v = 0;
-        double now = dcoll_now();
-        if (!dcoll_store_add(kr.s, key, 1, &v)) {
-            last_ok = now;
-        } else if (now - last_ok >= kr.fence / 2) {
-            char why[700];
-            snprintf(why, sizeof(why), "dcoll's keeper at %s has not been "
-                     "reached for %.1f s (DCOLL_FENCE is %g s): it, or the "
-                     "way to it, is gone, and the others take this rank as "
-                     "dead", kr.where, now - last_ok, kr.fence);
-            fence(why);
-        }
+        double sent = dcoll_now();
+        if (!dcoll_store_add(kr.s, key, 1, &v))
+            atomic_store(&kr.lease_until, sent + kr.fence / 2);
         /* Taken as dead (stopped past the fence, say): not one step more. */
         dcoll_deaths_poll(false);
         dcoll_keeper_check_self();
@@ -398,6 +421,9 @@ void dcoll_keeper_check_self(void)
 {
     if (!kr.running)
         return;
+    double now = dcoll_now();
+    if (now >= atomic_load(&kr.lease_until))
+        lease_over(now);
     int me = kr.me;
     char said[300];
     if (dcoll_deaths_first(&me, 1, said, sizeof(said)) == 0) {
@@ -529,7 +555,15 @@ dcoll_status_t dcoll_keeper_open(struct dcoll_group *w, const int64_t *pids)
     int64_t *mine = malloc(sizeof(int64_t) * (size_t)w->size);
     if (mine)
         memcpy(mine, pids, sizeof(int64_t) * (size_t)w->size);
+    /* The first lease: from now, as the keeper's clock starts at its
+     * own start, which came before. */
+    atomic_store(&kr.lease_until, dcoll_now() + kr.fence / 2);
     int rc = mine ? pthread_create(&kr.thread, NULL, beat_main, mine) : -1;
+    if (!rc && (rc = pthread_create(&kr.timer, NULL, timer_main, NULL))) {
+        uint64_t one = 1;
+        if (write(kr.wake, &one, sizeof(one)) == (ssize_t)sizeof(one))
+            pthread_join(kr.thread, NULL);
+    }
     if (rc) {
         free(mine);
         dcoll_keeper_close(false);
@@ -539,6 +573,7 @@ dcoll_status_t dcoll_keeper_open(struct dcoll_group *w, const int64_t *pids)
     kr.pids = mine;
     kr.running = true;
     pthread_setname_np(kr.thread, "dcoll-beat");
+    pthread_setname_np(kr.timer, "dcoll-lease");
     return DCOLL_SUCCESS;
 }
 
@@ -546,8 +581,10 @@ void dcoll_keeper_close(bool bye)
 {
     if (kr.running) {
         uint64_t one = 1;
-        if (write(kr.wake, &one, sizeof(one)) == (ssize_t)sizeof(one))
+        if (write(kr.wake, &one, sizeof(one)) == (ssize_t)sizeof(one)) {
             pthread_join(kr.thread, NULL);
+            pthread_join(kr.timer, NULL);
+        }
         kr.running = false;
     }
     if (bye && kr.s) {

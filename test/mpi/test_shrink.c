@@ -21,6 +21,10 @@
  *                        then let it go on (SIGCONT): it ends itself
  *                        with DCOLL_FENCED_EXIT_CODE before its call
  *                        returns
+ *   test_shrink link     2 nodes x 2 ranks (test/nodes/keeper.sh): all
+ *                        loop on all_reduce until node 2 is cut off;
+ *                        node 1's ranks get the death by the keeper's
+ *                        lease and shrink to 2
  *   test_shrink refused  under mpirun: no launcher reports deaths, so
  *                        dcoll_group_shrink is refused, saying why
  * Each survivor prints one line "MODE: rank R ok ..."; the script counts
@@ -174,6 +178,27 @@ int main(int argc, char **argv)
         if (!fails)
             printf("%s: rank %d ok, the death seen in %d ms\n", mode, rank,
                    ms);
+    } else if (!strcmp(mode, "link")) {
+        /* Across nodes (test/nodes/keeper.sh): every rank loops until a
+         * call fails; node 2's (ranks 2, 3) are cut off and end
+         * themselves, node 1's get the death and go on as two. */
+        printf("looping\n");
+        fflush(stdout);
+        dcoll_status_t st;
+        do {
+            x = 1;
+            st = dcoll_all_reduce(NULL, &x, &x, 1, DCOLL_INT32, DCOLL_SUM,
+                                  NULL, NULL);
+        } while (!st && x == size);
+        CHECK(st == DCOLL_ERR_RANK_DIED &&
+                  strstr(dcoll_last_error(), "(world 2) died (it sent "
+                         "dcoll's keeper no heartbeat"),
+              "status %d, not RANK_DIED for rank 2 by its lease", st);
+        int two[] = {0, 1};
+        dcoll_group_t *s = shrunk(NULL, two, 2);
+        dcoll_group_destroy(&s);
+        if (!fails)
+            printf("link: rank %d ok\n", rank);
     } else if (!strcmp(mode, "slow")) {
         dcoll_group_t *g = NULL;
         dcoll_group_params_t p = DCOLL_GROUP_PARAMS_INIT;
