@@ -9,7 +9,8 @@
  *    the ranks on their own host through pidfds, which turn readable
  *    when the process ends; a rank that sees one tells the keeper;
  *  - across hosts, by a lease: each rank's beat thread adds to its beat
- *    key every BEAT seconds. A rank that has not reached the keeper for
+ *    key every beat_of(fence) seconds (half a second, or an eighth of
+ *    the fence if that is less). A rank that has not reached the keeper for
  *    half the fence ends itself (it may be cut off), and the keeper
  *    takes a rank as dead only once its beats stopped for the whole
  *    fence: by then it has ended itself. A rank busy computing or
@@ -37,7 +38,7 @@
 #include "store.h"
 
 #define PREFIX "/keeper"
-#define BEAT 0.5          /* seconds between a rank's beats */
+#define BEAT 0.5          /* seconds between a rank's beats, at most */
 #define TICK 0.25         /* seconds between the keeper's looks */
 #define FENCE_DEFAULT 10.0
 #define LOST_KEY 2.0      /* seconds a reported end may lack its text */
@@ -52,6 +53,13 @@ struct keeper_info {
     char addr[256];
     char why[512];
 };
+
+/* Seconds between beats: several to each half fence, so that one slow
+ * store call does not end a rank that is alive. */
+static double beat_of(double fence)
+{
+    return fence / 8 < BEAT ? fence / 8 : BEAT;
+}
 
 static int pidfd_of(pid_t pid)
 {
@@ -241,7 +249,7 @@ static _Noreturn void keeper_main(int tell, int n, const int64_t *pids,
             k.pfd_rank[k.npfd++] = r;
         }
     }
-    double next_beats = now + BEAT;
+    double beat = beat_of(k.fence), next_beats = now + beat;
     while (k.ndone < n) {
         poll(k.pfd, (nfds_t)k.npfd, (int)(TICK * 1000));
         now = dcoll_now();
@@ -250,7 +258,7 @@ static _Noreturn void keeper_main(int tell, int n, const int64_t *pids,
         read_exits(&k, now);
         if (now >= next_beats) {
             read_beats(&k, now);
-            next_beats = now + BEAT;
+            next_beats = now + beat;
         }
     }
     /* The last ranks' reads of the notices, then the end. */
@@ -394,7 +402,7 @@ static void *beat_main(void *arg)
     char key[64];
     snprintf(key, sizeof(key), "dcoll/beat/%d", kr.me);
     for (;;) {
-        poll(kr.pfd, (nfds_t)kr.npfd, (int)(BEAT * 1000));
+        poll(kr.pfd, (nfds_t)kr.npfd, (int)(beat_of(kr.fence) * 1000));
         if (kr.pfd[0].revents)
             return NULL;
         for (int i = 1; i < kr.npfd; i++) {
@@ -449,10 +457,10 @@ static dcoll_status_t fence_of(double *out)
         return DCOLL_SUCCESS;
     char *end;
     double v = strtod(e, &end);
-    if (*end || !(v >= 1 && v <= 3600))
+    if (*end || !(v >= 2 && v <= 3600))
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "
                            "DCOLL_FENCE='%s' is not a number of seconds "
-                           "from 1 to 3600", e);
+                           "from 2 to 3600", e);
     *out = v;
     return DCOLL_SUCCESS;
 }
