@@ -50,7 +50,7 @@ static void usage(FILE *f)
 "  --timeout S             stop everything after S seconds\n"
 "  --on-failure WHAT       when a process fails: stop the others (stop,\n"
 "                          the default), let them go on and tell them\n"
-"                          (continue: dcoll_group_shrink; one node), or\n"
+"                          (continue: dcoll_group_shrink), or\n"
 "                          stop them and start the job again (restart)\n"
 "  --max-restarts N        restarts at most (default 3 with --on-failure\n"
 "                          restart; N > 0 alone means restart); each\n"

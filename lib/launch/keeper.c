@@ -296,6 +296,10 @@ static pid_t keeper_start(int n, const int64_t *pids,
         }
         signal(SIGPIPE, SIG_IGN);
         signal(SIGINT, SIG_IGN);   /* a ^C to mpirun is for the ranks */
+        /* A group of its own: a launcher that ends rank 0's group when
+         * rank 0 is done (dcollrun does) must not end the keeper with
+         * it while the others run. */
+        setpgid(0, 0);
         if (tell < 0)
             _exit(1);
         keeper_main(tell, n, pids, info);
@@ -482,8 +486,6 @@ static void random_token(char *out, size_t cap)
 static void keeper_info_of(struct keeper_info *info)
 {
     const char *a = getenv("DCOLL_KEEPER_ADDR");
-    if (!a || !*a)
-        a = getenv("MASTER_ADDR");
     if (!a || !*a)
         a = dcoll_host_of(0);
     snprintf(info->addr, sizeof(info->addr), "%s", a);

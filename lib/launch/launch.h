@@ -43,6 +43,7 @@ struct dcoll_nodes {
     int nnodes, node, nprocs;
     char where[300];           /* "addr:port" */
     double next_poll;
+    double next_beat;          /* on_failure continue: nodes_beat */
 };
 
 /* Open (node 0: serve) the job's store at addr:port and meet every node
@@ -64,6 +65,14 @@ void dcoll_nodes_fail(struct dcoll_nodes *n, const dcoll_spawn_failure_t *f,
  * to say so, or for one to fail, or deadline (0: none). */
 dcoll_status_t dcoll_nodes_done(struct dcoll_nodes *n, double deadline,
                                 dcoll_spawn_failure_t *failure);
+/* With on_failure continue, where no node stops another: every node but
+ * 0 says it is alive (at most every second) while its processes run, and
+ * says when they have all ended, failed or not (nodes_ended); node 0
+ * waits for every node to end, giving up on one silent for fence
+ * seconds (its host lost), which it names in the error. */
+void dcoll_nodes_beat(struct dcoll_nodes *n);
+dcoll_status_t dcoll_nodes_ended(struct dcoll_nodes *n, double fence,
+                                 double deadline);
 void dcoll_nodes_close(struct dcoll_nodes *n);
 
 /* dcoll_spawn, with the services that say whether MPI or a launcher is

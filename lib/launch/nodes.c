@@ -236,6 +236,63 @@ dcoll_status_t dcoll_nodes_done(struct dcoll_nodes *n, double deadline,
     return st;
 }
 
+void dcoll_nodes_beat(struct dcoll_nodes *n)
+{
+    double t = dcoll_now();
+    if (n->node == 0 || t < n->next_beat)
+        return;
+    n->next_beat = t + 1.0;
+    char key[64];
+    int64_t v = 0;
+    snprintf(key, sizeof(key), "dcoll/spawn/beat/%d", n->node);
+    dcoll_store_add(n->store, key, 1, &v);   /* node 0 gone: nothing to do */
+}
+
+dcoll_status_t dcoll_nodes_ended(struct dcoll_nodes *n, double fence,
+                                 double deadline)
+{
+    char key[64];
+    snprintf(key, sizeof(key), "dcoll/spawn/ended/%d", n->node);
+    dcoll_status_t st = dcoll_store_set(n->store, key, "1", 1);
+    /* Node 0 serves the store: it stays until every node has ended or
+     * gone silent. */
+    char lost[256] = "";
+    size_t at = 0;
+    for (int k = 1; n->node == 0 && k < n->nnodes && !st; k++) {
+        snprintf(key, sizeof(key), "dcoll/spawn/ended/%d", k);
+        const char *keys[1] = {key};
+        char beat[64];
+        snprintf(beat, sizeof(beat), "dcoll/spawn/beat/%d", k);
+        int64_t last = -1, v = 0;
+        double heard = dcoll_now();
+        int exist = 0;
+        while (!(st = dcoll_store_check(n->store, keys, 1, &exist)) &&
+               !exist) {
+            double t = dcoll_now();
+            if (!(st = dcoll_store_add(n->store, beat, 0, &v)) && v != last) {
+                last = v;
+                heard = t;
+            }
+            if (st)
+                break;
+            if (t - heard > fence || (deadline && t > deadline)) {
+                if (at < sizeof(lost) - 16)
+                    at += (size_t)snprintf(lost + at, sizeof(lost) - at,
+                                           "%s%d", at ? ", " : "", k);
+                break;
+            }
+            nanosleep(&(struct timespec){0, 50 * 1000 * 1000}, NULL);
+        }
+    }
+    if (!st && lost[0])
+        st = dcoll_error(DCOLL_ERR_CHILD_FAILED, "dcoll_spawn: node%s %s "
+                         "went silent (no word for %g s) before %s "
+                         "processes ended: its host is lost or cut off",
+                         strchr(lost, ',') ? "s" : "", lost, fence,
+                         strchr(lost, ',') ? "their" : "its");
+    return st;
+}
+
 void dcoll_nodes_close(struct dcoll_nodes *n)
 {
     dcoll_store_destroy(&n->store);

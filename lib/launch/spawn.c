@@ -106,10 +106,16 @@ const char *dcoll_attempt(void)
 
 /* Process local of nlocal on node of nnodes: torchrun's variables, and
  * across nodes or where survivors go on (agent), the agent's store for
- * the rendezvous. */
+ * the rendezvous. With cont, survivors go on: told by this launcher
+ * (one node: DCOLL_DEATHS=launcher) or, across nodes, by dcoll's keeper,
+ * which rank 0 forks (a node's launcher sees only its own). */
 static void set_env(int node, int nnodes, int local, int nlocal,
                     const char *addr, int port, bool agent, bool cont)
 {
+    if (cont && nnodes == 1)
+        setenv("DCOLL_DEATHS", "launcher", 1);
+    else
+        unsetenv("DCOLL_DEATHS");
     set_int("RANK", node * nlocal + local);
     set_int("WORLD_SIZE", nnodes * nlocal);
     set_int("LOCAL_RANK", local);
@@ -234,10 +240,6 @@ static dcoll_status_t check_params(const char *name, int nprocs,
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %d nodes need "
                            "the master_addr and master_port every node "
                            "meets at (node 0's address)", name, p->nnodes);
-    } else if (p->nnodes > 1 && p->on_failure == DCOLL_ON_FAILURE_CONTINUE) {
-        return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: on_failure continue "
-                           "runs on one machine; with %d nodes a failure "
-                           "stops every node's processes", name, p->nnodes);
     }
     if (!(p->mask & DCOLL_SPAWN_PARAM_MASTER_ADDR))
         p->master_addr = "127.0.0.1";
@@ -282,6 +284,17 @@ static dcoll_status_t serve_notices(const char *name,
     return DCOLL_SUCCESS;
 }
 
+/* How long a node may go silent before node 0 gives up on it: the
+ * keeper's fence (DCOLL_FENCE, 10 s), past which its ranks are taken as
+ * dead too. */
+static double cont_fence(void)
+{
+    const char *e = getenv("DCOLL_FENCE");
+    char *end;
+    double v = e ? strtod(e, &end) : 0;
+    return e && *e && !*end && v >= 2 && v <= 3600 ? v : 10.0;
+}
+
 /* on_failure continue: process rank ended with status; the others go
  * on, told through the store. The first failure's rank and status are
  * kept, for failed() at the end. */
@@ -298,7 +311,10 @@ static void went_on(const char *name, dcoll_store_t *notices,
     /* The notice names its witness: the ranks' reports quote it. */
     char said[200];
     snprintf(said, sizeof(said), "%s, said its launcher", how);
-    if (dcoll_deaths_tell(notices, deaths, rank, said))
+    if (!notices)   /* across nodes: the keeper tells them */
+        fprintf(stderr, "%s: process %d %s; the others go on "
+                "(on_failure continue)\n", name, rank, how);
+    else if (dcoll_deaths_tell(notices, deaths, rank, said))
         fprintf(stderr, "%s: process %d %s; the others go on, but could "
                 "not be told: %s\n", name, rank, how, dcoll_last_error());
     else
@@ -362,12 +378,13 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
         return st;
     }
 
-    /* Survivors go on: this process serves the job's store, which
-     * outlives any of them, and says there who died. */
+    /* Survivors go on: on one node this process serves the job's store,
+     * which outlives any of them, and says there who died; across nodes
+     * dcoll's keeper does (keeper.c), and no node stops another. */
     bool cont = p.on_failure == DCOLL_ON_FAILURE_CONTINUE;
     dcoll_store_t *notices = NULL;
     int64_t deaths = 0;
-    if (cont && (st = serve_notices(name, &p, &notices)))
+    if (cont && nnodes == 1 && (st = serve_notices(name, &p, &notices)))
         return st;
     pid_t *pids = calloc((size_t)nprocs, sizeof(*pids));
     if (!pids) {
@@ -420,9 +437,11 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
                 st = dcoll_error(DCOLL_ERR_TIMEOUT, "%s: the processes%s "
                                  "ran past the timeout of %g s and were "
                                  "stopped", name, where, p.timeout);
+            else if (nnodes > 1 && cont)
+                dcoll_nodes_beat(&nodes);
             else if (nnodes > 1 && (st = dcoll_nodes_poll(&nodes, &f)))
                 mine = false;
-            else
+            if (!st)
                 usleep(5000);
             continue;
         }
@@ -441,9 +460,20 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
         }
     }
     forward_end(caught, before);
+    /* Across nodes, every node's processes have ended here, failed or
+     * not: node 0 waits for the others' (its store is theirs). */
+    dcoll_status_t lost = DCOLL_SUCCESS;
+    char lost_why[DCOLL_ERROR_MAX] = "";
+    if (!st && cont && nnodes > 1 &&
+        (lost = dcoll_nodes_ended(&nodes, cont_fence(), deadline)))
+        snprintf(lost_why, sizeof(lost_why), "%s", dcoll_last_error());
     if (!st && first_rank >= 0)
         st = failed(&f, first_rank, first_status, where);
-    if (st && nnodes > 1 && mine) {
+    if (!st && lost) {
+        f = (dcoll_spawn_failure_t){-1, 0, 0};
+        st = dcoll_error(lost, "%s", lost_why);
+    }
+    if (st && nnodes > 1 && mine && !cont) {
         /* The others stop on this; the message loses its "dcoll_spawn: ". */
         const char *why = dcoll_last_error();
         dcoll_nodes_fail(&nodes, &f, why + (strncmp(why, name, 11) ? 0 : 13));
@@ -464,7 +494,7 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
         if (st)
             dcoll_error(st, "%s", msg);
     }
-    if (!st && nnodes > 1)
+    if (!st && nnodes > 1 && !cont)
         st = dcoll_nodes_done(&nodes, deadline, &f);
     if (nnodes > 1) {
         char msg[DCOLL_ERROR_MAX];

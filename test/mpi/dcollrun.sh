@@ -57,10 +57,4 @@ for bad in "-n 0 true" "-n x true" "-n 2" "--master-port 70000 -n 2 true" \
     [ "$rc" = 2 ] || { echo "FAIL: '$bad' gave $rc"; fail=1; }
     echo "dcollrun $bad -> $rc: $(echo "$msg" | head -1)"
 done
-# Survivors go on across nodes is not there yet: refused, saying so.
-msg=$("$run" --on-failure continue --nnodes 2 --node-rank 0 \
-      --rdzv-endpoint 127.0.0.1:1 -n 1 true 2>&1); rc=$?
-echo "dcollrun --on-failure continue --nnodes 2 -> $rc: $msg"
-[ "$rc" = 1 ] && echo "$msg" | grep -q "on_failure continue runs on one machine" ||
-    { echo "FAIL: continue across nodes gave $rc"; fail=1; }
 exit $fail

@@ -384,16 +384,11 @@ static void spawn_nodes(void **state)
     assert_int_equal(dcoll_spawn(spawn_fn, NULL, 2, &p, &f), BAD);
     assert_non_null(strstr(dcoll_last_error(), "DCOLL_INIT_TIMEOUT='soon'"));
     unsetenv("DCOLL_INIT_TIMEOUT");
-    /* on_failure: a value of neither kind, and continue over nodes. */
+    /* on_failure: a value of neither kind. */
     p.mask |= DCOLL_SPAWN_PARAM_ON_FAILURE;
     p.on_failure = 7;
     assert_int_equal(dcoll_spawn(spawn_fn, NULL, 2, &p, &f), BAD);
     assert_non_null(strstr(dcoll_last_error(), "on_failure 7 (must be "));
-    p.on_failure = DCOLL_ON_FAILURE_CONTINUE;
-    assert_int_equal(dcoll_spawn(spawn_fn, NULL, 2, &p, &f),
-                     DCOLL_ERR_UNSUPPORTED);
-    assert_non_null(strstr(dcoll_last_error(), "on_failure continue runs "
-                                                "on one machine"));
     p.mask &= ~DCOLL_SPAWN_PARAM_ON_FAILURE;
 
     /* An agent's store without the attempt's number is refused. */
