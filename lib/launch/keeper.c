@@ -131,23 +131,27 @@ static void read_exits(struct keeper *k, double now)
     }
 }
 
+/* Rank r finalized, if its bye is there: done, not dead. */
+static void take_bye(struct keeper *k, int r)
+{
+    char key[64];
+    snprintf(key, sizeof(key), "dcoll/bye/%d", r);
+    const char *k1[1] = {key};
+    int there = 0;
+    if (!k->state[r] && !dcoll_store_check(k->s, k1, 1, &there) && there) {
+        k->state[r] = 2;
+        k->ndone++;
+    }
+}
+
 static void read_byes(struct keeper *k)
 {
     int64_t count = 0;
     if (dcoll_store_add(k->s, "dcoll/byes", 0, &count) || count == k->byes)
         return;
     k->byes = count;
-    for (int r = 0; r < k->n; r++) {
-        char key[64];
-        snprintf(key, sizeof(key), "dcoll/bye/%d", r);
-        const char *k1[1] = {key};
-        int there = 0;
-        if (!k->state[r] && !dcoll_store_check(k->s, k1, 1, &there) &&
-            there) {
-            k->state[r] = 2;
-            k->ndone++;
-        }
-    }
+    for (int r = 0; r < k->n; r++)
+        take_bye(k, r);
 }
 
 static void read_beats(struct keeper *k, double now)
@@ -184,15 +188,7 @@ static void read_pids(struct keeper *k, const int64_t *pids)
         if (k->pfd[i].fd < 0 || !k->pfd[i].revents)
             continue;
         int r = k->pfd_rank[i];
-        char key[64];
-        snprintf(key, sizeof(key), "dcoll/bye/%d", r);
-        const char *k1[1] = {key};
-        int there = 0;
-        if (!k->state[r] && !dcoll_store_check(k->s, k1, 1, &there) &&
-            there) {
-            k->state[r] = 2;
-            k->ndone++;
-        }
+        take_bye(k, r);
         char text[300];
         snprintf(text, sizeof(text), "its process, pid %lld on %s, ended, "
                  "as dcoll's keeper on that host saw", (long long)pids[r],
