@@ -17,11 +17,13 @@
 
 /* NCCL 2.28's own all-to-all, gather and scatter: weak, so that the plugin
  * still loads on an older libnccl, where they are NULL and grouped sends
- * and receives do the work. */
+ * and receives do the work; ncclCommSplit (2.18) and ncclCommShrink
+ * (2.27) the same, their callers then told this NCCL has none. */
 #pragma weak ncclAlltoAll
 #pragma weak ncclGather
 #pragma weak ncclScatter
 #pragma weak ncclCommSplit
+#pragma weak ncclCommShrink
 
 struct comm {
     ncclComm_t nc;   /* NULL once aborted */
@@ -400,6 +402,68 @@ int dcoll_nccl_split(void *parent, int color, int key, double timeout,
     c->timeout = timeout;
     *out = c;
     return 0;
+}
+
+/* A communicator of parent's ranks less those excluded (ncclCommShrink,
+ * NCCL 2.27 on), made by the others alone, nonblocking as every
+ * communicator here. NCCL_SHRINK_ABORT: a member died, so the parent's
+ * kernels still waiting for it are ended first (nccl.h: "First,
+ * terminate ongoing parent operations, and then shrink"). Its resources
+ * are its own, as a split's. */
+int dcoll_nccl_shrink(void *parent, const int *exclude, int nexclude,
+                      double timeout, void **out)
+{
+    struct comm *p = parent;
+    *out = NULL;
+#ifndef NCCL_SHRINK_ABORT   /* built on a header before 2.27 */
+    (void)p;
+    (void)exclude;
+    (void)nexclude;
+    (void)timeout;
+    return dcoll_cuda_fail("ncclCommShrink", "this plugin was built "
+                           "without it (NCCL 2.27 or later has it)");
+#else
+    int version = 0;
+    if (!ncclCommShrink || ncclGetVersion(&version) != ncclSuccess ||
+        version < 22700)
+        return dcoll_cuda_fail("ncclCommShrink", "this NCCL has none "
+                               "(2.27 or later has)");
+    if (!p->nc)
+        return gone(p, "ncclCommShrink");
+    struct comm *c = calloc(1, sizeof(*c));
+    int *list = malloc(sizeof(int) * (size_t)(nexclude > 0 ? nexclude : 1));
+    if (!c || !list) {
+        free(c);
+        free(list);
+        return dcoll_cuda_fail("dcoll_nccl_shrink", "no memory");
+    }
+    for (int i = 0; i < nexclude; i++)
+        list[i] = exclude[i];   /* NCCL's list is not const */
+    ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+    cfg.blocking = 0;
+    cfg.splitShare = 0;
+    c->making = true;
+    int old = dcoll_cuda_enter(p->device), rc;
+    ncclResult_t r = ISSUE_ON(p, ncclCommShrink(p->nc, list, nexclude,
+                                                &c->nc, &cfg,
+                                                NCCL_SHRINK_ABORT));
+    free(list);
+    if (r != ncclSuccess && r != ncclInProgress)
+        rc = nccl_failed("ncclCommShrink", r);
+    else
+        rc = c->nc ? settle(c, timeout, "ncclCommShrink")
+                   : dcoll_cuda_fail("ncclCommShrink", "made none");
+    dcoll_cuda_leave(old, p->device);
+    if (rc) {
+        reap(c);
+        return rc;
+    }
+    c->making = false;
+    c->device = p->device;
+    c->timeout = timeout;
+    *out = c;
+    return 0;
+#endif
 }
 
 /* The issue lock is held until group_end, which always follows. */

@@ -62,5 +62,7 @@ int dcoll_nccl_event_wait(void *comm, void *event, double timeout);
 void dcoll_nccl_event_free(void *event);
 int dcoll_nccl_check(void *comm);
 void dcoll_nccl_release(void *comm, double timeout, bool failed);
+int dcoll_nccl_shrink(void *parent, const int *exclude, int nexclude,
+                      double timeout, void **out);
 
 #endif

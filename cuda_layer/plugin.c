@@ -367,6 +367,7 @@ static const dcoll_cuda_plugin_t table = {
     .nccl_split = dcoll_nccl_split,
     .nccl_check = dcoll_nccl_check,
     .nccl_release = dcoll_nccl_release,
+    .nccl_shrink = dcoll_nccl_shrink,
 #endif
     .dev_alloc = dcoll_ipc_dev_alloc,
     .dev_free = dcoll_ipc_dev_free,
@@ -386,9 +387,9 @@ static const dcoll_cuda_plugin_t table = {
 };
 
 __attribute__((visibility("default")))
-const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v11(void);
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v12(void);
 
-const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v11(void)
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v12(void)
 {
     return &table;
 }

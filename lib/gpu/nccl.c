@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "gpu.h"
 #include "plugin_abi.h"
@@ -37,6 +38,47 @@ dcoll_status_t dcoll_gpu_fail(const char *fn, int rc,
     return dcoll_gpu_error(fn, rc);
 }
 
+/* A wait for the work before event ev on comm, where a launcher reports
+ * deaths and g returns its failures (return mode): polled here, not in
+ * the plugin, so that a member's death ends it at the launcher's word
+ * rather than at the group's timeout (NCCL's kernels wait for a dead
+ * peer without end). The communicator is left as it is: the survivors'
+ * shrink ends its work (NCCL_SHRINK_ABORT), or aborts it, and the
+ * group's free aborts it. -3 with *dead (a group rank): a member died. */
+static int watched(struct dcoll_group *g, void *comm, void *ev,
+                   double timeout, int *dead)
+{
+    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
+    double end = dcoll_now() + timeout;
+    for (unsigned turn = 1;; turn++) {
+        int done = 0, rc = p->event_poll(comm, ev, &done);
+        if (rc || done)
+            return rc;
+        if (turn < 64)
+            continue;
+        if ((*dead = dcoll_death_of(g, NULL, 0)) >= 0)
+            return -3;
+        if (dcoll_now() >= end)   /* the plugin's timeout: it aborts */
+            return p->event_wait(comm, ev, 0);
+        nanosleep(&(struct timespec){0, 20000}, NULL);
+    }
+}
+
+static bool watches(const struct dcoll_group *g)
+{
+    return dcoll_death_of && g->recoverable;
+}
+
+/* A member's death as the call's outcome: the core reports it. */
+static dcoll_status_t died(const char *fn, int dead,
+                           struct dcoll_outcome *out)
+{
+    out->timed_out = true;
+    out->died = dead + 1;
+    out->roll = (struct dcoll_roll){0};
+    return dcoll_error(DCOLL_ERR_RANK_DIED, "%s: rank %d died", fn, dead);
+}
+
 static dcoll_status_t work_test(struct dcoll_work *bw, int *done)
 {
     struct nccl_work *w = (struct nccl_work *)bw;
@@ -52,8 +94,13 @@ static dcoll_status_t work_wait(struct dcoll_work *bw)
 {
     struct nccl_work *w = (struct nccl_work *)bw;
     /* Polled, so that a failed peer ends in NCCL's error or a timeout. */
-    int rc = dcoll_gpu_plugin->event_wait(w->comm, w->event,
-                                          dcoll_gpu_timeout(bw->group));
+    double timeout = dcoll_gpu_timeout(bw->group);
+    int dead = -1;
+    int rc = watches(bw->group) && w->event
+                 ? watched(bw->group, w->comm, w->event, timeout, &dead)
+                 : dcoll_gpu_plugin->event_wait(w->comm, w->event, timeout);
+    if (rc == -3)
+        return died("dcoll_work_wait", dead, &bw->report);
     return rc ? dcoll_gpu_fail("dcoll_work_wait", rc, &bw->report)
               : DCOLL_SUCCESS;
 }
@@ -247,6 +294,80 @@ static void *split_from(struct dcoll_group *parent, int color, int key,
     return comm;
 }
 
+/* The parent's communicator aborted now, its work with it: kernels that
+ * wait for a dead rank on the caller's stream would hold everything
+ * queued after them. Under the record's lock, which the watchdog takes
+ * to look at it. */
+static void abort_parent(struct dcoll_nccl_group *pg)
+{
+    if (!pg || !pg->comm)
+        return;
+    if (pg->lock_made)
+        pthread_mutex_lock(&pg->lock);
+    void *comm = pg->comm;
+    pg->comm = NULL;
+    pg->broken = true;
+    if (pg->lock_made)
+        pthread_mutex_unlock(&pg->lock);
+    if (dcoll_gpu_plugin->nccl_release)
+        dcoll_gpu_plugin->nccl_release(comm, 0, true);
+    else
+        dcoll_gpu_plugin->nccl_free(comm);
+}
+
+/* dcoll_group_shrink's group g, of the parent's living ranks (m->keep):
+ * its communicator shrunk from the parent's (ncclCommShrink: no new
+ * bootstrap, the parent's work ended first), where every survivor's is
+ * live and the plugin has the call. Otherwise the parent's is aborted
+ * and g makes its own at its first GPU call. Collective over the
+ * survivors alone (g's agreement): a split would wait for the dead. */
+static dcoll_status_t shrink_from(struct dcoll_group *g,
+                                  const struct dcoll_tl_make *m, bool wants)
+{
+    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
+    struct dcoll_group *parent = m->parent;
+    struct dcoll_nccl_group *pg = parent->tl[DCOLL_TL_NCCL];
+    if (!p || !pg)
+        return DCOLL_SUCCESS;
+    int all = wants && p->nccl_shrink && pg->state == NCCL_READY &&
+              pg->comm && !atomic_load(&pg->tripped) &&
+              (!p->nccl_check || p->nccl_check(pg->comm) == 0);
+    dcoll_status_t st = g->svc->agree(g, &all);
+    void *comm = NULL;
+    int nex = parent->size - m->nkeep;
+    int *ex = !st && all ? malloc(sizeof(int) * (size_t)(nex + 1)) : NULL;
+    if (ex) {
+        for (int r = 0, k = 0, n = 0; r < parent->size; r++) {
+            if (k < m->nkeep && m->keep[k] == r)
+                k++;
+            else
+                ex[n++] = r;
+        }
+        int ok = p->nccl_shrink(pg->comm, ex, nex, dcoll_gpu_timeout(parent),
+                                &comm) == 0;
+        free(ex);
+        if ((st = g->svc->agree(g, &ok)) || !ok) {
+            if (comm)
+                p->nccl_release ? p->nccl_release(comm, 0, true)
+                                : p->nccl_free(comm);
+            comm = NULL;
+        }
+    }
+    struct dcoll_nccl_group *ng = comm ? dcoll_nccl_group(g, "shrink")
+                                       : NULL;
+    if (comm && ng) {
+        ng->comm = comm;
+        ng->state = NCCL_READY;
+        ng->device = pg->device;
+    } else if (comm) {
+        p->nccl_release ? p->nccl_release(comm, 0, true) : p->nccl_free(comm);
+        comm = NULL;
+    }
+    if (!comm)
+        abort_parent(pg);
+    return st;
+}
+
 /* Its part in making a group: a split of the parent's communicator,
  * whichever group the parent is, for a group that may use NCCL. A split
  * shares nothing with its parent (splitShare 0, the plugin's), so either
@@ -255,12 +376,10 @@ static void *split_from(struct dcoll_group *parent, int color, int key,
 static dcoll_status_t nccl_group_make(struct dcoll_group *g,
                                       const struct dcoll_tl_make *m)
 {
-    /* A shrink's group makes its own at its first GPU call: a split is
-     * collective over the parent, dead ranks included. */
-    if (m->keep)
-        return DCOLL_SUCCESS;
     bool wants = m->choice == DCOLL_CHOICE_AUTO ||
                  m->choice == DCOLL_CHOICE_NCCL;
+    if (m->keep)
+        return g ? shrink_from(g, m, wants) : DCOLL_SUCCESS;
     void *comm = split_from(m->parent, m->color, m->key, wants);
     struct dcoll_nccl_group *pg = m->parent->tl[DCOLL_TL_NCCL];
     struct dcoll_nccl_group *ng = g && comm ? dcoll_nccl_group(g, "split")
@@ -407,6 +526,28 @@ static bool nccl_watch(struct dcoll_group *g, char *why, size_t len,
     return failed;
 }
 
+/* A blocking call's wait in return mode where deaths are reported: for
+ * an event recorded after it (none where the stream is being captured:
+ * the plugin's own wait then). */
+static dcoll_status_t wait_watched(struct dcoll_group *g,
+                                   struct dcoll_nccl_group *ng, void *stream,
+                                   const char *fn, struct dcoll_outcome *out)
+{
+    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
+    double timeout = dcoll_gpu_timeout(g);
+    void *ev = NULL;
+    int dead = -1, rc = p->event_record(ng->comm, stream, &ev);
+    if (!rc)
+        rc = ev ? watched(g, ng->comm, ev, timeout, &dead)
+                : p->nccl_wait(ng->comm, stream, timeout);
+    if (ev)
+        p->event_free(ev);
+    ng->broken |= rc != 0;
+    if (rc == -3)
+        return died(fn, dead, out);
+    return rc ? dcoll_gpu_fail(fn, rc, out) : DCOLL_SUCCESS;
+}
+
 /* c's buffers are on GPU c->device; point-to-point never comes here (the
  * route stages it): the communicator is collective to make. */
 static dcoll_status_t nccl_run(struct dcoll_group *g,
@@ -448,6 +589,10 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
                            "%s: %s; the group's NCCL communicator was "
                            "aborted", fn, ng->failed);
     }
+    if (DCOLL_UNLIKELY(!ng->comm))   /* aborted by a shrink of g */
+        return dcoll_error(DCOLL_ERR_GROUP_FAILED, "%s: the group's NCCL "
+                           "communicator was aborted when its living ranks "
+                           "shrank it", fn);
     if (device != ng->device) {
         out->refused = true;   /* this rank alone: it did not run */
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
@@ -497,6 +642,8 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
         return dcoll_gpu_fail(fn, rc, out);
     if (!work && dcoll_opts_ordered(c->opts) && p->nccl_check)
         return sample(ng, stream, c);
+    if (!work && watches(g))
+        return wait_watched(g, ng, stream, fn, out);
     if (!work) {
         rc = p->nccl_wait(ng->comm, stream, dcoll_gpu_timeout(g));
         ng->broken |= rc != 0;

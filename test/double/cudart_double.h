@@ -50,6 +50,7 @@ long fake_nccl_aborts(void);
 long fake_nccl_calls(void);   /* stream ops run: collectives, groups */
 long fake_nccl_inits(void);   /* communicators made by ncclCommInitRank* */
 long fake_nccl_splits(void);  /* and by ncclCommSplit */
+long fake_nccl_shrinks(void); /* and by ncclCommShrink */
 long fake_nccl_live(void);
 void fake_nccl_break(void);
 

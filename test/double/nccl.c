@@ -29,6 +29,11 @@
  *   - a collective takes its time on the stream (FAKE_NCCL_DELAY_US,
  *     default 1000, besides the CUDA double's own delay), so that a read
  *     that does not wait for it sees the old bytes;
+ *   - ncclCommShrink (from 2.27, as FAKE_NCCL_VERSION says) is made by
+ *     the ranks not excluded alone; with NCCL_SHRINK_ABORT the parent's
+ *     queued work is ended first (it writes nothing), without it the
+ *     shrink waits for that work, as a parent whose peer died never
+ *     ends it;
  *   - fake_nccl_break() makes this process's next collective report an
  *     asynchronous error and hang its stream until aborted, as a lost
  *     peer does;
@@ -76,6 +81,9 @@ struct ctl {
      * and the last split each rank posted. */
     int color[2][MAX_RANKS], key[2][MAX_RANKS];
     _Atomic uint64_t split[MAX_RANKS];
+    /* ncclCommShrink: the last shrink each rank posted (the excluded
+     * never post). */
+    _Atomic uint64_t shrink[MAX_RANKS];
 };
 
 struct ncclComm {
@@ -88,6 +96,7 @@ struct ncclComm {
     struct ctl *ctl;
     uint64_t colls;               /* collectives queued */
     uint64_t splits;              /* ncclCommSplit calls */
+    uint64_t shrinks;             /* ncclCommShrink calls */
     uint64_t sent[MAX_RANKS], recvd[MAX_RANKS];
     atomic_int aborted, finalizing;
     /* The abort flag its kernels and waits read: its own, or with
@@ -100,7 +109,8 @@ struct ncclComm {
     atomic_int initing;           /* a nonblocking init's thread runs */
 };
 
-static atomic_long aborts, lives, calls_run, inits, splits_made;
+static atomic_long aborts, lives, calls_run, inits, splits_made,
+    shrinks_made;
 static atomic_int broken;
 
 API long fake_nccl_aborts(void)
@@ -121,6 +131,11 @@ API long fake_nccl_inits(void)
 API long fake_nccl_splits(void)
 {
     return atomic_load(&splits_made);
+}
+
+API long fake_nccl_shrinks(void)
+{
+    return atomic_load(&shrinks_made);
 }
 
 API long fake_nccl_live(void)
@@ -915,6 +930,113 @@ API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key,
     atomic_store(&p->state, ncclInProgress);
     pthread_t t;
     if (pthread_create(&t, NULL, split_thread, j))
+        return ncclSystemError;
+    pthread_detach(t);
+    return ncclInProgress;
+}
+
+/* ncclCommShrink: the parent's ranks not excluded meet on the parent's
+ * meeting place (counting only themselves: the excluded are dead), and
+ * the child, their ranks in the parent's order, joins as a new
+ * communicator does. */
+struct shrink_job {
+    struct ncclComm *parent, *child;
+    bool out[MAX_RANKS];   /* excluded */
+    bool abort;
+    uint64_t seq;
+};
+
+static void shrink_run(struct shrink_job *j)
+{
+    struct ncclComm *p = j->parent, *c = j->child;
+    struct ctl *x = p->ctl;
+    if (j->abort) {
+        atomic_store(p->flag, 1);   /* its kernels end, writing nothing */
+        while (atomic_load(&p->running) > 0)
+            usleep(50);
+    }
+    atomic_store(&x->shrink[p->rank], j->seq);
+    bool met = true;
+    for (int r = 0; r < p->nranks && met; r++)
+        while (!j->out[r] && atomic_load(&x->shrink[r]) < j->seq) {
+            if (atomic_load(&c->aborted)) {
+                met = false;
+                break;
+            }
+            usleep(20);
+        }
+    atomic_store(&c->state, met ? join(c) : ncclSystemError);
+    free(j);
+}
+
+static void *shrink_thread(void *arg)
+{
+    shrink_run(arg);
+    return NULL;
+}
+
+API ncclResult_t ncclCommShrink(ncclComm_t comm, int *exclude, int nexclude,
+                                ncclComm_t *out, ncclConfig_t *config,
+                                int flags)
+{
+    struct ncclComm *p = use(comm, "ncclCommShrink");
+    if (version() < 22700) {
+        fprintf(stderr, "fake NCCL: ncclCommShrink called on a version "
+                "%d that has none\n", version());
+        abort();
+    }
+    GUARD(p->device, "ncclCommShrink");
+    /* Not ready(): a parent whose peer died has work that never ends,
+     * which NCCL_SHRINK_ABORT is for. */
+    if (!out || nexclude < 0 || nexclude >= p->nranks ||
+        (nexclude && !exclude) ||
+        (config && config->magic != 0xcafebeef) ||
+        (flags != NCCL_SHRINK_DEFAULT && flags != NCCL_SHRINK_ABORT))
+        return ncclInvalidArgument;
+    struct shrink_job *j = calloc(1, sizeof(*j));
+    struct ncclComm *c = calloc(1, sizeof(*c));
+    if (!j || !c) {
+        free(j);
+        free(c);
+        return ncclSystemError;
+    }
+    for (int i = 0; i < nexclude; i++) {
+        if (exclude[i] < 0 || exclude[i] >= p->nranks ||
+            exclude[i] == p->rank || j->out[exclude[i]]) {
+            free(j);
+            free(c);
+            return ncclInvalidArgument;
+        }
+        j->out[exclude[i]] = true;
+    }
+    if (flags != NCCL_SHRINK_ABORT)   /* its work first, as NCCL's */
+        while (atomic_load(&p->running) > 0 && !atomic_load(p->flag))
+            usleep(50);
+    int me = 0;
+    for (int r = 0; r < p->rank; r++)
+        me += !j->out[r];
+    *out = c;
+    j->parent = p;
+    j->child = c;
+    j->abort = flags == NCCL_SHRINK_ABORT;
+    j->seq = ++p->shrinks;
+    c->magic = LIVE;
+    c->flag = &c->aborted;
+    snprintf(c->name, sizeof(c->name), "%.40s.k%llu", p->name,
+             (unsigned long long)j->seq);
+    c->device = p->device;
+    c->nranks = p->nranks - nexclude;
+    c->rank = me;
+    c->blocking = config ? config->blocking != 0 : p->blocking;
+    atomic_store(&c->state, ncclInProgress);
+    atomic_fetch_add(&lives, 1);
+    atomic_fetch_add(&shrinks_made, 1);
+    if (c->blocking) {
+        shrink_run(j);
+        return (ncclResult_t)atomic_load(&c->state);
+    }
+    pthread_t t;
+    if (pthread_create(&t, NULL, shrink_thread, j))
         return ncclSystemError;
     pthread_detach(t);
     return ncclInProgress;

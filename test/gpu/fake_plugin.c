@@ -9,8 +9,8 @@
  *                  with NCCL's grouping rules enforced;
  *   FAKE_SHARED_UUID=1  every process's GPU i has the same identity, as
  *                  processes sharing real GPUs do.
- * Built once per plugin ABI the loader takes (FAKE_ABI 4 to 10, and
- * the current one, 11, by default; the fake has no IPC), exporting that
+ * Built once per plugin ABI the loader takes (FAKE_ABI 4 to 11, and
+ * the current one, 12, by default; the fake has no IPC nor shrink), exporting that
  * version's entry point and table, so that every adapter of lib/gpu/
  * runs under the tests.
  * Never installed. */
@@ -128,7 +128,7 @@ static int device_uuid(int device, unsigned char uuid[16])
 }
 
 #ifndef FAKE_ABI
-#define FAKE_ABI 11
+#define FAKE_ABI 12
 #endif
 #if FAKE_ABI == 4
 typedef struct dcoll_cuda_plugin_v4 fake_table_t;
@@ -151,9 +151,13 @@ typedef struct dcoll_cuda_plugin_v9 fake_table_t;
 #elif FAKE_ABI == 10   /* no mem_range */
 typedef struct dcoll_cuda_plugin_v10 fake_table_t;
 #define FAKE_ENTRY dcoll_cuda_plugin_v10
-#else   /* version 11, without IPC (its calls NULL) nor gpu_view */
+#elif FAKE_ABI == 11   /* no nccl_shrink */
 typedef struct dcoll_cuda_plugin_v11 fake_table_t;
 #define FAKE_ENTRY dcoll_cuda_plugin_v11
+#else   /* version 12, without IPC (its calls NULL), gpu_view nor
+         * nccl_shrink */
+typedef struct dcoll_cuda_plugin_v12 fake_table_t;
+#define FAKE_ENTRY dcoll_cuda_plugin_v12
 #endif
 
 #if FAKE_ABI == 4

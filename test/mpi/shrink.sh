@@ -1,8 +1,9 @@
 #!/bin/sh
 # Survivors go on, under dcollrun (test_shrink says what each mode does):
 #   shrink.sh DCOLLRUN TEST_SHRINK killed|killed0|twice|slow|restart|abort
+#   shrink.sh DCOLLRUN TEST_SHRINK_DOUBLE gpu|gpu-fresh
 #   shrink.sh DCOLLRUN EXAMPLE example-restart|example-shrink
-# killed and twice: dcollrun --on-failure continue, a return-mode world
+# killed, twice and gpu: dcollrun --on-failure continue, a return-mode world
 # with a 20-s timeout; every survivor prints its ok line, the deaths are
 # seen well within the timeout, and dcollrun exits with the dead rank's
 # status (128 + 9). slow: nobody left out, exit 0. restart: --max-restarts
@@ -22,14 +23,14 @@ trap 'rm -rf "$dir"' EXIT
 cd "$dir" || exit 1
 start=$(date +%s)
 case $mode in
-killed|killed0) n=4 ok=3 want=137 ;;
+killed|killed0|gpu|gpu-fresh) n=4 ok=3 want=137 ;;
 twice) n=4 ok=2 want=137 ;;
 slow) n=3 ok=3 want=0 ;;
 restart) n=3 ok=3 want=0 ;;
 abort) n=3 ok=0 want=137 ;;
 example-restart) n=3 ok=0 want=0 ;;
 example-shrink) n=4 ok=0 want=137 ;;
-*) echo "usage: shrink.sh DCOLLRUN TEST_SHRINK killed|killed0|twice|slow|restart|abort"
+*) echo "usage: shrink.sh DCOLLRUN TEST_SHRINK killed|killed0|twice|slow|restart|abort|gpu|gpu-fresh"
    exit 2 ;;
 esac
 if [ "$mode" = restart ]; then
@@ -60,7 +61,7 @@ case $mode in abort|example-*) got=0 ;; esac
 [ "$got" = "$ok" ] || { echo "FAIL: $got of $ok survivors said ok"; fail=1; }
 [ "$rc" = "$want" ] || { echo "FAIL: dcollrun exited $rc, want $want"; fail=1; }
 case $mode in
-killed|killed0|twice)
+killed|killed0|twice|gpu|gpu-fresh)
     v=2; [ "$mode" = killed0 ] && v=0
     echo "$out" | grep -q "process $v killed by signal 9 (Killed); the others go on" ||
         { echo "FAIL: dcollrun did not say the others go on"; fail=1; }

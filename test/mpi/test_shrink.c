@@ -27,6 +27,15 @@
  *                        lease and shrink to 2
  *   test_shrink refused  under mpirun: no launcher reports deaths, so
  *                        dcoll_group_shrink is refused, saying why
+ *   test_shrink gpu      built on the CUDA and NCCL doubles (test/double):
+ *                        killed, on GPU buffers through NCCL; the
+ *                        survivors' wait in NCCL ends at the launcher's
+ *                        word, and the shrunk group's communicator comes
+ *                        from ncclCommShrink (no new bootstrap)
+ *   test_shrink gpu-fresh  the same, waiting on an async call's work, on
+ *                        an NCCL without ncclCommShrink (FAKE_NCCL_VERSION
+ *                        2.26): the parent's is aborted and the shrunk
+ *                        group makes its own
  * Each survivor prints one line "MODE: rank R ok ..."; the script counts
  * them. */
 #include <signal.h>
@@ -36,6 +45,10 @@
 #include <string.h>
 #include <unistd.h>
 #include "dcoll/dcoll.h"
+#ifdef CUDA_DEVICE
+#include <cuda_runtime_api.h>
+#include "cudart_double.h"
+#endif
 
 static int fails;
 #define CHECK(cond, ...)                                                   \
@@ -117,6 +130,91 @@ static dcoll_group_t *shrunk(dcoll_group_t *g, const int *want, int n)
             took * 1000);
     return s;
 }
+
+#ifdef CUDA_DEVICE
+/* n floats on this rank's GPU, each v. */
+static float *on_gpu(size_t n, float v)
+{
+    float *h = malloc(n * sizeof(float)), *d = NULL;
+    for (size_t i = 0; h && i < n; i++)
+        h[i] = v;
+    if (!h || cudaMalloc((void **)&d, n * sizeof(float)) != cudaSuccess ||
+        cudaMemcpy(d, h, n * sizeof(float), cudaMemcpyHostToDevice) !=
+            cudaSuccess) {
+        free(h);
+        return NULL;
+    }
+    free(h);
+    return d;
+}
+
+/* Whether the n floats at d on the GPU are all v. */
+static int all_are(const float *d, size_t n, float v)
+{
+    float *h = malloc(n * sizeof(float));
+    int ok = h && cudaMemcpy(h, d, n * sizeof(float),
+                             cudaMemcpyDeviceToHost) == cudaSuccess;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = h[i] == v;
+    free(h);
+    return ok;
+}
+
+/* gpu and gpu-fresh (4 ranks, each its own GPU of the doubles'). */
+static int gpu(const char *mode, int rank, int size, double timeout)
+{
+    enum { N = 4096 };
+    int fresh = !strcmp(mode, "gpu-fresh");
+    float *d = on_gpu(N, 1);
+    CHECK(d && size == 4, "a GPU buffer on 4 ranks");
+    if (!d || size != 4)
+        return 0;
+    CHECK(dcoll_all_reduce(NULL, d, d, N, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                           NULL) == DCOLL_SUCCESS && all_are(d, N, 4),
+          "the world's GPU sum");
+    long inits = fake_nccl_inits();
+    CHECK(inits == 1, "the world's GPU sum made %ld NCCL communicators, "
+          "not 1 (no NCCL?)", inits);
+    if (rank == 2)
+        die_in_call(NULL);
+    /* The others wait in NCCL for rank 2, which never comes: the wait
+     * ends at the launcher's word, not at the group's timeout. gpu waits
+     * in the blocking call, gpu-fresh on the work of an async one. */
+    double t0 = dcoll_wtime();
+    dcoll_work_t *w = NULL;
+    dcoll_status_t st = dcoll_all_reduce(NULL, d, d, N, DCOLL_FLOAT32,
+                                         DCOLL_SUM, NULL, fresh ? &w : NULL);
+    if (fresh) {
+        CHECK(st == DCOLL_SUCCESS, "the async GPU all_reduce: status %d",
+              st);
+        st = w ? dcoll_work_wait(w) : st;
+        dcoll_work_free(&w);
+    }
+    double took = dcoll_wtime() - t0;
+    CHECK(st == DCOLL_ERR_RANK_DIED && strstr(dcoll_last_error(),
+                                              "(world 2) died (killed"),
+          "GPU all_reduce: status %d, not RANK_DIED for rank 2", st);
+    CHECK(took < timeout / 2, "the death seen after %.1f s", took);
+    int three[] = {0, 1, 3};
+    dcoll_group_t *s = shrunk(NULL, three, 3);
+    if (s) {
+        float *e = on_gpu(N, (float)(rank + 1));
+        CHECK(e && dcoll_all_reduce(s, e, e, N, DCOLL_FLOAT32, DCOLL_SUM,
+                                    NULL, NULL) == DCOLL_SUCCESS &&
+                  all_are(e, N, 1 + 2 + 4),
+              "the shrunk group's GPU sum");
+        cudaFree(e);
+        long shrinks = fake_nccl_shrinks();
+        CHECK(shrinks == (fresh ? 0 : 1) &&
+                  fake_nccl_inits() == inits + (fresh ? 1 : 0),
+              "%s: %ld ncclCommShrink, %ld inits (had %ld)", mode, shrinks,
+              fake_nccl_inits(), inits);
+        dcoll_group_destroy(&s);
+    }
+    cudaFree(d);
+    return (int)(took * 1000);
+}
+#endif
 
 int main(int argc, char **argv)
 {
@@ -234,6 +332,13 @@ int main(int argc, char **argv)
               "the second sum");
         if (!fails)
             printf("restart: rank %d ok in attempt %s\n", rank, a);
+#ifdef CUDA_DEVICE
+    } else if (!strcmp(mode, "gpu") || !strcmp(mode, "gpu-fresh")) {
+        int ms = gpu(mode, rank, size, timeout);
+        if (!fails)
+            printf("%s: rank %d ok, the death seen in %d ms\n", mode, rank,
+                   ms);
+#endif
     } else if (!strcmp(mode, "refused")) {
         dcoll_group_t *s = NULL;
         CHECK(dcoll_group_shrink(NULL, &s) == DCOLL_ERR_UNSUPPORTED &&
