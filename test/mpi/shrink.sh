@@ -1,7 +1,7 @@
 #!/bin/sh
 # Survivors go on, under dcollrun (test_shrink says what each mode does):
 #   shrink.sh DCOLLRUN TEST_SHRINK killed|killed0|twice|slow|restart|abort
-#   shrink.sh DCOLLRUN TEST_SHRINK_DOUBLE gpu|gpu-fresh
+#   shrink.sh DCOLLRUN TEST_SHRINK_DOUBLE gpu|gpu-fresh|gpu-ipc
 #   shrink.sh DCOLLRUN EXAMPLE example-restart|example-shrink
 # killed, twice and gpu: dcollrun --on-failure continue, a return-mode world
 # with a 20-s timeout; every survivor prints its ok line, the deaths are
@@ -23,14 +23,14 @@ trap 'rm -rf "$dir"' EXIT
 cd "$dir" || exit 1
 start=$(date +%s)
 case $mode in
-killed|killed0|gpu|gpu-fresh) n=4 ok=3 want=137 ;;
+killed|killed0|gpu|gpu-fresh|gpu-ipc) n=4 ok=3 want=137 ;;
 twice) n=4 ok=2 want=137 ;;
 slow) n=3 ok=3 want=0 ;;
 restart) n=3 ok=3 want=0 ;;
 abort) n=3 ok=0 want=137 ;;
 example-restart) n=3 ok=0 want=0 ;;
 example-shrink) n=4 ok=0 want=137 ;;
-*) echo "usage: shrink.sh DCOLLRUN TEST_SHRINK killed|killed0|twice|slow|restart|abort|gpu|gpu-fresh"
+*) echo "usage: shrink.sh DCOLLRUN TEST_SHRINK killed|killed0|twice|slow|restart|abort|gpu|gpu-fresh|gpu-ipc"
    exit 2 ;;
 esac
 if [ "$mode" = restart ]; then
@@ -61,7 +61,7 @@ case $mode in abort|example-*) got=0 ;; esac
 [ "$got" = "$ok" ] || { echo "FAIL: $got of $ok survivors said ok"; fail=1; }
 [ "$rc" = "$want" ] || { echo "FAIL: dcollrun exited $rc, want $want"; fail=1; }
 case $mode in
-killed|killed0|twice|gpu|gpu-fresh)
+killed|killed0|twice|gpu|gpu-fresh|gpu-ipc)
     v=2; [ "$mode" = killed0 ] && v=0
     echo "$out" | grep -q "process $v killed by signal 9 (Killed); the others go on" ||
         { echo "FAIL: dcollrun did not say the others go on"; fail=1; }

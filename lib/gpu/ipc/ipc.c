@@ -359,6 +359,7 @@ static dcoll_status_t setup(struct dcoll_group *g, struct ipc_group *ig,
     const char *lead = getenv("DCOLL_IPC_TEST_LEADERS");
     ig->mpi_leaders = ig->hier && (!nccl || (lead && !strcmp(lead, "mpi")));
     ig->svc = g->svc;
+    ig->watch = dcoll_death_of && g->recoverable ? g : NULL;
     ig->device = c->device;
     ig->timeout = dcoll_gpu_timeout(g);
     ig->reduce = reduce;
@@ -387,6 +388,7 @@ static struct ipc_group *ipc_group(struct dcoll_group *g)
         return ig;
     if (!(ig = calloc(1, sizeof(*ig))))
         return NULL;
+    ig->dead = -1;
     if (pthread_mutex_init(&ig->lock, NULL)) {
         free(ig);
         return NULL;
@@ -403,11 +405,14 @@ static dcoll_status_t failure(struct ipc_group *ig, struct dcoll_group *g,
 {
     if (ig->late && out) {
         out->timed_out = true;
-        out->died = 0;
+        out->died = ig->dead + 1;   /* the core reports a death */
         out->roll = (struct dcoll_roll){0};
-        if (seq && g->svc->roll_call)
+        if (seq && g->svc->roll_call && ig->dead < 0)
             g->svc->roll_call(g, seq, &out->roll);
     }
+    if (ig->dead >= 0)
+        return dcoll_error(DCOLL_ERR_RANK_DIED, "%s: rank %d died", fn,
+                           ig->dead);
     return dcoll_error(ig->late ? DCOLL_ERR_TIMEOUT : DCOLL_ERR_INTERNAL,
                        "%s: the IPC transport among the ranks sharing GPU "
                        "%d: %s", fn, ig->device, ig->failed);

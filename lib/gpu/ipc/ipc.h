@@ -68,7 +68,13 @@ struct ipc_group {
     const struct dcoll_comm_ops *svc;   /* the group's MPI services */
     double timeout;            /* the group's, for its finalize */
     char failed[200];          /* why the transport gave up ("": not) */
-    bool late;                 /* it was a deadline */
+    bool late;                 /* it was a deadline, or a death */
+    /* Return mode where deaths are reported: the group whose members'
+     * deaths end a wait (NULL: none do), when to look next, and the
+     * group rank found dead (-1: none). */
+    const struct dcoll_group *watch;
+    double look_at;
+    int dead;
 };
 
 struct ipc_work {
