@@ -27,7 +27,9 @@
  *                        lease and shrink to 2
  *   test_shrink refused  under mpirun: no launcher reports deaths, so
  *                        dcoll_group_shrink is refused, saying why
- *   test_shrink gpu      built on the CUDA and NCCL doubles (test/double):
+ *   test_shrink gpu      built on the CUDA and NCCL doubles (test/double),
+ *                        and on a GPU's (test/gpu: the gpu suite, NCCL
+ *                        on one GPU by the test knob; skips without one):
  *                        killed, on GPU buffers through NCCL; the
  *                        survivors' wait in NCCL ends at the launcher's
  *                        word, and the shrunk group's communicator comes
@@ -50,6 +52,8 @@
 #include "dcoll/dcoll.h"
 #ifdef CUDA_DEVICE
 #include <cuda_runtime_api.h>
+#endif
+#ifdef CUDA_DOUBLE
 #include "cudart_double.h"
 #endif
 
@@ -175,9 +179,11 @@ static int gpu(const char *mode, int rank, int size, double timeout)
     CHECK(dcoll_all_reduce(NULL, d, d, N, DCOLL_FLOAT32, DCOLL_SUM, NULL,
                            NULL) == DCOLL_SUCCESS && all_are(d, N, 4),
           "the world's GPU sum");
+#ifdef CUDA_DOUBLE
     long inits = fake_nccl_inits();
     CHECK(inits == !ipc, "the world's GPU sum made %ld NCCL communicators, "
           "not %d", inits, !ipc);
+#endif
     if (rank == 2)
         die_in_call(NULL);
     /* The others wait in NCCL for rank 2, which never comes: the wait
@@ -207,11 +213,15 @@ static int gpu(const char *mode, int rank, int size, double timeout)
                   all_are(e, N, 1 + 2 + 4),
               "the shrunk group's GPU sum");
         cudaFree(e);
+#ifdef CUDA_DOUBLE
         long shrinks = fake_nccl_shrinks();
         CHECK(shrinks == (fresh || ipc ? 0 : 1) &&
                   fake_nccl_inits() == inits + (fresh ? 1 : 0),
               "%s: %ld ncclCommShrink, %ld inits (had %ld)", mode, shrinks,
               fake_nccl_inits(), inits);
+#else
+        (void)ipc;
+#endif
         dcoll_group_destroy(&s);
     }
     cudaFree(d);
@@ -337,6 +347,12 @@ int main(int argc, char **argv)
             printf("restart: rank %d ok in attempt %s\n", rank, a);
 #ifdef CUDA_DEVICE
     } else if (!strncmp(mode, "gpu", 3)) {
+        int ngpus = 0;
+        if (cudaGetDeviceCount(&ngpus) != cudaSuccess || ngpus < 1) {
+            printf("%s: no GPU here: skipping\n", mode);
+            dcoll_finalize();
+            return 77;
+        }
         int ms = gpu(mode, rank, size, timeout);
         if (!fails)
             printf("%s: rank %d ok, the death seen in %d ms\n", mode, rank,
