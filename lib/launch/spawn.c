@@ -5,6 +5,7 @@
  * job's store (nodes.c). */
 #include <errno.h>
 #include <stddef.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +131,15 @@ static void set_env(int node, int nnodes, int local, int nlocal,
         setenv("TORCHELASTIC_RESTART_COUNT", dcoll_attempt(), 1);
         setenv("TORCHELASTIC_USE_AGENT_STORE", "True", 1);
     }
+    /* More processes here than CPUs this launcher may run on: Open MPI's
+     * ranks yield while they wait, as its mpirun has them do when it sees
+     * oversubscription (ranks started by hand cannot tell), unless the
+     * user chose. */
+    cpu_set_t cpus;
+    if (!getenv("OMPI_MCA_mpi_yield_when_idle") &&
+        sched_getaffinity(0, sizeof(cpus), &cpus) == 0 &&
+        nlocal > CPU_COUNT(&cpus))
+        setenv("OMPI_MCA_mpi_yield_when_idle", "1", 1);
     if (cont) {
         setenv("DCOLL_ON_FAILURE", "continue", 1);
         /* UCX's single-copy transport (cma) reads a peer's memory and
