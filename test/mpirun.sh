@@ -37,4 +37,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
 export OMPI_MCA_hwloc_base_binding_policy=none
 export PMIX_MCA_gds=hash
+# Once a rank has failed, mpirun signals the others and waits this long
+# before SIGKILL, even for ranks already gone: a second per failing test
+# (dcoll's ranks do nothing on SIGTERM).
+export OMPI_MCA_odls_base_sigkill_timeout=0
 exec timeout -k 10 "$limit" "$launcher" -n "$n" "$@"
