@@ -75,6 +75,11 @@ typedef struct dcoll_coll_opts {
 
 /* src of dcoll_recv / dcoll_irecv: take a message from any rank. */
 #define DCOLL_ANY_SOURCE (-2)
+/* A peer that is none (API 1.11), as MPI_PROC_NULL: a send to it or a
+ * receive from it, and their plans, complete at once, moving nothing and
+ * leaving the buffer untouched; a receive's source is DCOLL_PROC_NULL.
+ * For a boundary of a domain that is not periodic. */
+#define DCOLL_PROC_NULL (-1)
 
 /** Copy @p count elements of @p buf on @p root to @p buf on every rank. */
 DCOLL_API dcoll_status_t dcoll_broadcast(dcoll_group_t *group, void *buf,
@@ -135,14 +140,15 @@ DCOLL_API dcoll_status_t dcoll_all_to_all(dcoll_group_t *group,
 DCOLL_API dcoll_status_t dcoll_barrier(dcoll_group_t *group,
         const dcoll_coll_opts_t *opts, dcoll_work_t **work);
 
-/** Send @p count elements to world rank @p dst with @p tag (>= 0). A
- *  blocking send to this process's own rank is refused (it would hang). */
+/** Send @p count elements to world rank @p dst (or DCOLL_PROC_NULL: no
+ *  one) with @p tag (>= 0). A blocking send to this process's own rank is
+ *  refused (it would hang). */
 DCOLL_API dcoll_status_t dcoll_send(dcoll_group_t *group, const void *buf,
         int64_t count, dcoll_dtype_t dtype, int dst, int tag,
         const dcoll_coll_opts_t *opts, dcoll_work_t **work);
 
 /** Receive up to @p count elements from world rank @p src (or
- *  DCOLL_ANY_SOURCE) with @p tag. A blocking receive stores the sender's
+ *  DCOLL_ANY_SOURCE, or DCOLL_PROC_NULL: no one) with @p tag. A blocking receive stores the sender's
  *  world rank in *source when source is not NULL; an async one reports it
  *  through dcoll_work_source. */
 DCOLL_API dcoll_status_t dcoll_recv(dcoll_group_t *group, void *buf,

@@ -26,6 +26,27 @@ static dcoll_status_t noop_work(struct dcoll_group *g, const char *fn,
     return DCOLL_SUCCESS;
 }
 
+/* A call with nothing to do here: a non-member's collective, or a send
+ * or receive with DCOLL_PROC_NULL, whose source is DCOLL_PROC_NULL. */
+static dcoll_status_t null_call(struct dcoll_group *g,
+                                const struct dcoll_coll *c, const char *fn,
+                                dcoll_work_t **work, int *source)
+{
+    bool null_recv = c->kind == DCOLL_COLL_RECV &&
+                     c->root == DCOLL_PROC_NULL;
+    if (!work) {
+        if (null_recv && source)
+            *source = DCOLL_PROC_NULL;
+        return DCOLL_SUCCESS;
+    }
+    dcoll_status_t st = noop_work(g, fn, work);
+    if (!st && null_recv) {
+        (*work)->is_recv = true;
+        (*work)->source = DCOLL_PROC_NULL;
+    }
+    return st;
+}
+
 static dcoll_status_t need_buf(const char *fn, const char *name,
                                const void *p, int64_t count)
 {
@@ -315,6 +336,11 @@ coll_check(const struct dcoll_kind_info *k, struct dcoll_group *g,
     if (k->flags & (DCOLL_KF_ROOT | DCOLL_KF_PEER)) {
         if (c->kind == DCOLL_COLL_RECV && root == DCOLL_ANY_SOURCE) {
             c->root = DCOLL_ANY_SOURCE;
+        } else if ((k->flags & DCOLL_KF_PEER) && root == DCOLL_PROC_NULL) {
+            /* MPI's null peer: nothing to do, done at once (coll_run). */
+            c->root = DCOLL_PROC_NULL;
+            *member = false;
+            return DCOLL_SUCCESS;
         } else {
             st = dcoll_group_root(g, root, fn, k->peer, &c->root);
             if (DCOLL_UNLIKELY(st))
@@ -357,7 +383,7 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
                                         &member))))
         REFUSE(st);
     if (DCOLL_UNLIKELY(!member))
-        return work ? noop_work(g, fn, work) : DCOLL_SUCCESS;
+        return null_call(g, c, fn, work, source);
 
     c->fn = fn;
     struct dcoll_call call;

@@ -1,6 +1,7 @@
 /* Groups: the world, new_group through the MPI layer, rank mapping. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "call.h"
 
 static struct dcoll_group *live_groups;
@@ -61,9 +62,14 @@ dcoll_status_t dcoll_group_root_slow(const struct dcoll_group *g,
                                "rank %d is world rank %d "
                                "(dcoll_group_global_rank)", fn, what, global,
                                buf, global, g->ranks[global]);
+        bool peer = !strcmp(what, "dst") || !strcmp(what, "src");
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
-                           "%s: %s %d is not a rank of the group (%s)", fn,
-                           what, global, buf);
+                           "%s: %s %d is not a rank of the group (%s)%s", fn,
+                           what, global, buf,
+                           peer && global < 0
+                               ? "; at a boundary with no neighbour, pass "
+                                 "DCOLL_PROC_NULL (-1), as MPI_PROC_NULL"
+                               : "");
     }
     *group_rank = r;
     return DCOLL_SUCCESS;

@@ -278,7 +278,8 @@ static dcoll_status_t running(const struct dcoll_plan *p, const char *fn,
                        "wait for that work before %s", fn, p->c.fn, what);
 }
 
-/* A non-member's start: nothing to do, and a finished work to show it. */
+/* A non-member's start, or a send or receive plan's with DCOLL_PROC_NULL:
+ * nothing to do, and a finished work to show it. */
 static dcoll_status_t start_nothing(struct dcoll_plan *p,
                                     dcoll_work_t **work)
 {
@@ -290,6 +291,10 @@ static dcoll_status_t start_nothing(struct dcoll_plan *p,
                            "memory for a work handle");
     dcoll_work_init(w, p->group, &dcoll_done_backend);
     dcoll_work_track(w);
+    if (p->c.kind == DCOLL_COLL_RECV && p->c.root == DCOLL_PROC_NULL) {
+        w->is_recv = true;
+        w->source = DCOLL_PROC_NULL;
+    }
     w->plan = p;
     p->work = *work = w;
     set_ready(p, false);

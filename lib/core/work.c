@@ -21,8 +21,9 @@ static dcoll_status_t complete(struct dcoll_work *w, dcoll_status_t st)
 {
     if (w->finish)
         st = w->finish(w, st);
-    /* Map the sender now: the group may be destroyed before source(). */
-    if (!st && w->is_recv && w->group->ranks)
+    /* Map the sender now: the group may be destroyed before source().
+     * DCOLL_PROC_NULL's stays as it is. */
+    if (!st && w->is_recv && w->group->ranks && w->source >= 0)
         w->source = w->group->ranks[w->source];
     w->status = work_fail(w, st);
     w->done = true;

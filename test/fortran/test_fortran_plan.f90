@@ -2,7 +2,8 @@
 ! finished by wait_all), residual (an all_reduce plan) and diagnostics
 ! (a gatherv plan, a broadcast plan, a barrier plan) are planned once and
 ! started each step, with ASYNCHRONOUS buffers; a plan refused on one rank
-! fails on every rank; a plan can only be freed once its group is gone.
+! fails on every rank; a plan can only be freed once its group is gone;
+! walls instead of a ring: DCOLL_PROC_NULL past the ends.
 program test_fortran_plan
     use dcoll
     use fcheck
@@ -11,7 +12,7 @@ program test_fortran_plan
     real(8), asynchronous :: u(0:n + 1), edge_l(1), edge_r(1)
     real(8), asynchronous :: ghost_l(1), ghost_r(1), res, total, all(64)
     integer(8), asynchronous :: step_no
-    integer :: size, rank, left, right, step, i, k
+    integer :: size, rank, left, right, step, i, k, src
     integer :: counts(64), everyone(64)
     type(dcoll_plan) :: halo(4), sum_p, gat_p, bc_p, bar_p, bad
     type(dcoll_work) :: w(4)
@@ -92,6 +93,39 @@ program test_fortran_plan
     call ok(dcoll_plan_free(gat_p), 'free')
     call ok(dcoll_plan_free(bc_p), 'free')
     call ok(dcoll_plan_free(bar_p), 'free')
+
+    ! Walls: the ends have no neighbour (DCOLL_PROC_NULL); their ghosts
+    ! stay as they were, and the receives' source says none.
+    left = merge(DCOLL_PROC_NULL, rank - 1, rank == 0)
+    right = merge(DCOLL_PROC_NULL, rank + 1, rank == size - 1)
+    call ok(dcoll_recv_plan(DCOLL_WORLD, ghost_l, 1, DCOLL_FLOAT64, left, &
+                            1, plan=halo(1)), 'recv plan (wall, left)')
+    call ok(dcoll_recv_plan(DCOLL_WORLD, ghost_r, 1, DCOLL_FLOAT64, right, &
+                            2, plan=halo(2)), 'recv plan (wall, right)')
+    call ok(dcoll_send_plan(DCOLL_WORLD, edge_r, 1, DCOLL_FLOAT64, right, &
+                            1, plan=halo(3)), 'send plan (wall, right)')
+    call ok(dcoll_send_plan(DCOLL_WORLD, edge_l, 1, DCOLL_FLOAT64, left, &
+                            2, plan=halo(4)), 'send plan (wall, left)')
+    edge_l(1) = rank * 10 + 1
+    edge_r(1) = rank * 10 + 2
+    ghost_l(1) = -7
+    ghost_r(1) = -7
+    do k = 1, 4
+        call ok(dcoll_plan_start(halo(k), w(k)), 'wall halo start')
+    end do
+    call ok(dcoll_work_wait_all(w), 'wall halo wait_all')
+    call expect(ghost_l(1) == merge(-7, (rank - 1) * 10 + 2, rank == 0), &
+                'ghost from the left, or the wall''s untouched')
+    call expect(ghost_r(1) == merge(-7, (rank + 1) * 10 + 1, &
+                                    rank == size - 1), &
+                'ghost from the right, or the wall''s untouched')
+    call ok(dcoll_work_source(w(1), src), 'source')
+    call expect(src == left, 'the left receive''s source')
+    do k = 1, 4
+        call ok(dcoll_plan_free(halo(k)), 'free wall plan')
+    end do
+    call ok(dcoll_send(DCOLL_WORLD, edge_l, 1, DCOLL_FLOAT64, &
+                       DCOLL_PROC_NULL, 3), 'blocking send to no one')
 
     ! One rank's bad count fails the plan everywhere.
     k = merge(-1, 1, rank == size - 1)
