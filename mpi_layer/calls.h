@@ -100,11 +100,14 @@ struct dcoll_mpi_row {
      * blocking call (MPICH: bench/README.md, "Plans"). */
     int64_t persist_from;
     /* What follows the transfer: AVG's division (1 on every rank, 2 on
-     * the root alone), the in-place block's move from the front. */
+     * the root alone, DCOLL_MPI_AVG_PREFIX by the inputs each rank's
+     * result holds), the in-place block's move from the front. */
     unsigned char avg;
     bool moves;
     bool tagged;     /* a peer call: its tag must be within MPI_TAG_UB */
 };
+
+#define DCOLL_MPI_AVG_PREFIX 3
 
 extern const struct dcoll_mpi_row dcoll_mpi_rows[DCOLL_COLL_KIND_COUNT_];
 

@@ -60,11 +60,15 @@ void dcoll_mpi_plan_after(struct dcoll_mpi_work *w,
         w->move_dst = c->recvbuf;
         w->move_bytes = (size_t)c->count * esz;
     }
+    /* A prefix's result on rank r holds r + 1 inputs (scan) or r
+     * (exscan: none on rank 0, whose buffer is left as it was). */
+    int held = c->kind == DCOLL_COLL_EXSCAN ? g->rank : g->rank + 1;
     if (c->op == DCOLL_AVG &&
-        (row->avg == 1 || (row->avg == 2 && g->rank == c->root))) {
+        (row->avg == 1 || (row->avg == 2 && g->rank == c->root) ||
+         (row->avg == DCOLL_MPI_AVG_PREFIX && held > 0))) {
         w->avg_buf = c->recvbuf;
         w->avg_n = c->count;
-        w->divisor = g->size;
+        w->divisor = row->avg == DCOLL_MPI_AVG_PREFIX ? held : g->size;
         w->dtype = c->dtype;
     }
 }

@@ -34,6 +34,16 @@ struct mpi_plan {
                                 (TRIAL_STARTS) */
 };
 
+/* Whether c's AVG divides after the transfer on some rank: decided alike
+ * on every rank (a reduce's root divides, an exscan's rank 0 does not),
+ * since ranks whose starts took different MPI calls, blocking against
+ * nonblocking or persistent, would never match (MPI-4 5.12). */
+static bool avg_after(const struct dcoll_mpi_row *row,
+                      const struct dcoll_coll *c)
+{
+    return c->op == DCOLL_AVG && row->avg;
+}
+
 /* Whether a blocking start of c can be MPI's blocking call as it is,
  * every time, and its arguments if so: no chunks, no after-step, none of
  * MPICH's own mends (the row's plan_args says). */
@@ -44,7 +54,7 @@ static bool direct_make(struct mpi_plan *p, const struct dcoll_group *g,
     struct dcoll_mpi_args *a = &p->a;
     struct dcoll_mpi_work after;
     dcoll_mpi_plan_after(&after, g, c);
-    if (!row->plan_call || c->count > INT_MAX || after.avg_buf ||
+    if (!row->plan_call || c->count > INT_MAX || avg_after(row, c) ||
         after.move_bytes)
         return false;
     int n = g->size;
@@ -223,7 +233,7 @@ dcoll_status_t dcoll_mpi_plan_make(struct dcoll_group *g,
      * both. */
     bool direct = (!blocking || both) && direct_make(p, g, c);
     bool started = p->w.nreq == 1 && p->w.reqs == &p->w.one &&
-                   !p->w.avg_buf && !p->w.move_bytes &&
+                   !avg_after(row, c) && !p->w.move_bytes &&
                    c->kind != DCOLL_COLL_RECV;
     if (polled)
         p->a.way.run = NULL;

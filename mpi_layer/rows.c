@@ -58,6 +58,41 @@ static int post_reduce(struct dcoll_mpi_post *p, const struct dcoll_group *g,
     return rc;
 }
 
+/* scan and exscan, in chunks of at most CHUNK elements (elementwise: a
+ * chunk's prefix is its elements' own). */
+static int post_scan(struct dcoll_mpi_post *p, const struct dcoll_group *g,
+                     const struct dcoll_coll *c, MPI_Comm comm,
+                     MPI_Status *status, const char **call)
+{
+    (void)g, (void)status;
+    size_t esz = dcoll_dtype_sizes[c->dtype];
+    MPI_Datatype dt = dcoll_mpi_type(c);
+    MPI_Op op = dcoll_mpi_op(c->dtype, c->op);
+    bool ex = c->kind == DCOLL_COLL_EXSCAN;
+    int64_t off = 0;
+    int rc = MPI_SUCCESS;
+    *call = ex ? (p->w ? "MPI_Iexscan" : "MPI_Exscan")
+               : (p->w ? "MPI_Iscan" : "MPI_Scan");
+    do {
+        int len = len_at(c->count, off);
+        const void *in = c->in_place ? MPI_IN_PLACE
+                                     : (const char *)c->sendbuf +
+                                           (size_t)off * esz;
+        void *out = (char *)c->recvbuf + (size_t)off * esz;
+        MPI_Request *rq = dcoll_mpi_slot(p);
+        if (ex)
+            rc = CALL(rq, MPI_Exscan(in, out, len, dt, op, comm),
+                      DCOLL_NB(p->persist, MPI_Iexscan, Exscan, rq, in, out,
+                               len, dt, op, comm));
+        else
+            rc = CALL(rq, MPI_Scan(in, out, len, dt, op, comm),
+                      DCOLL_NB(p->persist, MPI_Iscan, Scan, rq, in, out, len,
+                               dt, op, comm));
+        off += len;
+    } while (rc == MPI_SUCCESS && off < c->count);
+    return rc;
+}
+
 /* A broadcast above INT_MAX elements goes in chunks: MPICH 4.0.2 fails an
  * MPI_Ibcast of one such derived type when MPI_Test drives it. */
 static int post_bcast(struct dcoll_mpi_post *p, const struct dcoll_group *g,
@@ -251,6 +286,10 @@ DIRECT(reduce_scatter, "MPI_Reduce_scatter_block",
                                               dcoll_mpi_op(c->dtype, c->op),
                                               comm))
 DIRECT(barrier, "MPI_Barrier", MPI_Barrier(comm))
+DIRECT(scan, "MPI_Scan",
+       MPI_Scan(s, r, n, t, dcoll_mpi_op(c->dtype, c->op), comm))
+DIRECT(exscan, "MPI_Exscan",
+       MPI_Exscan(s, r, n, t, dcoll_mpi_op(c->dtype, c->op), comm))
 #undef DIRECT
 
 /* ---- a tuning table's ways (compose.c) ---- */
@@ -334,6 +373,8 @@ BLOCKING(all_to_allv, MPI_Alltoallv(p->in, v, v + size, p->t, p->out,
                                     p->comm))
 BLOCKING(reduce_scatterv, MPI_Reduce_scatter(p->in, p->out, v, p->t, p->op,
                                              p->comm))
+BLOCKING(scan, MPI_Scan(p->in, p->out, p->n, p->t, p->op, p->comm))
+BLOCKING(exscan, MPI_Exscan(p->in, p->out, p->n, p->t, p->op, p->comm))
 #undef BLOCKING
 
 /* ---- where a plan's call reads its arguments otherwise ---- */
@@ -542,5 +583,19 @@ const struct dcoll_mpi_row dcoll_mpi_rows[DCOLL_COLL_KIND_COUNT_] = {
         .plan_call = call_reduce_scatterv,
         .avg = 1,
         .moves = true,
+    },
+    [DCOLL_COLL_SCAN] = {
+        .post = post_scan,
+        .requests = DCOLL_MPI_REQ_CHUNKS,
+        .direct = direct_scan,
+        .plan_call = call_scan,
+        .avg = DCOLL_MPI_AVG_PREFIX,
+    },
+    [DCOLL_COLL_EXSCAN] = {
+        .post = post_scan,
+        .requests = DCOLL_MPI_REQ_CHUNKS,
+        .direct = direct_exscan,
+        .plan_call = call_exscan,
+        .avg = DCOLL_MPI_AVG_PREFIX,
     },
 };

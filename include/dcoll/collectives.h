@@ -130,6 +130,20 @@ DCOLL_API dcoll_status_t dcoll_reduce_scatter(dcoll_group_t *group,
         const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
         dcoll_op_t op, const dcoll_coll_opts_t *opts, dcoll_work_t **work);
 
+/** Prefix reduction (API 1.11), as MPI_Scan: group rank r's recvbuf gets
+ *  op over the sendbufs of ranks 0 to r, in rank order. AVG divides each
+ *  rank's sum by r + 1. In place: sendbuf == recvbuf. */
+DCOLL_API dcoll_status_t dcoll_scan(dcoll_group_t *group,
+        const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
+        dcoll_op_t op, const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+/** Exclusive prefix reduction (API 1.11), as MPI_Exscan: group rank r > 0
+ *  gets op over the sendbufs of ranks 0 to r - 1 (AVG: divided by r);
+ *  rank 0's recvbuf is left as it was. In place: sendbuf == recvbuf. */
+DCOLL_API dcoll_status_t dcoll_exscan(dcoll_group_t *group,
+        const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
+        dcoll_op_t op, const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
 /** Block j (count elements) of sendbuf goes to group rank j, landing in
  *  its recvbuf block i (i = sender). In place: sendbuf == recvbuf. */
 DCOLL_API dcoll_status_t dcoll_all_to_all(dcoll_group_t *group,

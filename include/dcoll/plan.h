@@ -70,6 +70,14 @@ DCOLL_API dcoll_status_t dcoll_all_reduce_plan(dcoll_group_t *group,
         const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
         dcoll_op_t op, const dcoll_coll_opts_t *opts, dcoll_plan_t **plan);
 
+DCOLL_API dcoll_status_t dcoll_scan_plan(dcoll_group_t *group,
+        const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
+        dcoll_op_t op, const dcoll_coll_opts_t *opts, dcoll_plan_t **plan);
+
+DCOLL_API dcoll_status_t dcoll_exscan_plan(dcoll_group_t *group,
+        const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
+        dcoll_op_t op, const dcoll_coll_opts_t *opts, dcoll_plan_t **plan);
+
 DCOLL_API dcoll_status_t dcoll_reduce_plan(dcoll_group_t *group,
         const void *sendbuf, void *recvbuf, int64_t count, dcoll_dtype_t dtype,
         dcoll_op_t op, int root, const dcoll_coll_opts_t *opts,

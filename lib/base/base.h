@@ -160,6 +160,11 @@ enum dcoll_coll_kind {
     DCOLL_COLL_SCATTERV,
     DCOLL_COLL_ALL_TO_ALLV,
     DCOLL_COLL_REDUCE_SCATTERV,
+    /* Prefix reductions (API 1.11): rank r's result reduces the inputs
+     * of ranks 0 to r (scan) or 0 to r - 1 (exscan; rank 0's is left as
+     * it was). */
+    DCOLL_COLL_SCAN,
+    DCOLL_COLL_EXSCAN,
     DCOLL_COLL_KIND_COUNT_,
     /* Calls that are not collectives on buffers: group creation,
      * numbered among the parent's calls so that a rank that never comes
@@ -185,6 +190,10 @@ enum {
     DCOLL_KF_ELEMENTWISE = 1u << 6, /* may be cut into chunks */
     DCOLL_KF_VEC = 1u << 7,      /* counts per rank: checked by
                                     dcoll_vec_check, not by spans */
+    DCOLL_KF_PREFIX = 1u << 8,   /* scan, exscan: each rank's result its
+                                    own (AVG divides by its count of
+                                    inputs); no public call kind, no NCCL
+                                    call */
 };
 
 /* Blocks of count elements a buffer spans: none, one, or one per rank. */

@@ -91,6 +91,16 @@
         DCOLL_KF_OP | DCOLL_KF_COUNTED | DCOLL_KF_VEC,                     \
         DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_IP_NONE,             \
         "recvbuf == sendbuf + the counts of the ranks before"),            \
+    [DCOLL_COLL_SCAN] = DCOLL_KIND_("scan",                                \
+        DCOLL_KF_OP | DCOLL_KF_COUNTED | DCOLL_KF_ELEMENTWISE |            \
+            DCOLL_KF_PREFIX,                                               \
+        DCOLL_O_, DCOLL_O_, DCOLL_O_, DCOLL_O_, DCOLL_IP_SAME,             \
+        "sendbuf == recvbuf"),                                             \
+    [DCOLL_COLL_EXSCAN] = DCOLL_KIND_("exscan",                            \
+        DCOLL_KF_OP | DCOLL_KF_COUNTED | DCOLL_KF_ELEMENTWISE |            \
+            DCOLL_KF_PREFIX,                                               \
+        DCOLL_O_, DCOLL_O_, DCOLL_O_, DCOLL_O_, DCOLL_IP_SAME,             \
+        "sendbuf == recvbuf"),                                             \
     [DCOLL_COLL_NEW_GROUP] = DCOLL_KIND_("new_group", DCOLL_KF_COUNTED,    \
         DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_IP_NONE, NULL),      \
     [DCOLL_COLL_SPLIT_GROUP] = DCOLL_KIND_("split_group", DCOLL_KF_COUNTED,\

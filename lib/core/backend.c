@@ -64,10 +64,11 @@ _Static_assert((int)DCOLL_COLL_RECV == (int)DCOLL_KIND_RECV &&
                "the public kinds mirror the internal ones");
 
 /* Every kind a call record can carry: one count per call, so not the
- * vector kinds. */
+ * vector kinds; nor the prefix reductions, which have no public kind. */
 static bool user_runs(enum dcoll_coll_kind kind)
 {
-    return dcoll_kind_one_layout(kind);
+    return dcoll_kind_one_layout(kind) &&
+           !dcoll_kind_has(kind, DCOLL_KF_PREFIX);
 }
 
 static dcoll_status_t user_coll(struct dcoll_group *g,

@@ -458,6 +458,26 @@ dcoll_status_t dcoll_all_reduce(dcoll_group_t *group, const void *sendbuf,
     return coll_run(group, &c, 0, work, NULL);
 }
 
+dcoll_status_t dcoll_scan(dcoll_group_t *group, const void *sendbuf,
+                          void *recvbuf, int64_t count, dcoll_dtype_t dtype,
+                          dcoll_op_t op, const dcoll_coll_opts_t *opts,
+                          dcoll_work_t **work)
+{
+    COLL(.kind = DCOLL_COLL_SCAN, .sendbuf = sendbuf, .recvbuf = recvbuf,
+         .count = count, .dtype = dtype, .op = op, .opts = opts);
+    return coll_run(group, &c, 0, work, NULL);
+}
+
+dcoll_status_t dcoll_exscan(dcoll_group_t *group, const void *sendbuf,
+                            void *recvbuf, int64_t count, dcoll_dtype_t dtype,
+                            dcoll_op_t op, const dcoll_coll_opts_t *opts,
+                            dcoll_work_t **work)
+{
+    COLL(.kind = DCOLL_COLL_EXSCAN, .sendbuf = sendbuf, .recvbuf = recvbuf,
+         .count = count, .dtype = dtype, .op = op, .opts = opts);
+    return coll_run(group, &c, 0, work, NULL);
+}
+
 dcoll_status_t dcoll_reduce(dcoll_group_t *group, const void *sendbuf,
                             void *recvbuf, int64_t count, dcoll_dtype_t dtype,
                             dcoll_op_t op, int root,

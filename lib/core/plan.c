@@ -519,6 +519,30 @@ dcoll_status_t dcoll_broadcast_plan(dcoll_group_t *group, void *buf,
     return dcoll_plan_make(group, &c, root, 0, plan);
 }
 
+dcoll_status_t dcoll_scan_plan(dcoll_group_t *group, const void *sendbuf,
+                               void *recvbuf, int64_t count,
+                               dcoll_dtype_t dtype, dcoll_op_t op,
+                               const dcoll_coll_opts_t *opts,
+                               dcoll_plan_t **plan)
+{
+    PLAN(.kind = DCOLL_COLL_SCAN, .sendbuf = sendbuf, .recvbuf = recvbuf,
+         .count = count, .dtype = dtype, .op = op, .opts = opts,
+         .fn = __func__);
+    return dcoll_plan_make(group, &c, 0, 0, plan);
+}
+
+dcoll_status_t dcoll_exscan_plan(dcoll_group_t *group, const void *sendbuf,
+                                 void *recvbuf, int64_t count,
+                                 dcoll_dtype_t dtype, dcoll_op_t op,
+                                 const dcoll_coll_opts_t *opts,
+                                 dcoll_plan_t **plan)
+{
+    PLAN(.kind = DCOLL_COLL_EXSCAN, .sendbuf = sendbuf, .recvbuf = recvbuf,
+         .count = count, .dtype = dtype, .op = op, .opts = opts,
+         .fn = __func__);
+    return dcoll_plan_make(group, &c, 0, 0, plan);
+}
+
 dcoll_status_t dcoll_all_reduce_plan(dcoll_group_t *group,
                                      const void *sendbuf, void *recvbuf,
                                      int64_t count, dcoll_dtype_t dtype,

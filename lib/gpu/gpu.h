@@ -149,7 +149,7 @@ dcoll_status_t dcoll_gpu_multi_choose(struct dcoll_group *g,
 static inline bool dcoll_gpu_coll_kind(enum dcoll_coll_kind kind)
 {
     return dcoll_kind_one_layout(kind) && kind != DCOLL_COLL_BARRIER &&
-           !dcoll_kind_has(kind, DCOLL_KF_PEER);
+           !dcoll_kind_has(kind, DCOLL_KF_PEER | DCOLL_KF_PREFIX);
 }
 
 /* Whether the plugin's NCCL path may see this type and op: not bool,

@@ -136,6 +136,10 @@ static void extents(const struct dcoll_group *g, const struct dcoll_coll *c,
     int role = (k->flags & DCOLL_KF_ROOT) && g->rank == c->root;
     *in = dcoll_span_bytes(k->in[role], b, g->size);
     *out = dcoll_span_bytes(k->out[role], b, g->size);
+    /* An exscan's rank 0 gets nothing: its buffer stays as it was, not
+     * overwritten with a host block MPI never wrote. */
+    if (c->kind == DCOLL_COLL_EXSCAN && g->rank == 0)
+        *out = 0;
 }
 
 /* The copy-out half, run when the host collective is done. */
@@ -182,6 +186,7 @@ static dcoll_status_t finish_staged(struct dcoll_work *w, dcoll_status_t st)
 static bool premultiplies(const struct dcoll_coll *c)
 {
     return c->op == DCOLL_AVG && dcoll_kind_has(c->kind, DCOLL_KF_OP) &&
+           !dcoll_kind_has(c->kind, DCOLL_KF_PREFIX) &&
            (dcoll_dtype_is_float(c->dtype) ||
             dcoll_dtype_is_complex(c->dtype));
 }

@@ -3,7 +3,8 @@
 ! (a gatherv plan, a broadcast plan, a barrier plan) are planned once and
 ! started each step, with ASYNCHRONOUS buffers; a plan refused on one rank
 ! fails on every rank; a plan can only be freed once its group is gone;
-! walls instead of a ring: DCOLL_PROC_NULL past the ends.
+! walls instead of a ring: DCOLL_PROC_NULL past the ends; each rank's
+! offset by exscan, and a scan planned.
 program test_fortran_plan
     use dcoll
     use fcheck
@@ -11,7 +12,7 @@ program test_fortran_plan
     integer, parameter :: n = 16, steps = 5
     real(8), asynchronous :: u(0:n + 1), edge_l(1), edge_r(1)
     real(8), asynchronous :: ghost_l(1), ghost_r(1), res, total, all(64)
-    integer(8), asynchronous :: step_no
+    integer(8), asynchronous :: step_no, mine, offset, upto
     integer :: size, rank, left, right, step, i, k, src
     integer :: counts(64), everyone(64)
     type(dcoll_plan) :: halo(4), sum_p, gat_p, bc_p, bar_p, bad
@@ -126,6 +127,23 @@ program test_fortran_plan
     end do
     call ok(dcoll_send(DCOLL_WORLD, edge_l, 1, DCOLL_FLOAT64, &
                        DCOLL_PROC_NULL, 3), 'blocking send to no one')
+
+    ! Offsets into a global array: exscan of the counts (rank 0's stays
+    ! as it was), and the inclusive scan as a plan.
+    mine = rank + 1
+    offset = -5
+    call ok(dcoll_exscan(DCOLL_WORLD, mine, offset, 1, DCOLL_INT64, &
+                         DCOLL_SUM), 'exscan')
+    call expect(offset == merge(-5_8, int(rank, 8) * (rank + 1) / 2, &
+                                rank == 0), 'exscan offset')
+    call ok(dcoll_scan_plan(DCOLL_WORLD, mine, upto, 1_8, DCOLL_INT64, &
+                            DCOLL_SUM, plan=bad), 'scan plan')
+    do k = 1, 2
+        upto = 0
+        call ok(dcoll_plan_start(bad), 'scan start')
+        call expect(upto == int(rank + 1, 8) * (rank + 2) / 2, 'scan')
+    end do
+    call ok(dcoll_plan_free(bad), 'free scan plan')
 
     ! One rank's bad count fails the plan everywhere.
     k = merge(-1, 1, rank == size - 1)

@@ -50,6 +50,7 @@ static long nccl_ran(void) { return fake_nccl_calls(); }
 #include "dcoll/dcoll.h"
 #include "newtypes.h"
 #include "check.h"
+#include "half.h"
 
 #define N 1000
 static int me, n;
@@ -292,6 +293,87 @@ static void new_types(void)
         free(h);
         free(g);
     }
+}
+
+/* scan and exscan on device buffers (staged: NCCL has none) give the
+ * host path's answer bit for bit, which scan-np* holds to MPI's own
+ * calls: blocking, async and a plan's start, in place and not; exscan's
+ * rank 0 keeps what its buffer held. */
+/* Rank r's inputs: values that round in the floating types. */
+static void prefix_fill(void *b, dcoll_dtype_t t, int r, int which, int m)
+{
+    for (int k = 0; k < m; k++) {
+        float f = 0.1f * (float)(r + 1) + 1e-3f * (float)k + 1.0f / 3;
+        switch (t) {
+        case DCOLL_FLOAT32: ((float *)b)[k] = f; break;
+        case DCOLL_FLOAT64: ((double *)b)[k] = (double)f / 7; break;
+        case DCOLL_FLOAT16: ((uint16_t *)b)[k] = dcoll_float_to_half(f); break;
+        case DCOLL_BFLOAT16:
+            ((uint16_t *)b)[k] = dcoll_float_to_bf16(f);
+            break;
+        default: nt_fill(b, t, r, which, m); return;
+        }
+    }
+}
+
+static void prefixes(void)
+{
+    static const struct { dcoll_dtype_t t; dcoll_op_t op; } c[] = {
+        {DCOLL_FLOAT32, DCOLL_SUM},   {DCOLL_FLOAT32, DCOLL_AVG},
+        {DCOLL_FLOAT16, DCOLL_SUM},   {DCOLL_BFLOAT16, DCOLL_AVG},
+        {DCOLL_INT64, DCOLL_PRODUCT}, {DCOLL_UINT8, DCOLL_BXOR},
+        {DCOLL_BOOL, DCOLL_LOR},      {DCOLL_COMPLEX128, DCOLL_SUM},
+        {DCOLL_FLOAT64, DCOLL_MAX},   {DCOLL_FLOAT32_INT, DCOLL_MINLOC},
+    };
+    enum { M = 41 };
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+        for (int ex = 0; ex < 2; ex++)
+            for (int form = 0; form < 3; form++) {
+                bool inplace = form == 1;
+                size_t b = M * nt_size(c[i].t);
+                char *hs = calloc(1, b), *hr = calloc(1, b),
+                     *g = calloc(1, b);
+                void *ds = NULL, *dr = NULL;
+                prefix_fill(hs, c[i].t, me, (int)i, M);
+                memset(hr, 0x3c, b);
+                cudaMalloc(&ds, b);
+                cudaMalloc(&dr, b);
+                put(ds, hs, b);
+                put(dr, hr, b);
+                void *hout = inplace ? hs : hr, *dout = inplace ? ds : dr;
+                dcoll_status_t (*call)(dcoll_group_t *, const void *, void *,
+                                       int64_t, dcoll_dtype_t, dcoll_op_t,
+                                       const dcoll_coll_opts_t *,
+                                       dcoll_work_t **) =
+                    ex ? dcoll_exscan : dcoll_scan;
+                if (form == 2) {
+                    dcoll_plan_t *p = NULL;
+                    OK((ex ? dcoll_exscan_plan : dcoll_scan_plan)(
+                        NULL, ds, dout, M, c[i].t, c[i].op, NULL, &p));
+                    OK(dcoll_plan_start(p, NULL));
+                    OK(dcoll_plan_free(&p));
+                } else if (form == 1) {
+                    dcoll_work_t *w = NULL;
+                    OK(call(NULL, ds, dout, M, c[i].t, c[i].op, NULL, &w));
+                    OK(dcoll_work_wait(w));
+                    OK(dcoll_work_free(&w));
+                } else {
+                    OK(call(NULL, ds, dout, M, c[i].t, c[i].op, NULL, NULL));
+                }
+                OK(call(NULL, hs, hout, M, c[i].t, c[i].op, NULL, NULL));
+                cudaMemcpy(g, dout, b, cudaMemcpyDeviceToHost);
+                long k = memcmp(g, hout, b) ? nt_differs(g, hout, M, c[i].t)
+                                            : -1;
+                CHECK(k < 0 && !memcmp(g, hout, b),
+                      "%s type %d op %d form %d: element %ld on the GPU is "
+                      "not the host path's", ex ? "exscan" : "scan",
+                      (int)c[i].t, (int)c[i].op, form, k);
+                cudaFree(ds);
+                cudaFree(dr);
+                free(hs);
+                free(hr);
+                free(g);
+            }
 }
 
 int main(int argc, char **argv)
@@ -614,6 +696,7 @@ int main(int argc, char **argv)
               i, ph[i].v, ph[i].i);
     cudaFree(pc);
     new_types();
+    prefixes();
     plans();
 #ifndef FAKE_DEVICE
     captured();
