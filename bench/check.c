@@ -113,11 +113,12 @@ static double val(const struct perf_ctx *c, bool reduces, int r, size_t j)
 }
 
 /* The reduction of element j over the group's ranks. */
-static double fold(const struct perf_ctx *c, size_t j)
+/* Element j reduced over ranks 0 to upto (AVG: divided by upto + 1). */
+static double fold_to(const struct perf_ctx *c, size_t j, int upto)
 {
     double a = val(c, true, 0, j);
     uint64_t u = (uint64_t)a;
-    for (int r = 1; r < c->size; r++) {
+    for (int r = 1; r <= upto; r++) {
         double v = val(c, true, r, j);
         switch (c->o->op) {
         case DCOLL_PRODUCT: a *= v; break;
@@ -141,9 +142,14 @@ static double fold(const struct perf_ctx *c, size_t j)
         bool is_float = c->o->dtype >= DCOLL_FLOAT16 &&
                         c->o->dtype <= DCOLL_FLOAT64;
         is_float = is_float || c->o->dtype >= DCOLL_COMPLEX64;
-        a = is_float ? a / c->size : trunc(a / c->size);
+        a = is_float ? a / (upto + 1) : trunc(a / (upto + 1));
     }
     return a;
+}
+
+static double fold(const struct perf_ctx *c, size_t j)
+{
+    return fold_to(c, j, c->size - 1);
 }
 
 static long differs(const struct perf_ctx *c, const void *b, size_t i,
@@ -252,7 +258,7 @@ long perf_check(struct perf_ctx *c, const struct perf_coll *k)
      * pass as checked. */
     static const char *const known[] = {
         "all_reduce", "reduce", "reduce_scatter", "broadcast", "scatter",
-        "send_recv", "all_gather", "gather", "all_to_all"};
+        "send_recv", "all_gather", "gather", "all_to_all", "scan", "exscan"};
     bool have = false;
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
         have = have || !strcmp(nm, known[i]);
@@ -266,6 +272,10 @@ long perf_check(struct perf_ctx *c, const struct perf_coll *k)
     for (size_t i = 0; i < n; i++) {
         if (!strcmp(nm, "all_reduce") || (!strcmp(nm, "reduce") && root)) {
             wrong += differs(c, res, i, fold(c, i));
+        } else if (!strcmp(nm, "scan")) {
+            wrong += differs(c, res, i, fold_to(c, i, me));
+        } else if (!strcmp(nm, "exscan")) {   /* rank 0's stays 0 */
+            wrong += differs(c, res, i, me ? fold_to(c, i, me - 1) : 0);
         } else if (!strcmp(nm, "reduce_scatter")) {
             wrong += differs(c, res, i, fold(c, me * n + i));
         } else if (!strcmp(nm, "broadcast")) {

@@ -78,6 +78,36 @@ static int allreduce_r(struct perf_ctx *c)
                             &rq_));
 }
 
+/* scan and exscan */
+static int scan_d(struct perf_ctx *c)
+{
+#define CALL(wp) dcoll_scan(c->group, c->send, c->recv, ARGS(c), c->o->op,   \
+                            c->opts, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int scan_r(struct perf_ctx *c)
+{
+    RAW_CALL(c, MPI_Scan(c->send, c->recv, RAW(c), c->raw_op, c->comm),
+             MPI_Iscan(c->send, c->recv, RAW(c), c->raw_op, c->comm, &rq_));
+}
+
+static int exscan_d(struct perf_ctx *c)
+{
+#define CALL(wp) dcoll_exscan(c->group, c->send, c->recv, ARGS(c), c->o->op, \
+                              c->opts, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int exscan_r(struct perf_ctx *c)
+{
+    RAW_CALL(c, MPI_Exscan(c->send, c->recv, RAW(c), c->raw_op, c->comm),
+             MPI_Iexscan(c->send, c->recv, RAW(c), c->raw_op, c->comm,
+                         &rq_));
+}
+
 /* reduce */
 static int reduce_d(struct perf_ctx *c)
 {
@@ -724,6 +754,8 @@ const struct perf_coll perf_colls[] = {
      NULL},
     {"reduce_scatterv", f_ring, 1, true, false, false, redscatv_d,
      redscatv_r, NULL},
+    {"scan", f_one, 0, true, false, false, scan_d, scan_r, NULL},
+    {"exscan", f_one, 0, true, false, false, exscan_d, exscan_r, NULL},
     {"halo", f_one, 0, false, false, false, halo_d, halo_r, NULL},
     {"split", f_one, 0, false, false, false, split_d, split_r, NULL},
     {"all_reduce_multi", f_allreduce, 0, true, false, false, arm_d, arm_r,

@@ -43,6 +43,10 @@ static const unsigned expect[DCOLL_COLL_KIND_COUNT_] = {
     [DCOLL_COLL_SCATTERV] = MPI_,
     [DCOLL_COLL_ALL_TO_ALLV] = MPI_,
     [DCOLL_COLL_REDUCE_SCATTERV] = MPI_,
+    /* Prefix reductions: NCCL has none (IPC follows it), and a user
+     * backend's call kinds have no number for them. */
+    [DCOLL_COLL_SCAN] = MPI_ | STAGED_,
+    [DCOLL_COLL_EXSCAN] = MPI_ | STAGED_,
 };
 
 /* Each transport's table: its slot, its name, and what every table
