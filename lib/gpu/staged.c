@@ -136,10 +136,6 @@ static void extents(const struct dcoll_group *g, const struct dcoll_coll *c,
     int role = (k->flags & DCOLL_KF_ROOT) && g->rank == c->root;
     *in = dcoll_span_bytes(k->in[role], b, g->size);
     *out = dcoll_span_bytes(k->out[role], b, g->size);
-    /* An exscan's rank 0 gets nothing: its buffer stays as it was, not
-     * overwritten with a host block MPI never wrote. */
-    if (c->kind == DCOLL_COLL_EXSCAN && g->rank == 0)
-        *out = 0;
 }
 
 /* The copy-out half, run when the host collective is done. */
@@ -340,9 +336,13 @@ static dcoll_status_t staged_run(struct dcoll_group *g,
     bool premul = premultiplies(c);
     if (premul)
         h.op = DCOLL_SUM;
+    /* An exscan's rank 0 gets nothing: its buffer stays as it was, not
+     * overwritten by the host block MPI never wrote (which stays apart
+     * from the input, as MPI wants them). */
+    bool keep = c->kind == DCOLL_COLL_EXSCAN && g->rank == 0;
     if (pipelined(c, in > out ? in : out, work != NULL))
-        return run_chunks(g, &h, dsend, hsend, drecv, host_out, s, premul,
-                          fn, oc);
+        return run_chunks(g, &h, dsend, hsend, keep ? NULL : drecv,
+                          host_out, s, premul, fn, oc);
     /* Copy in: everything the collective reads, ordered after the
      * caller's earlier work on the stream. */
     const char *from = overlap ? lo : dsend;
@@ -360,7 +360,7 @@ static dcoll_status_t staged_run(struct dcoll_group *g,
                      c->dtype, g->size);
     s->dev_out = drecv;
     s->host_out = host_out;
-    s->out_bytes = out;
+    s->out_bytes = keep ? 0 : out;
     dcoll_status_t st = g->host->coll(g, &h, work, oc);
     if (st || !work)
         return copy_out(s, st);
