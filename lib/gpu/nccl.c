@@ -294,6 +294,16 @@ static void *split_from(struct dcoll_group *parent, int color, int key,
     return comm;
 }
 
+/* A communicator freed: finalized within timeout seconds, or at once
+ * aborted where failed (nccl_release); plugins before ABI 9 only free. */
+static void release(void *comm, double timeout, bool failed)
+{
+    if (dcoll_gpu_plugin->nccl_release)
+        dcoll_gpu_plugin->nccl_release(comm, timeout, failed);
+    else
+        dcoll_gpu_plugin->nccl_free(comm);
+}
+
 /* The parent's communicator aborted now, its work with it: kernels that
  * wait for a dead rank on the caller's stream would hold everything
  * queued after them. Under the record's lock, which the watchdog takes
@@ -309,10 +319,7 @@ static void abort_parent(struct dcoll_nccl_group *pg)
     pg->broken = true;
     if (pg->lock_made)
         pthread_mutex_unlock(&pg->lock);
-    if (dcoll_gpu_plugin->nccl_release)
-        dcoll_gpu_plugin->nccl_release(comm, 0, true);
-    else
-        dcoll_gpu_plugin->nccl_free(comm);
+    release(comm, 0, true);
 }
 
 /* dcoll_group_shrink's group g, of the parent's living ranks (m->keep):
@@ -348,23 +355,21 @@ static dcoll_status_t shrink_from(struct dcoll_group *g,
         free(ex);
         if ((st = g->svc->agree(g, &ok)) || !ok) {
             if (comm)
-                p->nccl_release ? p->nccl_release(comm, 0, true)
-                                : p->nccl_free(comm);
+                release(comm, 0, true);
             comm = NULL;
         }
     }
     struct dcoll_nccl_group *ng = comm ? dcoll_nccl_group(g, "shrink")
                                        : NULL;
-    if (comm && ng) {
+    if (ng) {
         ng->comm = comm;
         ng->state = NCCL_READY;
         ng->device = pg->device;
-    } else if (comm) {
-        p->nccl_release ? p->nccl_release(comm, 0, true) : p->nccl_free(comm);
-        comm = NULL;
-    }
-    if (!comm)
+    } else {
+        if (comm)   /* no memory for g's record */
+            release(comm, 0, true);
         abort_parent(pg);
+    }
     return st;
 }
 
@@ -433,13 +438,8 @@ static void nccl_group_free(struct dcoll_group *g)
     /* A communicator a call failed on is aborted: its finalize would
      * wait for peers that may never come. */
     bool failed = ng->broken || atomic_load(&ng->tripped);
-    if (ng->comm && dcoll_gpu_plugin) {
-        if (dcoll_gpu_plugin->nccl_release)
-            dcoll_gpu_plugin->nccl_release(ng->comm, dcoll_gpu_timeout(g),
-                                           failed);
-        else
-            dcoll_gpu_plugin->nccl_free(ng->comm);
-    }
+    if (ng->comm && dcoll_gpu_plugin)
+        release(ng->comm, dcoll_gpu_timeout(g), failed);
     dcoll_cliques_free(ng);
     free(ng);
     g->tl[DCOLL_TL_NCCL] = NULL;
