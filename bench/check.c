@@ -247,6 +247,18 @@ long perf_check(struct perf_ctx *c, const struct perf_coll *k)
     if (c->cuda)
         perf_cuda_copy(res, c->recv, c->recvbytes);
 #endif
+    /* The neighbourhood entries: each received block its source's. */
+    if (!strncmp(k->name, "neighbor_", 9)) {
+        bool ag = !strcmp(k->name, "neighbor_all_gather");
+        size_t from;
+        for (int b = 0; b < 2; b++) {
+            int src = perf_ring_source(c, b, ag, &from);
+            for (size_t i = 0; src >= 0 && i < n; i++)
+                wrong += differs(c, res, b * n + i,
+                                 val(c, false, src, from + i));
+        }
+        goto out;
+    }
     /* A vector form with every count the same checks as its plain form. */
     char plain[32];
     snprintf(plain, sizeof(plain), "%s", k->name);

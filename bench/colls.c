@@ -307,6 +307,119 @@ static int halo_r(struct perf_ctx *c)
     return MPI_Waitall(4 * HALO, rq, MPI_STATUSES_IGNORE) != MPI_SUCCESS;
 }
 
+/* The neighbourhood calls on a ring: each rank's sources are its
+ * previous and next ranks, its destinations its next and previous (one
+ * edge to itself on 1 rank; on 2 the two edges to the other rank), a
+ * block of count elements each; against MPI_Neighbor_alltoallv and
+ * MPI_Neighbor_allgather on MPI's graph of the same lists. Both made once
+ * per group. */
+static struct {
+    dcoll_group_t *group;
+    dcoll_neighborhood_t *nb;
+    MPI_Comm comm;
+    int deg, in[2], out[2];
+} ring;
+
+static int ring_setup(struct perf_ctx *c)
+{
+    if (ring.nb && ring.group == c->group)
+        return 0;
+    if (ring.nb) {
+        dcoll_neighborhood_free(&ring.nb);
+        MPI_Comm_free(&ring.comm);
+    }
+    int prev = (c->rank + c->size - 1) % c->size, next = (c->rank + 1) %
+                                                         c->size;
+    ring.deg = c->size == 1 ? 1 : 2;
+    ring.in[0] = prev, ring.in[1] = next;
+    ring.out[0] = next, ring.out[1] = prev;
+    int win[2] = {world_of(c, prev), world_of(c, next)};
+    int wout[2] = {win[1], win[0]};
+    ring.group = c->group;
+    if (dcoll_neighborhood_create(c->group, ring.deg, win, ring.deg, wout,
+                                  &ring.nb))
+        return 1;
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overread"
+    return MPI_Dist_graph_create_adjacent(c->comm, ring.deg, ring.in,
+                                          MPI_UNWEIGHTED, ring.deg, ring.out,
+                                          MPI_UNWEIGHTED, MPI_INFO_NULL, 0,
+                                          &ring.comm) != MPI_SUCCESS;
+#pragma GCC diagnostic pop
+}
+
+static int64_t nv64[2], nd64[2];
+static int nvi[2], ndi[2];
+
+static int nsetup(struct perf_ctx *c)
+{
+    if (ring_setup(c))
+        return 1;
+    for (int i = 0; i < 2; i++) {
+        nv64[i] = c->count;
+        nd64[i] = i * c->count;
+        nvi[i] = c->raw_count;
+        ndi[i] = i * c->raw_count;
+    }
+    return 0;
+}
+
+static int nalltoallv_d(struct perf_ctx *c)
+{
+    if (nsetup(c))
+        return 1;
+#define CALL(wp) dcoll_neighbor_all_to_allv(ring.nb, c->send, nv64, nd64,  \
+                                            c->recv, nv64, nd64,            \
+                                            c->o->dtype, NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int nalltoallv_r(struct perf_ctx *c)
+{
+    if (nsetup(c))
+        return 1;
+    RAW_CALL(c,
+             MPI_Neighbor_alltoallv(c->send, nvi, ndi, c->raw_type, c->recv,
+                                    nvi, ndi, c->raw_type, ring.comm),
+             MPI_Ineighbor_alltoallv(c->send, nvi, ndi, c->raw_type, c->recv,
+                                     nvi, ndi, c->raw_type, ring.comm,
+                                     &rq_));
+}
+
+static int nallgather_d(struct perf_ctx *c)
+{
+    if (nsetup(c))
+        return 1;
+#define CALL(wp) dcoll_neighbor_all_gather(ring.nb, c->send, c->count,     \
+                                           c->recv, c->o->dtype, NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int nallgather_r(struct perf_ctx *c)
+{
+    if (nsetup(c))
+        return 1;
+    RAW_CALL(c,
+             MPI_Neighbor_allgather(c->send, RAW(c), c->recv, RAW(c),
+                                    ring.comm),
+             MPI_Ineighbor_allgather(c->send, RAW(c), c->recv, RAW(c),
+                                     ring.comm, &rq_));
+}
+
+/* Where check.c finds block i of this rank's ring: its source and the
+ * element of the source's send buffer it starts at (all_to_allv: the
+ * source's block for this edge; all_gather: its first). */
+int perf_ring_source(struct perf_ctx *c, int i, bool all_gather,
+                     size_t *from)
+{
+    if (nsetup(c))
+        return -1;
+    *from = all_gather ? 0 : (size_t)i * (size_t)c->count;
+    return i < ring.deg ? ring.in[i] : -1;
+}
+
 /* all_reduce_multi over two buffers per process (send and recv, in
  * place), against the same by hand: MPI_Reduce_local of one into the
  * other, MPI_Allreduce in place, and a copy back. */
@@ -756,6 +869,10 @@ const struct perf_coll perf_colls[] = {
      redscatv_r, NULL},
     {"scan", f_one, 0, true, false, false, scan_d, scan_r, NULL},
     {"exscan", f_one, 0, true, false, false, exscan_d, exscan_r, NULL},
+    {"neighbor_all_gather", f_one, 1, false, false, false, nallgather_d,
+     nallgather_r, NULL},
+    {"neighbor_all_to_allv", f_one, 1, false, false, false, nalltoallv_d,
+     nalltoallv_r, NULL},
     {"halo", f_one, 0, false, false, false, halo_d, halo_r, NULL},
     {"split", f_one, 0, false, false, false, split_d, split_r, NULL},
     {"all_reduce_multi", f_allreduce, 0, true, false, false, arm_d, arm_r,

@@ -78,6 +78,12 @@ struct perf_coll {
 extern const struct perf_coll perf_colls[];
 extern const int perf_ncolls;
 
+/* colls.c: the neighbourhood entries' ring, for check.c: the group rank
+ * whose block i of this rank's receive buffer holds, and where that
+ * block starts in the source's send buffer; -1: none. */
+int perf_ring_source(struct perf_ctx *c, int i, bool all_gather,
+                     size_t *from);
+
 /* check.c: fill inputs, run once through dcoll, count wrong elements. */
 long perf_check(struct perf_ctx *c, const struct perf_coll *k);
 

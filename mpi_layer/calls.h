@@ -56,6 +56,8 @@ struct dcoll_mpi_args {
     MPI_Op op;
     MPI_Comm comm;
     int *v;              /* vector kinds: counts and displacements */
+    int nin, nout;       /* neighbourhood kinds: v's entries a side */
+    bool gaps;           /* a neighbourhood's all_gather in the v form */
 };
 
 /* How many requests a row's post fills: one, one per chunk of
@@ -133,6 +135,21 @@ DCOLL_MPI_VEC_POST(gatherv);
 DCOLL_MPI_VEC_POST(scatterv);
 DCOLL_MPI_VEC_POST(alltoallv);
 DCOLL_MPI_VEC_POST(reduce_scatterv);
+/* neighbor.c: the neighbourhood kinds' post (a row's post); their
+ * communicator; the int counts and displacements MPI reads (the send
+ * side's real entries' counts and displacements, then the receive
+ * side's), and how many. */
+DCOLL_MPI_VEC_POST(nbh);
+MPI_Comm dcoll_mpi_nbh_comm(const struct dcoll_coll *c);
+size_t dcoll_mpi_nbh_ints_len(const struct dcoll_coll *c);
+void dcoll_mpi_nbh_ints(const struct dcoll_coll *c, int *v);
+/* The communicator c runs on: its neighbourhood's, or its group's. */
+static inline MPI_Comm dcoll_mpi_comm_for(const struct dcoll_group *g,
+                                          const struct dcoll_coll *c)
+{
+    return DCOLL_UNLIKELY(c->nbh != NULL) ? dcoll_mpi_nbh_comm(c)
+                                          : dcoll_mpi_comm_of(g);
+}
 /* n counts and displacements (packed where displs is NULL) as ints, into
  * cnt and dsp. */
 void dcoll_mpi_ints(const int64_t *counts, const int64_t *displs, int n,
@@ -169,12 +186,14 @@ static inline void dcoll_mpi_after_of(struct dcoll_mpi_work *w,
     }
 }
 /* Whether c moves nothing on any rank: a count of 0 for a kind whose
- * count is every rank's (not a vector kind's own part, nor a peer call,
- * which MPI still matches), and not a barrier. */
+ * count is every rank's (not a vector kind's own part, a neighbourhood
+ * call's, nor a peer call, which MPI still matches), and not a
+ * barrier. */
 static inline bool dcoll_mpi_moves_nothing(const struct dcoll_coll *c)
 {
     return c->count == 0 && c->kind != DCOLL_COLL_BARRIER &&
-           !dcoll_kind_has(c->kind, DCOLL_KF_VEC | DCOLL_KF_PEER);
+           !dcoll_kind_has(c->kind, DCOLL_KF_VEC | DCOLL_KF_PEER |
+                                        DCOLL_KF_NEIGHBOR);
 }
 dcoll_status_t dcoll_mpi_coll(struct dcoll_group *g,
                               const struct dcoll_coll *c,

@@ -26,7 +26,7 @@ post(struct dcoll_group *g, const struct dcoll_coll *c,
                            c->kind == DCOLL_COLL_SEND ? "dcoll_send"
                                                       : "dcoll_recv",
                            c->tag, dcoll_mpi_tag_ub);
-    int rc = row->post(p, g, c, dcoll_mpi_comm_of(g), status, &call);
+    int rc = row->post(p, g, c, dcoll_mpi_comm_for(g, c), status, &call);
     *callp = call;
     if (DCOLL_LIKELY(rc == MPI_SUCCESS))
         return DCOLL_SUCCESS;

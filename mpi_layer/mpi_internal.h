@@ -218,6 +218,9 @@ void dcoll_mpi_work_cache_free(void);
 dcoll_status_t dcoll_mpi_sub_make(struct dcoll_group *g, bool member,
                                   int key, void **comm);
 void dcoll_mpi_sub_free(void *comm);
+dcoll_status_t dcoll_mpi_nbh_make(struct dcoll_group *g, int nin,
+                                  const int *in, int nout, const int *out,
+                                  void **comm);
 dcoll_status_t dcoll_mpi_sub_post(void *comm, enum dcoll_coll_kind kind,
                                   void *buf, int64_t count,
                                   dcoll_dtype_t dtype, dcoll_op_t op,

@@ -67,7 +67,7 @@ static bool direct_make(struct mpi_plan *p, const struct dcoll_group *g,
                 ? dcoll_mpi_op(c->dtype, c->op) : MPI_OP_NULL;
     a->root = c->root == DCOLL_ANY_SOURCE ? MPI_ANY_SOURCE : c->root;
     a->tag = c->tag;
-    a->comm = dcoll_mpi_comm_of(g);
+    a->comm = dcoll_mpi_comm_for(g, c);
     if (dcoll_kind_has(c->kind, DCOLL_KF_VEC) && !a->v) {
         a->v = malloc(sizeof(int) * 4 * (size_t)n);
         if (!a->v)

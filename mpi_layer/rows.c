@@ -6,6 +6,7 @@
  * ops take built-in types only). A new kind is a row here; a kind
  * without one is declined, never run as another. */
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include "calls.h"
 
@@ -375,6 +376,17 @@ BLOCKING(reduce_scatterv, MPI_Reduce_scatter(p->in, p->out, v, p->t, p->op,
                                              p->comm))
 BLOCKING(scan, MPI_Scan(p->in, p->out, p->n, p->t, p->op, p->comm))
 BLOCKING(exscan, MPI_Exscan(p->in, p->out, p->n, p->t, p->op, p->comm))
+BLOCKING(neighbor_all_gather,
+         p->gaps ? MPI_Neighbor_allgatherv(p->in, p->n, p->t, p->out,
+                                           v + 2 * p->nout,
+                                           v + 2 * p->nout + p->nin, p->t,
+                                           p->comm)
+                 : MPI_Neighbor_allgather(p->in, p->n, p->t, p->out, p->n,
+                                          p->t, p->comm))
+BLOCKING(neighbor_all_to_allv,
+         MPI_Neighbor_alltoallv(p->in, v, v + p->nout, p->t, p->out,
+                                v + 2 * p->nout, v + 2 * p->nout + p->nin,
+                                p->t, p->comm))
 #undef BLOCKING
 
 /* ---- where a plan's call reads its arguments otherwise ---- */
@@ -428,6 +440,22 @@ static bool args_all_to_allv(struct dcoll_mpi_args *a,
 {
     if (c->in_place)
         memcpy(a->v, a->v + 2 * a->size, sizeof(int) * 2 * (size_t)a->size);
+    return true;
+}
+
+/* A neighbourhood's call: its int arrays, found once. */
+static bool args_neighbor(struct dcoll_mpi_args *a,
+                          const struct dcoll_coll *c)
+{
+    a->nin = c->nbh->nin;
+    a->nout = c->nbh->nout;
+    a->gaps = c->nbh->nin != c->nbh->indeg;
+    if (!a->v) {
+        size_t len = dcoll_mpi_nbh_ints_len(c);
+        if (!(a->v = malloc(sizeof(int) * (len ? len : 1))))
+            return false;
+        dcoll_mpi_nbh_ints(c, a->v);
+    }
     return true;
 }
 
@@ -597,5 +625,15 @@ const struct dcoll_mpi_row dcoll_mpi_rows[DCOLL_COLL_KIND_COUNT_] = {
         .direct = direct_exscan,
         .plan_call = call_exscan,
         .avg = DCOLL_MPI_AVG_PREFIX,
+    },
+    [DCOLL_COLL_NEIGHBOR_ALL_GATHER] = {
+        .post = dcoll_mpi_post_nbh,
+        .plan_call = call_neighbor_all_gather,
+        .plan_args = args_neighbor,
+    },
+    [DCOLL_COLL_NEIGHBOR_ALL_TO_ALLV] = {
+        .post = dcoll_mpi_post_nbh,
+        .plan_call = call_neighbor_all_to_allv,
+        .plan_args = args_neighbor,
     },
 };

@@ -1,7 +1,7 @@
 /* A communicator of some ranks of a group, and nonblocking host
  * collectives on it: the GPU layer's leaders (lib/gpu/ipc/), which stage
  * their step of a hierarchical call through host memory where NCCL is
- * missing. */
+ * missing. And a neighbourhood's graph communicator. */
 #include <limits.h>
 #include <stdlib.h>
 #include "mpi_internal.h"
@@ -22,6 +22,35 @@ dcoll_status_t dcoll_mpi_sub_make(struct dcoll_group *g, bool member,
         MPI_Comm_free(&c);
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for a "
                            "communicator's handle");
+    }
+    *h = c;
+    *comm = h;
+    return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_mpi_nbh_make(struct dcoll_group *g, int nin,
+                                  const int *in, int nout, const int *out,
+                                  void **comm)
+{
+    MPI_Comm c = MPI_COMM_NULL;
+    *comm = NULL;
+    MPI_Comm *h = malloc(sizeof(*h));
+    if (!h)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for a "
+                           "communicator's handle");
+    /* MPI reads no list entry of a zero degree, but takes no NULL. */
+    static const int none[1] = {0};
+    /* GCC takes MPI_UNWEIGHTED, a sentinel address, for an empty array
+     * of weights that MPI would read. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overread"
+    int rc = MPI_Dist_graph_create_adjacent(
+        dcoll_mpi_comm_of(g), nin, nin ? in : none, MPI_UNWEIGHTED, nout,
+        nout ? out : none, MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &c);
+#pragma GCC diagnostic pop
+    if (rc != MPI_SUCCESS) {
+        free(h);
+        return dcoll_mpi_error(rc, "MPI_Dist_graph_create_adjacent");
     }
     *h = c;
     *comm = h;

@@ -10,6 +10,7 @@
 #include "dcoll/work.h"
 #include "dcoll/collectives.h"
 #include "dcoll/plan.h"
+#include "dcoll/neighbor.h"
 #include "dcoll/store.h"
 #include "dcoll/rendezvous.h"
 #include "dcoll/spawn.h"

@@ -165,6 +165,10 @@ enum dcoll_coll_kind {
      * it was). */
     DCOLL_COLL_SCAN,
     DCOLL_COLL_EXSCAN,
+    /* Neighbourhood collectives (API 1.11): on a neighbourhood of the
+     * group (core/neighbor.c), each rank's blocks those of its lists. */
+    DCOLL_COLL_NEIGHBOR_ALL_GATHER,
+    DCOLL_COLL_NEIGHBOR_ALL_TO_ALLV,
     DCOLL_COLL_KIND_COUNT_,
     /* Calls that are not collectives on buffers: group creation,
      * numbered among the parent's calls so that a rank that never comes
@@ -194,6 +198,9 @@ enum {
                                     own (AVG divides by its count of
                                     inputs); no public call kind, no NCCL
                                     call */
+    DCOLL_KF_NEIGHBOR = 1u << 9, /* on a neighbourhood: blocks per listed
+                                    neighbour (checked by
+                                    dcoll_nbh_check), no in-place form */
 };
 
 /* Blocks of count elements a buffer spans: none, one, or one per rank. */
@@ -252,7 +259,7 @@ static inline bool dcoll_kind_moves_data(int kind)
 static inline bool dcoll_kind_one_layout(int kind)
 {
     return (unsigned)kind < DCOLL_COLL_KIND_COUNT_ &&
-           !dcoll_kind_has(kind, DCOLL_KF_VEC);
+           !dcoll_kind_has(kind, DCOLL_KF_VEC | DCOLL_KF_NEIGHBOR);
 }
 /* Bytes a span covers for count-byte blocks in a group of size. */
 static inline size_t dcoll_span_bytes(unsigned span, size_t block, int size)

@@ -43,6 +43,29 @@ struct dcoll_coll {
     /* The GPU its buffers are on: set by the route for the GPU transports
      * only (host buffers leave it unread). */
     int device;
+    /* A neighbourhood kind's neighbourhood; the arrays above then have an
+     * entry per listed neighbour: counts, displs the send side (its
+     * outdegree), counts2, displs2 the receive side (its indegree). */
+    const struct dcoll_nbh *nbh;
+};
+
+/* A neighbourhood (core/neighbor.c): this rank's lists on its group and
+ * the MPI layer's communicator over them. Plans hold a reference, so it
+ * lives while they do. */
+struct dcoll_nbh {
+    uint32_t magic;
+    struct dcoll_group *group;  /* NULL once the group is gone */
+    int id;                     /* numbered per group as made, alike on
+                                   every rank */
+    int indeg, outdeg;          /* as given, DCOLL_PROC_NULL counted */
+    int *in, *out;              /* group ranks, or DCOLL_PROC_NULL */
+    int nin, nout;              /* entries that are not DCOLL_PROC_NULL */
+    void *comm;                 /* the MPI layer's, over the real entries
+                                   in list order; NULL: none (non-member,
+                                   or the group gone) */
+    int refs;                   /* the user's handle, and each plan */
+    bool member;
+    struct dcoll_nbh *next, *prev;  /* the group's live neighbourhoods */
 };
 
 /* The form a counted call took on a rank (roll calls, debug checks):
@@ -347,6 +370,13 @@ struct dcoll_comm_ops {
                                void *buf, int64_t count, dcoll_dtype_t dtype,
                                dcoll_op_t op, int root, void **req);
     int (*sub_test)(void **req);
+    /* A neighbourhood's communicator over g (collective over g): this
+     * rank receives from the nin group ranks in, sends to the nout in
+     * out, in list order (MPI_Dist_graph_create_adjacent, no
+     * reordering); sub_free frees it. */
+    dcoll_status_t (*nbh_make)(struct dcoll_group *g, int nin,
+                               const int *in, int nout, const int *out,
+                               void **comm);
 
     /* Joining processes no launcher started (launch/join.c drives it).
      * join_server: rank 0 starts what this MPI needs for singletons to
@@ -459,6 +489,8 @@ struct dcoll_group {
     struct dcoll_kept stage;   /* coalesced packing, from malloc */
     struct dcoll_group *next, *prev; /* live user groups, for finalize */
     struct dcoll_plan *plans;  /* its live plans (lib/core/plan.c) */
+    struct dcoll_nbh *nbhs;    /* its neighbourhoods (core/neighbor.c) */
+    int nbhs_made;
     int id;                /* 0: the world; then 1, 2, ... as made */
     /* Timeouts, read by the backends too. */
     double timeout;        /* seconds a call may wait; 0: forever */

@@ -356,6 +356,8 @@ coll_check(const struct dcoll_kind_info *k, struct dcoll_group *g,
     }
     if (k->flags & DCOLL_KF_VEC)
         return dcoll_vec_check(fn, g, c);
+    if (k->flags & DCOLL_KF_NEIGHBOR)
+        return dcoll_nbh_check(fn, g, c);
     if (!(k->flags & DCOLL_KF_ONE_BUF))
         return check_layout(fn, k, g, c, (size_t)c->count * esz);
     return DCOLL_SUCCESS;

@@ -95,6 +95,27 @@ void dcoll_group_stage_free(struct dcoll_group *g);
  * member; sets c->in_place. */
 dcoll_status_t dcoll_vec_check(const char *fn, const struct dcoll_group *g,
                                struct dcoll_coll *c);
+/* One array of n counts (name) and displacements (dname; displs NULL:
+ * packed): each in range; *extent = elements they span. */
+dcoll_status_t dcoll_vec_array(const char *fn, const char *name,
+                               const char *dname, const int64_t *counts,
+                               const int64_t *displs, int n,
+                               int64_t *extent);
+/* Buffer p (name) is given where elems > 0 of it are read or written. */
+dcoll_status_t dcoll_vec_need(const char *fn, const char *name,
+                              const void *p, int64_t elems);
+
+/* neighbor.c: a neighbourhood kind's counts and buffers on a member,
+ * against c->nbh's lists. */
+dcoll_status_t dcoll_nbh_check(const char *fn, const struct dcoll_group *g,
+                               struct dcoll_coll *c);
+/* A plan's reference to a neighbourhood, taken and given back: the last
+ * one frees it. */
+void dcoll_nbh_hold(struct dcoll_nbh *n);
+void dcoll_nbh_drop(struct dcoll_nbh *n);
+/* Every neighbourhood of g loses its communicator (its group is going;
+ * after its plans, whose requests use it). */
+void dcoll_nbhs_group_gone(struct dcoll_group *g);
 
 /* collectives.c: validate c and run it on group (the public path). */
 dcoll_status_t dcoll_coll_run(dcoll_group_t *group, struct dcoll_coll *c,

@@ -93,27 +93,30 @@ void dcoll_plans_group_gone(struct dcoll_group *g)
         unhook(g->plans);
 }
 
-/* Copy the vector forms' arrays: the caller's may change or go. */
-static dcoll_status_t keep_arrays(struct dcoll_plan *p, int n)
+/* Copy the vector forms' arrays: the caller's may change or go. The
+ * first two have n entries, the others n2 (a neighbourhood's send and
+ * receive sides; n2 == n for the vector kinds). */
+static dcoll_status_t keep_arrays(struct dcoll_plan *p, int n, int n2)
 {
     const int64_t **a[4] = {&p->c.counts, &p->c.displs, &p->c.counts2,
                             &p->c.displs2};
+    int len[4] = {n, n, n2, n2};
     size_t have = 0;
     for (int i = 0; i < 4; i++)
-        have += *a[i] != NULL;
-    if (!have || n <= 0)
+        have += *a[i] && len[i] > 0 ? (size_t)len[i] : 0;
+    if (!have)
         return DCOLL_SUCCESS;
-    p->arrays = malloc(sizeof(int64_t) * (size_t)n * have);
+    p->arrays = malloc(sizeof(int64_t) * have);
     if (!p->arrays)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
-                           "plan's copy of %d counts", p->c.fn, n);
+                           "plan's copy of %zu counts", p->c.fn, have);
     int64_t *at = p->arrays;
     for (int i = 0; i < 4; i++) {
-        if (!*a[i])
+        if (!*a[i] || len[i] <= 0)
             continue;
-        memcpy(at, *a[i], sizeof(int64_t) * (size_t)n);
+        memcpy(at, *a[i], sizeof(int64_t) * (size_t)len[i]);
         *a[i] = at;
-        at += n;
+        at += len[i];
     }
     return DCOLL_SUCCESS;
 }
@@ -126,11 +129,13 @@ static dcoll_status_t prepare(struct dcoll_plan *p, struct dcoll_group *g)
      * number, so no debug exchange runs there). */
     if (g->diag->failed)
         return dcoll_fault_check(g, &p->c);
-    if (dcoll_kind_has(p->c.kind, DCOLL_KF_VEC)) {
-        dcoll_status_t st = keep_arrays(p, g->size);
-        if (st)
-            return st;
-    }
+    dcoll_status_t st = DCOLL_SUCCESS;
+    if (dcoll_kind_has(p->c.kind, DCOLL_KF_VEC))
+        st = keep_arrays(p, g->size, g->size);
+    else if (p->c.nbh)
+        st = keep_arrays(p, p->c.nbh->outdeg, p->c.nbh->indeg);
+    if (st)
+        return st;
     return dcoll_route_plan(g, &p->c, &p->tl);
 }
 
@@ -234,6 +239,8 @@ dcoll_status_t dcoll_plan_make(dcoll_group_t *group, struct dcoll_coll *c,
     }
     p->magic = PLAN_MAGIC;
     p->member = member;
+    if (p->c.nbh)
+        dcoll_nbh_hold((struct dcoll_nbh *)p->c.nbh);
     p->group = g;
     p->self = member && dcoll_kind_has(c->kind, DCOLL_KF_PEER) &&
               p->c.root == g->rank;
@@ -499,6 +506,8 @@ dcoll_status_t dcoll_plan_free(dcoll_plan_t **plan)
         dcoll_route_plan_released(p->group);
     unhook(p);
     free(p->arrays);
+    if (p->c.nbh)
+        dcoll_nbh_drop((struct dcoll_nbh *)p->c.nbh);
     p->magic = DCOLL_DEAD_MAGIC;
     free(p);
     *plan = NULL;

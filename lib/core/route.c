@@ -204,6 +204,7 @@ void dcoll_route_group_free(struct dcoll_group *g)
 {
     /* Plans first: MPI's persistent requests use the communicator. */
     dcoll_plans_group_gone(g);
+    dcoll_nbhs_group_gone(g);
     for (int i = DCOLL_TL_COUNT_ - 1; i >= 0; i--)
         if (transports[i]->group_free)
             transports[i]->group_free(g);

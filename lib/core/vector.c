@@ -8,9 +8,9 @@
 #include "core.h"
 #include "dcoll/plan.h"
 
-/* One array of counts (and its displacements) over n ranks: every entry
- * in range; *extent = elements the layout spans. */
-static dcoll_status_t check_array(const char *fn, const char *name,
+/* One array of counts (and its displacements) over n entries: every
+ * entry in range; *extent = elements the layout spans. */
+dcoll_status_t dcoll_vec_array(const char *fn, const char *name,
                                   const char *dname, const int64_t *counts,
                                   const int64_t *displs, int n,
                                   int64_t *extent)
@@ -51,8 +51,8 @@ static int64_t start_of(const int64_t *counts, const int64_t *displs, int i)
     return at;
 }
 
-static dcoll_status_t need(const char *fn, const char *name, const void *p,
-                           int64_t elems)
+dcoll_status_t dcoll_vec_need(const char *fn, const char *name,
+                              const void *p, int64_t elems)
 {
     if (!p && elems > 0)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s is NULL with "
@@ -103,11 +103,11 @@ static dcoll_status_t whole_and_own(const char *fn, struct dcoll_coll *c,
              where);
     int64_t ext = 0;
     dcoll_status_t st;
-    if ((st = check_array(fn, aname, "displs", c->counts, c->displs, n,
+    if ((st = dcoll_vec_array(fn, aname, "displs", c->counts, c->displs, n,
                           &ext)) ||
         (st = same_count(fn, gather ? "sendcount" : "recvcount", c->count,
                          array, me, c->counts[me])) ||
-        (st = need(fn, wname, whole, ext)))
+        (st = dcoll_vec_need(fn, wname, whole, ext)))
         return st;
     /* sendbuf == recvbuf too, as MPI_IN_PLACE (see check_layout in
      * collectives.c): this rank's block already at its displacement. */
@@ -116,7 +116,7 @@ static dcoll_status_t whole_and_own(const char *fn, struct dcoll_coll *c,
                                                             c->displs, me) *
                                                esz);
     if (!c->in_place &&
-        (st = need(fn, gather ? "sendbuf" : "recvbuf", own, c->count)))
+        (st = dcoll_vec_need(fn, gather ? "sendbuf" : "recvbuf", own, c->count)))
         return st;
     return gather ? apart(fn, c, c->count, ext, esz)
                   : apart(fn, c, ext, c->count, esz);
@@ -139,20 +139,20 @@ dcoll_status_t dcoll_vec_check(const char *fn, const struct dcoll_group *g,
             /* The root's arguments mean nothing here, as in MPI. */
             c->recvbuf = NULL;
             c->counts = c->displs = NULL;
-            return need(fn, "sendbuf", s, c->count);
+            return dcoll_vec_need(fn, "sendbuf", s, c->count);
         }
         return whole_and_own(fn, c, n, me, true, " (on the root)");
     case DCOLL_COLL_SCATTERV:
         if (me != c->root) {
             c->sendbuf = NULL;
             c->counts = c->displs = NULL;
-            return need(fn, "recvbuf", r, c->count);
+            return dcoll_vec_need(fn, "recvbuf", r, c->count);
         }
         return whole_and_own(fn, c, n, me, false, " (on the root)");
     case DCOLL_COLL_ALL_TO_ALLV:
-        if ((st = check_array(fn, "recvcounts", "rdispls", c->counts2,
+        if ((st = dcoll_vec_array(fn, "recvcounts", "rdispls", c->counts2,
                               c->displs2, n, &ext2)) ||
-            (st = need(fn, "recvbuf", r, ext2)))
+            (st = dcoll_vec_need(fn, "recvbuf", r, ext2)))
             return st;
         c->in_place = s && s == r;
         if (c->in_place) {
@@ -160,23 +160,23 @@ dcoll_status_t dcoll_vec_check(const char *fn, const struct dcoll_group *g,
             c->count = ext2;
             return DCOLL_SUCCESS;
         }
-        if ((st = check_array(fn, "sendcounts", "sdispls", c->counts,
+        if ((st = dcoll_vec_array(fn, "sendcounts", "sdispls", c->counts,
                               c->displs, n, &ext)) ||
-            (st = need(fn, "sendbuf", s, ext)))
+            (st = dcoll_vec_need(fn, "sendbuf", s, ext)))
             return st;
         c->count = ext;
         return apart(fn, c, ext, ext2, esz);
     default: { /* DCOLL_COLL_REDUCE_SCATTERV */
-        if ((st = check_array(fn, "recvcounts", "", c->counts, NULL, n,
+        if ((st = dcoll_vec_array(fn, "recvcounts", "", c->counts, NULL, n,
                               &ext)) ||
-            (st = need(fn, "sendbuf", s, ext)))
+            (st = dcoll_vec_need(fn, "sendbuf", s, ext)))
             return st;
         c->count = c->counts[me];
         /* r == s too: the result at the front, as MPI_IN_PLACE. */
         c->in_place = s && (r == s || r == s + (size_t)start_of(c->counts,
                                                                NULL, me) *
                                                   esz);
-        if (!c->in_place && (st = need(fn, "recvbuf", r, c->count)))
+        if (!c->in_place && (st = dcoll_vec_need(fn, "recvbuf", r, c->count)))
             return st;
         return apart(fn, c, ext, c->count, esz);
     }

@@ -43,10 +43,12 @@ static void describe(const struct call *c, struct dcoll_text *t)
         for (int i = 0; i < c->nv && i < SHOWN_COUNTS; i++)
             dcoll_put(t, "%s%lld", i ? "," : "", (long long)c->v[i]);
         dcoll_put(t, "%s}", c->nv > SHOWN_COUNTS ? ",..." : "");
-    } else if (!dcoll_kind_has(c->kind, DCOLL_KF_VEC)) {
+    } else if (!dcoll_kind_has(c->kind, DCOLL_KF_VEC | DCOLL_KF_NEIGHBOR)) {
         dcoll_put(t, ", count %lld", (long long)c->count);
     }
-    if (c->root >= 0)
+    if (dcoll_kind_has(c->kind, DCOLL_KF_NEIGHBOR))
+        dcoll_put(t, ", neighbourhood #%d", c->root);
+    else if (c->root >= 0)
         dcoll_put(t, ", root %d", c->root);
     if (c->gpu)
         dcoll_put(t, ", on a GPU");
@@ -230,6 +232,12 @@ static dcoll_status_t check_same(struct dcoll_group *g,
     me.op = dcoll_kind_has(c->kind, DCOLL_KF_OP) ? (int32_t)c->op : -1;
     me.root = dcoll_kind_has(c->kind, DCOLL_KF_ROOT)
                   ? dcoll_world_of(g, c->root) : -1;
+    /* A neighbourhood call: each rank's counts are its own, and the
+     * neighbourhood (numbered alike on every rank) is what must agree. */
+    if (dcoll_kind_has(c->kind, DCOLL_KF_NEIGHBOR)) {
+        me.count = 0;
+        me.root = c->nbh->id;
+    }
     /* One rank's buffers on the host and another's on a GPU take
      * different routes, which never meet: named here, before either. */
     me.gpu = dcoll_gpu_hook && dcoll_gpu_hook(c);

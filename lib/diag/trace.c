@@ -197,7 +197,8 @@ static uint64_t signature(const struct dcoll_flight_entry *e)
     int64_t v[6] = {
         kind,
         !dcoll_kind_moves_data(kind) ? -1 : e->dtype,
-        dcoll_kind_has(kind, DCOLL_KF_VEC) || !dcoll_kind_moves_data(kind)
+        dcoll_kind_has(kind, DCOLL_KF_VEC | DCOLL_KF_NEIGHBOR) ||
+                !dcoll_kind_moves_data(kind)
             ? -1 : e->count,
         dcoll_kind_has(kind, DCOLL_KF_OP) ? e->op : -1,
         dcoll_kind_has(kind, DCOLL_KF_ROOT) ? e->root : -1,

@@ -77,6 +77,13 @@ module dcoll
         type(c_ptr) :: ptr = c_null_ptr
     end type
 
+    ! A neighbourhood of a group: dcoll_neighborhood_create makes it from
+    ! this rank's sources and destinations, dcoll_neighborhood_free frees
+    ! it; dcoll_neighbor_all_gather and dcoll_neighbor_all_to_allv run on it.
+    type, bind(C), public :: dcoll_neighborhood
+        type(c_ptr) :: ptr = c_null_ptr
+    end type
+
     ! The world group, for any argument that takes a group.
     type(dcoll_group), parameter, public :: DCOLL_WORLD = &
         dcoll_group(c_null_ptr)
@@ -170,6 +177,8 @@ module dcoll
     public :: dcoll_local_rank, dcoll_backend_status
     public :: dcoll_group_world, dcoll_new_group, dcoll_group_destroy
     public :: dcoll_split_group, dcoll_group_shrink
+    public :: dcoll_neighborhood_create, dcoll_neighborhood_free
+    public :: dcoll_neighborhood_degrees
     public :: dcoll_group_backend
     public :: dcoll_work_test
     public :: dcoll_work_free
@@ -488,6 +497,32 @@ module dcoll
         integer(c_int) :: st
         type(c_ptr), value :: group
         type(dcoll_group), intent(out) :: out
+    end function
+
+    function c_neighborhood_create(group, indegree, sources, outdegree, &
+            destinations, out) bind(C, name='dcoll_neighborhood_create') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        integer(c_int), value :: indegree, outdegree
+        integer(c_int), intent(in) :: sources(*), destinations(*)
+        type(dcoll_neighborhood), intent(out) :: out
+    end function
+
+    function c_neighborhood_free(nbh) &
+            bind(C, name='dcoll_neighborhood_free') result(st)
+        import
+        integer(c_int) :: st
+        type(dcoll_neighborhood), intent(inout) :: nbh
+    end function
+
+    function c_neighborhood_degrees(nbh, indegree, outdegree) &
+            bind(C, name='dcoll_neighborhood_degrees') result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: nbh
+        integer(c_int), intent(out) :: indegree, outdegree
     end function
 
     function c_group_destroy(group) bind(C, name='dcoll_group_destroy') &
@@ -933,6 +968,44 @@ contains
         integer :: st
         f_err_on = .false.
         st = c_group_shrink(group%ptr, survivors)
+    end function
+
+    ! A neighbourhood of group (DCOLL_WORLD: the world), collectively:
+    ! this rank receives from the world ranks in sources and sends to
+    ! those in destinations (DCOLL_PROC_NULL allowed); dcoll/neighbor.h.
+    function dcoll_neighborhood_create(nbh, group, sources, destinations) &
+            result(st)
+        type(dcoll_neighborhood), intent(out) :: nbh
+        type(dcoll_group), intent(in) :: group
+        integer, intent(in) :: sources(:), destinations(:)
+        integer :: st
+        integer(c_int) :: cs(max(size(sources), 1))
+        integer(c_int) :: cd(max(size(destinations), 1))
+        cs(1:size(sources)) = int(sources, c_int)
+        cd(1:size(destinations)) = int(destinations, c_int)
+        f_err_on = .false.
+        st = c_neighborhood_create(group%ptr, int(size(sources), c_int), &
+            cs, int(size(destinations), c_int), cd, nbh)
+    end function
+
+    function dcoll_neighborhood_free(nbh) result(st)
+        type(dcoll_neighborhood), intent(inout) :: nbh
+        integer :: st
+        f_err_on = .false.
+        st = c_neighborhood_free(nbh)
+    end function
+
+    function dcoll_neighborhood_degrees(nbh, indegree, outdegree) result(st)
+        type(dcoll_neighborhood), intent(in) :: nbh
+        integer, intent(out) :: indegree, outdegree
+        integer :: st
+        integer(c_int) :: i, o
+        f_err_on = .false.
+        st = c_neighborhood_degrees(nbh%ptr, i, o)
+        if (st == DCOLL_SUCCESS) then
+            indegree = int(i)
+            outdegree = int(o)
+        end if
     end function
 
     function dcoll_group_destroy(group) result(st)

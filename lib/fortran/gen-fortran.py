@@ -101,6 +101,7 @@ FACTS = {
                               'rdispls'],
                     'packed': ['sdispls', 'rdispls'], 'pair': True},
     'reduce_scatterv': {'ranks': ['recvcounts']},
+    'neighbor_all_to_allv': {'packed': ['sdispls', 'rdispls'], 'pair': True},
     'broadcast_multi': {'lists': {'nbufs': ['bufs']}},
     'all_reduce_multi': {'lists': {'nbufs': ['bufs']}},
     'reduce_multi': {'lists': {'nbufs': ['bufs']}},
@@ -142,6 +143,7 @@ def declared(text):
 # Each C parameter type, by what it is.
 KIND = {
     'dcoll_group_t *': 'group',
+    'dcoll_neighborhood_t *': 'nbh',
     'const void *': 'buf', 'void *': 'buf',
     'int64_t': 'count',
     'const int64_t *': 'counts',
@@ -179,6 +181,8 @@ class Param:
         n, k = self.name, self.kind
         if k == 'group':
             return f'type(dcoll_group), intent(in) :: {n}'
+        if k == 'nbh':
+            return f'type(dcoll_neighborhood), intent(in) :: {n}'
         if k == 'buf':
             # asynchronous, as mpi_f08's nonblocking buffers: with a work
             # handle the call returns while dcoll still reads or writes
@@ -209,7 +213,7 @@ class Param:
     def cdecl(self):
         """Its declaration in the bind(C) interface."""
         n, k = self.name, self.kind
-        if k in ('group', 'buf', 'counts'):
+        if k in ('group', 'nbh', 'buf', 'counts'):
             return f'type(c_ptr), value :: {n}'
         if k == 'count':
             return f'integer(c_int64_t), value :: {n}'
@@ -266,7 +270,7 @@ def c_args(params, outs):
     args = []
     for p in params:
         n, k = p.name, p.kind
-        if k == 'group':
+        if k in ('group', 'nbh'):
             args.append(f'{n}%ptr')
         elif k == 'buf':
             args.append(f'p_{n}')
@@ -388,8 +392,8 @@ def module_plain(name, params):
             for l in module_i8(name, params, f'{name}_i8')]
 
 
-HEAD = '! Generated from dcoll/collectives.h and plan.h by gen-fortran.py: ' \
-       'do not edit.'
+HEAD = '! Generated from dcoll/collectives.h, plan.h and neighbor.h by ' \
+       'gen-fortran.py: do not edit.'
 bind_code = [HEAD, '! The bind(C) interfaces of the generated module '
              'procedures.']
 generic_code = [HEAD, '! Each name takes default-kind or 8-byte counts.']
@@ -397,11 +401,11 @@ i8_code = [HEAD, '! Each takes 8-byte counts and calls the C function.']
 i4_code = [HEAD, '! Each takes default-kind counts and forwards to the '
            '8-byte form.']
 generated = set()
-text = read('collectives.h') + read('plan.h')
+text = read('collectives.h') + read('plan.h') + read('neighbor.h')
 for name, typed in declared(text):
     params = [Param(ctype, n, name) for ctype, n in typed]
     # A collective: a group first, and every parameter of a known kind.
-    if (base_of(name) in BY_HAND or params[0].kind != 'group' or
+    if (base_of(name) in BY_HAND or params[0].kind not in ('group', 'nbh') or
             any(p.kind is None for p in params)):
         continue
     generated.add(f'dcoll_{name}')

@@ -4,7 +4,8 @@
 ! started each step, with ASYNCHRONOUS buffers; a plan refused on one rank
 ! fails on every rank; a plan can only be freed once its group is gone;
 ! walls instead of a ring: DCOLL_PROC_NULL past the ends; each rank's
-! offset by exscan, and a scan planned.
+! offset by exscan, and a scan planned; the same halo as one neighbourhood
+! plan with walls, and its all_gather.
 program test_fortran_plan
     use dcoll
     use fcheck
@@ -18,6 +19,10 @@ program test_fortran_plan
     type(dcoll_plan) :: halo(4), sum_p, gat_p, bc_p, bar_p, bad
     type(dcoll_work) :: w(4)
     type(dcoll_group) :: g
+    type(dcoll_neighborhood) :: nb
+    real(8), asynchronous :: faces(2), ghosts(2), heard(2)
+    integer(8) :: ones(2)
+    integer :: nin, nout
     real(8) :: want
 
     call ok(dcoll_init(tuning=''), 'init')
@@ -144,6 +149,38 @@ program test_fortran_plan
         call expect(upto == int(rank + 1, 8) * (rank + 2) / 2, 'scan')
     end do
     call ok(dcoll_plan_free(bad), 'free scan plan')
+
+    ! The halo as one neighbourhood plan: the left and right ghosts from
+    ! the neighbours, walls past the ends (their ghosts untouched).
+    call ok(dcoll_neighborhood_create(nb, DCOLL_WORLD, &
+            [merge(DCOLL_PROC_NULL, rank - 1, rank == 0), &
+             merge(DCOLL_PROC_NULL, rank + 1, rank == size - 1)], &
+            [merge(DCOLL_PROC_NULL, rank - 1, rank == 0), &
+             merge(DCOLL_PROC_NULL, rank + 1, rank == size - 1)]), &
+            'neighbourhood')
+    call ok(dcoll_neighborhood_degrees(nb, nin, nout), 'degrees')
+    call expect(nin == 2 .and. nout == 2, 'degrees 2 and 2')
+    ones = 1
+    call ok(dcoll_neighbor_all_to_allv_plan(nb, faces, ones, ghosts, ones, &
+            DCOLL_FLOAT64, plan=bad), 'neighbour plan')
+    do k = 1, 2
+        faces = [rank * 10.0d0 + k, rank * 10.0d0 + k + 0.5d0]
+        ghosts = -1
+        call ok(dcoll_plan_start(bad), 'neighbour start')
+        call expect(ghosts(1) == merge(-1.0d0, (rank - 1) * 10.0d0 + k + &
+                    0.5d0, rank == 0), 'left ghost')
+        call expect(ghosts(2) == merge(-1.0d0, (rank + 1) * 10.0d0 + k, &
+                    rank == size - 1), 'right ghost')
+    end do
+    call ok(dcoll_plan_free(bad), 'free neighbour plan')
+    heard = -1
+    res = rank
+    call ok(dcoll_neighbor_all_gather(nb, res, 1, heard, &
+            DCOLL_FLOAT64), 'neighbour all_gather')
+    call expect(heard(1) == merge(-1, rank - 1, rank == 0) .and. &
+                heard(2) == merge(-1, rank + 1, rank == size - 1), &
+                'neighbour all_gather blocks')
+    call ok(dcoll_neighborhood_free(nb), 'free neighbourhood')
 
     ! One rank's bad count fails the plan everywhere.
     k = merge(-1, 1, rank == size - 1)

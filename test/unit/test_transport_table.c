@@ -47,6 +47,9 @@ static const unsigned expect[DCOLL_COLL_KIND_COUNT_] = {
      * backend's call kinds have no number for them. */
     [DCOLL_COLL_SCAN] = MPI_ | STAGED_,
     [DCOLL_COLL_EXSCAN] = MPI_ | STAGED_,
+    /* Neighbourhoods: lists per rank, host buffers on MPI only. */
+    [DCOLL_COLL_NEIGHBOR_ALL_GATHER] = MPI_,
+    [DCOLL_COLL_NEIGHBOR_ALL_TO_ALLV] = MPI_,
 };
 
 /* Each transport's table: its slot, its name, and what every table
@@ -137,13 +140,15 @@ static void mpi_rows(void)
         const char *kn = dcoll_kind_name(k);
         CHECK(r->post, "%s: the MPI row has no post", kn);
         CHECK(r->plan_call, "%s: the MPI row has no plan call", kn);
-        bool plain = !dcoll_kind_has(k, DCOLL_KF_VEC | DCOLL_KF_PEER);
+        bool plain = !dcoll_kind_has(k, DCOLL_KF_VEC | DCOLL_KF_PEER |
+                                            DCOLL_KF_NEIGHBOR);
         CHECK(!plain || r->direct, "%s: the MPI row has no direct "
               "blocking call", kn);
         CHECK(!r->avg || dcoll_kind_has(k, DCOLL_KF_OP), "%s: the MPI row "
               "divides for AVG, but the kind takes no op", kn);
-        CHECK(!r->tuned || !dcoll_kind_has(k, DCOLL_KF_VEC | DCOLL_KF_PEER),
-              "%s: a tuned way for a vector or peer kind", kn);
+        CHECK(!r->tuned || !dcoll_kind_has(k, DCOLL_KF_VEC | DCOLL_KF_PEER |
+                                                  DCOLL_KF_NEIGHBOR),
+              "%s: a tuned way for a vector, peer or neighbourhood kind", kn);
     }
 }
 
