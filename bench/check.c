@@ -250,12 +250,14 @@ long perf_check(struct perf_ctx *c, const struct perf_coll *k)
     /* The neighbourhood entries: each received block its source's. */
     if (!strncmp(k->name, "neighbor_", 9)) {
         bool ag = !strcmp(k->name, "neighbor_all_gather");
-        size_t from;
+        bool w = !strcmp(k->name, "neighbor_all_to_allw");
+        size_t from, step;
         for (int b = 0; b < 2; b++) {
-            int src = perf_ring_source(c, b, ag, &from);
+            int src = w ? perf_ring_source_w(c, b, &from, &step)
+                        : perf_ring_source(c, b, ag, &from, &step);
             for (size_t i = 0; src >= 0 && i < n; i++)
                 wrong += differs(c, res, b * n + i,
-                                 val(c, false, src, from + i));
+                                 val(c, false, src, from + i * step));
         }
         goto out;
     }

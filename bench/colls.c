@@ -408,15 +408,81 @@ static int nallgather_r(struct perf_ctx *c)
                                      ring.comm, &rq_));
 }
 
+/* neighbor_all_to_allw on the ring: block i goes strided, every deg-th
+ * element from element i of the send buffer, and lands contiguous at
+ * block i of the receive buffer; by hand, the same vector types on MPI's
+ * graph. The types are made once per size. */
+static dcoll_layout_t wl[2][2];    /* [send, recv][block] */
+static MPI_Datatype wt[2][2];
+static int64_t wcount = -1;
+
+static int wsetup(struct perf_ctx *c)
+{
+    if (nsetup(c))
+        return 1;
+    if (wcount == c->count)
+        return 0;
+    for (int i = 0; i < 2; i++) {
+        for (int k = 0; k < 2 && wcount >= 0; k++)
+            MPI_Type_free(&wt[k][i]);
+        wl[0][i] = (dcoll_layout_t){i, c->count, 1, ring.deg, 0, 0};
+        wl[1][i] = (dcoll_layout_t){i * c->count, 1, c->count, c->count, 0,
+                                    0};
+        for (int k = 0; k < 2; k++) {
+            MPI_Type_vector((int)wl[k][i].count, (int)wl[k][i].blocklen,
+                            (int)wl[k][i].stride, c->raw_type, &wt[k][i]);
+            MPI_Type_commit(&wt[k][i]);
+        }
+    }
+    wcount = c->count;
+    return 0;
+}
+
+static int nalltoallw_d(struct perf_ctx *c)
+{
+    if (wsetup(c))
+        return 1;
+#define CALL(wp) dcoll_neighbor_all_to_allw(ring.nb, c->send, wl[0],       \
+                                            c->recv, wl[1], c->o->dtype,    \
+                                            NULL, wp)
+    DCOLL_CALL(c, CALL);
+#undef CALL
+}
+
+static int nalltoallw_r(struct perf_ctx *c)
+{
+    if (wsetup(c))
+        return 1;
+    int one[2] = {1, 1};
+    MPI_Aint esz = (MPI_Aint)c->esz;
+    MPI_Aint sd[2] = {0, esz}, rd[2] = {0, c->count * esz};
+    RAW_CALL(c,
+             MPI_Neighbor_alltoallw(c->send, one, sd, wt[0], c->recv, one,
+                                    rd, wt[1], ring.comm),
+             MPI_Ineighbor_alltoallw(c->send, one, sd, wt[0], c->recv, one,
+                                     rd, wt[1], ring.comm, &rq_));
+}
+
 /* Where check.c finds block i of this rank's ring: its source and the
  * element of the source's send buffer it starts at (all_to_allv: the
  * source's block for this edge; all_gather: its first). */
 int perf_ring_source(struct perf_ctx *c, int i, bool all_gather,
-                     size_t *from)
+                     size_t *from, size_t *step)
 {
     if (nsetup(c))
         return -1;
     *from = all_gather ? 0 : (size_t)i * (size_t)c->count;
+    *step = 1;
+    return i < ring.deg ? ring.in[i] : -1;
+}
+
+int perf_ring_source_w(struct perf_ctx *c, int i, size_t *from,
+                       size_t *step)
+{
+    if (wsetup(c))
+        return -1;
+    *from = (size_t)i;
+    *step = (size_t)ring.deg;
     return i < ring.deg ? ring.in[i] : -1;
 }
 
@@ -873,6 +939,8 @@ const struct perf_coll perf_colls[] = {
      nallgather_r, NULL},
     {"neighbor_all_to_allv", f_one, 1, false, false, false, nalltoallv_d,
      nalltoallv_r, NULL},
+    {"neighbor_all_to_allw", f_one, 1, false, false, false, nalltoallw_d,
+     nalltoallw_r, NULL},
     {"halo", f_one, 0, false, false, false, halo_d, halo_r, NULL},
     {"split", f_one, 0, false, false, false, split_d, split_r, NULL},
     {"all_reduce_multi", f_allreduce, 0, true, false, false, arm_d, arm_r,

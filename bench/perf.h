@@ -79,10 +79,13 @@ extern const struct perf_coll perf_colls[];
 extern const int perf_ncolls;
 
 /* colls.c: the neighbourhood entries' ring, for check.c: the group rank
- * whose block i of this rank's receive buffer holds, and where that
- * block starts in the source's send buffer; -1: none. */
+ * whose block i of this rank's receive buffer holds, where that block
+ * starts in the source's send buffer and the step between its elements
+ * there; -1: none. The w form's in perf_ring_source_w. */
 int perf_ring_source(struct perf_ctx *c, int i, bool all_gather,
-                     size_t *from);
+                     size_t *from, size_t *step);
+int perf_ring_source_w(struct perf_ctx *c, int i, size_t *from,
+                       size_t *step);
 
 /* check.c: fill inputs, run once through dcoll, count wrong elements. */
 long perf_check(struct perf_ctx *c, const struct perf_coll *k);

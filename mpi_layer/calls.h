@@ -26,6 +26,7 @@ struct dcoll_mpi_work {
     const char *move_src;
     size_t move_bytes;
     int *vec;                   /* a vector call's int counts */
+    struct dcoll_mpi_nbw *nbw;  /* a neighbourhood w call's arrays */
     MPI_Datatype type;          /* a big count's derived type */
     MPI_Request one;
 };
@@ -58,6 +59,7 @@ struct dcoll_mpi_args {
     int *v;              /* vector kinds: counts and displacements */
     int nin, nout;       /* neighbourhood kinds: v's entries a side */
     bool gaps;           /* a neighbourhood's all_gather in the v form */
+    struct dcoll_mpi_nbw *nbw;  /* the w form's arrays */
 };
 
 /* How many requests a row's post fills: one, one per chunk of
@@ -140,6 +142,24 @@ DCOLL_MPI_VEC_POST(reduce_scatterv);
  * side's real entries' counts and displacements, then the receive
  * side's), and how many. */
 DCOLL_MPI_VEC_POST(nbh);
+/* A neighbourhood w call's arrays as MPI_Neighbor_alltoallw reads them:
+ * the send side's real entries, then the receive side's (counts 1, or 0
+ * for a layout that picks nothing; byte displacements; vector types,
+ * which nbw_free frees). NULL: no memory, or MPI refused a type. */
+struct dcoll_mpi_nbw {
+    int *cnt;
+    MPI_Aint *disp;
+    MPI_Datatype *type;
+    int n;
+    _Atomic int refs;      /* each holder: the cache, a call, a work */
+    dcoll_dtype_t dtype;   /* what they were made from: the key of */
+    dcoll_layout_t *key;   /* the cache (outdegree + indegree layouts) */
+};
+/* The arrays for c: the neighbourhood's cached ones where c's layouts and
+ * type are theirs, else new ones, cached; one reference the caller's. */
+struct dcoll_mpi_nbw *dcoll_mpi_nbw_make(const struct dcoll_coll *c);
+/* Give back a reference; the last frees the types. NULL: nothing. */
+void dcoll_mpi_nbw_free(struct dcoll_mpi_nbw *w);
 MPI_Comm dcoll_mpi_nbh_comm(const struct dcoll_coll *c);
 size_t dcoll_mpi_nbh_ints_len(const struct dcoll_coll *c);
 void dcoll_mpi_nbh_ints(const struct dcoll_coll *c, int *v);

@@ -145,12 +145,17 @@ static dcoll_status_t run_watched(struct dcoll_group *g,
     struct dcoll_mpi_post p = {&w, 0, false};
     const char *call = "MPI";
     w.vec = NULL;
+    w.nbw = NULL;
+    w.type = MPI_DATATYPE_NULL;
     dcoll_status_t st = post(g, c, row, &p, NULL, &call);
     if (!st) {
         struct dcoll_watch wt = dcoll_mpi_watch_of(g, c, call, out);
         st = dcoll_mpi_poll(g, &wt, p.used, w.reqs, &w.status);
     }
     free(w.vec);
+    dcoll_mpi_nbw_free(w.nbw);
+    if (w.type != MPI_DATATYPE_NULL)
+        MPI_Type_free(&w.type);
     if (w.reqs != few)
         free(w.reqs);
     if (!st)
@@ -198,6 +203,7 @@ static dcoll_status_t post_work(struct dcoll_group *g,
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for a work handle");
     w->reqs = nreq == 1 ? &w->one : malloc(sizeof(MPI_Request) * nreq);
     w->vec = NULL;
+    w->nbw = NULL;
     w->type = MPI_DATATYPE_NULL;
     if (!w->reqs) {
         w->reqs = &w->one;

@@ -134,3 +134,27 @@ int dcoll_mpi_big_type(int64_t n, MPI_Datatype base, MPI_Datatype *out)
         return rc;
     return MPI_Type_commit(out);
 }
+
+int dcoll_mpi_layout_type(const dcoll_layout_t *l, MPI_Datatype base,
+                          MPI_Datatype *out)
+{
+    MPI_Datatype one;
+    int rc = MPI_Type_vector((int)l->count, (int)l->blocklen,
+                             (int)l->stride, base, &one);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (l->count2 > 1) {
+        MPI_Aint esz, lb;
+        MPI_Type_get_extent(base, &lb, &esz);
+        rc = MPI_Type_create_hvector((int)l->count2, 1,
+                                     (MPI_Aint)l->stride2 * esz, one, out);
+        MPI_Type_free(&one);
+        if (rc != MPI_SUCCESS)
+            return rc;
+    } else {
+        *out = one;
+    }
+    if ((rc = MPI_Type_commit(out)) != MPI_SUCCESS)
+        MPI_Type_free(out);
+    return rc;
+}

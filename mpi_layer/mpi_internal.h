@@ -209,6 +209,10 @@ static inline MPI_Op dcoll_mpi_op(dcoll_dtype_t dt, dcoll_op_t op)
 /* Describe n > INT_MAX elements of base as one derived type whose extent
  * is exactly n elements, so block i of a gather still starts at i * n. */
 int dcoll_mpi_big_type(int64_t n, MPI_Datatype base, MPI_Datatype *out);
+/* Layout l's elements of base as one committed type (MPI_Type_vector);
+ * its offset is the caller's to add to the buffer. */
+int dcoll_mpi_layout_type(const dcoll_layout_t *l, MPI_Datatype base,
+                          MPI_Datatype *out);
 
 
 /* collectives.c: free the cached work handle (at stop). */
@@ -221,6 +225,16 @@ void dcoll_mpi_sub_free(void *comm);
 dcoll_status_t dcoll_mpi_nbh_make(struct dcoll_group *g, int nin,
                                   const int *in, int nout, const int *out,
                                   void **comm);
+/* A neighbourhood's record in this layer: its graph communicator (first:
+ * the core's handle reads as an MPI_Comm *), and the w form's last
+ * arrays and types, reused while its calls pass the same layouts. */
+struct dcoll_mpi_nbw;
+struct dcoll_mpi_nbh {
+    MPI_Comm comm;
+    struct dcoll_mpi_nbw *cache;
+};
+/* neighbor.c: a neighbourhood's communicator and its cached types. */
+void dcoll_mpi_nbh_free(void *comm);
 dcoll_status_t dcoll_mpi_sub_post(void *comm, enum dcoll_coll_kind kind,
                                   void *buf, int64_t count,
                                   dcoll_dtype_t dtype, dcoll_op_t op,

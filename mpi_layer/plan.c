@@ -57,12 +57,24 @@ static bool direct_make(struct mpi_plan *p, const struct dcoll_group *g,
     if (!row->plan_call || c->count > INT_MAX || avg_after(row, c) ||
         after.move_bytes)
         return false;
+    /* A strided send or receive: its vector type, made once (or the one
+     * its persistent request was made with) and freed with the plan. */
+    if (c->layout && !c->nbh) {
+        if (p->w.type == MPI_DATATYPE_NULL &&
+            dcoll_mpi_layout_type(c->layout, dcoll_mpi_type(c), &p->w.type))
+            return false;
+        size_t at = (size_t)c->layout->offset * dcoll_dtype_sizes[c->dtype];
+        p->a.in = c->sendbuf ? (const char *)c->sendbuf + at : NULL;
+        p->a.out = c->recvbuf ? (char *)c->recvbuf + at : NULL;
+    }
     int n = g->size;
     a->size = n;
-    a->in = c->in_place ? MPI_IN_PLACE : c->sendbuf;
-    a->out = c->recvbuf;
-    a->n = (int)c->count;
-    a->t = dcoll_mpi_type(c);
+    if (!c->layout || c->nbh) {
+        a->in = c->in_place ? MPI_IN_PLACE : c->sendbuf;
+        a->out = c->recvbuf;
+    }
+    a->n = c->layout && !c->nbh ? 1 : (int)c->count;
+    a->t = c->layout && !c->nbh ? p->w.type : dcoll_mpi_type(c);
     a->op = dcoll_kind_has(c->kind, DCOLL_KF_OP)
                 ? dcoll_mpi_op(c->dtype, c->op) : MPI_OP_NULL;
     a->root = c->root == DCOLL_ANY_SOURCE ? MPI_ANY_SOURCE : c->root;
@@ -159,6 +171,8 @@ void dcoll_mpi_plan_free(void *state)
     if (!p)
         return;
     free(p->a.v);
+    dcoll_mpi_nbw_free(p->a.nbw);
+    dcoll_mpi_nbw_free(p->w.nbw);
     for (int i = 0; i < p->w.nreq; i++)
         if (p->w.reqs[i] != MPI_REQUEST_NULL)
             MPI_Request_free(&p->w.reqs[i]);

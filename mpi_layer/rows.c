@@ -170,9 +170,16 @@ struct span {
     bool derived;
 };
 
-static int span_make(int64_t n, MPI_Datatype t, struct span *s,
-                     const char **call)
+static int span_make(const struct dcoll_coll *c, MPI_Datatype t,
+                     struct span *s, const char **call)
 {
+    int64_t n = c->count;
+    if (DCOLL_UNLIKELY(c->layout != NULL)) {
+        s->derived = true;
+        s->n = 1;
+        *call = "MPI_Type_vector (a strided layout)";
+        return dcoll_mpi_layout_type(c->layout, t, &s->type);
+    }
     s->derived = n > INT_MAX;
     if (!s->derived) {
         s->n = (int)n;
@@ -204,12 +211,18 @@ static void span_free(struct dcoll_mpi_post *p, struct span *s)
                            MPI_Status *status, const char **call)          \
     {                                                                      \
         struct span sp;                                                    \
-        int rc = span_make(c->count, dcoll_mpi_type(c), &sp, call);        \
+        int rc = span_make(c, dcoll_mpi_type(c), &sp, call);               \
         if (rc != MPI_SUCCESS)                                             \
             return rc;                                                     \
         MPI_Request *rq = dcoll_mpi_slot(p);                               \
         const void *s = c->in_place ? MPI_IN_PLACE : c->sendbuf;           \
         void *r = c->recvbuf;                                              \
+        if (DCOLL_UNLIKELY(c->layout != NULL)) {                           \
+            size_t at = (size_t)c->layout->offset *                        \
+                        dcoll_dtype_sizes[c->dtype];                       \
+            s = s ? (const char *)s + at : s;                              \
+            r = r ? (char *)r + at : r;                                    \
+        }                                                                  \
         int n = sp.n;                                                      \
         MPI_Datatype t = sp.type;                                          \
         (void)g, (void)status, (void)s, (void)r, (void)n, (void)t;         \
@@ -239,9 +252,9 @@ POST_ONE(all_to_all, "MPI_Alltoall", "MPI_Ialltoall",
 POST_ONE(barrier, "MPI_Barrier", "MPI_Ibarrier", MPI_Barrier(comm),
          DCOLL_NB(p->persist, MPI_Ibarrier, Barrier, rq, comm))
 POST_ONE(send, "MPI_Send", "MPI_Isend",
-         MPI_Send(c->sendbuf, n, t, c->root, c->tag, comm),
-         (p->persist ? MPI_Send_init : MPI_Isend)(c->sendbuf, n, t, c->root,
-                                                  c->tag, comm, rq))
+         MPI_Send(s, n, t, c->root, c->tag, comm),
+         (p->persist ? MPI_Send_init : MPI_Isend)(s, n, t, c->root, c->tag,
+                                                  comm, rq))
 POST_ONE(recv, "MPI_Recv", "MPI_Irecv",
          MPI_Recv(r, n, t, c->root == DCOLL_ANY_SOURCE ? MPI_ANY_SOURCE
                                                        : c->root,
@@ -383,6 +396,11 @@ BLOCKING(neighbor_all_gather,
                                            p->comm)
                  : MPI_Neighbor_allgather(p->in, p->n, p->t, p->out, p->n,
                                           p->t, p->comm))
+BLOCKING(neighbor_all_to_allw,
+         MPI_Neighbor_alltoallw(p->in, p->nbw->cnt, p->nbw->disp,
+                                p->nbw->type, p->out, p->nbw->cnt + p->nout,
+                                p->nbw->disp + p->nout,
+                                p->nbw->type + p->nout, p->comm))
 BLOCKING(neighbor_all_to_allv,
          MPI_Neighbor_alltoallv(p->in, v, v + p->nout, p->t, p->out,
                                 v + 2 * p->nout, v + 2 * p->nout + p->nin,
@@ -416,7 +434,8 @@ static bool args_scatter(struct dcoll_mpi_args *a, const struct dcoll_coll *c)
 
 static bool args_send(struct dcoll_mpi_args *a, const struct dcoll_coll *c)
 {
-    a->in = c->sendbuf;
+    if (!c->layout)   /* a strided send's is at its offset already */
+        a->in = c->sendbuf;
     return true;
 }
 
@@ -450,6 +469,8 @@ static bool args_neighbor(struct dcoll_mpi_args *a,
     a->nin = c->nbh->nin;
     a->nout = c->nbh->nout;
     a->gaps = c->nbh->nin != c->nbh->indeg;
+    if (c->kind == DCOLL_COLL_NEIGHBOR_ALL_TO_ALLW)
+        return a->nbw || (a->nbw = dcoll_mpi_nbw_make(c)) != NULL;
     if (!a->v) {
         size_t len = dcoll_mpi_nbh_ints_len(c);
         if (!(a->v = malloc(sizeof(int) * (len ? len : 1))))
@@ -634,6 +655,11 @@ const struct dcoll_mpi_row dcoll_mpi_rows[DCOLL_COLL_KIND_COUNT_] = {
     [DCOLL_COLL_NEIGHBOR_ALL_TO_ALLV] = {
         .post = dcoll_mpi_post_nbh,
         .plan_call = call_neighbor_all_to_allv,
+        .plan_args = args_neighbor,
+    },
+    [DCOLL_COLL_NEIGHBOR_ALL_TO_ALLW] = {
+        .post = dcoll_mpi_post_nbh,
+        .plan_call = call_neighbor_all_to_allw,
         .plan_args = args_neighbor,
     },
 };

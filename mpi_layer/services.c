@@ -20,6 +20,7 @@ const struct dcoll_comm_ops dcoll_mpi_services = {
     .sub_make = dcoll_mpi_sub_make,
     .sub_free = dcoll_mpi_sub_free,
     .nbh_make = dcoll_mpi_nbh_make,
+    .nbh_free = dcoll_mpi_nbh_free,
     .sub_post = dcoll_mpi_sub_post,
     .sub_test = dcoll_mpi_sub_test,
     .join_server = dcoll_mpi_join_server,

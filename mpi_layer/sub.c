@@ -34,7 +34,8 @@ dcoll_status_t dcoll_mpi_nbh_make(struct dcoll_group *g, int nin,
 {
     MPI_Comm c = MPI_COMM_NULL;
     *comm = NULL;
-    MPI_Comm *h = malloc(sizeof(*h));
+    /* The communicator first, so that the handle is an MPI_Comm *. */
+    struct dcoll_mpi_nbh *h = calloc(1, sizeof(*h));
     if (!h)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "no memory for a "
                            "communicator's handle");
@@ -52,7 +53,7 @@ dcoll_status_t dcoll_mpi_nbh_make(struct dcoll_group *g, int nin,
         free(h);
         return dcoll_mpi_error(rc, "MPI_Dist_graph_create_adjacent");
     }
-    *h = c;
+    h->comm = c;
     *comm = h;
     return DCOLL_SUCCESS;
 }

@@ -106,6 +106,7 @@ void dcoll_mpi_work_release(struct dcoll_work *bw)
     if (w->reqs != &w->one)
         free(w->reqs);
     free(w->vec);
+    dcoll_mpi_nbw_free(w->nbw);
     if (w->type != MPI_DATATYPE_NULL)
         MPI_Type_free(&w->type);
     work_put(w);

@@ -179,6 +179,45 @@ DCOLL_API dcoll_status_t dcoll_irecv(dcoll_group_t *group, void *buf,
         int64_t count, dcoll_dtype_t dtype, int src, int tag,
         const dcoll_coll_opts_t *opts, dcoll_work_t **work);
 
+/** A strided layout of a buffer (API 1.11), in elements of the call's
+ *  type: @p count blocks of @p blocklen elements, each starting @p stride
+ *  elements after the one before (MPI_Type_vector), the first at
+ *  @p offset from the buffer's start; and, where @p count2 > 1, that
+ *  pattern @p count2 times, each @p stride2 elements after the one
+ *  before (count2 0 or 1: once). In an array of X by Y by Z elements, x
+ *  fastest, with one ghost layer (interior 1..X-2 on each axis), the
+ *  interior faces are
+ *    x = 1:  {X*Y + X + 1,  Y-2, 1,   X,   Z-2, X*Y}
+ *    y = 1:  {X*Y + X + 1,  Z-2, X-2, X*Y, 0,   0}
+ *    z = 1:  {X*Y + X + 1,  Y-2, X-2, X,   0,   0}
+ *  (docs/halo.md). Every field is at least 0, count, blocklen, stride,
+ *  count2 and stride2 at most INT_MAX, and the blocks never overlap:
+ *  stride >= blocklen where count > 1, and stride2 at least the span of
+ *  one pattern where count2 > 1. */
+typedef struct dcoll_layout {
+    int64_t offset;
+    int64_t count;
+    int64_t blocklen;
+    int64_t stride;
+    int64_t count2;
+    int64_t stride2;
+} dcoll_layout_t;
+
+/** dcoll_send of the count * blocklen elements @p layout picks out of
+ *  @p buf (API 1.11): no packing by hand. It matches any receive of as
+ *  many elements, strided or not. Host buffers only for now. */
+DCOLL_API dcoll_status_t dcoll_send_layout(dcoll_group_t *group,
+        const void *buf, const dcoll_layout_t *layout, dcoll_dtype_t dtype,
+        int dst, int tag, const dcoll_coll_opts_t *opts,
+        dcoll_work_t **work);
+
+/** dcoll_recv into the elements @p layout picks out of @p buf (API 1.11);
+ *  the rest of buf is untouched. A blocking receive stores the sender in
+ *  *source where source is not NULL. */
+DCOLL_API dcoll_status_t dcoll_recv_layout(dcoll_group_t *group, void *buf,
+        const dcoll_layout_t *layout, dcoll_dtype_t dtype, int src, int tag,
+        const dcoll_coll_opts_t *opts, dcoll_work_t **work, int *source);
+
 /* Vector forms (API 1.4), as MPI's v-collectives: a count per group rank.
  * Count and displacement arrays have an entry per group rank and are in
  * elements; displs NULL means packed (block i right after block i - 1).

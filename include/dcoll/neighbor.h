@@ -68,7 +68,20 @@ DCOLL_API dcoll_status_t dcoll_neighbor_all_to_allv(dcoll_neighborhood_t *nbh,
         dcoll_dtype_t dtype, const dcoll_coll_opts_t *opts,
         dcoll_work_t **work);
 
-/** Their plans (plan.h's rules): the arrays are copied. */
+/** dcoll_neighbor_all_to_allv with a strided layout per block (as MPI's
+ *  MPI_Neighbor_alltoallw with vector types): block i of sendbuf is
+ *  sendlayouts[i]'s elements, sent to destinations[i]; block i of
+ *  recvbuf, recvlayouts[i]'s, received from sources[i] (outdegree and
+ *  indegree entries). The six faces of a 3-D block in one call. An
+ *  edge's two blocks must hold as many elements. Buffers may not
+ *  overlap. */
+DCOLL_API dcoll_status_t dcoll_neighbor_all_to_allw(dcoll_neighborhood_t *nbh,
+        const void *sendbuf, const dcoll_layout_t *sendlayouts, void *recvbuf,
+        const dcoll_layout_t *recvlayouts, dcoll_dtype_t dtype,
+        const dcoll_coll_opts_t *opts, dcoll_work_t **work);
+
+/** Their plans (plan.h's rules): the arrays are copied; the w form's
+ *  MPI types are made once. */
 DCOLL_API dcoll_status_t dcoll_neighbor_all_gather_plan(
         dcoll_neighborhood_t *nbh, const void *sendbuf, int64_t count,
         void *recvbuf, dcoll_dtype_t dtype, const dcoll_coll_opts_t *opts,
@@ -78,6 +91,12 @@ DCOLL_API dcoll_status_t dcoll_neighbor_all_to_allv_plan(
         dcoll_neighborhood_t *nbh, const void *sendbuf,
         const int64_t *sendcounts, const int64_t *sdispls, void *recvbuf,
         const int64_t *recvcounts, const int64_t *rdispls, dcoll_dtype_t dtype,
+        const dcoll_coll_opts_t *opts, dcoll_plan_t **plan);
+
+DCOLL_API dcoll_status_t dcoll_neighbor_all_to_allw_plan(
+        dcoll_neighborhood_t *nbh, const void *sendbuf,
+        const dcoll_layout_t *sendlayouts, void *recvbuf,
+        const dcoll_layout_t *recvlayouts, dcoll_dtype_t dtype,
         const dcoll_coll_opts_t *opts, dcoll_plan_t **plan);
 
 #ifdef __cplusplus

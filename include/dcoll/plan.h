@@ -120,6 +120,16 @@ DCOLL_API dcoll_status_t dcoll_recv_plan(dcoll_group_t *group, void *buf,
         int64_t count, dcoll_dtype_t dtype, int src, int tag,
         const dcoll_coll_opts_t *opts, dcoll_plan_t **plan);
 
+/** The strided send and receive's plans (API 1.11): the layout is copied,
+ *  and MPI's vector type made once. */
+DCOLL_API dcoll_status_t dcoll_send_layout_plan(dcoll_group_t *group,
+        const void *buf, const dcoll_layout_t *layout, dcoll_dtype_t dtype,
+        int dst, int tag, const dcoll_coll_opts_t *opts, dcoll_plan_t **plan);
+
+DCOLL_API dcoll_status_t dcoll_recv_layout_plan(dcoll_group_t *group,
+        void *buf, const dcoll_layout_t *layout, dcoll_dtype_t dtype, int src,
+        int tag, const dcoll_coll_opts_t *opts, dcoll_plan_t **plan);
+
 DCOLL_API dcoll_status_t dcoll_all_gatherv_plan(dcoll_group_t *group,
         const void *sendbuf, int64_t sendcount, void *recvbuf,
         const int64_t *recvcounts, const int64_t *displs, dcoll_dtype_t dtype,

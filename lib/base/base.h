@@ -169,6 +169,7 @@ enum dcoll_coll_kind {
      * group (core/neighbor.c), each rank's blocks those of its lists. */
     DCOLL_COLL_NEIGHBOR_ALL_GATHER,
     DCOLL_COLL_NEIGHBOR_ALL_TO_ALLV,
+    DCOLL_COLL_NEIGHBOR_ALL_TO_ALLW,
     DCOLL_COLL_KIND_COUNT_,
     /* Calls that are not collectives on buffers: group creation,
      * numbered among the parent's calls so that a rank that never comes

@@ -108,6 +108,9 @@
     [DCOLL_COLL_NEIGHBOR_ALL_TO_ALLV] = DCOLL_KIND_("neighbor_all_to_allv",\
         DCOLL_KF_COUNTED | DCOLL_KF_NEIGHBOR,                              \
         DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_IP_NONE, NULL),      \
+    [DCOLL_COLL_NEIGHBOR_ALL_TO_ALLW] = DCOLL_KIND_("neighbor_all_to_allw",\
+        DCOLL_KF_COUNTED | DCOLL_KF_NEIGHBOR,                              \
+        DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_IP_NONE, NULL),      \
     [DCOLL_COLL_NEW_GROUP] = DCOLL_KIND_("new_group", DCOLL_KF_COUNTED,    \
         DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_IP_NONE, NULL),      \
     [DCOLL_COLL_SPLIT_GROUP] = DCOLL_KIND_("split_group", DCOLL_KF_COUNTED,\

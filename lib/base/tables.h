@@ -47,6 +47,11 @@ struct dcoll_coll {
      * entry per listed neighbour: counts, displs the send side (its
      * outdegree), counts2, displs2 the receive side (its indegree). */
     const struct dcoll_nbh *nbh;
+    /* A strided call's layouts (API 1.11): a send or receive's one, or a
+     * neighbourhood w form's, an entry per listed neighbour (layout the
+     * send side, layout2 the receive side). count is then the elements
+     * the layouts pick out (a send or receive) or the send side's. */
+    const dcoll_layout_t *layout, *layout2;
 };
 
 /* A neighbourhood (core/neighbor.c): this rank's lists on its group and
@@ -373,10 +378,12 @@ struct dcoll_comm_ops {
     /* A neighbourhood's communicator over g (collective over g): this
      * rank receives from the nin group ranks in, sends to the nout in
      * out, in list order (MPI_Dist_graph_create_adjacent, no
-     * reordering); sub_free frees it. */
+     * reordering), and what the layer keeps with it; nbh_free frees
+     * both. */
     dcoll_status_t (*nbh_make)(struct dcoll_group *g, int nin,
                                const int *in, int nout, const int *out,
                                void **comm);
+    void (*nbh_free)(void *comm);
 
     /* Joining processes no launcher started (launch/join.c drives it).
      * join_server: rank 0 starts what this MPI needs for singletons to

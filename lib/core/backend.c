@@ -84,7 +84,12 @@ static dcoll_status_t user_coll(struct dcoll_group *g,
         .op = c->op, .root = c->root, .tag = c->tag,
         .stream = dcoll_opts_stream(c->opts),
     };
-    /* Its call record carries one count, not one per rank. */
+    /* Its call record carries one count, not one per rank, and no
+     * layout. */
+    if (c->layout)
+        return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: backend '%s' does not "
+                           "support strided layouts (a program's backend "
+                           "gets contiguous buffers)", fn, e->name);
     if (!user_runs(c->kind))
         return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: backend '%s' does not "
                            "support %s (a program's backend gets one count "

@@ -105,6 +105,13 @@ dcoll_status_t dcoll_vec_array(const char *fn, const char *name,
 dcoll_status_t dcoll_vec_need(const char *fn, const char *name,
                               const void *p, int64_t elems);
 
+/* layout.c: layout l (name, or name[at] where at >= 0) in range; *elems
+ * the elements it picks, *extent the elements it spans from the buffer's
+ * start (0 where it picks none). */
+dcoll_status_t dcoll_layout_check(const char *fn, const char *name, int at,
+                                  const dcoll_layout_t *l, int64_t *elems,
+                                  int64_t *extent);
+
 /* neighbor.c: a neighbourhood kind's counts and buffers on a member,
  * against c->nbh's lists. */
 dcoll_status_t dcoll_nbh_check(const char *fn, const struct dcoll_group *g,

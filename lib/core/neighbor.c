@@ -32,7 +32,7 @@ static void nbh_free(struct dcoll_nbh *n)
     struct dcoll_group *g = n->group;
     if (g) {
         if (n->comm)
-            g->svc->sub_free(n->comm);
+            g->svc->nbh_free(n->comm);
         if (n->prev)
             n->prev->next = n->next;
         else if (g->nbhs == n)
@@ -60,7 +60,7 @@ void dcoll_nbhs_group_gone(struct dcoll_group *g)
 {
     for (struct dcoll_nbh *n = g->nbhs; n; n = n->next) {
         if (n->comm)
-            g->svc->sub_free(n->comm);
+            g->svc->nbh_free(n->comm);
         n->comm = NULL;
         n->group = NULL;
         n->prev = NULL;
@@ -362,6 +362,28 @@ dcoll_status_t dcoll_neighborhood_degrees(const dcoll_neighborhood_t *nbh,
 
 /* ---- the calls ---- */
 
+/* One side's layouts (deg entries): each in range; *elems the elements
+ * they pick in all, *extent the most any spans. */
+static dcoll_status_t layouts_check(const char *fn, const char *name,
+                                    const dcoll_layout_t *l, int deg,
+                                    int64_t *elems, int64_t *extent)
+{
+    *elems = *extent = 0;
+    if (deg > 0 && !l)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s is NULL with "
+                           "%d neighbour(s)", fn, name, deg);
+    for (int i = 0; i < deg; i++) {
+        int64_t e, x;
+        dcoll_status_t st = dcoll_layout_check(fn, name, i, &l[i], &e, &x);
+        if (st)
+            return st;
+        *elems += e;
+        if (x > *extent)
+            *extent = x;
+    }
+    return DCOLL_SUCCESS;
+}
+
 dcoll_status_t dcoll_nbh_check(const char *fn, const struct dcoll_group *g,
                                struct dcoll_coll *c)
 {
@@ -377,6 +399,19 @@ dcoll_status_t dcoll_nbh_check(const char *fn, const struct dcoll_group *g,
                                "collectives take", fn, (long long)c->count);
         sends = n->nout ? c->count : 0;
         recvs = c->count * n->indeg;
+    } else if (c->kind == DCOLL_COLL_NEIGHBOR_ALL_TO_ALLW) {
+        /* One array may hold the faces sent and the ghosts received: the
+         * layouts pick the elements, which must not meet (as in MPI, not
+         * checked here). */
+        int64_t relems;
+        if ((st = layouts_check(fn, "sendlayouts", c->layout, n->outdeg,
+                                &c->count, &sends)) ||
+            (st = layouts_check(fn, "recvlayouts", c->layout2, n->indeg,
+                                &relems, &recvs)) ||
+            (st = dcoll_vec_need(fn, "sendbuf", c->sendbuf, c->count)) ||
+            (st = dcoll_vec_need(fn, "recvbuf", c->recvbuf, relems)))
+            return st;
+        return DCOLL_SUCCESS;
     } else {
         if ((st = dcoll_vec_array(fn, "sendcounts", "sdispls", c->counts,
                                   c->displs, n->outdeg, &sends)) ||
@@ -449,6 +484,38 @@ dcoll_status_t dcoll_neighbor_all_to_allv(
         *work = NULL;
     dcoll_status_t st = group_of(nbh, &c, &g);
     return st ? st : dcoll_coll_run(g, &c, 0, work, NULL);
+}
+
+dcoll_status_t dcoll_neighbor_all_to_allw(
+    dcoll_neighborhood_t *nbh, const void *sendbuf,
+    const dcoll_layout_t *sendlayouts, void *recvbuf,
+    const dcoll_layout_t *recvlayouts, dcoll_dtype_t dtype,
+    const dcoll_coll_opts_t *opts, dcoll_work_t **work)
+{
+    COLL(.kind = DCOLL_COLL_NEIGHBOR_ALL_TO_ALLW, .sendbuf = sendbuf,
+         .recvbuf = recvbuf, .dtype = dtype, .layout = sendlayouts,
+         .layout2 = recvlayouts, .opts = opts, .fn = __func__);
+    struct dcoll_group *g;
+    if (work)
+        *work = NULL;
+    dcoll_status_t st = group_of(nbh, &c, &g);
+    return st ? st : dcoll_coll_run(g, &c, 0, work, NULL);
+}
+
+dcoll_status_t dcoll_neighbor_all_to_allw_plan(
+    dcoll_neighborhood_t *nbh, const void *sendbuf,
+    const dcoll_layout_t *sendlayouts, void *recvbuf,
+    const dcoll_layout_t *recvlayouts, dcoll_dtype_t dtype,
+    const dcoll_coll_opts_t *opts, dcoll_plan_t **plan)
+{
+    COLL(.kind = DCOLL_COLL_NEIGHBOR_ALL_TO_ALLW, .sendbuf = sendbuf,
+         .recvbuf = recvbuf, .dtype = dtype, .layout = sendlayouts,
+         .layout2 = recvlayouts, .opts = opts, .fn = __func__);
+    struct dcoll_group *g;
+    if (plan)
+        *plan = NULL;
+    dcoll_status_t st = group_of(nbh, &c, &g);
+    return st ? st : dcoll_plan_make(g, &c, 0, 0, plan);
 }
 
 dcoll_status_t dcoll_neighbor_all_gather_plan(dcoll_neighborhood_t *nbh,

@@ -35,6 +35,7 @@ struct dcoll_plan {
     struct dcoll_coll c;       /* the checked call; c.opts is &opts */
     dcoll_coll_opts_t opts;
     int64_t *arrays;           /* the vector forms' arrays, copied */
+    dcoll_layout_t *layouts;   /* a strided call's layouts, copied */
     const struct dcoll_backend *tl; /* NULL: GPU buffers (route_gpu) */
     void *state;               /* tl's plan_make's, or NULL */
     struct dcoll_work *work;   /* the last start's work, or NULL */
@@ -121,6 +122,25 @@ static dcoll_status_t keep_arrays(struct dcoll_plan *p, int n, int n2)
     return DCOLL_SUCCESS;
 }
 
+/* Copy a strided call's layouts: a send or receive's one, or a
+ * neighbourhood's, one per entry of each list. */
+static dcoll_status_t keep_layouts(struct dcoll_plan *p)
+{
+    const struct dcoll_nbh *n = p->c.nbh;
+    size_t n1 = n ? (size_t)n->outdeg : 1, n2 = n ? (size_t)n->indeg : 0;
+    p->layouts = malloc(sizeof(dcoll_layout_t) * (n1 + n2 + 1));
+    if (!p->layouts)
+        return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for the "
+                           "plan's copy of %zu layouts", p->c.fn, n1 + n2);
+    if (p->c.layout && n1)
+        memcpy(p->layouts, p->c.layout, sizeof(dcoll_layout_t) * n1);
+    if (p->c.layout2 && n2)
+        memcpy(p->layouts + n1, p->c.layout2, sizeof(dcoll_layout_t) * n2);
+    p->c.layout = p->c.layout ? p->layouts : NULL;
+    p->c.layout2 = p->c.layout2 ? p->layouts + n1 : NULL;
+    return DCOLL_SUCCESS;
+}
+
 /* This rank's checks and route for p (a member's): a refusal here is
  * this rank's alone. */
 static dcoll_status_t prepare(struct dcoll_plan *p, struct dcoll_group *g)
@@ -134,6 +154,8 @@ static dcoll_status_t prepare(struct dcoll_plan *p, struct dcoll_group *g)
         st = keep_arrays(p, g->size, g->size);
     else if (p->c.nbh)
         st = keep_arrays(p, p->c.nbh->outdeg, p->c.nbh->indeg);
+    if (!st && (p->c.layout || p->c.layout2))
+        st = keep_layouts(p);
     if (st)
         return st;
     return dcoll_route_plan(g, &p->c, &p->tl);
@@ -234,6 +256,7 @@ dcoll_status_t dcoll_plan_make(dcoll_group_t *group, struct dcoll_coll *c,
         local = p->tl->plan_make(g, &p->c, &p->state);
     if (local) {
         free(p->arrays);
+        free(p->layouts);
         free(p);
         return local;
     }
@@ -506,6 +529,7 @@ dcoll_status_t dcoll_plan_free(dcoll_plan_t **plan)
         dcoll_route_plan_released(p->group);
     unhook(p);
     free(p->arrays);
+    free(p->layouts);
     if (p->c.nbh)
         dcoll_nbh_drop((struct dcoll_nbh *)p->c.nbh);
     p->magic = DCOLL_DEAD_MAGIC;

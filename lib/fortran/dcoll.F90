@@ -84,6 +84,15 @@ module dcoll
         type(c_ptr) :: ptr = c_null_ptr
     end type
 
+    ! A strided layout of a buffer, in elements (dcoll_layout_t): count
+    ! blocks of blocklen elements, stride apart, the first offset
+    ! elements from the buffer's start (0: its first element); that
+    ! pattern count2 times (0 or 1: once), stride2 apart.
+    type, bind(C), public :: dcoll_layout
+        integer(c_int64_t) :: offset = 0, count = 0, blocklen = 0, stride = 0
+        integer(c_int64_t) :: count2 = 0, stride2 = 0
+    end type
+
     ! The world group, for any argument that takes a group.
     type(dcoll_group), parameter, public :: DCOLL_WORLD = &
         dcoll_group(c_null_ptr)

@@ -144,6 +144,7 @@ def declared(text):
 KIND = {
     'dcoll_group_t *': 'group',
     'dcoll_neighborhood_t *': 'nbh',
+    'const dcoll_layout_t *': 'layout',
     'const void *': 'buf', 'void *': 'buf',
     'int64_t': 'count',
     'const int64_t *': 'counts',
@@ -183,6 +184,8 @@ class Param:
             return f'type(dcoll_group), intent(in) :: {n}'
         if k == 'nbh':
             return f'type(dcoll_neighborhood), intent(in) :: {n}'
+        if k == 'layout':
+            return self.cdecl().replace('(*)', '(:)')
         if k == 'buf':
             # asynchronous, as mpi_f08's nonblocking buffers: with a work
             # handle the call returns while dcoll still reads or writes
@@ -215,6 +218,9 @@ class Param:
         n, k = self.name, self.kind
         if k in ('group', 'nbh', 'buf', 'counts'):
             return f'type(c_ptr), value :: {n}'
+        if k == 'layout':   # one, or one per neighbour (...layouts)
+            return (f'type(dcoll_layout), intent(in) :: {n}' +
+                    ('(*)' if n.endswith('layouts') else ''))
         if k == 'count':
             return f'integer(c_int64_t), value :: {n}'
         if k == 'list':

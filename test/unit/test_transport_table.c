@@ -50,6 +50,7 @@ static const unsigned expect[DCOLL_COLL_KIND_COUNT_] = {
     /* Neighbourhoods: lists per rank, host buffers on MPI only. */
     [DCOLL_COLL_NEIGHBOR_ALL_GATHER] = MPI_,
     [DCOLL_COLL_NEIGHBOR_ALL_TO_ALLV] = MPI_,
+    [DCOLL_COLL_NEIGHBOR_ALL_TO_ALLW] = MPI_,
 };
 
 /* Each transport's table: its slot, its name, and what every table
