@@ -22,6 +22,8 @@ program test_fortran_plan
     type(dcoll_neighborhood) :: nb
     real(8), asynchronous :: faces(2), ghosts(2), heard(2)
     integer(8) :: ones(2)
+    type(dcoll_layout) :: sendl(2), recvl(2), col
+    real(8), asynchronous :: grid(4, 3)
     integer :: nin, nout
     real(8) :: want
 
@@ -180,7 +182,39 @@ program test_fortran_plan
     call expect(heard(1) == merge(-1, rank - 1, rank == 0) .and. &
                 heard(2) == merge(-1, rank + 1, rank == size - 1), &
                 'neighbour all_gather blocks')
+    ! The w form on u itself: u(1) and u(n) out, ghosts u(0) and u(n+1)
+    ! in, offsets counted from u(0).
+    sendl(1) = dcoll_layout(1, 1, 1, 1, 0, 0)
+    sendl(2) = dcoll_layout(n, 1, 1, 1, 0, 0)
+    recvl(1) = dcoll_layout(0, 1, 1, 1, 0, 0)
+    recvl(2) = dcoll_layout(n + 1, 1, 1, 1, 0, 0)
+    u = -1
+    u(1) = rank + 0.25d0
+    u(n) = rank + 0.75d0
+    call ok(dcoll_neighbor_all_to_allw(nb, u, sendl, u, recvl, &
+            DCOLL_FLOAT64), 'neighbour all_to_allw')
+    call expect(u(0) == merge(-1.0d0, rank - 1 + 0.75d0, rank == 0) .and. &
+                u(n + 1) == merge(-1.0d0, rank + 1 + 0.25d0, &
+                                  rank == size - 1), 'all_to_allw ghosts')
     call ok(dcoll_neighborhood_free(nb), 'free neighbourhood')
+
+    ! A row of a column-major array is strided: grid(2, :) to the next
+    ! rank's grid(4, :) (offsets from grid(1, 1), in elements); past the
+    ! walls (DCOLL_PROC_NULL) nothing moves.
+    col = dcoll_layout(1, 3, 1, 4, 0, 0)
+    grid = rank
+    grid(2, :) = [rank * 10.0d0 + 1, rank * 10.0d0 + 2, rank * 10.0d0 + 3]
+    call ok(dcoll_send_layout(DCOLL_WORLD, grid, col, DCOLL_FLOAT64, right, &
+            11, work=w(1)), 'send_layout')
+    col%offset = 3
+    call ok(dcoll_recv_layout(DCOLL_WORLD, grid, col, DCOLL_FLOAT64, left, &
+            11, work=w(2)), 'recv_layout')
+    call ok(dcoll_work_wait_all(w(1:2)), 'layout waits')
+    want = merge(rank, left, left == DCOLL_PROC_NULL)
+    call expect(maxval(abs(grid(4, :) - merge([want, want, want], &
+                [left * 10.0d0 + 1, left * 10.0d0 + 2, left * 10.0d0 + 3], &
+                left == DCOLL_PROC_NULL))) == 0 .and. &
+                maxval(abs(grid(3, :) - rank)) == 0, 'recv_layout row')
 
     ! One rank's bad count fails the plan everywhere.
     k = merge(-1, 1, rank == size - 1)
