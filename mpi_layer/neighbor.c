@@ -1,8 +1,10 @@
-/* The neighbourhood collectives over MPI: MPI_Neighbor_allgather(v) and
- * MPI_Neighbor_alltoallv on the neighbourhood's graph communicator,
- * blocking, nonblocking or persistent (rows.c's rows). The graph holds
- * the lists' real entries only: a DCOLL_PROC_NULL entry's block is left
- * out of the int arrays MPI reads, so it is neither sent nor written. */
+/* The neighbourhood collectives over MPI: MPI_Neighbor_allgather(v),
+ * MPI_Neighbor_alltoallv and MPI_Neighbor_alltoallw on the
+ * neighbourhood's graph communicator, blocking, nonblocking or
+ * persistent (rows.c's rows), and the w form's vector types, cached per
+ * neighbourhood. The graph holds the lists' real entries only: a
+ * DCOLL_PROC_NULL entry's block is left out of the arrays MPI reads, so
+ * it is neither sent nor written. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>

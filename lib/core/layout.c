@@ -68,7 +68,32 @@ dcoll_status_t dcoll_layout_check(const char *fn, const char *name, int at,
     return DCOLL_SUCCESS;
 }
 
-#define COLL(...) struct dcoll_coll c = {__VA_ARGS__}
+/* A strided send or receive (kind), as a call or (planned) a plan:
+ * the layout checked, then the send or recv path with it in the
+ * descriptor. A bad layout is refused as those paths refuse their own
+ * arguments. */
+static dcoll_status_t strided(const char *fn, enum dcoll_coll_kind kind,
+                              dcoll_group_t *group, const void *buf,
+                              const dcoll_layout_t *layout,
+                              dcoll_dtype_t dtype, int peer, int tag,
+                              const dcoll_coll_opts_t *opts,
+                              dcoll_work_t **work, int *source,
+                              bool planned, dcoll_plan_t **plan)
+{
+    int64_t n = 0, ext;
+    dcoll_status_t st = dcoll_layout_check(fn, "layout", -1, layout, &n,
+                                           &ext);
+    bool send = kind == DCOLL_COLL_SEND;
+    struct dcoll_coll c = {
+        .kind = kind, .sendbuf = send ? buf : NULL,
+        .recvbuf = send ? NULL : (void *)buf, .count = n, .dtype = dtype,
+        .tag = tag, .opts = opts, .layout = st ? NULL : layout, .fn = fn};
+    if (planned)
+        return dcoll_plan_make(group, &c, peer, st, plan);
+    if (st)
+        return dcoll_coll_refuse(group, kind, fn, work != NULL, st);
+    return dcoll_coll_run(group, &c, peer, work, source);
+}
 
 dcoll_status_t dcoll_send_layout(dcoll_group_t *group, const void *buf,
                                  const dcoll_layout_t *layout,
@@ -76,16 +101,8 @@ dcoll_status_t dcoll_send_layout(dcoll_group_t *group, const void *buf,
                                  const dcoll_coll_opts_t *opts,
                                  dcoll_work_t **work)
 {
-    int64_t n = 0, ext;
-    dcoll_status_t st = dcoll_layout_check(__func__, "layout", -1, layout,
-                                           &n, &ext);
-    if (st)
-        return dcoll_coll_refuse(group, DCOLL_COLL_SEND, __func__,
-                                 work != NULL, st);
-    COLL(.kind = DCOLL_COLL_SEND, .sendbuf = buf, .count = n,
-         .dtype = dtype, .tag = tag, .opts = opts, .layout = layout,
-         .fn = __func__);
-    return dcoll_coll_run(group, &c, dst, work, NULL);
+    return strided(__func__, DCOLL_COLL_SEND, group, buf, layout, dtype, dst,
+                   tag, opts, work, NULL, false, NULL);
 }
 
 dcoll_status_t dcoll_recv_layout(dcoll_group_t *group, void *buf,
@@ -94,16 +111,8 @@ dcoll_status_t dcoll_recv_layout(dcoll_group_t *group, void *buf,
                                  const dcoll_coll_opts_t *opts,
                                  dcoll_work_t **work, int *source)
 {
-    int64_t n = 0, ext;
-    dcoll_status_t st = dcoll_layout_check(__func__, "layout", -1, layout,
-                                           &n, &ext);
-    if (st)
-        return dcoll_coll_refuse(group, DCOLL_COLL_RECV, __func__,
-                                 work != NULL, st);
-    COLL(.kind = DCOLL_COLL_RECV, .recvbuf = buf, .count = n,
-         .dtype = dtype, .tag = tag, .opts = opts, .layout = layout,
-         .fn = __func__);
-    return dcoll_coll_run(group, &c, src, work, source);
+    return strided(__func__, DCOLL_COLL_RECV, group, buf, layout, dtype, src,
+                   tag, opts, work, source, false, NULL);
 }
 
 dcoll_status_t dcoll_send_layout_plan(dcoll_group_t *group, const void *buf,
@@ -112,13 +121,8 @@ dcoll_status_t dcoll_send_layout_plan(dcoll_group_t *group, const void *buf,
                                       const dcoll_coll_opts_t *opts,
                                       dcoll_plan_t **plan)
 {
-    int64_t n = 0, ext;
-    dcoll_status_t st = dcoll_layout_check(__func__, "layout", -1, layout,
-                                           &n, &ext);
-    COLL(.kind = DCOLL_COLL_SEND, .sendbuf = buf, .count = n,
-         .dtype = dtype, .tag = tag, .opts = opts,
-         .layout = st ? NULL : layout, .fn = __func__);
-    return dcoll_plan_make(group, &c, dst, st, plan);
+    return strided(__func__, DCOLL_COLL_SEND, group, buf, layout, dtype, dst,
+                   tag, opts, NULL, NULL, true, plan);
 }
 
 dcoll_status_t dcoll_recv_layout_plan(dcoll_group_t *group, void *buf,
@@ -127,11 +131,6 @@ dcoll_status_t dcoll_recv_layout_plan(dcoll_group_t *group, void *buf,
                                       const dcoll_coll_opts_t *opts,
                                       dcoll_plan_t **plan)
 {
-    int64_t n = 0, ext;
-    dcoll_status_t st = dcoll_layout_check(__func__, "layout", -1, layout,
-                                           &n, &ext);
-    COLL(.kind = DCOLL_COLL_RECV, .recvbuf = buf, .count = n,
-         .dtype = dtype, .tag = tag, .opts = opts,
-         .layout = st ? NULL : layout, .fn = __func__);
-    return dcoll_plan_make(group, &c, src, st, plan);
+    return strided(__func__, DCOLL_COLL_RECV, group, buf, layout, dtype, src,
+                   tag, opts, NULL, NULL, true, plan);
 }

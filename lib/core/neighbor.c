@@ -242,7 +242,7 @@ dcoll_status_t dcoll_neighborhood_create(dcoll_group_t *group, int indegree,
                                          dcoll_neighborhood_t **out)
 {
     const char *fn = __func__;
-    struct dcoll_group *g;
+    struct dcoll_group *g = NULL;
     dcoll_status_t st = dcoll_check_ready();
     if (st)
         return st;
@@ -451,6 +451,28 @@ static dcoll_status_t group_of(dcoll_neighborhood_t *nbh, struct dcoll_coll *c,
     return DCOLL_SUCCESS;
 }
 
+/* A call on nbh (c, its fn set), on its group's path. */
+static dcoll_status_t nbh_run(dcoll_neighborhood_t *nbh, struct dcoll_coll *c,
+                              dcoll_work_t **work)
+{
+    struct dcoll_group *g = NULL;
+    if (work)
+        *work = NULL;
+    dcoll_status_t st = group_of(nbh, c, &g);
+    return st ? st : dcoll_coll_run(g, c, 0, work, NULL);
+}
+
+/* A plan of c on nbh, as the group's other plans are made. */
+static dcoll_status_t nbh_plan(dcoll_neighborhood_t *nbh,
+                               struct dcoll_coll *c, dcoll_plan_t **plan)
+{
+    struct dcoll_group *g = NULL;
+    if (plan)
+        *plan = NULL;
+    dcoll_status_t st = group_of(nbh, c, &g);
+    return st ? st : dcoll_plan_make(g, c, 0, 0, plan);
+}
+
 #define COLL(...) struct dcoll_coll c = {__VA_ARGS__}
 
 dcoll_status_t dcoll_neighbor_all_gather(dcoll_neighborhood_t *nbh,
@@ -462,11 +484,7 @@ dcoll_status_t dcoll_neighbor_all_gather(dcoll_neighborhood_t *nbh,
     COLL(.kind = DCOLL_COLL_NEIGHBOR_ALL_GATHER, .sendbuf = sendbuf,
          .recvbuf = recvbuf, .count = count, .dtype = dtype, .opts = opts,
          .fn = __func__);
-    struct dcoll_group *g;
-    if (work)
-        *work = NULL;
-    dcoll_status_t st = group_of(nbh, &c, &g);
-    return st ? st : dcoll_coll_run(g, &c, 0, work, NULL);
+    return nbh_run(nbh, &c, work);
 }
 
 dcoll_status_t dcoll_neighbor_all_to_allv(
@@ -479,11 +497,7 @@ dcoll_status_t dcoll_neighbor_all_to_allv(
          .recvbuf = recvbuf, .dtype = dtype, .counts = sendcounts,
          .displs = sdispls, .counts2 = recvcounts, .displs2 = rdispls,
          .opts = opts, .fn = __func__);
-    struct dcoll_group *g;
-    if (work)
-        *work = NULL;
-    dcoll_status_t st = group_of(nbh, &c, &g);
-    return st ? st : dcoll_coll_run(g, &c, 0, work, NULL);
+    return nbh_run(nbh, &c, work);
 }
 
 dcoll_status_t dcoll_neighbor_all_to_allw(
@@ -495,11 +509,7 @@ dcoll_status_t dcoll_neighbor_all_to_allw(
     COLL(.kind = DCOLL_COLL_NEIGHBOR_ALL_TO_ALLW, .sendbuf = sendbuf,
          .recvbuf = recvbuf, .dtype = dtype, .layout = sendlayouts,
          .layout2 = recvlayouts, .opts = opts, .fn = __func__);
-    struct dcoll_group *g;
-    if (work)
-        *work = NULL;
-    dcoll_status_t st = group_of(nbh, &c, &g);
-    return st ? st : dcoll_coll_run(g, &c, 0, work, NULL);
+    return nbh_run(nbh, &c, work);
 }
 
 dcoll_status_t dcoll_neighbor_all_to_allw_plan(
@@ -511,11 +521,7 @@ dcoll_status_t dcoll_neighbor_all_to_allw_plan(
     COLL(.kind = DCOLL_COLL_NEIGHBOR_ALL_TO_ALLW, .sendbuf = sendbuf,
          .recvbuf = recvbuf, .dtype = dtype, .layout = sendlayouts,
          .layout2 = recvlayouts, .opts = opts, .fn = __func__);
-    struct dcoll_group *g;
-    if (plan)
-        *plan = NULL;
-    dcoll_status_t st = group_of(nbh, &c, &g);
-    return st ? st : dcoll_plan_make(g, &c, 0, 0, plan);
+    return nbh_plan(nbh, &c, plan);
 }
 
 dcoll_status_t dcoll_neighbor_all_gather_plan(dcoll_neighborhood_t *nbh,
@@ -528,11 +534,7 @@ dcoll_status_t dcoll_neighbor_all_gather_plan(dcoll_neighborhood_t *nbh,
     COLL(.kind = DCOLL_COLL_NEIGHBOR_ALL_GATHER, .sendbuf = sendbuf,
          .recvbuf = recvbuf, .count = count, .dtype = dtype, .opts = opts,
          .fn = __func__);
-    struct dcoll_group *g;
-    if (plan)
-        *plan = NULL;
-    dcoll_status_t st = group_of(nbh, &c, &g);
-    return st ? st : dcoll_plan_make(g, &c, 0, 0, plan);
+    return nbh_plan(nbh, &c, plan);
 }
 
 dcoll_status_t dcoll_neighbor_all_to_allv_plan(
@@ -545,9 +547,5 @@ dcoll_status_t dcoll_neighbor_all_to_allv_plan(
          .recvbuf = recvbuf, .dtype = dtype, .counts = sendcounts,
          .displs = sdispls, .counts2 = recvcounts, .displs2 = rdispls,
          .opts = opts, .fn = __func__);
-    struct dcoll_group *g;
-    if (plan)
-        *plan = NULL;
-    dcoll_status_t st = group_of(nbh, &c, &g);
-    return st ? st : dcoll_plan_make(g, &c, 0, 0, plan);
+    return nbh_plan(nbh, &c, plan);
 }
