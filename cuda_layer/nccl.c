@@ -646,6 +646,101 @@ static int by_peer(struct comm *c, const dcoll_plugin_call_t *k, int rank,
     return rc;
 }
 
+static size_t shape_bytes(const dcoll_plugin_shape_t *s)
+{
+    return s->width * s->rows * s->planes;
+}
+
+static bool contiguous(const dcoll_plugin_shape_t *s)
+{
+    return (s->rows <= 1 || s->pitch == s->width) &&
+           (s->planes <= 1 || s->plane_pitch == s->width * s->rows);
+}
+
+/* Between scratch at at and a transfer's own bytes, on s. */
+static int scratch_copy(char *at, const dcoll_plugin_shape_t *x, bool pack,
+                        int device, cudaStream_t s)
+{
+    dcoll_plugin_shape_t flat = {
+        at, x->width, x->rows, x->width, x->planes, x->width * x->rows,
+    };
+    return pack ? dcoll_cuda_copy_shape(&flat, x, device, s)
+                : dcoll_cuda_copy_shape(x, &flat, device, s);
+}
+
+/* A neighbourhood's sends and receives in one group, as NCCL's
+ * examples do a halo: each peer's matched in the order given. Strided
+ * ones are packed into stream-ordered scratch before the group and
+ * unpacked after, all on the caller's stream. */
+int dcoll_nccl_exchange(void *comm, const dcoll_plugin_xfer_t *x, int n,
+                        void *stream, double timeout)
+{
+    struct comm *c = comm;
+    cudaStream_t s = (cudaStream_t)stream;
+    if (!c->nc)
+        return gone(c, "dcoll_nccl_exchange");
+    size_t need = 0;
+    for (int i = 0; i < n; i++)
+        if (!contiguous(&x[i].shape))
+            need += shape_bytes(&x[i].shape);
+    int rc = 0, old = dcoll_cuda_enter(c->device);
+    char *tmp = NULL;
+    if (need) {
+        cudaError_t e = cudaMallocAsync((void **)&tmp, need, s);
+        if (e != cudaSuccess) {
+            dcoll_cuda_leave(old, c->device);
+            return dcoll_cuda_fail("scratch for strided transfers",
+                                   cudaGetErrorString(e));
+        }
+    }
+    size_t at = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        if (contiguous(&x[i].shape))
+            continue;
+        if (x[i].send)
+            rc = scratch_copy(tmp + at, &x[i].shape, true, c->device, s);
+        at += shape_bytes(&x[i].shape);
+    }
+    if (!rc) {
+        issue_begin();   /* until the group's end */
+        ENQ(ncclGroupStart());
+        at = 0;
+        for (int i = 0; i < n && !rc; i++) {
+            size_t b = shape_bytes(&x[i].shape);
+            char *p = x[i].shape.buf;
+            if (!contiguous(&x[i].shape)) {
+                p = tmp + at;
+                at += b;
+            }
+            if (!b)
+                continue;
+            if (x[i].send)
+                ENQ(ncclSend(p, b, ncclUint8, x[i].peer, c->nc, s));
+            else
+                ENQ(ncclRecv(p, b, ncclUint8, x[i].peer, c->nc, s));
+        }
+        int rc2 = rc;
+        rc = 0;
+        ncclResult_t end = ncclGroupEnd();
+        issue_end();
+        ENQ_R(end, "ncclGroupEnd");
+        if (rc2)
+            rc = rc2;
+    }
+    at = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        if (contiguous(&x[i].shape))
+            continue;
+        if (!x[i].send)
+            rc = scratch_copy(tmp + at, &x[i].shape, false, c->device, s);
+        at += shape_bytes(&x[i].shape);
+    }
+    if (tmp)
+        cudaFreeAsync(tmp, s);
+    dcoll_cuda_leave(old, c->device);
+    return rc;
+}
+
 int dcoll_nccl_coll(void *comm, const dcoll_plugin_call_t *k, int rank,
                     int size, void *stream, double timeout)
 {

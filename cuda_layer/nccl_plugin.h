@@ -42,6 +42,11 @@ static inline void dcoll_cuda_unrelax(enum cudaStreamCaptureMode m)
     cudaThreadExchangeStreamCaptureMode(&m);
 }
 
+/* Copy a shape's bytes on stream (plugin.c; the table's copy_shape). */
+int dcoll_cuda_copy_shape(const dcoll_plugin_shape_t *dst,
+                          const dcoll_plugin_shape_t *src, int device,
+                          void *stream);
+
 int dcoll_nccl_id(void *id);
 int dcoll_nccl_comm(const void *id, int nranks, int rank, int device,
                     double timeout, void **comm);
@@ -62,6 +67,8 @@ int dcoll_nccl_event_wait(void *comm, void *event, double timeout);
 void dcoll_nccl_event_free(void *event);
 int dcoll_nccl_check(void *comm);
 void dcoll_nccl_release(void *comm, double timeout, bool failed);
+int dcoll_nccl_exchange(void *comm, const dcoll_plugin_xfer_t *x, int n,
+                        void *stream, double timeout);
 int dcoll_nccl_shrink(void *parent, const int *exclude, int nexclude,
                       double timeout, void **out);
 

@@ -207,6 +207,24 @@ static int copy(void *dst, const void *src, size_t bytes, int device,
               "cudaMemcpyAsync");
 }
 
+int dcoll_cuda_copy_shape(const dcoll_plugin_shape_t *dst,
+                          const dcoll_plugin_shape_t *src, int device,
+                          void *stream)
+{
+    /* One 2-D copy a plane; a single row's pitch is its width, which
+     * cudaMemcpy2DAsync wants no smaller. */
+    size_t w = src->width, rows = src->rows;
+    size_t dp = rows > 1 ? dst->pitch : w, sp = rows > 1 ? src->pitch : w;
+    int old = dcoll_cuda_enter(device);
+    cudaError_t e = cudaSuccess;
+    for (size_t k = 0; k < src->planes && e == cudaSuccess && w && rows; k++)
+        e = cudaMemcpy2DAsync(dst->buf + k * dst->plane_pitch, dp,
+                              src->buf + k * src->plane_pitch, sp, w, rows,
+                              cudaMemcpyDefault, (cudaStream_t)stream);
+    dcoll_cuda_leave(old, device);
+    return e == cudaSuccess ? 0 : failed("cudaMemcpy2DAsync", e);
+}
+
 /* In relaxed capture mode, as the NCCL half's waits (nccl.c): another
  * thread's graph capture survives it. */
 static cudaError_t sync_relaxed(cudaStream_t s)
@@ -368,6 +386,7 @@ static const dcoll_cuda_plugin_t table = {
     .nccl_check = dcoll_nccl_check,
     .nccl_release = dcoll_nccl_release,
     .nccl_shrink = dcoll_nccl_shrink,
+    .nccl_exchange = dcoll_nccl_exchange,
 #endif
     .dev_alloc = dcoll_ipc_dev_alloc,
     .dev_free = dcoll_ipc_dev_free,
@@ -384,12 +403,13 @@ static const dcoll_cuda_plugin_t table = {
     .reduce = dcoll_ipc_reduce,
 #endif
     .mem_range = dcoll_ipc_mem_range,
+    .copy_shape = dcoll_cuda_copy_shape,
 };
 
 __attribute__((visibility("default")))
-const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v12(void);
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v13(void);
 
-const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v12(void)
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v13(void)
 {
     return &table;
 }

@@ -5,7 +5,7 @@
  * as NCCL's network plugins name theirs.
  *
  * Each version has a frozen header of its own (plugin_abi_v4.h to
- * _v12.h), as NCCL keeps one per network plugin version; this one names
+ * _v13.h), as NCCL keeps one per network plugin version; this one names
  * the current version. A change to a table or a call record is a new
  * version: a new header, this one pointed at it, and an adapter for the
  * version it replaces (lib/gpu/plugin_v<N>.c) that turns that version's
@@ -15,15 +15,17 @@
 #define DCOLL_PLUGIN_ABI_H
 
 #include "dcoll/common.h"
-#include "plugin_abi_v12.h"
+#include "plugin_abi_v13.h"
 
-#define DCOLL_PLUGIN_ABI 12u
-#define DCOLL_CUDA_PLUGIN_ENTRY DCOLL_CUDA_PLUGIN_V12_ENTRY
+#define DCOLL_PLUGIN_ABI 13u
+#define DCOLL_CUDA_PLUGIN_ENTRY DCOLL_CUDA_PLUGIN_V13_ENTRY
 
 /* The current table and call record. */
-typedef struct dcoll_cuda_plugin_v12 dcoll_cuda_plugin_t;
+typedef struct dcoll_cuda_plugin_v13 dcoll_cuda_plugin_t;
 typedef struct dcoll_gpu_view_v9 dcoll_gpu_view_t;
 typedef struct dcoll_plugin_call_v5 dcoll_plugin_call_t;
+typedef struct dcoll_plugin_shape_v13 dcoll_plugin_shape_t;
+typedef struct dcoll_plugin_xfer_v13 dcoll_plugin_xfer_t;
 
 typedef const void *(*dcoll_cuda_plugin_fn)(void);
 

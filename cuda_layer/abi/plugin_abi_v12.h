@@ -1,4 +1,4 @@
-/* The CUDA plugin ABI, version 12: frozen once a version 13 exists.
+/* The CUDA plugin ABI, version 12: frozen (version 13 followed).
  * Version 11's table, with a communicator of a parent's surviving ranks
  * appended (ncclCommShrink), so that dcoll_group_shrink keeps a GPU
  * group's NCCL without a new bootstrap. Entry point

@@ -19,7 +19,9 @@
  *   i of the send side goes to destinations[i].
  * - Host buffers run on MPI's own neighbourhood collectives (persistent
  *   ones for plans where the MPI has them, chosen as other plans are);
- *   GPU buffers are not taken yet (DCOLL_ERR_UNSUPPORTED). */
+ *   GPU buffers to NCCL, every block in one group of sends and receives
+ *   (strided ones packed on the GPU), or staged by blocks where the
+ *   ranks share a GPU. */
 #ifndef DCOLL_NEIGHBOR_H
 #define DCOLL_NEIGHBOR_H
 

@@ -10,7 +10,8 @@
  *   GPU buffers                each transport that takes them, in line
  *                              (NCCL, then IPC where every rank is on
  *                              one GPU, then staged, which takes every
- *                              kind of one layout), but on an "mpi"
+ *                              kind of one layout, strided or not, and
+ *                              the neighbourhood kinds), but on an "mpi"
  *                              group only those that move data over MPI
  *                              (staged); a transport without a row for
  *                              the kind (NCCL: send/recv, whose
@@ -92,16 +93,9 @@ static dcoll_status_t where(struct dcoll_group *g, struct dcoll_coll *c,
                                "(use the mpi or auto backend for them)", fn);
     } else if (!gpu_line_runs(g, c->kind) && !mpi_moves_gpu(g, c->kind)) {
         return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: no transport runs "
-                           "%s on GPU buffers yet (the vector and "
-                           "neighbourhood collectives take host buffers "
-                           "only for now); this one is on GPU %d", fn,
-                           dcoll_kind_name(c->kind), *device);
-    } else if (c->layout && !mpi_moves_gpu(g, c->kind)) {
-        /* The staged path copies count elements in a row. */
-        return dcoll_error(DCOLL_ERR_UNSUPPORTED, "%s: a strided layout "
-                           "takes host buffers only for now (or GPU ones "
-                           "with a CUDA-aware MPI); this one is on GPU %d",
-                           fn, *device);
+                           "%s on GPU buffers yet (the vector collectives "
+                           "take host buffers only for now); this one is on "
+                           "GPU %d", fn, dcoll_kind_name(c->kind), *device);
     }
     out->refused = false;
     return DCOLL_SUCCESS;

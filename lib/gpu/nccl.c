@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "gpu.h"
 #include "plugin_abi.h"
+#include "shape.h"
 
 enum { NCCL_UNTRIED, NCCL_READY, NCCL_SHARED };
 
@@ -548,6 +549,40 @@ static dcoll_status_t wait_watched(struct dcoll_group *g,
     return rc ? dcoll_gpu_fail(fn, rc, out) : DCOLL_SUCCESS;
 }
 
+static dcoll_status_t enqueued(struct dcoll_group *g,
+                               struct dcoll_nccl_group *ng,
+                               const struct dcoll_coll *c, int rc,
+                               void *stream, struct dcoll_work **work,
+                               struct dcoll_outcome *out);
+
+/* A neighbourhood call: its sends and receives in one NCCL group (the
+ * plugin's exchange), walls and empty blocks left out on both sides. */
+static dcoll_status_t nbh_run(struct dcoll_group *g,
+                              struct dcoll_nccl_group *ng,
+                              const struct dcoll_coll *c, void *stream,
+                              struct dcoll_work **work,
+                              struct dcoll_outcome *out)
+{
+    dcoll_plugin_xfer_t *x = NULL;
+    dcoll_status_t st = dcoll_nbh_xfers(c, &x);
+    if (st) {
+        free(x);
+        out->refused = true;   /* nothing enqueued: this rank alone */
+        return st;
+    }
+    int n = 0;
+    for (int i = 0; i < c->nbh->outdeg + c->nbh->indeg; i++)
+        if (x[i].peer != DCOLL_PROC_NULL && dcoll_shape_bytes(&x[i].shape))
+            x[n++] = x[i];
+    int rc = dcoll_gpu_plugin->nccl_exchange(ng->comm, x, n, stream,
+                                             dcoll_gpu_timeout(g));
+    free(x);
+    atomic_store_explicit(&dcoll_gpu_latest,
+                          dcoll_gpu_latest_pack(g->id, c->seq, c->kind),
+                          memory_order_relaxed);
+    return enqueued(g, ng, c, rc, stream, work, out);
+}
+
 /* c's buffers are on GPU c->device; point-to-point never comes here (the
  * route stages it): the communicator is collective to make. */
 static dcoll_status_t nccl_run(struct dcoll_group *g,
@@ -566,8 +601,10 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
         return DCOLL_DECLINED;
     /* Types and ops NCCL lacks and plugins before API 1.7 do not know
      * (bool, logical, the logical ops, a complex PRODUCT): staged, on
-     * every rank alike. */
-    if (!dcoll_nccl_knows(c->dtype, c->op))
+     * every rank alike. A neighbourhood call moves bytes of any type,
+     * where the plugin has the exchange (ABI 13 on). */
+    bool nbh = dcoll_kind_has(c->kind, DCOLL_KF_NEIGHBOR);
+    if (nbh ? !p->nccl_exchange : !dcoll_nccl_knows(c->dtype, c->op))
         return DCOLL_DECLINED;
     struct dcoll_nccl_group *ng = dcoll_nccl_group(g, fn);
     if (!ng)
@@ -600,6 +637,8 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
                            "group's GPU is %d", fn, device, ng->device);
     }
     void *stream = dcoll_opts_stream(c->opts);
+    if (nbh)
+        return nbh_run(g, ng, c, stream, work, out);
     dcoll_plugin_call_t call = {
         .kind = c->kind, .sendbuf = c->sendbuf, .recvbuf = c->recvbuf,
         .count = c->count, .dtype = c->dtype, .op = c->op, .root = c->root,
@@ -631,15 +670,29 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
                            device, p->last_error());
     if (rc == 1) /* an op NCCL lacks: the same on every rank */
         return DCOLL_DECLINED;
-    if (rc && rc != 2)
-        ng->broken = true;
     if (rc == 2)
         return dcoll_error(DCOLL_ERR_UNSUPPORTED,
                            "%s: an all_to_all in place on GPU buffers goes "
                            "through NCCL, which cannot do it; give separate "
                            "send and receive buffers", fn);
-    if (rc)
+    return enqueued(g, ng, c, rc, stream, work, out);
+}
+
+/* After a call was enqueued on stream (rc, the plugin's answer): its
+ * failure, or how it ends: sampled (stream-ordered), waited for, or a
+ * work. */
+static dcoll_status_t enqueued(struct dcoll_group *g,
+                               struct dcoll_nccl_group *ng,
+                               const struct dcoll_coll *c, int rc,
+                               void *stream, struct dcoll_work **work,
+                               struct dcoll_outcome *out)
+{
+    const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
+    const char *fn = c->fn;
+    if (rc) {
+        ng->broken = true;
         return dcoll_gpu_fail(fn, rc, out);
+    }
     if (!work && dcoll_opts_ordered(c->opts) && p->nccl_check)
         return sample(ng, stream, c);
     if (!work && watches(g))
@@ -663,10 +716,12 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
     return DCOLL_SUCCESS;
 }
 
-/* The kinds NCCL has a call for (the plugin's nccl_coll). */
+/* The kinds NCCL has a call for (the plugin's nccl_coll), and the
+ * neighbourhood kinds (its exchange). */
 static bool nccl_runs(enum dcoll_coll_kind kind)
 {
-    return dcoll_gpu_coll_kind(kind);
+    return dcoll_gpu_coll_kind(kind) ||
+           dcoll_kind_has(kind, DCOLL_KF_NEIGHBOR);
 }
 
 /* A plugin built with NCCL, and a GPU to run it on. */

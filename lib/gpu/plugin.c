@@ -55,6 +55,7 @@ static const struct {
     const dcoll_cuda_plugin_t *(*adapt)(const void *entry_table);
 } versions[] = {
     {DCOLL_CUDA_PLUGIN_ENTRY, adapt_current},
+    {DCOLL_CUDA_PLUGIN_V12_ENTRY, dcoll_plugin_adapt_v12},
     {DCOLL_CUDA_PLUGIN_V11_ENTRY, dcoll_plugin_adapt_v11},
     {DCOLL_CUDA_PLUGIN_V10_ENTRY, dcoll_plugin_adapt_v10},
     {DCOLL_CUDA_PLUGIN_V9_ENTRY, dcoll_plugin_adapt_v9},

@@ -1,5 +1,5 @@
 /* The loader's adapters, one file per plugin ABI version it still takes
- * (plugin_v4.c to plugin_v11.c), as NCCL keeps one shim per old network
+ * (plugin_v4.c to plugin_v12.c), as NCCL keeps one shim per old network
  * plugin version. Each turns what that version's entry point returned
  * into a table of the current layout, or NULL where its abi field says
  * it is not that version. */
@@ -19,7 +19,8 @@ const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v8(const void *table);
 const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v9(const void *table);
 const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v10(const void *table);
 const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v11(const void *table);
-/* A version 6 to 11 table is the current one's prefix. */
+const dcoll_cuda_plugin_t *dcoll_plugin_adapt_v12(const void *table);
+/* A version 6 to 12 table is the current one's prefix. */
 _Static_assert(offsetof(dcoll_cuda_plugin_t, group_end) ==
                    offsetof(struct dcoll_cuda_plugin_v6, group_end),
                "the current version must begin with version 6's layout");
@@ -35,9 +36,12 @@ _Static_assert(offsetof(dcoll_cuda_plugin_t, reduce) ==
 _Static_assert(offsetof(dcoll_cuda_plugin_t, mem_range) ==
                    offsetof(struct dcoll_cuda_plugin_v11, mem_range),
                "the current version must begin with version 11's layout");
+_Static_assert(offsetof(dcoll_cuda_plugin_t, nccl_shrink) ==
+                   offsetof(struct dcoll_cuda_plugin_v12, nccl_shrink),
+               "the current version must begin with version 12's layout");
 
 /* An older table whose layout is the current one's first bytes (versions
- * 6 to 11): copied into t, the rest NULL, numbered as the current one;
+ * 6 to 12): copied into t, the rest NULL, numbered as the current one;
  * NULL where its abi field (every table's first) is not want. */
 static inline const dcoll_cuda_plugin_t *
 dcoll_plugin_prefix(dcoll_cuda_plugin_t *t, const void *entry_table,

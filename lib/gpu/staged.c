@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include "gpu.h"
 #include "plugin_abi.h"
+#include "shape.h"
 
 static const char *const kind_name[] = {
     [DCOLL_MEM_HOST] = "host", [DCOLL_MEM_PINNED] = "pinned host",
@@ -293,6 +294,8 @@ static dcoll_status_t staged_run(struct dcoll_group *g,
     const char *fn = c->fn;
     int device = c->device;
     void *stream = dcoll_opts_stream(c->opts);
+    if (c->layout || dcoll_kind_has(c->kind, DCOLL_KF_NEIGHBOR))
+        return dcoll_staged_shaped(g, c, work, oc);
     size_t in, out;
     extents(g, c, &in, &out);
     /* The device ranges; in place, one holds the other, and the host
@@ -370,11 +373,13 @@ static dcoll_status_t staged_run(struct dcoll_group *g,
 }
 
 /* What it stages runs on the host transport: the kinds with one buffer
- * layout per rank, not the vector kinds (their counts per rank are not
- * staged yet). */
+ * layout per rank, strided or not, and the neighbourhood kinds
+ * (staged_strided.c); not the vector kinds (their counts per rank are
+ * not staged yet). */
 static bool staged_runs(enum dcoll_coll_kind kind)
 {
-    return dcoll_kind_one_layout(kind);
+    return dcoll_kind_one_layout(kind) ||
+           dcoll_kind_has(kind, DCOLL_KF_NEIGHBOR);
 }
 
 /* Its works are the host table's, which calls finish_staged at the end;

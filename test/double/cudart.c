@@ -1138,6 +1138,25 @@ API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
     return copy_async(dst, src, bytes, h, NULL);
 }
 
+/* Row by row, each a copy of its own on the stream: what the device does
+ * in one, in the same order. */
+API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
+                                  size_t spitch, size_t width, size_t height,
+                                  enum cudaMemcpyKind kind, cudaStream_t h)
+{
+    (void)kind;
+    if (height > 1 && (dpitch < width || spitch < width))
+        return ret(cudaErrorInvalidPitchValue);
+    for (size_t i = 0; i < height; i++) {
+        cudaError_t e = copy_async((char *)dst + i * dpitch,
+                                   (const char *)src + i * spitch, width, h,
+                                   NULL);
+        if (e != cudaSuccess)
+            return e;
+    }
+    return cudaSuccess;
+}
+
 /* Host memory neither the device's nor registered with it. */
 static bool pageable(const void *p)
 {

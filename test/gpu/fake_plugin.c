@@ -9,8 +9,9 @@
  *                  with NCCL's grouping rules enforced;
  *   FAKE_SHARED_UUID=1  every process's GPU i has the same identity, as
  *                  processes sharing real GPUs do.
- * Built once per plugin ABI the loader takes (FAKE_ABI 4 to 11, and
- * the current one, 12, by default; the fake has no IPC nor shrink), exporting that
+ * Built once per plugin ABI the loader takes (FAKE_ABI 4 to 12, and
+ * the current one, 13, by default; the fake has no IPC, shrink nor
+ * exchange, so its neighbourhood calls stage), exporting that
  * version's entry point and table, so that every adapter of lib/gpu/
  * runs under the tests.
  * Never installed. */
@@ -128,7 +129,7 @@ static int device_uuid(int device, unsigned char uuid[16])
 }
 
 #ifndef FAKE_ABI
-#define FAKE_ABI 12
+#define FAKE_ABI 13
 #endif
 #if FAKE_ABI == 4
 typedef struct dcoll_cuda_plugin_v4 fake_table_t;
@@ -154,10 +155,30 @@ typedef struct dcoll_cuda_plugin_v10 fake_table_t;
 #elif FAKE_ABI == 11   /* no nccl_shrink */
 typedef struct dcoll_cuda_plugin_v11 fake_table_t;
 #define FAKE_ENTRY dcoll_cuda_plugin_v11
-#else   /* version 12, without IPC (its calls NULL), gpu_view nor
-         * nccl_shrink */
+#elif FAKE_ABI == 12   /* no copy_shape: strided copies go row by row */
 typedef struct dcoll_cuda_plugin_v12 fake_table_t;
 #define FAKE_ENTRY dcoll_cuda_plugin_v12
+#else   /* version 13, without IPC (its calls NULL), gpu_view, nccl_shrink
+         * nor nccl_exchange */
+typedef struct dcoll_cuda_plugin_v13 fake_table_t;
+#define FAKE_ENTRY dcoll_cuda_plugin_v13
+#endif
+
+#if FAKE_ABI >= 13
+static int copy_shape(const dcoll_plugin_shape_t *dst,
+                      const dcoll_plugin_shape_t *src, int device,
+                      void *stream)
+{
+    (void)device, (void)stream;
+    fake_open_device_memory(1);
+    for (size_t k = 0; k < src->planes; k++)
+        for (size_t i = 0; i < src->rows; i++)
+            memmove(dst->buf + k * dst->plane_pitch + i * dst->pitch,
+                    src->buf + k * src->plane_pitch + i * src->pitch,
+                    src->width);
+    fake_open_device_memory(0);
+    return 0;
+}
 #endif
 
 #if FAKE_ABI == 4
@@ -184,6 +205,9 @@ static fake_table_t table = {
     .host_alloc = host_alloc, .host_free = host_free, .copy = copy,
     .sync = sync_stream, .last_error = last_error,
     .select_device = select_device,
+#if FAKE_ABI >= 13
+    .copy_shape = copy_shape,
+#endif
 };
 
 __attribute__((visibility("default"))) const fake_table_t *FAKE_ENTRY(void);

@@ -5,42 +5,7 @@
  * Built a second time with FAKE_DEVICE (test_staged, mpi suite): then the
  * "GPU" is test/gpu/fake_plugin.c, whose device memory no one but the
  * plugin can touch, to check the core's staging on any machine. */
-#include <stdlib.h>
-#ifdef FAKE_DEVICE
-#include <dlfcn.h>
-typedef void *cudaStream_t;
-static void *(*fake_alloc)(size_t);
-static void (*fake_copy)(void *, const void *, size_t);
-static long (*fake_nccl_calls)(void);
-static long nccl_ran(void) { return fake_nccl_calls ? fake_nccl_calls() : -1; }
-#define cudaSuccess 0
-#define cudaMemcpyHostToDevice 0
-#define cudaMemcpyDeviceToHost 0
-static int cudaGetDeviceCount(int *n)
-{
-    const char *path = getenv("DCOLL_CUDA_PLUGIN");
-    void *h = path ? dlopen(path, RTLD_NOW) : NULL;
-    *(void **)&fake_alloc = h ? dlsym(h, "fake_device_alloc") : NULL;
-    *(void **)&fake_copy = h ? dlsym(h, "fake_device_copy") : NULL;
-    *(void **)&fake_nccl_calls = h ? dlsym(h, "fake_nccl_calls") : NULL;
-    *n = fake_alloc && fake_copy;
-    return 0;
-}
-static const char *cudaGetErrorString(int e) { (void)e; return "no fake plugin"; }
-static int cudaGetLastError(void) { return 0; }
-static void cudaSetDevice(int d) { (void)d; }
-static void cudaMalloc(void **p, size_t b) { *p = fake_alloc(b); }
-static void cudaFree(void *p) { (void)p; }
-static void cudaMemcpy(void *d, const void *s, size_t b, int k) { (void)k; fake_copy(d, s, b); }
-static void cudaStreamCreate(cudaStream_t *s) { *s = (void *)0x5; }
-static void cudaStreamDestroy(cudaStream_t s) { (void)s; }
-#else
-#include <cuda_runtime_api.h>
-#ifdef CUDA_DOUBLE
-#include "cudart_double.h"
-static long nccl_ran(void) { return fake_nccl_calls(); }
-#endif
-#endif
+#include "gpu_shim.h"
 #include <mpi.h>
 #include <complex.h>
 #include <stdbool.h>

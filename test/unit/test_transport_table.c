@@ -47,10 +47,11 @@ static const unsigned expect[DCOLL_COLL_KIND_COUNT_] = {
      * backend's call kinds have no number for them. */
     [DCOLL_COLL_SCAN] = MPI_ | STAGED_,
     [DCOLL_COLL_EXSCAN] = MPI_ | STAGED_,
-    /* Neighbourhoods: lists per rank, host buffers on MPI only. */
-    [DCOLL_COLL_NEIGHBOR_ALL_GATHER] = MPI_,
-    [DCOLL_COLL_NEIGHBOR_ALL_TO_ALLV] = MPI_,
-    [DCOLL_COLL_NEIGHBOR_ALL_TO_ALLW] = MPI_,
+    /* Neighbourhoods: NCCL's grouped sends and receives, or staged; not
+     * IPC (no rows for lists per rank), nor a user backend's kinds. */
+    [DCOLL_COLL_NEIGHBOR_ALL_GATHER] = MPI_ | NCCL_ | STAGED_,
+    [DCOLL_COLL_NEIGHBOR_ALL_TO_ALLV] = MPI_ | NCCL_ | STAGED_,
+    [DCOLL_COLL_NEIGHBOR_ALL_TO_ALLW] = MPI_ | NCCL_ | STAGED_,
 };
 
 /* Each transport's table: its slot, its name, and what every table
