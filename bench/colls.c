@@ -463,6 +463,17 @@ static int nalltoallw_r(struct perf_ctx *c)
                                      rd, wt[1], ring.comm, &rq_));
 }
 
+int perf_ring_lists(struct perf_ctx *c, bool w, int *deg, const int **in,
+                    const int **out)
+{
+    if (w ? wsetup(c) : nsetup(c))
+        return 1;
+    *deg = ring.deg;
+    *in = ring.in;
+    *out = ring.out;
+    return 0;
+}
+
 /* Where check.c finds block i of this rank's ring: its source and the
  * element of the source's send buffer it starts at (all_to_allv: the
  * source's block for this edge; all_gather: its first). */

@@ -42,6 +42,11 @@ FN(ncclReduceScatter);
 FN(ncclAlltoAll);
 FN(ncclGather);
 FN(ncclScatter);
+FN(ncclGroupStart);
+FN(ncclGroupEnd);
+FN(ncclSend);
+FN(ncclRecv);
+FN(cudaMemcpy2DAsync);
 #undef FN
 
 static void *libs[4];
@@ -87,6 +92,11 @@ static bool open_libs(char *why, size_t len)
     GET(ncclAlltoAll);
     GET(ncclGather);
     GET(ncclScatter);
+    GET(ncclGroupStart);
+    GET(ncclGroupEnd);
+    GET(ncclSend);
+    GET(ncclRecv);
+    GET(cudaMemcpy2DAsync);
 #undef GET
     if (!ok)
         snprintf(why, len, "the CUDA runtime is not there (%s)",
@@ -217,17 +227,72 @@ bool perf_cuda_takes(const struct perf_ctx *c, const struct perf_coll *k)
 {
     static const char *const ok[] = {"all_reduce", "broadcast", "reduce",
                                      "all_gather", "reduce_scatter",
-                                     "all_to_all", "gather", "scatter"};
+                                     "all_to_all", "gather", "scatter",
+                                     "neighbor_all_gather",
+                                     "neighbor_all_to_allv",
+                                     "neighbor_all_to_allw"};
     bool known = false;
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++)
         known |= !strcmp(k->name, ok[i]);
     if (!known || (k->reduces && (unsigned)c->o->op >= 5 && !staged))
+        return false;
+    if (!staged && !strncmp(k->name, "neighbor_", 9) &&
+        !(p_ncclGroupStart && p_ncclGroupEnd && p_ncclSend && p_ncclRecv &&
+          p_cudaMemcpy2DAsync))
         return false;
     if (!staged && ((!strcmp(k->name, "all_to_all") && !p_ncclAlltoAll) ||
                     (!strcmp(k->name, "gather") && !p_ncclGather) ||
                     (!strcmp(k->name, "scatter") && !p_ncclScatter)))
         return false;
     return true;
+}
+
+/* The neighbourhood calls by hand, as NCCL's examples do a halo: every
+ * block of the ring in one group of sends and receives; the w form's
+ * strided blocks (every deg-th element) packed first with
+ * cudaMemcpy2DAsync into scratch kept between calls. */
+static char *scratch;
+static size_t scratch_bytes;
+
+static ncclResult_t raw_ring(struct perf_ctx *c, const char *nm)
+{
+    int deg;
+    const int *in, *out;
+    bool w = !strcmp(nm, "neighbor_all_to_allw");
+    bool ag = !strcmp(nm, "neighbor_all_gather");
+    if (perf_ring_lists(c, w, &deg, &in, &out))
+        return ncclInternalError;
+    size_t n = (size_t)c->count, b = n * c->esz;
+    const char *src = c->send;
+    if (w && b) {
+        if (scratch_bytes < b * (size_t)deg) {
+            if (scratch)
+                p_cudaFree(scratch);
+            scratch = NULL;
+            scratch_bytes = 0;
+            if (p_cudaMalloc((void **)&scratch, b * (size_t)deg))
+                return ncclSystemError;
+            scratch_bytes = b * (size_t)deg;
+        }
+        for (int i = 0; i < deg; i++)
+            if (p_cudaMemcpy2DAsync(scratch + (size_t)i * b, c->esz,
+                                    (const char *)c->send +
+                                        (size_t)i * c->esz,
+                                    (size_t)deg * c->esz, c->esz, n,
+                                    cudaMemcpyDeviceToDevice, stream))
+                return ncclUnhandledCudaError;
+        src = scratch;
+    }
+    ncclResult_t r = p_ncclGroupStart();
+    for (int i = 0; r == ncclSuccess && i < deg; i++) {
+        r = p_ncclSend(ag ? src : src + (size_t)i * b, b, ncclUint8, out[i],
+                       raw_comm, stream);
+        if (r == ncclSuccess)
+            r = p_ncclRecv((char *)c->recv + (size_t)i * b, b, ncclUint8,
+                           in[i], raw_comm, stream);
+    }
+    ncclResult_t e = p_ncclGroupEnd();
+    return r != ncclSuccess ? r : e;
 }
 
 /* The raw side, NCCL's way: the call on the stream, then its wait. */
@@ -256,6 +321,8 @@ static int raw_nccl(struct perf_ctx *c, const struct perf_coll *k)
         r = p_ncclGather(c->send, c->recv, n, t, c->groot, raw_comm, stream);
     else if (!strcmp(nm, "scatter"))
         r = p_ncclScatter(c->send, c->recv, n, t, c->groot, raw_comm, stream);
+    else if (!strncmp(nm, "neighbor_", 9))
+        r = raw_ring(c, nm);
     return r != ncclSuccess || p_cudaStreamSynchronize(stream) != 0;
 }
 

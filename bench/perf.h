@@ -78,10 +78,15 @@ struct perf_coll {
 extern const struct perf_coll perf_colls[];
 extern const int perf_ncolls;
 
-/* colls.c: the neighbourhood entries' ring, for check.c: the group rank
- * whose block i of this rank's receive buffer holds, where that block
- * starts in the source's send buffer and the step between its elements
- * there; -1: none. The w form's in perf_ring_source_w. */
+/* colls.c: the neighbourhood entries' ring. Its lists (group ranks) for
+ * -m cuda's raw side, made first if need be (w: the all_to_allw form's
+ * layouts too). */
+int perf_ring_lists(struct perf_ctx *c, bool w, int *deg, const int **in,
+                    const int **out);
+/* For check.c: the group rank whose block i of this rank's receive
+ * buffer holds, where that block starts in the source's send buffer and
+ * the step between its elements there; -1: none. The w form's in
+ * perf_ring_source_w. */
 int perf_ring_source(struct perf_ctx *c, int i, bool all_gather,
                      size_t *from, size_t *step);
 int perf_ring_source_w(struct perf_ctx *c, int i, size_t *from,

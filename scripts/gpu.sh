@@ -17,7 +17,9 @@
 #   5. dcoll-perf -m cuda: dcoll against NCCL by hand (1 rank, and 2 to 4
 #      ranks on one GPU; with the memory said, -K, twice), the IPC
 #      transport and staging (DCOLL_IPC=0) against staging by hand (2 and
-#      4 ranks sharing it; IPC under MPS too where it starts), and every
+#      4 ranks sharing it; IPC under MPS too where it starts), the
+#      neighbourhood calls against NCCL's grouped sends and receives by
+#      hand (1 rank), and every
 #      collective's check;
 #   6. host collectives with the plugin loaded and without it;
 #   7. compute-sanitizer: test_gpu on one rank; the timeout test on
@@ -139,7 +141,10 @@ else
     export DCOLL_PROBE_ITEMS=${DCOLL_PROBE_ITEMS:-20000}
 fi
 export DCOLL_CUDA_PLUGIN="$plugin"
-colls="all_reduce broadcast reduce all_gather reduce_scatter all_to_all gather scatter"
+# The neighbourhood kinds on a ring (NCCL's grouped sends and receives;
+# by hand the same group, the w form packed with cudaMemcpy2DAsync).
+nbh="neighbor_all_gather neighbor_all_to_allv neighbor_all_to_allw"
+colls="all_reduce broadcast reduce all_gather reduce_scatter all_to_all gather scatter $nbh"
 one="DCOLL_NCCL_ONE_GPU=1 NCCL_SOCKET_IFNAME=lo"
 
 # 3. The tests: the gpu suite, or on the doubles the tests that use them.
@@ -217,6 +222,8 @@ step_perf() {
             perf "1 rank, NCCL, small calls, launch $again" 1 "$small" - \
                 all_reduce broadcast
         done
+        # shellcheck disable=SC2086
+        perf "1 rank, NCCL, neighbourhoods" 1 "$small" - $nbh
         # A plan's start, which asks CUDA nothing of its buffers.
         perf "1 rank, NCCL, plans (-P)" 1 "$small -P" - all_reduce broadcast
         # The memory said (opts.memory, -K): no pointer query a call; the

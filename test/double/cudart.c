@@ -461,7 +461,7 @@ static bool host_remove(void *p, enum cudaMemoryType type)
 
 /* ---- streams ---- */
 
-enum op_kind { OP_COPY, OP_SET, OP_EVENT, OP_CALL };
+enum op_kind { OP_COPY, OP_COPY2D, OP_SET, OP_EVENT, OP_CALL };
 
 struct op {
     struct op *next;
@@ -474,6 +474,7 @@ struct op {
     void *arg;
     void (*drop)(void *);   /* a graph's OP_CALL: frees arg with it */
     void *owned;            /* an OP_COPY's staged source, freed after */
+    size_t rows, dpitch, spitch;   /* an OP_COPY2D's: rows of bytes */
     /* Work this op must wait for: stream wait_on[i] up to its count. */
     int nwait;
     struct stream *wait_on[MAX_WAITS];
@@ -576,6 +577,11 @@ static void *run(void *arg)
         switch (o->kind) {
         case OP_COPY:
             memmove(real(o->dst), real(o->src), o->bytes);
+            break;
+        case OP_COPY2D:
+            for (size_t i = 0; i < o->rows; i++)
+                memmove(real((char *)o->dst + i * o->dpitch),
+                        real((const char *)o->src + i * o->spitch), o->bytes);
             break;
         case OP_SET:
             memset(real(o->dst), o->value, o->bytes);
@@ -1138,23 +1144,35 @@ API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
     return copy_async(dst, src, bytes, h, NULL);
 }
 
-/* Row by row, each a copy of its own on the stream: what the device does
- * in one, in the same order. */
+/* One operation on the stream, row by row, as the device does it. */
 API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
                                   size_t spitch, size_t width, size_t height,
                                   enum cudaMemcpyKind kind, cudaStream_t h)
 {
     (void)kind;
-    if (height > 1 && (dpitch < width || spitch < width))
+    init();
+    STICKY();
+    if (dpitch < width || spitch < width)
         return ret(cudaErrorInvalidPitchValue);
-    for (size_t i = 0; i < height; i++) {
-        cudaError_t e = copy_async((char *)dst + i * dpitch,
-                                   (const char *)src + i * spitch, width, h,
-                                   NULL);
-        if (e != cudaSuccess)
-            return e;
+    if (!width || !height)
+        return cudaSuccess;
+    if (dev_of(src) >= 0 && dev_of(dst) < 0)
+        atomic_fetch_add(&to_host, 1);
+    if (atomic_load(&copies_left) >= 0 &&
+        atomic_fetch_sub(&copies_left, 1) == 0) {
+        fake_cuda_fault();
+        return ret(cudaErrorIllegalAddress);
     }
-    return cudaSuccess;
+    struct op *o = op_new(OP_COPY2D);
+    if (!o)
+        return ret(cudaErrorMemoryAllocation);
+    o->dst = dst;
+    o->src = src;
+    o->bytes = width;
+    o->rows = height;
+    o->dpitch = dpitch;
+    o->spitch = spitch;
+    return enqueue(stream_of(h), o);
 }
 
 /* Host memory neither the device's nor registered with it. */

@@ -264,6 +264,33 @@ static void gather_v(dcoll_neighborhood_t *nb, const struct grid *g)
     free(vs), free(vr), free(vb);
 }
 
+/* A neighbourhood where only rank 0 has an edge (to itself): the other
+ * ranks have no neighbours and pass no buffers, so their call takes the
+ * host's way while rank 0's takes the GPU's; neither may wait for the
+ * other. */
+static void lonely(void)
+{
+    int self = 0;
+    dcoll_neighborhood_t *nb = NULL;
+    OK(dcoll_neighborhood_create(NULL, me == 0, &self, me == 0, &self, &nb));
+    if (!nb)
+        return;
+    float h[4] = {1, 2, 3, 4}, back[4];
+    float *ds = me == 0 ? dalloc(sizeof(h)) : NULL;
+    float *dr = me == 0 ? dalloc(sizeof(h)) : NULL;
+    if (me == 0)
+        put(ds, h, sizeof(h));
+    for (int round = 0; round < 2; round++)
+        OK(dcoll_neighbor_all_gather(nb, ds, 4, dr, DCOLL_FLOAT32, NULL,
+                                     NULL));
+    if (me == 0) {
+        get(back, dr, sizeof(back));
+        same("a neighbourhood of one rank", back, h, sizeof(h));
+        cudaFree(ds), cudaFree(dr);
+    }
+    OK(dcoll_neighborhood_free(&nb));
+}
+
 /* A strided send and receive on GPU buffers (staged, or MPI's own where
  * it is CUDA-aware): this rank's top z face to the next rank's bottom
  * ghost, around a ring, as async calls and as plans. */
@@ -351,6 +378,7 @@ int main(int argc, char **argv)
         OK(dcoll_neighborhood_free(&nb));
     }
     send_recv();
+    lonely();
     OK(dcoll_finalize());
     MPI_Allreduce(MPI_IN_PLACE, &t_failures, 1, MPI_INT, MPI_SUM,
                   MPI_COMM_WORLD);
