@@ -156,6 +156,11 @@ int dcoll_mpi_post_nbh(struct dcoll_mpi_post *p, const struct dcoll_group *g,
     (void)g, (void)status;
     const struct dcoll_nbh *n = c->nbh;
     MPI_Request *rq = dcoll_mpi_slot(p);
+    /* A rank with nothing to send or receive may pass NULL, which MPICH
+     * refuses whatever the degree: MPI gets an address it never reads. */
+    static char none;
+    const void *sb = c->sendbuf ? c->sendbuf : &none;
+    void *rb = c->recvbuf ? c->recvbuf : &none;
     MPI_Datatype t = dcoll_mpi_type(c);
     bool all_gather = c->kind == DCOLL_COLL_NEIGHBOR_ALL_GATHER;
     int rc;
@@ -172,10 +177,10 @@ int dcoll_mpi_post_nbh(struct dcoll_mpi_post *p, const struct dcoll_group *g,
         MPI_Datatype *rt = w->type + n->nout;
         *call = rq ? "MPI_Ineighbor_alltoallw" : "MPI_Neighbor_alltoallw";
         rc = rq ? DCOLL_NB(p->persist, MPI_Ineighbor_alltoallw,
-                           Neighbor_alltoallw, rq, c->sendbuf, w->cnt,
-                           w->disp, w->type, c->recvbuf, rc_, rd, rt, comm)
-                : MPI_Neighbor_alltoallw(c->sendbuf, w->cnt, w->disp,
-                                         w->type, c->recvbuf, rc_, rd, rt,
+                           Neighbor_alltoallw, rq, sb, w->cnt,
+                           w->disp, w->type, rb, rc_, rd, rt, comm)
+                : MPI_Neighbor_alltoallw(sb, w->cnt, w->disp,
+                                         w->type, rb, rc_, rd, rt,
                                          comm);
         /* MPICH 4.0.2 fails requests whose types went (rows.c's
          * span_free): a work or plan keeps them. */
@@ -188,11 +193,11 @@ int dcoll_mpi_post_nbh(struct dcoll_mpi_post *p, const struct dcoll_group *g,
     if (all_gather && !gaps(n)) {
         *call = rq ? "MPI_Ineighbor_allgather" : "MPI_Neighbor_allgather";
         return rq ? DCOLL_NB(p->persist, MPI_Ineighbor_allgather,
-                             Neighbor_allgather, rq, c->sendbuf,
-                             (int)c->count, t, c->recvbuf, (int)c->count, t,
+                             Neighbor_allgather, rq, sb,
+                             (int)c->count, t, rb, (int)c->count, t,
                              comm)
-                  : MPI_Neighbor_allgather(c->sendbuf, (int)c->count, t,
-                                           c->recvbuf, (int)c->count, t,
+                  : MPI_Neighbor_allgather(sb, (int)c->count, t,
+                                           rb, (int)c->count, t,
                                            comm);
     }
     /* MPI reads the counts until the call completes: a blocking call is
@@ -211,16 +216,16 @@ int dcoll_mpi_post_nbh(struct dcoll_mpi_post *p, const struct dcoll_group *g,
     if (all_gather) {
         *call = rq ? "MPI_Ineighbor_allgatherv" : "MPI_Neighbor_allgatherv";
         rc = rq ? DCOLL_NB(p->persist, MPI_Ineighbor_allgatherv,
-                           Neighbor_allgatherv, rq, c->sendbuf,
-                           (int)c->count, t, c->recvbuf, rcn, rd, t, comm)
-                : MPI_Neighbor_allgatherv(c->sendbuf, (int)c->count, t,
-                                          c->recvbuf, rcn, rd, t, comm);
+                           Neighbor_allgatherv, rq, sb,
+                           (int)c->count, t, rb, rcn, rd, t, comm)
+                : MPI_Neighbor_allgatherv(sb, (int)c->count, t,
+                                          rb, rcn, rd, t, comm);
     } else {
         *call = rq ? "MPI_Ineighbor_alltoallv" : "MPI_Neighbor_alltoallv";
         rc = rq ? DCOLL_NB(p->persist, MPI_Ineighbor_alltoallv,
-                           Neighbor_alltoallv, rq, c->sendbuf, sc, sd, t,
-                           c->recvbuf, rcn, rd, t, comm)
-                : MPI_Neighbor_alltoallv(c->sendbuf, sc, sd, t, c->recvbuf,
+                           Neighbor_alltoallv, rq, sb, sc, sd, t,
+                           rb, rcn, rd, t, comm)
+                : MPI_Neighbor_alltoallv(sb, sc, sd, t, rb,
                                          rcn, rd, t, comm);
     }
     if (v != small) {

@@ -73,6 +73,13 @@ static bool direct_make(struct mpi_plan *p, const struct dcoll_group *g,
         a->in = c->in_place ? MPI_IN_PLACE : c->sendbuf;
         a->out = c->recvbuf;
     }
+    if (c->nbh) {
+        /* As neighbor.c's calls: NULL, which MPICH refuses even with no
+         * neighbours, as an address MPI never reads. */
+        static char none;
+        a->in = a->in ? a->in : &none;
+        a->out = a->out ? a->out : &none;
+    }
     a->n = c->layout && !c->nbh ? 1 : (int)c->count;
     a->t = c->layout && !c->nbh ? p->w.type : dcoll_mpi_type(c);
     a->op = dcoll_kind_has(c->kind, DCOLL_KF_OP)
