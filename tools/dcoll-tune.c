@@ -93,6 +93,9 @@ static void usage(FILE *f)
         "            sizes are kept, its rows for this one replaced\n"
         "  -k        with -o: keep a way only where FILE's table already\n"
         "            had it (tables from several runs agree)\n"
+        "  --help, --version\n"
+        "Run it under mpirun or srun with the job's ranks and ranks a node\n"
+        "(the table's rows are for that shape); under dcollrun it refuses.\n"
         "kinds: all_reduce reduce_scatter broadcast reduce all_gather\n"
         "(default: all). Sizes are dcoll-perf's: reduce_scatter's is the\n"
         "whole input and all_gather's the whole output, a rank's share\n"
@@ -600,11 +603,53 @@ static int read_old(const struct opts *o, const char *mpi, char **keep,
     return 0;
 }
 
+/* --help and --version, before MPI starts (as the other tools): 1 if
+ * one was asked and answered. */
+static int early(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help")) {
+            usage(stdout);
+            return 1;
+        }
+        if (!strcmp(argv[i], "--version")) {
+            int ma, mi, pa;
+            dcoll_version(&ma, &mi, &pa);
+            printf("dcoll-tune (dcoll) %d.%d.%d\n", ma, mi, pa);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Started as one of N by dcollrun or torchrun (RANK and WORLD_SIZE set),
+ * MPI makes each process a world of its own: N tunings of one rank, each
+ * writing the same file. Refused, as dcoll_init refuses mpi:// there. */
+static int one_of_n(void)
+{
+    const char *rank = getenv("RANK"), *size = getenv("WORLD_SIZE");
+    if (nranks != 1 || !rank || !size || atoi(size) < 2)
+        return 0;
+    if (atoi(rank) == 0)
+        fprintf(stderr, "dcoll-tune: started as one of WORLD_SIZE=%s "
+                "processes (dcollrun or torchrun), which MPI does not join: "
+                "each would tune a world of one rank and write the same "
+                "table. Start it with mpirun or srun (mpirun -n %s "
+                "dcoll-tune ...)\n", size, size);
+    return 1;
+}
+
 int main(int argc, char **argv)
 {
+    if (early(argc, argv))
+        return 0;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (one_of_n()) {
+        MPI_Finalize();
+        return 2;
+    }
     struct opts o = {.minbytes = 8, .maxbytes = 16 << 20, .factor = 2,
                      .warmup = 5, .rounds = 7, .margin = 0.05};
     int rc = parse(argc, argv, &o);
@@ -683,7 +728,7 @@ int main(int argc, char **argv)
     /* Written beside the file and renamed over it: a run cut short
      * leaves the old table whole. */
     FILE *f = NULL;
-    int err = 0;
+    int err = 0, kept = 0;
     char tmp[4096] = "";
     if (me == 0 && o.out) {
         snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", o.out, (long)getpid());
@@ -731,6 +776,7 @@ int main(int argc, char **argv)
                     fprintf(x, "%-14s %4d %4d %10lld %10lld  %s\n",
                             kinds[k].w->name, nranks, ppn, (long long)r->bytes,
                             to_b, dcoll_way_names[kinds[k].w->ways[r->pick]]);
+                    kept += d == 1;
                     i = j;
                 }
             }
@@ -741,9 +787,17 @@ int main(int argc, char **argv)
                     strerror(errno));
             remove(tmp);
             err = 1;
+        } else if (f && !kept) {
+            fprintf(stderr, "dcoll-tune: the table for %d ranks, %d a node is "
+                    "empty: no way beat MPI's own call by %.0f%% in every "
+                    "round at any size%s (wrote %s; with it dcoll calls MPI "
+                    "as it does without a table)\n", nranks, ppn,
+                    o.margin * 100, o.agree ? " where the file had it (-k)"
+                                            : "", o.out);
         } else if (f) {
-            fprintf(stderr, "dcoll-tune: wrote %s; load it with "
-                    "DCOLL_TUNING=%s\n", o.out, o.out);
+            fprintf(stderr, "dcoll-tune: wrote %s (%d rows for %d ranks, %d "
+                    "a node); load it with DCOLL_TUNING=%s\n", o.out, kept,
+                    nranks, ppn, o.out);
         }
         if (o.out && !f)
             err = 1;

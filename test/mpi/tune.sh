@@ -1,8 +1,8 @@
 #!/bin/sh
 # dcoll-tune writes a table that dcoll_init takes, merges the tables of
 # several group sizes into one file, and refuses what it must not
-# overwrite or cannot do: tune.sh MPIRUN_SH DCOLL_TUNE DCOLL_PERF
-mpirun_sh=$1 tune=$2 perf=$3
+# overwrite or cannot do: tune.sh MPIRUN_SH DCOLL_TUNE DCOLL_PERF DCOLLRUN
+mpirun_sh=$1 tune=$2 perf=$3 dcollrun=$4
 dir=$(mktemp -d) || exit 1
 trap 'rm -rf "$dir"' EXIT
 fails=0
@@ -56,6 +56,8 @@ out=$(DCOLL_TUNING=$t "$mpirun_sh" 2 60 -x DCOLL_TUNING "$perf" -b 64 \
 run 3 $quick -m 0 -k -o "$t" reduce_scatter
 [ "$rc" -eq 0 ] || fail "-k: rc $rc: $out"
 grep -q '^reduce_scatter  *3 ' "$t" && fail "-k kept a way the file lacked"
+printf '%s\n' "$out" | grep -q "the table for 3 ranks, [0-9]* a node is empty" ||
+    fail "-k kept nothing, but dcoll-tune did not say the table is empty: $out"
 grep -q '^# group 3 [0-9]* all_reduce: ' "$t" ||
     fail "a reduce_scatter run lost group 3's all_reduce"
 
@@ -82,5 +84,12 @@ expect "does not exist" 1 $quick -k -o "$dir/none"
 expect "-R: '0' is out of range" 1 -R 0
 expect "-b 2048 is above -e 1024" 1 -b 2K -e 1K
 expect "'allreduce' is not a kind a table covers (all_reduce, reduce_scatter, broadcast, reduce, all_gather)" 1 allreduce
+# Under dcollrun MPI joins none of the processes: refused, not N tunings
+# of one rank each writing the same file.
+out=$("$dcollrun" -n 2 --timeout 60 "$tune" $quick -o "$dir/dr" 2>&1); rc=$?
+[ "$rc" -ne 0 ] || fail "under dcollrun: exit 0"
+printf '%s\n' "$out" | grep -q "Start it with mpirun or srun (mpirun -n 2" ||
+    fail "under dcollrun, no refusal naming mpirun: $out"
+[ ! -e "$dir/dr" ] || fail "under dcollrun, a table was written"
 [ "$fails" -eq 0 ] && echo "dcoll-tune: tables written, merged and refused"
 exit "$fails"
