@@ -34,6 +34,7 @@ static void usage(FILE *f)
     fprintf(f,
 "usage: dcollrun [options] prog [args...]\n"
 "  -n, --nproc-per-node N  processes to start on this node (1 to 4096)\n"
+"  --standalone            one node on a free local port (the default)\n"
 "  --nnodes M              nodes in the job (default 1; under srun, the\n"
 "                          step's nodes)\n"
 "  --node-rank K           this node's place, 0 to M-1 (default 0; under\n"
@@ -57,8 +58,49 @@ static void usage(FILE *f)
 "                          attempt sees its number in DCOLL_RESTART_COUNT\n"
 "                          and TORCHELASTIC_RESTART_COUNT\n"
 "  --version               dcoll's version\n"
+"torchrun's spellings work too: --opt=VALUE, '_' for '-' (--nproc_per_node),\n"
+"--rdzv-backend c10d, --rdzv-id ID (ignored).\n"
 "Across nodes the store takes DCOLL_STORE_TOKEN as its token; the nodes\n"
 "wait DCOLL_INIT_TIMEOUT seconds (300) for each other.\n");
+}
+
+/* torchrun's options that dcollrun has no form of, and what to do
+ * instead: said in one line, not the whole usage. */
+static const struct {
+    const char *opt, *instead;
+} torchrun_only[] = {
+    {"--module", "dcollrun runs a program, not a Python module: dcollrun "
+                 "-n N python -m MODULE ..."},
+    {"-m", "dcollrun runs a program, not a Python module: dcollrun -n N "
+           "python -m MODULE ..."},
+    {"--no-python", "dcollrun always runs the program as given"},
+    {"--run-path", "dcollrun runs a program: dcollrun -n N python PATH"},
+    {"--tee", "use --tag-output (every line tagged with its rank) or "
+              "--log-dir D (a file a rank)"},
+    {"--redirects", "use --log-dir D (each rank's output in D/rank-R.log)"},
+    {"--log-specs", "use --log-dir D"},
+    {"--local-ranks-filter", "use --log-dir D, and read the ranks' files "
+                             "you want"},
+    {"--monitor-interval", "dcollrun watches its processes itself; drop "
+                           "it"},
+    {"--start-method", "dcollrun starts its processes with fork and exec; "
+                       "drop it"},
+    {"--role", "dcollrun has one role; drop it"},
+    {"--local-addr", "use --master-addr on node 0's address"},
+    {"--rdzv-conf", "use --timeout S and DCOLL_INIT_TIMEOUT"},
+    {"--max-restarts-per-node", "use --max-restarts N"},
+};
+
+/* A torchrun option's name as dcollrun spells it: '_' as '-' (torchrun
+ * takes both), in buf. */
+static const char *dashed(const char *o, size_t len, char *buf, size_t cap)
+{
+    if (len >= cap)
+        len = cap - 1;
+    for (size_t k = 0; k < len; k++)
+        buf[k] = o[k] == '_' && k >= 2 ? '-' : o[k];
+    buf[len] = '\0';
+    return buf;
 }
 
 /* A whole number in [lo, hi], or exit 2 naming the option. */
@@ -288,9 +330,26 @@ int main(int argc, char **argv)
     int i = 1, restarts = -1;
     const char *on_failure = NULL;
     from_slurm(&p, slurm_addr, sizeof(slurm_addr));
+    bool standalone = false;
     for (; i < argc && argv[i][0] == '-'; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool takes = true;
+        /* torchrun's spellings: --opt=value, and '_' for '-'. */
+        char name[64];
+        const char *eq = !strncmp(o, "--", 2) ? strchr(o, '=') : NULL;
+        o = dashed(argv[i], eq ? (size_t)(eq - argv[i]) : strlen(argv[i]),
+                   name, sizeof(name));
+        if (eq) {
+            v = eq + 1;
+            takes = false;
+        }
+        for (size_t k = 0;
+             k < sizeof(torchrun_only) / sizeof(torchrun_only[0]); k++)
+            if (!strcmp(o, torchrun_only[k].opt)) {
+                fprintf(stderr, "dcollrun: %s is torchrun's, which dcollrun "
+                        "has no form of: %s\n", o, torchrun_only[k].instead);
+                return 2;
+            }
         if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
             usage(stdout);
             return 0;
@@ -305,6 +364,11 @@ int main(int argc, char **argv)
         } else if (!strcmp(o, "--tag-output")) {
             job.tag = 1;
             takes = false;
+        } else if (!strcmp(o, "--standalone")) {
+            /* torchrun's one-node job on a free local port: dcollrun's
+             * own default. */
+            standalone = true;
+            takes = false;
         } else if (!v) {
             fprintf(stderr, "dcollrun: %s needs a value\n", o);
             usage(stderr);
@@ -313,8 +377,25 @@ int main(int argc, char **argv)
                    !strcmp(o, "--nprocs")) {
             n = number(o, v, 1, 4096);
         } else if (!strcmp(o, "--nnodes")) {
+            if (strchr(v, ':')) {
+                fprintf(stderr, "dcollrun: --nnodes %s is an elastic range; "
+                        "dcollrun runs a fixed number of nodes: --nnodes "
+                        "M\n", v);
+                return 2;
+            }
             p.mask |= DCOLL_SPAWN_PARAM_NODES;
             p.nnodes = (int)number(o, v, 1, 4096);
+        } else if (!strcmp(o, "--rdzv-backend")) {
+            /* dcollrun's store is c10d's kind: a TCP store on node 0. */
+            if (strcmp(v, "c10d") && strcmp(v, "static")) {
+                fprintf(stderr, "dcollrun: --rdzv-backend %s: dcollrun's "
+                        "rendezvous is a store on node 0 (c10d's kind); "
+                        "give --rdzv-endpoint HOST:PORT or --master-addr "
+                        "and --master-port\n", v);
+                return 2;
+            }
+        } else if (!strcmp(o, "--rdzv-id")) {
+            /* One job per store: nothing to tell apart. */
         } else if (!strcmp(o, "--node-rank")) {
             p.mask |= DCOLL_SPAWN_PARAM_NODES;
             p.node_rank = (int)number(o, v, 0, 4095);
@@ -352,11 +433,16 @@ int main(int argc, char **argv)
         } else if (!strcmp(o, "--max-restarts")) {
             restarts = (int)number(o, v, 0, 1000000);
         } else {
-            fprintf(stderr, "dcollrun: unknown option '%s'\n", o);
-            usage(stderr);
+            fprintf(stderr, "dcollrun: unknown option '%s' (dcollrun --help "
+                    "lists them)\n", argv[i]);
             return 2;
         }
         i += takes;
+    }
+    if (standalone && (p.mask & DCOLL_SPAWN_PARAM_NODES) && p.nnodes > 1) {
+        fprintf(stderr, "dcollrun: --standalone is a job of one node, but "
+                "--nnodes says %d\n", p.nnodes);
+        return 2;
     }
     if (!n || i >= argc) {
         fprintf(stderr, "dcollrun: %s\n", !n ? "-n N (--nproc-per-node) is "

@@ -57,4 +57,30 @@ for bad in "-n 0 true" "-n x true" "-n 2" "--master-port 70000 -n 2 true" \
     [ "$rc" = 2 ] || { echo "FAIL: '$bad' gave $rc"; fail=1; }
     echo "dcollrun $bad -> $rc: $(echo "$msg" | head -1)"
 done
+
+# torchrun's spellings of the options dcollrun has: a job of 2 each.
+for good in "--nproc_per_node 2" "--nproc-per-node=2" \
+            "--standalone --nproc_per_node=2" "--nnodes=1 -n 2" \
+            "--rdzv-backend c10d --rdzv_id=job7 -n 2" \
+            "--rdzv_backend=c10d --master_addr=127.0.0.1 -n 2"; do
+    # shellcheck disable=SC2086
+    got=$(/usr/bin/timeout 60 "$run" $good --timeout 50 /bin/sh -c \
+          'echo "rank $RANK of $WORLD_SIZE"' 2>&1 | sort | tr '\n' ' ')
+    [ "$got" = "rank 0 of 2 rank 1 of 2 " ] ||
+        { echo "FAIL: dcollrun $good: $got"; fail=1; }
+done
+# And the ones it has no form of: status 2 and one line naming what to
+# do instead, not the whole usage.
+for bad in "--nnodes=1:4 -n 2|--nnodes M" "-m mod|python -m MODULE" \
+           "--module -n 2|python -m MODULE" "--tee 3 -n 2|--tag-output" \
+           "--rdzv-backend etcd -n 2|--rdzv-endpoint HOST:PORT" \
+           "--standalone --nnodes 2 -n 2|--nnodes says 2" \
+           "--bogus -n 2|dcollrun --help lists them"; do
+    args=${bad%%|*} want=${bad#*|}
+    # shellcheck disable=SC2086
+    msg=$("$run" $args true 2>&1); rc=$?
+    [ "$rc" = 2 ] && [ "$(echo "$msg" | wc -l)" = 1 ] &&
+        echo "$msg" | grep -qF -- "$want" ||
+        { echo "FAIL: dcollrun $args -> $rc: $msg"; fail=1; }
+done
 exit $fail
