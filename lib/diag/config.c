@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include "diag.h"
 
-double dcoll_default_timeout = 1800;
+double dcoll_default_timeout = DCOLL_BUILTIN_TIMEOUT;
 bool dcoll_default_recoverable;
 bool dcoll_debug;
 unsigned dcoll_flight_size = 16;
@@ -67,7 +67,7 @@ dcoll_status_t dcoll_fault_mode_ok(const char *fn, const char *name,
 dcoll_status_t dcoll_fault_env(void)
 {
     const char *v = getenv("DCOLL_TIMEOUT");
-    dcoll_default_timeout = 1800;
+    dcoll_default_timeout = DCOLL_BUILTIN_TIMEOUT;
     if (v && *v) {
         char *end;
         errno = 0;

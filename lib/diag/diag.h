@@ -36,6 +36,7 @@ dcoll_status_t dcoll_fault_arrivals(struct dcoll_group *g,
                                     double spread);
 
 extern double dcoll_default_timeout; /* seconds; 0: forever */
+#define DCOLL_BUILTIN_TIMEOUT 1800.0   /* without DCOLL_TIMEOUT */
 extern bool dcoll_default_recoverable; /* DCOLL_ON_TIMEOUT=return */
 extern bool dcoll_debug;             /* DCOLL_DEBUG=detail */
 /* The transports' look at work they left running without a wait

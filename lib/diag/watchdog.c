@@ -259,8 +259,12 @@ dcoll_status_t dcoll_watchdog_start(struct dcoll_group *w)
 {
     world = w;
     threaded = w->svc->threaded();
-    /* Said once per job, where a hang would be reported half-blind. */
-    if (!threaded && w->timeout > 0 && w->rank == 0)
+    /* Said once per job, where a hang would be reported half-blind and
+     * the program chose a timeout of its own (every program that starts
+     * MPI with MPI_Init would hear it at the built-in 30 minutes; the
+     * hang's report says it anyway). */
+    if (!threaded && w->size > 1 && w->timeout > 0 &&
+        w->timeout != DCOLL_BUILTIN_TIMEOUT && w->rank == 0)
         fprintf(stderr, "dcoll[0]: MPI runs below MPI_THREAD_MULTIPLE, so "
                 "dcoll's watchdog cannot ask the other ranks where they are: "
                 "a hang will be reported by the stuck ranks alone, without "

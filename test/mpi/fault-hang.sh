@@ -30,14 +30,11 @@ last=$((np - 1))
 [ "$rc" != 0 ] || [ "$how" = killed ] || bad "mpirun exited 0"
 [ "$rc" != 124 ] && [ "$rc" != 137 ] || bad "the job ran into the test's time limit"
 grep "FAIL" "$out" && bad "a hung call returned"
-# Started below MPI_THREAD_MULTIPLE, the job is told once, at init, what
-# the watchdog cannot do; started with it, nothing is said.
+# Init says nothing of the thread level where the world keeps the
+# built-in timeout (quiet.sh checks when it does speak); below
+# MPI_THREAD_MULTIPLE the hang's report says why it could not ask (below).
 said=$(grep -c "dcoll\[0\]: MPI runs below MPI_THREAD_MULTIPLE" "$err")
-if [ "$how" = nothreads ]; then
-    [ "$said" = 1 ] || bad "init said $said time(s) that MPI runs below MPI_THREAD_MULTIPLE, not once"
-else
-    [ "$said" = 0 ] || bad "init says MPI runs below MPI_THREAD_MULTIPLE"
-fi
+[ "$said" = 0 ] || bad "init said $said time(s) that MPI runs below MPI_THREAD_MULTIPLE"
 case $how in
     killed) alive=$last ;;   # ranks 0..last-1 survive
     mixed|planmixed|wrongkind|p2p) alive=$np ;;
