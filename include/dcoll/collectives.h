@@ -415,23 +415,41 @@ static inline dcoll_status_t dcoll_reduce_scatterv(dcoll_group_t *group,
     !defined(DCOLL_NO_COUNT_CHECK)
 /* C11: an array of counts or displacements given to a 64-bit vector form
  * must be int64_t (or NULL); anything else, an int array above all, does
- * not compile. The _int forms take int arrays. */
-#define DCOLL_COUNTS64_(a)                                                  \
-    _Generic((a), const int64_t *: (a), int64_t *: (a), void *: (a))
+ * not compile, and the error names the form that takes it ("'dcoll_all_
+ * to_allv__counts_are_int64_t__for_int_arrays_call_dcoll_all_to_allv_int'
+ * has an incomplete type").
+ * The _int forms take int arrays. */
+struct dcoll_counts_are_int64_t__int_arrays_take_the__int_form; /* never defined */
+#define DCOLL_INT_ARRAYS_(fn)                                               \
+    extern struct dcoll_counts_are_int64_t__int_arrays_take_the__int_form   \
+        fn##__counts_are_int64_t__for_int_arrays_call_##fn##_int
+DCOLL_INT_ARRAYS_(dcoll_all_gatherv);
+DCOLL_INT_ARRAYS_(dcoll_gatherv);
+DCOLL_INT_ARRAYS_(dcoll_scatterv);
+DCOLL_INT_ARRAYS_(dcoll_all_to_allv);
+DCOLL_INT_ARRAYS_(dcoll_reduce_scatterv);
+#define DCOLL_COUNTS64_(a, fn)                                              \
+    _Generic((a), const int64_t *: (a), int64_t *: (a), void *: (a),        \
+             default: fn##__counts_are_int64_t__for_int_arrays_call_##fn##_int)
 #define dcoll_all_gatherv(g, sb, sc, rb, rc, d, t, o, w)                    \
-    (dcoll_all_gatherv)(g, sb, sc, rb, DCOLL_COUNTS64_(rc),                 \
-                        DCOLL_COUNTS64_(d), t, o, w)
+    (dcoll_all_gatherv)(g, sb, sc, rb,                                      \
+                        DCOLL_COUNTS64_(rc, dcoll_all_gatherv),             \
+                        DCOLL_COUNTS64_(d, dcoll_all_gatherv), t, o, w)
 #define dcoll_gatherv(g, sb, sc, rb, rc, d, t, root, o, w)                  \
-    (dcoll_gatherv)(g, sb, sc, rb, DCOLL_COUNTS64_(rc), DCOLL_COUNTS64_(d), \
-                    t, root, o, w)
+    (dcoll_gatherv)(g, sb, sc, rb, DCOLL_COUNTS64_(rc, dcoll_gatherv),      \
+                    DCOLL_COUNTS64_(d, dcoll_gatherv), t, root, o, w)
 #define dcoll_scatterv(g, sb, scs, d, rb, rc, t, root, o, w)                \
-    (dcoll_scatterv)(g, sb, DCOLL_COUNTS64_(scs), DCOLL_COUNTS64_(d), rb,   \
-                     rc, t, root, o, w)
+    (dcoll_scatterv)(g, sb, DCOLL_COUNTS64_(scs, dcoll_scatterv),           \
+                     DCOLL_COUNTS64_(d, dcoll_scatterv), rb, rc, t, root, o, \
+                     w)
 #define dcoll_all_to_allv(g, sb, scs, sd, rb, rcs, rd, t, o, w)             \
-    (dcoll_all_to_allv)(g, sb, DCOLL_COUNTS64_(scs), DCOLL_COUNTS64_(sd),   \
-                        rb, DCOLL_COUNTS64_(rcs), DCOLL_COUNTS64_(rd), t, o, \
-                        w)
+    (dcoll_all_to_allv)(g, sb, DCOLL_COUNTS64_(scs, dcoll_all_to_allv),     \
+                        DCOLL_COUNTS64_(sd, dcoll_all_to_allv), rb,         \
+                        DCOLL_COUNTS64_(rcs, dcoll_all_to_allv),            \
+                        DCOLL_COUNTS64_(rd, dcoll_all_to_allv), t, o, w)
 #define dcoll_reduce_scatterv(g, sb, rb, rcs, t, op, o, w)                  \
-    (dcoll_reduce_scatterv)(g, sb, rb, DCOLL_COUNTS64_(rcs), t, op, o, w)
+    (dcoll_reduce_scatterv)(g, sb, rb,                                      \
+                            DCOLL_COUNTS64_(rcs, dcoll_reduce_scatterv), t, \
+                            op, o, w)
 #endif
 #endif

@@ -13,6 +13,9 @@ if "$cc" -std=c11 -DBAD -c -I"$inc" "$src" -o "$out/bad.o" 2>"$out/err"; then
     echo "FAIL: an int array to dcoll_all_to_allv compiled"; fail=1
 else
     echo "refused as it must be:"; grep -m1 -i "error" "$out/err"
+    # The error leads to the fix: the form that takes int arrays.
+    grep -q "dcoll_all_to_allv_int" "$out/err" ||
+        { echo "FAIL: the error does not name dcoll_all_to_allv_int"; fail=1; }
 fi
 if [ "$cxx" != - ]; then
     "$cxx" -x c++ -c -I"$inc" "$src" -o "$out/cpp.o" ||
