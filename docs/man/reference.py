@@ -217,6 +217,22 @@ def check(inc, man, fdir, gdir, lib=None):
                     bad.append(f'{page}.3.md: the Fortran synopsis says\n'
                                f'    {m.group(0)}\n  the module has\n'
                                f'    {want}')
+    # dcoll(3)'s index names every page (so every exported name, through
+    # the pages' NAME lines), and the version it describes is the build's.
+    index = pg['dcoll']['text'] if 'dcoll' in pg else ''
+    at = index.find('# THE PAGES')
+    index = index[at:index.find('\n# ', at + 1)] if at >= 0 else ''
+    if not index:
+        bad.append('dcoll.3.md has no THE PAGES section')
+    for page in sorted(set(pg) - {'dcoll'}):
+        if index and f'**{page}**(3)' not in index:
+            bad.append(f'dcoll.3.md\'s THE PAGES does not list **{page}**(3)')
+    for n in sorted(set(re.findall(r'\*\*(dcoll_\w+)\*\*\(3\)', index)) -
+                    set(pg)):
+        bad.append(f'dcoll.3.md\'s THE PAGES lists {n}, which has no page')
+    if '@VERSION@' not in pg.get('dcoll', {}).get('text', ''):
+        bad.append('dcoll.3.md must say the version it describes as '
+                   '@VERSION@, which the build fills in')
     listed = meson_pages(man)
     for page, p in pg.items():
         if listed.get(page) != p['names'][1:]:
