@@ -87,6 +87,14 @@ dcoll_status_t dcoll_world_store(dcoll_store_t **out)
     dcoll_status_t st = dcoll_check_ready();
     if (st)
         return st;
+    if (!world_store && !strcmp(world_scheme, "env"))
+        return dcoll_error(DCOLL_ERR_UNSUPPORTED, "dcoll_world_store: the "
+                           "world was made by env:// under an MPI launcher "
+                           "without MASTER_ADDR and MASTER_PORT, so it took "
+                           "MPI's ranks and meets through no store; export "
+                           "both to every rank (mpirun -x MASTER_ADDR -x "
+                           "MASTER_PORT) for one, or make one with "
+                           "dcoll_store_tcp_create");
     if (!world_store)
         return dcoll_error(DCOLL_ERR_UNSUPPORTED, "dcoll_world_store: the "
                            "world was made by %s://, which meets through no "
@@ -377,7 +385,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
             return dcoll_error(st, "%s", msg);
         }
         step("rendezvous");
-        st = dcoll_rdzv_run(p.url, p.timeout, true, &rdzv);
+        st = dcoll_rdzv_run(p.url, p.timeout, true, w.rank, w.size, &rdzv);
         int ok = st == DCOLL_SUCCESS;
         step("agreement");
         dcoll_status_t ast = svc->agree(&w, &ok);
@@ -391,7 +399,7 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
                                   rdzv.rank, rdzv.world_size);
     } else {
         step("rendezvous");
-        if ((st = dcoll_rdzv_run(p.url, p.timeout, false, &rdzv)))
+        if ((st = dcoll_rdzv_run(p.url, p.timeout, false, -1, 0, &rdzv)))
             return st;
         join = !rdzv.mpi && rdzv.world_size > 1;
         int fcomm = 0;

@@ -381,8 +381,10 @@ dcoll_status_t dcoll_rendezvous(const char *url, double timeout,
 }
 
 dcoll_status_t dcoll_rdzv_run(const char *url, double timeout, bool launched,
+                              int mpi_rank, int mpi_size,
                               struct dcoll_rdzv *r)
 {
+    char mine[64];
     static const char fn[] = "dcoll_init";
     memset(r, 0, sizeof(*r));
     r->rank = r->world_size = -1;
@@ -427,8 +429,16 @@ dcoll_status_t dcoll_rdzv_run(const char *url, double timeout, bool launched,
             dcoll_status_t st = env_url(url, &u, &why);
             if (st)
                 return dcoll_error(st, "%s: env:// rendezvous: %s", fn, why);
-            r->mpi = true;
-            return DCOLL_SUCCESS;
+            if (!env("MASTER_ADDR") || !env("MASTER_PORT") || mpi_size < 1) {
+                r->mpi = true;
+                return DCOLL_SUCCESS;
+            }
+            /* MASTER_ADDR and MASTER_PORT set (exported to every rank, as
+             * for torch's env://): MPI's ranks meet there too, so that
+             * the world has the store a program asks for. */
+            snprintf(mine, sizeof(mine), "env://?rank=%d&world_size=%d",
+                     mpi_rank, mpi_size);
+            url = mine;
         }
         r->renumber = true;
         dcoll_status_t st = env_rank_size(url, &u, r, &why);

@@ -15,10 +15,13 @@ struct dcoll_rdzv {
                                   launcher without MASTER_ADDR/PORT */
 };
 
-/* Rendezvous for dcoll_init. Under an MPI launcher (@p launched), env://
- * without MASTER_ADDR and MASTER_PORT reads rank and size alone; every
- * other scheme runs its handler and yields a store. */
+/* Rendezvous for dcoll_init. Under an MPI launcher (@p launched, MPI's
+ * rank and size known), env:// without MASTER_ADDR and MASTER_PORT reads
+ * rank and size alone; with them, and none of RANK, WORLD_SIZE or
+ * SLURM_PROCID, it meets at that store with MPI's ranks; every other
+ * scheme runs its handler and yields a store. */
 dcoll_status_t dcoll_rdzv_run(const char *url, double timeout, bool launched,
+                              int mpi_rank, int mpi_size,
                               struct dcoll_rdzv *r);
 
 /* The attempt a restarting launcher is at ($TORCHELASTIC_RESTART_COUNT,

@@ -312,6 +312,15 @@ int main(int argc, char **argv)
         snprintf(url, sizeof(url), "env://?rank=%d&world_size=%d", r, n);
         if (!rc)
             rc = body(url, r, n);
+        /* torch's way under mpirun: plain env://, no RANK, MASTER_ADDR
+         * and MASTER_PORT exported: MPI's ranks, and the world's store
+         * there (world_store checks it is shared). */
+        unsetenv("RANK");
+        setenv("MASTER_ADDR", "127.0.0.1", 1);
+        if (!rc)
+            rc = body("env://", r, n);
+        unsetenv("MASTER_ADDR");
+        setenv("RANK", "x", 1);
         /* A rank that disagrees with MPI's: refused on every rank. */
         snprintf(url, sizeof(url), "tcp://127.0.0.1:%s?rank=%d&world_size=%d",
                  port, (r + 1) % n, n);
