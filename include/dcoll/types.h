@@ -40,6 +40,20 @@ typedef enum dcoll_dtype {
     DCOLL_DTYPE_COUNT_ = 19 /* not a type */
 } dcoll_dtype_t;
 
+/* The pair types' elements (API 1.11), for C and C++ programs: */
+typedef struct dcoll_float32_int {
+    float value;
+    int index;
+} dcoll_float32_int_t;                 /* DCOLL_FLOAT32_INT */
+typedef struct dcoll_float64_int {
+    double value;
+    int index;
+} dcoll_float64_int_t;                 /* DCOLL_FLOAT64_INT, 16 bytes */
+typedef struct dcoll_int32_int {
+    int value;
+    int index;
+} dcoll_int32_int_t;                   /* DCOLL_INT32_INT */
+
 /* Reduction operations. Bitwise ones apply to integer types only; logical
  * ones to integer types, bool and logical, which take no other; complex
  * types take SUM, PRODUCT and AVG (as in MPI, AVG aside); MINLOC and MAXLOC

@@ -50,6 +50,12 @@ static void dtype_sizes(void **state)
     assert_int_equal(dcoll_dtype_size(DCOLL_DTYPE_COUNT_, &s),
                      DCOLL_ERR_INVALID_ARGUMENT);
     assert_non_null(strstr(dcoll_last_error(), "dtype 19"));
+    /* The pair structs are the pair types' elements: MPI's layout. */
+    assert_int_equal(sizeof(dcoll_float32_int_t), want[DCOLL_FLOAT32_INT]);
+    assert_int_equal(sizeof(dcoll_float64_int_t), want[DCOLL_FLOAT64_INT]);
+    assert_int_equal(sizeof(dcoll_int32_int_t), want[DCOLL_INT32_INT]);
+    assert_int_equal(offsetof(dcoll_float64_int_t, index), sizeof(double));
+    assert_int_equal(offsetof(dcoll_float32_int_t, index), sizeof(float));
 }
 
 #define REFUSED(call)                                                        \
