@@ -26,9 +26,13 @@ pc=$(find "$root" -name dcoll-fortran.pc | head -1)
 [ -n "$pc" ] || { echo "dcoll-fortran.pc not installed"; exit 1; }
 mod=$(find "$root" -name dcoll.mod | head -1)
 case $mod in
-    */fortran/gfortran-*/dcoll.mod) echo "dcoll.mod: ${mod#"$root"}" ;;
-    *) echo "dcoll.mod not in a compiler's own directory: '$mod'"; exit 1 ;;
+    */fortran/gfortran-mod-[0-9]*/dcoll.mod) echo "dcoll.mod: ${mod#"$root"}" ;;
+    *) echo "dcoll.mod not in its module format's directory: '$mod'"; exit 1 ;;
 esac
+# dcoll 1.10's directory, by compiler release, still finds it.
+old=$(dirname "$(dirname "$mod")")/gfortran-$(gfortran -dumpversion | cut -d. -f1)
+[ -f "$old/dcoll.mod" ] && [ -L "$old" ] ||
+    { echo "no link $old to $(dirname "$mod")"; exit 1; }
 export PKG_CONFIG_PATH=$(dirname "$pc") PKG_CONFIG_SYSROOT_DIR=$root
 cflags=$(pkg-config --cflags dcoll-fortran)
 libs=$(pkg-config --libs dcoll-fortran)
