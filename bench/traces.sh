@@ -1,6 +1,6 @@
 #!/bin/sh
 # The held recorder files of bench/results/traces/ and dcoll-trace's
-# output on them in README.md and docs/trace.md (between the "dcoll-trace
+# output on them in docs/trace.md (between the "dcoll-trace
 # outputs" markers): a hang (4 ranks, rank 3 never calls the second
 # all_reduce: test_fault hang absent), a mismatch (3 ranks under
 # DCOLL_DEBUG=detail, rank 0 passing count 5 where the others pass 6:
@@ -31,7 +31,7 @@ trap 'rm -f "$out"' EXIT
     done
     echo '```'
 } >"$out"
-for doc in README.md docs/trace.md; do
+for doc in docs/trace.md; do
     awk -v file="$out" '
         /^<!-- dcoll-trace outputs/ { print; while ((getline l < file) > 0) print l; skip = 1; next }
         /^<!-- end of dcoll-trace outputs/ { skip = 0 }
@@ -49,4 +49,4 @@ awk -v file="$out" '
     /^<!-- end of held file/ { skip = 0 }
     !skip' docs/trace.md >docs/trace.md.new
 mv docs/trace.md.new docs/trace.md
-echo "remade $held and the outputs in README.md and docs/trace.md"
+echo "remade $held and the outputs in docs/trace.md"
