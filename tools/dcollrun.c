@@ -60,6 +60,12 @@ static void usage(FILE *f)
 "  --version               dcoll's version\n"
 "torchrun's spellings work too: --opt=VALUE, '_' for '-' (--nproc_per_node),\n"
 "--rdzv-backend c10d, --rdzv-id ID (ignored).\n"
+"Each process gets, as torchrun's workers do: RANK, WORLD_SIZE, LOCAL_RANK,\n"
+"LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; with --nnodes, GROUP_RANK,\n"
+"GROUP_WORLD_SIZE and TORCHELASTIC_USE_AGENT_STORE=True; with restarts,\n"
+"TORCHELASTIC_RESTART_COUNT and DCOLL_RESTART_COUNT; with --on-failure\n"
+"continue, DCOLL_ON_FAILURE=continue. dcoll_init(NULL) in them meets by\n"
+"env:// (docs/launching.md).\n"
 "Across nodes the store takes DCOLL_STORE_TOKEN as its token; the nodes\n"
 "wait DCOLL_INIT_TIMEOUT seconds (300) for each other.\n");
 }

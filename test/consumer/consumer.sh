@@ -123,7 +123,8 @@ examples)
     install_dcoll
     # The reference is installed where man finds it, aliases included.
     if command -v lowdown >/dev/null && command -v man >/dev/null; then
-        for page in dcoll dcoll_all_reduce dcoll_isend dcoll_gatherv_int; do
+        for page in dcoll dcoll_all_reduce dcoll_isend dcoll_gatherv_int \
+                    dcollrun dcoll-tune dcoll-trace dcoll-environment; do
             MANPATH="$prefix/share/man" man -w "$page" >/dev/null ||
                 { echo "man $page: not installed"; exit 1; }
         done
