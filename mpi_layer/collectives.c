@@ -172,7 +172,7 @@ static __attribute__((noinline)) int tuned(const struct dcoll_group *g,
                                            const char **call)
 {
     if (!row->tuned || (row->tuned_not_in_place && c->in_place) ||
-        c->count > INT_MAX || c->op == DCOLL_AVG)
+        c->count > INT_MAX)
         return -1;
     enum dcoll_way way = dcoll_mpi_tuned(g, c);
     if (way == DCOLL_WAY_MPI)
@@ -188,7 +188,13 @@ static __attribute__((noinline)) int tuned(const struct dcoll_group *g,
                   ? dcoll_mpi_op(c->dtype, c->op) : MPI_OP_NULL,
         .comm = dcoll_mpi_comm_of(g),
     };
-    return row->tuned(way, &a, c, dcoll_dtype_sizes[c->dtype]);
+    int rc = row->tuned(way, &a, c, dcoll_dtype_sizes[c->dtype]);
+    /* AVG: the way sums (MPI's op for it is SUM); the division is the
+     * host path's own, as after MPI's call. */
+    if (rc == MPI_SUCCESS && c->op == DCOLL_AVG &&
+        (row->avg == 1 || (row->avg == 2 && g->rank == c->root)))
+        dcoll_divide(c->recvbuf, c->count, c->dtype, g->size);
+    return rc;
 }
 
 /* An async call: the row's post into a new work. */

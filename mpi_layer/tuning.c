@@ -350,12 +350,44 @@ void dcoll_mpi_tuning_free(void)
     dcoll_mpi_tuning = NULL;
 }
 
+static int host_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* By the host names dcoll_init gathered (every rank holds the same), so
+ * that a world joined under dcollrun, whose processes MPI's shared-memory
+ * split sees as nodes of their own, counts as mpirun's does; 0 where a
+ * name is missing. */
+static int by_hosts(const struct dcoll_group *g)
+{
+    const char **h = malloc(sizeof(*h) * (size_t)g->size);
+    int most = 0;
+    for (int i = 0; h && i < g->size; i++)
+        if (!(h[i] = dcoll_host_of(g->ranks ? g->ranks[i] : i))) {
+            free(h);
+            return 0;
+        }
+    if (!h)
+        return 0;
+    qsort(h, (size_t)g->size, sizeof(*h), host_cmp);
+    for (int i = 0, run = 0; i < g->size; i++) {
+        run = i && !strcmp(h[i], h[i - 1]) ? run + 1 : 1;
+        most = run > most ? run : most;
+    }
+    free(h);
+    return most;
+}
+
 /* The group's ranks per node: its largest share of one node, found on
- * its first tuned call (collective, as that call is). */
+ * its first tuned call (collective, as that call is, where the host names
+ * are missing). */
 static int ranks_per_node(const struct dcoll_group *g)
 {
     struct dcoll_mpi_comm *mc = dcoll_mpi_of(g);
     if (mc->ppn)
+        return mc->ppn;
+    if ((mc->ppn = by_hosts(g)) > 0)
         return mc->ppn;
     MPI_Comm node;
     int mine = 1, most = 0;

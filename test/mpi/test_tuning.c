@@ -5,6 +5,7 @@
  * every rank, naming the line. Only rank 0's DCOLL_TUNING counts. Run
  * under mpirun with 1 to 4 ranks on one node. */
 #include <mpi.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,6 +246,26 @@ int main(int argc, char **argv)
     calls(3, ar, rs);
     CHECK(ar[ALLREDUCE] == 1 && rs[RSB] == 1, "12 bytes: %d allreduce(s), "
           "%d reduce_scatter_block(s)", ar[ALLREDUCE], rs[RSB]);
+    {
+        /* AVG, torch's op, takes the table's way too: the sum by
+         * reduce_scatter+all_gather, then the division. */
+        float in[37], out[37];
+        for (int i = 0; i < 37; i++)
+            in[i] = (float)(t_rank + i % 5);
+        memset(counts, 0, sizeof(counts));
+        CHECK(dcoll_all_reduce(NULL, in, out, 37, DCOLL_FLOAT32, DCOLL_AVG,
+                               NULL, NULL) == DCOLL_SUCCESS, "AVG: %s",
+              dcoll_last_error());
+        CHECK(counts[RS] == 1 && counts[ALLGATHERV] == 1 &&
+                  counts[ALLREDUCE] == 0, "AVG: %d reduce_scatter(s), %d "
+              "allgatherv(s), %d allreduce(s): not the table's way",
+              counts[RS], counts[ALLGATHERV], counts[ALLREDUCE]);
+        for (int i = 0; i < 37; i++) {
+            float want = (float)(n * (n - 1) / 2 + n * (i % 5)) / (float)n;
+            CHECK(fabsf(out[i] - want) <= 1e-6f * (want > 1 ? want : 1),
+                  "AVG[%d] = %g, want %g", i, out[i], want);
+        }
+    }
     dcoll_finalize();
 
     /* The rooted kinds and all_gather, rooted off rank 0; in place too. */

@@ -1,8 +1,8 @@
 #!/bin/sh
 # dcoll-tune writes a table that dcoll_init takes, merges the tables of
 # several group sizes into one file, and refuses what it must not
-# overwrite or cannot do: tune.sh MPIRUN_SH DCOLL_TUNE DCOLL_PERF DCOLLRUN
-mpirun_sh=$1 tune=$2 perf=$3 dcollrun=$4
+# overwrite or cannot do: tune.sh MPIRUN_SH DCOLL_TUNE DCOLL_PERF DCOLLRUN TOUR
+mpirun_sh=$1 tune=$2 perf=$3 dcollrun=$4 tour=$5
 dir=$(mktemp -d) || exit 1
 trap 'rm -rf "$dir"' EXIT
 fails=0
@@ -91,5 +91,15 @@ out=$("$dcollrun" -n 2 --timeout 60 "$tune" $quick -o "$dir/dr" 2>&1); rc=$?
 printf '%s\n' "$out" | grep -q "Start it with mpirun or srun (mpirun -n 2" ||
     fail "under dcollrun, no refusal naming mpirun: $out"
 [ ! -e "$dir/dr" ] || fail "under dcollrun, a table was written"
+# A table for 2 ranks, 2 a node, made under mpirun, is used under dcollrun
+# on the same node (whose joined processes MPI's shared-memory split sees
+# as a node each: dcoll counts by host name).
+{ head -2 "$t"; echo 'all_reduce 2 2 1 1000000000 reduce+broadcast'; echo end; } \
+    > "$dir/two"
+out=$(DCOLL_TUNING=$dir/two DCOLL_DEBUG=detail "$dcollrun" -n 2 --timeout 60 \
+      "$tour" 2>&1); rc=$?
+[ "$rc" -eq 0 ] || fail "tour under dcollrun with the table: rc $rc: $out"
+printf '%s\n' "$out" | grep -q "by reduce+broadcast, as the tuning table says" ||
+    fail "under dcollrun the 2-a-node table was not used: $out"
 [ "$fails" -eq 0 ] && echo "dcoll-tune: tables written, merged and refused"
 exit "$fails"
