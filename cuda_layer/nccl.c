@@ -551,6 +551,18 @@ static const size_t sizes[DCOLL_DTYPE_COUNT_] = {1, 1, 4, 4, 8, 8, 2, 2, 4, 8,
             rc = c->nc ? nccl_failed(name, r_) : gone(c, name);              \
     } while (0)
 
+/* The end of a group of calls begun with issue_begin and ncclGroupStart:
+ * ended whatever happened inside (NCCL wants every group ended), the
+ * first failure inside kept. */
+static int group_end(struct comm *c, double timeout, int inside)
+{
+    int rc = 0;
+    ncclResult_t end = ncclGroupEnd();
+    issue_end();
+    ENQ_R(end, "ncclGroupEnd");
+    return inside ? inside : rc;
+}
+
 static bool reduces(int kind)
 {
     return kind == DCOLL_KIND_ALL_REDUCE || kind == DCOLL_KIND_REDUCE ||
@@ -633,13 +645,7 @@ static int by_peer(struct comm *c, const dcoll_plugin_call_t *k, int rank,
                     ENQ(ncclRecv(out, n, t, p, c->nc, s));
             }
         }
-        int rc2 = rc;
-        rc = 0;
-        ncclResult_t end = ncclGroupEnd();
-        issue_end();
-        ENQ_R(end, "ncclGroupEnd");
-        if (rc2)
-            rc = rc2;
+        rc = group_end(c, timeout, rc);
     }
     if (copy)
         cudaFreeAsync(copy, s);
@@ -719,13 +725,7 @@ int dcoll_nccl_exchange(void *comm, const dcoll_plugin_xfer_t *x, int n,
             else
                 ENQ(ncclRecv(p, b, ncclUint8, x[i].peer, c->nc, s));
         }
-        int rc2 = rc;
-        rc = 0;
-        ncclResult_t end = ncclGroupEnd();
-        issue_end();
-        ENQ_R(end, "ncclGroupEnd");
-        if (rc2)
-            rc = rc2;
+        rc = group_end(c, timeout, rc);
     }
     at = 0;
     for (int i = 0; i < n && !rc; i++) {

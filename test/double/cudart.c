@@ -1113,8 +1113,11 @@ API long fake_cuda_to_host(void)
     return atomic_load(&to_host);
 }
 
-static cudaError_t copy_async(void *dst, const void *src, size_t bytes,
-                              cudaStream_t h, void *owned)
+/* rows rows of bytes each, dpitch and spitch apart (1 row: a plain
+ * copy), as one operation on the stream. */
+static cudaError_t copy_rows(void *dst, size_t dpitch, const void *src,
+                             size_t spitch, size_t bytes, size_t rows,
+                             cudaStream_t h, void *owned)
 {
     init();
     STICKY();
@@ -1127,14 +1130,23 @@ static cudaError_t copy_async(void *dst, const void *src, size_t bytes,
         fake_cuda_fault();
         return ret(cudaErrorIllegalAddress);
     }
-    struct op *o = op_new(OP_COPY);
+    struct op *o = op_new(rows > 1 ? OP_COPY2D : OP_COPY);
     if (!o)
         return ret(cudaErrorMemoryAllocation);
     o->dst = dst;
     o->src = src;
     o->bytes = bytes;
+    o->rows = rows;
+    o->dpitch = dpitch;
+    o->spitch = spitch;
     o->owned = owned;
     return enqueue(stream_of(h), o);
+}
+
+static cudaError_t copy_async(void *dst, const void *src, size_t bytes,
+                              cudaStream_t h, void *owned)
+{
+    return copy_rows(dst, bytes, src, bytes, bytes, 1, h, owned);
 }
 
 API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes,
@@ -1150,29 +1162,11 @@ API cudaError_t cudaMemcpy2DAsync(void *dst, size_t dpitch, const void *src,
                                   enum cudaMemcpyKind kind, cudaStream_t h)
 {
     (void)kind;
-    init();
-    STICKY();
     if (dpitch < width || spitch < width)
         return ret(cudaErrorInvalidPitchValue);
     if (!width || !height)
         return cudaSuccess;
-    if (dev_of(src) >= 0 && dev_of(dst) < 0)
-        atomic_fetch_add(&to_host, 1);
-    if (atomic_load(&copies_left) >= 0 &&
-        atomic_fetch_sub(&copies_left, 1) == 0) {
-        fake_cuda_fault();
-        return ret(cudaErrorIllegalAddress);
-    }
-    struct op *o = op_new(OP_COPY2D);
-    if (!o)
-        return ret(cudaErrorMemoryAllocation);
-    o->dst = dst;
-    o->src = src;
-    o->bytes = width;
-    o->rows = height;
-    o->dpitch = dpitch;
-    o->spitch = spitch;
-    return enqueue(stream_of(h), o);
+    return copy_rows(dst, dpitch, src, spitch, width, height, h, NULL);
 }
 
 /* Host memory neither the device's nor registered with it. */
