@@ -652,26 +652,25 @@ static int by_peer(struct comm *c, const dcoll_plugin_call_t *k, int rank,
     return rc;
 }
 
-static size_t shape_bytes(const dcoll_plugin_shape_t *s)
+/* The strided transfers between their own bytes and their places in
+ * scratch (in transfer order, the contiguous ones taking none): the sends
+ * packed (send 1), or the receives unpacked (send 0), on s. */
+static int scratch_pass(const dcoll_plugin_xfer_t *x, int n, char *tmp,
+                        int send, int device, cudaStream_t s)
 {
-    return s->width * s->rows * s->planes;
-}
-
-static bool contiguous(const dcoll_plugin_shape_t *s)
-{
-    return (s->rows <= 1 || s->pitch == s->width) &&
-           (s->planes <= 1 || s->plane_pitch == s->width * s->rows);
-}
-
-/* Between scratch at at and a transfer's own bytes, on s. */
-static int scratch_copy(char *at, const dcoll_plugin_shape_t *x, bool pack,
-                        int device, cudaStream_t s)
-{
-    dcoll_plugin_shape_t flat = {
-        at, x->width, x->rows, x->width, x->planes, x->width * x->rows,
-    };
-    return pack ? dcoll_cuda_copy_shape(&flat, x, device, s)
-                : dcoll_cuda_copy_shape(x, &flat, device, s);
+    size_t at = 0;
+    int rc = 0;
+    for (int i = 0; i < n && !rc; i++) {
+        const dcoll_plugin_shape_t *sh = &x[i].shape;
+        if (dcoll_shape_contiguous(sh))
+            continue;
+        dcoll_plugin_shape_t flat = dcoll_shape_flat(tmp + at, sh);
+        if (x[i].send == send)
+            rc = send ? dcoll_cuda_copy_shape(&flat, sh, device, s)
+                      : dcoll_cuda_copy_shape(sh, &flat, device, s);
+        at += dcoll_shape_bytes(sh);
+    }
+    return rc;
 }
 
 /* A neighbourhood's sends and receives in one group, as NCCL's
@@ -687,8 +686,8 @@ int dcoll_nccl_exchange(void *comm, const dcoll_plugin_xfer_t *x, int n,
         return gone(c, "dcoll_nccl_exchange");
     size_t need = 0;
     for (int i = 0; i < n; i++)
-        if (!contiguous(&x[i].shape))
-            need += shape_bytes(&x[i].shape);
+        if (!dcoll_shape_contiguous(&x[i].shape))
+            need += dcoll_shape_bytes(&x[i].shape);
     int rc = 0, old = dcoll_cuda_enter(c->device);
     char *tmp = NULL;
     if (need) {
@@ -699,22 +698,15 @@ int dcoll_nccl_exchange(void *comm, const dcoll_plugin_xfer_t *x, int n,
                                    cudaGetErrorString(e));
         }
     }
-    size_t at = 0;
-    for (int i = 0; i < n && !rc; i++) {
-        if (contiguous(&x[i].shape))
-            continue;
-        if (x[i].send)
-            rc = scratch_copy(tmp + at, &x[i].shape, true, c->device, s);
-        at += shape_bytes(&x[i].shape);
-    }
+    rc = scratch_pass(x, n, tmp, 1, c->device, s);
     if (!rc) {
         issue_begin();   /* until the group's end */
         ENQ(ncclGroupStart());
-        at = 0;
+        size_t at = 0;
         for (int i = 0; i < n && !rc; i++) {
-            size_t b = shape_bytes(&x[i].shape);
+            size_t b = dcoll_shape_bytes(&x[i].shape);
             char *p = x[i].shape.buf;
-            if (!contiguous(&x[i].shape)) {
+            if (!dcoll_shape_contiguous(&x[i].shape)) {
                 p = tmp + at;
                 at += b;
             }
@@ -727,14 +719,8 @@ int dcoll_nccl_exchange(void *comm, const dcoll_plugin_xfer_t *x, int n,
         }
         rc = group_end(c, timeout, rc);
     }
-    at = 0;
-    for (int i = 0; i < n && !rc; i++) {
-        if (contiguous(&x[i].shape))
-            continue;
-        if (!x[i].send)
-            rc = scratch_copy(tmp + at, &x[i].shape, false, c->device, s);
-        at += shape_bytes(&x[i].shape);
-    }
+    if (!rc)
+        rc = scratch_pass(x, n, tmp, 0, c->device, s);
     if (tmp)
         cudaFreeAsync(tmp, s);
     dcoll_cuda_leave(old, c->device);

@@ -27,6 +27,27 @@ typedef struct dcoll_plugin_call_v5 dcoll_plugin_call_t;
 typedef struct dcoll_plugin_shape_v13 dcoll_plugin_shape_t;
 typedef struct dcoll_plugin_xfer_v13 dcoll_plugin_xfer_t;
 
+/* What both sides read off a shape: its bytes, whether they are one
+ * range, and a contiguous shape of the same rows and planes at buf. */
+static inline size_t dcoll_shape_bytes(const dcoll_plugin_shape_t *s)
+{
+    return s->width * s->rows * s->planes;
+}
+
+static inline int dcoll_shape_contiguous(const dcoll_plugin_shape_t *s)
+{
+    return (s->rows <= 1 || s->pitch == s->width) &&
+           (s->planes <= 1 || s->plane_pitch == s->width * s->rows);
+}
+
+static inline dcoll_plugin_shape_t dcoll_shape_flat(char *buf,
+                                                    const dcoll_plugin_shape_t *like)
+{
+    dcoll_plugin_shape_t f = {buf, like->width, like->rows, like->width,
+                              like->planes, like->width * like->rows};
+    return f;
+}
+
 typedef const void *(*dcoll_cuda_plugin_fn)(void);
 
 #endif

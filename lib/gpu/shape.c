@@ -34,21 +34,13 @@ void dcoll_shape_of(const dcoll_layout_t *l, const void *base, size_t esz,
         *s = (dcoll_plugin_shape_t){.buf = s->buf, .planes = 1, .rows = 1};
 }
 
-static void flat_shape(dcoll_plugin_shape_t *f, char *flat,
-                       const dcoll_plugin_shape_t *like)
-{
-    *f = (dcoll_plugin_shape_t){flat, like->width, like->rows, like->width,
-                                like->planes, like->width * like->rows};
-}
-
 int dcoll_shape_copy(const dcoll_plugin_shape_t *shape, char *flat,
                      bool pack, int device, void *stream)
 {
     const dcoll_cuda_plugin_t *p = dcoll_gpu_plugin;
     if (!dcoll_shape_bytes(shape))
         return 0;
-    dcoll_plugin_shape_t f;
-    flat_shape(&f, flat, shape);
+    dcoll_plugin_shape_t f = dcoll_shape_flat(flat, shape);
     if (p->copy_shape)
         return pack ? p->copy_shape(&f, shape, device, stream)
                     : p->copy_shape(shape, &f, device, stream);

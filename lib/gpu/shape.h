@@ -7,11 +7,6 @@
 #include "gpu.h"
 #include "plugin_abi.h"
 
-static inline size_t dcoll_shape_bytes(const dcoll_plugin_shape_t *s)
-{
-    return s->width * s->rows * s->planes;
-}
-
 /* A layout's elements of esz bytes in the array at base. */
 void dcoll_shape_of(const dcoll_layout_t *l, const void *base, size_t esz,
                     dcoll_plugin_shape_t *s);

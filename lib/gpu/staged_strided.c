@@ -33,14 +33,21 @@ static void shaped_free(struct shaped *s)
     free(s);
 }
 
-static dcoll_status_t copy_back(struct shaped *s, dcoll_status_t st)
+/* The sends' shapes into the host block (send), or the block into the
+ * receives' shapes, on the stream, then waited for: 0 or the failure. */
+static int copies(const struct shaped *s, bool send)
 {
     int rc = 0;
-    for (int i = 0; !st && !rc && i < s->nx; i++)
-        if (!s->x[i].send)
-            rc = dcoll_shape_copy(&s->x[i].shape, s->block + s->at[i], false,
+    for (int i = 0; !rc && i < s->nx; i++)
+        if (s->x[i].send == send)
+            rc = dcoll_shape_copy(&s->x[i].shape, s->block + s->at[i], send,
                                   s->device, s->stream);
-    if (!st && (rc || s->cu->sync(s->device, s->stream)))
+    return rc ? rc : s->cu->sync(s->device, s->stream);
+}
+
+static dcoll_status_t copy_back(struct shaped *s, dcoll_status_t st)
+{
+    if (!st && copies(s, false))
         st = dcoll_error(DCOLL_ERR_INTERNAL, "copying the result back to "
                          "GPU %d: %s", s->device, s->cu->last_error());
     shaped_free(s);
@@ -112,12 +119,7 @@ dcoll_status_t dcoll_staged_shaped(struct dcoll_group *g,
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no host memory for "
                            "%zu bytes of staging", fn, total);
     }
-    int rc = 0;
-    for (int i = 0; i < s->nx && !rc; i++)
-        if (s->x[i].send)
-            rc = dcoll_shape_copy(&s->x[i].shape, s->block + s->at[i], true,
-                                  s->device, s->stream);
-    if (rc || cu->sync(s->device, s->stream)) {
+    if (copies(s, true)) {
         st = dcoll_error(DCOLL_ERR_INTERNAL, "%s: copying the input off GPU "
                          "%d: %s", fn, s->device, cu->last_error());
         shaped_free(s);
