@@ -45,6 +45,22 @@ dcoll_status_t dcoll_mpi_post(struct dcoll_group *g,
     return post(g, c, &dcoll_mpi_rows[c->kind], p, status, callp);
 }
 
+/* What AVG divides this rank's result by after MPI's SUM (or a tuned
+ * way's): the group's size, or a prefix's inputs held (scan: r + 1;
+ * exscan: r, none on rank 0, whose buffer is left as it was); 0: no
+ * division here. */
+static int avg_divisor(const struct dcoll_mpi_row *row,
+                       const struct dcoll_group *g,
+                       const struct dcoll_coll *c)
+{
+    if (c->op != DCOLL_AVG)
+        return 0;
+    if (row->avg == DCOLL_MPI_AVG_PREFIX)
+        return c->kind == DCOLL_COLL_EXSCAN ? g->rank : g->rank + 1;
+    return row->avg == 1 || (row->avg == 2 && g->rank == c->root) ? g->size
+                                                                  : 0;
+}
+
 /* What follows the transfer: AVG's division, reduce_scatter's move. */
 void dcoll_mpi_plan_after(struct dcoll_mpi_work *w,
                           const struct dcoll_group *g,
@@ -60,15 +76,11 @@ void dcoll_mpi_plan_after(struct dcoll_mpi_work *w,
         w->move_dst = c->recvbuf;
         w->move_bytes = (size_t)c->count * esz;
     }
-    /* A prefix's result on rank r holds r + 1 inputs (scan) or r
-     * (exscan: none on rank 0, whose buffer is left as it was). */
-    int held = c->kind == DCOLL_COLL_EXSCAN ? g->rank : g->rank + 1;
-    if (c->op == DCOLL_AVG &&
-        (row->avg == 1 || (row->avg == 2 && g->rank == c->root) ||
-         (row->avg == DCOLL_MPI_AVG_PREFIX && held > 0))) {
+    int by = avg_divisor(row, g, c);
+    if (by > 0) {
         w->avg_buf = c->recvbuf;
         w->avg_n = c->count;
-        w->divisor = row->avg == DCOLL_MPI_AVG_PREFIX ? held : g->size;
+        w->divisor = by;
         w->dtype = c->dtype;
     }
 }
@@ -191,9 +203,9 @@ static __attribute__((noinline)) int tuned(const struct dcoll_group *g,
     int rc = row->tuned(way, &a, c, dcoll_dtype_sizes[c->dtype]);
     /* AVG: the way sums (MPI's op for it is SUM); the division is the
      * host path's own, as after MPI's call. */
-    if (rc == MPI_SUCCESS && c->op == DCOLL_AVG &&
-        (row->avg == 1 || (row->avg == 2 && g->rank == c->root)))
-        dcoll_divide(c->recvbuf, c->count, c->dtype, g->size);
+    int by = rc == MPI_SUCCESS ? avg_divisor(row, g, c) : 0;
+    if (by > 0)
+        dcoll_divide(c->recvbuf, c->count, c->dtype, by);
     return rc;
 }
 

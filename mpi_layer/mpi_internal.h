@@ -235,6 +235,14 @@ struct dcoll_mpi_nbh {
 };
 /* neighbor.c: a neighbourhood's communicator and its cached types. */
 void dcoll_mpi_nbh_free(void *comm);
+/* A neighbourhood call's buffer as MPI is given it: a rank with nothing
+ * to send or receive may pass NULL, which MPICH refuses whatever the
+ * degree, so NULL becomes an address MPI never reads. */
+extern char dcoll_mpi_no_buffer;
+static inline void *dcoll_mpi_nbh_buf(const void *p)
+{
+    return p ? (void *)p : &dcoll_mpi_no_buffer;
+}
 dcoll_status_t dcoll_mpi_sub_post(void *comm, enum dcoll_coll_kind kind,
                                   void *buf, int64_t count,
                                   dcoll_dtype_t dtype, dcoll_op_t op,

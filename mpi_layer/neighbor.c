@@ -149,6 +149,8 @@ struct dcoll_mpi_nbw *dcoll_mpi_nbw_make(const struct dcoll_coll *c)
     return w;
 }
 
+char dcoll_mpi_no_buffer;
+
 int dcoll_mpi_post_nbh(struct dcoll_mpi_post *p, const struct dcoll_group *g,
                        const struct dcoll_coll *c, MPI_Comm comm,
                        MPI_Status *status, const char **call)
@@ -156,11 +158,8 @@ int dcoll_mpi_post_nbh(struct dcoll_mpi_post *p, const struct dcoll_group *g,
     (void)g, (void)status;
     const struct dcoll_nbh *n = c->nbh;
     MPI_Request *rq = dcoll_mpi_slot(p);
-    /* A rank with nothing to send or receive may pass NULL, which MPICH
-     * refuses whatever the degree: MPI gets an address it never reads. */
-    static char none;
-    const void *sb = c->sendbuf ? c->sendbuf : &none;
-    void *rb = c->recvbuf ? c->recvbuf : &none;
+    const void *sb = dcoll_mpi_nbh_buf(c->sendbuf);
+    void *rb = dcoll_mpi_nbh_buf(c->recvbuf);
     MPI_Datatype t = dcoll_mpi_type(c);
     bool all_gather = c->kind == DCOLL_COLL_NEIGHBOR_ALL_GATHER;
     int rc;

@@ -74,11 +74,8 @@ static bool direct_make(struct mpi_plan *p, const struct dcoll_group *g,
         a->out = c->recvbuf;
     }
     if (c->nbh) {
-        /* As neighbor.c's calls: NULL, which MPICH refuses even with no
-         * neighbours, as an address MPI never reads. */
-        static char none;
-        a->in = a->in ? a->in : &none;
-        a->out = a->out ? a->out : &none;
+        a->in = dcoll_mpi_nbh_buf(a->in);
+        a->out = dcoll_mpi_nbh_buf(a->out);
     }
     a->n = c->layout && !c->nbh ? 1 : (int)c->count;
     a->t = c->layout && !c->nbh ? p->w.type : dcoll_mpi_type(c);
