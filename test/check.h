@@ -6,7 +6,9 @@
 #ifndef DCOLL_TEST_CHECK_H
 #define DCOLL_TEST_CHECK_H
 
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "dcoll/dcoll.h"
 
@@ -61,5 +63,15 @@ extern int t_rank, t_failures;
 
 /* The exit status of a test: 0 where every check held. */
 #define T_EXIT (t_failures ? 1 : 0)
+
+/* Whether a call every rank of g refused leaves g usable: a group of
+ * one rank, or debug mode, where every rank learns of it. */
+static inline bool t_kept(dcoll_group_t *g)
+{
+    int n = 0;
+    const char *d = getenv("DCOLL_DEBUG");
+    dcoll_group_size(g, &n);
+    return n == 1 || (d && !strcmp(d, "detail"));
+}
 
 #endif

@@ -14,10 +14,12 @@
 #include "half.h"
 
 /* A collective refused on a member takes its number there and leaves its
- * group unusable on that rank (the other ranks' call of that number would
- * have no partner), so bad calls go to a spare group of all ranks.
- * CHECK_DEAD checks the refusal, that the group's next call then fails
- * naming it, and gives g a fresh spare for the next bad call. */
+ * group unusable on that rank (the other ranks may be waiting in the
+ * call), so bad calls go to a spare group of all ranks; a group of one
+ * rank, or any group in debug mode (every rank learns of the refusal),
+ * is kept. CHECK_DEAD checks the refusal, that the group's next call
+ * then fails naming it (or runs, where the group is kept), and gives g a
+ * fresh spare for the next bad call. */
 /* A group of every rank whose calls give up after seconds and return
  * (DCOLL_ON_TIMEOUT_RETURN), for tests that look at what comes after a
  * timeout rather than the job's end. */
@@ -41,11 +43,14 @@ static inline dcoll_group_t *t_spare(void)
 
 static inline void t_spent(dcoll_group_t **g, const char *after)
 {
+    bool kept = t_kept(*g);
     dcoll_status_t st = dcoll_barrier(*g, NULL, NULL);
-    CHECK(st == DCOLL_ERR_GROUP_FAILED &&
-              strstr(dcoll_last_error(), "this rank refused"),
-          "after %s: the group's next call gave %s (%s)", after,
-          dcoll_status_string(st), dcoll_last_error());
+    CHECK(kept ? st == DCOLL_SUCCESS
+               : st == DCOLL_ERR_GROUP_FAILED &&
+                     strstr(dcoll_last_error(), "this rank refused"),
+          "after %s: the group's next call gave %s (%s), where the group "
+          "is %s", after, dcoll_status_string(st),
+          st ? dcoll_last_error() : "", kept ? "kept" : "spent");
     CHECK_OK(dcoll_group_destroy(g));
     *g = t_spare();
 }

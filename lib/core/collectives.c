@@ -186,9 +186,10 @@ static inline bool dtype_op_ok(const struct dcoll_coll *c)
     } while (0)
 
 /* A member's counted call that its own checks refused (st, message
- * set): it still takes its number, since the other ranks' call of that
- * number has no partner here, and diag makes the group unusable here and
- * tells the others. Out of line: the public path only jumps here. */
+ * set): it still takes its number, as the other ranks' call of that
+ * number may be waiting for it; diag tells them (debug mode) or makes
+ * the group unusable here. Out of line: the public path only jumps
+ * here. */
 static __attribute__((noinline, cold)) dcoll_status_t
 refuse(struct dcoll_group *g, struct dcoll_coll *c, dcoll_status_t st)
 {

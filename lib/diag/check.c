@@ -250,13 +250,9 @@ static dcoll_status_t check_same(struct dcoll_group *g,
     return judge(g, c, &me);
 }
 
-static bool pick_refused(const void *arg, int r)
-{
-    return ((const struct call *)arg)[r].refused != 0;
-}
-
-/* Some ranks refused the call (all: every rank's record): every rank
- * says so, and the group is unusable on every rank. */
+/* Some ranks refused the call (all: every rank's record, freed here),
+ * and every rank learns it here, before any data moved: none runs it,
+ * and the group goes on (each rank took the call's number alike). */
 static dcoll_status_t refused(struct dcoll_group *g,
                               const struct dcoll_coll *c, struct call *all)
 {
@@ -264,25 +260,35 @@ static dcoll_status_t refused(struct dcoll_group *g,
     struct dcoll_text t = {msg, sizeof(msg), 0};
     dcoll_put(&t, "%s on %s: ", c->fn,
         dcoll_group_name(g, name, sizeof(name)));
-    int shown = 0;
+    /* Every rank refused it for one reason (a type with no such op, a
+     * root out of range passed everywhere): said once. */
+    bool alike = true;
     for (int r = 0; r < g->size; r++) {
-        if (!all[r].refused)
-            continue;
-        if (shown++ == 4) {
-            dcoll_put(&t, "; and more");
-            break;
-        }
         all[r].why[WHY_SHOWN - 1] = 0;
-        dcoll_put(&t, "%srank %d (world %d) refused %s #%lld: %s",
-            shown > 1 ? "; " : "", r, dcoll_world_of(g, r),
-            dcoll_kind_name(all[r].kind), (long long)all[r].seq, all[r].why);
+        alike = alike && all[r].refused && all[r].kind == all[0].kind &&
+                !strcmp(all[r].why, all[0].why);
     }
-    dcoll_put(&t, ", so none ran (found by DCOLL_DEBUG=detail); ");
-    dcoll_put_ranks(&t, g, pick_refused, all);
-    dcoll_put(&t, " left the group there, so it is unusable from now on; "
-        "other groups still work");
+    if (alike && g->size > 1) {
+        dcoll_put(&t, "every rank refused %s #%lld: %s",
+            dcoll_kind_name(all[0].kind), (long long)all[0].seq, all[0].why);
+    } else {
+        int shown = 0;
+        for (int r = 0; r < g->size; r++) {
+            if (!all[r].refused)
+                continue;
+            if (shown++ == 4) {
+                dcoll_put(&t, "; and more");
+                break;
+            }
+            dcoll_put(&t, "%srank %d (world %d) refused %s #%lld: %s",
+                shown > 1 ? "; " : "", r, dcoll_world_of(g, r),
+                dcoll_kind_name(all[r].kind), (long long)all[r].seq,
+                all[r].why);
+        }
+    }
+    dcoll_put(&t, ", so none ran (found by DCOLL_DEBUG=detail before any "
+        "data moved) and the group is still usable");
     free(all);
-    dcoll_fault_mark(g, msg);
     say(g, c, msg);
     return dcoll_error(DCOLL_ERR_MISMATCH, "%s", msg);
 }
@@ -312,14 +318,17 @@ static dcoll_status_t stranger(struct dcoll_group *g,
     return dcoll_error(DCOLL_ERR_MISMATCH, "%s", msg);
 }
 
-void dcoll_fault_check_refused(struct dcoll_group *g,
+bool dcoll_fault_check_refused(struct dcoll_group *g,
                                const struct dcoll_coll *c, const char *why)
 {
     struct call me;
     record(&me, c, c->async, 0);
     me.refused = 1;
     snprintf(me.why, sizeof(me.why), "%s", why);
-    judge(g, c, &me);
+    /* A record refused always ends in refused() (a mismatch, the group
+     * kept) unless the exchange itself failed or met a stranger, which
+     * left the group failed. */
+    return judge(g, c, &me) == DCOLL_ERR_MISMATCH && !g->diag->failed;
 }
 
 static dcoll_status_t judge(struct dcoll_group *g, const struct dcoll_coll *c,

@@ -132,10 +132,12 @@ dcoll_status_t dcoll_fault_failed(struct dcoll_group *g, const char *fn,
                                   uint64_t seq, dcoll_status_t st);
 /* A counted call c that this member rank refused by its own checks, with
  * status st and the message set: c's number is used (the caller set
- * c->seq), the group becomes unusable here and the others learn why (at
- * once in debug mode, unless checked says the debug exchange already
- * ran; from this rank's answer to their roll call at their deadline
- * otherwise). Returns st with the message extended. */
+ * c->seq). In debug mode, unless checked says the debug exchange already
+ * ran, every rank learns it there and the group goes on. Otherwise the
+ * group becomes unusable here and the others learn why from this rank's
+ * answer to their roll call at their deadline. A group of one rank is
+ * left as it was. Returns st, the message extended where the group is
+ * of more than one rank. */
 dcoll_status_t dcoll_fault_refused(struct dcoll_group *g,
                                    const struct dcoll_coll *c,
                                    dcoll_status_t st, bool checked);

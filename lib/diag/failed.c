@@ -1,7 +1,7 @@
 /* A group's failure state: a timeout or an MPI error inside a collective
  * leaves it unusable (return mode), or ends the job with the report
- * (abort mode); so does a call this rank alone refused, which the other
- * ranks are still inside. */
+ * (abort mode); so does a call this rank refused, which the other
+ * ranks may be inside (unless debug mode's check told them). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,24 +62,39 @@ dcoll_status_t dcoll_fault_refused(struct dcoll_group *g,
     snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
     const char *why = reason_of(msg, c->fn);
     unsigned long long seq = (unsigned long long)c->seq;
+    /* A group of one rank: no other rank waits in the call. */
+    if (g->size == 1)
+        return st;
     dcoll_group_name(g, name, sizeof(name));
-    /* In debug mode the others are at the descriptor exchange: they learn
-     * it there, at once, and the group is unusable on every rank. Else
-     * they are inside the call, and their roll call at its deadline asks
-     * this rank, which answers with why. */
+    /* In debug mode the others are at the descriptor exchange, before
+     * any data move: they learn it there, none runs the call, and the
+     * group goes on. */
+    if (dcoll_debug && !checked && dcoll_fault_check_refused(g, c, why))
+        return dcoll_error(st, "%s: %s (collective #%llu on %s: every rank "
+                           "learnt of it before any data moved, by "
+                           "DCOLL_DEBUG=detail's check, so none ran it and "
+                           "the group is still usable)", c->fn, why, seq,
+                           name);
+    /* Else the others may have refused it alike (they passed the same)
+     * or be waiting inside it, and nothing here tells which: this rank
+     * leaves the group, and their roll call at its deadline asks it,
+     * which answers with why. */
     leave(g, c->seq, "refused %s #%llu: %s", dcoll_kind_name(c->kind), seq,
           why);
-    if (dcoll_debug && !checked)
-        dcoll_fault_check_refused(g, c, why);
     snprintf(text, sizeof(text), "%s on %s: this rank refused collective "
-             "#%llu (%s): %s. The other ranks' #%llu has no partner here, so "
-             "the group is unusable from now on; other groups still work",
-             c->fn, name, seq, dcoll_kind_name(c->kind), why, seq);
+             "#%llu (%s) before any data moved: %s. The other ranks may "
+             "have refused it alike or be waiting in it, and this rank "
+             "cannot tell which, so the group is unusable from now on; "
+             "other groups still work", c->fn, name, seq,
+             dcoll_kind_name(c->kind), why);
     dcoll_fault_mark(g, text);
-    return dcoll_error(st, "%s: %s (collective #%llu on %s: the group is "
-                       "unusable on this rank from now on, as the other "
-                       "ranks' call #%llu has no partner here)", c->fn, why,
-                       seq, name, seq);
+    return dcoll_error(st, "%s: %s (collective #%llu on %s, refused before "
+                       "any data moved: the other ranks may have refused it "
+                       "alike or be waiting in it, and this rank cannot "
+                       "tell which, so the group is unusable on this rank "
+                       "from now on; with DCOLL_DEBUG=detail the ranks "
+                       "compare each call first and a refused one leaves "
+                       "the group usable)", c->fn, why, seq, name);
 }
 
 void dcoll_fault_hung(struct dcoll_group *g, const char *fn, uint64_t seq,

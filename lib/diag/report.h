@@ -26,9 +26,10 @@ void dcoll_put_hint(struct dcoll_text *t);
 /* g is unusable from now on, for why: its next call says so at once. */
 void dcoll_fault_mark(struct dcoll_group *g, const char *why);
 /* Debug mode: this rank refused call c for why; it takes its part in
- * the descriptor exchange saying so, and every rank's group is marked
- * (check.c). */
-void dcoll_fault_check_refused(struct dcoll_group *g,
+ * the descriptor exchange saying so. True when every rank learnt it
+ * there (none runs c, the group goes on); false when the exchange
+ * failed, and the group with it (check.c). */
+bool dcoll_fault_check_refused(struct dcoll_group *g,
                                const struct dcoll_coll *c, const char *why);
 
 #endif

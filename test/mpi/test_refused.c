@@ -13,6 +13,14 @@
  *             and where MPI fails none (MPICH), it says so: only debug
  *             mode can catch that. With DCOLL_DEBUG=detail every rank is told of
  *             the difference before any data move, and the group goes on.
+ *   alike     every rank refuses the same call (complex128 MAX, a
+ *             broadcast root out of range, an async form): each gets the
+ *             refusal at once; a group of one rank, or any group in debug
+ *             mode, stays usable; otherwise the message says the others
+ *             may have refused it alike or be waiting, and the group is
+ *             spent on every rank (its next call fails at once).
+ * In debug mode a refusal by one rank leaves the group usable too: every
+ * rank learns of it before any data moved.
  * Each case runs on its own group (timeout 2 s, timeouts return). */
 #include <stdbool.h>
 #include <unistd.h>
@@ -48,6 +56,17 @@ static void next_fails(dcoll_group_t *g, const char *why, const char *what)
     CHECK(t_now() - t0 < 1.0, "%s: next call took %.1f s", what, t_now() - t0);
 }
 
+/* The next call on g works on every rank. */
+static void next_works(dcoll_group_t *g, int size, const char *what)
+{
+    int32_t one = 1, sum = 0;
+    dcoll_status_t st = dcoll_all_reduce(g, &one, &sum, 1, DCOLL_INT32,
+                                         DCOLL_SUM, NULL, NULL);
+    CHECK(st == DCOLL_SUCCESS && sum == size, "%s: next call gave %s, sum "
+          "%d of %d (%s)", what, dcoll_status_string(st), sum, size,
+          st ? dcoll_last_error() : "");
+}
+
 /* One rank refuses; bad says how. */
 static void refused_case(int size, int bad, const char *want)
 {
@@ -79,7 +98,8 @@ static void refused_case(int size, int bad, const char *want)
         CHECK(st == DCOLL_ERR_INVALID_ARGUMENT, "%s: refusing rank got %s "
               "(%s)", name, dcoll_status_string(st), dcoll_last_error());
         CHECK(strstr(dcoll_last_error(), want) &&
-                  strstr(dcoll_last_error(), "unusable"),
+                  strstr(dcoll_last_error(), debug_on() ? "still usable"
+                                                        : "unusable"),
               "%s: refusing rank's message '%s'", name, dcoll_last_error());
         CHECK(w == NULL, "%s: a refused call left a work", name);
     } else {
@@ -104,6 +124,8 @@ static void refused_case(int size, int bad, const char *want)
             CHECK(st == DCOLL_ERR_MISMATCH, "%s: rank %d got %s (%s)", name,
                   me, dcoll_status_string(st), dcoll_last_error());
             CHECK(took < 1.5, "%s: debug mode took %.1f s", name, took);
+            CHECK(strstr(dcoll_last_error(), "still usable"), "%s: rank "
+                  "%d's message '%s'", name, me, dcoll_last_error());
         } else {
             CHECK(st == DCOLL_ERR_TIMEOUT, "%s: rank %d got %s (%s)", name,
                   me, dcoll_status_string(st), dcoll_last_error());
@@ -114,8 +136,60 @@ static void refused_case(int size, int bad, const char *want)
         if (w)
             CHECK_OK(dcoll_work_free(&w));
     }
-    next_fails(g, me == last ? "this rank refused" : "refused all_reduce",
-               name);
+    if (debug_on())
+        next_works(g, size, name);
+    else
+        next_fails(g, me == last ? "this rank refused" : "refused all_reduce",
+                   name);
+    CHECK_OK(dcoll_group_destroy(&g));
+}
+
+/* Every rank refuses the same call; bad says how. */
+static void alike_case(int size, int bad, const char *want)
+{
+    dcoll_group_t *g = fresh();
+    double _Complex z[N] = {1, 2, 3, 4}, y[N] = {0};
+    int32_t a[N] = {1, 2, 3, 4};
+    dcoll_work_t *w = NULL;
+    char name[96];
+    snprintf(name, sizeof(name), "alike %d", bad);
+    CHECK_OK(dcoll_barrier(g, NULL, NULL));
+    double t0 = t_now();
+    dcoll_status_t st;
+    switch (bad) {
+    case 0:
+        st = dcoll_all_reduce(g, z, y, N, DCOLL_COMPLEX128, DCOLL_MAX, NULL,
+                              NULL);
+        break;
+    case 1:
+        st = dcoll_broadcast(g, a, N, DCOLL_INT32, size, NULL, NULL);
+        break;
+    default:
+        st = dcoll_all_reduce(g, z, y, N, DCOLL_COMPLEX128, DCOLL_MAX, NULL,
+                              &w);
+        break;
+    }
+    double took = t_now() - t0;
+    const char *msg = dcoll_last_error();
+    CHECK(st == DCOLL_ERR_INVALID_ARGUMENT, "%s: got %s (%s)", name,
+          dcoll_status_string(st), msg);
+    CHECK(strstr(msg, want), "%s: message '%s' lacks '%s'", name, msg, want);
+    CHECK(w == NULL, "%s: a refused call left a work", name);
+    CHECK(y[0] == 0, "%s: a refused call wrote its output", name);
+    CHECK(took < 1.5, "%s: the refusal took %.1f s", name, took);
+    if (size == 1) {
+        CHECK(!strstr(msg, "unusable"), "%s: one rank's message '%s'", name,
+              msg);
+        next_works(g, size, name);
+    } else if (debug_on()) {
+        CHECK(strstr(msg, "still usable"), "%s: message '%s'", name, msg);
+        next_works(g, size, name);
+    } else {
+        CHECK(strstr(msg, "may have refused it alike") &&
+                  strstr(msg, "unusable on this rank"),
+              "%s: message '%s' does not say what happened", name, msg);
+        next_fails(g, "this rank refused", name);
+    }
     CHECK_OK(dcoll_group_destroy(&g));
 }
 
@@ -196,6 +270,10 @@ int main(int argc, char **argv)
             refused_case(size, 1, "sendbuf is NULL with count 4");
             refused_case(size, 2, "count -1 is negative");
         }
+    } else if (!strcmp(mode, "alike")) {
+        alike_case(size, 0, "MAX");
+        alike_case(size, 1, "is not a rank of the group");
+        alike_case(size, 2, "MAX");
     } else {
         mpierror_case(size);
     }
