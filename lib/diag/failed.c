@@ -88,13 +88,17 @@ dcoll_status_t dcoll_fault_refused(struct dcoll_group *g,
              "other groups still work", c->fn, name, seq,
              dcoll_kind_name(c->kind), why);
     dcoll_fault_mark(g, text);
+    /* Debug mode's check would have kept the group for a refusal its own
+     * checks make, not for one the route makes after it. */
+    bool hint = !checked && !dcoll_debug;
     return dcoll_error(st, "%s: %s (collective #%llu on %s, refused before "
                        "any data moved: the other ranks may have refused it "
                        "alike or be waiting in it, and this rank cannot "
                        "tell which, so the group is unusable on this rank "
-                       "from now on; with DCOLL_DEBUG=detail the ranks "
-                       "compare each call first and a refused one leaves "
-                       "the group usable)", c->fn, why, seq, name);
+                       "from now on%s)", c->fn, why, seq, name,
+                       hint ? "; with DCOLL_DEBUG=detail the ranks compare "
+                              "each call first and a refused one leaves the "
+                              "group usable" : "");
 }
 
 void dcoll_fault_hung(struct dcoll_group *g, const char *fn, uint64_t seq,
