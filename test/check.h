@@ -64,14 +64,20 @@ extern int t_rank, t_failures;
 /* The exit status of a test: 0 where every check held. */
 #define T_EXIT (t_failures ? 1 : 0)
 
+/* Whether the job runs in debug mode (DCOLL_DEBUG=detail). */
+static inline bool t_debug(void)
+{
+    const char *d = getenv("DCOLL_DEBUG");
+    return d && !strcmp(d, "detail");
+}
+
 /* Whether a call every rank of g refused leaves g usable: a group of
  * one rank, or debug mode, where every rank learns of it. */
 static inline bool t_kept(dcoll_group_t *g)
 {
     int n = 0;
-    const char *d = getenv("DCOLL_DEBUG");
     dcoll_group_size(g, &n);
-    return n == 1 || (d && !strcmp(d, "detail"));
+    return n == 1 || t_debug();
 }
 
 #endif

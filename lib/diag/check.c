@@ -268,7 +268,7 @@ static dcoll_status_t refused(struct dcoll_group *g,
         alike = alike && all[r].refused && all[r].kind == all[0].kind &&
                 !strcmp(all[r].why, all[0].why);
     }
-    if (alike && g->size > 1) {
+    if (alike) {
         dcoll_put(&t, "every rank refused %s #%lld: %s",
             dcoll_kind_name(all[0].kind), (long long)all[0].seq, all[0].why);
     } else {

@@ -446,8 +446,7 @@ static void mixed(void)
     CHECK(st != DCOLL_SUCCESS, "a call with GPU buffers on one rank and "
           "host buffers on the other succeeded");
     /* In debug mode the ranks compare their calls first: named. */
-    const char *dbg = getenv("DCOLL_DEBUG");
-    if (dbg && !strcmp(dbg, "detail"))
+    if (t_debug())
         CHECK(st == DCOLL_ERR_MISMATCH &&
                   strstr(dcoll_last_error(), "on a GPU"),
               "debug mode did not name the GPU and host buffers: %s (%s)",
@@ -483,8 +482,7 @@ static void order(void)
         }
     MPI_Allreduce(MPI_IN_PLACE, &hinted, 1, MPI_INT, MPI_MAX,
                   MPI_COMM_WORLD);
-    const char *dbg = getenv("DCOLL_DEBUG");
-    if (dbg && !strcmp(dbg, "detail"))
+    if (t_debug())
         CHECK(hinted, "no rank's error said that the two groups' calls "
               "were started in different orders");
     CHECK(st[0] || st[1], "two groups' calls in different orders on the "

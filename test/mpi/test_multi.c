@@ -437,8 +437,7 @@ static void refused_gpu(void)
  * same placement as the world's earlier calls, so no new clique. */
 static void mismatched(void)
 {
-    const char *dbg = getenv("DCOLL_DEBUG");
-    if (!dbg || strcmp(dbg, "detail") || world_size < 2)
+    if (!t_debug() || world_size < 2)
         return;
     struct list b = bufs(2, 8 * sizeof(float));
     int64_t count = 4 + (t_rank == 1);

@@ -118,8 +118,7 @@ int main(int argc, char **argv)
     t_rank = me;
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init: %s", dcoll_last_error());
-    const char *debug = getenv("DCOLL_DEBUG");
-    checks = debug && !strcmp(debug, "detail");
+    checks = t_debug();
     /* The documented rule: MPICH 4's persistent calls; Open MPI 4.1's
      * blocking calls for blocking starts, its persistent requests for
      * async ones. */

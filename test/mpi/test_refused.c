@@ -36,12 +36,6 @@ static dcoll_group_t *fresh(void)
     return t_returning_group(TIMEOUT);
 }
 
-static bool debug_on(void)
-{
-    const char *d = getenv("DCOLL_DEBUG");
-    return d && strcmp(d, "detail") == 0;
-}
-
 /* The next call on g fails on every rank, naming why. */
 static void next_fails(dcoll_group_t *g, const char *why, const char *what)
 {
@@ -98,7 +92,7 @@ static void refused_case(int size, int bad, const char *want)
         CHECK(st == DCOLL_ERR_INVALID_ARGUMENT, "%s: refusing rank got %s "
               "(%s)", name, dcoll_status_string(st), dcoll_last_error());
         CHECK(strstr(dcoll_last_error(), want) &&
-                  strstr(dcoll_last_error(), debug_on() ? "still usable"
+                  strstr(dcoll_last_error(), t_debug() ? "still usable"
                                                         : "unusable"),
               "%s: refusing rank's message '%s'", name, dcoll_last_error());
         CHECK(w == NULL, "%s: a refused call left a work", name);
@@ -107,7 +101,7 @@ static void refused_case(int size, int bad, const char *want)
             /* Debug mode checks at the post, the rest at the wait. */
             st = dcoll_all_reduce(g, a, b, N, DCOLL_INT32, DCOLL_SUM, NULL,
                                   &w);
-            CHECK(!st || debug_on(), "%s: post: %s", name,
+            CHECK(!st || t_debug(), "%s: post: %s", name,
                   dcoll_last_error());
             st = w ? dcoll_work_wait(w) : st;
         } else {
@@ -120,7 +114,7 @@ static void refused_case(int size, int bad, const char *want)
                  "#%lld: %s", last, last, (long long)seq, want);
         if (size == 1) {
             /* unreachable: the only rank is the last */
-        } else if (debug_on()) {
+        } else if (t_debug()) {
             CHECK(st == DCOLL_ERR_MISMATCH, "%s: rank %d got %s (%s)", name,
                   me, dcoll_status_string(st), dcoll_last_error());
             CHECK(took < 1.5, "%s: debug mode took %.1f s", name, took);
@@ -136,7 +130,7 @@ static void refused_case(int size, int bad, const char *want)
         if (w)
             CHECK_OK(dcoll_work_free(&w));
     }
-    if (debug_on())
+    if (t_debug())
         next_works(g, size, name);
     else
         next_fails(g, me == last ? "this rank refused" : "refused all_reduce",
@@ -181,7 +175,7 @@ static void alike_case(int size, int bad, const char *want)
         CHECK(!strstr(msg, "unusable"), "%s: one rank's message '%s'", name,
               msg);
         next_works(g, size, name);
-    } else if (debug_on()) {
+    } else if (t_debug()) {
         CHECK(strstr(msg, "still usable"), "%s: message '%s'", name, msg);
         next_works(g, size, name);
     } else {
@@ -214,7 +208,7 @@ static void mpierror_case(int size)
     int failed = st != DCOLL_SUCCESS, any = 0;
     CHECK_OK(dcoll_all_reduce(NULL, &failed, &any, 1, DCOLL_INT32, DCOLL_MAX,
                               NULL, NULL));
-    if (debug_on()) {
+    if (t_debug()) {
         /* Found before any data moved, on every rank; the group goes on. */
         CHECK(st == DCOLL_ERR_MISMATCH && strstr(dcoll_last_error(),
                                                  "count 64"),

@@ -521,8 +521,7 @@ int main(void)
     on_group(T_NGROUPS - 1);
     as_int = 0;
     refused();
-    const char *dbg = getenv("DCOLL_DEBUG");
-    if (dbg && !strcmp(dbg, "detail"))
+    if (t_debug())
         mismatched();
     int rc = t_finish("vector");
     dcoll_finalize();
