@@ -113,17 +113,24 @@ _Noreturn void dcoll_watchdog_end(struct dcoll_group *g, const char *why,
      * same hang meanwhile prints the report, and this one only its
      * line. */
     dcoll_status_t kept = dcoll_fault_keep(why);
-    /* A send or receive's hang is told too (number 0), so that every
-     * rank writes its file and says where it stands. */
-    bool defer = mpi && roll && (seq || roll->p2p) &&
-                 g->svc->tell(g, seq, kind, roll,
-                              dcoll_report_mode == DCOLL_REPORT_ALL);
     char name[200], where[400];
     snprintf(where, sizeof(where), "%s #%llu on %s timed out here too; a "
              "lower rank that found it at the same time reports it",
              dcoll_kind_name(kind), (unsigned long long)seq,
              dcoll_group_name(g, name, sizeof(name)));
-    dcoll_fault_say(g, why, !defer, where, false, &kept);
+    /* A send or receive's hang is told too (number 0), so that every
+     * rank writes its file and says where it stands. Rank 0 reports
+     * before it waits for the others' acknowledgements: no lower rank
+     * can take the report over, and a told rank busy in a roll call of
+     * its own would hold the report back by the whole grace. */
+    bool tells = mpi && roll && (seq || roll->p2p);
+    bool lowest = g->rank == 0;
+    if (!tells || lowest)
+        dcoll_fault_say(g, why, true, where, false, &kept);
+    bool defer = tells && g->svc->tell(g, seq, kind, roll,
+                                       dcoll_report_mode == DCOLL_REPORT_ALL);
+    if (tells && !lowest)
+        dcoll_fault_say(g, why, !defer, where, false, &kept);
     /* A lower rank that found the same hang ends the job: wait for it a
      * while, so that the launcher sees one abort, answering the other
      * ranks' messages meanwhile. */
