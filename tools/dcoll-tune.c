@@ -624,18 +624,19 @@ static int early(int argc, char **argv)
 
 /* Started as one of N by dcollrun or torchrun (RANK and WORLD_SIZE set),
  * MPI makes each process a world of its own: N tunings of one rank, each
- * writing the same file. Refused, as dcoll_init refuses mpi:// there. */
+ * writing the same file. Refused, as dcoll_init refuses mpi:// there.
+ * Every process says why: the launcher stops the rest when the first
+ * exits, so a line left to rank 0 alone may never be written. */
 static int one_of_n(void)
 {
     const char *rank = getenv("RANK"), *size = getenv("WORLD_SIZE");
     if (nranks != 1 || !rank || !size || atoi(size) < 2)
         return 0;
-    if (atoi(rank) == 0)
-        fprintf(stderr, "dcoll-tune: started as one of WORLD_SIZE=%s "
-                "processes (dcollrun or torchrun), which MPI does not join: "
-                "each would tune a world of one rank and write the same "
-                "table. Start it with mpirun or srun (mpirun -n %s "
-                "dcoll-tune ...)\n", size, size);
+    fprintf(stderr, "dcoll-tune (RANK=%s): started as one of WORLD_SIZE=%s "
+            "processes (dcollrun or torchrun), which MPI does not join: "
+            "each would tune a world of one rank and write the same "
+            "table. Start it with mpirun or srun (mpirun -n %s "
+            "dcoll-tune ...)\n", rank, size, size);
     return 1;
 }
 
