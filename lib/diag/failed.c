@@ -58,13 +58,13 @@ dcoll_status_t dcoll_fault_refused(struct dcoll_group *g,
                                    const struct dcoll_coll *c,
                                    dcoll_status_t st, bool checked)
 {
+    /* A group of one rank: no other rank waits in the call. */
+    if (g->size == 1)
+        return st;
     char msg[DCOLL_ERROR_MAX], name[200], text[2 * DCOLL_ERROR_MAX];
     snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
     const char *why = reason_of(msg, c->fn);
     unsigned long long seq = (unsigned long long)c->seq;
-    /* A group of one rank: no other rank waits in the call. */
-    if (g->size == 1)
-        return st;
     dcoll_group_name(g, name, sizeof(name));
     /* In debug mode the others are at the descriptor exchange, before
      * any data move: they learn it there, none runs the call, and the
@@ -79,23 +79,23 @@ dcoll_status_t dcoll_fault_refused(struct dcoll_group *g,
      * or be waiting inside it, and nothing here tells which: this rank
      * leaves the group, and their roll call at its deadline asks it,
      * which answers with why. */
+    static const char unsure[] = "other ranks may have refused it alike "
+                                 "or be waiting in it, and this rank cannot "
+                                 "tell which";
     leave(g, c->seq, "refused %s #%llu: %s", dcoll_kind_name(c->kind), seq,
           why);
     snprintf(text, sizeof(text), "%s on %s: this rank refused collective "
-             "#%llu (%s) before any data moved: %s. The other ranks may "
-             "have refused it alike or be waiting in it, and this rank "
-             "cannot tell which, so the group is unusable from now on; "
-             "other groups still work", c->fn, name, seq,
-             dcoll_kind_name(c->kind), why);
+             "#%llu (%s) before any data moved: %s. The %s, so the group "
+             "is unusable from now on; other groups still work", c->fn, name,
+             seq, dcoll_kind_name(c->kind), why, unsure);
     dcoll_fault_mark(g, text);
     /* Debug mode's check would have kept the group for a refusal its own
      * checks make, not for one the route makes after it. */
     bool hint = !checked && !dcoll_debug;
     return dcoll_error(st, "%s: %s (collective #%llu on %s, refused before "
-                       "any data moved: the other ranks may have refused it "
-                       "alike or be waiting in it, and this rank cannot "
-                       "tell which, so the group is unusable on this rank "
-                       "from now on%s)", c->fn, why, seq, name,
+                       "any data moved: the %s, so the group is unusable on "
+                       "this rank from now on%s)", c->fn, why, seq, name,
+                       unsure,
                        hint ? "; with DCOLL_DEBUG=detail the ranks compare "
                               "each call first and a refused one leaves the "
                               "group usable" : "");

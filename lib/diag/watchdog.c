@@ -124,12 +124,12 @@ _Noreturn void dcoll_watchdog_end(struct dcoll_group *g, const char *why,
      * can take the report over, and a told rank busy in a roll call of
      * its own would hold the report back by the whole grace. */
     bool tells = mpi && roll && (seq || roll->p2p);
-    bool lowest = g->rank == 0;
-    if (!tells || lowest)
+    bool first = !tells || g->rank == 0;   /* no one it could defer to */
+    if (first)
         dcoll_fault_say(g, why, true, where, false, &kept);
     bool defer = tells && g->svc->tell(g, seq, kind, roll,
                                        dcoll_report_mode == DCOLL_REPORT_ALL);
-    if (tells && !lowest)
+    if (!first)
         dcoll_fault_say(g, why, !defer, where, false, &kept);
     /* A lower rank that found the same hang ends the job: wait for it a
      * while, so that the launcher sees one abort, answering the other
