@@ -1,4 +1,4 @@
-/* The plugin's CUDA IPC (ABI 10): device memory and interprocess events
+/* The plugin's CUDA IPC: device memory and interprocess events
  * that processes sharing a GPU export to each other, for the core's IPC
  * transport (lib/gpu/ipc.c). Each call enters the GPU it concerns and
  * leaves the caller's device as it was. */

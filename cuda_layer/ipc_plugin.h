@@ -1,5 +1,5 @@
-/* Inside the plugin: its IPC half (ipc.c), the table's ABI 10 calls
- * and ABI 11's mem_range. */
+/* Inside the plugin: its IPC half (ipc.c), the table's IPC calls
+ * and mem_range. */
 #ifndef DCOLL_CUDA_IPC_PLUGIN_H
 #define DCOLL_CUDA_IPC_PLUGIN_H
 
@@ -25,7 +25,7 @@ int dcoll_ipc_query(void *event, int device);
 int dcoll_ipc_wait(void *stream, void *event, int device);
 /* The GPU's identity (IPC needs it without NCCL too). */
 int dcoll_ipc_uuid(int device, unsigned char uuid[16]);
-/* ABI 10's reduce, where the plugin has kernels (reduce.h). */
+/* The table's reduce, where the plugin has kernels (reduce.h). */
 int dcoll_ipc_reduce(void *dst, const void *const *srcs, int nsrc,
                      int64_t count, int dtype, int op, int avg_n,
                      void *stream, int device);

@@ -17,6 +17,7 @@
 #include "ipc_plugin.h"
 #include "nccl_plugin.h"
 #include "plugin_abi.h"
+#include "plugin_build.h"
 
 static void probe(int *ngpus, char *why, size_t whylen)
 {
@@ -333,7 +334,7 @@ static int gpu_view(int local_rank, dcoll_gpu_view_t *v)
     return 0;
 }
 
-/* Without the node's picture (a core of ABI 8 or older asks this): the
+/* Without the node's picture (asked where gpu_view is NULL): the
  * current device, else by local rank, as torch's default. */
 static int select_device(int local_rank, int *device, char *how, size_t len)
 {
@@ -354,7 +355,8 @@ static int select_device(int local_rank, int *device, char *how, size_t len)
 }
 
 static const dcoll_cuda_plugin_t table = {
-    .abi = DCOLL_PLUGIN_ABI,
+    .id = {DCOLL_PLUGIN_MAGIC, sizeof(dcoll_cuda_plugin_t),
+           DCOLL_BUILD_VERSION, DCOLL_BUILD_ID},
     .probe = probe,
     .versions = versions,
     .pci_bus_id = pci_bus_id,
@@ -406,10 +408,11 @@ static const dcoll_cuda_plugin_t table = {
     .copy_shape = dcoll_cuda_copy_shape,
 };
 
+/* The one export (plugin_abi.h's DCOLL_CUDA_PLUGIN_ENTRY). */
 __attribute__((visibility("default")))
-const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v13(void);
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin(void);
 
-const dcoll_cuda_plugin_t *dcoll_cuda_plugin_v13(void)
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin(void)
 {
     return &table;
 }

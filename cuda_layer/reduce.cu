@@ -1,4 +1,4 @@
-/* The reduction kernels behind ABI 10's reduce (reduce.h): k inputs in
+/* The reduction kernels behind the table's reduce (reduce.h): k inputs in
  * rank order into one output, with the host path's rules
  * (lib/base/kernels.c): io = in op io, input by input; float16 and
  * bfloat16 in float32, rounded to nearest even at every step; MIN and MAX

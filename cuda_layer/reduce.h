@@ -1,5 +1,5 @@
-/* Inside the plugin: the reduction of k inputs in rank order behind ABI
- * 10's reduce (ipc.c enters the device and calls it). Built from
+/* Inside the plugin: the reduction of k inputs in rank order behind the
+ * table's reduce (ipc.c enters the device and calls it). Built from
  * reduce.cu where meson finds nvcc; on the CUDA double, from
  * test/double/reduce.c, which runs the host path's own loops, so that
  * the IPC transport's results are checked bit for bit in CI. */
@@ -13,7 +13,8 @@ extern "C" {
 #endif
 
 /* dst[i] = srcs[nsrc-1][i] op (... op (srcs[1][i] op srcs[0][i])) on
- * stream, on the current device, with ABI 10's rules (plugin_abi_v10.h).
+ * stream, on the current device, with the rules of the table's reduce
+ * (plugin_abi.h).
  * 0; 1 where dtype or op has no kernel (nothing enqueued); -1 failed,
  * said through dcoll_cuda_fail. */
 int dcoll_reduce_launch(void *dst, const void *const *srcs, int nsrc,

@@ -19,8 +19,8 @@ void dcoll_plugins_load(struct dcoll_group *world);
 void dcoll_plugins_unload(void);
 /* Whether a plugin that sees a GPU is loaded (NCCL too, with nccl). Read
  * on every collective: a variable, not a call. */
-struct dcoll_cuda_plugin_v13;  /* the current table: plugin_abi.h */
-extern const struct dcoll_cuda_plugin_v13 *dcoll_gpu_plugin;
+struct dcoll_cuda_plugin;  /* the table: plugin_abi.h */
+extern const struct dcoll_cuda_plugin *dcoll_gpu_plugin;
 static inline bool dcoll_gpu_present(void)
 {
     return dcoll_gpu_plugin != NULL;

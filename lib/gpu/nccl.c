@@ -296,7 +296,7 @@ static void *split_from(struct dcoll_group *parent, int color, int key,
 }
 
 /* A communicator freed: finalized within timeout seconds, or at once
- * aborted where failed (nccl_release); plugins before ABI 9 only free. */
+ * aborted where failed (nccl_release); a plugin without it only frees. */
 static void release(void *comm, double timeout, bool failed)
 {
     if (dcoll_gpu_plugin->nccl_release)
@@ -599,10 +599,9 @@ static dcoll_status_t nccl_run(struct dcoll_group *g,
     /* No plugin with NCCL, or no GPU for it: the next in line. */
     if (!dcoll_gpu_has_nccl())
         return DCOLL_DECLINED;
-    /* Types and ops NCCL lacks and plugins before API 1.7 do not know
-     * (bool, logical, the logical ops, a complex PRODUCT): staged, on
-     * every rank alike. A neighbourhood call moves bytes of any type,
-     * where the plugin has the exchange (ABI 13 on). */
+    /* Types and ops NCCL lacks (bool, logical, the logical ops, a
+     * complex PRODUCT): staged, on every rank alike. A neighbourhood
+     * call moves bytes of any type, where the plugin has the exchange. */
     bool nbh = dcoll_kind_has(c->kind, DCOLL_KF_NEIGHBOR);
     if (nbh ? !p->nccl_exchange : !dcoll_nccl_knows(c->dtype, c->op))
         return DCOLL_DECLINED;

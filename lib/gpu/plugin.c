@@ -11,13 +11,14 @@
 #include <strings.h>
 #include <unistd.h>
 #include "gpu.h"
-#include "plugin_adapt.h"
+#include "plugin_abi.h"
+#include "plugin_build.h"
 #include "select.h"
 
 static void *handle;
 static const dcoll_cuda_plugin_t *plugin;
 static int ngpus;
-static char detail[640];
+static char detail[2048];
 static int device = -1;
 static char choice[256];   /* which GPU, and why */
 static char failure[128];  /* why the choice failed, where not CUDA */
@@ -42,32 +43,61 @@ static const char *self_dir(char *buf, size_t len)
     return buf;
 }
 
-static const dcoll_cuda_plugin_t *adapt_current(const void *entry_table)
-{
-    const dcoll_cuda_plugin_t *p = entry_table;
-    return p && p->abi == DCOLL_PLUGIN_ABI ? p : NULL;
-}
-
-/* Every plugin version this loader knows, newest first: its entry point,
- * and what turns its table into the current one (plugin_adapt.h). */
-static const struct {
-    const char *entry;
-    const dcoll_cuda_plugin_t *(*adapt)(const void *entry_table);
-} versions[] = {
-    {DCOLL_CUDA_PLUGIN_ENTRY, adapt_current},
-    {DCOLL_CUDA_PLUGIN_V12_ENTRY, dcoll_plugin_adapt_v12},
-    {DCOLL_CUDA_PLUGIN_V11_ENTRY, dcoll_plugin_adapt_v11},
-    {DCOLL_CUDA_PLUGIN_V10_ENTRY, dcoll_plugin_adapt_v10},
-    {DCOLL_CUDA_PLUGIN_V9_ENTRY, dcoll_plugin_adapt_v9},
-    {DCOLL_CUDA_PLUGIN_V8_ENTRY, dcoll_plugin_adapt_v8},
-    {DCOLL_CUDA_PLUGIN_V7_ENTRY, dcoll_plugin_adapt_v7},
-    {DCOLL_CUDA_PLUGIN_V6_ENTRY, dcoll_plugin_adapt_v6},
-    {DCOLL_CUDA_PLUGIN_V5_ENTRY, dcoll_plugin_adapt_v5},
-    {DCOLL_CUDA_PLUGIN_V4_ENTRY, dcoll_plugin_adapt_v4},
+/* The entry points of the plugins of dcoll 1.11 and older, each with
+ * its own table layout: known only to say what such a file is. */
+static const char *const older[] = {
+    "dcoll_cuda_plugin_v13", "dcoll_cuda_plugin_v12", "dcoll_cuda_plugin_v11",
+    "dcoll_cuda_plugin_v10", "dcoll_cuda_plugin_v9", "dcoll_cuda_plugin_v8",
+    "dcoll_cuda_plugin_v7", "dcoll_cuda_plugin_v6", "dcoll_cuda_plugin_v5",
+    "dcoll_cuda_plugin_v1",
 };
 
-/* Try one path; on failure append why to tried. */
-static bool try_load(const char *path, char *tried, size_t len)
+/* The object h at path: this build's plugin (0, its table in *p), a
+ * plugin of another build (2) or something else (1), why in why. */
+static int identify(void *h, const char *path, const dcoll_cuda_plugin_t **p,
+                    char *why, size_t len)
+{
+    dcoll_cuda_plugin_fn entry;
+    *(void **)&entry = dlsym(h, DCOLL_CUDA_PLUGIN_ENTRY);
+    const struct dcoll_plugin_identity *id = entry ? entry() : NULL;
+    if (id && id->magic == DCOLL_PLUGIN_MAGIC && id->version && id->build &&
+        !strcmp(id->build, DCOLL_BUILD_ID) &&
+        !strcmp(id->version, DCOLL_BUILD_VERSION) &&
+        id->table_bytes == sizeof(dcoll_cuda_plugin_t)) {
+        *p = (const dcoll_cuda_plugin_t *)id;
+        return 0;
+    }
+    const char *old = NULL;
+    for (size_t i = 0; !entry && i < sizeof(older) / sizeof(older[0]); i++)
+        if (dlsym(h, older[i]))
+            old = older[i];
+    if (id && id->magic == DCOLL_PLUGIN_MAGIC && id->version && id->build) {
+        snprintf(why, len, "%s is the CUDA plugin of another build (dcoll "
+                 "%.32s, build %.32s), not this library's (dcoll %s, build "
+                 "%s): install libdcoll and its plugin from one build",
+                 path, id->version, id->build, DCOLL_BUILD_VERSION,
+                 DCOLL_BUILD_ID);
+        return 2;
+    }
+    if (old || entry) {
+        snprintf(why, len, "%s is the CUDA plugin of another build (%s%s), "
+                 "not this library's (dcoll %s, build %s): install libdcoll "
+                 "and its plugin from one build", path,
+                 old ? "dcoll 1.11 or older, entry point " : "a table of "
+                 "no identity", old ? old : "", DCOLL_BUILD_VERSION,
+                 DCOLL_BUILD_ID);
+        return 2;
+    }
+    snprintf(why, len, "%s: not a dcoll CUDA plugin (no %s)", path,
+             DCOLL_CUDA_PLUGIN_ENTRY);
+    return 1;
+}
+
+/* Try one path; on failure append why to tried. A plugin of another
+ * build is said on stderr as well, once a node (by its first local
+ * rank): it is a broken install, not a machine without CUDA. */
+static bool try_load(const struct dcoll_group *world, const char *path,
+                     char *tried, size_t len)
 {
     size_t used = strlen(tried);
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -76,22 +106,13 @@ static bool try_load(const char *path, char *tried, size_t len)
                  dlerror());
         return false;
     }
+    char why[512];
     const dcoll_cuda_plugin_t *p = NULL;
-    bool seen = false;
-    for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]) && !p;
-         i++) {
-        dcoll_cuda_plugin_fn entry;
-        *(void **)&entry = dlsym(h, versions[i].entry);
-        if (!entry)
-            continue;
-        seen = true;
-        p = versions[i].adapt(entry());
-    }
-    if (!p) {
-        snprintf(tried + used, len - used, "%s%s: %s", used ? "; " : "",
-                 path, !seen ? "not a dcoll CUDA plugin"
-                             : "built for a plugin ABI this library does "
-                               "not know");
+    int rc = identify(h, path, &p, why, sizeof(why));
+    if (rc) {
+        snprintf(tried + used, len - used, "%s%s", used ? "; " : "", why);
+        if (rc == 2 && world->local_rank == 0)
+            fprintf(stderr, "dcoll: %s\n", why);
         dlclose(h);
         return false;
     }
@@ -119,7 +140,7 @@ static int choose(struct dcoll_group *world, bool looks, char *how,
         return 0;
     if (failed || rc)
         return -1;
-    /* A plugin without gpu_view (ABI 8 or older) chooses alone. */
+    /* A plugin without gpu_view (the test double) chooses alone. */
     if (!plugin->gpu_view)
         return plugin->select_device(world->local_rank, &device, how, len);
     return 0;
@@ -180,15 +201,15 @@ static int pick(struct dcoll_group *world, const dcoll_gpu_view_t *mine,
 
 void dcoll_plugins_load(struct dcoll_group *world)
 {
-    char dir[4096], path[4200], tried[1024] = "";
+    char dir[4096], path[4200], tried[1536] = "";
     const char *env = getenv("DCOLL_CUDA_PLUGIN");
     bool ok = false;
     if (env && *env) {
-        ok = try_load(env, tried, sizeof(tried));
+        ok = try_load(world, env, tried, sizeof(tried));
     } else {
         if (self_dir(dir, sizeof(dir))) {
             snprintf(path, sizeof(path), "%s/dcoll/libdcoll_cuda.so", dir);
-            ok = try_load(path, tried, sizeof(tried));
+            ok = try_load(world, path, tried, sizeof(tried));
             /* In a meson build tree (build.ninja above lib/), the plugin
              * built beside it, so that dcoll-info, the examples and
              * dcoll-perf there use the GPU as installed ones do. */
@@ -196,12 +217,12 @@ void dcoll_plugins_load(struct dcoll_group *world)
             if (!ok && access(path, F_OK) == 0) {
                 snprintf(path, sizeof(path),
                          "%s/../cuda_layer/libdcoll_cuda.so", dir);
-                ok = try_load(path, tried, sizeof(tried));
+                ok = try_load(world, path, tried, sizeof(tried));
             }
         }
 #ifdef DCOLL_PLUGIN_DIR
         if (!ok)
-            ok = try_load(DCOLL_PLUGIN_DIR "/libdcoll_cuda.so", tried,
+            ok = try_load(world, DCOLL_PLUGIN_DIR "/libdcoll_cuda.so", tried,
                           sizeof(tried));
 #endif
     }

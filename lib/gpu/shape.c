@@ -44,7 +44,7 @@ int dcoll_shape_copy(const dcoll_plugin_shape_t *shape, char *flat,
     if (p->copy_shape)
         return pack ? p->copy_shape(&f, shape, device, stream)
                     : p->copy_shape(shape, &f, device, stream);
-    /* A plugin before ABI 13: a copy a row, all on the stream. */
+    /* A plugin without copy_shape: a copy a row, all on the stream. */
     for (size_t k = 0; k < shape->planes; k++)
         for (size_t i = 0; i < shape->rows; i++) {
             char *s = shape->buf + k * shape->plane_pitch + i * shape->pitch;

@@ -1,5 +1,5 @@
 /* Buffers that are not one contiguous range, as the plugin's shapes
- * (plugin_abi_v13.h): a strided layout's elements, and a neighbourhood
+ * (plugin_abi.h): a strided layout's elements, and a neighbourhood
  * call's transfers, one per listed neighbour. shape.c. */
 #ifndef DCOLL_GPU_SHAPE_H
 #define DCOLL_GPU_SHAPE_H

@@ -11,7 +11,7 @@
  *     as old bytes;
  *   - the refusals: this process's own handle, an event without
  *     cudaEventDisableTiming, a pointer that is not an allocation's base;
- *   - through the plugin's ABI 10 calls (DCOLL_CUDA_PLUGIN, the plugin
+ *   - through the plugin's IPC calls (DCOLL_CUDA_PLUGIN, the plugin
  *     double): the same memory and a handshake on its events;
  *   - the import cache (lib/gpu/ipc_cache.c) over them: a second get
  *     opens nothing; memory the peer freed and allocated again at the
@@ -224,13 +224,13 @@ static void through_plugin(void)
     if (h)
         *(void **)&entry = dlsym(h, DCOLL_CUDA_PLUGIN_ENTRY);
     const dcoll_cuda_plugin_t *p = entry ? entry() : NULL;
-    REQUIRE_VOID(p && p->abi == DCOLL_PLUGIN_ABI && p->ipc_open,
+    REQUIRE_VOID(p && p->id.magic == DCOLL_PLUGIN_MAGIC && p->ipc_open,
                  "the plugin's IPC (%s)",
                  path ? path : "DCOLL_CUDA_PLUGIN unset");
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     int *buf = p->dev_alloc(sizeof(int) * N, 0), *out = NULL, *pbuf = NULL;
-    /* The allocation of a pointer inside it (ABI 11), none of a host
+    /* The allocation of a pointer inside it, none of a host
      * pointer. */
     void *base = NULL;
     size_t size = 0;

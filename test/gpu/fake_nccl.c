@@ -355,7 +355,8 @@ int fake_nccl_takes(const dcoll_plugin_call_t *k)
 
 /* Whether the buffers are in place as NCCL tells it, from the pointers:
  * the core's flag in the record must say the same, or the record was
- * misread (an old plugin ABI's layout, say). Broadcast has one buffer. */
+ * misread (a layout the two sides do not share). Broadcast has one
+ * buffer. */
 static bool placed(const dcoll_plugin_call_t *k, int rank)
 {
     const char *sb = k->sendbuf, *rb = k->recvbuf;

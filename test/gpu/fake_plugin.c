@@ -9,11 +9,10 @@
  *                  with NCCL's grouping rules enforced;
  *   FAKE_SHARED_UUID=1  every process's GPU i has the same identity, as
  *                  processes sharing real GPUs do.
- * Built once per plugin ABI the loader takes (FAKE_ABI 4 to 12, and
- * the current one, 13, by default; the fake has no IPC, shrink nor
- * exchange, so its neighbourhood calls stage), exporting that
- * version's entry point and table, so that every adapter of lib/gpu/
- * runs under the tests.
+ *   FAKE_NO_COPY_SHAPE=1  no copy_shape: strided copies row by row.
+ * Built with this build's identity (fake_cuda_plugin), and once more
+ * with another build's (fake_cuda_plugin_other), which the loader must
+ * refuse.
  * Never installed. */
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +22,7 @@
 #include <unistd.h>
 #include "fake_nccl.h"
 #include "plugin_abi.h"
+#include "plugin_build.h"
 
 #define ARENA ((size_t)64 << 20)
 #define MAX_GPUS 4
@@ -128,43 +128,6 @@ static int device_uuid(int device, unsigned char uuid[16])
     return 0;
 }
 
-#ifndef FAKE_ABI
-#define FAKE_ABI 13
-#endif
-#if FAKE_ABI == 4
-typedef struct dcoll_cuda_plugin_v4 fake_table_t;
-#define FAKE_ENTRY dcoll_cuda_plugin_v1
-#elif FAKE_ABI == 5
-typedef struct dcoll_cuda_plugin_v5 fake_table_t;
-#define FAKE_ENTRY dcoll_cuda_plugin_v5
-#elif FAKE_ABI == 6
-typedef struct dcoll_cuda_plugin_v6 fake_table_t;
-#define FAKE_ENTRY dcoll_cuda_plugin_v6
-#elif FAKE_ABI == 7   /* version 6's layout */
-typedef struct dcoll_cuda_plugin_v6 fake_table_t;
-#define FAKE_ENTRY dcoll_cuda_plugin_v7
-#elif FAKE_ABI == 8   /* no nccl_split, so groups make their own */
-typedef struct dcoll_cuda_plugin_v8 fake_table_t;
-#define FAKE_ENTRY dcoll_cuda_plugin_v8
-#elif FAKE_ABI == 9   /* no gpu_view: the core asks select_device */
-typedef struct dcoll_cuda_plugin_v9 fake_table_t;
-#define FAKE_ENTRY dcoll_cuda_plugin_v9
-#elif FAKE_ABI == 10   /* no mem_range */
-typedef struct dcoll_cuda_plugin_v10 fake_table_t;
-#define FAKE_ENTRY dcoll_cuda_plugin_v10
-#elif FAKE_ABI == 11   /* no nccl_shrink */
-typedef struct dcoll_cuda_plugin_v11 fake_table_t;
-#define FAKE_ENTRY dcoll_cuda_plugin_v11
-#elif FAKE_ABI == 12   /* no copy_shape: strided copies go row by row */
-typedef struct dcoll_cuda_plugin_v12 fake_table_t;
-#define FAKE_ENTRY dcoll_cuda_plugin_v12
-#else   /* version 13, without IPC (its calls NULL), gpu_view, nccl_shrink
-         * nor nccl_exchange */
-typedef struct dcoll_cuda_plugin_v13 fake_table_t;
-#define FAKE_ENTRY dcoll_cuda_plugin_v13
-#endif
-
-#if FAKE_ABI >= 13
 static int copy_shape(const dcoll_plugin_shape_t *dst,
                       const dcoll_plugin_shape_t *src, int device,
                       void *stream)
@@ -179,60 +142,46 @@ static int copy_shape(const dcoll_plugin_shape_t *dst,
     fake_open_device_memory(0);
     return 0;
 }
-#endif
 
-#if FAKE_ABI == 4
-/* Version 4's plugins read the core's descriptor as it was then; the
- * fake's NCCL reads the current record. */
-static int nccl_coll_v4(void *comm, const struct dcoll_plugin_call_v4 *c,
-                        int rank, int size, void *stream, double timeout)
-{
-    dcoll_plugin_call_t k = {
-        .kind = c->kind, .sendbuf = c->sendbuf, .recvbuf = c->recvbuf,
-        .count = c->count, .dtype = c->dtype, .op = c->op, .root = c->root,
-        .in_place = c->in_place,
-    };
-    return fake_nccl_coll(comm, &k, rank, size, stream, timeout);
-}
-#define FAKE_NCCL_COLL nccl_coll_v4
-#else
-#define FAKE_NCCL_COLL fake_nccl_coll
-#endif
-
-static fake_table_t table = {
-    .abi = FAKE_ABI, .probe = probe, .versions = versions,
+/* Without IPC (its calls NULL), gpu_view, nccl_split, nccl_shrink or
+ * nccl_exchange, so that the core's paths for a plugin without each run:
+ * it chooses the GPU with select_device, a group makes its communicator
+ * from an id, neighbourhood calls stage. */
+static dcoll_cuda_plugin_t table = {
+    .id = {DCOLL_PLUGIN_MAGIC, sizeof(dcoll_cuda_plugin_t),
+           DCOLL_BUILD_VERSION, DCOLL_BUILD_ID},
+    .probe = probe, .versions = versions,
     .pci_bus_id = pci_bus_id, .mem_kind = mem_kind,
     .host_alloc = host_alloc, .host_free = host_free, .copy = copy,
     .sync = sync_stream, .last_error = last_error,
     .select_device = select_device,
-#if FAKE_ABI >= 13
-    .copy_shape = copy_shape,
-#endif
 };
 
-__attribute__((visibility("default"))) const fake_table_t *FAKE_ENTRY(void);
-const fake_table_t *FAKE_ENTRY(void)
+__attribute__((visibility("default")))
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin(void);
+const dcoll_cuda_plugin_t *dcoll_cuda_plugin(void)
 {
+    /* FAKE_NO_COPY_SHAPE=1: strided copies row by row through copy. */
+    const char *e = getenv("FAKE_NO_COPY_SHAPE");
+    table.copy_shape = e && *e == '1' ? NULL : copy_shape;
     /* Without FAKE_NCCL, no NCCL: every device call is staged. */
-    const char *e = getenv("FAKE_NCCL");
+    e = getenv("FAKE_NCCL");
     if (e && *e == '1') {
         table.nccl_bytes = FAKE_NCCL_ID_BYTES;
         table.device_uuid = device_uuid;
         table.nccl_id = fake_nccl_id;
         table.nccl_comm = fake_nccl_comm;
         table.nccl_free = fake_nccl_free;
-        table.nccl_coll = FAKE_NCCL_COLL;
+        table.nccl_coll = fake_nccl_coll;
         table.nccl_wait = fake_nccl_wait;
         table.event_record = fake_event_record;
         table.event_poll = fake_event_poll;
         table.event_wait = fake_event_wait;
         table.event_free = fake_event_free;
-#if FAKE_ABI >= 6
         table.nccl_comms = fake_nccl_comms;
         table.group_start = fake_group_start;
         table.group_end = fake_group_end;
         table.nccl_takes = fake_nccl_takes;
-#endif
     }
     return &table;
 }

@@ -701,8 +701,7 @@ int main(int argc, char **argv)
     cudaFree(one);
 #if defined(FAKE_DEVICE) || defined(CUDA_DOUBLE)
     /* DCOLL_TEST_NCCL=yes: the fake's (or the double's) NCCL ran calls,
-     * through whichever plugin ABI the fake was built for; no: none
-     * reached it. */
+     * through the plugin's table; no: none reached it. */
     const char *want = getenv("DCOLL_TEST_NCCL");
     if (want) {
         long calls = nccl_ran();

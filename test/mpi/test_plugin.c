@@ -1,14 +1,17 @@
 /* The CUDA plugin loader: what dcoll_backend_status says with the plugin,
- * with a path that does not exist, and with a shared object that is not a
- * plugin. argv[1] is the plugin's path
- * (or "-" where it was not built), argv[2] some other shared object. */
+ * with a path that does not exist, with a shared object that is not a
+ * plugin, and with plugins of other builds. argv[1] is the plugin's path
+ * (or "-" where it was not built), argv[2] some other shared object,
+ * argv[3] a plugin of this version built with another build id, argv[4]
+ * one of dcoll 1.11's versioned plugin ABI. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "check.h"
 #include "dcoll/dcoll.h"
 
-static int failures;
+int t_rank, t_failures;
 
 static const char *nccl_text(const char *plugin, int *available)
 {
@@ -28,18 +31,9 @@ static const char *nccl_text(const char *plugin, int *available)
     return copy;
 }
 
-#define EXPECT(cond, ...)                                                    \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            failures++;                                                      \
-            fprintf(stderr, __VA_ARGS__);                                    \
-            fprintf(stderr, "\n");                                           \
-        }                                                                    \
-    } while (0)
-
 int main(int argc, char **argv)
 {
-    if (argc < 3)
+    if (argc < 5)
         return 2;
     /* MPI outlives each dcoll_init/finalize pair below. */
     MPI_Init(&argc, &argv);
@@ -48,42 +42,57 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "-") != 0) {
         t = nccl_text(argv[1], &avail);
         printf("with the plugin: %s\n", t);
-        EXPECT(strstr(t, "plugin ") && strstr(t, "CUDA runtime"),
+        CHECK(strstr(t, "plugin ") && strstr(t, "CUDA runtime"),
                "plugin not reported: %s", t);
-        EXPECT(strstr(t, "GPU(s):") || strstr(t, "no GPU: "),
+        CHECK(strstr(t, "GPU(s):") || strstr(t, "no GPU: "),
                "GPUs not reported: %s", t);
         /* Available exactly when the plugin sees a GPU. */
-        EXPECT(avail == (strstr(t, "GPU(s):") != NULL),
+        CHECK(avail == (strstr(t, "GPU(s):") != NULL),
                "nccl available = %d: %s", avail, t);
     }
     t = nccl_text("/nonexistent/libdcoll_cuda.so", &avail);
     printf("missing: %s\n", t);
-    EXPECT(avail == 0 && strstr(t, "no CUDA plugin loaded") &&
+    CHECK(avail == 0 && strstr(t, "no CUDA plugin loaded") &&
            strstr(t, "/nonexistent/libdcoll_cuda.so"), "missing: %s", t);
     t = nccl_text(argv[2], &avail);
     printf("not a plugin: %s\n", t);
-    EXPECT(avail == 0 && strstr(t, "not a dcoll CUDA plugin"),
+    CHECK(avail == 0 && strstr(t, "not a dcoll CUDA plugin"),
            "not a plugin: %s", t);
+    /* Plugins of other builds: refused, naming both builds and the file
+     * (and said on stderr, which the line's checks cannot see). */
+    t = nccl_text(argv[3], &avail);
+    printf("another build: %s\n", t);
+    CHECK(avail == 0 && strstr(t, argv[3]) &&
+          strstr(t, "the CUDA plugin of another build") &&
+          strstr(t, "build 0therb0ild000000") &&
+          strstr(t, "not this library's (dcoll ") &&
+          strstr(t, "install libdcoll and its plugin from one build"),
+          "another build: %s", t);
+    t = nccl_text(argv[4], &avail);
+    printf("1.11's ABI: %s\n", t);
+    CHECK(avail == 0 && strstr(t, argv[4]) &&
+          strstr(t, "dcoll 1.11 or older, entry point dcoll_cuda_plugin_v13"),
+          "1.11's ABI: %s", t);
 
     /* Status queries: mpi is always there; bad names and NULLs refused. */
     dcoll_init(NULL);
     int device = -2;
-    EXPECT(dcoll_device(&device) == DCOLL_SUCCESS && device == -1,
+    CHECK(dcoll_device(&device) == DCOLL_SUCCESS && device == -1,
            "no GPU, yet dcoll_device = %d", device);
-    EXPECT(dcoll_device(NULL) == DCOLL_ERR_INVALID_ARGUMENT &&
+    CHECK(dcoll_device(NULL) == DCOLL_ERR_INVALID_ARGUMENT &&
            strstr(dcoll_last_error(), "device is NULL"), "dcoll_device(NULL)");
-    EXPECT(dcoll_backend_status("MPI", &avail, NULL) == DCOLL_SUCCESS &&
+    CHECK(dcoll_backend_status("MPI", &avail, NULL) == DCOLL_SUCCESS &&
            avail == 1, "mpi not available");
-    EXPECT(dcoll_backend_status("gloo", &avail, &t) ==
+    CHECK(dcoll_backend_status("gloo", &avail, &t) ==
            DCOLL_ERR_INVALID_ARGUMENT &&
            strstr(dcoll_last_error(), "'gloo'"), "gloo: %s",
            dcoll_last_error());
-    EXPECT(dcoll_backend_status("nccl", NULL, &t) ==
+    CHECK(dcoll_backend_status("nccl", NULL, &t) ==
            DCOLL_ERR_INVALID_ARGUMENT, "NULL available accepted");
     dcoll_finalize();
-    EXPECT(dcoll_backend_status("mpi", &avail, &t) == DCOLL_ERR_FINALIZED,
+    CHECK(dcoll_backend_status("mpi", &avail, &t) == DCOLL_ERR_FINALIZED,
            "status after finalize");
-    printf("plugin: %d failure(s)\n", failures);
+    printf("plugin: %d failure(s)\n", t_failures);
     MPI_Finalize();
-    return failures != 0;
+    return T_EXIT;
 }
