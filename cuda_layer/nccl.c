@@ -569,19 +569,33 @@ static bool reduces(int kind)
            kind == DCOLL_KIND_REDUCE_SCATTER;
 }
 
+/* The kinds nccl_coll has a case for: DCOLL_GPU_COLL_KINDS, no other. */
+static bool listed(int kind)
+{
+    switch (kind) {
+#define LISTED_(k) case DCOLL_KIND_##k:
+    DCOLL_GPU_COLL_KINDS(LISTED_)
+#undef LISTED_
+        return true;
+    default:
+        return false;
+    }
+}
+
 int dcoll_nccl_takes(const dcoll_plugin_call_t *k)
 {
+    if (!listed(k->kind))
+        return 1;
     /* Ops NCCL lacks go back to the staged path: every rank of a
      * collective names the same op, so all take the same path. */
     if (reduces(k->kind) && (unsigned)k->op >= sizeof(ops) / sizeof(ops[0]))
         return 1;
     if (k->dtype >= DCOLL_BOOL)   /* see types[] */
         return 1;
-    /* Point to point too: an NCCL receive is a kernel that holds its
-     * stream until the message comes, so an irecv posted before an isend
-     * on two ranks would deadlock both. MPI matches them in any order. */
-    if (k->kind == DCOLL_KIND_SEND || k->kind == DCOLL_KIND_RECV)
-        return 1;
+    /* Not point to point (not listed): an NCCL receive is a kernel that
+     * holds its stream until the message comes, so an irecv posted before
+     * an isend on two ranks would deadlock both. MPI matches them in any
+     * order. */
     return 0;
 }
 
@@ -764,7 +778,7 @@ int dcoll_nccl_coll(void *comm, const dcoll_plugin_call_t *k, int rank,
     case DCOLL_KIND_SCATTER:
         rc = by_peer(c, k, rank, size, s, timeout);
         break;
-    default:
+    default:   /* not listed: dcoll_nccl_takes declined it above */
         rc = 1;
         break;
     }

@@ -44,6 +44,18 @@ enum dcoll_mem_kind {
     DCOLL_MEM_UNKNOWN,
 };
 
+/* The kinds of call the GPU transports run among a group's ranks, by
+ * name (the part after DCOLL_KIND_ / DCOLL_COLL_): nccl_coll has a case
+ * for each (cuda_layer/nccl.c), the core's NCCL and IPC transports take
+ * only these (lib/gpu/gpu.h), and IPC's steps have a case for each
+ * (lib/gpu/ipc/steps.c). A kind not listed is declined by all of them and
+ * staged: a list fails closed where a rule over the kinds' facts, which a
+ * new kind may satisfy, would run it as another kind. Not barrier (no
+ * buffers) nor send and recv (MPI matches those in any order). */
+#define DCOLL_GPU_COLL_KINDS(X)                                             \
+    X(BROADCAST) X(ALL_REDUCE) X(REDUCE) X(ALL_GATHER) X(GATHER)            \
+    X(SCATTER) X(REDUCE_SCATTER) X(ALL_TO_ALL)
+
 /* One call for NCCL, as the core checked it; group ranks throughout. */
 struct dcoll_plugin_call {
     int kind;                /* dcoll_call_kind_t (dcoll/backend.h) */

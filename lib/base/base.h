@@ -195,11 +195,7 @@ enum {
     DCOLL_KF_ELEMENTWISE = 1u << 6, /* may be cut into chunks */
     DCOLL_KF_VEC = 1u << 7,      /* counts per rank: checked by
                                     dcoll_vec_check, not by spans */
-    DCOLL_KF_PREFIX = 1u << 8,   /* scan, exscan: each rank's result its
-                                    own (AVG divides by its count of
-                                    inputs); no public call kind, no NCCL
-                                    call */
-    DCOLL_KF_NEIGHBOR = 1u << 9, /* on a neighbourhood: blocks per listed
+    DCOLL_KF_NEIGHBOR = 1u << 8, /* on a neighbourhood: blocks per listed
                                     neighbour (checked by
                                     dcoll_nbh_check), no in-place form */
 };

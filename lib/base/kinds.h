@@ -92,13 +92,11 @@
         DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_IP_NONE,             \
         "recvbuf == sendbuf + the counts of the ranks before"),            \
     [DCOLL_COLL_SCAN] = DCOLL_KIND_("scan",                                \
-        DCOLL_KF_OP | DCOLL_KF_COUNTED | DCOLL_KF_ELEMENTWISE |            \
-            DCOLL_KF_PREFIX,                                               \
+        DCOLL_KF_OP | DCOLL_KF_COUNTED | DCOLL_KF_ELEMENTWISE,             \
         DCOLL_O_, DCOLL_O_, DCOLL_O_, DCOLL_O_, DCOLL_IP_SAME,             \
         "sendbuf == recvbuf"),                                             \
     [DCOLL_COLL_EXSCAN] = DCOLL_KIND_("exscan",                            \
-        DCOLL_KF_OP | DCOLL_KF_COUNTED | DCOLL_KF_ELEMENTWISE |            \
-            DCOLL_KF_PREFIX,                                               \
+        DCOLL_KF_OP | DCOLL_KF_COUNTED | DCOLL_KF_ELEMENTWISE,             \
         DCOLL_O_, DCOLL_O_, DCOLL_O_, DCOLL_O_, DCOLL_IP_SAME,             \
         "sendbuf == recvbuf"),                                             \
     /* So are the neighbourhood kinds' (DCOLL_KF_NEIGHBOR). */            \

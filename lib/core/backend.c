@@ -63,12 +63,13 @@ _Static_assert((int)DCOLL_COLL_RECV == (int)DCOLL_KIND_RECV &&
                    (int)DCOLL_COLL_BARRIER == (int)DCOLL_KIND_BARRIER,
                "the public kinds mirror the internal ones");
 
-/* Every kind a call record can carry: one count per call, so not the
- * vector kinds; nor the prefix reductions, which have no public kind. */
+/* Every kind a call record can carry: those with a public number
+ * (dcoll_call_kind_t, DCOLL_KIND_BROADCAST to DCOLL_KIND_RECV), no
+ * other. A kind added later has none, and a program's backend, built
+ * against the header it was, never sees it. */
 static bool user_runs(enum dcoll_coll_kind kind)
 {
-    return dcoll_kind_one_layout(kind) &&
-           !dcoll_kind_has(kind, DCOLL_KF_PREFIX);
+    return (unsigned)kind <= (unsigned)DCOLL_KIND_RECV;
 }
 
 static dcoll_status_t user_coll(struct dcoll_group *g,

@@ -142,16 +142,6 @@ int dcoll_multi_devices(const struct dcoll_multi_call *mc, int *devices);
 dcoll_status_t dcoll_gpu_multi_choose(struct dcoll_group *g,
                                       struct dcoll_multi_call *mc,
                                       const int *devices, bool nccl);
-/* The kinds a GPU transport that runs collectives among the group's
- * ranks (NCCL, IPC) has a row for: one buffer layout a rank, but not
- * point-to-point, whose communicator or team a peer call must not make,
- * nor a barrier, which has no buffers and so never comes. */
-static inline bool dcoll_gpu_coll_kind(enum dcoll_coll_kind kind)
-{
-    return dcoll_kind_one_layout(kind) && kind != DCOLL_COLL_BARRIER &&
-           !dcoll_kind_has(kind, DCOLL_KF_PEER | DCOLL_KF_PREFIX);
-}
-
 /* Whether the plugin's NCCL path may see this type and op: not bool,
  * logical, the pair types, the logical ops or MINLOC/MAXLOC, which NCCL
  * lacks and plugins built before API 1.7 have no entry for; complex types only as their real view

@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "gpu.h"
+#include "gpu_kinds.h"
 #include "plugin_abi.h"
 #include "shape.h"
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "gpu.h"
+#include "gpu_kinds.h"
 #include "plugin_abi.h"
 #include "shape.h"
 
@@ -177,13 +178,14 @@ static dcoll_status_t finish_staged(struct dcoll_work *w, dcoll_status_t st)
 /* Elementwise calls big enough to split: in chunks (DCOLL_STAGE_CHUNK),
  * so that copying one chunk on the GPU overlaps the MPI transfer of the
  * one before. */
-/* AVG of a floating type on GPU buffers: NCCL's way on this path too (a
- * sum of inputs times 1/n, dcoll_premul), so that a group's answer does
- * not hang on whether its ranks share a GPU. */
+/* AVG of a floating type on GPU buffers, of a kind NCCL runs: NCCL's way
+ * on this path too (a sum of inputs times 1/n, dcoll_premul), so that a
+ * group's answer does not hang on whether its ranks share a GPU. (Not a
+ * scan's: each rank divides by its own count of inputs.) */
 static bool premultiplies(const struct dcoll_coll *c)
 {
     return c->op == DCOLL_AVG && dcoll_kind_has(c->kind, DCOLL_KF_OP) &&
-           !dcoll_kind_has(c->kind, DCOLL_KF_PREFIX) &&
+           dcoll_gpu_coll_kind(c->kind) &&
            (dcoll_dtype_is_float(c->dtype) ||
             dcoll_dtype_is_complex(c->dtype));
 }

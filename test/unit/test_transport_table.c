@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include "calls.h"
 #include "check.h"
+#include "gpu_kinds.h"
+#include "ipc/ipc.h"
 #include "kinds.h"
 #include "perf.h"
 #include "route.h"
@@ -20,18 +22,22 @@ enum {
     STAGED_ = 1u << DCOLL_TL_STAGED,
     USER_ = 1u << DCOLL_TL_USER,
 };
-#define ONE_LAYOUT (MPI_ | STAGED_ | NCCL_ | IPC_ | USER_)
+/* Every transport: the kinds of DCOLL_GPU_COLL_KINDS (plugin_abi.h),
+ * which NCCL and IPC have code for. A kind added to the table runs on
+ * neither until it is listed there and given its cases, so its line here
+ * says MPI_ | STAGED_ (| USER_ where it has a public number) until then. */
+#define EVERY_TL (MPI_ | STAGED_ | NCCL_ | IPC_ | USER_)
 
 /* Which transports run each kind. */
 static const unsigned expect[DCOLL_COLL_KIND_COUNT_] = {
-    [DCOLL_COLL_BROADCAST] = ONE_LAYOUT,
-    [DCOLL_COLL_ALL_REDUCE] = ONE_LAYOUT,
-    [DCOLL_COLL_REDUCE] = ONE_LAYOUT,
-    [DCOLL_COLL_ALL_GATHER] = ONE_LAYOUT,
-    [DCOLL_COLL_GATHER] = ONE_LAYOUT,
-    [DCOLL_COLL_SCATTER] = ONE_LAYOUT,
-    [DCOLL_COLL_REDUCE_SCATTER] = ONE_LAYOUT,
-    [DCOLL_COLL_ALL_TO_ALL] = ONE_LAYOUT,
+    [DCOLL_COLL_BROADCAST] = EVERY_TL,
+    [DCOLL_COLL_ALL_REDUCE] = EVERY_TL,
+    [DCOLL_COLL_REDUCE] = EVERY_TL,
+    [DCOLL_COLL_ALL_GATHER] = EVERY_TL,
+    [DCOLL_COLL_GATHER] = EVERY_TL,
+    [DCOLL_COLL_SCATTER] = EVERY_TL,
+    [DCOLL_COLL_REDUCE_SCATTER] = EVERY_TL,
+    [DCOLL_COLL_ALL_TO_ALL] = EVERY_TL,
     /* NCCL and IPC: no buffers (a barrier is MPI's), and no
      * communicator or team made by a peer call. */
     [DCOLL_COLL_BARRIER] = MPI_ | STAGED_ | USER_,
@@ -125,6 +131,33 @@ static void kinds(void)
                       : "has no row for it");
         }
     }
+    /* NCCL's and IPC's runs against the kinds their code names: the
+     * list the plugin's switch is written from, IPC's steps' own list,
+     * and the neighbourhood kinds, which NCCL runs by its exchange. */
+    for (int k = 0; k < DCOLL_COLL_KIND_COUNT_; k++) {
+        const char *kn = dcoll_kind_name(k);
+        bool listed = dcoll_gpu_coll_kind((enum dcoll_coll_kind)k);
+        bool nbh = dcoll_kind_has(k, DCOLL_KF_NEIGHBOR);
+        CHECK(dcoll_nccl_backend.runs((enum dcoll_coll_kind)k) ==
+                  (listed || nbh),
+              "%s: NCCL's runs says %s, but the kind is %s "
+              "DCOLL_GPU_COLL_KINDS (plugin_abi.h)", kn,
+              listed || nbh ? "no" : "yes", listed ? "in" : "not in");
+        bool coded = dcoll_ipc_codes((enum dcoll_coll_kind)k);
+        CHECK(dcoll_ipc_backend.runs((enum dcoll_coll_kind)k) ==
+                  (coded && listed),
+              "%s: IPC's runs disagrees with the kinds its steps have "
+              "cases for (dcoll_ipc_coded, lib/gpu/ipc/steps.c)", kn);
+        CHECK(coded == listed, "%s: %s DCOLL_GPU_COLL_KINDS but %s IPC's "
+              "steps (dcoll_ipc_coded): NCCL and IPC must take the same "
+              "kinds, a group takes either alike", kn,
+              listed ? "in" : "not in", coded ? "in" : "not in");
+    }
+    for (int i = 0; i < dcoll_ipc_ncoded; i++)
+        CHECK((unsigned)dcoll_ipc_coded[i] < DCOLL_COLL_KIND_COUNT_,
+              "IPC's steps name kind %d, past the last",
+              (int)dcoll_ipc_coded[i]);
+
     /* Past the last kind: nobody's. */
     for (int i = 0; i < DCOLL_TL_COUNT_; i++)
         CHECK(!dcoll_route_transport(i)->runs(DCOLL_COLL_KIND_COUNT_),

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "bytes.h"
+#include "gpu_kinds.h"
 #include "ipc.h"
 #include "kinds.h"
 #include "team.h"
@@ -45,10 +46,11 @@ dcoll_status_t dcoll_ipc_env(void)
     return DCOLL_SUCCESS;
 }
 
-/* The kinds NCCL runs: a group that may use NCCL takes either alike. */
+/* The kinds its steps have code for (steps.c), of those NCCL runs: a
+ * group that may use NCCL takes either alike. */
 static bool ipc_runs(enum dcoll_coll_kind kind)
 {
-    return dcoll_gpu_coll_kind(kind);
+    return dcoll_gpu_coll_kind(kind) && dcoll_ipc_codes(kind);
 }
 
 /* A rank's scratch: DCOLL_IPC_SCRATCH, but 4 KiB a piece at least. */

@@ -118,9 +118,17 @@ struct ipc_op {
     bool chained;              /* a step before a call's last */
 };
 
+/* The kinds the steps below have a case for, in both of their per-kind
+ * switches (steps.c), which decline any other; the transport runs these
+ * and no other (transport-table checks the two agree). */
+extern const enum dcoll_coll_kind dcoll_ipc_coded[];
+extern const int dcoll_ipc_ncoded;
+bool dcoll_ipc_codes(enum dcoll_coll_kind kind);
+
 /* A step of kind on the team (root and buffers as this rank sees them:
- * a broadcast's buffer in dst); NULL without memory. Done at once where
- * there are no bytes. */
+ * a broadcast's buffer in dst); NULL without memory, or for a kind not
+ * coded (never asked: the transport declines it first). Done at once
+ * where there are no bytes. */
 struct ipc_op *dcoll_ipc_op(struct ipc_group *ig, enum dcoll_coll_kind kind,
                             const void *src, void *dst, int64_t count,
                             dcoll_dtype_t dtype, dcoll_op_t op, int root,

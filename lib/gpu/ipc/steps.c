@@ -26,6 +26,22 @@
 #include "ipc.h"
 #include "kinds.h"
 
+const enum dcoll_coll_kind dcoll_ipc_coded[] = {
+    DCOLL_COLL_BROADCAST, DCOLL_COLL_ALL_REDUCE, DCOLL_COLL_REDUCE,
+    DCOLL_COLL_ALL_GATHER, DCOLL_COLL_GATHER, DCOLL_COLL_SCATTER,
+    DCOLL_COLL_REDUCE_SCATTER, DCOLL_COLL_ALL_TO_ALL,
+};
+const int dcoll_ipc_ncoded =
+    (int)(sizeof(dcoll_ipc_coded) / sizeof(dcoll_ipc_coded[0]));
+
+bool dcoll_ipc_codes(enum dcoll_coll_kind kind)
+{
+    for (int i = 0; i < dcoll_ipc_ncoded; i++)
+        if (dcoll_ipc_coded[i] == kind)
+            return true;
+    return false;
+}
+
 int dcoll_ipc_fail(struct ipc_group *ig, bool late, const char *fmt, ...)
 {
     if (!*ig->failed) {
@@ -96,7 +112,9 @@ static int emit(struct ipc_group *ig, struct ipc_op *h)
             rc = p->copy(h->dst + (size_t)j * h->b + o, piece(ig, h, j, me),
                          L, dev, h->stream);
         break;
-    default: {   /* the reductions */
+    case DCOLL_COLL_ALL_REDUCE:
+    case DCOLL_COLL_REDUCE:
+    case DCOLL_COLL_REDUCE_SCATTER: {
         if (!h->dst)
             break;
         bool scattered = h->kind == DCOLL_COLL_REDUCE_SCATTER;
@@ -113,6 +131,9 @@ static int emit(struct ipc_group *ig, struct ipc_op *h)
                                   dcoll_op_name(h->op));
         break;
     }
+    default:   /* not in dcoll_ipc_coded: never queued */
+        return dcoll_ipc_fail(ig, false, "IPC has no step for %s",
+                              dcoll_kind_name(h->kind));
     }
     return rc ? dcoll_ipc_fail(ig, false, "on GPU %d: %s", dev,
                                p->last_error())
@@ -520,8 +541,12 @@ struct ipc_op *dcoll_ipc_op(struct ipc_group *ig, enum dcoll_coll_kind kind,
         if (!is_root)
             h->dst = NULL;
         break;
-    default:
+    case DCOLL_COLL_ALL_REDUCE:
+    case DCOLL_COLL_ALL_GATHER:
         break;
+    default:   /* not in dcoll_ipc_coded */
+        free(h);
+        return NULL;
     }
     /* A piece's chunk: what fits where k pieces are put, in whole
      * elements, 256-byte aligned past the first. */
