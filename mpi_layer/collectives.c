@@ -23,9 +23,7 @@ post(struct dcoll_group *g, const struct dcoll_coll *c,
     if (row->tagged && DCOLL_UNLIKELY(c->tag > dcoll_mpi_tag_ub))
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
                            "%s: tag %d is above this MPI's MPI_TAG_UB %d",
-                           c->kind == DCOLL_COLL_SEND ? "dcoll_send"
-                                                      : "dcoll_recv",
-                           c->tag, dcoll_mpi_tag_ub);
+                           c->fn, c->tag, dcoll_mpi_tag_ub);
     int rc = row->post(p, g, c, dcoll_mpi_comm_for(g, c), status, &call);
     *callp = call;
     if (DCOLL_LIKELY(rc == MPI_SUCCESS))

@@ -12,7 +12,8 @@
 #include "mpi_internal.h"
 
 /* The largest calls served here: above them OpenMPI's own algorithms win
- * (bench/README.md, "Timeouts"). */
+ * (bench/README.md, "Every collective, by default and where timeouts
+ * return"). */
 #define SMALL_BYTES 32768  /* all_reduce, reduce */
 #define SMALL_BCAST 4096   /* broadcast */
 /* Tags carry the call's number: a message a failed or mismatched call

@@ -709,7 +709,7 @@ dcoll_status_t dcoll_mpi_exchange(struct dcoll_group *g, const void *mine,
         .seq = c->seq,
         .kind = c->kind,
         .fn = c->fn,
-        .call = "MPI_Iallgather (debug check)",
+        .call = "MPI_Iallgather (an exchange of the group's records)",
         .out = out,
     };
     /* all holds g->size records: never exchange over more ranks. */

@@ -749,8 +749,9 @@ static void handle(struct client *c, const struct wire_msg *m)
     case WIRE_NUMKEYS:
         reply(c, WIRE_OK, (int64_t)s->kv.n, 0, NULL);
         return;
-    default:
-        break;
+    default:   /* check_shape lets no other code through */
+        refuse(c, WIRE_BAD_REQUEST, "unknown request");
+        return;
     }
 nomem:
     refuse(c, WIRE_BAD_REQUEST, "the server is out of memory");

@@ -49,6 +49,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "check.h"
 #include "dcoll/dcoll.h"
 #ifdef CUDA_DEVICE
 #include <cuda_runtime_api.h>
@@ -57,16 +58,7 @@
 #include "cudart_double.h"
 #endif
 
-static int fails;
-#define CHECK(cond, ...)                                                   \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);           \
-            fprintf(stderr, __VA_ARGS__);                                  \
-            fprintf(stderr, " (last error: %s)\n", dcoll_last_error());    \
-            fails++;                                                       \
-        }                                                                  \
-    } while (0)
+int t_rank, t_failures;
 
 /* Rank dies while the others wait in an all_reduce of g for it. (Dying
  * with its own part posted would not do: MPI may have sent all it
@@ -239,6 +231,7 @@ int main(int argc, char **argv)
     int rank = -1, size = 0;
     dcoll_group_rank(NULL, &rank);
     dcoll_group_size(NULL, &size);
+    t_rank = rank;
     int x = 1;
     CHECK(dcoll_all_reduce(NULL, &x, &x, 1, DCOLL_INT32, DCOLL_SUM, NULL,
                            NULL) == DCOLL_SUCCESS && x == size,
@@ -286,7 +279,7 @@ int main(int argc, char **argv)
             dcoll_group_destroy(&t);
         }
         dcoll_group_destroy(&s);
-        if (!fails)
+        if (!t_failures)
             printf("%s: rank %d ok, the death seen in %d ms\n", mode, rank,
                    ms);
     } else if (!strcmp(mode, "link")) {
@@ -308,7 +301,7 @@ int main(int argc, char **argv)
         int two[] = {0, 1};
         dcoll_group_t *s = shrunk(NULL, two, 2);
         dcoll_group_destroy(&s);
-        if (!fails)
+        if (!t_failures)
             printf("link: rank %d ok\n", rank);
     } else if (!strcmp(mode, "slow")) {
         dcoll_group_t *g = NULL;
@@ -328,7 +321,7 @@ int main(int argc, char **argv)
         dcoll_group_t *s = shrunk(g, all, 3);
         dcoll_group_destroy(&s);
         dcoll_group_destroy(&g);
-        if (!fails)
+        if (!t_failures)
             printf("slow: rank %d ok, nobody left out\n", rank);
     } else if (!strcmp(mode, "restart")) {
         const char *a = getenv("DCOLL_RESTART_COUNT");
@@ -343,7 +336,7 @@ int main(int argc, char **argv)
         CHECK(dcoll_all_reduce(NULL, &x, &x, 1, DCOLL_INT32, DCOLL_SUM,
                                NULL, NULL) == DCOLL_SUCCESS && x == size,
               "the second sum");
-        if (!fails)
+        if (!t_failures)
             printf("restart: rank %d ok in attempt %s\n", rank, a);
 #ifdef CUDA_DEVICE
     } else if (!strncmp(mode, "gpu", 3)) {
@@ -354,7 +347,7 @@ int main(int argc, char **argv)
             return 77;
         }
         int ms = gpu(mode, rank, size, timeout);
-        if (!fails)
+        if (!t_failures)
             printf("%s: rank %d ok, the death seen in %d ms\n", mode, rank,
                    ms);
 #endif
@@ -367,7 +360,7 @@ int main(int argc, char **argv)
               "out NULL");
         CHECK(dcoll_group_shrink(DCOLL_GROUP_NULL, &s) ==
                   DCOLL_ERR_INVALID_ARGUMENT, "a destroyed group");
-        if (!fails)
+        if (!t_failures)
             printf("refused: rank %d ok\n", rank);
     } else {
         fprintf(stderr, "usage: test_shrink killed|twice|slow|restart|"
@@ -376,5 +369,5 @@ int main(int argc, char **argv)
     }
     fflush(NULL);
     CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
-    return fails ? 1 : 0;
+    return T_EXIT;
 }

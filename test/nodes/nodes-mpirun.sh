@@ -5,7 +5,7 @@
 # Fortran examples run, test_nodes checks the world and each node's local
 # ranks, dcoll-info reports each rank's own host, and nothing is left
 # running on any node.
-#   mpirun.sh HEAT GRID_F TEST_NODES DCOLL_INFO
+#   nodes-mpirun.sh HEAT GRID_F TEST_NODES DCOLL_INFO
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 heat=$1 grid_f=$2 prog=$3 info=$4
