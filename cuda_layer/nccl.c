@@ -569,22 +569,10 @@ static bool reduces(int kind)
            kind == DCOLL_KIND_REDUCE_SCATTER;
 }
 
-/* The kinds nccl_coll has a case for: DCOLL_GPU_COLL_KINDS, no other. */
-static bool listed(int kind)
-{
-    switch (kind) {
-#define LISTED_(k) case DCOLL_KIND_##k:
-    DCOLL_GPU_COLL_KINDS(LISTED_)
-#undef LISTED_
-        return true;
-    default:
-        return false;
-    }
-}
-
 int dcoll_nccl_takes(const dcoll_plugin_call_t *k)
 {
-    if (!listed(k->kind))
+    /* nccl_coll has a case for DCOLL_GPU_COLL_KINDS, no other kind. */
+    if (!dcoll_gpu_kind_listed(k->kind))
         return 1;
     /* Ops NCCL lacks go back to the staged path: every rank of a
      * collective names the same op, so all take the same path. */

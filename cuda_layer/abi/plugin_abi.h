@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "dcoll/backend.h"
 #include "dcoll/common.h"
 
 /* The plugin's one export: a function of no arguments that returns its
@@ -55,6 +56,19 @@ enum dcoll_mem_kind {
 #define DCOLL_GPU_COLL_KINDS(X)                                             \
     X(BROADCAST) X(ALL_REDUCE) X(REDUCE) X(ALL_GATHER) X(GATHER)            \
     X(SCATTER) X(REDUCE_SCATTER) X(ALL_TO_ALL)
+
+/* Whether kind (a dcoll_call_kind_t) is listed: both sides ask this. */
+static inline bool dcoll_gpu_kind_listed(int kind)
+{
+    switch (kind) {
+#define DCOLL_GPU_CASE_(k) case DCOLL_KIND_##k:
+    DCOLL_GPU_COLL_KINDS(DCOLL_GPU_CASE_)
+#undef DCOLL_GPU_CASE_
+        return true;
+    default:
+        return false;
+    }
+}
 
 /* One call for NCCL, as the core checked it; group ranks throughout. */
 struct dcoll_plugin_call {

@@ -11,17 +11,17 @@
 #include "plugin_abi.h"
 
 /* The kinds NCCL and IPC run among the group's ranks: those the plugin's
- * ABI names (DCOLL_GPU_COLL_KINDS, plugin_abi.h), no other. */
+ * ABI names (DCOLL_GPU_COLL_KINDS, plugin_abi.h), no other. Each has the
+ * same number inside as in the public dcoll_call_kind_t. */
+#define DCOLL_GPU_SAME_(k)                                                  \
+    _Static_assert((int)DCOLL_COLL_##k == (int)DCOLL_KIND_##k,              \
+                   "kind " #k " has another number inside");
+DCOLL_GPU_COLL_KINDS(DCOLL_GPU_SAME_)
+#undef DCOLL_GPU_SAME_
+
 static inline bool dcoll_gpu_coll_kind(enum dcoll_coll_kind kind)
 {
-    switch (kind) {
-#define DCOLL_GPU_CASE_(k) case DCOLL_COLL_##k:
-    DCOLL_GPU_COLL_KINDS(DCOLL_GPU_CASE_)
-#undef DCOLL_GPU_CASE_
-        return true;
-    default:
-        return false;
-    }
+    return dcoll_gpu_kind_listed((int)kind);
 }
 
 #endif
