@@ -48,7 +48,7 @@ enum dcoll_mem_kind {
 /* The kinds of call the GPU transports run among a group's ranks, by
  * name (the part after DCOLL_KIND_ / DCOLL_COLL_): nccl_coll has a case
  * for each (cuda_layer/nccl.c), the core's NCCL and IPC transports take
- * only these (lib/gpu/gpu.h), and IPC's steps have a case for each
+ * only these (lib/gpu/gpu_kinds.h), and IPC's steps have a case for each
  * (lib/gpu/ipc/steps.c). A kind not listed is declined by all of them and
  * staged: a list fails closed where a rule over the kinds' facts, which a
  * new kind may satisfy, would run it as another kind. Not barrier (no

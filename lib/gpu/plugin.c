@@ -60,37 +60,38 @@ static int identify(void *h, const char *path, const dcoll_cuda_plugin_t **p,
     dcoll_cuda_plugin_fn entry;
     *(void **)&entry = dlsym(h, DCOLL_CUDA_PLUGIN_ENTRY);
     const struct dcoll_plugin_identity *id = entry ? entry() : NULL;
-    if (id && id->magic == DCOLL_PLUGIN_MAGIC && id->version && id->build &&
-        !strcmp(id->build, DCOLL_BUILD_ID) &&
+    bool named = id && id->magic == DCOLL_PLUGIN_MAGIC && id->version &&
+                 id->build;
+    if (named && !strcmp(id->build, DCOLL_BUILD_ID) &&
         !strcmp(id->version, DCOLL_BUILD_VERSION) &&
         id->table_bytes == sizeof(dcoll_cuda_plugin_t)) {
         *p = (const dcoll_cuda_plugin_t *)id;
         return 0;
     }
     const char *old = NULL;
-    for (size_t i = 0; !entry && i < sizeof(older) / sizeof(older[0]); i++)
+    for (size_t i = 0; !entry && !old && i < sizeof(older) / sizeof(older[0]);
+         i++)
         if (dlsym(h, older[i]))
             old = older[i];
-    if (id && id->magic == DCOLL_PLUGIN_MAGIC && id->version && id->build) {
-        snprintf(why, len, "%s is the CUDA plugin of another build (dcoll "
-                 "%.32s, build %.32s), not this library's (dcoll %s, build "
-                 "%s): install libdcoll and its plugin from one build",
-                 path, id->version, id->build, DCOLL_BUILD_VERSION,
-                 DCOLL_BUILD_ID);
-        return 2;
+    char theirs[96];
+    if (named)
+        snprintf(theirs, sizeof(theirs), "dcoll %.32s, build %.32s",
+                 id->version, id->build);
+    else if (old)
+        snprintf(theirs, sizeof(theirs), "dcoll 1.11 or older, entry point "
+                 "%s", old);
+    else if (entry)
+        snprintf(theirs, sizeof(theirs), "a table of no identity");
+    else {
+        snprintf(why, len, "%s: not a dcoll CUDA plugin (no %s)", path,
+                 DCOLL_CUDA_PLUGIN_ENTRY);
+        return 1;
     }
-    if (old || entry) {
-        snprintf(why, len, "%s is the CUDA plugin of another build (%s%s), "
-                 "not this library's (dcoll %s, build %s): install libdcoll "
-                 "and its plugin from one build", path,
-                 old ? "dcoll 1.11 or older, entry point " : "a table of "
-                 "no identity", old ? old : "", DCOLL_BUILD_VERSION,
-                 DCOLL_BUILD_ID);
-        return 2;
-    }
-    snprintf(why, len, "%s: not a dcoll CUDA plugin (no %s)", path,
-             DCOLL_CUDA_PLUGIN_ENTRY);
-    return 1;
+    snprintf(why, len, "%s is the CUDA plugin of another build (%s), not "
+             "this library's (dcoll %s, build %s): install libdcoll and its "
+             "plugin from one build", path, theirs, DCOLL_BUILD_VERSION,
+             DCOLL_BUILD_ID);
+    return 2;
 }
 
 /* Try one path; on failure append why to tried. A plugin of another
