@@ -71,4 +71,48 @@ static inline void raw_request(int fd, uint8_t op, int nstr,
     raw_send(fd, frame, wire_frame_size(nstr, str));
 }
 
+/* Bytes sent to the server on port that it has not read yet: the receive
+ * queues of its end of every connection (accepted or still queued for
+ * accept), from /proc/net/tcp; -1 where that cannot be read. */
+static inline long raw_unread(int port)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    if (!f)
+        return -1;
+    char line[512];
+    long unread = 0;
+    unsigned lport, st;
+    unsigned long tx, rx;
+    if (!fgets(line, sizeof(line), f)) {   /* the column heads */
+        fclose(f);
+        return -1;
+    }
+    while (fgets(line, sizeof(line), f))
+        if (sscanf(line, " %*u: %*8x:%x %*8x:%*x %x %lx:%lx", &lport, &st,
+                   &tx, &rx) == 4 && (int)lport == port && st == 1)
+            unread += (long)rx;
+    fclose(f);
+    return unread;
+}
+
+/* Wait, up to secs, until the server on port has read everything its
+ * peers sent, so what a test counts next is what the server decided, not
+ * how far a busy machine let it get. A request through a client of its
+ * own after this is served after those reads. */
+static inline void raw_settled(int port, double secs)
+{
+    for (int i = 0; i < (int)(secs * 100); i++) {
+        long left = raw_unread(port);
+        if (left == 0)
+            return;
+        if (left < 0)
+            fail_msg("cannot read /proc/net/tcp to see what the server "
+                     "on port %d has read", port);
+        usleep(10000);
+    }
+    if (raw_unread(port) != 0)
+        fail_msg("the server on port %d has not read %ld bytes its peers "
+                 "sent after %.0f s", port, raw_unread(port), secs);
+}
+
 #endif

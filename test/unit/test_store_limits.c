@@ -499,7 +499,7 @@ static void memory_total_frames(void **state)
         }
     }
     free(frame);
-    usleep(200000);
+    raw_settled(port, 60);
     still_served(s);
     long during = rss_kib();
     char msg[512];
@@ -552,7 +552,8 @@ static void memory_total_replies(void **state)
         fd[i] = raw_connect(port);
         raw_send(fd[i], frame, fl);
     }
-    usleep(100000);
+    raw_settled(port, 60);
+    still_served(s);   /* served after the GETs: they are parked */
     long before = rss_kib();
     size_t n = 4 << 20;
     char *v = calloc(1, n);
@@ -632,7 +633,7 @@ static void memory_waiters(void **state)
     }
     free(frame);
     free(names);
-    usleep(500000);
+    raw_settled(port, 60);
     char buf[8];
     size_t len = 0;
     OK(dcoll_store_get(s, "pre", buf, sizeof(buf), &len));
