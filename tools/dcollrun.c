@@ -335,6 +335,9 @@ int main(int argc, char **argv)
     long n = 0;
     int i = 1, restarts = -1;
     const char *on_failure = NULL;
+    /* Its output's reader gone (a pipe closed, a terminal lost) must not
+     * end the launcher and with it every rank: writes fail instead. */
+    signal(SIGPIPE, SIG_IGN);
     from_slurm(&p, slurm_addr, sizeof(slurm_addr));
     bool standalone = false;
     for (; i < argc && argv[i][0] == '-'; i++) {

@@ -110,6 +110,12 @@ bool dcoll_deaths_poll(bool now);
 /* The first of n world ranks (ranks NULL: 0..n-1) known dead: its index,
  * and the launcher's words in text; -1 if none. */
 int dcoll_deaths_first(const int *ranks, int n, char *text, size_t cap);
+/* spawn.c: a process of a job whose peers may vanish takes a write to a
+ * socket or pipe nobody reads any more as EPIPE, not as a SIGPIPE that
+ * ends it: SIGPIPE is ignored where it was at its default (a handler the
+ * program set stays). dcoll_spawn's processes, dcollrun, and under
+ * DCOLL_ON_FAILURE=continue every rank at dcoll_init. */
+void dcoll_pipes_survive(void);
 /* keeper.c: deaths under a launcher dcoll does not run (mpirun, srun),
  * said by a keeper process rank 0 forks. Whether this process wants one
  * (DCOLL_ON_FAILURE=continue, and no launcher reports deaths). */

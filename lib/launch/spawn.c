@@ -33,6 +33,14 @@ static void on_forwarded(int sig)
     pending[sig == SIGUSR2] = 1;
 }
 
+void dcoll_pipes_survive(void)
+{
+    struct sigaction now;
+    if (sigaction(SIGPIPE, NULL, &now) == 0 &&
+        !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL)
+        signal(SIGPIPE, SIG_IGN);
+}
+
 /* Catch the forwarded signals the program leaves at their default;
  * which were caught, into caught, with what was there into before. */
 static void forward_begin(bool caught[2], struct sigaction before[2])
@@ -418,6 +426,9 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
             prctl(PR_SET_PDEATHSIG, SIGKILL);
             if (getppid() != parent)
                 _exit(1);
+            /* A peer on a lost node or a launcher gone must not end the
+             * survivors by a write (inherited across exec). */
+            dcoll_pipes_survive();
             set_env(node, nnodes, r, nprocs, p.master_addr, p.master_port,
                     nnodes > 1 || cont, cont);
             exit(fn(base + r, arg) & 0xff);

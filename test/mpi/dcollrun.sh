@@ -83,4 +83,24 @@ for bad in "--nnodes=1:4 -n 2|--nnodes M" "-m mod|python -m MODULE" \
         echo "$msg" | grep -qF -- "$want" ||
         { echo "FAIL: dcollrun $args -> $rc: $msg"; fail=1; }
 done
+# The reader of dcollrun's output gone (`| true` ends at once): neither
+# dcollrun (one process: it becomes the program) nor its ranks (writing
+# straight to it, or relayed with --tag-output) die of SIGPIPE; the job
+# runs to its end and dcollrun exits 0.
+tmp=$(mktemp -d)
+for how in "-n 1" "-n 2" "-n 2 --tag-output"; do
+    rm -f "$tmp"/done.* "$tmp/rc"
+    # shellcheck disable=SC2016,SC2086
+    { /usr/bin/timeout 60 "$run" $how --timeout 50 /bin/sh -c \
+          'sleep 0.5; i=0; while [ $i -lt 300 ]; do echo "line $i"; \
+           i=$((i + 1)); done; touch "$0/done.$RANK"' "$tmp" 2>/dev/null
+      echo $? >"$tmp/rc"; } | true
+    rc=$(cat "$tmp/rc") n=${how#-n }; n=${n%% *}
+    [ "$rc" = 0 ] && [ "$(find "$tmp" -name 'done.*' | wc -l)" = "$n" ] ||
+        { echo "FAIL: dcollrun $how with its reader gone: exit $rc," \
+               "$(find "$tmp" -name 'done.*' | wc -l) of $n finished"
+          fail=1; }
+done
+echo "dcollrun and its ranks outlive their output's reader"
+rm -rf "$tmp"
 exit $fail

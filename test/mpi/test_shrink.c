@@ -43,12 +43,14 @@
  *                        their peer's steps ends at the launcher's word
  * Each survivor prints one line "MODE: rank R ok ..."; the script counts
  * them. */
+#include <errno.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
 #include "check.h"
 #include "dcoll/dcoll.h"
 #ifdef CUDA_DEVICE
@@ -236,6 +238,15 @@ int main(int argc, char **argv)
     CHECK(dcoll_all_reduce(NULL, &x, &x, 1, DCOLL_INT32, DCOLL_SUM, NULL,
                            NULL) == DCOLL_SUCCESS && x == size,
           "the first sum");
+    /* A survivor writes to a socket whose peer is gone and lives (EPIPE,
+     * not SIGPIPE), under dcollrun's continue and the keeper's alike. */
+    const char *cont = getenv("DCOLL_ON_FAILURE");
+    int sv[2];
+    if (cont && !strcmp(cont, "continue"))
+        CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0 &&
+              close(sv[1]) == 0 && write(sv[0], "x", 1) == -1 &&
+              errno == EPIPE && close(sv[0]) == 0,
+              "a write to a peer that is gone fails with EPIPE");
     double timeout = 20;
     if (!strcmp(mode, "killed") || !strcmp(mode, "twice") ||
         !strcmp(mode, "abort") || !strcmp(mode, "killed0") ||

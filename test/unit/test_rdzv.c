@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <signal.h>
 #include <unistd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <cmocka.h>
 #include "dcoll/dcoll.h"
@@ -287,6 +290,46 @@ static void spawn_inline(void **state)
     clear_env();
 }
 
+/* A spawned process writes to a socket and to a pipe whose readers are
+ * gone: each write fails with EPIPE and the process goes on (a survivor
+ * must not die of a peer on a lost node, or of a launcher gone). With a
+ * SIGPIPE handler of the program's own (arg), the handler is kept. */
+static volatile sig_atomic_t pipe_signals;
+
+static void on_pipe(int sig)
+{
+    (void)sig;
+    pipe_signals++;
+}
+
+static int pipe_fn(int rank, void *arg)
+{
+    (void)rank;
+    int sv[2], pp[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) || pipe(pp))
+        return 3;
+    close(sv[1]);
+    close(pp[0]);
+    if (write(sv[0], "x", 1) != -1 || errno != EPIPE)
+        return 4;
+    if (write(pp[1], "x", 1) != -1 || errno != EPIPE)
+        return 5;
+    return pipe_signals == (arg ? 2 : 0) ? 0 : 6;
+}
+
+static void spawn_epipe(void **state)
+{
+    (void)state;
+    dcoll_spawn_failure_t f;
+    assert_int_equal(dcoll_spawn(pipe_fn, NULL, 2, NULL, &f), DCOLL_SUCCESS);
+    struct sigaction sa = {0}, was;
+    sa.sa_handler = on_pipe;
+    sigaction(SIGPIPE, &sa, &was);
+    assert_int_equal(dcoll_spawn(pipe_fn, &sa, 2, NULL, &f), DCOLL_SUCCESS);
+    sigaction(SIGPIPE, &was, NULL);
+    clear_env();
+}
+
 /* A process of node k of a two-node spawn: torchrun's variables, and the
  * agent's store for the rendezvous; rank 3 fails where arg says. */
 static int node_fn(int rank, void *arg)
@@ -441,6 +484,7 @@ int main(void)
         cmocka_unit_test(registry),
         cmocka_unit_test(backend_registry),
         cmocka_unit_test(spawn_inline),
+        cmocka_unit_test(spawn_epipe),
         cmocka_unit_test(spawn_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
