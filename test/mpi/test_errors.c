@@ -4,6 +4,7 @@
  * group unusable on the refusing rank, which bad_collectives checks).
  * Run under mpirun, 1 to 4 ranks. */
 #include "testutil.h"
+#include "kind_calls.h"
 
 int t_rank, t_failures;
 
@@ -364,6 +365,49 @@ static void bad_work(void)
     still_works("bad work handles");
 }
 
+/* Every kind of the tests' table (kind_calls.h), blocking and as a plan,
+ * given an option bit that does not exist: refused on every rank, naming
+ * the bit and the call, and the group spent as a refused call leaves it
+ * (a send or receive, which is not numbered, leaves it as it was). */
+static void table_refusals(void)
+{
+    dcoll_coll_opts_t o = DCOLL_COLL_OPTS_INIT;
+    o.mask = 1u << 7;
+    G = t_spare();
+    for (int k = 0; k < DCOLL_COLL_KIND_COUNT_; k++) {
+        const struct kind_call *e = &kind_calls[k];
+        bool p2p = k == DCOLL_COLL_SEND || k == DCOLL_COLL_RECV;
+        char fn[64];
+        snprintf(fn, sizeof(fn), "dcoll_%s", k == DCOLL_COLL_SEND &&
+                 t_rank % 2 ? "recv" : k == DCOLL_COLL_RECV &&
+                 t_rank % 2 == 0 ? "send" : e->name);
+        for (int plan = 0; plan < 2; plan++) {
+            if (plan && !e->plan)
+                continue;
+            struct kc_ctx c;
+            CHECK_OK(kc_begin(&c, G));
+            c.opts = &o;
+            struct kc_ctx was = c;
+            dcoll_plan_t *p = NULL;
+            EXPECT(plan ? e->plan(&c, &p) : e->run(&c), BAD, "0x80");
+            CHECK(strstr(dcoll_last_error(), fn) != NULL, "%s%s: the "
+                  "refusal does not name %s: %s", e->name,
+                  plan ? " plan" : "", fn, dcoll_last_error());
+            CHECK(p == NULL, "%s plan: a refused plan was made", e->name);
+            CHECK(!memcmp(was.in, c.in, sizeof(c.in)) &&
+                  !memcmp(was.out, c.out, sizeof(c.out)), "%s%s: the "
+                  "refused call wrote to its buffers", e->name,
+                  plan ? " plan" : "");
+            kc_done(&c);
+            if (!p2p && !plan)
+                t_spent(&G, e->name);
+        }
+    }
+    CHECK_OK(dcoll_barrier(G, NULL, NULL));
+    CHECK_OK(dcoll_group_destroy(&G));
+    still_works("refused kinds");
+}
+
 static void after_finalize(void)
 {
     int x;
@@ -423,6 +467,7 @@ int main(void)
     bad_groups(size);
     still_works("bad groups");
     bad_collectives(size);
+    table_refusals();
     group_rank_as_root(size);
     bad_work();
     int rc = t_finish("test_errors");

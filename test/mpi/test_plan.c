@@ -8,6 +8,7 @@
  * DCOLL_DEBUG=detail), plans that differ between ranks fail on every
  * rank at plan time. */
 #include "testutil.h"
+#include "kind_calls.h"
 
 int t_rank, t_failures;
 static int size;
@@ -499,6 +500,40 @@ static void debug_pairing(void)
     CHECK_OK(dcoll_plan_free(&pb));
 }
 
+/* Every kind of the tests' table (kind_calls.h) as a plan on g: started
+ * three times, blocking and then with a work, the inputs filled again
+ * before each, it leaves what the kind promises each time. Send and
+ * receive plans are a pair: ring() makes them. */
+static void table_kinds(dcoll_group_t *g, const char *label)
+{
+    struct kc_ctx c;
+    CHECK_OK(kc_begin(&c, g));
+    for (int k = 0; k < DCOLL_COLL_KIND_COUNT_; k++) {
+        const struct kind_call *e = &kind_calls[k];
+        if (!e->plan)
+            continue;
+        dcoll_plan_t *p = NULL;
+        kc_fill(&c);
+        dcoll_status_t st = e->plan(&c, &p);
+        CHECK(st == DCOLL_SUCCESS, "%s: %s plan: %s", label, e->name,
+              dcoll_last_error());
+        for (int i = 0; !st && i < 3; i++) {
+            kc_fill(&c);
+            dcoll_work_t *w = NULL;
+            st = dcoll_plan_start(p, i == 2 ? &w : NULL);
+            if (!st && w)
+                st = dcoll_work_wait(w);
+            dcoll_work_free(&w);
+            CHECK(st == DCOLL_SUCCESS, "%s: %s plan, start %d: %s", label,
+                  e->name, i, dcoll_last_error());
+            CHECK(st || e->check(&c), "%s: %s plan, start %d: %s", label,
+                  e->name, i, c.what);
+        }
+        CHECK_OK(dcoll_plan_free(&p));
+    }
+    kc_done(&c);
+}
+
 int main(int argc, char **argv)
 {
     if (dcoll_init(NULL) != DCOLL_SUCCESS) {
@@ -517,6 +552,14 @@ int main(int argc, char **argv)
         /* Big enough for MPI's other algorithms (pipelined, rendezvous). */
         kinds(NULL, DCOLL_FLOAT32, size, 70001, 3);
         vectors();
+        table_kinds(NULL, "world");
+        int rev[KC_MAX_RANKS];
+        for (int r = 0; r < size; r++)
+            rev[r] = size - 1 - r;
+        dcoll_group_t *g = NULL;
+        CHECK_OK(dcoll_new_group(&g, rev, size, NULL));
+        table_kinds(g, "reversed");
+        dcoll_group_destroy(&g);
         ring();
         refusals();
         non_member();

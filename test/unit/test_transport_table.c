@@ -9,6 +9,7 @@
 #include "check.h"
 #include "gpu_kinds.h"
 #include "ipc/ipc.h"
+#include "kind_calls.h"
 #include "kinds.h"
 #include "perf.h"
 #include "route.h"
@@ -201,12 +202,31 @@ static void perf(void)
     }
 }
 
+/* The tests' table of calls (test/mpi/kind_calls.c) has every kind,
+ * under its name: the route and plan tests iterate it. */
+static void test_calls(void)
+{
+    for (int k = 0; k < DCOLL_COLL_KIND_COUNT_; k++) {
+        const struct kind_call *e = &kind_calls[k];
+        const char *kn = dcoll_kind_name(k);
+        CHECK(e->name && e->run && e->check && e->mpi, "%s: the tests' "
+              "table of calls has no entry for it (test/mpi/kind_calls.c)",
+              kn);
+        CHECK(!e->name || !strcmp(e->name, kn), "%s: the tests' table of "
+              "calls names it '%s' (test/mpi/kind_calls.c)", kn, e->name);
+        bool pair = k == DCOLL_COLL_SEND || k == DCOLL_COLL_RECV;
+        CHECK(pair || e->plan, "%s: the tests' table of calls has no plan "
+              "for it (test/mpi/kind_calls.c)", kn);
+    }
+}
+
 int main(void)
 {
     tables();
     kinds();
     mpi_rows();
     perf();
+    test_calls();
     if (!t_failures)
         printf("transport-table: %d kinds, %d transports: no gap\n",
                DCOLL_COLL_KIND_COUNT_, DCOLL_TL_COUNT_);
