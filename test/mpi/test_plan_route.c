@@ -16,97 +16,120 @@
 #include <string.h>
 #include "dcoll/dcoll.h"
 #include "check.h"
+#include "kind_calls.h"
+#include "pmpi_count.h"
 
+/* The calls counted (pmpi_count.h), in the kinds this test tells apart:
+ * a persistent request's start, the blocking and nonblocking sum, a
+ * persistent request made, point-to-point, and what the debug check's
+ * exchange uses. */
 enum { START, ALLREDUCE, IALLREDUCE, INIT, P2P, OTHER, NCOUNT };
 static const char *const names[NCOUNT] = {
     "MPI_Start", "MPI_Allreduce", "MPI_Iallreduce", "a persistent init",
     "point-to-point", "another collective",
+};
+static const char *const members[NCOUNT][4] = {
+    {"MPI_Start"}, {"MPI_Allreduce"}, {"MPI_Iallreduce"},
+    {"MPI_Send_init", "MPI_Recv_init"},
+    {"MPI_Isend", "MPI_Irecv", "MPI_Send", "MPI_Recv"},
+    {"MPI_Allgather", "MPI_Iallgather", "MPI_Barrier"},
 };
 static int counts[NCOUNT];
 /* The debug check's exchanges expected at each collective start. */
 static int checks;
 int t_rank, t_failures;
 
-int MPI_Start(MPI_Request *rq)
+/* counts[] from what pmpi_count saw since the last reset; *stray is how
+ * many calls of no kind above were made. */
+static void tally(int *stray)
 {
-    counts[START]++;
-    return PMPI_Start(rq);
+    int seen = 0;
+    for (int k = 0; k < NCOUNT; k++) {
+        counts[k] = 0;
+        for (int i = 0; i < 4 && members[k][i]; i++)
+            counts[k] += pc_count(members[k][i]);
+        seen += counts[k];
+    }
+    int all = 0;
+    for (int i = 0; i < PC_NNAMES; i++)
+        all += pc_counts[i];
+    *stray = all - seen;
 }
-int MPI_Startall(int n, MPI_Request *rq)
+
+static void reset(void)
 {
-    counts[START] += n;
-    return PMPI_Startall(n, rq);
-}
-int MPI_Allreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op op,
-                  MPI_Comm c)
-{
-    counts[ALLREDUCE]++;
-    return PMPI_Allreduce(s, r, n, t, op, c);
-}
-int MPI_Iallreduce(const void *s, void *r, int n, MPI_Datatype t, MPI_Op op,
-                   MPI_Comm c, MPI_Request *rq)
-{
-    counts[IALLREDUCE]++;
-    return PMPI_Iallreduce(s, r, n, t, op, c, rq);
-}
-int MPI_Send_init(const void *b, int n, MPI_Datatype t, int dst, int tag,
-                  MPI_Comm c, MPI_Request *rq)
-{
-    counts[INIT]++;
-    return PMPI_Send_init(b, n, t, dst, tag, c, rq);
-}
-int MPI_Recv_init(void *b, int n, MPI_Datatype t, int src, int tag,
-                  MPI_Comm c, MPI_Request *rq)
-{
-    counts[INIT]++;
-    return PMPI_Recv_init(b, n, t, src, tag, c, rq);
-}
-/* What a debug exchange or any other traffic would use. */
-int MPI_Isend(const void *b, int n, MPI_Datatype t, int dst, int tag,
-              MPI_Comm c, MPI_Request *rq)
-{
-    counts[P2P]++;
-    return PMPI_Isend(b, n, t, dst, tag, c, rq);
-}
-int MPI_Irecv(void *b, int n, MPI_Datatype t, int src, int tag, MPI_Comm c,
-              MPI_Request *rq)
-{
-    counts[P2P]++;
-    return PMPI_Irecv(b, n, t, src, tag, c, rq);
-}
-int MPI_Send(const void *b, int n, MPI_Datatype t, int dst, int tag,
-             MPI_Comm c)
-{
-    counts[P2P]++;
-    return PMPI_Send(b, n, t, dst, tag, c);
-}
-int MPI_Allgather(const void *s, int sn, MPI_Datatype st, void *r, int rn,
-                  MPI_Datatype rt, MPI_Comm c)
-{
-    counts[OTHER]++;
-    return PMPI_Allgather(s, sn, st, r, rn, rt, c);
-}
-int MPI_Iallgather(const void *s, int sn, MPI_Datatype st, void *r, int rn,
-                   MPI_Datatype rt, MPI_Comm c, MPI_Request *rq)
-{
-    counts[OTHER]++;
-    return PMPI_Iallgather(s, sn, st, r, rn, rt, c, rq);
-}
-int MPI_Barrier(MPI_Comm c)
-{
-    counts[OTHER]++;
-    return PMPI_Barrier(c);
+    pc_reset();
+    memset(counts, 0, sizeof(counts));
 }
 
 /* Exactly one call of want (n of them) and the debug check's other
  * (collectives only), nothing else counted. */
 static void only(int want, int n, int other, const char *what)
 {
+    int stray;
+    tally(&stray);
+    CHECK(stray == 0, "%s: other MPI calls: %s", what, pc_made());
     for (int k = 0; k < NCOUNT; k++) {
         int expect = k == want ? n : k == OTHER ? other : 0;
         CHECK(counts[k] == expect, "%s: %d call(s) of %s (want %d)", what,
               counts[k], names[k], expect);
     }
+}
+
+/* Every kind of the tests' table as a plan, started blocking and then
+ * with a work: with DCOLL_PLAN_CALLS=plain the blocking start is exactly
+ * the kind's blocking MPI call (its route's) and the async one no
+ * blocking call; with persistent, each start is one MPI_Start, or where
+ * this MPI has no persistent form of the kind its plain calls. The
+ * results are checked each time. */
+static void table_kinds(bool plain)
+{
+    struct kc_ctx c;
+    CHECK_OK(kc_begin(&c, NULL));
+    for (int k = 0; k < DCOLL_COLL_KIND_COUNT_; k++) {
+        const struct kind_call *e = &kind_calls[k];
+        if (!e->plan)
+            continue;
+        dcoll_plan_t *p = NULL;
+        kc_fill(&c);
+        CHECK_OK(e->plan(&c, &p));
+        for (int async = 0; p && async < 2; async++) {
+            kc_fill(&c);
+            pc_reset();
+            pc_counting = true;
+            dcoll_work_t *w = NULL;
+            dcoll_status_t st = dcoll_plan_start(p, async ? &w : NULL);
+            if (!st && w)
+                st = dcoll_work_wait(w);
+            pc_counting = false;
+            dcoll_work_free(&w);
+            CHECK(st == DCOLL_SUCCESS, "%s plan start: %s", e->name,
+                  dcoll_last_error());
+            CHECK(st || e->check(&c), "%s plan start: %s", e->name, c.what);
+            int blocking = 0, all = 0;
+            for (int i = 0; i < PC_NNAMES; i++) {
+                all += pc_counts[i];
+                blocking += i < PC_NBLOCKING ? pc_counts[i] : 0;
+            }
+            int route = pc_count(e->mpi), starts = pc_count("MPI_Start");
+            if (plain && !async)
+                CHECK(route == 1 && all == 1, "plain: %s plan's start "
+                      "made %s (want one %s)", e->name, pc_made(), e->mpi);
+            else if (plain)
+                CHECK(blocking == 0 && all > 0, "plain: %s plan's async "
+                      "start made %s (want nonblocking calls)", e->name,
+                      pc_made());
+            else
+                CHECK((starts == 1 && all == 1) ||
+                      (starts == 0 && (async ? blocking == 0 :
+                                       route == 1 && all == 1)),
+                      "persistent: %s plan's %s start made %s (want one "
+                      "MPI_Start, or its plain calls)", e->name,
+                      async ? "async" : "blocking", pc_made());
+        }
+        CHECK_OK(dcoll_plan_free(&p));
+    }
+    kc_done(&c);
 }
 
 int main(int argc, char **argv)
@@ -119,6 +142,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init: %s", dcoll_last_error());
     checks = t_debug();
+    pc_counting = true;
     /* The documented rule: MPICH 4's persistent calls; Open MPI 4.1's
      * blocking calls for blocking starts, its persistent requests for
      * async ones. */
@@ -139,10 +163,14 @@ int main(int argc, char **argv)
      * agreement after the last; then every rank makes the same one. */
     for (int s = 0; trial && s < 32; s++) {
         bool request = s / 8 % 2;
-        memset(counts, 0, sizeof(counts));
+        reset();
         out[3] = -1;
         CHECK(dcoll_plan_start(p, NULL) == DCOLL_SUCCESS, "trial start: %s",
               dcoll_last_error());
+        int stray;
+        tally(&stray);
+        CHECK(stray == 0, "trial start %d: other MPI calls: %s", s,
+              pc_made());
         CHECK(counts[START] == request, "trial start %d: %d MPI_Start(s)",
               s, counts[START]);
         CHECK(counts[ALLREDUCE] == !request + (s == 31),
@@ -152,10 +180,10 @@ int main(int argc, char **argv)
         CHECK(out[3] == n * (n - 1) / 2, "trial start %d: %d", s, out[3]);
     }
     if (trial) {
-        memset(counts, 0, sizeof(counts));
+        reset();
         CHECK(dcoll_plan_start(p, NULL) == DCOLL_SUCCESS, "start: %s",
               dcoll_last_error());
-        persistent = counts[START] == 1;
+        persistent = pc_count("MPI_Start") == 1;
         int kept[2] = {persistent, !persistent}, all[2];
         PMPI_Allreduce(kept, all, 2, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
         CHECK(all[0] == kept[0] && all[1] == kept[1], "the ranks kept "
@@ -164,12 +192,12 @@ int main(int argc, char **argv)
              "the start after the trial");
     }
     for (int s = 0; s < 3; s++) {
-        memset(counts, 0, sizeof(counts));
+        reset();
         CHECK(dcoll_plan_start(p, NULL) == DCOLL_SUCCESS, "start: %s",
               dcoll_last_error());
         only(persistent ? START : ALLREDUCE, 1, checks, "blocking start");
         CHECK(out[3] == n * (n - 1) / 2, "blocking start: %d", out[3]);
-        memset(counts, 0, sizeof(counts));
+        reset();
         dcoll_work_t *w = NULL;
         CHECK(dcoll_plan_start(p, &w) == DCOLL_SUCCESS, "async start: %s",
               dcoll_last_error());
@@ -185,14 +213,14 @@ int main(int argc, char **argv)
      * MPI_Send_init's and MPI_Recv_init's requests. */
     int x = me, y = -1;
     dcoll_plan_t *sp = NULL, *rp = NULL;
-    memset(counts, 0, sizeof(counts));
+    reset();
     dcoll_send_plan(NULL, &x, 1, DCOLL_INT32, (me + 1) % n, 3, NULL, &sp);
     dcoll_recv_plan(NULL, &y, 1, DCOLL_INT32, (me + n - 1) % n, 3, NULL,
                     &rp);
     bool p2p = !strcmp(mode, "persistent");
     only(INIT, p2p ? 2 : 0, 0, "send and recv plans");
     for (int s = 0; s < 2; s++) {
-        memset(counts, 0, sizeof(counts));
+        reset();
         dcoll_work_t *w[2] = {NULL, NULL};
         dcoll_plan_start(rp, &w[0]);
         dcoll_plan_start(sp, &w[1]);
@@ -203,6 +231,9 @@ int main(int argc, char **argv)
     }
     dcoll_plan_free(&sp);
     dcoll_plan_free(&rp);
+    pc_counting = false;
+    if (!t_debug() && strcmp(mode, "auto"))
+        table_kinds(!strcmp(mode, "plain"));
     dcoll_finalize();
     MPI_Finalize();
     if (t_failures)
