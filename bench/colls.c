@@ -474,6 +474,15 @@ int perf_ring_lists(struct perf_ctx *c, bool w, int *deg, const int **in,
     return 0;
 }
 
+int perf_ring(struct perf_ctx *c, bool w, struct perf_ring *r)
+{
+    if (w ? wsetup(c) : nsetup(c))
+        return 1;
+    *r = (struct perf_ring){ring.nb, ring.comm, nv64, nd64, nvi, ndi,
+                            {wl[0], wl[1]}, {wt[0], wt[1]}};
+    return 0;
+}
+
 /* Where check.c finds block i of this rank's ring: its source and the
  * element of the source's send buffer it starts at (all_to_allv: the
  * source's block for this edge; all_gather: its first). */

@@ -83,6 +83,18 @@ extern const int perf_ncolls;
  * layouts too). */
 int perf_ring_lists(struct perf_ctx *c, bool w, int *deg, const int **in,
                     const int **out);
+/* The ring's handles for plans.c: dcoll's neighbourhood and MPI's graph,
+ * the counts and displacements (elements), and with w the strided
+ * layouts and MPI types of neighbor_all_to_allw, [send, recv][block]. */
+struct perf_ring {
+    dcoll_neighborhood_t *nb;
+    MPI_Comm comm;
+    const int64_t *v64, *d64;
+    const int *vi, *di;
+    const dcoll_layout_t *wl[2];
+    const MPI_Datatype *wt[2];
+};
+int perf_ring(struct perf_ctx *c, bool w, struct perf_ring *r);
 /* For check.c: the group rank whose block i of this rank's receive
  * buffer holds, where that block starts in the source's send buffer and
  * the step between its elements there; -1: none. The w form's in
@@ -113,6 +125,16 @@ int perf_cuda_raw(struct perf_ctx *c, const struct perf_coll *k);
 /* plans.c (-P): make k's plan and MPI's persistent request for c's
  * current size (-1: k has no plan form, 1: failed); start the plan (as
  * dcoll's side) or MPI's request; whether MPI's side exists here. */
+/* plans.c: each kind's plans, dcoll's (make: plan[] of plans.c) and
+ * MPI's persistent requests by hand (raw; NULL where this MPI has none),
+ * by dcoll-perf's name of the kind. */
+struct perf_plan_row {
+    const char *name;
+    int (*make)(struct perf_ctx *c);
+    int (*raw)(struct perf_ctx *c);
+};
+extern const struct perf_plan_row perf_plan_rows[];
+extern const int perf_nplan_rows;
 bool perf_plan_has(const struct perf_coll *k);
 int perf_plan_make(struct perf_ctx *c, const struct perf_coll *k);
 void perf_plan_free(void);

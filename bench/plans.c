@@ -73,130 +73,288 @@ static bool raw_persists(const struct perf_coll *k)
 #endif
 }
 
+/* ---- dcoll's plans, one maker a kind ---- */
+
+#define G (c->group)
+#define CNT (c->count)
+#define DT (c->o->dtype)
+#define OP (c->o->op)
+#define ROOT_R (c->rank == c->groot ? c->recv : NULL)
+#define ROOT_S (c->rank == c->groot ? c->send : NULL)
+
+static int mk_all_reduce(struct perf_ctx *c)
+{
+    return dcoll_all_reduce_plan(G, c->send, c->recv, CNT, DT, OP, c->opts,
+                                 &plan[0]);
+}
+static int mk_broadcast(struct perf_ctx *c)
+{
+    return dcoll_broadcast_plan(G, c->recv, CNT, DT, c->root, c->opts,
+                                &plan[0]);
+}
+static int mk_reduce(struct perf_ctx *c)
+{
+    return dcoll_reduce_plan(G, c->send, ROOT_R, CNT, DT, OP, c->root,
+                             c->opts, &plan[0]);
+}
+static int mk_all_gather(struct perf_ctx *c)
+{
+    return dcoll_all_gather_plan(G, c->send, c->recv, CNT, DT, c->opts,
+                                 &plan[0]);
+}
+static int mk_gather(struct perf_ctx *c)
+{
+    return dcoll_gather_plan(G, c->send, ROOT_R, CNT, DT, c->root, c->opts,
+                             &plan[0]);
+}
+static int mk_scatter(struct perf_ctx *c)
+{
+    return dcoll_scatter_plan(G, ROOT_S, c->recv, CNT, DT, c->root, c->opts,
+                              &plan[0]);
+}
+static int mk_reduce_scatter(struct perf_ctx *c)
+{
+    return dcoll_reduce_scatter_plan(G, c->send, c->recv, CNT, DT, OP,
+                                     c->opts, &plan[0]);
+}
+static int mk_all_to_all(struct perf_ctx *c)
+{
+    return dcoll_all_to_all_plan(G, c->send, c->recv, CNT, DT, c->opts,
+                                 &plan[0]);
+}
+static int mk_barrier(struct perf_ctx *c)
+{
+    return dcoll_barrier_plan(G, c->opts, &plan[0]);
+}
+static int mk_send_recv(struct perf_ctx *c)
+{
+    int next = world_of(c, (c->rank + 1) % c->size);
+    int prev = world_of(c, (c->rank + c->size - 1) % c->size);
+    nplan = 2;
+    return dcoll_recv_plan(G, c->recv, CNT, DT, prev, 1, c->opts,
+                           &plan[0]) ||
+           dcoll_send_plan(G, c->send, CNT, DT, next, 1, c->opts, &plan[1]);
+}
+static int mk_all_gatherv(struct perf_ctx *c)
+{
+    return arrays(c) || dcoll_all_gatherv_plan(G, c->send, CNT, c->recv, v64,
+                                               d64, DT, c->opts, &plan[0]);
+}
+static int mk_gatherv(struct perf_ctx *c)
+{
+    return arrays(c) || dcoll_gatherv_plan(G, c->send, CNT, c->recv, v64,
+                                           d64, DT, c->root, c->opts,
+                                           &plan[0]);
+}
+static int mk_scatterv(struct perf_ctx *c)
+{
+    return arrays(c) || dcoll_scatterv_plan(G, c->send, v64, d64, c->recv,
+                                            CNT, DT, c->root, c->opts,
+                                            &plan[0]);
+}
+static int mk_all_to_allv(struct perf_ctx *c)
+{
+    return arrays(c) || dcoll_all_to_allv_plan(G, c->send, v64, d64, c->recv,
+                                               v64, d64, DT, c->opts,
+                                               &plan[0]);
+}
+static int mk_reduce_scatterv(struct perf_ctx *c)
+{
+    return arrays(c) || dcoll_reduce_scatterv_plan(G, c->send, c->recv, v64,
+                                                   DT, OP, c->opts,
+                                                   &plan[0]);
+}
+static int mk_scan(struct perf_ctx *c)
+{
+    return dcoll_scan_plan(G, c->send, c->recv, CNT, DT, OP, c->opts,
+                           &plan[0]);
+}
+static int mk_exscan(struct perf_ctx *c)
+{
+    return dcoll_exscan_plan(G, c->send, c->recv, CNT, DT, OP, c->opts,
+                             &plan[0]);
+}
+
+/* The neighbourhood kinds on colls.c's ring (perf_ring). */
+static struct perf_ring ring;
+
+static int mk_neighbor_all_gather(struct perf_ctx *c)
+{
+    return perf_ring(c, false, &ring) ||
+           dcoll_neighbor_all_gather_plan(ring.nb, c->send, CNT, c->recv, DT,
+                                          c->opts, &plan[0]);
+}
+static int mk_neighbor_all_to_allv(struct perf_ctx *c)
+{
+    return perf_ring(c, false, &ring) ||
+           dcoll_neighbor_all_to_allv_plan(ring.nb, c->send, ring.v64,
+                                           ring.d64, c->recv, ring.v64,
+                                           ring.d64, DT, c->opts, &plan[0]);
+}
+static int mk_neighbor_all_to_allw(struct perf_ctx *c)
+{
+    return perf_ring(c, true, &ring) ||
+           dcoll_neighbor_all_to_allw_plan(ring.nb, c->send, ring.wl[0],
+                                           c->recv, ring.wl[1], DT, c->opts,
+                                           &plan[0]);
+}
+
+/* ---- MPI's persistent requests, the same calls by hand ---- */
+#ifdef HAVE_PINIT
+#define M (c->comm)
+#define RN (c->raw_count)
+#define T (c->raw_type)
+#define O (c->raw_op)
+#define IN MPI_INFO_NULL
+
+static int rq_all_reduce(struct perf_ctx *c)
+{
+    return PINIT(Allreduce)(c->send, c->recv, RN, T, O, M, IN, preq);
+}
+static int rq_broadcast(struct perf_ctx *c)
+{
+    return PINIT(Bcast)(c->recv, RN, T, c->groot, M, IN, preq);
+}
+static int rq_reduce(struct perf_ctx *c)
+{
+    return PINIT(Reduce)(c->send, c->recv, RN, T, O, c->groot, M, IN, preq);
+}
+static int rq_all_gather(struct perf_ctx *c)
+{
+    return PINIT(Allgather)(c->send, RN, T, c->recv, RN, T, M, IN, preq);
+}
+static int rq_gather(struct perf_ctx *c)
+{
+    return PINIT(Gather)(c->send, RN, T, c->recv, RN, T, c->groot, M, IN,
+                         preq);
+}
+static int rq_scatter(struct perf_ctx *c)
+{
+    return PINIT(Scatter)(c->send, RN, T, c->recv, RN, T, c->groot, M, IN,
+                          preq);
+}
+static int rq_reduce_scatter(struct perf_ctx *c)
+{
+    return PINIT(Reduce_scatter_block)(c->send, c->recv, RN, T, O, M, IN,
+                                       preq);
+}
+static int rq_all_to_all(struct perf_ctx *c)
+{
+    return PINIT(Alltoall)(c->send, RN, T, c->recv, RN, T, M, IN, preq);
+}
+static int rq_barrier(struct perf_ctx *c)
+{
+    return PINIT(Barrier)(M, IN, preq);
+}
+static int rq_send_recv(struct perf_ctx *c)
+{
+    int next = (c->rank + 1) % c->size;
+    int prev = (c->rank + c->size - 1) % c->size;
+    npreq = 2;
+    return MPI_Recv_init(c->recv, RN, T, prev, 1, M, &preq[0]) ||
+           MPI_Send_init(c->send, RN, T, next, 1, M, &preq[1]);
+}
+static int rq_all_gatherv(struct perf_ctx *c)
+{
+    return PINIT(Allgatherv)(c->send, RN, T, c->recv, vi, di, T, M, IN, preq);
+}
+static int rq_gatherv(struct perf_ctx *c)
+{
+    return PINIT(Gatherv)(c->send, RN, T, c->recv, vi, di, T, c->groot, M,
+                          IN, preq);
+}
+static int rq_scatterv(struct perf_ctx *c)
+{
+    return PINIT(Scatterv)(c->send, vi, di, T, c->recv, RN, T, c->groot, M,
+                           IN, preq);
+}
+static int rq_all_to_allv(struct perf_ctx *c)
+{
+    return PINIT(Alltoallv)(c->send, vi, di, T, c->recv, vi, di, T, M, IN,
+                            preq);
+}
+static int rq_reduce_scatterv(struct perf_ctx *c)
+{
+    return PINIT(Reduce_scatter)(c->send, c->recv, vi, T, O, M, IN, preq);
+}
+static int rq_scan(struct perf_ctx *c)
+{
+    return PINIT(Scan)(c->send, c->recv, RN, T, O, M, IN, preq);
+}
+static int rq_exscan(struct perf_ctx *c)
+{
+    return PINIT(Exscan)(c->send, c->recv, RN, T, O, M, IN, preq);
+}
+static int rq_neighbor_all_gather(struct perf_ctx *c)
+{
+    return PINIT(Neighbor_allgather)(c->send, RN, T, c->recv, RN, T,
+                                     ring.comm, IN, preq);
+}
+static int rq_neighbor_all_to_allv(struct perf_ctx *c)
+{
+    return PINIT(Neighbor_alltoallv)(c->send, ring.vi, ring.di, T, c->recv,
+                                     ring.vi, ring.di, T, ring.comm, IN,
+                                     preq);
+}
+/* The displacements stay put while the request lives (MPI's rule). */
+static MPI_Aint w_sd[2], w_rd[2];
+static const int w_one[2] = {1, 1};
+static int rq_neighbor_all_to_allw(struct perf_ctx *c)
+{
+    MPI_Aint esz = (MPI_Aint)c->esz;
+    w_sd[0] = 0, w_sd[1] = esz;
+    w_rd[0] = 0, w_rd[1] = c->count * esz;
+    return PINIT(Neighbor_alltoallw)(c->send, w_one, w_sd, ring.wt[0],
+                                     c->recv, w_one, w_rd, ring.wt[1],
+                                     ring.comm, IN, preq);
+}
+#define RQ(fn) rq_##fn
+#else
+#define RQ(fn) NULL
+#endif
+
+#define ROW(nm) {#nm, mk_##nm, RQ(nm)}
+/* Every kind dcoll has a plan of (transport-table holds each kind to a
+ * row here, send and recv to send_recv's). */
+const struct perf_plan_row perf_plan_rows[] = {
+    ROW(all_reduce), ROW(broadcast), ROW(reduce), ROW(all_gather),
+    ROW(gather), ROW(scatter), ROW(reduce_scatter), ROW(all_to_all),
+    ROW(barrier), ROW(send_recv), ROW(all_gatherv), ROW(gatherv),
+    ROW(scatterv), ROW(all_to_allv), ROW(reduce_scatterv), ROW(scan),
+    ROW(exscan), ROW(neighbor_all_gather), ROW(neighbor_all_to_allv),
+    ROW(neighbor_all_to_allw),
+};
+const int perf_nplan_rows = sizeof(perf_plan_rows) /
+                            sizeof(perf_plan_rows[0]);
+
+static const struct perf_plan_row *row_of(const struct perf_coll *k)
+{
+    for (int i = 0; i < perf_nplan_rows; i++)
+        if (!strcmp(k->name, perf_plan_rows[i].name))
+            return &perf_plan_rows[i];
+    return NULL;
+}
+
 bool perf_plan_has(const struct perf_coll *k)
 {
-    static const char *const with[] = {
-        "all_reduce", "broadcast", "reduce", "all_gather", "gather",
-        "scatter", "reduce_scatter", "all_to_all", "barrier", "send_recv",
-        "all_gatherv", "gatherv", "scatterv", "all_to_allv",
-        "reduce_scatterv",
-    };
-    for (size_t i = 0; i < sizeof(with) / sizeof(with[0]); i++)
-        if (!strcmp(k->name, with[i]))
-            return true;
-    return false;
+    return row_of(k) != NULL;
 }
 
 int perf_plan_make(struct perf_ctx *c, const struct perf_coll *k)
 {
-    dcoll_group_t *g = c->group;
-    const char *n = k->name;
-    void *s = c->send, *r = c->recv;
-    int64_t cnt = c->count;
-    dcoll_dtype_t dt = c->o->dtype;
-    dcoll_op_t op = c->o->op;
-    int rc = 0;
-    nplan = 1;
-    npreq = 1;
-    bool root = c->rank == c->groot;
-    if (n[strlen(n) - 1] == 'v' && arrays(c))
-        return 1;
-    if (!strcmp(n, "all_reduce"))
-        rc = dcoll_all_reduce_plan(g, s, r, cnt, dt, op, c->opts,
-                                   &plan[0]);
-    else if (!strcmp(n, "broadcast"))
-        rc = dcoll_broadcast_plan(g, r, cnt, dt, c->root, c->opts, &plan[0]);
-    else if (!strcmp(n, "reduce"))
-        rc = dcoll_reduce_plan(g, s, root ? r : NULL, cnt, dt, op, c->root,
-                               c->opts, &plan[0]);
-    else if (!strcmp(n, "all_gather"))
-        rc = dcoll_all_gather_plan(g, s, r, cnt, dt, c->opts, &plan[0]);
-    else if (!strcmp(n, "gather"))
-        rc = dcoll_gather_plan(g, s, root ? r : NULL, cnt, dt, c->root,
-                               c->opts, &plan[0]);
-    else if (!strcmp(n, "scatter"))
-        rc = dcoll_scatter_plan(g, root ? s : NULL, r, cnt, dt, c->root,
-                                c->opts, &plan[0]);
-    else if (!strcmp(n, "reduce_scatter"))
-        rc = dcoll_reduce_scatter_plan(g, s, r, cnt, dt, op, c->opts,
-                                       &plan[0]);
-    else if (!strcmp(n, "all_to_all"))
-        rc = dcoll_all_to_all_plan(g, s, r, cnt, dt, c->opts, &plan[0]);
-    else if (!strcmp(n, "barrier"))
-        rc = dcoll_barrier_plan(g, c->opts, &plan[0]);
-    else if (!strcmp(n, "send_recv")) {
-        int next = world_of(c, (c->rank + 1) % c->size);
-        int prev = world_of(c, (c->rank + c->size - 1) % c->size);
-        nplan = npreq = 2;
-        rc = dcoll_recv_plan(g, r, cnt, dt, prev, 1, c->opts, &plan[0]) ||
-             dcoll_send_plan(g, s, cnt, dt, next, 1, c->opts, &plan[1]);
-    } else if (!strcmp(n, "all_gatherv"))
-        rc = dcoll_all_gatherv_plan(g, s, cnt, r, v64, d64, dt, c->opts,
-                                    &plan[0]);
-    else if (!strcmp(n, "gatherv"))
-        rc = dcoll_gatherv_plan(g, s, cnt, r, v64, d64, dt, c->root, c->opts,
-                                &plan[0]);
-    else if (!strcmp(n, "scatterv"))
-        rc = dcoll_scatterv_plan(g, s, v64, d64, r, cnt, dt, c->root, c->opts,
-                                 &plan[0]);
-    else if (!strcmp(n, "all_to_allv"))
-        rc = dcoll_all_to_allv_plan(g, s, v64, d64, r, v64, d64, dt, c->opts,
-                                    &plan[0]);
-    else if (!strcmp(n, "reduce_scatterv"))
-        rc = dcoll_reduce_scatterv_plan(g, s, r, v64, dt, op, c->opts,
-                                        &plan[0]);
-    else
+    const struct perf_plan_row *row = row_of(k);
+    if (!row)
         return -1;   /* no plan form */
-    if (rc)
+    nplan = npreq = 1;
+    if (row->make(c))
         return 1;
     /* On GPU buffers (-m cuda) the raw side stays NCCL's or staging's
      * by hand: MPI's persistent calls would read device memory. */
-    if (!raw_persists(k) || c->cuda) {
+    if (!row->raw || !raw_persists(k) || c->cuda) {
         npreq = 0;
         return 0;
     }
-#ifdef HAVE_PINIT
-    MPI_Comm m = c->comm;
-    MPI_Info in = MPI_INFO_NULL;
-    MPI_Datatype t = c->raw_type;
-    MPI_Op o = c->raw_op;
-    int rn = c->raw_count, gr = c->groot;
-    MPI_Request *q = preq;
-    if (!strcmp(n, "all_reduce"))
-        rc = PINIT(Allreduce)(s, r, rn, t, o, m, in, q);
-    else if (!strcmp(n, "broadcast"))
-        rc = PINIT(Bcast)(r, rn, t, gr, m, in, q);
-    else if (!strcmp(n, "reduce"))
-        rc = PINIT(Reduce)(s, r, rn, t, o, gr, m, in, q);
-    else if (!strcmp(n, "all_gather"))
-        rc = PINIT(Allgather)(s, rn, t, r, rn, t, m, in, q);
-    else if (!strcmp(n, "gather"))
-        rc = PINIT(Gather)(s, rn, t, r, rn, t, gr, m, in, q);
-    else if (!strcmp(n, "scatter"))
-        rc = PINIT(Scatter)(s, rn, t, r, rn, t, gr, m, in, q);
-    else if (!strcmp(n, "reduce_scatter"))
-        rc = PINIT(Reduce_scatter_block)(s, r, rn, t, o, m, in, q);
-    else if (!strcmp(n, "all_to_all"))
-        rc = PINIT(Alltoall)(s, rn, t, r, rn, t, m, in, q);
-    else if (!strcmp(n, "barrier"))
-        rc = PINIT(Barrier)(m, in, q);
-    else if (!strcmp(n, "send_recv")) {
-        int next = (c->rank + 1) % c->size;
-        int prev = (c->rank + c->size - 1) % c->size;
-        rc = MPI_Recv_init(r, rn, t, prev, 1, m, &q[0]) ||
-             MPI_Send_init(s, rn, t, next, 1, m, &q[1]);
-    } else if (!strcmp(n, "all_gatherv"))
-        rc = PINIT(Allgatherv)(s, rn, t, r, vi, di, t, m, in, q);
-    else if (!strcmp(n, "gatherv"))
-        rc = PINIT(Gatherv)(s, rn, t, r, vi, di, t, gr, m, in, q);
-    else if (!strcmp(n, "scatterv"))
-        rc = PINIT(Scatterv)(s, vi, di, t, r, rn, t, gr, m, in, q);
-    else if (!strcmp(n, "all_to_allv"))
-        rc = PINIT(Alltoallv)(s, vi, di, t, r, vi, di, t, m, in, q);
-    else
-        rc = PINIT(Reduce_scatter)(s, r, vi, t, o, m, in, q);
-#endif
-    return rc != 0;
+    return row->raw(c) != MPI_SUCCESS;
 }
 
 bool perf_plan_raw(void)

@@ -10,9 +10,11 @@ mpich=${2:-build-mpich}
 here=$(cd "$(dirname "$0")" && pwd)
 res=$here/results
 run="$here/../test/mpirun.sh"
+# Every kind with a plan (bench/plans.c's rows).
 colls="all_reduce broadcast reduce all_gather gather scatter reduce_scatter
 all_to_all barrier send_recv all_gatherv gatherv scatterv all_to_allv
-reduce_scatterv"
+reduce_scatterv scan exscan neighbor_all_gather neighbor_all_to_allv
+neighbor_all_to_allw"
 mkdir -p "$res"
 # A plan's blocking start against MPI's blocking call and MPI's
 # persistent request, every kind, 8 B to 16 MiB; MPICH on 2 ranks only:

@@ -188,7 +188,8 @@ static void mpi_rows(void)
     }
 }
 
-/* dcoll-perf times every kind (send and recv as one, send_recv). */
+/* dcoll-perf times every kind (send and recv as one, send_recv), and
+ * with -P every kind's plan. */
 static void perf(void)
 {
     for (int k = 0; k < DCOLL_COLL_KIND_COUNT_; k++) {
@@ -199,6 +200,11 @@ static void perf(void)
             found = !strcmp(perf_colls[i].name, want);
         CHECK(found, "%s: dcoll-perf has no '%s' (bench/colls.c)",
               dcoll_kind_name(k), want);
+        found = false;
+        for (int i = 0; i < perf_nplan_rows && !found; i++)
+            found = !strcmp(perf_plan_rows[i].name, want);
+        CHECK(found, "%s: dcoll-perf -P has no plan of '%s' "
+              "(bench/plans.c)", dcoll_kind_name(k), want);
     }
 }
 
