@@ -157,10 +157,10 @@ static dcoll_status_t server_start(double timeout, char *uri, size_t cap)
         /* It goes when rank 0 goes, however rank 0 ends. */
         prctl(PR_SET_PDEATHSIG, SIGTERM);
         if (getppid() != parent)
-            _exit(1);
+            dcoll_exit_now(1);
         execlp("ompi-server", "ompi-server", "--no-daemonize", "-r",
                uri_path, (char *)NULL);
-        _exit(127);
+        dcoll_exit_now(127);
     }
     double deadline = dcoll_now() + timeout;
     for (;;) {

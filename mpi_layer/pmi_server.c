@@ -322,7 +322,7 @@ static void serve(int lfd, int size, int base, const char *mapping,
     struct pollfd *p = calloc((size_t)cap + 1, sizeof(*p));
     int *who = calloc((size_t)cap + 1, sizeof(*who));  /* p[j]'s client */
     if (!s.c || !p || !who)
-        _exit(1);
+        dcoll_exit_now(1);
     double deadline = dcoll_now() + timeout;
     for (;;) {
         double now = dcoll_now();
@@ -402,7 +402,7 @@ static void serve(int lfd, int size, int base, const char *mapping,
             }
         }
     }
-    _exit(0);
+    dcoll_exit_now(0);
 }
 
 dcoll_status_t dcoll_pmi_serve(const char *addr, int size,
@@ -441,7 +441,7 @@ dcoll_status_t dcoll_pmi_serve(const char *addr, int size,
         /* Keep nothing of the parent's open but the listener: a store's
          * socket held here would outlive the store. */
         if (lfd != 3 && dup2(lfd, 3) < 0)
-            _exit(1);
+            dcoll_exit_now(1);
         lfd = 3;
         close_range(4, ~0u, 0);
         signal(SIGPIPE, SIG_IGN);

@@ -246,7 +246,7 @@ bool dcoll_mpi_threaded(void)
 static void *abort_fallback(void *arg)
 {
     sleep(ABORT_GRACE);
-    _exit((int)(intptr_t)arg);
+    dcoll_exit_now((int)(intptr_t)arg);
 }
 #endif
 

@@ -66,6 +66,12 @@ const char *dcoll_host_of(int world_rank);
  * the system will not say. */
 void dcoll_host_name(char *out, size_t cap);
 
+/* quit.c: _exit(code), after a coverage build's counters are written
+ * (dcoll_counters_flush alone: before a call that may end the process,
+ * as an MPI abort). */
+void dcoll_counters_flush(void);
+_Noreturn void dcoll_exit_now(int code);
+
 /* clock.c: seconds since an arbitrary start, from CLOCK_MONOTONIC. */
 double dcoll_now(void);
 /* Seconds on the wall clock, which hosts share within NTP's milliseconds:

@@ -281,8 +281,9 @@ static dcoll_status_t absent_at_start(struct dcoll_group *w,
     fprintf(stderr, "dcoll: %s. dcoll ends the job (DCOLL_ON_TIMEOUT=abort) "
             "with exit code %d\n", dcoll_last_error(), DCOLL_HANG_EXIT_CODE);
     fflush(stderr);
+    dcoll_counters_flush();   /* the abort may end us */
     w->svc->abort_job(w, DCOLL_HANG_EXIT_CODE);
-    _exit(DCOLL_HANG_EXIT_CODE);
+    dcoll_exit_now(DCOLL_HANG_EXIT_CODE);
 }
 
 dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
@@ -558,10 +559,11 @@ dcoll_status_t dcoll_abort(int code, const char *reason)
         fprintf(stderr, "dcoll: rank %d ends the job with code %d: %s\n",
                 ready ? dcoll_world.rank : -1, code, reason);
     fflush(NULL);
+    dcoll_counters_flush();   /* the abort may end us */
     if (ready)
         dcoll_world.svc->abort_job(&dcoll_world, code);
     /* Not started, finished, or MPI did not end us: this process alone. */
-    _exit(code & 255);
+    dcoll_exit_now(code & 255);
 }
 
 dcoll_status_t dcoll_dump(void)

@@ -145,13 +145,14 @@ _Noreturn void dcoll_watchdog_end(struct dcoll_group *g, const char *why,
             usleep(10000);
         }
     }
+    dcoll_counters_flush();   /* the abort may end us */
     if (mpi)
         g->svc->abort_job(world, DCOLL_HANG_EXIT_CODE);
     /* Alone, this exit is what ends the job, and a launcher may stop the
      * rest at once (hydra does): ranks stuck on about the same deadline
      * get a moment to print their own reports first. */
     usleep((useconds_t)(ALONE * 1e6));
-    _exit(DCOLL_HANG_EXIT_CODE);
+    dcoll_exit_now(DCOLL_HANG_EXIT_CODE);
 }
 
 /* A watched blocking call on g began at start and is past its deadline. */

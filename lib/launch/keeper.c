@@ -226,14 +226,14 @@ static _Noreturn void keeper_main(int tell, int n, const int64_t *pids,
     ssize_t w = write(tell, &said, sizeof(said));
     close(tell);
     if (st || w != (ssize_t)sizeof(said))
-        _exit(1);
+        dcoll_exit_now(1);
     k.beat = calloc((size_t)n, sizeof(*k.beat));
     k.beat_at = calloc((size_t)n, sizeof(*k.beat_at));
     k.state = calloc((size_t)n, 1);
     k.pfd = calloc((size_t)n, sizeof(*k.pfd));
     k.pfd_rank = calloc((size_t)n, sizeof(int));
     if (!k.beat || !k.beat_at || !k.state || !k.pfd || !k.pfd_rank)
-        _exit(1);
+        dcoll_exit_now(1);
     double now = dcoll_now();
     for (int r = 0; r < n; r++) {
         k.beat_at[r] = now;
@@ -259,7 +259,7 @@ static _Noreturn void keeper_main(int tell, int n, const int64_t *pids,
     }
     /* The last ranks' reads of the notices, then the end. */
     usleep(500000);
-    _exit(0);
+    dcoll_exit_now(0);
 }
 
 /* Rank 0: fork the keeper, which serves at info->addr; info gets its
@@ -297,7 +297,7 @@ static pid_t keeper_start(int n, const int64_t *pids,
          * it while the others run. */
         setpgid(0, 0);
         if (tell < 0)
-            _exit(1);
+            dcoll_exit_now(1);
         keeper_main(tell, n, pids, info);
     }
     close(p[1]);
@@ -350,7 +350,7 @@ static _Noreturn void fence(const char *why)
     fprintf(stderr, "dcoll[%d]: %s; this rank ends itself (exit code %d) "
             "so that the others can go on without it\n", kr.me, why,
             DCOLL_FENCED_EXIT_CODE);
-    _exit(DCOLL_FENCED_EXIT_CODE);
+    dcoll_exit_now(DCOLL_FENCED_EXIT_CODE);
 }
 
 /* A rank on this host ended: tell the keeper (its number, then its

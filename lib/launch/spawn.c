@@ -425,7 +425,7 @@ dcoll_status_t dcoll_launch_spawn(const struct dcoll_comm_ops *svc,
             /* If the spawning process dies, so do its children. */
             prctl(PR_SET_PDEATHSIG, SIGKILL);
             if (getppid() != parent)
-                _exit(1);
+                dcoll_exit_now(1);
             /* A peer on a lost node or a launcher gone must not end the
              * survivors by a write (inherited across exec). */
             dcoll_pipes_survive();
