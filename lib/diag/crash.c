@@ -140,6 +140,10 @@ static void on_fatal(int sig)
         sigaction(sig, &sa, NULL);
         installed[i] = false;
     }
+    /* A coverage build's counters, which the signal's end would drop
+     * (nothing otherwise; libgcov is not async-signal-safe, but only
+     * coverage builds call it). */
+    dcoll_counters_flush();
     raise(sig);
 }
 
