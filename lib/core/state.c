@@ -210,8 +210,7 @@ static dcoll_status_t gather_hosts(struct dcoll_group *w, int64_t **pids)
  * launcher with DCOLL_ON_FAILURE=continue, by dcoll's keeper. */
 static dcoll_status_t open_deaths(struct dcoll_group *w, const int64_t *pids)
 {
-    const char *e = getenv("DCOLL_ON_FAILURE");
-    if (e && !strcmp(e, "continue"))
+    if (dcoll_continue_wanted())
         dcoll_pipes_survive();   /* survivors outlive the dead's sockets */
     if (!dcoll_keeper_wanted())
         return dcoll_deaths_open(w->size, NULL);

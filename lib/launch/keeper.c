@@ -442,10 +442,15 @@ void dcoll_keeper_check_self(void)
     }
 }
 
-bool dcoll_keeper_wanted(void)
+bool dcoll_continue_wanted(void)
 {
     const char *e = getenv("DCOLL_ON_FAILURE");
-    return e && !strcmp(e, "continue") && !dcoll_deaths_reported();
+    return e && !strcmp(e, "continue");
+}
+
+bool dcoll_keeper_wanted(void)
+{
+    return dcoll_continue_wanted() && !dcoll_deaths_reported();
 }
 
 /* The fence, from DCOLL_FENCE (rank 0's holds for all). */

@@ -120,6 +120,8 @@ void dcoll_pipes_survive(void);
  * said by a keeper process rank 0 forks. Whether this process wants one
  * (DCOLL_ON_FAILURE=continue, and no launcher reports deaths). */
 bool dcoll_keeper_wanted(void);
+/* DCOLL_ON_FAILURE=continue: survivors go on, by whichever launcher. */
+bool dcoll_continue_wanted(void);
 /* Collective on the world w, whose ranks' pids are pids: rank 0 starts
  * the keeper, and every rank opens the notices there and starts its beat
  * thread. */

@@ -72,6 +72,17 @@ void kc_done(struct kc_ctx *c)
     dcoll_neighborhood_free(&c->nbh);
 }
 
+dcoll_status_t kc_start(struct kc_ctx *c, dcoll_plan_t *p, bool async)
+{
+    kc_fill(c);
+    dcoll_work_t *w = NULL;
+    dcoll_status_t st = dcoll_plan_start(p, async ? &w : NULL);
+    if (!st && w)
+        st = dcoll_work_wait(w);
+    dcoll_work_free(&w);
+    return st;
+}
+
 /* ---- the calls ---- */
 
 static dcoll_status_t run_broadcast(struct kc_ctx *c)

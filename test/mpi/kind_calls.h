@@ -50,5 +50,8 @@ extern const struct kind_call kind_calls[DCOLL_COLL_KIND_COUNT_];
 dcoll_status_t kc_begin(struct kc_ctx *c, dcoll_group_t *g);
 void kc_fill(struct kc_ctx *c);
 void kc_done(struct kc_ctx *c);
+/* One start of plan p with the inputs filled again: blocking, or (async)
+ * with a work waited for; the start's or the wait's status. */
+dcoll_status_t kc_start(struct kc_ctx *c, dcoll_plan_t *p, bool async);
 
 #endif

@@ -52,6 +52,15 @@ int pc_count(const char *name)
     return i < 0 ? 0 : pc_counts[i];
 }
 
+void pc_totals(int *blocking, int *all)
+{
+    *blocking = *all = 0;
+    for (int i = 0; i < PC_NNAMES; i++) {
+        *all += pc_counts[i];
+        *blocking += i < PC_NBLOCKING ? pc_counts[i] : 0;
+    }
+}
+
 #define WRAP(name, params, args)                                           \
     int name params                                                        \
     {                                                                      \

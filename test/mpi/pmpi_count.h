@@ -18,6 +18,8 @@ extern bool pc_counting;
 void pc_reset(void);
 int pc_index(const char *name);     /* -1: not counted */
 int pc_count(const char *name);
+/* What was counted, blocking calls apart from all of them. */
+void pc_totals(int *blocking, int *all);
 /* What was counted, in words ("MPI_Bcast x1, ..."; "no MPI call"). */
 const char *pc_made(void);
 

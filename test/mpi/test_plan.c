@@ -518,12 +518,7 @@ static void table_kinds(dcoll_group_t *g, const char *label)
         CHECK(st == DCOLL_SUCCESS, "%s: %s plan: %s", label, e->name,
               dcoll_last_error());
         for (int i = 0; !st && i < 3; i++) {
-            kc_fill(&c);
-            dcoll_work_t *w = NULL;
-            st = dcoll_plan_start(p, i == 2 ? &w : NULL);
-            if (!st && w)
-                st = dcoll_work_wait(w);
-            dcoll_work_free(&w);
+            st = kc_start(&c, p, i == 2);
             CHECK(st == DCOLL_SUCCESS, "%s: %s plan, start %d: %s", label,
                   e->name, i, dcoll_last_error());
             CHECK(st || e->check(&c), "%s: %s plan, start %d: %s", label,

@@ -94,23 +94,15 @@ static void table_kinds(bool plain)
         kc_fill(&c);
         CHECK_OK(e->plan(&c, &p));
         for (int async = 0; p && async < 2; async++) {
-            kc_fill(&c);
             pc_reset();
             pc_counting = true;
-            dcoll_work_t *w = NULL;
-            dcoll_status_t st = dcoll_plan_start(p, async ? &w : NULL);
-            if (!st && w)
-                st = dcoll_work_wait(w);
+            dcoll_status_t st = kc_start(&c, p, async);
             pc_counting = false;
-            dcoll_work_free(&w);
             CHECK(st == DCOLL_SUCCESS, "%s plan start: %s", e->name,
                   dcoll_last_error());
             CHECK(st || e->check(&c), "%s plan start: %s", e->name, c.what);
-            int blocking = 0, all = 0;
-            for (int i = 0; i < PC_NNAMES; i++) {
-                all += pc_counts[i];
-                blocking += i < PC_NBLOCKING ? pc_counts[i] : 0;
-            }
+            int blocking, all;
+            pc_totals(&blocking, &all);
             int route = pc_count(e->mpi), starts = pc_count("MPI_Start");
             if (plain && !async)
                 CHECK(route == 1 && all == 1, "plain: %s plan's start "

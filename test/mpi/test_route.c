@@ -42,9 +42,8 @@ static void run_all(dcoll_group_t *g, enum mode mode, const char *label)
         int want = pc_index(e->mpi);
         int also = p2p ? pc_index(kind_calls[DCOLL_COLL_RECV].mpi) : -1;
         CHECK(want >= 0, "%s: the test counts no %s", e->name, e->mpi);
-        int blocking = 0, other = 0;
-        for (int i = 0; i < PC_NNAMES; i++)
-            *(i < PC_NBLOCKING ? &blocking : &other) += pc_counts[i];
+        int blocking, all;
+        pc_totals(&blocking, &all);
         if (mode == DEFAULT) {
             bool none = p2p && c.n == 1;
             for (int i = 0; i < PC_NNAMES; i++)
@@ -54,7 +53,7 @@ static void run_all(dcoll_group_t *g, enum mode mode, const char *label)
                       also >= 0 && !none ? " and " : "",
                       also >= 0 && !none ? pc_names[also] : "");
         } else {
-            CHECK(blocking == 0 && other > 0, "%s: dcoll_%s made %s (want "
+            CHECK(blocking == 0 && all > 0, "%s: dcoll_%s made %s (want "
                   "nonblocking calls and no blocking one)", label, e->name,
                   pc_made());
         }

@@ -82,14 +82,14 @@ static inline long raw_unread(int port)
     char line[512];
     long unread = 0;
     unsigned lport, st;
-    unsigned long tx, rx;
+    unsigned long rx;
     if (!fgets(line, sizeof(line), f)) {   /* the column heads */
         fclose(f);
         return -1;
     }
     while (fgets(line, sizeof(line), f))
-        if (sscanf(line, " %*u: %*8x:%x %*8x:%*x %x %lx:%lx", &lport, &st,
-                   &tx, &rx) == 4 && (int)lport == port && st == 1)
+        if (sscanf(line, " %*u: %*8x:%x %*8x:%*x %x %*x:%lx", &lport, &st,
+                   &rx) == 3 && (int)lport == port && st == 1)
             unread += (long)rx;
     fclose(f);
     return unread;
@@ -101,18 +101,17 @@ static inline long raw_unread(int port)
  * own after this is served after those reads. */
 static inline void raw_settled(int port, double secs)
 {
-    for (int i = 0; i < (int)(secs * 100); i++) {
-        long left = raw_unread(port);
-        if (left == 0)
-            return;
-        if (left < 0)
-            fail_msg("cannot read /proc/net/tcp to see what the server "
-                     "on port %d has read", port);
+    long left = raw_unread(port);
+    for (int i = 0; left > 0 && i < (int)(secs * 100); i++) {
         usleep(10000);
+        left = raw_unread(port);
     }
-    if (raw_unread(port) != 0)
+    if (left < 0)
+        fail_msg("cannot read /proc/net/tcp to see what the server on port "
+                 "%d has read", port);
+    if (left > 0)
         fail_msg("the server on port %d has not read %ld bytes its peers "
-                 "sent after %.0f s", port, raw_unread(port), secs);
+                 "sent after %.0f s", port, left, secs);
 }
 
 #endif
