@@ -1,8 +1,9 @@
 #!/bin/sh
 # The timing-sensitive tests under load: ROUNDS rounds in a row of the
-# nodes, fault, shrink, restart, hang, timeout and keeper tests of BUILD
-# (default build, made already), each round with two busy processes
-# competing for the cores, as on a CI machine running something else. A
+# tests test/timing.txt names (nodes, fault, shrink, restart, hang,
+# timeout, keeper and the like) of BUILD (default build, made already),
+# each round with two busy processes competing for the cores, as on a
+# CI machine running something else. A
 # round that fails keeps its log (BUILD/soak/round-N.txt) and names its
 # failed tests; the script fails if any round did.
 #   scripts/soak.sh ROUNDS [BUILD]
@@ -18,10 +19,12 @@ esac
     { echo "soak: $build is not a configured build (meson setup $build)" >&2
       exit 2; }
 ninja -C "$build" >/dev/null || exit 1
-# Which tests: by name, from the build's own list.
+# Which tests: those test/timing.txt names (the ones that run alone), by
+# name, from the build's own list.
+pattern=$(sed -n 's/^start \(.*\)/^\1/p; s/^has \(.*\)/\1/p' test/timing.txt |
+          paste -sd'|')
 names=$(meson test -C "$build" --list 2>/dev/null | sed 's|^.* / ||' |
-        grep -E '^(nodes-|fault-|shrink-|restart-|example-(shrink|restart)-|spawn-init-timeout)|hang|keeper|timeout' |
-        sort -u)
+        grep -E "$pattern" | sort -u)
 [ -n "$names" ] || { echo "soak: no tests matched in $build" >&2; exit 2; }
 echo "soak: $(echo "$names" | wc -l) tests, $rounds round(s), 2 busy processes"
 busy=
