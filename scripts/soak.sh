@@ -33,7 +33,8 @@ stop_busy() {
     [ -z "$busy" ] || kill $busy 2>/dev/null
     busy=
 }
-trap 'stop_busy' EXIT INT TERM
+trap 'stop_busy' EXIT
+trap 'stop_busy; exit 130' INT TERM
 mkdir -p "$build/soak"
 failed=0
 r=1
