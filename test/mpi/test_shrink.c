@@ -305,10 +305,15 @@ int main(int argc, char **argv)
             st = dcoll_all_reduce(NULL, &x, &x, 1, DCOLL_INT32, DCOLL_SUM,
                                   NULL, NULL);
         } while (!st && x == size);
+        /* Both of node 2's leases lapse at once: the death named is
+         * whichever the keeper finds first (rank 3 first under load). */
+        const char *e = dcoll_last_error();
         CHECK(st == DCOLL_ERR_RANK_DIED &&
-                  strstr(dcoll_last_error(), "(world 2) died (it sent "
-                         "dcoll's keeper no heartbeat"),
-              "status %d, not RANK_DIED for rank 2 by its lease", st);
+                  (strstr(e, "(world 2) died (it sent dcoll's keeper no "
+                             "heartbeat") ||
+                   strstr(e, "(world 3) died (it sent dcoll's keeper no "
+                             "heartbeat")),
+              "status %d, not RANK_DIED for rank 2 or 3 by its lease", st);
         int two[] = {0, 1};
         dcoll_group_t *s = shrunk(NULL, two, 2);
         dcoll_group_destroy(&s);
