@@ -3,9 +3,9 @@
 # tests test/timing.txt names (nodes, fault, shrink, restart, hang,
 # timeout, keeper and the like) of BUILD (default build, made already),
 # each round with two busy processes competing for the cores, as on a
-# CI machine running something else. A
-# round that fails keeps its log (BUILD/soak/round-N.txt) and names its
-# failed tests; the script fails if any round did.
+# CI machine running something else. A round that fails keeps its log
+# (BUILD/soak/round-N.txt) and names its failed tests; the script fails
+# if any round did.
 #   scripts/soak.sh ROUNDS [BUILD]
 set -u
 cd "$(dirname "$0")/.." || exit 1
