@@ -369,11 +369,14 @@ static dcoll_status_t widen_begin(const char *fn, dcoll_group_t *group,
                                   enum dcoll_coll_kind kind, int root,
                                   bool rooted, bool async, struct wide *w)
 {
-    int n = 0, me = -1;
+    int n = 0, me = -1, at = -1;
     w->heap = NULL;
     w->n = 0;
+    /* root is a world rank; this rank is the root where its group rank
+     * is root's (a root outside the group: the call above refuses it). */
     if (dcoll_group_size(group, &n) || dcoll_group_rank(group, &me) ||
-        n < 1 || (rooted && me != root))
+        n < 1 ||
+        (rooted && (dcoll_group_group_rank(group, root, &at) || me != at)))
         return DCOLL_SUCCESS;
     if (n > 64 && !(w->heap = malloc(sizeof(int64_t) * 4 * (size_t)n)))
         return dcoll_coll_refuse(group, kind, fn, async,
