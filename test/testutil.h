@@ -20,6 +20,41 @@
  * is kept. CHECK_DEAD checks the refusal, that the group's next call
  * then fails naming it (or runs, where the group is kept), and gives g a
  * fresh spare for the next bad call. */
+/* The world a test's checks run in: the job's, or (sizes.h, --sizes) a
+ * group of the job's ranks, one after another inside one job. T_WORLD
+ * stands where the job's world was NULL; t_w.n and t_w.me are its size
+ * and this rank's place in it, t_w.r[i] the job rank of its rank i.
+ * dcoll's roots, peers and members are job ranks, as torch's global
+ * ranks are, so t_rank stays this process's job rank. */
+#define T_MAXW 64
+struct t_world {
+    dcoll_group_t *g;   /* NULL for the job's world */
+    int n;              /* ranks */
+    int me;             /* this process's rank in it, or -1 */
+    int whole;          /* the job's world itself */
+    int r[T_MAXW];      /* job rank of each of its ranks */
+    char name[16];
+};
+static struct t_world t_w = {NULL, 1, 0, 1, {0}, "job"};
+#define T_WORLD (t_w.g)
+
+/* A group of the job ranks ranks[0..k) (NULL, 0: every rank of the
+ * world), collective over the world: dcoll_new_group in the job's world;
+ * in a smaller one, a split of it ordered by job rank, as
+ * dcoll_new_group orders its members. */
+static inline dcoll_status_t t_new_group(dcoll_group_t **out,
+                                         const int *ranks, int k,
+                                         const dcoll_group_params_t *p)
+{
+    if (t_w.whole)
+        return dcoll_new_group(out, ranks, k, p);
+    int in = ranks == NULL && k == 0;
+    for (int i = 0; i < k && !in; i++)
+        in = ranks[i] == t_rank;
+    return dcoll_split_group(out, t_w.g, in ? 0 : DCOLL_SPLIT_NONE, t_rank,
+                             p);
+}
+
 /* A group of every rank whose calls give up after seconds and return
  * (DCOLL_ON_TIMEOUT_RETURN), for tests that look at what comes after a
  * timeout rather than the job's end. */
@@ -30,14 +65,14 @@ static inline dcoll_group_t *t_returning_group(double seconds)
     gp.timeout = seconds;
     gp.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
     dcoll_group_t *g = NULL;
-    CHECK_OK(dcoll_new_group(&g, NULL, 0, &gp));
+    CHECK_OK(t_new_group(&g, NULL, 0, &gp));
     return g;
 }
 
 static inline dcoll_group_t *t_spare(void)
 {
     dcoll_group_t *g = NULL;
-    CHECK_OK(dcoll_new_group(&g, NULL, 0, NULL));
+    CHECK_OK(t_new_group(&g, NULL, 0, NULL));
     return g;
 }
 
@@ -196,6 +231,15 @@ static inline int t_group_ranks(int which, int n, int *ranks)
     default:
         break;
     }
+    return k;
+}
+
+/* t_group_ranks over the world: its places as job ranks. */
+static inline int t_world_ranks(int which, int *ranks)
+{
+    int k = t_group_ranks(which, t_w.n, ranks);
+    for (int i = 0; i < k; i++)
+        ranks[i] = t_w.r[ranks[i]];
     return k;
 }
 

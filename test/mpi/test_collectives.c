@@ -1,12 +1,13 @@
 /* Every collective's result, for every type and op, on the world and on
  * sub-groups with gaps and non-members: blocking, async (wait and test)
- * and in place. Run under mpirun with 1 to 4 ranks. */
+ * and in place. Run under mpirun with 1 to 4 ranks, or with --sizes on
+ * the worlds of sizes.h inside one job. */
 #include <mpi.h>
 #include "testutil.h"
-#include "dcoll/dcoll_mpi.h"
+#include "sizes.h"
 
 int t_rank, t_failures;
-static int world_size;
+static int job_size;
 
 /* What rank g contributes at index i: small, so sums and products of four
  * ranks are exact in every type, bfloat16 and int8 included. */
@@ -308,9 +309,9 @@ static void test_p2p(struct grp *G, dcoll_dtype_t dt, int64_t count,
                 CHECK_OK(dcoll_work_source(w, &src));
                 CHECK_OK(dcoll_work_free(&w));
             }
-            CHECK(src >= 0 && src < world_size && !seen[src], "any-source "
+            CHECK(src >= 0 && src < job_size && !seen[src], "any-source "
                   "recv: source %d", src);
-            if (src < 0 || src >= world_size)
+            if (src < 0 || src >= job_size)
                 continue;
             seen[src] = 1;
             for (size_t i = 0; i < n; i++)
@@ -428,21 +429,17 @@ static void run_group(struct grp *G)
         finish(mode, dcoll_barrier(G->g, NULL, WORKP(mode)), "barrier");
 }
 
-int main(void)
+/* The groups of testutil.h inside the world, then the world's own
+ * handle. */
+static void body(void)
 {
-    if (dcoll_init(NULL) != DCOLL_SUCCESS) {
-        fprintf(stderr, "dcoll_init: %s\n", dcoll_last_error());
-        return 1;
-    }
-    dcoll_group_rank(NULL, &t_rank);
-    dcoll_group_size(NULL, &world_size);
     static const char *const names[T_NGROUPS] = {
         "world", "every-other-from-top", "all-but-1", "empty"};
     for (int which = 0; which < T_NGROUPS; which++) {
         struct grp G = {.name = names[which], .me = -1};
         int ranks[64];
-        int k = t_group_ranks(which, world_size, ranks);
-        CHECK_OK(dcoll_new_group(&G.g, ranks, k, NULL));
+        int k = t_world_ranks(which, ranks);
+        CHECK_OK(t_new_group(&G.g, ranks, k, NULL));
         for (int i = 0; i < k; i++)
             G.m[i] = ranks[i];
         /* members sorted ascending, as the group orders them */
@@ -461,15 +458,28 @@ int main(void)
         CHECK_OK(dcoll_group_destroy(&G.g));
         CHECK(G.g == DCOLL_GROUP_NULL, "destroy did not clear the handle");
     }
-    /* The world handle too, as NULL and as the handle itself. */
-    struct grp W = {.name = "world-handle", .n = world_size, .me = t_rank};
-    CHECK_OK(dcoll_group_world(&W.g));
-    for (int i = 0; i < world_size; i++)
-        W.m[i] = i;
+    /* The world's handle too: the job's as NULL gave it and as the
+     * handle itself; a smaller world's, in its own rank order. */
+    struct grp W = {.name = "world-handle", .n = t_w.n, .me = t_w.me,
+                    .g = T_WORLD};
+    if (t_w.whole)
+        CHECK_OK(dcoll_group_world(&W.g));
+    for (int i = 0; i < t_w.n; i++)
+        W.m[i] = t_w.r[i];
     test_queries(&W);
     test_reductions(&W, DCOLL_FLOAT32, DCOLL_SUM, 5, WAIT, 0);
     test_moves(&W, DCOLL_INT32, 5, BLOCK, 0);
+}
 
+int main(int argc, char **argv)
+{
+    if (dcoll_init(NULL) != DCOLL_SUCCESS) {
+        fprintf(stderr, "dcoll_init: %s\n", dcoll_last_error());
+        return 1;
+    }
+    dcoll_group_rank(NULL, &t_rank);
+    dcoll_group_size(NULL, &job_size);
+    t_sizes(argc, argv, body);
     int rc = t_finish("test_collectives");
     if (dcoll_finalize() != DCOLL_SUCCESS) {
         fprintf(stderr, "dcoll_finalize: %s\n", dcoll_last_error());

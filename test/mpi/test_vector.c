@@ -3,11 +3,13 @@
  * counts with zeros, packed and gapped displacements (the gaps must stay
  * untouched), in place, blocking and async, on the world, on sub-groups
  * with gaps and non-members, and what bad counts get; the int forms give
- * the same. Run under mpirun with 1 to 4 ranks. */
+ * the same. Run under mpirun with 1 to 4 ranks, or with --sizes on the
+ * worlds of sizes.h inside one job. */
+#include <mpi.h>
 #include "testutil.h"
+#include "sizes.h"
 
 int t_rank, t_failures;
-static int world_size;
 
 /* Element k of what group rank g contributes (to rank j where that
  * matters): small, so that every op is exact in every type. */
@@ -342,18 +344,18 @@ static void reduce_scatterv(struct ctx *x, dcoll_op_t op, int in_place)
 
 static void on_group(int which)
 {
-    int ranks[8] = {0}, n = t_group_ranks(which, world_size, ranks);
+    int ranks[8] = {0}, n = t_world_ranks(which, ranks);
     dcoll_group_t *g = NULL;
     if (which == 0) {
-        g = NULL;
+        g = T_WORLD;
     } else {
-        CHECK_OK(dcoll_new_group(&g, ranks, n, NULL));
+        CHECK_OK(t_new_group(&g, ranks, n, NULL));
     }
     int me = -1, members[8];
     dcoll_group_rank(g, &me);
-    for (int i = 0; i < n; i++)   /* group order: ascending world ranks */
+    for (int i = 0; i < n; i++)   /* group order: ascending job ranks */
         members[i] = ranks[i];
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n && which > 0; i++)   /* the world's: its own */
         for (int j = i + 1; j < n; j++)
             if (members[j] < members[i]) {
                 int t = members[i];
@@ -392,7 +394,7 @@ static void on_group(int which)
             }
         }
     }
-    if (g)
+    if (which > 0)
         CHECK_OK(dcoll_group_destroy(&g));
 }
 
@@ -403,7 +405,7 @@ static void on_group(int which)
  * catches counts that disagree). */
 static void refused(void)
 {
-    int n = world_size, me = t_rank;
+    int n = t_w.n, me = t_w.me;
     int64_t c[8], d[8], big[8];
     layout(n, 0, 0, c, d);
     for (int i = 0; i < n; i++)
@@ -450,7 +452,7 @@ static void refused(void)
                   bad, "overlap");
     CHECK_OK(dcoll_group_destroy(&G));
     /* The world still answers after the refusals. */
-    CHECK_OK(dcoll_barrier(NULL, NULL, NULL));
+    CHECK_OK(dcoll_barrier(T_WORLD, NULL, NULL));
 }
 
 /* DCOLL_DEBUG=detail: counts that disagree between ranks are caught on
@@ -458,7 +460,7 @@ static void refused(void)
  * stays usable. */
 static void mismatched(void)
 {
-    int n = world_size, me = t_rank;
+    int n = t_w.n, me = t_w.me;
     if (n < 2)
         return;
     int64_t c[8], d[8];
@@ -468,12 +470,12 @@ static void mismatched(void)
         buf[i] = ref[i] = 1000 + i;
     /* gatherv: rank 1 sends one more than the root expects. */
     int64_t mine = c[me] + (me == 1);
-    dcoll_status_t st = dcoll_gatherv(NULL, buf, mine, buf + 32, c, NULL,
-                                      DCOLL_INT32, 0, NULL, NULL);
+    dcoll_status_t st = dcoll_gatherv(T_WORLD, buf, mine, buf + 32, c, NULL,
+                                      DCOLL_INT32, t_w.r[0], NULL, NULL);
     char want[160];
-    snprintf(want, sizeof(want), "rank 1 (world 1) sends %lld element(s) to "
-             "rank 0 (world 0), which expects %lld", (long long)c[1] + 1,
-             (long long)c[1]);
+    snprintf(want, sizeof(want), "rank 1 (world %d) sends %lld element(s) "
+             "to rank 0 (world %d), which expects %lld", t_w.r[1],
+             (long long)c[1] + 1, t_w.r[0], (long long)c[1]);
     CHECK(st == DCOLL_ERR_MISMATCH && strstr(dcoll_last_error(), want),
           "gatherv mismatch: %s: %s", dcoll_status_string(st),
           dcoll_last_error());
@@ -482,7 +484,7 @@ static void mismatched(void)
     memcpy(other, c, sizeof(other));
     if (me == n - 1)
         other[0] += 1;
-    st = dcoll_all_gatherv(NULL, buf, other[me], buf + 32, other, NULL,
+    st = dcoll_all_gatherv(T_WORLD, buf, other[me], buf + 32, other, NULL,
                            DCOLL_INT32, NULL, NULL);
     CHECK(st == DCOLL_ERR_MISMATCH &&
           strstr(dcoll_last_error(), "recvcounts {1,"),
@@ -494,35 +496,42 @@ static void mismatched(void)
         sc[j] = 1;
         rc[j] = 1 + (me == 0 && j == 1);
     }
-    st = dcoll_all_to_allv(NULL, buf, sc, NULL, buf + 32, rc, NULL,
+    st = dcoll_all_to_allv(T_WORLD, buf, sc, NULL, buf + 32, rc, NULL,
                            DCOLL_INT32, NULL, NULL);
-    CHECK(st == DCOLL_ERR_MISMATCH &&
-          strstr(dcoll_last_error(), "rank 1 (world 1) sends 1 element(s) "
-                 "to rank 0 (world 0), which expects 2"),
+    snprintf(want, sizeof(want), "rank 1 (world %d) sends 1 element(s) to "
+             "rank 0 (world %d), which expects 2", t_w.r[1], t_w.r[0]);
+    CHECK(st == DCOLL_ERR_MISMATCH && strstr(dcoll_last_error(), want),
           "all_to_allv mismatch: %s: %s", dcoll_status_string(st),
           dcoll_last_error());
     CHECK(!memcmp(buf, ref, sizeof(buf)), "a mismatched call wrote a buffer");
-    CHECK_OK(dcoll_barrier(NULL, NULL, NULL));
+    CHECK_OK(dcoll_barrier(T_WORLD, NULL, NULL));
 }
 
-int main(void)
+static void body(void)
+{
+    for (int which = 0; which < T_NGROUPS; which++)
+        on_group(which);
+    /* The int forms: the same results on the world, on a group whose
+     * ranks are not the world's (a root's arrays found by its group
+     * rank) and on one with no members. */
+    as_int = 1;
+    on_group(0);
+    on_group(1);
+    on_group(T_NGROUPS - 1);
+    as_int = 0;
+    refused();
+    if (t_debug())
+        mismatched();
+}
+
+int main(int argc, char **argv)
 {
     if (dcoll_init(NULL) != DCOLL_SUCCESS) {
         fprintf(stderr, "dcoll_init: %s\n", dcoll_last_error());
         return 1;
     }
     dcoll_group_rank(NULL, &t_rank);
-    dcoll_group_size(NULL, &world_size);
-    for (int which = 0; which < T_NGROUPS; which++)
-        on_group(which);
-    /* The int forms: the same results on the world and a sub-group. */
-    as_int = 1;
-    on_group(0);
-    on_group(T_NGROUPS - 1);
-    as_int = 0;
-    refused();
-    if (t_debug())
-        mismatched();
+    t_sizes(argc, argv, body);
     int rc = t_finish("vector");
     dcoll_finalize();
     return rc;
