@@ -3,7 +3,8 @@
  * for all_reduce), blocking and async, on the world, sub-groups and
  * non-members, buffers that must stay as they were, and refusals. Each
  * buffer acts as a rank of its own: buffer j of group rank g is "virtual
- * rank" g * nbufs + j. Run under mpirun with 1 to 4 ranks.
+ * rank" g * nbufs + j. Run under mpirun with 1 to 4 ranks, or with
+ * --sizes on the worlds of sizes.h inside one job.
  *   DCOLL_TEST_PLACE=host  (default) host buffers;
  *                    gpu   buffer j on GPU j % (the GPUs there are);
  *                    mix   odd buffers on the GPU, even ones on the host.
@@ -11,10 +12,12 @@
  * FAKE_DEVICE for the fake plugin's GPUs (test/gpu/fake_plugin.c); then
  * DCOLL_TEST_NCCL=yes|no says whether its NCCL must have been used. */
 #include <stdbool.h>
+#include <mpi.h>
 #include "testutil.h"
+#include "sizes.h"
 
 int t_rank, t_failures;
-static int world_size;
+static int job_size;
 
 /* Device memory: the fake plugin's, CUDA's, or none. */
 enum { ON_HOST, ON_GPU, MIXED };
@@ -292,13 +295,13 @@ static void reduce_scatter(struct ctx *x, dcoll_op_t op)
 
 static void on_group(int which)
 {
-    int ranks[8] = {0}, n = t_group_ranks(which, world_size, ranks);
-    dcoll_group_t *g = NULL;
+    int ranks[8] = {0}, n = t_world_ranks(which, ranks);
+    dcoll_group_t *g = T_WORLD;
     if (which)
-        CHECK_OK(dcoll_new_group(&g, ranks, n, NULL));
+        CHECK_OK(t_new_group(&g, ranks, n, NULL));
     int me = -1;
     dcoll_group_rank(g, &me);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n && which; i++)   /* the world's: its own order */
         for (int j = i + 1; j < n; j++)
             if (ranks[j] < ranks[i]) {
                 int t = ranks[i];
@@ -344,7 +347,7 @@ static void on_group(int which)
                     }
                 }
             }
-    if (g)
+    if (which)
         CHECK_OK(dcoll_group_destroy(&g));
 }
 
@@ -371,18 +374,21 @@ static void refused(void)
                                         NULL, NULL),
                   bad, "root_buf 2 is not a buffer index");
     CHECK_DEAD(G, dcoll_reduce_multi(G, two, 2, 4, DCOLL_FLOAT32,
-                                     DCOLL_SUM, world_size, 0, NULL, NULL),
+                                     DCOLL_SUM, job_size, 0, NULL, NULL),
                   bad, "root");
     /* Overlapping buffers, other than NCCL's in-place form (a race on
      * the GPU): refused on every path. */
     float big[2][64];
     const void *send[2] = {big[0], big[1] + 1};
     void *recv[2] = {big[0], big[1]};
-    if (world_size * 2 * 4 <= 64) {
-        size_t mine = (size_t)t_rank * 2 * 4;
+    int gme = 0, gn = 0;   /* G is ordered by job rank, as new_group's */
+    dcoll_group_rank(G, &gme);
+    dcoll_group_size(G, &gn);
+    if (gn * 2 * 4 <= 64) {
+        size_t mine = (size_t)gme * 2 * 4;
         CHECK_DEAD(G, dcoll_all_gather_multi(G, send, recv, 2, 4,
                                              DCOLL_FLOAT32, NULL, NULL),
-                   bad, t_rank ? "sendbufs[0] overlaps recvbufs[0]"
+                   bad, gme ? "sendbufs[0] overlaps recvbufs[0]"
                                : "sendbufs[1] overlaps recvbufs[1]");
         CHECK_DEAD(G, dcoll_reduce_scatter_multi(G, (const void *const *)recv,
                                                  (void *const *)send, 2, 4,
@@ -395,20 +401,20 @@ static void refused(void)
                 big[i][e] = -1;
             for (int e = 0; e < 4; e++)
                 big[i][mine + (size_t)i * 4 + (size_t)e] =
-                    (float)(t_rank * 2 + i);
+                    (float)(gme * 2 + i);
             send[i] = big[i] + mine + (size_t)i * 4;
             recv[i] = big[i];
         }
         CHECK_OK(dcoll_all_gather_multi(G, send, recv, 2, 4, DCOLL_FLOAT32,
                                         NULL, NULL));
         for (int i = 0; i < 2; i++)
-            for (int blk = 0; blk < world_size * 2; blk++)
+            for (int blk = 0; blk < gn * 2; blk++)
                 CHECK(big[i][blk * 4 + 3] == (float)blk, "all_gather_multi "
                       "in place: buffer %d block %d = %g", i, blk,
                       big[i][blk * 4 + 3]);
     }
     CHECK_OK(dcoll_group_destroy(&G));
-    CHECK_OK(dcoll_barrier(NULL, NULL, NULL));
+    CHECK_OK(dcoll_barrier(T_WORLD, NULL, NULL));
 }
 
 /* On GPUs of the NCCL path: a stream belongs to one GPU. */
@@ -419,7 +425,7 @@ static void refused_gpu(void)
     struct list b = bufs(2, 4 * sizeof(float));
     dcoll_coll_opts_t o = {.mask = DCOLL_COLL_OPT_STREAM,
                            .stream = (void *)0x5};
-    dcoll_status_t st = dcoll_all_reduce_multi(NULL, b.p, 2, 4,
+    dcoll_status_t st = dcoll_all_reduce_multi(T_WORLD, b.p, 2, 4,
                                                DCOLL_FLOAT32, DCOLL_SUM, &o,
                                                NULL);
     const char *want = getenv("DCOLL_TEST_NCCL");
@@ -429,7 +435,7 @@ static void refused_gpu(void)
               "a stream with buffers on 2 GPUs: %d %s", st,
               dcoll_last_error());
     bufs_free(&b);
-    CHECK_OK(dcoll_barrier(NULL, NULL, NULL));
+    CHECK_OK(dcoll_barrier(T_WORLD, NULL, NULL));
 }
 
 /* DCOLL_DEBUG=detail: counts that disagree are caught on every rank
@@ -437,41 +443,22 @@ static void refused_gpu(void)
  * same placement as the world's earlier calls, so no new clique. */
 static void mismatched(void)
 {
-    if (!t_debug() || world_size < 2)
+    if (!t_debug() || t_w.n < 2)
         return;
     struct list b = bufs(2, 8 * sizeof(float));
-    int64_t count = 4 + (t_rank == 1);
-    dcoll_status_t st = dcoll_all_reduce_multi(NULL, b.p, 2, count,
+    int64_t count = 4 + (t_w.me == 1);
+    dcoll_status_t st = dcoll_all_reduce_multi(T_WORLD, b.p, 2, count,
                                                DCOLL_FLOAT32, DCOLL_SUM, NULL,
                                                NULL);
     CHECK(st == DCOLL_ERR_MISMATCH, "all_reduce_multi, count 5 on rank 1 "
           "and 4 elsewhere: %s: %s", dcoll_status_string(st),
           dcoll_last_error());
     bufs_free(&b);
-    CHECK_OK(dcoll_barrier(NULL, NULL, NULL));
+    CHECK_OK(dcoll_barrier(T_WORLD, NULL, NULL));
 }
 
-int main(void)
+static void body(void)
 {
-    const char *pl = getenv("DCOLL_TEST_PLACE");
-    place = !pl || !strcmp(pl, "host") ? ON_HOST
-            : !strcmp(pl, "gpu")       ? ON_GPU
-                                       : MIXED;
-    if (dcoll_init(NULL) != DCOLL_SUCCESS) {
-        fprintf(stderr, "dcoll_init: %s\n", dcoll_last_error());
-        return 1;
-    }
-    dcoll_group_rank(NULL, &t_rank);
-    dcoll_group_size(NULL, &world_size);
-    if (place != ON_HOST) {
-        dev_open();
-        if (ngpus < 1) {
-            if (t_rank == 0)
-                printf("skip: no GPU (DCOLL_TEST_PLACE=%s)\n", pl);
-            dcoll_finalize();
-            return 77;
-        }
-    }
     on_group(0);
 #ifdef FAKE_DEVICE
     /* That the fake NCCL ran the world's calls, or that none reached it
@@ -491,6 +478,30 @@ int main(void)
         on_group(which);
     refused();
     refused_gpu();
+}
+
+int main(int argc, char **argv)
+{
+    const char *pl = getenv("DCOLL_TEST_PLACE");
+    place = !pl || !strcmp(pl, "host") ? ON_HOST
+            : !strcmp(pl, "gpu")       ? ON_GPU
+                                       : MIXED;
+    if (dcoll_init(NULL) != DCOLL_SUCCESS) {
+        fprintf(stderr, "dcoll_init: %s\n", dcoll_last_error());
+        return 1;
+    }
+    dcoll_group_rank(NULL, &t_rank);
+    dcoll_group_size(NULL, &job_size);
+    if (place != ON_HOST) {
+        dev_open();
+        if (ngpus < 1) {
+            if (t_rank == 0)
+                printf("skip: no GPU (DCOLL_TEST_PLACE=%s)\n", pl);
+            dcoll_finalize();
+            return 77;
+        }
+    }
+    t_sizes(argc, argv, body);
     int rc = t_finish("multi");
     dcoll_finalize();
     return rc;

@@ -413,6 +413,7 @@ static void refused(void)
     int buf[64] = {0};
     dcoll_status_t bad = DCOLL_ERR_INVALID_ARGUMENT;
     dcoll_group_t *G = t_spare();
+    dcoll_group_rank(G, &me);   /* ordered by job rank, as new_group's */
     CHECK_DEAD(G, dcoll_all_gatherv(G, buf, -1, buf, c, NULL, DCOLL_INT32,
                                     NULL, NULL),
                   bad, "sendcount -1 is negative");
