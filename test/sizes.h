@@ -33,14 +33,13 @@ static inline int t_world_members(const char *s, int n, int *m, int *whole)
     char *end = NULL;
     long k = strtol(s, &end, 10);
     if (end == s || k < 1 || k > n || k > T_MAXW ||
-        (*end && strcmp(end, "r") && strcmp(end, "g")))
+        (*end && strcmp(end, "r") && strcmp(end, "g")) ||
+        (*end == 'g' && (k < 2 || k >= n)))
         return 0;
     *whole = k == n && !*end;
     for (int i = 0; i < k; i++)
         m[i] = *end == 'r' ? n - 1 - i
                : *end == 'g' ? (i == 0 ? 0 : i + 1) : (int)(n - k + i);
-    if (*end == 'g' && (k < 2 || k >= n))
-        return 0;
     return (int)k;
 }
 
@@ -71,7 +70,6 @@ static inline void t_sizes(int argc, char **argv, void (*body)(void))
         struct t_world w = {.me = -1};
         MPI_Comm comm = MPI_COMM_NULL;
         w.n = t_world_members(s, n, w.r, &w.whole);
-        snprintf(w.name, sizeof(w.name), "%s", s);
         if (w.n == 0) {
             CHECK(0, "--sizes: \"%s\" is no world of a %d-rank job", s, n);
             continue;
@@ -107,7 +105,6 @@ static inline void t_sizes(int argc, char **argv, void (*body)(void))
     t_w = (struct t_world){.n = n, .me = t_rank, .whole = 1};
     for (int i = 0; i < n && i < T_MAXW; i++)
         t_w.r[i] = i;
-    snprintf(t_w.name, sizeof(t_w.name), "%d", n);
     t_wcomm = MPI_COMM_WORLD;
 }
 

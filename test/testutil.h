@@ -13,13 +13,6 @@
 #include "dcoll/dcoll.h"
 #include "half.h"
 
-/* A collective refused on a member takes its number there and leaves its
- * group unusable on that rank (the other ranks may be waiting in the
- * call), so bad calls go to a spare group of all ranks; a group of one
- * rank, or any group in debug mode (every rank learns of the refusal),
- * is kept. CHECK_DEAD checks the refusal, that the group's next call
- * then fails naming it (or runs, where the group is kept), and gives g a
- * fresh spare for the next bad call. */
 /* The world a test's checks run in: the job's, or (sizes.h, --sizes) a
  * group of the job's ranks, one after another inside one job. T_WORLD
  * stands where the job's world was NULL; t_w.n and t_w.me are its size
@@ -33,9 +26,8 @@ struct t_world {
     int me;             /* this process's rank in it, or -1 */
     int whole;          /* the job's world itself */
     int r[T_MAXW];      /* job rank of each of its ranks */
-    char name[16];
 };
-static struct t_world t_w = {NULL, 1, 0, 1, {0}, "job"};
+static struct t_world t_w = {NULL, 1, 0, 1, {0}};
 #define T_WORLD (t_w.g)
 
 /* A group of the job ranks ranks[0..k) (NULL, 0: every rank of the
@@ -55,6 +47,13 @@ static inline dcoll_status_t t_new_group(dcoll_group_t **out,
                              p);
 }
 
+/* A collective refused on a member takes its number there and leaves its
+ * group unusable on that rank (the other ranks may be waiting in the
+ * call), so bad calls go to a spare group of all ranks; a group of one
+ * rank, or any group in debug mode (every rank learns of the refusal),
+ * is kept. CHECK_DEAD checks the refusal, that the group's next call
+ * then fails naming it (or runs, where the group is kept), and gives g a
+ * fresh spare for the next bad call. */
 /* A group of every rank whose calls give up after seconds and return
  * (DCOLL_ON_TIMEOUT_RETURN), for tests that look at what comes after a
  * timeout rather than the job's end. */

@@ -389,7 +389,7 @@ static void refused(void)
         CHECK_DEAD(G, dcoll_all_gather_multi(G, send, recv, 2, 4,
                                              DCOLL_FLOAT32, NULL, NULL),
                    bad, gme ? "sendbufs[0] overlaps recvbufs[0]"
-                               : "sendbufs[1] overlaps recvbufs[1]");
+                            : "sendbufs[1] overlaps recvbufs[1]");
         CHECK_DEAD(G, dcoll_reduce_scatter_multi(G, (const void *const *)recv,
                                                  (void *const *)send, 2, 4,
                                                  DCOLL_FLOAT32, DCOLL_SUM,
