@@ -38,6 +38,15 @@ static inline bool dcoll_opts_cuda(const dcoll_coll_opts_t *o)
 #define DCOLL_WORK_MAGIC  0x64637731u /* "dcw1" */
 #define DCOLL_DEAD_MAGIC  0xdeadd0c1u
 
+/* A handle marked dead as it dies, so that a stale copy of it is refused
+ * while its memory is not reused. The store goes through a volatile
+ * lvalue: a plain one just before free() is dead to the compiler, which
+ * drops it, and the stale handle then passed as live. */
+static inline void dcoll_mark_dead(uint32_t *magic)
+{
+    *(volatile uint32_t *)magic = DCOLL_DEAD_MAGIC;
+}
+
 #if defined(__GNUC__)
 #define DCOLL_LIKELY(x) __builtin_expect(!!(x), 1)
 #define DCOLL_UNLIKELY(x) __builtin_expect(!!(x), 0)

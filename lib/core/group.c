@@ -445,7 +445,7 @@ static void group_free(struct dcoll_group *g)
     dcoll_fault_group_free(g);
     free(g->ranks);
     free(g->order);
-    g->magic = DCOLL_DEAD_MAGIC;
+    dcoll_mark_dead(&g->magic);
     free(g);
 }
 
@@ -492,7 +492,7 @@ dcoll_status_t dcoll_group_destroy(dcoll_group_t **group)
      * communicator the others' asks still reach would hand them to the
      * next one given its context id. */
     if (g->left && g->timeout > 0 && g->size > 1) {
-        g->magic = DCOLL_DEAD_MAGIC;
+        dcoll_mark_dead(&g->magic);
         *group = DCOLL_GROUP_NULL;
         return DCOLL_SUCCESS;
     }

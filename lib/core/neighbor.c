@@ -41,7 +41,7 @@ static void nbh_free(struct dcoll_nbh *n)
             n->next->prev = n->prev;
     }
     free(n->in);
-    n->magic = DCOLL_DEAD_MAGIC;
+    dcoll_mark_dead(&n->magic);
     free(n);
 }
 
@@ -337,7 +337,7 @@ dcoll_status_t dcoll_neighborhood_free(dcoll_neighborhood_t **nbh)
     if (n->refs > 1) {
         /* Its plans keep it; they go on working. */
         n->refs--;
-        n->magic = DCOLL_DEAD_MAGIC;
+        dcoll_mark_dead(&n->magic);
     } else {
         nbh_free(n);
     }

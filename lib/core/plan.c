@@ -64,7 +64,7 @@ static void drop_work(struct dcoll_plan *p)
     set_ready(p, p->member && !p->self);
     free(w->errmsg);
     w->errmsg = NULL;
-    w->magic = DCOLL_DEAD_MAGIC;
+    dcoll_mark_dead(&w->magic);
     w->backend->work_release(w);
 }
 
@@ -532,7 +532,7 @@ dcoll_status_t dcoll_plan_free(dcoll_plan_t **plan)
     free(p->layouts);
     if (p->c.nbh)
         dcoll_nbh_drop((struct dcoll_nbh *)p->c.nbh);
-    p->magic = DCOLL_DEAD_MAGIC;
+    dcoll_mark_dead(&p->magic);
     free(p);
     *plan = NULL;
     return DCOLL_SUCCESS;

@@ -160,7 +160,7 @@ dcoll_status_t dcoll_work_free(dcoll_work_t **work)
         st = complete(w, backend_end(w, NULL));
     if (w->errmsg)
         free(w->errmsg);
-    w->magic = DCOLL_DEAD_MAGIC;
+    dcoll_mark_dead(&w->magic);
     w->backend->work_release(w);
     *work = NULL;
     return st;

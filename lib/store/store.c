@@ -168,7 +168,7 @@ dcoll_status_t dcoll_store_destroy(dcoll_store_t **store)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_store_destroy: "
                            "this is the world's store (dcoll_world_store), "
                            "which dcoll frees at dcoll_finalize");
-    (*store)->magic = DCOLL_DEAD_MAGIC;
+    dcoll_mark_dead(&(*store)->magic);
     (*store)->ops->destroy(*store);
     *store = NULL;
     return DCOLL_SUCCESS;
