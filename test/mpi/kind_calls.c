@@ -52,6 +52,7 @@ dcoll_status_t kc_begin(struct kc_ctx *c, dcoll_group_t *g)
         return DCOLL_ERR_INVALID_ARGUMENT;
     c->root = c->n - 1;
     if ((st = dcoll_group_global_rank(g, c->me, &c->world_me)) ||
+        (st = dcoll_group_global_rank(g, c->root, &c->world_root)) ||
         (st = dcoll_group_global_rank(g, (c->me + 1) % c->n, &c->next)) ||
         (st = dcoll_group_global_rank(g, (c->me + c->n - 1) % c->n,
                                       &c->prev)))
@@ -87,11 +88,12 @@ dcoll_status_t kc_start(struct kc_ctx *c, dcoll_plan_t *p, bool async)
 
 static dcoll_status_t run_broadcast(struct kc_ctx *c)
 {
-    return dcoll_broadcast(c->g, c->in, C, I32, c->root, c->opts, NULL);
+    return dcoll_broadcast(c->g, c->in, C, I32, c->world_root, c->opts, NULL);
 }
 static dcoll_status_t plan_broadcast(struct kc_ctx *c, dcoll_plan_t **p)
 {
-    return dcoll_broadcast_plan(c->g, c->in, C, I32, c->root, c->opts, p);
+    return dcoll_broadcast_plan(c->g, c->in, C, I32, c->world_root, c->opts,
+                                p);
 }
 static bool check_broadcast(struct kc_ctx *c)
 {
@@ -122,12 +124,12 @@ static bool check_all_reduce(struct kc_ctx *c)
 static dcoll_status_t run_reduce(struct kc_ctx *c)
 {
     return dcoll_reduce(c->g, c->in, c->me == c->root ? c->out : NULL, C,
-                        I32, DCOLL_SUM, c->root, c->opts, NULL);
+                        I32, DCOLL_SUM, c->world_root, c->opts, NULL);
 }
 static dcoll_status_t plan_reduce(struct kc_ctx *c, dcoll_plan_t **p)
 {
     return dcoll_reduce_plan(c->g, c->in, c->me == c->root ? c->out : NULL,
-                             C, I32, DCOLL_SUM, c->root, c->opts, p);
+                             C, I32, DCOLL_SUM, c->world_root, c->opts, p);
 }
 static bool check_reduce(struct kc_ctx *c)
 {
@@ -170,12 +172,12 @@ static bool check_gather(struct kc_ctx *c)
 }
 static dcoll_status_t run_gather(struct kc_ctx *c)
 {
-    return dcoll_gather(c->g, c->in, root_out(c), C, I32, c->root, c->opts,
-                        NULL);
+    return dcoll_gather(c->g, c->in, root_out(c), C, I32, c->world_root,
+                        c->opts, NULL);
 }
 static dcoll_status_t plan_gather(struct kc_ctx *c, dcoll_plan_t **p)
 {
-    return dcoll_gather_plan(c->g, c->in, root_out(c), C, I32, c->root,
+    return dcoll_gather_plan(c->g, c->in, root_out(c), C, I32, c->world_root,
                              c->opts, p);
 }
 
@@ -193,12 +195,12 @@ static const void *root_in(struct kc_ctx *c)
 }
 static dcoll_status_t run_scatter(struct kc_ctx *c)
 {
-    return dcoll_scatter(c->g, root_in(c), c->out, C, I32, c->root, c->opts,
-                         NULL);
+    return dcoll_scatter(c->g, root_in(c), c->out, C, I32, c->world_root,
+                         c->opts, NULL);
 }
 static dcoll_status_t plan_scatter(struct kc_ctx *c, dcoll_plan_t **p)
 {
-    return dcoll_scatter_plan(c->g, root_in(c), c->out, C, I32, c->root,
+    return dcoll_scatter_plan(c->g, root_in(c), c->out, C, I32, c->world_root,
                               c->opts, p);
 }
 
@@ -294,22 +296,22 @@ static dcoll_status_t plan_all_gatherv(struct kc_ctx *c, dcoll_plan_t **p)
 static dcoll_status_t run_gatherv(struct kc_ctx *c)
 {
     return dcoll_gatherv(c->g, c->in, C, root_out(c), c->counts, c->displs,
-                         I32, c->root, c->opts, NULL);
+                         I32, c->world_root, c->opts, NULL);
 }
 static dcoll_status_t plan_gatherv(struct kc_ctx *c, dcoll_plan_t **p)
 {
     return dcoll_gatherv_plan(c->g, c->in, C, root_out(c), c->counts,
-                              c->displs, I32, c->root, c->opts, p);
+                              c->displs, I32, c->world_root, c->opts, p);
 }
 static dcoll_status_t run_scatterv(struct kc_ctx *c)
 {
     return dcoll_scatterv(c->g, root_in(c), c->counts, c->displs, c->out, C,
-                          I32, c->root, c->opts, NULL);
+                          I32, c->world_root, c->opts, NULL);
 }
 static dcoll_status_t plan_scatterv(struct kc_ctx *c, dcoll_plan_t **p)
 {
     return dcoll_scatterv_plan(c->g, root_in(c), c->counts, c->displs,
-                               c->out, C, I32, c->root, c->opts, p);
+                               c->out, C, I32, c->world_root, c->opts, p);
 }
 static dcoll_status_t run_all_to_allv(struct kc_ctx *c)
 {

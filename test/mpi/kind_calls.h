@@ -4,7 +4,8 @@
  * default. The route tests and the plan tests iterate it; transport-table
  * fails, naming the kind, where a kind has no entry, so a new kind lands
  * with its tests. Data: int32, KC_COUNT elements a block, rank r's input
- * element k is r * 100 + k; the root is the group's last rank. */
+ * element k is r * 100 + k (r a group rank); the root is the group's last
+ * rank, passed to the calls as its world rank. */
 #ifndef DCOLL_TEST_KIND_CALLS_H
 #define DCOLL_TEST_KIND_CALLS_H
 
@@ -20,6 +21,7 @@ struct kc_ctx {
     dcoll_group_t *g;
     int me, n, root;
     int world_me;                 /* me's world rank */
+    int world_root;               /* root's, which the calls take */
     int next, prev;               /* world ranks of the ring's neighbours */
     dcoll_neighborhood_t *nbh;    /* the ring: prev in, next out */
     const dcoll_coll_opts_t *opts;   /* every call's (NULL: none) */

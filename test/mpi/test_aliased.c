@@ -8,8 +8,11 @@
  *   scatter (root last rank)  the root's block stays where it is
  *   reduce_scatter(v)         the whole input in the buffer, the result
  *                             in its first count elements
- * Blocking and async; every rank checks every element. */
+ * Blocking and async; every rank checks every element. --sizes
+ * (test/sizes.h) runs it on every size inside one job. */
+#include <mpi.h>
 #include "testutil.h"
+#include "sizes.h"
 
 int t_rank, t_failures;
 
@@ -27,7 +30,7 @@ static void sum_at_front(const int32_t *b, int n, const char *what)
     for (int i = 0; i < N; i++) {
         int32_t want = 0;
         for (int r = 0; r < n; r++)
-            want += v(r, t_rank * N + i);
+            want += v(r, t_w.me * N + i);
         CHECK(b[i] == want, "%s [%d] = %d, want %d", what, i, b[i], want);
     }
 }
@@ -42,13 +45,11 @@ static void wait_or_run(dcoll_status_t st, dcoll_work_t *w, const char *what)
     }
 }
 
-int main(void)
+/* Ranks, roots and the data's order are the world's; dcoll's root is the
+ * job rank of its last rank. */
+static void body(void)
 {
-    CHECK_OK(dcoll_init(NULL));
-    int n;
-    dcoll_group_rank(NULL, &t_rank);
-    dcoll_group_size(NULL, &n);
-    int me = t_rank, root = n - 1;
+    int n = t_w.n, me = t_w.me, root = n - 1, jroot = t_w.r[root];
     int32_t *b = malloc(sizeof(int32_t) * N * (size_t)n);
     int64_t *counts = malloc(sizeof(int64_t) * (size_t)n),
             *displs = malloc(sizeof(int64_t) * (size_t)n);
@@ -65,7 +66,7 @@ int main(void)
         for (int i = 0; i < N * n; i++)
             b[i] = i / N == me ? v(me, i % N) : -1;
         snprintf(what, sizeof(what), "%s all_gather", form);
-        st = dcoll_all_gather(NULL, b, b, N, DCOLL_INT32, NULL, wp);
+        st = dcoll_all_gather(T_WORLD, b, b, N, DCOLL_INT32, NULL, wp);
         wait_or_run(st, w, what);
         for (int i = 0; i < N * n; i++)
             CHECK(b[i] == v(i / N, i % N), "%s [%d] = %d", what, i, b[i]);
@@ -76,8 +77,8 @@ int main(void)
                               : (i / N == me ? v(me, i % N) : -1);
         snprintf(what, sizeof(what), "%s gather", form);
         w = NULL;
-        st = dcoll_gather(NULL, b, me == root ? b : NULL, N, DCOLL_INT32,
-                          root, NULL, wp);
+        st = dcoll_gather(T_WORLD, b, me == root ? b : NULL, N, DCOLL_INT32,
+                          jroot, NULL, wp);
         wait_or_run(st, w, what);
         for (int i = 0; me == root && i < N * n; i++)
             CHECK(b[i] == v(i / N, i % N), "%s [%d] = %d", what, i, b[i]);
@@ -86,8 +87,8 @@ int main(void)
             b[i] = me == root ? v(i / N, i % N) : -1;
         snprintf(what, sizeof(what), "%s scatter", form);
         w = NULL;
-        st = dcoll_scatter(NULL, me == root ? b : NULL, b, N, DCOLL_INT32,
-                           root, NULL, wp);
+        st = dcoll_scatter(T_WORLD, me == root ? b : NULL, b, N,
+                           DCOLL_INT32, jroot, NULL, wp);
         wait_or_run(st, w, what);
         for (int i = 0; i < N * n; i++)
             CHECK(me == root ? b[i] == v(i / N, i % N)
@@ -98,7 +99,7 @@ int main(void)
             b[i] = v(me, i);
         snprintf(what, sizeof(what), "%s reduce_scatter", form);
         w = NULL;
-        st = dcoll_reduce_scatter(NULL, b, b, N, DCOLL_INT32, DCOLL_SUM,
+        st = dcoll_reduce_scatter(T_WORLD, b, b, N, DCOLL_INT32, DCOLL_SUM,
                                   NULL, wp);
         wait_or_run(st, w, what);
         sum_at_front(b, n, what);
@@ -107,7 +108,7 @@ int main(void)
             b[i] = i / N == n - 1 - me ? v(me, i % N) : -1;
         snprintf(what, sizeof(what), "%s all_gatherv", form);
         w = NULL;
-        st = dcoll_all_gatherv(NULL, b, N, b, counts, displs, DCOLL_INT32,
+        st = dcoll_all_gatherv(T_WORLD, b, N, b, counts, displs, DCOLL_INT32,
                                NULL, wp);
         wait_or_run(st, w, what);
         for (int i = 0; i < N * n; i++)
@@ -118,7 +119,7 @@ int main(void)
             b[i] = v(me, i);
         snprintf(what, sizeof(what), "%s reduce_scatterv", form);
         w = NULL;
-        st = dcoll_reduce_scatterv(NULL, b, b, counts, DCOLL_INT32,
+        st = dcoll_reduce_scatterv(T_WORLD, b, b, counts, DCOLL_INT32,
                                    DCOLL_SUM, NULL, wp);
         wait_or_run(st, w, what);
         sum_at_front(b, n, what);
@@ -126,6 +127,13 @@ int main(void)
     free(b);
     free(counts);
     free(displs);
+}
+
+int main(int argc, char **argv)
+{
+    CHECK_OK(dcoll_init(NULL));
+    dcoll_group_rank(NULL, &t_rank);
+    t_sizes(argc, argv, body);
     int rc = t_finish("aliased");
     CHECK_OK(dcoll_finalize());
     return rc;

@@ -3,7 +3,8 @@
  * gives the exact result (and all_reduce's the same bits on every rank)
  * for integer and floating types, every op MPI has for them, odd counts,
  * counts below the group size, every root, in place and not. Run under
- * mpirun with 1 to 4 ranks. The inputs are small integers (and 1s and 2s
+ * mpirun with 1 to 4 ranks, or --sizes for every size inside one job
+ * (the worlds of test/sizes.h, each MPI's own split). The inputs are small integers (and 1s and 2s
  * for PROD), so every order of a sum is exact and a result can be
  * checked against the sum computed here. */
 #include <mpi.h>
@@ -14,9 +15,13 @@
 #include <string.h>
 #include "mpi_internal.h"
 #include "testutil.h"
+#include "sizes.h"
 
 int t_rank, t_failures;
-static int size;
+/* The world the checks run on: its communicator, this rank's place in
+ * it, its size. */
+static MPI_Comm comm;
+static int me, size;
 
 
 enum type { INT32, INT64, FLOAT32, FLOAT64, NTYPES };
@@ -82,7 +87,7 @@ static void same_everywhere(const void *buf, size_t bytes, const char *what)
 {
     unsigned char *all = malloc(bytes * (size_t)size + 1);
     MPI_Allgather(buf, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE,
-                  MPI_COMM_WORLD);
+                  comm);
     for (int r = 1; r < size; r++)
         CHECK(!memcmp(all, all + bytes * (size_t)r, bytes),
               "%s: rank %d's result differs from rank 0's", what, r);
@@ -96,15 +101,15 @@ static void all_reduce(enum dcoll_way way, enum type t, MPI_Op op,
     char *in = malloc(e * (size_t)n + 1), *out = malloc(e * (size_t)n + 1);
     char *exp = malloc(e * (size_t)n + 1), what[160];
     for (int i = 0; i < n; i++) {
-        put(in_place ? out : in, t, i, val(t_rank, i, op));
+        put(in_place ? out : in, t, i, val(me, i, op));
         put(exp, t, i, want(i, op));
     }
     snprintf(what, sizeof(what), "all_reduce by %s, %s %s, %d element(s)%s",
              dcoll_way_names[way], type_names[t], opname, n,
              in_place ? ", in place" : "");
     int rc = dcoll_compose_all_reduce(way, in_place ? MPI_IN_PLACE : in, out,
-                                      n, mpi_type(t), e, op, MPI_COMM_WORLD,
-                                      t_rank, size);
+                                      n, mpi_type(t), e, op, comm,
+                                      me, size);
     CHECK(rc == MPI_SUCCESS, "%s: MPI error %d", what, rc);
     CHECK(!memcmp(out, exp, e * (size_t)n), "%s: wrong result", what);
     same_everywhere(out, e * (size_t)n, what);
@@ -122,15 +127,15 @@ static void reduce_scatter(enum dcoll_way way, enum type t, MPI_Op op,
     char *out = malloc(e * (size_t)(in_place ? whole : n) + 1);
     char *exp = malloc(e * (size_t)n + 1), what[160];
     for (int i = 0; i < whole; i++)
-        put(in_place ? out : in, t, i, val(t_rank, i, op));
+        put(in_place ? out : in, t, i, val(me, i, op));
     for (int i = 0; i < n; i++)
-        put(exp, t, i, want(t_rank * n + i, op));
+        put(exp, t, i, want(me * n + i, op));
     snprintf(what, sizeof(what), "reduce_scatter by %s, %s %s, %d "
              "element(s) a rank%s", dcoll_way_names[way], type_names[t],
              opname, n, in_place ? ", in place" : "");
     int rc = dcoll_compose_reduce_scatter(way, in_place ? MPI_IN_PLACE : in,
                                           out, n, mpi_type(t), e, op,
-                                          MPI_COMM_WORLD, t_rank, size);
+                                          comm, me, size);
     CHECK(rc == MPI_SUCCESS, "%s: MPI error %d", what, rc);
     CHECK(!memcmp(out, exp, e * (size_t)n), "%s: wrong block", what);
     free(in);
@@ -147,18 +152,18 @@ static void reduce(enum dcoll_way way, enum type t, MPI_Op op,
     char *in = malloc(e * (size_t)n + 1), *out = malloc(e * (size_t)n + 1);
     char *exp = malloc(e * (size_t)n + 1), what[160];
     for (int i = 0; i < n; i++) {
-        put(in, t, i, val(t_rank, i, op));
-        put(out, t, i, val(t_rank, i, op));
+        put(in, t, i, val(me, i, op));
+        put(out, t, i, val(me, i, op));
         put(exp, t, i, want(i, op));
     }
     snprintf(what, sizeof(what), "reduce to %d by %s, %s %s, %d "
              "element(s)%s", root, dcoll_way_names[way], type_names[t],
              opname, n, in_place ? ", in place" : "");
-    bool at_root = t_rank == root;
+    bool at_root = me == root;
     int rc = dcoll_compose_reduce(way, in_place && at_root ? MPI_IN_PLACE
                                                            : in,
                                   at_root ? out : NULL, n, mpi_type(t), e,
-                                  op, root, MPI_COMM_WORLD, t_rank, size);
+                                  op, root, comm, me, size);
     CHECK(rc == MPI_SUCCESS, "%s: MPI error %d", what, rc);
     if (at_root)
         CHECK(!memcmp(out, exp, e * (size_t)n), "%s: wrong result", what);
@@ -174,12 +179,12 @@ static void broadcast(enum dcoll_way way, enum type t, int n, int root)
     char what[160];
     for (int i = 0; i < n; i++) {
         put(exp, t, i, val(root, i, MPI_SUM));
-        put(buf, t, i, t_rank == root ? val(root, i, MPI_SUM) : 99);
+        put(buf, t, i, me == root ? val(root, i, MPI_SUM) : 99);
     }
     snprintf(what, sizeof(what), "broadcast from %d by %s, %s, %d "
              "element(s)", root, dcoll_way_names[way], type_names[t], n);
     int rc = dcoll_compose_broadcast(way, buf, n, mpi_type(t), e, root,
-                                     MPI_COMM_WORLD, t_rank, size);
+                                     comm, me, size);
     CHECK(rc == MPI_SUCCESS, "%s: MPI error %d", what, rc);
     CHECK(!memcmp(buf, exp, e * (size_t)n), "%s: wrong result", what);
     free(buf);
@@ -194,17 +199,17 @@ static void all_gather(enum dcoll_way way, enum type t, int n, int in_place)
     for (size_t i = 0; i < whole; i++) {
         int r = (int)(i / (size_t)n), k = (int)(i % (size_t)n);
         put(exp, t, (int)i, val(r, k, MPI_SUM));
-        put(out, t, (int)i, r == t_rank && in_place ? val(r, k, MPI_SUM)
+        put(out, t, (int)i, r == me && in_place ? val(r, k, MPI_SUM)
                                                     : 99);
     }
     for (int i = 0; i < n; i++)
-        put(in, t, i, val(t_rank, i, MPI_SUM));
+        put(in, t, i, val(me, i, MPI_SUM));
     snprintf(what, sizeof(what), "all_gather by %s, %s, %d element(s) a "
              "rank%s", dcoll_way_names[way], type_names[t], n,
              in_place ? ", in place" : "");
     int rc = dcoll_compose_all_gather(way, in_place ? MPI_IN_PLACE : in, out,
-                                      n, mpi_type(t), e, MPI_COMM_WORLD,
-                                      t_rank, size);
+                                      n, mpi_type(t), e, comm,
+                                      me, size);
     CHECK(rc == MPI_SUCCESS, "%s: MPI error %d", what, rc);
     CHECK(!memcmp(out, exp, e * whole), "%s: wrong result", what);
     free(in);
@@ -212,11 +217,8 @@ static void all_gather(enum dcoll_way way, enum type t, int n, int in_place)
     free(exp);
 }
 
-int main(int argc, char **argv)
+static void body(void)
 {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
     static const struct { MPI_Op op; const char *name; bool ints; } ops[] = {
         {MPI_SUM, "sum", false},   {MPI_PROD, "prod", false},
         {MPI_MAX, "max", false},   {MPI_MIN, "min", false},
@@ -261,10 +263,51 @@ int main(int argc, char **argv)
                     all_gather(w ? DCOLL_WAY_GATHER_BCAST : DCOLL_WAY_MPI,
                                (enum type)t, n, ip);
             }
+}
+
+/* Each world --sizes names (test/sizes.h's names) as a split of MPI's
+ * world; without it, MPI's world alone. */
+int main(int argc, char **argv)
+{
+    MPI_Init(&argc, &argv);
+    int n = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    char list[128];
+    snprintf(list, sizeof(list), "%d", n);
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--sizes"))
+            snprintf(list, sizeof(list), n >= 3 ? "%d,%dr,%dg,2,1"
+                                                : n == 2 ? "2,2r,1" : "1",
+                     n, n, n - 1);
+        else if (!strncmp(argv[i], "--sizes=", 8))
+            snprintf(list, sizeof(list), "%s", argv[i] + 8);
+    char said[128];
+    memcpy(said, list, sizeof(said));
+    for (char *save = NULL, *s = strtok_r(list, ",", &save); s;
+         s = strtok_r(NULL, ",", &save)) {
+        int m[T_MAXW], whole = 0, k = t_world_members(s, n, m, &whole);
+        me = -1;
+        for (int i = 0; i < k; i++)
+            if (m[i] == t_rank)
+                me = i;
+        CHECK(k > 0, "--sizes: \"%s\" is no world of a %d-rank job", s, n);
+        MPI_Comm_split(MPI_COMM_WORLD, me >= 0 ? 0 : MPI_UNDEFINED, me,
+                       &comm);
+        if (me >= 0) {
+            int before = t_failures;
+            size = k;
+            body();
+            if (t_failures > before)
+                fprintf(stderr, "[rank %d] the failures above were on world "
+                        "%s (%d ranks)\n", t_rank, s, k);
+            MPI_Comm_free(&comm);
+        }
+    }
     int bad = 0;
     MPI_Allreduce(&t_failures, &bad, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (t_rank == 0)
-        printf("compose on %d rank(s): %s\n", size, bad ? "FAIL" : "ok");
+        printf("compose on worlds %s: %s\n", said, bad ? "FAIL" : "ok");
     MPI_Finalize();
     return bad ? 1 : 0;
 }

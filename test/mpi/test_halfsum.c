@@ -3,8 +3,11 @@
  * reference rounded once more, within the rounding of each partial sum.
  * And their one NaN rule for min and max (lib/base/kernels.c), through
  * both paths that apply it: MPI's user op across ranks, and the local
- * fold of the multi-buffer forms within a rank. */
+ * fold of the multi-buffer forms within a rank. Inputs follow the rank
+ * in the world; --sizes (test/sizes.h) runs every size inside one job. */
+#include <mpi.h>
 #include "testutil.h"
+#include "sizes.h"
 
 int t_rank, t_failures;
 
@@ -14,12 +17,9 @@ static double input(int rank, int i)
     return sin(0.37 * i + rank) * (1 + (i % 17)) * (i % 3 ? 1.0 : 0.01);
 }
 
-int main(void)
+static void body(void)
 {
-    CHECK_OK(dcoll_init(NULL));
-    int size;
-    dcoll_group_rank(NULL, &t_rank);
-    dcoll_group_size(NULL, &size);
+    int size = t_w.n, me = t_w.me;
     enum { N = 4099 };
     static const dcoll_dtype_t types[] = {DCOLL_FLOAT16, DCOLL_BFLOAT16};
     /* Relative error allowed: one rounding per rank plus the last. */
@@ -28,8 +28,9 @@ int main(void)
         dcoll_dtype_t dt = types[k];
         uint16_t *b = malloc(N * 2);
         for (int i = 0; i < N; i++)
-            t_set(b, dt, i, input(t_rank, i));
-        CHECK_OK(dcoll_all_reduce(NULL, b, b, N, dt, DCOLL_SUM, NULL, NULL));
+            t_set(b, dt, i, input(me, i));
+        CHECK_OK(dcoll_all_reduce(T_WORLD, b, b, N, dt, DCOLL_SUM, NULL,
+                                  NULL));
         int bad = 0;
         for (int i = 0; i < N; i++) {
             float ref = 0, mag = 0;
@@ -60,15 +61,16 @@ int main(void)
             uint16_t one[M], three[3][M];
             void *bufs[3] = {three[0], three[1], three[2]};
             for (int i = 0; i < M; i++) {
-                int nan = i % 2 == 0 && i / 2 % size == t_rank;
-                t_set(one, dt, i, nan ? NAN : (double)((i + t_rank) % 5));
+                int nan = i % 2 == 0 && i / 2 % size == me;
+                t_set(one, dt, i, nan ? NAN : (double)((i + me) % 5));
                 for (int j = 0; j < 3; j++)
                     t_set(three[j], dt, i,
                           i % 3 == j && i % 2 ? NAN
-                                              : (double)((i + j + t_rank) % 5));
+                                              : (double)((i + j + me) % 5));
             }
-            CHECK_OK(dcoll_all_reduce(NULL, one, one, M, dt, op, NULL, NULL));
-            CHECK_OK(dcoll_all_reduce_multi(NULL, bufs, 3, M, dt, op, NULL,
+            CHECK_OK(dcoll_all_reduce(T_WORLD, one, one, M, dt, op, NULL,
+                                      NULL));
+            CHECK_OK(dcoll_all_reduce_multi(T_WORLD, bufs, 3, M, dt, op, NULL,
                                             NULL));
             for (int i = 0; i < M; i++) {
                 double lo = 1e9, hi = -1e9;
@@ -99,6 +101,13 @@ int main(void)
             }
         }
     }
+}
+
+int main(int argc, char **argv)
+{
+    CHECK_OK(dcoll_init(NULL));
+    dcoll_group_rank(NULL, &t_rank);
+    t_sizes(argc, argv, body);
     int rc = t_finish("test_halfsum");
     CHECK_OK(dcoll_finalize());
     return rc;

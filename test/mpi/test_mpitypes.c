@@ -9,14 +9,16 @@
  * to 1), odd counts. The new types also move through broadcast,
  * all_gather, scatter and gather (1100 elements: past MPICH's
  * truncation); the ops they do not take are refused with a message
- * naming the rule. Run under mpirun with 1 to 4 ranks. */
+ * naming the rule. Run under mpirun with 1 to 4 ranks, or --sizes
+ * (test/sizes.h) for every size inside one job. */
 #include <complex.h>
 #include <mpi.h>
 #include "testutil.h"
 #include "newtypes.h"
+#include "sizes.h"
 
 int t_rank, t_failures;
-static int world;
+#define world (t_w.n)
 #define COUNT 37
 
 static MPI_Datatype mpi_type(dcoll_dtype_t dt)
@@ -118,49 +120,51 @@ static void reductions(dcoll_dtype_t dt, dcoll_op_t op)
 
     int avg = op == DCOLL_AVG;
     nt_fill(in, dt, t_rank, 0, (int)n);
-    MPI_Allreduce(in, want, COUNT, mt, mo, MPI_COMM_WORLD);
+    MPI_Allreduce(in, want, COUNT, mt, mo, T_COMM);
     if (avg)
         divide(want, dt, COUNT, world);
-    CHECK_OK(dcoll_all_reduce(NULL, in, got, COUNT, dt, op, NULL, NULL));
+    CHECK_OK(dcoll_all_reduce(T_WORLD, in, got, COUNT, dt, op, NULL, NULL));
     same(got, want, COUNT * esz, "all_reduce", tn, on);
 
     /* Async, in place. */
     memcpy(got, in, COUNT * esz);
     dcoll_work_t *w = NULL;
-    CHECK_OK(dcoll_all_reduce(NULL, got, got, COUNT, dt, op, NULL, &w));
+    CHECK_OK(dcoll_all_reduce(T_WORLD, got, got, COUNT, dt, op, NULL, &w));
     CHECK_OK(dcoll_work_wait(w));
     CHECK_OK(dcoll_work_free(&w));
     same(got, want, COUNT * esz, "all_reduce async in place", tn, on);
 
-    int root = world - 1;
+    int root = world - 1;   /* in the world's order; dcoll's is a job rank */
     memset(want, 0x5a, n * esz);
     memset(got, 0x5a, n * esz);
-    MPI_Reduce(in, want, COUNT, mt, mo, root, MPI_COMM_WORLD);
-    if (avg && t_rank == root)
+    MPI_Reduce(in, want, COUNT, mt, mo, root, T_COMM);
+    if (avg && t_w.me == root)
         divide(want, dt, COUNT, world);
-    CHECK_OK(dcoll_reduce(NULL, in, got, COUNT, dt, op, root, NULL, NULL));
-    if (t_rank == root)
+    CHECK_OK(dcoll_reduce(T_WORLD, in, got, COUNT, dt, op, t_w.r[root], NULL,
+                          NULL));
+    if (t_w.me == root)
         same(got, want, COUNT * esz, "reduce", tn, on);
 
-    MPI_Reduce_scatter_block(in, want, COUNT, mt, mo, MPI_COMM_WORLD);
+    MPI_Reduce_scatter_block(in, want, COUNT, mt, mo, T_COMM);
     if (avg)
         divide(want, dt, COUNT, world);
-    CHECK_OK(dcoll_reduce_scatter(NULL, in, got, COUNT, dt, op, NULL, NULL));
+    CHECK_OK(dcoll_reduce_scatter(T_WORLD, in, got, COUNT, dt, op, NULL,
+                                  NULL));
     same(got, want, COUNT * esz, "reduce_scatter", tn, on);
 
     /* Coalesced: two tensors, each as its own all_reduce. */
     char *a = calloc(COUNT, esz), *b = calloc(5, esz);
     nt_fill(a, dt, t_rank, 1, COUNT);
     nt_fill(b, dt, t_rank, 2, 5);
-    MPI_Allreduce(a, want, COUNT, mt, mo, MPI_COMM_WORLD);
-    MPI_Allreduce(b, want + COUNT * esz, 5, mt, mo, MPI_COMM_WORLD);
+    MPI_Allreduce(a, want, COUNT, mt, mo, T_COMM);
+    MPI_Allreduce(b, want + COUNT * esz, 5, mt, mo, T_COMM);
     if (avg) {
         divide(want, dt, COUNT, world);
         divide(want + COUNT * esz, dt, 5, world);
     }
     void *bufs[2] = {a, b};
     int64_t counts[2] = {COUNT, 5};
-    CHECK_OK(dcoll_all_reduce_coalesced(NULL, bufs, counts, 2, dt, op, NULL,
+    CHECK_OK(dcoll_all_reduce_coalesced(T_WORLD, bufs, counts, 2, dt, op, NULL,
                                         NULL));
     same(a, want, COUNT * esz, "all_reduce_coalesced [0]", tn, on);
     same(b, want + COUNT * esz, 5 * esz, "all_reduce_coalesced [1]", tn, on);
@@ -172,11 +176,11 @@ static void reductions(dcoll_dtype_t dt, dcoll_op_t op)
     char *mine = calloc(COUNT, esz);
     memcpy(mine, got, COUNT * esz);
     fold(mine, a, dt, op, COUNT);
-    MPI_Allreduce(mine, want, COUNT, mt, mo, MPI_COMM_WORLD);
+    MPI_Allreduce(mine, want, COUNT, mt, mo, T_COMM);
     if (avg)
         divide(want, dt, COUNT, 2 * world);
     void *multi[2] = {a, got};
-    CHECK_OK(dcoll_all_reduce_multi(NULL, multi, 2, COUNT, dt, op, NULL,
+    CHECK_OK(dcoll_all_reduce_multi(T_WORLD, multi, 2, COUNT, dt, op, NULL,
                                     NULL));
     same(a, want, COUNT * esz, "all_reduce_multi [0]", tn, on);
     same(got, want, COUNT * esz, "all_reduce_multi [1]", tn, on);
@@ -197,16 +201,16 @@ static void moves(dcoll_dtype_t dt)
     char *x = calloc((size_t)world * COUNT, esz);
     char *y = calloc((size_t)world * COUNT, esz);
     nt_fill(x, dt, t_rank, 0, COUNT);
-    CHECK_OK(dcoll_all_gather(NULL, x, y, COUNT, dt, NULL, NULL));
+    CHECK_OK(dcoll_all_gather(T_WORLD, x, y, COUNT, dt, NULL, NULL));
     for (int r = 0; r < world; r++) {
-        nt_fill(x, dt, r, 0, COUNT);
+        nt_fill(x, dt, t_w.r[r], 0, COUNT);
         same(y + (size_t)r * COUNT * esz, x, COUNT * esz, "all_gather", tn,
              "");
     }
     nt_fill(x, dt, 0, 9, COUNT);
-    if (t_rank != 0)
+    if (t_w.me != 0)
         memset(x, 0, COUNT * esz);
-    CHECK_OK(dcoll_broadcast(NULL, x, COUNT, dt, 0, NULL, NULL));
+    CHECK_OK(dcoll_broadcast(T_WORLD, x, COUNT, dt, t_w.r[0], NULL, NULL));
     nt_fill(y, dt, 0, 9, COUNT);
     same(x, y, COUNT * esz, "broadcast", tn, "");
     free(x);
@@ -218,12 +222,12 @@ static void moves(dcoll_dtype_t dt)
     char *all = calloc((size_t)world, big), *mine = calloc(1, big);
     char *back = calloc((size_t)world, big), *want = calloc(1, big);
     for (int r = 0; r < world; r++)
-        nt_fill(all + (size_t)r * big, dt, r, 3, BIG);
-    int root = world - 1;   /* MPICH failed at root 1 of 2, 0 of 4 */
-    CHECK_OK(dcoll_scatter(NULL, all, mine, BIG, dt, root, NULL, NULL));
+        nt_fill(all + (size_t)r * big, dt, t_w.r[r], 3, BIG);
+    int root = t_w.r[world - 1];   /* MPICH failed at root 1 of 2, 0 of 4 */
+    CHECK_OK(dcoll_scatter(T_WORLD, all, mine, BIG, dt, root, NULL, NULL));
     nt_fill(want, dt, t_rank, 3, BIG);
     same(mine, want, big, "scatter", tn, "");
-    CHECK_OK(dcoll_gather(NULL, mine, back, BIG, dt, root, NULL, NULL));
+    CHECK_OK(dcoll_gather(T_WORLD, mine, back, BIG, dt, root, NULL, NULL));
     if (t_rank == root)
         same(back, all, (size_t)world * big, "gather", tn, "");
     free(all);
@@ -266,16 +270,8 @@ static void moves(dcoll_dtype_t dt)
     }
 }
 
-int main(void)
+static void body(void)
 {
-    int provided;
-    MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
-    if (dcoll_init(NULL) != DCOLL_SUCCESS) {
-        fprintf(stderr, "dcoll_init: %s\n", dcoll_last_error());
-        return 1;
-    }
-    dcoll_group_rank(NULL, &t_rank);
-    dcoll_group_size(NULL, &world);
     static const dcoll_dtype_t types[] = {
         DCOLL_INT8, DCOLL_UINT8, DCOLL_INT32, DCOLL_UINT32, DCOLL_INT64,
         DCOLL_UINT64, DCOLL_BOOL, DCOLL_LOGICAL,
@@ -309,6 +305,18 @@ int main(void)
     dcoll_dtype_size(DCOLL_LOGICAL, &dsize);
     CHECK((size_t)msize == dsize, "MPI_LOGICAL has %d bytes, DCOLL_LOGICAL "
           "%zu", msize, dsize);
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    if (dcoll_init(NULL) != DCOLL_SUCCESS) {
+        fprintf(stderr, "dcoll_init: %s\n", dcoll_last_error());
+        return 1;
+    }
+    dcoll_group_rank(NULL, &t_rank);
+    t_sizes(argc, argv, body);
     int rc = t_finish("mpitypes");
     dcoll_finalize();
     MPI_Finalize();

@@ -12,13 +12,15 @@
  *     MPI_Neighbor_allgather on MPI's own graph of the same lists;
  *   - lists that do not match refused on every rank, naming the edge, and
  *     the group usable after; bad lists and bad counts refused.
- * Run under mpirun with 1 to 4 ranks. */
+ * Run under mpirun with 1 to 4 ranks, or --sizes (test/sizes.h) for every
+ * size inside one job. */
 #include <mpi.h>
 #include <stdlib.h>
 #include "testutil.h"
+#include "sizes.h"
 
 int t_rank, t_failures;
-static int size;
+static int job_size;
 
 enum { MAXDEG = 16, GAP = 8, NGATHER = 3 };
 enum graph { RING, WALLS, IRREGULAR, NGRAPHS };
@@ -90,7 +92,7 @@ static double value(int s, int j, int e, int start)
 
 struct grp {
     dcoll_group_t *g;
-    int m[64], n, me;
+    int m[T_MAXW], n, me;
     const char *name;
 };
 
@@ -294,44 +296,47 @@ static void graphs(struct grp *G, MPI_Comm gcomm)
 static void refusals(void)
 {
     dcoll_neighborhood_t *nb = NULL;
-    int me = t_rank, next = (t_rank + 1) % size, x = 0;
+    /* Places in the world; the lists and messages name job ranks. */
+    int me = t_w.me, size = t_w.n, first = t_w.r[0], x = 0;
+    int next = t_w.r[(me + 1) % size], second = t_w.r[size > 1 ? 1 : 0];
     /* Rank 0 sends to its next rank, which does not receive from it. */
-    CHECK_REFUSED(dcoll_neighborhood_create(NULL, 0, NULL, me == 0, &next,
-                                            &nb),
-                  DCOLL_ERR_INVALID_ARGUMENT, "rank 0 lists ");
     char want[160];
-    snprintf(want, sizeof(want), "rank 0 lists %d as an out-neighbour but "
-             "%d does not list 0 as an in-neighbour", size > 1 ? 1 : 0,
-             size > 1 ? 1 : 0);
+    snprintf(want, sizeof(want), "rank %d lists ", first);
+    CHECK_REFUSED(dcoll_neighborhood_create(T_WORLD, 0, NULL, me == 0, &next,
+                                            &nb),
+                  DCOLL_ERR_INVALID_ARGUMENT, want);
+    snprintf(want, sizeof(want), "rank %d lists %d as an out-neighbour but "
+             "%d does not list %d as an in-neighbour", first, second, second,
+             first);
     CHECK(strstr(dcoll_last_error(), want), "'%s' lacks '%s'",
           dcoll_last_error(), want);
     CHECK(nb == NULL, "a refused creation left a handle");
     /* The last rank receives from 0 twice, 0 sends to it once. */
-    int zero[2] = {0, 0}, last = size - 1;
-    CHECK_REFUSED(dcoll_neighborhood_create(NULL, me == last ? 2 : 0, zero,
-                                            me == 0, &last, &nb),
+    int zero[2] = {first, first}, last = t_w.r[size - 1];
+    CHECK_REFUSED(dcoll_neighborhood_create(T_WORLD, me == size - 1 ? 2 : 0,
+                                            zero, me == 0, &last, &nb),
                   DCOLL_ERR_INVALID_ARGUMENT, "time(s)");
     /* A bad rank on one rank: it says why, the others name it. */
-    int bad = size + 5;
-    dcoll_status_t st = dcoll_neighborhood_create(NULL, me == last, &bad, 0,
-                                                  NULL, &nb);
+    int bad = job_size + 5;
+    dcoll_status_t st = dcoll_neighborhood_create(T_WORLD, me == size - 1,
+                                                  &bad, 0, NULL, &nb);
     CHECK(st == DCOLL_ERR_INVALID_ARGUMENT &&
-              strstr(dcoll_last_error(), me == last ? "is not a world rank"
+              strstr(dcoll_last_error(), me == size - 1 ? "is not a world rank"
                                                     : "refused its lists"),
           "bad source: %s (%s)", dcoll_status_string(st),
           dcoll_last_error());
-    CHECK_REFUSED(dcoll_neighborhood_create(NULL, -1, NULL, 0, NULL, &nb),
+    CHECK_REFUSED(dcoll_neighborhood_create(T_WORLD, -1, NULL, 0, NULL, &nb),
                   DCOLL_ERR_INVALID_ARGUMENT, "indegree -1 is negative");
-    CHECK_REFUSED(dcoll_neighborhood_create(NULL, 1, NULL, 0, NULL, &nb),
+    CHECK_REFUSED(dcoll_neighborhood_create(T_WORLD, 1, NULL, 0, NULL, &nb),
                   DCOLL_ERR_INVALID_ARGUMENT, "sources is NULL");
     int minus = -3;
-    CHECK_REFUSED(dcoll_neighborhood_create(NULL, 0, NULL, 1, &minus, &nb),
+    CHECK_REFUSED(dcoll_neighborhood_create(T_WORLD, 0, NULL, 1, &minus, &nb),
                   DCOLL_ERR_INVALID_ARGUMENT, "DCOLL_PROC_NULL, -1");
-    CHECK_REFUSED(dcoll_neighborhood_create(NULL, 0, NULL, 0, NULL, NULL),
+    CHECK_REFUSED(dcoll_neighborhood_create(T_WORLD, 0, NULL, 0, NULL, NULL),
                   DCOLL_ERR_INVALID_ARGUMENT, "out is NULL");
     /* The world still runs. */
     int sum = 1;
-    CHECK_OK(dcoll_all_reduce(NULL, &sum, &sum, 1, DCOLL_INT32, DCOLL_SUM,
+    CHECK_OK(dcoll_all_reduce(T_WORLD, &sum, &sum, 1, DCOLL_INT32, DCOLL_SUM,
                               NULL, NULL));
     CHECK(sum == size, "all_reduce after the refusals: %d", sum);
     /* Bad handles. */
@@ -341,7 +346,7 @@ static void refusals(void)
     CHECK_OK(dcoll_neighborhood_free(&nb));
     /* Bad counts spend the group the call was on, as any refused call. */
     dcoll_group_t *g = t_spare();
-    int prev = (t_rank + size - 1) % size;
+    int prev = t_w.r[(me + size - 1) % size];
     CHECK_OK(dcoll_neighborhood_create(g, 1, &prev, 1, &next, &nb));
     int64_t neg = -1, one_ = 1;
     double d[4];
@@ -369,10 +374,10 @@ static void refusals(void)
  * the degree: each form must still run, and rank 0 get its block. */
 static void no_buffers(void)
 {
-    int self = 0, me = t_rank;
+    int self = t_w.r[0], me = t_w.me;
     dcoll_neighborhood_t *nb = NULL;
-    CHECK_OK(dcoll_neighborhood_create(NULL, me == 0, &self, me == 0, &self,
-                                       &nb));
+    CHECK_OK(dcoll_neighborhood_create(T_WORLD, me == 0, &self, me == 0,
+                                       &self, &nb));
     if (!nb)
         return;
     double in[3] = {1, 2, 3}, out[3] = {0};
@@ -399,40 +404,49 @@ static void no_buffers(void)
     CHECK_OK(dcoll_neighborhood_free(&nb));
 }
 
-int main(int argc, char **argv)
+/* The world, then t_world_ranks' group with gaps, each with MPI's own
+ * communicator of the same ranks in the same order. */
+static void body(void)
 {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
-    CHECK_OK(dcoll_init(NULL));
     struct grp G[2] = {{.name = "world"}, {.name = "gaps"}};
-    for (int k = 0; k < 2; k++) {
-        G[k].n = k == 0 ? size : t_group_ranks(1, size, G[k].m);
-        for (int i = 0; k == 0 && i < size; i++)
-            G[k].m[i] = i;
-        for (int i = 0; k == 1 && i < G[k].n / 2; i++) {   /* ascending */
-            int t = G[k].m[i];
-            G[k].m[i] = G[k].m[G[k].n - 1 - i];
-            G[k].m[G[k].n - 1 - i] = t;
+    G[0].n = t_w.n;
+    memcpy(G[0].m, t_w.r, sizeof(int) * (size_t)t_w.n);
+    G[0].g = T_WORLD;
+    G[0].me = t_w.me;
+    G[1].n = t_world_ranks(1, G[1].m);
+    /* ascending, as a new group's ranks go */
+    for (int i = 1; i < G[1].n; i++)
+        for (int j = i; j > 0 && G[1].m[j - 1] > G[1].m[j]; j--) {
+            int t = G[1].m[j];
+            G[1].m[j] = G[1].m[j - 1];
+            G[1].m[j - 1] = t;
         }
-        G[k].me = -1;
-        for (int i = 0; i < G[k].n; i++)
-            if (G[k].m[i] == t_rank)
-                G[k].me = i;
-        if (k == 1)
-            CHECK_OK(dcoll_new_group(&G[k].g, G[k].m, G[k].n, NULL));
+    G[1].me = -1;
+    for (int i = 0; i < G[1].n; i++)
+        if (G[1].m[i] == t_rank)
+            G[1].me = i;
+    CHECK_OK(t_new_group(&G[1].g, G[1].m, G[1].n, NULL));
+    for (int k = 0; k < 2; k++) {
         MPI_Comm c = MPI_COMM_NULL;
-        MPI_Comm_split(MPI_COMM_WORLD, G[k].me >= 0 ? 0 : MPI_UNDEFINED,
-                       G[k].me, &c);
+        MPI_Comm_split(T_COMM, G[k].me >= 0 ? 0 : MPI_UNDEFINED, G[k].me,
+                       &c);
         graphs(&G[k], c);
         if (c != MPI_COMM_NULL)
             MPI_Comm_free(&c);
     }
     refusals();
     no_buffers();
-    if (G[1].g)
-        dcoll_group_destroy(&G[1].g);
+    dcoll_group_destroy(&G[1].g);
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_size(MPI_COMM_WORLD, &job_size);
+    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
+    CHECK_OK(dcoll_init(NULL));
+    t_sizes(argc, argv, body);
     CHECK_OK(dcoll_finalize());
     int rc = t_finish("neighbor");
     MPI_Finalize();

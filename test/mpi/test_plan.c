@@ -4,14 +4,18 @@
  * wait_any; send and recv plans in a ring; the refusals (a bad argument
  * on one rank fails the plan on every rank, a plan started twice, freed
  * while running, on a destroyed group); non-members; free after
- * finalize. Run under mpirun with 1 to 4 ranks. With "debug" (and
+ * finalize. Run under mpirun with 1 to 4 ranks, or --sizes
+ * (test/sizes.h) for every size inside one job. With "debug" (and
  * DCOLL_DEBUG=detail), plans that differ between ranks fail on every
  * rank at plan time. */
+#include <mpi.h>
 #include "testutil.h"
+#include "sizes.h"
 #include "kind_calls.h"
 
 int t_rank, t_failures;
-static int size;
+#define size (t_w.n)
+static int job_size;
 
 #define N 37   /* elements per rank: odd, so blocks do not line up */
 
@@ -60,7 +64,7 @@ static void kinds(dcoll_group_t *g, dcoll_dtype_t dt, int n, int64_t cnt,
     size_t e = t_size(dt), whole = (size_t)cnt * (size_t)n;
     char *a = calloc(whole, e), *b = calloc(whole, e);
     char *ra = calloc(whole, e), *rb = calloc(whole, e);
-    int root = n - 1;   /* a world rank in every group used here */
+    int root = t_w.r[n - 1];   /* the world's last rank, as a job rank */
     int gr = 0;
     dcoll_group_rank(g, &gr);
     dcoll_plan_t *p = NULL;
@@ -180,9 +184,9 @@ static void vectors(void)
     size_t cap = (size_t)total * (size_t)n + 64;
     double *a = calloc(cap, 8), *b = calloc(cap, 8);
     double *ra = calloc(cap, 8), *rb = calloc(cap, 8);
-    int64_t mine = t_rank + 1;
+    int64_t mine = t_w.me + 1;
     dcoll_plan_t *p = NULL;
-    int root = n / 2;
+    int root = t_w.r[n / 2];
     int64_t *own = calloc((size_t)n, sizeof(int64_t));
     for (int r = 0; r < n; r++)
         own[r] = mine;   /* all_to_allv: the same to each, r + 1 back */
@@ -194,27 +198,27 @@ static void vectors(void)
         switch (k) {
         case 0:
             name = "all_gatherv";
-            CHECK_OK(dcoll_all_gatherv_plan(NULL, a, mine, b, cnt, dsp,
+            CHECK_OK(dcoll_all_gatherv_plan(T_WORLD, a, mine, b, cnt, dsp,
                                             DCOLL_FLOAT64, NULL, &p));
             break;
         case 1:
             name = "gatherv";
-            CHECK_OK(dcoll_gatherv_plan(NULL, a, mine, b, cnt, dsp,
+            CHECK_OK(dcoll_gatherv_plan(T_WORLD, a, mine, b, cnt, dsp,
                                         DCOLL_FLOAT64, root, NULL, &p));
             break;
         case 2:
             name = "scatterv";
-            CHECK_OK(dcoll_scatterv_plan(NULL, a, cnt, dsp, b, mine,
+            CHECK_OK(dcoll_scatterv_plan(T_WORLD, a, cnt, dsp, b, mine,
                                          DCOLL_FLOAT64, root, NULL, &p));
             break;
         case 3:
             name = "all_to_allv";
-            CHECK_OK(dcoll_all_to_allv_plan(NULL, a, own, odsp, b, cnt, dsp,
+            CHECK_OK(dcoll_all_to_allv_plan(T_WORLD, a, own, odsp, b, cnt, dsp,
                                             DCOLL_FLOAT64, NULL, &p));
             break;
         default:
             name = "reduce_scatterv";
-            CHECK_OK(dcoll_reduce_scatterv_plan(NULL, a, b, cnt,
+            CHECK_OK(dcoll_reduce_scatterv_plan(T_WORLD, a, b, cnt,
                                                 DCOLL_FLOAT64, DCOLL_SUM,
                                                 NULL, &p));
             break;
@@ -231,23 +235,23 @@ static void vectors(void)
             cnt[0] = keep;
             switch (k) {
             case 0:
-                CHECK_OK(dcoll_all_gatherv(NULL, ra, mine, rb, cnt, dsp,
+                CHECK_OK(dcoll_all_gatherv(T_WORLD, ra, mine, rb, cnt, dsp,
                                            DCOLL_FLOAT64, NULL, NULL));
                 break;
             case 1:
-                CHECK_OK(dcoll_gatherv(NULL, ra, mine, rb, cnt, dsp,
+                CHECK_OK(dcoll_gatherv(T_WORLD, ra, mine, rb, cnt, dsp,
                                        DCOLL_FLOAT64, root, NULL, NULL));
                 break;
             case 2:
-                CHECK_OK(dcoll_scatterv(NULL, ra, cnt, dsp, rb, mine,
+                CHECK_OK(dcoll_scatterv(T_WORLD, ra, cnt, dsp, rb, mine,
                                         DCOLL_FLOAT64, root, NULL, NULL));
                 break;
             case 3:
-                CHECK_OK(dcoll_all_to_allv(NULL, ra, own, odsp, rb, cnt, dsp,
-                                           DCOLL_FLOAT64, NULL, NULL));
+                CHECK_OK(dcoll_all_to_allv(T_WORLD, ra, own, odsp, rb, cnt,
+                                           dsp, DCOLL_FLOAT64, NULL, NULL));
                 break;
             default:
-                CHECK_OK(dcoll_reduce_scatterv(NULL, ra, rb, cnt,
+                CHECK_OK(dcoll_reduce_scatterv(T_WORLD, ra, rb, cnt,
                                                DCOLL_FLOAT64, DCOLL_SUM,
                                                NULL, NULL));
                 break;
@@ -272,12 +276,13 @@ static void vectors(void)
  * wait_all and by wait_any; and a plan to this rank itself. */
 static void ring(void)
 {
-    int right = (t_rank + 1) % size, left = (t_rank + size - 1) % size;
+    int right = t_w.r[(t_w.me + 1) % size];
+    int left = t_w.r[(t_w.me + size - 1) % size];
     int out[8] = {0}, in[8] = {0};
     dcoll_plan_t *sp = NULL, *rp = NULL;
-    CHECK_OK(dcoll_send_plan(NULL, out, 8, DCOLL_INT32, right, 5, NULL,
+    CHECK_OK(dcoll_send_plan(T_WORLD, out, 8, DCOLL_INT32, right, 5, NULL,
                              &sp));
-    CHECK_OK(dcoll_recv_plan(NULL, in, 8, DCOLL_INT32, DCOLL_ANY_SOURCE, 5,
+    CHECK_OK(dcoll_recv_plan(T_WORLD, in, 8, DCOLL_INT32, DCOLL_ANY_SOURCE, 5,
                              NULL, &rp));
     for (int s = 0; s < 4; s++) {
         for (int i = 0; i < 8; i++)
@@ -309,8 +314,10 @@ static void ring(void)
 
     /* To itself: async starts only. */
     int x = 42 + t_rank, y = 0;
-    CHECK_OK(dcoll_send_plan(NULL, &x, 1, DCOLL_INT32, t_rank, 9, NULL, &sp));
-    CHECK_OK(dcoll_recv_plan(NULL, &y, 1, DCOLL_INT32, t_rank, 9, NULL, &rp));
+    CHECK_OK(dcoll_send_plan(T_WORLD, &x, 1, DCOLL_INT32, t_rank, 9, NULL,
+                             &sp));
+    CHECK_OK(dcoll_recv_plan(T_WORLD, &y, 1, DCOLL_INT32, t_rank, 9, NULL,
+                             &rp));
     CHECK_REFUSED(dcoll_plan_start(sp, NULL), DCOLL_ERR_INVALID_ARGUMENT,
                   "own rank");
     dcoll_work_t *w[2] = {NULL, NULL};
@@ -328,31 +335,31 @@ static void refusals(void)
     float a[4] = {1, 2, 3, 4}, b[4];
     dcoll_plan_t *p = (dcoll_plan_t *)&p;
     /* A bad count on the last rank alone fails the plan on every rank. */
-    int64_t count = t_rank == size - 1 ? -3 : 4;
-    dcoll_status_t st = dcoll_all_reduce_plan(NULL, a, b, count,
+    int64_t count = t_w.me == size - 1 ? -3 : 4;
+    dcoll_status_t st = dcoll_all_reduce_plan(T_WORLD, a, b, count,
                                               DCOLL_FLOAT32, DCOLL_SUM, NULL,
                                               &p);
     CHECK(st == DCOLL_ERR_INVALID_ARGUMENT, "one rank's bad count: %s (%s)",
           dcoll_status_string(st), dcoll_last_error());
     CHECK(p == NULL, "a refused plan left a handle");
-    if (t_rank == size - 1)
+    if (t_w.me == size - 1)
         CHECK(strstr(dcoll_last_error(), "count -3 is negative"),
               "the refusing rank says why: %s", dcoll_last_error());
     else
     {
         char want[64];
         snprintf(want, sizeof(want), "rank %d (world %d) refused", size - 1,
-                 size - 1);
+                 t_w.r[size - 1]);
         CHECK(strstr(dcoll_last_error(), want),
               "the others name the rank that refused: %s",
               dcoll_last_error());
     }
     /* The world is still usable: nothing ran, nothing was numbered. */
-    CHECK_OK(dcoll_all_reduce(NULL, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+    CHECK_OK(dcoll_all_reduce(T_WORLD, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM, NULL,
                               NULL));
     CHECK(b[3] == 4.0f * (float)size, "after a refused plan: %g", b[3]);
     /* NULL plan pointer, on every rank. */
-    CHECK_REFUSED(dcoll_all_reduce_plan(NULL, a, b, 4, DCOLL_FLOAT32,
+    CHECK_REFUSED(dcoll_all_reduce_plan(T_WORLD, a, b, 4, DCOLL_FLOAT32,
                                         DCOLL_SUM, NULL, NULL),
                   DCOLL_ERR_INVALID_ARGUMENT, "plan is NULL");
     CHECK_REFUSED(dcoll_plan_start(NULL, NULL), DCOLL_ERR_INVALID_ARGUMENT,
@@ -363,7 +370,7 @@ static void refusals(void)
     CHECK_OK(dcoll_plan_free(&none));
 
     /* Started twice, freed while running. */
-    CHECK_OK(dcoll_all_reduce_plan(NULL, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM,
+    CHECK_OK(dcoll_all_reduce_plan(T_WORLD, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM,
                                    NULL, &p));
     dcoll_work_t *w = NULL, *w2 = NULL;
     CHECK_OK(dcoll_plan_start(p, &w));
@@ -391,16 +398,17 @@ static void refusals(void)
     CHECK_OK(dcoll_plan_free(&p));
 
     /* A send plan to a rank outside the world. */
-    CHECK_REFUSED(dcoll_send_plan(NULL, a, 4, DCOLL_FLOAT32, size, 0, NULL,
-                                  &p), DCOLL_ERR_INVALID_ARGUMENT, "dst");
+    CHECK_REFUSED(dcoll_send_plan(T_WORLD, a, 4, DCOLL_FLOAT32, job_size, 0,
+                                  NULL, &p), DCOLL_ERR_INVALID_ARGUMENT,
+                  "dst");
 }
 
 /* A group this rank is not in: plans do nothing. */
 static void non_member(void)
 {
-    int ranks[1] = {0};
+    int ranks[1] = {t_w.r[0]};
     dcoll_group_t *g = NULL;
-    CHECK_OK(dcoll_new_group(&g, ranks, 1, NULL));
+    CHECK_OK(t_new_group(&g, ranks, 1, NULL));
     float a = 1.0f + (float)t_rank, b = 0;
     dcoll_plan_t *p = NULL;
     CHECK_OK(dcoll_all_reduce_plan(g, &a, &b, 1, DCOLL_FLOAT32, DCOLL_SUM,
@@ -409,7 +417,7 @@ static void non_member(void)
     CHECK_OK(dcoll_plan_start(p, &w));
     CHECK_OK(dcoll_work_wait(w));
     CHECK_OK(dcoll_plan_start(p, NULL));
-    CHECK(b == (t_rank == 0 ? 1.0f : 0.0f), "group {0}: b = %g", b);
+    CHECK(b == (t_w.me == 0 ? a : 0.0f), "group {%d}: b = %g", ranks[0], b);
     CHECK_OK(dcoll_plan_free(&p));
     CHECK_OK(dcoll_group_destroy(&g));
 }
@@ -419,8 +427,8 @@ static void debug_mismatch(void)
 {
     float a[8] = {0}, b[8];
     dcoll_plan_t *p = NULL;
-    int64_t count = t_rank == size - 1 ? 7 : 8;
-    dcoll_status_t st = dcoll_all_reduce_plan(NULL, a, b, count,
+    int64_t count = t_w.me == size - 1 ? 7 : 8;
+    dcoll_status_t st = dcoll_all_reduce_plan(T_WORLD, a, b, count,
                                               DCOLL_FLOAT32, DCOLL_SUM, NULL,
                                               &p);
     if (size == 1) {
@@ -436,7 +444,7 @@ static void debug_mismatch(void)
           "the message names both plans: %s", dcoll_last_error());
     CHECK(p == NULL, "a mismatched plan left a handle");
     /* A matching plan then works. */
-    CHECK_OK(dcoll_all_reduce_plan(NULL, a, b, 8, DCOLL_FLOAT32, DCOLL_SUM,
+    CHECK_OK(dcoll_all_reduce_plan(T_WORLD, a, b, 8, DCOLL_FLOAT32, DCOLL_SUM,
                                    NULL, &p));
     for (int s = 0; s < 3; s++)
         start(p, s);
@@ -462,13 +470,13 @@ static void debug_pairing(void)
         return;
     float a[4], b[4], c[4], d[4];
     for (int i = 0; i < 4; i++)
-        a[i] = (float)t_rank, c[i] = 10.0f * (float)t_rank;
+        a[i] = (float)t_w.me, c[i] = 10.0f * (float)t_w.me;
     dcoll_plan_t *pa = NULL, *pb = NULL;
-    CHECK_OK(dcoll_all_reduce_plan(NULL, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM,
+    CHECK_OK(dcoll_all_reduce_plan(T_WORLD, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM,
                                    NULL, &pa));
-    CHECK_OK(dcoll_all_reduce_plan(NULL, c, d, 4, DCOLL_FLOAT32, DCOLL_SUM,
+    CHECK_OK(dcoll_all_reduce_plan(T_WORLD, c, d, 4, DCOLL_FLOAT32, DCOLL_SUM,
                                    NULL, &pb));
-    bool first = t_rank < (size + 1) / 2;
+    bool first = t_w.me < (size + 1) / 2;
     for (int k = 0; k < 2; k++) {
         b[0] = d[0] = -1;
         dcoll_status_t st = dcoll_plan_start(first == !k ? pa : pb, NULL);
@@ -480,9 +488,9 @@ static void debug_pairing(void)
         CHECK(b[0] == -1 && d[0] == -1, "a mismatched start moved data");
     }
     /* A plan's start against the collective called directly. */
-    dcoll_status_t st = t_rank == 0
+    dcoll_status_t st = t_w.me == 0
         ? dcoll_plan_start(pa, NULL)
-        : dcoll_all_reduce(NULL, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+        : dcoll_all_reduce(T_WORLD, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM, NULL,
                            NULL);
     CHECK(st == DCOLL_ERR_MISMATCH && strstr(dcoll_last_error(),
                                              "as a start of plan #") &&
@@ -529,6 +537,32 @@ static void table_kinds(dcoll_group_t *g, const char *label)
     kc_done(&c);
 }
 
+static void debug_body(void)
+{
+    debug_mismatch();
+    debug_pairing();
+}
+
+static void body(void)
+{
+    kinds(T_WORLD, DCOLL_FLOAT32, size, N, STEPS);
+    kinds(T_WORLD, DCOLL_INT64, size, N, 3);
+    kinds(T_WORLD, DCOLL_BFLOAT16, size, N, 3);
+    /* Big enough for MPI's other algorithms (pipelined, rendezvous). */
+    kinds(T_WORLD, DCOLL_FLOAT32, size, 70001, 3);
+    vectors();
+    table_kinds(T_WORLD, "world");
+    /* The world reversed (a split keyed so): group ranks are not the
+     * world's. */
+    dcoll_group_t *g = NULL;
+    CHECK_OK(dcoll_split_group(&g, T_WORLD, 0, -t_w.me, NULL));
+    table_kinds(g, "reversed");
+    dcoll_group_destroy(&g);
+    ring();
+    refusals();
+    non_member();
+}
+
 int main(int argc, char **argv)
 {
     if (dcoll_init(NULL) != DCOLL_SUCCESS) {
@@ -536,36 +570,16 @@ int main(int argc, char **argv)
         return 1;
     }
     dcoll_group_rank(NULL, &t_rank);
-    dcoll_group_size(NULL, &size);
-    if (argc > 1 && !strcmp(argv[1], "debug")) {
-        debug_mismatch();
-        debug_pairing();
-    } else {
-        kinds(NULL, DCOLL_FLOAT32, size, N, STEPS);
-        kinds(NULL, DCOLL_INT64, size, N, 3);
-        kinds(NULL, DCOLL_BFLOAT16, size, N, 3);
-        /* Big enough for MPI's other algorithms (pipelined, rendezvous). */
-        kinds(NULL, DCOLL_FLOAT32, size, 70001, 3);
-        vectors();
-        table_kinds(NULL, "world");
-        int rev[KC_MAX_RANKS];
-        for (int r = 0; r < size; r++)
-            rev[r] = size - 1 - r;
-        dcoll_group_t *g = NULL;
-        CHECK_OK(dcoll_new_group(&g, rev, size, NULL));
-        table_kinds(g, "reversed");
-        dcoll_group_destroy(&g);
-        ring();
-        refusals();
-        non_member();
-    }
+    dcoll_group_size(NULL, &job_size);
+    bool debug = argc > 1 && !strcmp(argv[1], "debug");
+    t_sizes(argc, argv, debug ? debug_body : body);
     /* A plan outlives dcoll only to be freed. */
     float a = 1, b = 0;
     dcoll_plan_t *p = NULL;
     CHECK_OK(dcoll_all_reduce_plan(NULL, &a, &b, 1, DCOLL_FLOAT32, DCOLL_SUM,
                                    NULL, &p));
     CHECK_OK(dcoll_plan_start(p, NULL));
-    int rc = t_finish(argc > 1 ? "plan (debug)" : "plan");
+    int rc = t_finish(debug ? "plan (debug)" : "plan");
     dcoll_finalize();
     CHECK_REFUSED(dcoll_plan_start(p, NULL), DCOLL_ERR_FINALIZED,
                   "finalize");

@@ -4,23 +4,27 @@
  * calls and MPI_PROC_NULL, bit for bit; a wall's receive buffer is left
  * as it was and its source is DCOLL_PROC_NULL; a null peer costs nothing
  * on a GPU path either (it never reaches one); other negative peers are
- * refused with the hint. Run under mpirun with 1 to 4 ranks. */
+ * refused with the hint. Run under mpirun with 1 to 4 ranks, or --sizes
+ * (test/sizes.h) for every size inside one job. */
 #include <mpi.h>
 #include "testutil.h"
+#include "sizes.h"
 
 int t_rank, t_failures;
-static int size;
 
 enum { N = 33 };
 #define WALL (-12345.0)
 
-/* rank's neighbours: DCOLL_PROC_NULL and MPI_PROC_NULL past the ends. */
+/* This rank's neighbours along the world's order: DCOLL_PROC_NULL and
+ * MPI_PROC_NULL past the ends; dcoll's as job ranks, MPI's as ranks of
+ * the world's communicator. */
 static void neighbours(int *left, int *right, int *mleft, int *mright)
 {
-    *left = t_rank > 0 ? t_rank - 1 : DCOLL_PROC_NULL;
-    *right = t_rank < size - 1 ? t_rank + 1 : DCOLL_PROC_NULL;
-    *mleft = t_rank > 0 ? t_rank - 1 : MPI_PROC_NULL;
-    *mright = t_rank < size - 1 ? t_rank + 1 : MPI_PROC_NULL;
+    int me = t_w.me, size = t_w.n;
+    *left = me > 0 ? t_w.r[me - 1] : DCOLL_PROC_NULL;
+    *right = me < size - 1 ? t_w.r[me + 1] : DCOLL_PROC_NULL;
+    *mleft = me > 0 ? me - 1 : MPI_PROC_NULL;
+    *mright = me < size - 1 ? me + 1 : MPI_PROC_NULL;
 }
 
 static void fill(double *edge_l, double *edge_r, double *ghost_l,
@@ -42,10 +46,10 @@ static void by_mpi(double *ghost_l, double *ghost_r)
     fill(el, er, ghost_l, ghost_r);
     MPI_Request q[4];
     MPI_Status s[4];
-    MPI_Irecv(ghost_l, N, MPI_DOUBLE, ml, 1, MPI_COMM_WORLD, &q[0]);
-    MPI_Irecv(ghost_r, N, MPI_DOUBLE, mr, 2, MPI_COMM_WORLD, &q[1]);
-    MPI_Isend(er, N, MPI_DOUBLE, mr, 1, MPI_COMM_WORLD, &q[2]);
-    MPI_Isend(el, N, MPI_DOUBLE, ml, 2, MPI_COMM_WORLD, &q[3]);
+    MPI_Irecv(ghost_l, N, MPI_DOUBLE, ml, 1, T_COMM, &q[0]);
+    MPI_Irecv(ghost_r, N, MPI_DOUBLE, mr, 2, T_COMM, &q[1]);
+    MPI_Isend(er, N, MPI_DOUBLE, mr, 1, T_COMM, &q[2]);
+    MPI_Isend(el, N, MPI_DOUBLE, ml, 2, T_COMM, &q[3]);
     /* Its statuses are not compared: MPICH 4.0.2's MPI_Waitall gives
      * source 0 for a receive from MPI_PROC_NULL, which MPI says is
      * MPI_PROC_NULL (dcoll's is DCOLL_PROC_NULL, checked below). */
@@ -68,10 +72,10 @@ static void async(const double *ref_l, const double *ref_r)
     double el[N], er[N], gl[N], gr[N];
     fill(el, er, gl, gr);
     dcoll_work_t *w[4] = {0};
-    CHECK_OK(dcoll_irecv(NULL, gl, N, DCOLL_FLOAT64, l, 1, NULL, &w[0]));
-    CHECK_OK(dcoll_irecv(NULL, gr, N, DCOLL_FLOAT64, r, 2, NULL, &w[1]));
-    CHECK_OK(dcoll_isend(NULL, er, N, DCOLL_FLOAT64, r, 1, NULL, &w[2]));
-    CHECK_OK(dcoll_isend(NULL, el, N, DCOLL_FLOAT64, l, 2, NULL, &w[3]));
+    CHECK_OK(dcoll_irecv(T_WORLD, gl, N, DCOLL_FLOAT64, l, 1, NULL, &w[0]));
+    CHECK_OK(dcoll_irecv(T_WORLD, gr, N, DCOLL_FLOAT64, r, 2, NULL, &w[1]));
+    CHECK_OK(dcoll_isend(T_WORLD, er, N, DCOLL_FLOAT64, r, 1, NULL, &w[2]));
+    CHECK_OK(dcoll_isend(T_WORLD, el, N, DCOLL_FLOAT64, l, 2, NULL, &w[3]));
     int failed = 0, src = -99;
     CHECK_OK(dcoll_work_wait_all(w, 4, &failed));
     CHECK_OK(dcoll_work_source(w[0], &src));
@@ -93,15 +97,15 @@ static void blocking(const double *ref_l, const double *ref_r)
     fill(el, er, gl, gr);
     int sl = -99, sr = -99;
     for (int turn = 0; turn < 2; turn++) {
-        if (turn == t_rank % 2) {
-            CHECK_OK(dcoll_send(NULL, er, N, DCOLL_FLOAT64, r, 1, NULL,
+        if (turn == t_w.me % 2) {
+            CHECK_OK(dcoll_send(T_WORLD, er, N, DCOLL_FLOAT64, r, 1, NULL,
                                 NULL));
-            CHECK_OK(dcoll_send(NULL, el, N, DCOLL_FLOAT64, l, 2, NULL,
+            CHECK_OK(dcoll_send(T_WORLD, el, N, DCOLL_FLOAT64, l, 2, NULL,
                                 NULL));
         } else {
-            CHECK_OK(dcoll_recv(NULL, gl, N, DCOLL_FLOAT64, l, 1, NULL,
+            CHECK_OK(dcoll_recv(T_WORLD, gl, N, DCOLL_FLOAT64, l, 1, NULL,
                                 NULL, &sl));
-            CHECK_OK(dcoll_recv(NULL, gr, N, DCOLL_FLOAT64, r, 2, NULL,
+            CHECK_OK(dcoll_recv(T_WORLD, gr, N, DCOLL_FLOAT64, r, 2, NULL,
                                 NULL, &sr));
         }
     }
@@ -117,10 +121,14 @@ static void plans(const double *ref_l, const double *ref_r)
     neighbours(&l, &r, &ml, &mr);
     double el[N], er[N], gl[N], gr[N];
     dcoll_plan_t *p[4] = {0};
-    CHECK_OK(dcoll_recv_plan(NULL, gl, N, DCOLL_FLOAT64, l, 1, NULL, &p[0]));
-    CHECK_OK(dcoll_recv_plan(NULL, gr, N, DCOLL_FLOAT64, r, 2, NULL, &p[1]));
-    CHECK_OK(dcoll_send_plan(NULL, er, N, DCOLL_FLOAT64, r, 1, NULL, &p[2]));
-    CHECK_OK(dcoll_send_plan(NULL, el, N, DCOLL_FLOAT64, l, 2, NULL, &p[3]));
+    CHECK_OK(dcoll_recv_plan(T_WORLD, gl, N, DCOLL_FLOAT64, l, 1, NULL,
+                             &p[0]));
+    CHECK_OK(dcoll_recv_plan(T_WORLD, gr, N, DCOLL_FLOAT64, r, 2, NULL,
+                             &p[1]));
+    CHECK_OK(dcoll_send_plan(T_WORLD, er, N, DCOLL_FLOAT64, r, 1, NULL,
+                             &p[2]));
+    CHECK_OK(dcoll_send_plan(T_WORLD, el, N, DCOLL_FLOAT64, l, 2, NULL,
+                             &p[3]));
     for (int round = 0; round < 3; round++) {
         fill(el, er, gl, gr);
         dcoll_work_t *w[4] = {0};
@@ -140,22 +148,22 @@ static void plans(const double *ref_l, const double *ref_r)
 static void refused(void)
 {
     double x = 0;
-    dcoll_status_t st = dcoll_send(NULL, &x, 1, DCOLL_FLOAT64, -5, 0, NULL,
+    dcoll_status_t st = dcoll_send(T_WORLD, &x, 1, DCOLL_FLOAT64, -5, 0, NULL,
                                    NULL);
     CHECK(st == DCOLL_ERR_INVALID_ARGUMENT &&
               strstr(dcoll_last_error(), "dst -5 is not a rank") &&
               strstr(dcoll_last_error(), "DCOLL_PROC_NULL"),
           "dst -5: %s", dcoll_last_error());
     dcoll_work_t *w = NULL;
-    st = dcoll_irecv(NULL, &x, 1, DCOLL_FLOAT64, -7, 0, NULL, &w);
+    st = dcoll_irecv(T_WORLD, &x, 1, DCOLL_FLOAT64, -7, 0, NULL, &w);
     CHECK(st == DCOLL_ERR_INVALID_ARGUMENT && !w &&
               strstr(dcoll_last_error(), "src -7 is not a rank"),
           "src -7: %s", dcoll_last_error());
     /* Its other arguments are still checked, as MPI's are. */
-    st = dcoll_send(NULL, &x, -1, DCOLL_FLOAT64, DCOLL_PROC_NULL, 0, NULL,
+    st = dcoll_send(T_WORLD, &x, -1, DCOLL_FLOAT64, DCOLL_PROC_NULL, 0, NULL,
                     NULL);
     CHECK(st == DCOLL_ERR_INVALID_ARGUMENT, "count -1 to no one: %d", st);
-    st = dcoll_send(NULL, &x, 1, DCOLL_FLOAT64, DCOLL_PROC_NULL, -3, NULL,
+    st = dcoll_send(T_WORLD, &x, 1, DCOLL_FLOAT64, DCOLL_PROC_NULL, -3, NULL,
                     NULL);
     CHECK(st == DCOLL_ERR_INVALID_ARGUMENT, "tag -3 to no one: %d", st);
     /* A root is a rank: DCOLL_PROC_NULL is no root. */
@@ -165,23 +173,27 @@ static void refused(void)
     CHECK(st == DCOLL_ERR_INVALID_ARGUMENT, "broadcast from no one: %d", st);
     dcoll_group_destroy(&g);
     /* A NULL buffer with count 0, as MPI allows. */
-    CHECK_OK(dcoll_recv(NULL, NULL, 0, DCOLL_FLOAT64, DCOLL_PROC_NULL, 0,
+    CHECK_OK(dcoll_recv(T_WORLD, NULL, 0, DCOLL_FLOAT64, DCOLL_PROC_NULL, 0,
                         NULL, NULL, NULL));
 }
 
-int main(int argc, char **argv)
+static void body(void)
 {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
-    CHECK_OK(dcoll_init(NULL));
     double ref_l[N], ref_r[N];
     by_mpi(ref_l, ref_r);
     async(ref_l, ref_r);
     blocking(ref_l, ref_r);
     plans(ref_l, ref_r);
     refused();
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
+    CHECK_OK(dcoll_init(NULL));
+    t_sizes(argc, argv, body);
     CHECK_OK(dcoll_finalize());
     int rc = t_finish("proc_null");
     MPI_Finalize();

@@ -21,12 +21,16 @@
  *             spent on every rank (its next call fails at once).
  * In debug mode a refusal by one rank leaves the group usable too: every
  * rank learns of it before any data moved.
- * Each case runs on its own group (timeout 2 s, timeouts return). */
+ * Each case runs on its own group (timeout 2 s, timeouts return); alike
+ * runs on every world --sizes names (test/sizes.h), inside one job. */
 #include <stdbool.h>
 #include <unistd.h>
+#include <mpi.h>
 #include "testutil.h"
+#include "sizes.h"
 
 int t_rank, t_failures;
+static int job_size;
 
 enum { N = 4 };
 #define TIMEOUT 2.0
@@ -156,7 +160,7 @@ static void alike_case(int size, int bad, const char *want)
                               NULL);
         break;
     case 1:
-        st = dcoll_broadcast(g, a, N, DCOLL_INT32, size, NULL, NULL);
+        st = dcoll_broadcast(g, a, N, DCOLL_INT32, job_size, NULL, NULL);
         break;
     default:
         st = dcoll_all_reduce(g, z, y, N, DCOLL_COMPLEX128, DCOLL_MAX, NULL,
@@ -251,6 +255,13 @@ static void mpierror_case(int size)
     CHECK_OK(dcoll_group_destroy(&g));
 }
 
+static void alike_body(void)
+{
+    alike_case(t_w.n, 0, "MAX");
+    alike_case(t_w.n, 1, "is not a rank of the group");
+    alike_case(t_w.n, 2, "MAX");
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "refused";
@@ -258,6 +269,7 @@ int main(int argc, char **argv)
     int size;
     dcoll_group_rank(NULL, &t_rank);
     dcoll_group_size(NULL, &size);
+    job_size = size;
     if (!strcmp(mode, "refused")) {
         if (size > 1) {
             refused_case(size, 0, "count -1 is negative");
@@ -265,9 +277,7 @@ int main(int argc, char **argv)
             refused_case(size, 2, "count -1 is negative");
         }
     } else if (!strcmp(mode, "alike")) {
-        alike_case(size, 0, "MAX");
-        alike_case(size, 1, "is not a rank of the group");
-        alike_case(size, 2, "MAX");
+        t_sizes(argc, argv, alike_body);
     } else {
         mpierror_case(size);
     }

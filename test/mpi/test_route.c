@@ -4,13 +4,14 @@
  * blocking call, the one its entry names, and nothing else; on a group
  * whose timeouts return, no blocking collective is made (dcoll polls
  * nonblocking calls there); with no timeout, the default's calls again.
- * Results are checked too, on the world and on a reversed sub-group. */
+ * Results are checked too, on the world and on a reversed split of it;
+ * --sizes (test/sizes.h) runs every size inside one job. */
 #include <mpi.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
-#include "dcoll/dcoll.h"
-#include "check.h"
+#include "testutil.h"
+#include "sizes.h"
 #include "kind_calls.h"
 #include "pmpi_count.h"
 
@@ -61,6 +62,29 @@ static void run_all(dcoll_group_t *g, enum mode mode, const char *label)
     kc_done(&c);
 }
 
+static void body(void)
+{
+    run_all(T_WORLD, DEFAULT, "default (abort)");
+    /* The world reversed (a split keyed so): group ranks are not the
+     * world's. */
+    dcoll_group_t *g = NULL;
+    CHECK_OK(dcoll_split_group(&g, T_WORLD, 0, -t_w.me, NULL));
+    run_all(g, DEFAULT, "reversed");
+    dcoll_group_destroy(&g);
+    dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
+    gp.mask = DCOLL_GROUP_PARAM_ON_TIMEOUT;
+    gp.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
+    CHECK_OK(t_new_group(&g, NULL, 0, &gp));
+    if (t_w.n > 1)
+        run_all(g, POLLED, "on_timeout return");
+    dcoll_group_destroy(&g);
+    gp.mask = DCOLL_GROUP_PARAM_TIMEOUT;
+    gp.timeout = 0;
+    CHECK_OK(t_new_group(&g, NULL, 0, &gp));
+    run_all(g, DEFAULT, "timeout 0");
+    dcoll_group_destroy(&g);
+}
+
 int main(int argc, char **argv)
 {
     int provided, me, n;
@@ -70,27 +94,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &n);
     REQUIRE(dcoll_init(NULL) == DCOLL_SUCCESS, "init: %s",
             dcoll_last_error());
-    run_all(NULL, DEFAULT, "default (abort)");
-    /* The world reversed: group ranks are not world ranks. */
-    int rev[KC_MAX_RANKS];
-    for (int r = 0; r < n; r++)
-        rev[r] = n - 1 - r;
-    dcoll_group_t *g = NULL;
-    CHECK_OK(dcoll_new_group(&g, rev, n, NULL));
-    run_all(g, DEFAULT, "reversed");
-    dcoll_group_destroy(&g);
-    dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
-    gp.mask = DCOLL_GROUP_PARAM_ON_TIMEOUT;
-    gp.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
-    CHECK_OK(dcoll_new_group(&g, NULL, 0, &gp));
-    if (n > 1)
-        run_all(g, POLLED, "on_timeout return");
-    dcoll_group_destroy(&g);
-    gp.mask = DCOLL_GROUP_PARAM_TIMEOUT;
-    gp.timeout = 0;
-    CHECK_OK(dcoll_new_group(&g, NULL, 0, &gp));
-    run_all(g, DEFAULT, "timeout 0");
-    dcoll_group_destroy(&g);
+    t_sizes(argc, argv, body);
     CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
     if (me == 0)
         printf("route: each of %d kinds reached the MPI call its table "

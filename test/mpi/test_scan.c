@@ -7,12 +7,13 @@
  *   - for the types MPI lacks (float16, bfloat16, logical, the 2-float
  *     pairs), against the inputs folded in rank order (exact values);
  * exscan leaves rank 0's buffer as it was; bad input is refused. Run
- * under mpirun with 1 to 4 ranks. */
+ * under mpirun with 1 to 4 ranks, or --sizes (test/sizes.h) for every
+ * size inside one job. */
 #include <mpi.h>
 #include "testutil.h"
+#include "sizes.h"
 
 int t_rank, t_failures;
-static int size;
 
 enum { NMAX = 257 };
 enum form { BLOCKING, ASYNC, PLAN, NFORMS };
@@ -22,7 +23,7 @@ static const int64_t counts[] = {0, 1, NMAX};
 struct grp {
     dcoll_group_t *g;
     MPI_Comm comm;   /* the same ranks, MPI's (MPI_COMM_NULL off it) */
-    int m[64], n, me;
+    int m[T_MAXW], n, me;
     const char *name;
 };
 
@@ -275,37 +276,31 @@ static void refusals(void)
     dcoll_group_destroy(&g);
 }
 
-int main(int argc, char **argv)
+/* The world, then t_world_ranks' group with gaps, each with MPI's own
+ * communicator of the same ranks in the same order. */
+static void body(void)
 {
-    int provided;
-    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
-    CHECK_OK(dcoll_init(NULL));
     struct grp G[2] = {{.name = "world"}, {.name = "gaps"}};
-    for (int k = 0; k < 2; k++) {
-        /* the world, then t_group_ranks' group with gaps */
-        G[k].n = k == 0 ? size : t_group_ranks(1, size, G[k].m);
-        for (int i = 0; k == 0 && i < size; i++)
-            G[k].m[i] = i;
-        if (k == 1 && G[k].n > 1) {   /* ascending, as group ranks go */
-            for (int i = 0; i < G[k].n / 2; i++) {
-                int t = G[k].m[i];
-                G[k].m[i] = G[k].m[G[k].n - 1 - i];
-                G[k].m[G[k].n - 1 - i] = t;
-            }
+    G[0].n = t_w.n;
+    memcpy(G[0].m, t_w.r, sizeof(int) * (size_t)t_w.n);
+    G[0].g = T_WORLD;
+    G[0].comm = T_COMM;
+    G[0].me = t_w.me;
+    G[1].n = t_world_ranks(1, G[1].m);
+    /* ascending, as a new group's ranks go */
+    for (int i = 1; i < G[1].n; i++)
+        for (int j = i; j > 0 && G[1].m[j - 1] > G[1].m[j]; j--) {
+            int t = G[1].m[j];
+            G[1].m[j] = G[1].m[j - 1];
+            G[1].m[j - 1] = t;
         }
-        G[k].me = -1;
-        for (int i = 0; i < G[k].n; i++)
-            if (G[k].m[i] == t_rank)
-                G[k].me = i;
-        if (k == 0)
-            G[k].g = NULL;
-        else
-            CHECK_OK(dcoll_new_group(&G[k].g, G[k].m, G[k].n, NULL));
-        MPI_Comm_split(MPI_COMM_WORLD, G[k].me >= 0 ? 0 : MPI_UNDEFINED,
-                       G[k].me, &G[k].comm);
-    }
+    G[1].me = -1;
+    for (int i = 0; i < G[1].n; i++)
+        if (G[1].m[i] == t_rank)
+            G[1].me = i;
+    CHECK_OK(t_new_group(&G[1].g, G[1].m, G[1].n, NULL));
+    MPI_Comm_split(T_COMM, G[1].me >= 0 ? 0 : MPI_UNDEFINED, G[1].me,
+                   &G[1].comm);
     for (int k = 0; k < 2; k++)
         for (int dt = 0; dt < DCOLL_DTYPE_COUNT_; dt++)
             for (int op = 0; op <= DCOLL_MAXLOC; op++) {
@@ -322,11 +317,18 @@ int main(int argc, char **argv)
                             (f + dt + ex) % 2 == 1);
             }
     refusals();
-    if (G[1].g)
-        dcoll_group_destroy(&G[1].g);
-    for (int k = 0; k < 2; k++)
-        if (G[k].comm != MPI_COMM_NULL)
-            MPI_Comm_free(&G[k].comm);
+    dcoll_group_destroy(&G[1].g);
+    if (G[1].comm != MPI_COMM_NULL)
+        MPI_Comm_free(&G[1].comm);
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
+    CHECK_OK(dcoll_init(NULL));
+    t_sizes(argc, argv, body);
     CHECK_OK(dcoll_finalize());
     int rc = t_finish("scan");
     MPI_Finalize();

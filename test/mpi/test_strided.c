@@ -8,13 +8,16 @@
  *   - every result bit for bit against MPI's own sends and receives of
  *     the same vector types made by hand;
  *   - bad layouts refused, naming the field.
- * Run under mpirun with 1 to 4 ranks. */
+ * Run under mpirun with 1 to 4 ranks, or --sizes (test/sizes.h) for every
+ * size inside one job. dcoll's peers are job ranks, MPI's ranks of the
+ * world's communicator. */
 #include <mpi.h>
 #include <stdlib.h>
 #include "testutil.h"
+#include "sizes.h"
 
 int t_rank, t_failures;
-static int size;
+#define size (t_w.n)
 
 enum { X = 6, Y = 5, Z = 4, N = X * Y * Z };
 enum form { BLOCKING, ASYNC, PLAN, PLAN_ASYNC, NFORMS };
@@ -67,7 +70,8 @@ static void fill(double *a, int start)
  * face, as dcoll and by hand. */
 static void ring(void)
 {
-    int next = (t_rank + 1) % size, prev = (t_rank + size - 1) % size;
+    int mnext = (t_w.me + 1) % size, mprev = (t_w.me + size - 1) % size;
+    int next = t_w.r[mnext], prev = t_w.r[mprev];
     double a[N], b[N];
     for (int d = 0; d < 3; d++) {
         dcoll_layout_t s = face(d, 1), r = face(d, 0);
@@ -75,9 +79,9 @@ static void ring(void)
         for (int f = 0; f < NFORMS; f++) {
             dcoll_plan_t *ps = NULL, *pr = NULL;
             if (f >= PLAN) {
-                CHECK_OK(dcoll_send_layout_plan(NULL, a, &s, DCOLL_FLOAT64,
+                CHECK_OK(dcoll_send_layout_plan(T_WORLD, a, &s, DCOLL_FLOAT64,
                                                 next, 7, NULL, &ps));
-                CHECK_OK(dcoll_recv_layout_plan(NULL, a, &r, DCOLL_FLOAT64,
+                CHECK_OK(dcoll_recv_layout_plan(T_WORLD, a, &r, DCOLL_FLOAT64,
                                                 prev, 7, NULL, &pr));
             }
             for (int start = 0; start < (f >= PLAN ? 2 : 1); start++) {
@@ -86,9 +90,9 @@ static void ring(void)
                 dcoll_work_t *w[2] = {NULL, NULL};
                 switch (f) {
                 case BLOCKING:   /* the receive blocks (not from itself) */
-                    CHECK_OK(dcoll_send_layout(NULL, a, &s, DCOLL_FLOAT64,
+                    CHECK_OK(dcoll_send_layout(T_WORLD, a, &s, DCOLL_FLOAT64,
                                                next, 7, NULL, &w[0]));
-                    CHECK_OK(dcoll_recv_layout(NULL, a, &r, DCOLL_FLOAT64,
+                    CHECK_OK(dcoll_recv_layout(T_WORLD, a, &r, DCOLL_FLOAT64,
                                                prev, 7, NULL,
                                                size > 1 ? NULL : &w[1],
                                                NULL));
@@ -97,9 +101,9 @@ static void ring(void)
                         CHECK_OK(dcoll_work_wait(w[1]));
                     break;
                 case ASYNC:
-                    CHECK_OK(dcoll_recv_layout(NULL, a, &r, DCOLL_FLOAT64,
+                    CHECK_OK(dcoll_recv_layout(T_WORLD, a, &r, DCOLL_FLOAT64,
                                                prev, 7, NULL, &w[1], NULL));
-                    CHECK_OK(dcoll_send_layout(NULL, a, &s, DCOLL_FLOAT64,
+                    CHECK_OK(dcoll_send_layout(T_WORLD, a, &s, DCOLL_FLOAT64,
                                                next, 7, NULL, &w[0]));
                     CHECK_OK(dcoll_work_wait_all(w, 2, NULL));
                     break;
@@ -113,8 +117,8 @@ static void ring(void)
                 for (int i = 0; i < 2; i++)
                     if (w[i])
                         dcoll_work_free(&w[i]);
-                MPI_Sendrecv(b + s.offset, 1, ts, next, 8, b + r.offset, 1,
-                             tr, prev, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Sendrecv(b + s.offset, 1, ts, mnext, 8, b + r.offset, 1,
+                             tr, mprev, 8, T_COMM, MPI_STATUS_IGNORE);
                 CHECK(!memcmp(a, b, sizeof(a)), "axis %d face, %s, start "
                       "%d: differs from MPI's own", d, form_names[f], start);
             }
@@ -128,11 +132,11 @@ static void ring(void)
         int64_t n = s.count * s.blocklen * (s.count2 > 1 ? s.count2 : 1);
         fill(a, 3);
         dcoll_work_t *w = NULL;
-        CHECK_OK(dcoll_send_layout(NULL, a, &s, DCOLL_FLOAT64, next, 9, NULL,
-                                   &w));
+        CHECK_OK(dcoll_send_layout(T_WORLD, a, &s, DCOLL_FLOAT64, next, 9,
+                                   NULL, &w));
         int src = -5;
         dcoll_work_t *wr = NULL;
-        CHECK_OK(dcoll_recv(NULL, got, n, DCOLL_FLOAT64, prev, 9, NULL,
+        CHECK_OK(dcoll_recv(T_WORLD, got, n, DCOLL_FLOAT64, prev, 9, NULL,
                             size > 1 ? NULL : &wr, &src));
         if (wr) {
             CHECK_OK(dcoll_work_wait(wr));
@@ -142,8 +146,8 @@ static void ring(void)
         CHECK_OK(dcoll_work_wait(w));
         dcoll_work_free(&w);
         fill(b, 3);
-        MPI_Sendrecv(b + s.offset, 1, ts, next, 10, b, (int)n, MPI_DOUBLE,
-                     prev, 10, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Sendrecv(b + s.offset, 1, ts, mnext, 10, b, (int)n, MPI_DOUBLE,
+                     mprev, 10, T_COMM, MPI_STATUS_IGNORE);
         CHECK(src == prev && !memcmp(got, b, sizeof(double) * (size_t)n),
               "axis %d: a strided send into a contiguous receive differs",
               d);
@@ -154,9 +158,9 @@ static void ring(void)
     dcoll_layout_t s = face(0, 1);
     fill(a, 0);
     memcpy(b, a, sizeof(a));
-    CHECK_OK(dcoll_recv_layout(NULL, a, &s, DCOLL_FLOAT64, DCOLL_PROC_NULL,
+    CHECK_OK(dcoll_recv_layout(T_WORLD, a, &s, DCOLL_FLOAT64, DCOLL_PROC_NULL,
                                1, NULL, NULL, NULL));
-    CHECK_OK(dcoll_send_layout(NULL, a, &s, DCOLL_FLOAT64, DCOLL_PROC_NULL,
+    CHECK_OK(dcoll_send_layout(T_WORLD, a, &s, DCOLL_FLOAT64, DCOLL_PROC_NULL,
                                1, NULL, NULL));
     CHECK(!memcmp(a, b, sizeof(a)), "DCOLL_PROC_NULL moved something");
 }
@@ -170,28 +174,31 @@ static void grid(void)
     int dims[3] = {0, 0, 0}, periods[3] = {1, 0, 0};
     MPI_Dims_create(size, 3, dims);
     MPI_Comm cart;
-    MPI_Cart_create(MPI_COMM_WORLD, 3, dims, periods, 0, &cart);
-    int lo[3], hi[3], src[6], dst[6];
+    MPI_Cart_create(T_COMM, 3, dims, periods, 0, &cart);
+    int lo[3], hi[3], src[6], dst[6], msrc[6], mdst[6];
     dcoll_layout_t sl[6], rl[6];
     MPI_Datatype st[6], rt[6];
     for (int d = 0; d < 3; d++) {
         MPI_Cart_shift(cart, d, 1, &lo[d], &hi[d]);
-        /* Ranks of cart are the world's (no reordering). */
-        src[2 * d] = hi[d] == MPI_PROC_NULL ? DCOLL_PROC_NULL : hi[d];
-        src[2 * d + 1] = lo[d] == MPI_PROC_NULL ? DCOLL_PROC_NULL : lo[d];
-        dst[2 * d] = src[2 * d + 1];
-        dst[2 * d + 1] = src[2 * d];
+        /* Ranks of cart are the world's (no reordering); dcoll's lists
+         * name their job ranks. */
+        msrc[2 * d] = hi[d];
+        msrc[2 * d + 1] = lo[d];
+        mdst[2 * d] = lo[d];
+        mdst[2 * d + 1] = hi[d];
         rl[2 * d] = face(d, last(d));
         rl[2 * d + 1] = face(d, 0);
         sl[2 * d] = face(d, 1);
         sl[2 * d + 1] = face(d, last(d) - 1);
     }
     for (int i = 0; i < 6; i++) {
+        src[i] = msrc[i] == MPI_PROC_NULL ? DCOLL_PROC_NULL : t_w.r[msrc[i]];
+        dst[i] = mdst[i] == MPI_PROC_NULL ? DCOLL_PROC_NULL : t_w.r[mdst[i]];
         st[i] = by_hand(&sl[i]);
         rt[i] = by_hand(&rl[i]);
     }
     dcoll_neighborhood_t *nb = NULL;
-    CHECK_OK(dcoll_neighborhood_create(NULL, 6, src, 6, dst, &nb));
+    CHECK_OK(dcoll_neighborhood_create(T_WORLD, 6, src, 6, dst, &nb));
     double a[N], b[N];
     for (int f = 0; f < NFORMS; f++) {
         dcoll_plan_t *p = NULL;
@@ -221,11 +228,11 @@ static void grid(void)
             MPI_Request rq[12];
             int k = 0;
             for (int i = 0; i < 6; i++) {
-                if (src[i] != DCOLL_PROC_NULL)
-                    MPI_Irecv(b + rl[i].offset, 1, rt[i], src[i], i, cart,
+                if (msrc[i] != MPI_PROC_NULL)
+                    MPI_Irecv(b + rl[i].offset, 1, rt[i], msrc[i], i, cart,
                               &rq[k++]);
-                if (dst[i] != DCOLL_PROC_NULL)
-                    MPI_Isend(b + sl[i].offset, 1, st[i], dst[i], i, cart,
+                if (mdst[i] != MPI_PROC_NULL)
+                    MPI_Isend(b + sl[i].offset, 1, st[i], mdst[i], i, cart,
                               &rq[k++]);
             }
             MPI_Waitall(k, rq, MPI_STATUSES_IGNORE);
@@ -250,7 +257,7 @@ static void refusals(void)
 {
     dcoll_group_t *g = t_spare();
     double a[N];
-    int next = (t_rank + 1) % size;
+    int next = t_w.r[(t_w.me + 1) % size];
     dcoll_layout_t bad = face(0, 1);
     bad.blocklen = -2;
     CHECK_REFUSED(dcoll_send_layout(g, a, &bad, DCOLL_FLOAT64, next, 1, NULL,
@@ -283,16 +290,20 @@ static void refusals(void)
     dcoll_group_destroy(&g);
 }
 
+static void body(void)
+{
+    ring();
+    grid();
+    refusals();
+}
+
 int main(int argc, char **argv)
 {
     int provided;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
     MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
     CHECK_OK(dcoll_init(NULL));
-    ring();
-    grid();
-    refusals();
+    t_sizes(argc, argv, body);
     CHECK_OK(dcoll_finalize());
     int rc = t_finish("strided");
     MPI_Finalize();

@@ -1,22 +1,25 @@
 /* Waiting for many works: a halo exchange of 8 receives and 8 sends
  * finished by wait_all, wait_any taking every work exactly once, test_any
  * polling, NULL entries, the first failure and its index, and the lists
- * refused. Run under mpirun with 1 to 4 ranks. */
+ * refused. Run under mpirun with 1 to 4 ranks, or --sizes (test/sizes.h)
+ * for every size inside one job. */
+#include <mpi.h>
 #include "testutil.h"
+#include "sizes.h"
 
 int t_rank, t_failures;
-static int size;
 
 /* Each rank sends 4 messages to each neighbour in a ring and receives 4
  * from each: 8 receives and 8 sends, all finished by one wait_all. */
 static void halo(void)
 {
-    int left = (t_rank + size - 1) % size, right = (t_rank + 1) % size;
+    int n = t_w.n, me = t_w.me;
+    int left = t_w.r[(me + n - 1) % n], right = t_w.r[(me + 1) % n];
     int out[8][16], in[8][16];
     dcoll_work_t *w[16] = {0};
     for (int t = 0; t < 8; t++) {
         int from = t < 4 ? left : right;
-        CHECK_OK(dcoll_irecv(NULL, in[t], 16, DCOLL_INT32, from, t, NULL,
+        CHECK_OK(dcoll_irecv(T_WORLD, in[t], 16, DCOLL_INT32, from, t, NULL,
                              &w[t]));
     }
     for (int t = 0; t < 8; t++) {
@@ -25,7 +28,7 @@ static void halo(void)
         int to = t < 4 ? right : left;
         for (int i = 0; i < 16; i++)
             out[t][i] = 1000 * t_rank + 16 * t + i;
-        CHECK_OK(dcoll_isend(NULL, out[t], 16, DCOLL_INT32, to, t, NULL,
+        CHECK_OK(dcoll_isend(T_WORLD, out[t], 16, DCOLL_INT32, to, t, NULL,
                              &w[8 + t]));
     }
     int failed = 99;
@@ -48,23 +51,25 @@ static void halo(void)
  * each index once, then DCOLL_NO_WORK. */
 static void any(void)
 {
-    int n = 2 * size;
+    int size = t_w.n, n = 2 * size;
     int *in = calloc((size_t)n, sizeof(int)), mine = 7 * t_rank + 1;
     dcoll_work_t **w = calloc((size_t)n, sizeof(*w));
     dcoll_work_t **s = calloc((size_t)size, sizeof(*s));
     int *seen = calloc((size_t)n, sizeof(int));
     for (int r = 0; r < size; r++)
-        CHECK_OK(dcoll_irecv(NULL, &in[2 * r], 1, DCOLL_INT32, r, 40, NULL,
+        CHECK_OK(dcoll_irecv(T_WORLD, &in[2 * r], 1, DCOLL_INT32, t_w.r[r], 40, NULL,
                              &w[2 * r]));   /* odd entries stay NULL */
     for (int r = 0; r < size; r++)
-        CHECK_OK(dcoll_isend(NULL, &mine, 1, DCOLL_INT32, r, 40, NULL, &s[r]));
+        CHECK_OK(dcoll_isend(T_WORLD, &mine, 1, DCOLL_INT32, t_w.r[r], 40, NULL,
+                             &s[r]));
     for (int k = 0; k < size; k++) {
         int i = -5;
         CHECK_OK(dcoll_work_wait_any(w, n, &i));
         CHECK(i >= 0 && i < n && i % 2 == 0, "wait_any: index %d", i);
         if (i >= 0 && i < n) {
             seen[i]++;
-            CHECK(in[i] == 7 * (i / 2) + 1, "wait_any: [%d] = %d", i, in[i]);
+            CHECK(in[i] == 7 * t_w.r[i / 2] + 1, "wait_any: [%d] = %d", i,
+                  in[i]);
         }
     }
     for (int r = 0; r < size; r++)
@@ -98,7 +103,7 @@ static void any(void)
 static void poll_any(void)
 {
     dcoll_work_t *w[3] = {NULL, NULL, NULL};
-    CHECK_OK(dcoll_barrier(NULL, NULL, &w[1]));
+    CHECK_OK(dcoll_barrier(T_WORLD, NULL, &w[1]));
     int i = -5, done = 0, polls = 0;
     while (!done && polls < 100000000) {
         CHECK_OK(dcoll_work_test_any(w, 3, &i, &done));
@@ -117,15 +122,16 @@ static void poll_any(void)
  * which the failure makes unusable. */
 static void first_failure(void)
 {
-    if (size < 2)
+    if (t_w.n < 2)
         return;
     dcoll_group_t *g = NULL;
-    CHECK_OK(dcoll_new_group(&g, NULL, 0, NULL));
-    int peer = t_rank ^ 1;
-    if (peer >= size) {
+    CHECK_OK(t_new_group(&g, NULL, 0, NULL));
+    int peer = t_w.me ^ 1;
+    if (peer >= t_w.n) {
         CHECK_OK(dcoll_group_destroy(&g));
         return;
     }
+    peer = t_w.r[peer];
     int big[4] = {1, 2, 3, 4}, a = 0, b[4] = {0}, c = 0;
     dcoll_work_t *w[6] = {0};
     CHECK_OK(dcoll_irecv(g, &a, 1, DCOLL_INT32, peer, 1, NULL, &w[0]));
@@ -162,9 +168,9 @@ static void refused(void)
     /* A freed handle in the list: refused by index, nothing waited for.
      * (Freed last, so that no handle made since can have its memory.) */
     int x = 5, y = 0;
-    CHECK_OK(dcoll_irecv(NULL, &y, 1, DCOLL_INT32, t_rank, 9, NULL, &w[0]));
+    CHECK_OK(dcoll_irecv(T_WORLD, &y, 1, DCOLL_INT32, t_rank, 9, NULL, &w[0]));
     dcoll_work_t *dead = NULL;
-    CHECK_OK(dcoll_barrier(NULL, NULL, &dead));
+    CHECK_OK(dcoll_barrier(T_WORLD, NULL, &dead));
     CHECK_OK(dcoll_work_wait(dead));
     dcoll_work_t *stale = dead;
     CHECK_OK(dcoll_work_free(&dead));
@@ -172,26 +178,30 @@ static void refused(void)
     REFUSED(dcoll_work_wait_all(w, 2, &failed), "works[1]");
     REFUSED(dcoll_work_wait_any(w, 2, &i), "is not a live work handle");
     w[1] = NULL;
-    CHECK_OK(dcoll_isend(NULL, &x, 1, DCOLL_INT32, t_rank, 9, NULL, &w[1]));
+    CHECK_OK(dcoll_isend(T_WORLD, &x, 1, DCOLL_INT32, t_rank, 9, NULL, &w[1]));
     CHECK_OK(dcoll_work_wait_all(w, 2, NULL));
     CHECK(y == 5, "self message after the refusals: %d", y);
     dcoll_work_free(&w[0]);
     dcoll_work_free(&w[1]);
 }
 
-int main(void)
+static void body(void)
+{
+    halo();
+    any();
+    poll_any();
+    first_failure();
+    refused();
+}
+
+int main(int argc, char **argv)
 {
     if (dcoll_init(NULL) != DCOLL_SUCCESS) {
         fprintf(stderr, "dcoll_init: %s\n", dcoll_last_error());
         return 1;
     }
     dcoll_group_rank(NULL, &t_rank);
-    dcoll_group_size(NULL, &size);
-    halo();
-    any();
-    poll_any();
-    first_failure();
-    refused();
+    t_sizes(argc, argv, body);
     int rc = t_finish("works");
     dcoll_finalize();
     return rc;
