@@ -16,7 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+#include <dirent.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include "dcoll/dcoll.h"
@@ -327,6 +330,67 @@ static void forget_launcher(void)
     }
 }
 
+/* What a rank starts in a session of its own (Open MPI's singleton
+ * orted, --set-sid) is out of reach of the process group dcoll_spawn
+ * ends, and outlives the rank for a moment: it would be left running
+ * after dcollrun had said the job was over. dcollrun adopts such orphans
+ * (a subreaper), and an attempt ends only once they have: each is given
+ * ORPHAN_GRACE seconds to go by itself (an orted goes once its rank has),
+ * then killed. */
+#define ORPHAN_GRACE 10.0
+
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Signal every child of this process (adopted ones, here). */
+static void signal_children(int sig)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return;
+    pid_t me = getpid();
+    for (struct dirent *e; (e = readdir(d));) {
+        char path[300], buf[512];
+        snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t got = fread(buf, 1, sizeof(buf) - 1, f);
+        fclose(f);
+        buf[got] = '\0';
+        /* pid (comm) state ppid: comm may hold spaces, so from its ')'. */
+        char *close = strrchr(buf, ')');
+        int ppid = 0;
+        char state = 0;
+        if (close && sscanf(close + 1, " %c %d", &state, &ppid) == 2 &&
+            ppid == me && state != 'Z')
+            kill((pid_t)atoi(e->d_name), sig);
+    }
+    closedir(d);
+}
+
+static void reap_orphans(void)
+{
+    double end = seconds() + ORPHAN_GRACE;
+    for (;;) {
+        pid_t pid = waitpid(-1, NULL, WNOHANG);
+        if (pid < 0 && errno != EINTR)
+            return;   /* ECHILD: none left */
+        if (pid > 0)
+            continue;
+        if (seconds() > end)
+            break;
+        usleep(10000);
+    }
+    signal_children(SIGKILL);
+    while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+        ;
+}
+
 int main(int argc, char **argv)
 {
     dcoll_spawn_params_t p = DCOLL_SPAWN_PARAMS_INIT;
@@ -481,6 +545,7 @@ int main(int argc, char **argv)
         p.on_failure = DCOLL_ON_FAILURE_CONTINUE;
     }
     forget_launcher();
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     job.argv = argv + i;
     dcoll_spawn_failure_t f;
     dcoll_status_t st = DCOLL_SUCCESS;
@@ -491,7 +556,9 @@ int main(int argc, char **argv)
         setenv("TORCHELASTIC_RESTART_COUNT", a, 1);
         setenv("TORCHELASTIC_MAX_RESTARTS", (snprintf(a, sizeof(a), "%d",
                                                       restarts), a), 1);
-        if (!(st = dcoll_spawn(run, &job, (int)n, &p, &f)))
+        st = dcoll_spawn(run, &job, (int)n, &p, &f);
+        reap_orphans();
+        if (!st)
             return 0;
         if (attempt < restarts && (st == DCOLL_ERR_CHILD_FAILED ||
                                    st == DCOLL_ERR_IO))

@@ -41,7 +41,8 @@ grep -q "^restart: 20 steps on 4 ranks in attempt 1: ok$" "$tmp/out.1" ||
     bad "attempt 1 did not complete"
 sleep 0.5
 for k in 1 2; do
-    left=$(ip netns pids "$(node_ns "$k")" | wc -l)
-    [ "$left" = 0 ] || bad "$left process(es) left on node $k"
+    pids=$(ip netns pids "$(node_ns "$k")")
+    left=$(echo "$pids" | grep -c .)
+    [ "$left" = 0 ] || bad "$left process(es) left on node $k: $(for p in $pids; do ps -o pid=,ppid=,stat=,etimes=,args= -p "$p"; done)"
 done
 exit $fail
