@@ -9,6 +9,8 @@
 # With FAULT_HANG_BY=NAME, the recorders say transport NAME ran the call.
 # fault-hang.sh MPIRUN_SH TEST_FAULT HOW NP [DCOLL_TRACE]
 mpirun_sh=$1; prog=$2; how=$3; np=$4; tool=${5:-}
+. "$(dirname "$0")/left.sh"
+left_mark
 out=$(mktemp); err=$(mktemp); dir=$(mktemp -d)
 trap 'rm -rf "$out" "$err" "$dir"' EXIT
 export DCOLL_FLIGHT_DIR="$dir"
@@ -155,8 +157,7 @@ if [ -n "$tool" ] && [ "$how" = p2p ]; then
         bad "dcoll-trace does not put rank 0 in its receive"
 fi
 sleep 1
-name=$(basename "$prog" | cut -c1-15)
-left=$(ps -eo stat=,comm=,args= | awk -v h="hang $how" -v p="$name" '$1 !~ /^Z/ && $2 == p && index($0, h)' | wc -l)
+left=$(left_pids "$(basename "$prog" | cut -c1-15)" | wc -l)
 [ "$left" = 0 ] || bad "$left rank(s) still running"
 lines=$(wc -l <"$err")
 if [ $fail = 1 ]; then echo "--- stdout"; cat "$out"; echo "--- stderr"; cat "$err"; fi

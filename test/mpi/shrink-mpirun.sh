@@ -14,6 +14,8 @@
 # killed0 skip on MPICH. No process of the job may be left running.
 set -u
 mpirun_sh=$(readlink -f "$1"); prog=$(readlink -f "$2"); mode=$3
+. "$(dirname "$0")/left.sh"
+left_mark
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cd "$dir" || exit 1
@@ -76,7 +78,8 @@ esac
 echo "$out" | grep -q "^FAIL" && fail=1
 # The keeper ends after the last rank; nothing of the job stays.
 sleep 1
-left=$(pgrep -f "$prog $mode" | wc -l)
-[ "$left" = 0 ] || { echo "FAIL: $left process(es) left"; ps -o pid,stat,args -p "$(pgrep -d, -f "$prog $mode")"; pkill -9 -f "$prog $mode"; fail=1; }
+pids=$(left_pids "$(basename "$prog" | cut -c1-15)")
+left=$(echo "$pids" | grep -c .)
+[ "$left" = 0 ] || { echo "FAIL: $left process(es) left"; for p in $pids; do ps -o pid=,stat=,args= -p "$p"; done; kill -9 $pids; fail=1; }
 echo "shrink under mpirun ($mode): exit $rc in $took s"
 exit $fail

@@ -18,6 +18,8 @@
 set -u
 run=$(readlink -f "$1"); prog=$(readlink -f "$2"); mode=$3
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/left.sh"
+left_mark
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 cd "$dir" || exit 1
@@ -93,9 +95,11 @@ restart)
     [ "$got" = 3 ] || { echo "FAIL: $got ranks completed attempt 1"; fail=1; } ;;
 esac
 sleep 1
-case $mode in example-*) pat=$prog ;; *) pat="$prog $mode" ;; esac
-if pgrep -f "$pat" >/dev/null; then
-    echo "FAIL: processes left:"; pgrep -af "$pat"; fail=1
+left=$(left_pids "$(basename "$prog" | cut -c1-15)")
+if [ -n "$left" ]; then
+    echo "FAIL: processes left:"
+    for p in $left; do ps -o pid=,stat=,args= -p "$p"; done
+    fail=1
 fi
 echo "shrink $mode: exit $rc after ${took} s"
 exit $fail
