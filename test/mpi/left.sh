@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Sourced by the scripts that check no process of their job is left:
 # they count their own test's processes only, however many tests (or
 # passes of other builds) run beside them. left_mark marks everything
