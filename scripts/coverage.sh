@@ -1,7 +1,8 @@
 #!/bin/sh
 # Line and branch coverage of lib/, mpi_layer/ and cuda_layer/ by the
-# unit, mpi and fortran suites (the mpi suite holds the GPU doubles'
-# tests where the CUDA toolkit's headers are): a build with gcov
+# unit, mpi, fortran, nodes and slurm suites (the mpi suite holds the GPU
+# doubles' tests where the CUDA toolkit's headers are; nodes and slurm
+# skip without root, SLURM and munge): a build with gcov
 # (build-cov), the suites, then gcovr's totals and the ten largest runs of
 # lines no test reached. Not part of scripts/test.sh; it takes about as
 # long as the main pass.
@@ -21,6 +22,7 @@ find "$dir" -name '*.gcda' -delete
 # A failed test still counts what it ran; its failure is the main pass's
 # to report.
 meson test -C "$dir" --no-rebuild --suite unit --suite mpi --suite fortran \
+    --suite nodes --suite slurm \
     >"$dir/coverage-tests.txt" 2>&1 ||
     echo "coverage: some tests failed (see $dir/coverage-tests.txt)"
 filters="--filter lib/ --filter mpi_layer/ --filter cuda_layer/"
