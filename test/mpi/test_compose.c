@@ -273,16 +273,20 @@ int main(int argc, char **argv)
     int n = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
-    char list[128];
+    char list[128], said[128];
     snprintf(list, sizeof(list), "%d", n);
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--sizes"))
-            snprintf(list, sizeof(list), n >= 3 ? "%d,%dr,%dg,2,1"
-                                                : n == 2 ? "2,2r,1" : "1",
-                     n, n, n - 1);
-        else if (!strncmp(argv[i], "--sizes=", 8))
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--sizes")) {   /* as test/sizes.h names them */
+            size_t at = (size_t)snprintf(list, sizeof(list), "%d,%dr", n, n);
+            if (n >= 3)
+                at += (size_t)snprintf(list + at, sizeof(list) - at,
+                                       ",%dg,2", n - 1);
+            if (n >= 2)
+                snprintf(list + at, sizeof(list) - at, ",1");
+        } else if (!strncmp(argv[i], "--sizes=", 8)) {
             snprintf(list, sizeof(list), "%s", argv[i] + 8);
-    char said[128];
+        }
+    }
     memcpy(said, list, sizeof(said));
     for (char *save = NULL, *s = strtok_r(list, ",", &save); s;
          s = strtok_r(NULL, ",", &save)) {
