@@ -242,6 +242,24 @@ static inline int t_world_ranks(int which, int *ranks)
     return k;
 }
 
+/* t_world_ranks in the order a new group of them has (by job rank), *n
+ * of them; this rank's place there, or -1 where it is not one. */
+static inline int t_sorted_ranks(int which, int *ranks, int *n)
+{
+    *n = t_world_ranks(which, ranks);
+    for (int i = 1; i < *n; i++)
+        for (int j = i; j > 0 && ranks[j - 1] > ranks[j]; j--) {
+            int t = ranks[j];
+            ranks[j] = ranks[j - 1];
+            ranks[j - 1] = t;
+        }
+    int me = -1;
+    for (int i = 0; i < *n; i++)
+        if (ranks[i] == t_rank)
+            me = i;
+    return me;
+}
+
 /* Seconds on the monotonic clock, to time how long a call waited. */
 static inline double t_now(void)
 {

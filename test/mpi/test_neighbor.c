@@ -413,18 +413,7 @@ static void body(void)
     memcpy(G[0].m, t_w.r, sizeof(int) * (size_t)t_w.n);
     G[0].g = T_WORLD;
     G[0].me = t_w.me;
-    G[1].n = t_world_ranks(1, G[1].m);
-    /* ascending, as a new group's ranks go */
-    for (int i = 1; i < G[1].n; i++)
-        for (int j = i; j > 0 && G[1].m[j - 1] > G[1].m[j]; j--) {
-            int t = G[1].m[j];
-            G[1].m[j] = G[1].m[j - 1];
-            G[1].m[j - 1] = t;
-        }
-    G[1].me = -1;
-    for (int i = 0; i < G[1].n; i++)
-        if (G[1].m[i] == t_rank)
-            G[1].me = i;
+    G[1].me = t_sorted_ranks(1, G[1].m, &G[1].n);
     CHECK_OK(t_new_group(&G[1].g, G[1].m, G[1].n, NULL));
     for (int k = 0; k < 2; k++) {
         MPI_Comm c = MPI_COMM_NULL;
