@@ -244,6 +244,10 @@ dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
                                "dcoll needs an intracommunicator", fcomm);
     }
     MPI_Comm dup;
+    /* The world's place and size before the copy too: a timeout there
+     * ends the job, from the lowest rank first (absent_at_start). */
+    MPI_Comm_rank(base, &world->rank);
+    MPI_Comm_size(base, &world->size);
     /* A private copy keeps dcoll's messages apart from the program's. */
     if ((st = dup_within(base, timeout, &dup)))
         return st;
