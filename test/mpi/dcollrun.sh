@@ -5,6 +5,8 @@
 set -u
 run=$1; prog=$2
 here=$(dirname "$0")
+. "$here/left.sh"
+left_mark
 fail=0
 out=$("$here/nolauncher.sh" 120 "$run" -n 4 "$prog" child env 2>&1)
 echo "$out"
@@ -19,8 +21,11 @@ echo "$out"
 echo "$out" | grep -q "process 1 exited with code 5" ||
     { echo "FAIL: no report of process 1"; fail=1; }
 sleep 1
-if pgrep -f "$prog child" >/dev/null; then
-    echo "FAIL: processes left:"; pgrep -af "$prog child"; fail=1
+left=$(left_pids "$(basename "$prog" | cut -c1-15)")
+if [ -n "$left" ]; then
+    echo "FAIL: processes left:"
+    for p in $left; do ps -o pid=,stat=,args= -p "$p"; done
+    fail=1
 fi
 
 if [ "${DCOLL_MPI:-openmpi}" = mpich ]; then

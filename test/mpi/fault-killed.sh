@@ -12,6 +12,8 @@
 # pmip_cb.c), so mpiexec may print "Hangup (signal 1)" for a rank that
 # exited 0.
 mpirun_sh=$1; prog=$2; mode=$3; n=3
+. "$(dirname "$0")/left.sh"
+left_mark
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 start=$(date +%s)
@@ -49,7 +51,7 @@ else
 fi
 # Give the kernel a moment, then look for live (not zombie) ranks.
 sleep 1
-left=$(ps -eo stat=,args= | awk -v p="$prog" '$1 !~ /^Z/ && index($0, p " killed")' | wc -l)
+left=$(left_pids "$(basename "$prog" | cut -c1-15)" | wc -l)
 [ "$left" = 0 ] || { echo "FAIL: $left rank(s) still running"; fail=1; }
 echo "rank killed ($mode): exit $rc after ${took} s, $left left"
 exit $fail
