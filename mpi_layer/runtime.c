@@ -244,8 +244,9 @@ dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
                                "dcoll needs an intracommunicator", fcomm);
     }
     MPI_Comm dup;
-    /* The world's place and size before the copy too: a timeout there
-     * ends the job, from the lowest rank first (absent_at_start). */
+    /* The world's place and size (the copy's are the same), known before
+     * the copy: a timeout there ends the job, from the lowest rank first
+     * (absent_at_start). */
     MPI_Comm_rank(base, &world->rank);
     MPI_Comm_size(base, &world->size);
     /* A private copy keeps dcoll's messages apart from the program's. */
@@ -256,8 +257,6 @@ dcoll_status_t dcoll_mpi_start(bool have_comm, int fcomm, int thread_level,
         MPI_Comm_free(&dup);
         return st;
     }
-    MPI_Comm_rank(dup, &world->rank);
-    MPI_Comm_size(dup, &world->size);
     world->ranks = NULL;
     if ((st = comm_wrap(dup, &world->tl[DCOLL_TL_MPI])))
         dcoll_mpi_types_free();
