@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <dirent.h>
 #include <sys/prctl.h>
@@ -339,13 +338,6 @@ static void forget_launcher(void)
  * then killed. */
 #define ORPHAN_GRACE 10.0
 
-static double seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Signal every child of this process (adopted ones, here). */
 static void signal_children(int sig)
 {
@@ -375,14 +367,14 @@ static void signal_children(int sig)
 
 static void reap_orphans(void)
 {
-    double end = seconds() + ORPHAN_GRACE;
+    double end = dcoll_wtime() + ORPHAN_GRACE;
     for (;;) {
         pid_t pid = waitpid(-1, NULL, WNOHANG);
         if (pid < 0 && errno != EINTR)
             return;   /* ECHILD: none left */
         if (pid > 0)
             continue;
-        if (seconds() > end)
+        if (dcoll_wtime() > end)
             break;
         usleep(10000);
     }
