@@ -21,7 +21,7 @@ echo "$out"
 echo "$out" | grep -q "process 1 exited with code 5" ||
     { echo "FAIL: no report of process 1"; fail=1; }
 sleep 1
-left=$(left_pids "$(basename "$prog" | cut -c1-15)")
+left=$(left_pids "$prog")
 if [ -n "$left" ]; then
     echo "FAIL: processes left:"
     for p in $left; do ps -o pid=,stat=,args= -p "$p"; done

@@ -157,7 +157,7 @@ if [ -n "$tool" ] && [ "$how" = p2p ]; then
         bad "dcoll-trace does not put rank 0 in its receive"
 fi
 sleep 1
-left=$(left_pids "$(basename "$prog" | cut -c1-15)" | wc -l)
+left=$(left_pids "$prog" | wc -l)
 [ "$left" = 0 ] || bad "$left rank(s) still running"
 lines=$(wc -l <"$err")
 if [ $fail = 1 ]; then echo "--- stdout"; cat "$out"; echo "--- stderr"; cat "$err"; fi

@@ -51,7 +51,7 @@ else
 fi
 # Give the kernel a moment, then look for live (not zombie) ranks.
 sleep 1
-left=$(left_pids "$(basename "$prog" | cut -c1-15)" | wc -l)
+left=$(left_pids "$prog" | wc -l)
 [ "$left" = 0 ] || { echo "FAIL: $left rank(s) still running"; fail=1; }
 echo "rank killed ($mode): exit $rc after ${took} s, $left left"
 exit $fail

@@ -25,7 +25,7 @@ grep -q "dcoll: dcoll_init: rank [0-9]* of the $np-rank communicator waited 2 s 
 # before (plus mpirun's own start and end).
 awk -v t="$took" 'BEGIN { exit !(t <= 8.0) }' || bad "the job took $took s"
 sleep 1
-left=$(left_pids "$(basename "$prog" | cut -c1-15)" | wc -l)
+left=$(left_pids "$prog" | wc -l)
 [ "$left" = 0 ] || bad "$left rank(s) still running"
 if [ $fail = 1 ]; then echo "--- stdout"; cat "$out"; echo "--- stderr"; cat "$err"; fi
 echo "init absent ($np ranks, abort): exit $rc after $took s"

@@ -3,16 +3,17 @@
 # they count their own test's processes only, however many tests (or
 # passes of other builds) run beside them. left_mark marks everything
 # the script starts after it (the mark rides in the environment, which
-# the launchers hand their ranks); left_pids NAME lists the marked
-# processes still running whose command (/proc/PID/comm, 15 characters
-# at most) is NAME, zombies aside.
+# the launchers hand their ranks); left_pids PROGRAM lists the marked
+# processes of PROGRAM (a path; its command, /proc/PID/comm, is the
+# file's name cut to 15 characters) still running, zombies aside.
 left_mark() {
     DCOLL_TEST_MARK="$$.$(date +%s%N)"
     export DCOLL_TEST_MARK
 }
 left_pids() {
+    comm=$(basename "$1" | cut -c1-15)
     for d in /proc/[0-9]*; do
-        [ "$(cat "$d/comm" 2>/dev/null)" = "$1" ] || continue
+        [ "$(cat "$d/comm" 2>/dev/null)" = "$comm" ] || continue
         tr '\0' '\n' <"$d/environ" 2>/dev/null |
             grep -qxF "DCOLL_TEST_MARK=$DCOLL_TEST_MARK" || continue
         case $(cut -d' ' -f3 "$d/stat" 2>/dev/null) in Z|'') continue ;; esac

@@ -78,7 +78,7 @@ esac
 echo "$out" | grep -q "^FAIL" && fail=1
 # The keeper ends after the last rank; nothing of the job stays.
 sleep 1
-pids=$(left_pids "$(basename "$prog" | cut -c1-15)")
+pids=$(left_pids "$prog")
 left=$(echo "$pids" | grep -c .)
 [ "$left" = 0 ] || { echo "FAIL: $left process(es) left"; for p in $pids; do ps -o pid=,stat=,args= -p "$p"; done; kill -9 $pids; fail=1; }
 echo "shrink under mpirun ($mode): exit $rc in $took s"

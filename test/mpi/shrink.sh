@@ -95,7 +95,7 @@ restart)
     [ "$got" = 3 ] || { echo "FAIL: $got ranks completed attempt 1"; fail=1; } ;;
 esac
 sleep 1
-left=$(left_pids "$(basename "$prog" | cut -c1-15)")
+left=$(left_pids "$prog")
 if [ -n "$left" ]; then
     echo "FAIL: processes left:"
     for p in $left; do ps -o pid=,stat=,args= -p "$p"; done
