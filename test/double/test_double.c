@@ -58,38 +58,84 @@ enum { N = 4096 };
 int t_rank, t_failures;
 static int n;
 
+/* The double's delays, in seconds, as cudart.c reads them. */
+static double delay_of(const char *var, unsigned dflt_us)
+{
+    const char *e = getenv(var);
+    return (e ? (unsigned)atoi(e) : dflt_us) / 1e6;
+}
+
+/* A check that a copy has not landed can only be decided by a run that
+ * read it sooner than the double's delay: on a loaded machine a thread
+ * may sleep past it (CI's sanitizer pass did, once in a run). So each
+ * premise is tried up to TRIES times: a run that read too late decides
+ * nothing, one that read in time and saw the copy landed fails, and so
+ * do TRIES runs that all read too late, as a double that waited for the
+ * copy would make them (here they take 0.3-0.6 ms of 20 and 7-70 us of
+ * 200 under ASan). */
+enum { TRIES = 50 };
+
 static void the_double(void)
 {
     float *d = NULL, *back = NULL, h[N];
     for (int i = 0; i < N; i++)
         h[i] = (float)i;
+    const double pageable_s = delay_of("FAKE_CUDA_PAGEABLE_US", 2000);
+    const double queued_s = delay_of("FAKE_CUDA_DELAY_US", 200);
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     cudaMalloc((void **)&d, sizeof(h));
     cudaMallocHost((void **)&back, sizeof(h));
-    memset(back, 0, sizeof(h));
-    cudaMemset(d, 0, sizeof(h));
-    cudaMemcpy(d, h, sizeof(h), cudaMemcpyHostToDevice);
-    /* From pageable memory cudaMemcpy returns before the copy lands: a
-     * non-blocking stream, which does not wait for the legacy one, reads
-     * the old bytes (an H100 did, at 512 KiB to 2 MiB). */
-    cudaMemcpyAsync(back, d, sizeof(h), cudaMemcpyDeviceToHost, s);
-    cudaStreamSynchronize(s);
-    CHECK(back[N - 1] == 0.0f, "a pageable cudaMemcpy landed before it "
-          "returned: a missing wait for it would pass");
-    cudaDeviceSynchronize();
-    memset(back, 0, sizeof(h));
-    cudaEvent_t e;
-    cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
-    cudaMemcpyAsync(back, d, sizeof(h), cudaMemcpyDeviceToHost, s);
-    cudaEventRecord(e, s);
-    /* Read at once, not waited for: the copy has not run yet. */
-    CHECK(back[N - 1] == 0.0f && cudaEventQuery(e) == cudaErrorNotReady,
-          "the double ran a queued copy at once: a missing wait would pass");
-    cudaStreamSynchronize(s);
-    CHECK(back[N - 1] == (float)(N - 1) && cudaEventQuery(e) == cudaSuccess,
-          "after the wait: %g", back[N - 1]);
-    cudaEventDestroy(e);
+    int decided = 0;
+    for (int t = 0; t < TRIES && decided < 3; t++) {
+        memset(back, 0, sizeof(h));
+        cudaMemset(d, 0, sizeof(h));
+        double t0 = t_now();
+        cudaMemcpy(d, h, sizeof(h), cudaMemcpyHostToDevice);
+        /* From pageable memory cudaMemcpy returns before the copy lands:
+         * a non-blocking stream, which does not wait for the legacy one,
+         * reads the old bytes (an H100 did, at 512 KiB to 2 MiB). */
+        cudaMemcpyAsync(back, d, sizeof(h), cudaMemcpyDeviceToHost, s);
+        cudaStreamSynchronize(s);
+        float seen = back[N - 1];
+        double took = t_now() - t0;
+        cudaDeviceSynchronize();
+        if (took >= pageable_s)
+            continue;
+        decided++;
+        CHECK(seen == 0.0f, "a pageable cudaMemcpy landed %.1f ms after it "
+              "began, before its delay of %.1f ms: a missing wait for it "
+              "would pass", took * 1e3, pageable_s * 1e3);
+    }
+    CHECK(decided, "none of %d pageable copies was read back within its "
+          "delay of %.1f ms: cudaMemcpy waited for it", TRIES,
+          pageable_s * 1e3);
+    decided = 0;
+    for (int t = 0; t < TRIES && decided < 3; t++) {
+        memset(back, 0, sizeof(h));
+        cudaEvent_t e;
+        cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+        double t0 = t_now();
+        cudaMemcpyAsync(back, d, sizeof(h), cudaMemcpyDeviceToHost, s);
+        cudaEventRecord(e, s);
+        /* Read at once, not waited for: the copy has not run yet. */
+        float seen = back[N - 1];
+        cudaError_t q = cudaEventQuery(e);
+        double took = t_now() - t0;
+        if (took < queued_s) {
+            decided++;
+            CHECK(seen == 0.0f && q == cudaErrorNotReady,
+                  "the double ran a queued copy within %.0f us, before its "
+                  "delay of %.0f us (%s): a missing wait would pass",
+                  took * 1e6, queued_s * 1e6, cudaGetErrorName(q));
+        }
+        cudaStreamSynchronize(s);
+        CHECK(back[N - 1] == (float)(N - 1) && cudaEventQuery(e) == cudaSuccess,
+              "after the wait: %g", back[N - 1]);
+        cudaEventDestroy(e);
+    }
+    CHECK(decided, "none of %d queued copies was read within its delay of "
+          "%.0f us: queueing ran them", TRIES, queued_s * 1e6);
     cudaFreeHost(back);
     cudaFree(d);
     cudaStreamDestroy(s);
