@@ -14,7 +14,7 @@ left_pids() {
     comm=$(basename "$1" | cut -c1-15)
     for d in /proc/[0-9]*; do
         [ "$(cat "$d/comm" 2>/dev/null)" = "$comm" ] || continue
-        tr '\0' '\n' <"$d/environ" 2>/dev/null |
+        tr '\0' '\n' 2>/dev/null <"$d/environ" |
             grep -qxF "DCOLL_TEST_MARK=$DCOLL_TEST_MARK" || continue
         case $(cut -d' ' -f3 "$d/stat" 2>/dev/null) in Z|'') continue ;; esac
         echo "${d#/proc/}"
