@@ -172,7 +172,8 @@ dcoll_status_t dcoll_mpi_roll_call(struct dcoll_group *g, uint64_t seq,
 dcoll_status_t dcoll_mpi_ask_peer(struct dcoll_group *g, int peer, int tag,
                                   struct dcoll_roll *roll);
 bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,
-                    const struct dcoll_roll *roll, bool whole);
+                    const struct dcoll_roll *roll, bool whole,
+                    struct dcoll_verdict *lower);
 void dcoll_mpi_abort_job(struct dcoll_group *world, int code);
 /* After a failed post: let the n requests already posted end (until the
  * deadline, then free them), keeping the failure's message. */

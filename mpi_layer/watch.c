@@ -167,10 +167,10 @@ static bool roll_alloc(struct dcoll_roll *r, int n)
     return false;
 }
 
-/* A verdict on the wire: seq, kind, n, then per rank state, seq, kind,
- * form, busy, then for each rank that left (in rank order) why, in
- * WHY_WORDS words. */
-#define VERDICT_HEAD 3
+/* A verdict on the wire: seq, kind, n, the sender's pid, then per rank
+ * state, seq, kind, form, busy, then for each rank that left (in rank
+ * order) why, in WHY_WORDS words. */
+#define VERDICT_HEAD 4
 #define VERDICT_EACH 5
 #define WHY_WORDS (WHY_MAX / 8)
 
@@ -199,6 +199,7 @@ bool dcoll_mpi_serve(struct dcoll_group *g, struct dcoll_verdict *v)
     v->from = s.MPI_SOURCE;
     v->seq = (uint64_t)said[0];
     v->kind = (int)said[1];
+    v->pid = said[3];
     v->roll = (struct dcoll_roll){0};
     int n = (int)said[2];
     struct dcoll_roll *r = &v->roll;
@@ -475,7 +476,8 @@ dcoll_status_t dcoll_mpi_roll_call(struct dcoll_group *g, uint64_t seq,
 }
 
 bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,
-                    const struct dcoll_roll *roll, bool whole)
+                    const struct dcoll_roll *roll, bool whole,
+                    struct dcoll_verdict *lower)
 {
     MPI_Comm ctl = dcoll_mpi_ctl_of(g);
     int n = g->size, nrq = 0, waiting = 0, left = 0;
@@ -500,6 +502,7 @@ bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,
     said[0] = (int64_t)seq;
     said[1] = kind;
     said[2] = len > VERDICT_HEAD ? n : 0;
+    said[3] = (int64_t)getpid();
     for (int i = 0; len > VERDICT_HEAD && i < n; i++) {
         int64_t *e = said + VERDICT_HEAD + VERDICT_EACH * i;
         e[0] = roll->state[i];
@@ -549,6 +552,10 @@ bool dcoll_mpi_tell(struct dcoll_group *g, uint64_t seq, int kind,
         if (dcoll_mpi_serve(g, &v)) {
             dcoll_roll_free(&v.roll);
             dcoll_mpi_ack(g, v.from);
+            if (v.from < g->rank && (!defer || v.from < lower->from)) {
+                lower->from = v.from;
+                lower->pid = v.pid;
+            }
             defer |= v.from < g->rank;
         }
     }

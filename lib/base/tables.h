@@ -138,6 +138,7 @@ static inline void dcoll_roll_free(struct dcoll_roll *r)
  * each prints the same report beside its own recorder. */
 struct dcoll_verdict {
     int from;
+    int64_t pid;              /* from's process, on from's host */
     uint64_t seq;
     int kind;
     struct dcoll_roll roll;   /* the receiver frees it */
@@ -437,9 +438,11 @@ struct dcoll_comm_ops {
     /* Tell the ranks that answered roll that call #seq hung (whole: with
      * what roll found of every rank, for DCOLL_REPORT=all), and wait a
      * little for each to say it has printed its side; true if a lower
-     * rank found the same hang meanwhile (it ends the job). */
+     * rank found the same hang meanwhile (it ends the job; the lowest
+     * such in *lower, its group rank and process). */
     bool (*tell)(struct dcoll_group *g, uint64_t seq, int kind,
-                 const struct dcoll_roll *roll, bool whole);
+                 const struct dcoll_roll *roll, bool whole,
+                 struct dcoll_verdict *lower);
     /* End the whole job with code (MPI_Abort). */
     void (*abort_job)(struct dcoll_group *world, int code);
     /* MPI_Reduce of n doubles to the group's rank 0 (op 0: sum, 1: max,

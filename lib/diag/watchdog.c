@@ -15,6 +15,7 @@
  * Without MPI_THREAD_MULTIPLE it makes no MPI call, and a hang is reported
  * from the stuck rank alone. It sleeps between looks: a rank waiting for a
  * slow peer spends its CPU in MPI's wait, not here. */
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -44,6 +45,9 @@ static atomic_bool ending;
 /* The hang another rank reported here, which this rank leaves to it. */
 static struct dcoll_group *told_g;
 static uint64_t told_seq;
+static int told_world = -1;            /* the rank that reported it */
+static int64_t told_pid;
+static bool told_first;                /* the lowest rank it told */
 bool (*dcoll_watch_hook)(struct dcoll_group *g, char *why, size_t len,
                          int *kind);
 bool (*dcoll_gpu_hook)(const struct dcoll_coll *c);
@@ -99,6 +103,45 @@ void dcoll_watchdog_remove(struct dcoll_group *g)
     pthread_mutex_unlock(&lock);
 }
 
+/* Whether world rank r's process pid, which ends the job, is known to
+ * have ended: on this host, its pid gone or a zombie. Its abort is then
+ * with the launcher. Elsewhere nobody here can tell. */
+static bool ender_ended(int r, int64_t pid)
+{
+    const char *there = dcoll_host_of(r), *here = dcoll_host_of(world->rank);
+    if (pid <= 0 || !there || !here || strcmp(there, here))
+        return false;
+    char path[64], buf[512];
+    snprintf(path, sizeof(path), "/proc/%lld/stat", (long long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return errno == ENOENT;
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
+/* Past the linger with the job still up. Where the rank that ends it
+ * has ended, its abort is with the launcher, and a second would only add
+ * to the launcher's work (Open MPI 4.1's mpirun at times fails to
+ * unpack an abort's help message, "Data unpack would read past end of
+ * buffer", and ends a loaded job seconds later): this rank leaves alone,
+ * and the launcher ends the rest. Else the caller aborts. */
+static void leave_if_ended(int r, int64_t pid)
+{
+    if (!ender_ended(r, pid))
+        return;
+    if (dcoll_report_mode == DCOLL_REPORT_LINES ||
+        dcoll_report_mode == DCOLL_REPORT_ALL)
+        fprintf(stderr, "dcoll[%d]: world rank %d, which ends the job, has "
+                "ended, and the job still runs; this rank ends itself (exit "
+                "code %d) rather than abort the job a second time\n",
+                world->rank, r, DCOLL_HANG_EXIT_CODE);
+    dcoll_exit_now(DCOLL_HANG_EXIT_CODE);
+}
+
 _Noreturn void dcoll_watchdog_end(struct dcoll_group *g, const char *why,
                                   uint64_t seq, int kind,
                                   const struct dcoll_roll *roll, bool mpi)
@@ -127,8 +170,10 @@ _Noreturn void dcoll_watchdog_end(struct dcoll_group *g, const char *why,
     bool first = !tells || g->rank == 0;   /* no one it could defer to */
     if (first)
         dcoll_fault_say(g, why, true, where, false, &kept);
+    struct dcoll_verdict lower = {.from = -1};
     bool defer = tells && g->svc->tell(g, seq, kind, roll,
-                                       dcoll_report_mode == DCOLL_REPORT_ALL);
+                                       dcoll_report_mode == DCOLL_REPORT_ALL,
+                                       &lower);
     if (!first)
         dcoll_fault_say(g, why, !defer, where, false, &kept);
     /* A lower rank that found the same hang ends the job: wait for it a
@@ -145,6 +190,9 @@ _Noreturn void dcoll_watchdog_end(struct dcoll_group *g, const char *why,
             usleep(10000);
         }
     }
+    if (defer)
+        leave_if_ended(g->ranks ? g->ranks[lower.from] : lower.from,
+                       lower.pid);
     dcoll_counters_flush();   /* the abort may end us */
     if (mpi)
         g->svc->abort_job(world, DCOLL_HANG_EXIT_CODE);
@@ -218,6 +266,9 @@ static void *run(void *arg)
                     linger = now + LINGER;
                     told_g = g;
                     told_seq = v.seq;
+                    told_world = g->ranks ? g->ranks[v.from] : v.from;
+                    told_pid = v.pid;
+                    told_first = g->rank == (v.from == 0 ? 1 : 0);
                 }
                 dcoll_roll_free(&v.roll);
                 g->svc->ack(g, v.from);
@@ -246,8 +297,14 @@ static void *run(void *arg)
             }
         }
         /* Told of a hang, and the job still runs (the rank that found it
-         * could not end it): end it from here. */
-        if (linger && now >= linger) {
+         * could not end it): end it from here. The lowest told rank
+         * aborts first and the rest a linger later, only if its abort
+         * did not end the job either: one abort is enough, and each is
+         * a help message more for the launcher to gather. */
+        if (linger && now >= linger)
+            leave_if_ended(told_world, told_pid);
+        if (linger && now >= linger + (told_first ? 0 : LINGER) &&
+            !atomic_exchange(&ending, true)) {
             /* Every told rank may come here: one line each only where
              * the report asks for them. */
             if (dcoll_report_mode == DCOLL_REPORT_LINES ||
@@ -255,8 +312,8 @@ static void *run(void *arg)
                 fprintf(stderr, "dcoll[%d]: the job did not end after a "
                         "hang was reported; ending it from here\n",
                         world->rank);
-            if (!atomic_exchange(&ending, true))
-                world->svc->abort_job(world, DCOLL_HANG_EXIT_CODE);
+            dcoll_counters_flush();   /* the abort may end us */
+            world->svc->abort_job(world, DCOLL_HANG_EXIT_CODE);
         }
     }
     pthread_mutex_unlock(&lock);
