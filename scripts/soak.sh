@@ -2,7 +2,8 @@
 # The timing-sensitive tests under load: ROUNDS rounds in a row of the
 # tests test/timing.txt names (nodes, fault, shrink, restart, hang,
 # timeout, keeper and the like) of BUILD (default build, made already),
-# each round with two busy processes competing for the cores, as on a
+# each round with two busy processes competing for the cores (the tests
+# paired as meson pairs them in the suite), as on a
 # CI machine running something else. A round that fails keeps its log
 # (BUILD/soak/round-N.txt) and names its failed tests; the script fails
 # if any round did.
