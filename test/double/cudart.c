@@ -473,6 +473,7 @@ struct op {
     void (*fn)(void *);
     void *arg;
     void (*drop)(void *);   /* a graph's OP_CALL: frees arg with it */
+    struct graph *from;     /* a launched op: the graph it holds */
     void *owned;            /* an OP_COPY's staged source, freed after */
     size_t rows, dpitch, spitch;   /* an OP_COPY2D's: rows of bytes */
     /* Work this op must wait for: stream wait_on[i] up to its count. */
@@ -498,10 +499,29 @@ struct stream {
     pthread_t owner;           /* the thread that began the capture */
 };
 
-/* A captured graph: its ops in order, each queued again by a launch. */
+/* A captured graph: its ops in order, each queued again by a launch.
+ * The graph, its executable and each launched op not yet run hold it:
+ * as in CUDA, either may be destroyed while a launch is in flight, and
+ * what the ops use is freed when the last of them is done. */
 struct graph {
     struct op *head, *tail;
+    atomic_int refs;
 };
+
+static void graph_put(struct graph *g)
+{
+    if (atomic_fetch_sub(&g->refs, 1) != 1)
+        return;
+    for (struct op *o = g->head, *next; o; o = next) {
+        next = o->next;
+        if (o->drop)
+            o->drop(o->arg);
+        if (o->from)
+            graph_put(o->from);
+        free(o);
+    }
+    free(g);
+}
 
 static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -593,6 +613,8 @@ static void *run(void *arg)
             break;
         }
         free(o->owned);
+        if (o->from)
+            graph_put(o->from);
         pthread_mutex_lock(&s->lock);
         s->head = o->next;
         if (!s->head)
@@ -1467,6 +1489,7 @@ API cudaError_t cudaStreamBeginCapture(cudaStream_t h,
     struct graph *g = calloc(1, sizeof(*g));
     if (!g)
         return ret(cudaErrorMemoryAllocation);
+    atomic_init(&g->refs, 1);
     pthread_mutex_lock(&s->lock);
     bool busy = s->capture != NULL;
     if (!busy) {
@@ -1517,13 +1540,7 @@ API cudaError_t cudaGraphDestroy(cudaGraph_t h)
     struct graph *g = (struct graph *)h;
     if (!g)
         return ret(cudaErrorInvalidValue);
-    for (struct op *o = g->head, *next; o; o = next) {
-        next = o->next;
-        if (o->drop)
-            o->drop(o->arg);
-        free(o);
-    }
-    free(g);
+    graph_put(g);
     return cudaSuccess;
 }
 
@@ -1552,21 +1569,24 @@ API cudaError_t cudaStreamEndCapture(cudaStream_t h, cudaGraph_t *out)
     return cudaSuccess;
 }
 
-/* The executable graph is the graph itself: the double has nothing to
- * compile. */
+/* The executable graph is the graph itself, held once more: the double
+ * has nothing to compile. */
 API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *exec, cudaGraph_t g,
                                      unsigned long long flags)
 {
     (void)flags;
     if (!exec || !g)
         return ret(cudaErrorInvalidValue);
+    atomic_fetch_add(&((struct graph *)g)->refs, 1);
     *exec = (cudaGraphExec_t)g;
     return cudaSuccess;
 }
 
 API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec)
 {
-    (void)exec;
+    if (!exec)
+        return ret(cudaErrorInvalidValue);
+    graph_put((struct graph *)exec);
     return cudaSuccess;
 }
 
@@ -1585,6 +1605,8 @@ API cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t h)
         *copy = *o;
         copy->next = NULL;
         copy->drop = NULL;
+        copy->from = g;
+        atomic_fetch_add(&g->refs, 1);
         cudaError_t r = enqueue(s, copy);
         if (r != cudaSuccess)
             return r;
