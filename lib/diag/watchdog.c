@@ -48,6 +48,13 @@ static uint64_t told_seq;
 static int told_world = -1;            /* the rank that reported it */
 static int64_t told_pid;
 static bool told_first;                /* the lowest rank it told */
+/* The lowest rank whose verdict this thread took, and its group: a
+ * calling thread that ends the job for a hang of its own (an async
+ * call's wait) defers to it as to a verdict its own tell took. */
+static _Atomic(struct dcoll_group *) heard_g;
+static atomic_int heard_from = -1;
+static _Atomic int64_t heard_pid;
+static atomic_bool hearing;            /* between its serve and the store */
 bool (*dcoll_watch_hook)(struct dcoll_group *g, char *why, size_t len,
                          int *kind);
 bool (*dcoll_gpu_hook)(const struct dcoll_coll *c);
@@ -174,6 +181,17 @@ _Noreturn void dcoll_watchdog_end(struct dcoll_group *g, const char *why,
     bool defer = tells && g->svc->tell(g, seq, kind, roll,
                                        dcoll_report_mode == DCOLL_REPORT_ALL,
                                        &lower);
+    /* A verdict the watchdog took as this thread began is noted by now
+     * (it takes no more once ending is set). */
+    for (int i = 0; i < 1000 && atomic_load(&hearing); i++)
+        usleep(1000);
+    int heard = atomic_load(&heard_from);
+    if (tells && heard >= 0 && heard < g->rank &&
+        atomic_load(&heard_g) == g && (!defer || heard < lower.from)) {
+        lower.from = heard;
+        lower.pid = atomic_load(&heard_pid);
+        defer = true;
+    }
     if (!first)
         dcoll_fault_say(g, why, !defer, where, false, &kept);
     /* A lower rank that found the same hang ends the job: wait for it a
@@ -259,7 +277,19 @@ static void *run(void *arg)
         for (int i = 0; i < nwatched; i++) {
             struct dcoll_group *g = watched[i];
             struct dcoll_verdict v;
-            while (threaded && g->svc->serve(g, &v)) {
+            /* Once a thread ends the job, verdicts are its to take. */
+            for (;;) {
+                atomic_store(&hearing, true);
+                if (!threaded || atomic_load(&ending) ||
+                    !g->svc->serve(g, &v))
+                    break;
+                int was = atomic_load(&heard_from);
+                if (was < 0 || v.from < was) {
+                    atomic_store(&heard_g, g);
+                    atomic_store(&heard_pid, v.pid);
+                    atomic_store(&heard_from, v.from);
+                }
+                atomic_store(&hearing, false);
                 /* Print the report once; later ones only get an ack. */
                 if (!linger) {
                     dcoll_fault_told(g, &v);
@@ -273,6 +303,7 @@ static void *run(void *arg)
                 dcoll_roll_free(&v.roll);
                 g->svc->ack(g, v.from);
             }
+            atomic_store(&hearing, false);
             char why[300];
             int kind = 0;
             if (dcoll_watch_hook &&
@@ -341,6 +372,8 @@ dcoll_status_t dcoll_watchdog_start(struct dcoll_group *w)
     dcoll_crash_start();
     stopping = false;
     told_g = NULL;
+    atomic_store(&heard_from, -1);
+    atomic_store(&heard_g, NULL);
     atomic_store(&ending, false);
     int rc = pthread_create(&thread, NULL, run, NULL);
     if (rc) {
