@@ -415,7 +415,7 @@ dcoll_status_t dcoll_group_make(struct dcoll_group *parent, int color,
         return st;
     }
     if ((st = dcoll_fault_group_init(g, o->timeout, o->recoverable)) ||
-        (st = dcoll_fault_agree(g, fn, dcoll_stage_chunk)) ||
+        (st = dcoll_fault_agree(g, fn, dcoll_stage_chunk, 0)) ||
         (st = dcoll_backend_attach(g, o->be, fn)) ||
         (st = dcoll_watchdog_add(g))) {
         group_unmake(g);

@@ -223,6 +223,18 @@ static dcoll_status_t open_deaths(struct dcoll_group *w, const int64_t *pids)
     return st ? st : dcoll_keeper_open(w, pids);
 }
 
+/* After the ranks agreed on it: a DCOLL_ON_FAILURE dcoll does not know,
+ * refused alike on every rank. */
+static dcoll_status_t on_failure_known(void)
+{
+    if (dcoll_on_failure_setting() != 2)
+        return DCOLL_SUCCESS;
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "
+                       "DCOLL_ON_FAILURE = '%.64s' is neither 'continue' nor "
+                       "'stop' (docs/environment.md)",
+                       getenv("DCOLL_ON_FAILURE"));
+}
+
 /* Where a rendezvous meets, for reports: its URL without the query
  * (which may hold a token), or env://'s MASTER_ADDR and MASTER_PORT. */
 static void rdzv_where(const char *url, const char *scheme, char *out,
@@ -436,8 +448,10 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         !(st = dcoll_fault_group_init(&w, dcoll_default_timeout,
                                       dcoll_default_recoverable)) &&
         (step("settings agreed"), !(st = dcoll_fault_agree(&w, "dcoll_init",
-                                                 dcoll_stage_chunk)))
-        && (step("tuning table"),
+                                                 dcoll_stage_chunk,
+                                                 dcoll_on_failure_setting())))
+        && !(st = on_failure_known()) &&
+        (step("tuning table"),
             !(st = svc->tuning(&w, p.mask & DCOLL_INIT_PARAM_TUNING,
                                p.tuning))) &&
         (step("deaths"), !(st = open_deaths(&w, pids)))) {

@@ -240,18 +240,20 @@ dcoll_status_t dcoll_fault_group_init(struct dcoll_group *g, double timeout,
  * debug 1, a timeout 2, returning 4, DCOLL_PLAN_CALLS 8-16 (a blocking
  * call on some would meet a persistent one on others), DCOLL_PROFILE
  * 32-64 (its gather at finalize would wait for ranks that never come),
- * the staged path's chunk in 4 KiB from bit 7 (ranks would split a call
- * into different numbers of MPI calls). */
+ * DCOLL_ON_FAILURE 128-256 (the keeper's ranks wait for each other at
+ * init), the staged path's chunk in 4 KiB from bit 9 (ranks would split
+ * a call into different numbers of MPI calls). */
 enum { AG_DEBUG = 1, AG_TIMEOUT = 2, AG_RETURN = 4, AG_PLAN = 24,
-       AG_PROFILE = 96, AG_CHUNK_SHIFT = 7,
-       AG_CHUNK = -(1 << AG_CHUNK_SHIFT) };   /* bit 7 up */
+       AG_PROFILE = 96, AG_FAILURE = 384, AG_CHUNK_SHIFT = 9,
+       AG_CHUNK = -(1 << AG_CHUNK_SHIFT) };   /* bit 9 up */
 
-static int agreed_bits(const struct dcoll_group *g, size_t stage_chunk)
+static int agreed_bits(const struct dcoll_group *g, size_t stage_chunk,
+                       int on_failure)
 {
     bool has = g->timeout > 0;
     return (dcoll_debug ? AG_DEBUG : 0) | (has ? AG_TIMEOUT : 0) |
            (has && g->recoverable ? AG_RETURN : 0) | dcoll_plan_calls << 3 |
-           dcoll_profile_mode << 5 |
+           dcoll_profile_mode << 5 | on_failure << 7 |
            (int)(stage_chunk >> 12) << AG_CHUNK_SHIFT;
 }
 
@@ -265,6 +267,7 @@ static const struct {
     {"DCOLL_PLAN_CALLS", AG_PLAN},
     {"DCOLL_PROFILE", AG_PROFILE},
     {"DCOLL_STAGE_CHUNK", AG_CHUNK},
+    {"DCOLL_ON_FAILURE", AG_FAILURE},
     /* Some would poll their own algorithms while others sit in MPI's
      * blocking calls: they would never meet. */
     {"what a timeout does (DCOLL_ON_TIMEOUT, on_timeout)", AG_RETURN},
@@ -275,6 +278,9 @@ static void say_setting(int i, int x, char *out, size_t len)
 {
     static const char *const calls[] = {"auto", "persistent", "plain"};
     static const char *const prof[] = {"off", "text", "json", "all"};
+    static const char *const fails[] = {"stop (or unset)", "continue",
+                                        "a value neither stop nor "
+                                        "continue"};
     int v = x & agreed[i].mask;
     switch (agreed[i].mask) {
     case AG_DEBUG:
@@ -292,6 +298,9 @@ static void say_setting(int i, int x, char *out, size_t len)
     case AG_CHUNK:
         snprintf(out, len, "%d KiB", (x >> AG_CHUNK_SHIFT) * 4);
         break;
+    case AG_FAILURE:
+        snprintf(out, len, "%s", fails[(v >> 7) % 3]);
+        break;
     default:
         snprintf(out, len, "%s", v ? "return" : "abort");
         break;
@@ -299,9 +308,9 @@ static void say_setting(int i, int x, char *out, size_t len)
 }
 
 dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn,
-                                 size_t stage_chunk)
+                                 size_t stage_chunk, int on_failure)
 {
-    int mine = agreed_bits(g, stage_chunk);
+    int mine = agreed_bits(g, stage_chunk, on_failure);
     int lo = mine, neg = -mine;
     dcoll_status_t st = g->svc->agree(g, &lo);
     if (!st)
@@ -316,7 +325,7 @@ dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn,
                            "disagree on a setting that must be alike "
                            "(DCOLL_DEBUG, DCOLL_ON_TIMEOUT, DCOLL_TIMEOUT 0 "
                            "or not, DCOLL_PLAN_CALLS, DCOLL_PROFILE, "
-                           "DCOLL_STAGE_CHUNK)", fn);
+                           "DCOLL_STAGE_CHUNK, DCOLL_ON_FAILURE)", fn);
     if ((st = g->svc->allgather_bytes(g, &mine, all, sizeof(int)))) {
         free(all);
         return st;

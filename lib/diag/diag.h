@@ -87,11 +87,12 @@ void dcoll_fault_group_free(struct dcoll_group *g);
  * has a timeout and what it does, or some would talk over the twin
  * communicator or poll while others wait in MPI's own calls; and the
  * settings that change which calls a rank makes (DCOLL_PLAN_CALLS,
- * DCOLL_PROFILE, the GPU layer's stage_chunk, which the core passes).
- * A difference is refused on every rank, naming the first rank that
- * differs from rank 0 and both values. */
+ * DCOLL_PROFILE, the GPU layer's stage_chunk and, at init,
+ * DCOLL_ON_FAILURE: 0 stop, 1 continue, 2 neither, which the core
+ * passes). A difference is refused on every rank, naming the first rank
+ * that differs from rank 0 and both values. */
 dcoll_status_t dcoll_fault_agree(struct dcoll_group *g, const char *fn,
-                                 size_t stage_chunk);
+                                 size_t stage_chunk, int on_failure);
 /* The slow path before a call on a group with g->diag->slow set: refuse a
  * failed group, or (debug) check that every rank called the same. */
 dcoll_status_t dcoll_fault_check(struct dcoll_group *g,

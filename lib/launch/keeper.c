@@ -444,8 +444,15 @@ void dcoll_keeper_check_self(void)
 
 bool dcoll_continue_wanted(void)
 {
+    return dcoll_on_failure_setting() == 1;
+}
+
+int dcoll_on_failure_setting(void)
+{
     const char *e = getenv("DCOLL_ON_FAILURE");
-    return e && !strcmp(e, "continue");
+    if (!e || !*e || !strcmp(e, "stop"))
+        return 0;
+    return strcmp(e, "continue") ? 2 : 1;
 }
 
 bool dcoll_keeper_wanted(void)

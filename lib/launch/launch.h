@@ -122,6 +122,9 @@ void dcoll_pipes_survive(void);
 bool dcoll_keeper_wanted(void);
 /* DCOLL_ON_FAILURE=continue: survivors go on, by whichever launcher. */
 bool dcoll_continue_wanted(void);
+/* DCOLL_ON_FAILURE as the ranks compare it at init: 0 unset or stop,
+ * 1 continue, 2 anything else (refused). */
+int dcoll_on_failure_setting(void);
 /* Collective on the world w, whose ranks' pids are pids: rank 0 starts
  * the keeper, and every rank opens the notices there and starts its beat
  * thread. */

@@ -465,6 +465,13 @@ static int partial(void)
     refused_alone(second, "DCOLL_STAGE_CHUNK", "2M",
                   "the ranks disagree on DCOLL_STAGE_CHUNK: rank 1 has "
                   "2048 KiB, rank 0 ");
+    /* Its keeper's ranks would wait at init for ranks that never come. */
+    refused_alone(second, "DCOLL_ON_FAILURE", "continue",
+                  "the ranks disagree on DCOLL_ON_FAILURE: rank 1 has "
+                  "continue, rank 0 stop (or unset)");
+    refused_alone(true, "DCOLL_ON_FAILURE", "contine",
+                  "DCOLL_ON_FAILURE = 'contine' is neither 'continue' nor "
+                  "'stop'");
     CHECK(dcoll_init(NULL) == DCOLL_SUCCESS, "init alike");
     dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
     gp.mask = DCOLL_GROUP_PARAM_TIMEOUT;
