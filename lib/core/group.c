@@ -128,7 +128,7 @@ dcoll_status_t dcoll_group_params_read(const dcoll_group_params_t *params,
 struct group_args {
     struct dcoll_group_opts o;
     int *sorted, n, me;
-    uint64_t *hashes;   /* room for every world rank's list hash */
+    uint64_t *hashes;   /* room for every world rank's hash and count */
 };
 
 static dcoll_status_t check_args(dcoll_group_t **out, const int *ranks,
@@ -185,7 +185,7 @@ static dcoll_status_t check_args(dcoll_group_t **out, const int *ranks,
     }
     /* Made here, so that running out of memory for it is a refusal the
      * agreement step already carries to every rank. */
-    a->hashes = malloc(sizeof(uint64_t) * (size_t)world);
+    a->hashes = malloc(2 * sizeof(uint64_t) * (size_t)world);
     if (!a->hashes) {
         free(sorted);
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "dcoll_new_group: no memory "
@@ -212,13 +212,22 @@ static uint64_t list_hash(const int *v, int n)
 
 /* Every world rank must pass the same list: one allgather of each list's
  * hash, so that every rank reaches the same verdict and names the ranks
- * that differ, instead of a group whose size and communicator disagree. */
-static dcoll_status_t same_lists(const struct group_args *a)
+ * that differ, instead of a group whose size and communicator disagree.
+ * With it goes how many groups each rank has numbered (splits of
+ * sub-groups count on their members only): *most, the largest. */
+static dcoll_status_t same_lists(const struct group_args *a, int *most)
 {
     int world = dcoll_world.size;
-    uint64_t h = list_hash(a->sorted, a->n), *all = a->hashes;
-    dcoll_status_t st = dcoll_world.svc->allgather_bytes(&dcoll_world, &h,
-                                                         all, sizeof(h));
+    uint64_t h[2] = {list_hash(a->sorted, a->n),
+                     (uint64_t)dcoll_groups_made};
+    uint64_t *pairs = a->hashes, *all = a->hashes;
+    dcoll_status_t st = dcoll_world.svc->allgather_bytes(&dcoll_world, h,
+                                                         pairs, sizeof(h));
+    *most = 0;
+    for (int r = 0; !st && r < world; r++) {
+        *most = (int)pairs[2 * r + 1] > *most ? (int)pairs[2 * r + 1] : *most;
+        all[r] = pairs[2 * r];
+    }
     int first = -1;
     for (int r = 0; !st && r < world && first < 0; r++)
         if (all[r] != all[0])
@@ -319,14 +328,16 @@ dcoll_status_t dcoll_new_group(dcoll_group_t **out, const int *ranks,
         free(a.hashes);
         return st;
     }
-    st = same_lists(&a);
+    int most = 0;
+    st = same_lists(&a, &most);
     free(a.hashes);
     if (st) {
         free(a.sorted);
         return st;
     }
-    /* Every world rank counts the group, member or not: ids agree. */
-    int id = ++dcoll_groups_made;
+    /* Every world rank counts the group, member or not, from the most
+     * any rank has numbered: ids agree. */
+    int id = dcoll_groups_made = most + 1;
     return dcoll_group_make(&dcoll_world, a.me >= 0 ? 0 : -1, a.me, a.me,
                             a.n, a.sorted, id, NULL, &a.o, "dcoll_new_group",
                             out);

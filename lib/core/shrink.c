@@ -29,14 +29,18 @@ dcoll_status_t dcoll_group_shrink(dcoll_group_t *group, dcoll_group_t **out)
                            "survivors (docs/failures.md)", fn);
     char name[200];
     dcoll_group_name(g, name, sizeof(name));
-    /* The store's keys for this shrink: the group's number and how many
-     * times it has been shrunk here, alike on every survivor that calls
-     * it as often. */
-    char key[64];
-    snprintf(key, sizeof(key), "%d.%d", g->id, ++g->shrinks);
+    /* The store's keys for this shrink: the group's number, its first
+     * member's world rank and how many times it has been shrunk here,
+     * alike on every survivor that calls it as often. A rank's groups
+     * have numbers of their own, but groups split from disjoint parents
+     * may share one: they share no member, so the first tells them
+     * apart. */
     int *alive = malloc(sizeof(int) * (size_t)g->size);
     if (!alive)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory", fn);
+    char key[64];
+    snprintf(key, sizeof(key), "%d.%d.%d", g->id, dcoll_world_of(g, 0),
+             ++g->shrinks);
     double timeout = g->timeout > 0 ? g->timeout : 300;
     int n = 0, id = 0;
     st = dcoll_deaths_agree(fn, key, name, g->rank, g->size, g->ranks,
@@ -51,6 +55,10 @@ dcoll_status_t dcoll_group_shrink(dcoll_group_t *group, dcoll_group_t **out)
             me = i;
     }
     if (st) {
+        /* Nothing was agreed: a retry is the same agreement, which a
+         * late rank may still join, not the next one. */
+        if (st == DCOLL_ERR_TIMEOUT)
+            g->shrinks--;
         free(alive);
         return st;
     }

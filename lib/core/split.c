@@ -19,8 +19,14 @@ static int by_key(const void *a, const void *b)
     return (x->prank > y->prank) - (x->prank < y->prank);
 }
 
+static int by_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
 /* What each parent member sends: its color and key, and how many groups
- * it has numbered, so that the new groups share one number. */
+ * it has numbered, so that each new group's number agrees on its ranks. */
 struct entry {
     int color, key, made;
 };
@@ -68,12 +74,24 @@ dcoll_status_t dcoll_split_group(dcoll_group_t **out, dcoll_group_t *parent,
         free(ranks);
         return st;
     }
-    int made = 0, n = 0;
+    /* Each color's group its own number (made + 1 + the color's place
+     * among the colors given, smallest first): the shrink's keys in the
+     * store and the profile's rows are told apart by it. */
+    int made = 0, n = 0, given = 0, colors = 0, below = 0;
     for (int r = 0; r < p->size; r++) {
         made = all[r].made > made ? all[r].made : made;
         n += color >= 0 && all[r].color == color;
+        if (all[r].color >= 0)
+            ranks[given++] = all[r].color;
     }
-    int id = dcoll_groups_made = made + 1;
+    qsort(ranks, (size_t)given, sizeof(int), by_int);
+    for (int i = 0; i < given; i++)
+        if (i == 0 || ranks[i] != ranks[i - 1]) {
+            colors++;
+            below += ranks[i] < color;
+        }
+    int id = made + 1 + below;
+    dcoll_groups_made = made + colors;
 
     for (int r = 0, k = 0; r < p->size; r++)
         if (color >= 0 && all[r].color == color)

@@ -1,12 +1,14 @@
 #!/bin/sh
 # Survivors go on, under dcollrun (test_shrink says what each mode does):
-#   shrink.sh DCOLLRUN TEST_SHRINK killed|killed0|twice|slow|restart|abort
+#   shrink.sh DCOLLRUN TEST_SHRINK killed|killed0|twice|slow|restart|abort|
+#             rows|rows-killed
 #   shrink.sh DCOLLRUN TEST_SHRINK_DOUBLE gpu|gpu-fresh|gpu-ipc
 #   shrink.sh DCOLLRUN EXAMPLE example-restart|example-shrink
 # killed, twice and gpu: dcollrun --on-failure continue, a return-mode world
 # with a 20-s timeout; every survivor prints its ok line, the deaths are
 # seen well within the timeout, and dcollrun exits with the dead rank's
-# status (128 + 9). slow: nobody left out, exit 0. restart: --max-restarts
+# status (128 + 9); rows-killed too, two rows at once. slow and rows:
+# nobody left out, exit 0. restart: --max-restarts
 # 2, rank 1 fails in attempt 0 and every rank completes attempt 1, exit 0.
 # abort: killed at the default (abort mode): the survivors' blocking call
 # cannot return, and the job ends with the report naming the dead rank
@@ -27,12 +29,14 @@ start=$(date +%s)
 case $mode in
 killed|killed0|gpu|gpu-fresh|gpu-ipc) n=4 ok=3 want=137 ;;
 twice) n=4 ok=2 want=137 ;;
+rows) n=4 ok=4 want=0 ;;
+rows-killed) n=4 ok=3 want=137 ;;
 slow) n=3 ok=3 want=0 ;;
 restart) n=3 ok=3 want=0 ;;
 abort) n=3 ok=0 want=137 ;;
 example-restart) n=3 ok=0 want=0 ;;
 example-shrink) n=4 ok=0 want=137 ;;
-*) echo "usage: shrink.sh DCOLLRUN TEST_SHRINK killed|killed0|twice|slow|restart|abort|gpu|gpu-fresh|gpu-ipc"
+*) echo "usage: shrink.sh DCOLLRUN TEST_SHRINK killed|killed0|twice|slow|restart|abort|rows|rows-killed|gpu|gpu-fresh|gpu-ipc"
    exit 2 ;;
 esac
 if [ "$mode" = restart ]; then
@@ -66,8 +70,8 @@ case $mode in abort|example-*) got=0 ;; esac
 [ "$got" = "$ok" ] || { echo "FAIL: $got of $ok survivors said ok"; fail=1; }
 [ "$rc" = "$want" ] || { echo "FAIL: dcollrun exited $rc, want $want"; fail=1; }
 case $mode in
-killed|killed0|twice|gpu|gpu-fresh|gpu-ipc)
-    v=2; [ "$mode" = killed0 ] && v=0
+killed|killed0|twice|rows-killed|gpu|gpu-fresh|gpu-ipc)
+    v=2; [ "$mode" = killed0 ] && v=0; [ "$mode" = rows-killed ] && v=1
     echo "$out" | grep -q "process $v killed by signal 9 (Killed); the others go on" ||
         { echo "FAIL: dcollrun did not say the others go on"; fail=1; }
     # Seen at the launcher's word, not the 20-s timeout.

@@ -10,7 +10,9 @@
  *                        the 3-rank group: shrunk again, to 2
  *   test_shrink slow     3 ranks: rank 2 is only late (past the
  *                        timeout): the others time out, and their
- *                        shrink waits for it, so the group keeps all 3
+ *                        shrink waits for it, so the group keeps all 3;
+ *                        then a shrink that times out before rank 2
+ *                        comes, tried again until it does: all 3
  *   test_shrink restart  3 ranks under --max-restarts: rank 1 fails in
  *                        the first attempt; the second completes
  *   test_shrink abort    killed, at the default timeout mode: the job
@@ -21,6 +23,13 @@
  *                        then let it go on (SIGCONT): it ends itself
  *                        with DCOLL_FENCED_EXIT_CODE before its call
  *                        returns
+ *   test_shrink rows     4 ranks, nobody dies: the rows {0,1,2} and
+ *                        {3} of one split shrink at once, each to itself;
+ *                        then a group of all four, made after a split
+ *                        that only rows {0,1,2} took part in, shrinks to
+ *                        all four
+ *   test_shrink rows-killed  rows {0,1} and {2,3}, rank 1 killed: the
+ *                        rows shrink at once, to {0} and to {2,3}
  *   test_shrink link     2 nodes x 2 ranks (test/nodes/keeper.sh): all
  *                        loop on all_reduce until node 2 is cut off;
  *                        node 1's ranks get the death by the keeper's
@@ -293,6 +302,51 @@ int main(int argc, char **argv)
         if (!t_failures)
             printf("%s: rank %d ok, the death seen in %d ms\n", mode, rank,
                    ms);
+    } else if (!strcmp(mode, "rows") && size == 4) {
+        /* Nobody dies. The rows {0,1,2} and {3} of one split shrink at
+         * once, and each gets itself back, not the other's list. Then
+         * rows {0,1,2} alone split again (their count of groups moves,
+         * rank 3's does not), and a group of all four made after it
+         * shrinks to all four. */
+        dcoll_group_t *row = NULL, *again = NULL, *all = NULL;
+        int top[] = {0, 1, 2}, low[] = {3}, four[] = {0, 1, 2, 3};
+        CHECK_OK(dcoll_split_group(&row, NULL, rank < 3 ? 0 : 1, rank, NULL));
+        dcoll_group_t *s = shrunk(row, rank < 3 ? top : low,
+                                  rank < 3 ? 3 : 1);
+        dcoll_group_destroy(&s);
+        if (rank < 3) {
+            CHECK_OK(dcoll_split_group(&again, row, 0, rank, NULL));
+            dcoll_group_destroy(&again);
+        }
+        CHECK_OK(dcoll_new_group(&all, four, 4, NULL));
+        s = shrunk(all, four, 4);
+        dcoll_group_destroy(&s);
+        dcoll_group_destroy(&all);
+        dcoll_group_destroy(&row);
+        if (!t_failures)
+            printf("%s: rank %d ok\n", mode, rank);
+    } else if (!strcmp(mode, "rows-killed") && size == 4) {
+        /* Rows {0,1} and {2,3}; rank 1 dies in a call on its row. Both
+         * rows shrink at once: {0} and {2,3}, each its own. */
+        dcoll_group_t *row = NULL;
+        int one[] = {0}, pair[] = {2, 3};
+        CHECK_OK(dcoll_split_group(&row, NULL, rank / 2, rank, NULL));
+        int ms = 0;
+        if (rank == 1)
+            die_in_call(row);
+        if (rank == 0)
+            ms = died(row, 1, timeout);
+        dcoll_group_t *s = shrunk(row, rank < 2 ? one : pair,
+                                  rank < 2 ? 1 : 2);
+        dcoll_group_destroy(&s);
+        /* Every survivor sees the death before it finalizes: MPICH's
+         * MPI_Finalize, which dcoll skips once a world rank is dead,
+         * would wait on rank 1 forever. */
+        died(NULL, 1, timeout);
+        dcoll_group_destroy(&row);
+        if (!t_failures)
+            printf("%s: rank %d ok, the death seen in %d ms\n", mode, rank,
+                   ms);
     } else if (!strcmp(mode, "link")) {
         /* Across nodes (test/nodes/keeper.sh): every rank loops until a
          * call fails; node 2's (ranks 2, 3) are cut off and end
@@ -335,6 +389,27 @@ int main(int argc, char **argv)
         if (rank != 2)
             CHECK(st == DCOLL_ERR_TIMEOUT, "status %d, not TIMEOUT", st);
         dcoll_group_t *s = shrunk(g, all, 3);
+        dcoll_group_destroy(&s);
+        dcoll_group_destroy(&g);
+        /* A shrink that timed out, tried again: the same agreement, which
+         * the late rank joins (1-s timeout, rank 2 there after 2.5 s). */
+        p.timeout = 1;
+        CHECK(dcoll_new_group(&g, all, 3, &p) == DCOLL_SUCCESS, "group");
+        if (rank == 2)
+            usleep(2500000);
+        int tries = 0;
+        do {
+            s = NULL;
+            st = dcoll_group_shrink(g, &s);
+            tries++;
+        } while (st == DCOLL_ERR_TIMEOUT && tries < 10);
+        CHECK(st == DCOLL_SUCCESS, "shrink after %d tries: status %d: %s",
+              tries, st, dcoll_last_error());
+        CHECK(rank == 2 || tries > 1, "rank %d's first shrink did not time "
+              "out", rank);
+        int n = 0;
+        dcoll_group_size(s, &n);
+        CHECK(!s || n == 3, "retried shrink: %d ranks, not 3", n);
         dcoll_group_destroy(&s);
         dcoll_group_destroy(&g);
         if (!t_failures)
