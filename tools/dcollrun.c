@@ -181,13 +181,19 @@ static int tagged(int rank, char **argv)
                 strerror(errno));
         return 127;
     }
-    pid_t pid = fork();
+    pid_t relay = getpid(), pid = fork();
     if (pid < 0) {
         fprintf(stderr, "dcollrun: rank %d: fork: %s\n", rank,
                 strerror(errno));
         return 127;
     }
     if (pid == 0) {
+        /* The relay has dcoll_spawn's parent-death signal; the program
+         * needs its own, or it outlives a dcollrun killed with its
+         * relay. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != relay)
+            _exit(127);
         dup2(po[1], 1);
         dup2(pe[1], 2);
         close(po[0]), close(po[1]), close(pe[0]), close(pe[1]);

@@ -75,6 +75,10 @@ const char *dcoll_host_of(int world_rank);
  * the system will not say. */
 void dcoll_host_name(char *out, size_t cap);
 
+/* stdfds.c: open each of fds 0, 1 and 2 that is closed on /dev/null, so
+ * that no socket or file of dcoll's gets one of their numbers. */
+void dcoll_stdfds_open(void);
+
 /* quit.c: _exit(code), after a coverage build's counters are written
  * (dcoll_counters_flush alone: before a call that may end the process,
  * as an MPI abort). */

@@ -316,6 +316,8 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         return dcoll_error(DCOLL_ERR_ALREADY_INITIALIZED,
                            "dcoll_init: dcoll is already initialised; call "
                            "dcoll_finalize before initialising again");
+    /* Before MPI's sockets and the store's (lib/base/stdfds.c). */
+    dcoll_stdfds_open();
     if (params) {
         if (params->mask & ~INIT_KNOWN_MASK)
             return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT,
@@ -609,6 +611,9 @@ dcoll_status_t dcoll_spawn(dcoll_spawn_fn fn, void *arg, int nprocs,
                            const dcoll_spawn_params_t *params,
                            dcoll_spawn_failure_t *failure)
 {
+    /* Before its pipes and store: what the launcher's children inherit
+     * on fds 0-2 then is open too. */
+    dcoll_stdfds_open();
     return dcoll_launch_spawn(&dcoll_mpi_services, fn, arg, nprocs, params,
                               failure);
 }

@@ -1051,6 +1051,7 @@ dcoll_status_t dcoll_store_server_start(const char *host, int port,
     s->kv.limit = s->max_memory;
     s->idle_close_ms = (uint64_t)(p->idle_close * 1000 + 0.5);
     raise_files(s);
+    dcoll_stdfds_open();
     char ps[8];
     snprintf(ps, sizeof(ps), "%d", port);
     struct addrinfo hints = {0}, *res = NULL;

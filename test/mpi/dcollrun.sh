@@ -28,6 +28,22 @@ if [ -n "$left" ]; then
     fail=1
 fi
 
+# Without stdin, stdout or stderr: dcollrun's (its ranks inherit them
+# closed) or the program's own, closed before dcoll_init. The store and
+# MPI must not take those numbers for their sockets (libuv aborts
+# closing one; a socket on fd 1 would take the program's output).
+for how in '<&-' '>&-' '2>&-' '<&- >&- 2>&-' 'JOIN_CLOSE=12' \
+           'JOIN_CLOSE=012'; do
+    case $how in
+    JOIN_*) env "$how" "$here/nolauncher.sh" 60 "$run" -n 2 "$prog" child \
+                env >/dev/null 2>&1 ;;
+    *) eval "\"\$here/nolauncher.sh\" 60 \"\$run\" -n 2 \"\$prog\" child env \
+             $how" >/dev/null 2>&1 ;;
+    esac
+    rc=$?
+    [ "$rc" = 0 ] || { echo "FAIL: a job with $how exited $rc, want 0"; fail=1; }
+done
+
 if [ "${DCOLL_MPI:-openmpi}" = mpich ]; then
     # MPICH needs no helper program: dcoll serves PMI itself, so a job
     # runs with nothing on the PATH.
@@ -107,5 +123,36 @@ for how in "-n 1" "-n 2" "-n 2 --tag-output"; do
           fail=1; }
 done
 echo "dcollrun and its ranks outlive their output's reader"
+# dcollrun ended by a signal, its ranks relayed (--tag-output: each
+# program a child of its relay) or not: nothing of the job stays.
+for how in "TERM --tag-output" "INT --tag-output" "KILL --tag-output" \
+           "KILL"; do
+    sig=${how%% *} opt=${how#"$sig"}
+    rm -f "$tmp"/pid.*
+    # shellcheck disable=SC2016,SC2086
+    /usr/bin/timeout 60 "$run" -n 2 $opt /bin/sh -c \
+        'echo $$ >"$0/pid.$RANK.tmp" && mv "$0/pid.$RANK.tmp" "$0/pid.$RANK" &&
+         exec sleep 50' "$tmp" >/dev/null 2>&1 &
+    job=$!
+    i=0
+    while [ "$(find "$tmp" -name 'pid.?' | wc -l)" != 2 ] && [ $i -lt 100 ]; do
+        sleep 0.1; i=$((i + 1))
+    done
+    # The timeout's child is dcollrun.
+    kill -"$sig" "$(pgrep -P "$job" | head -1)" 2>/dev/null
+    wait "$job" 2>/dev/null
+    sleep 1
+    for f in "$tmp"/pid.?; do
+        [ -f "$f" ] || { echo "FAIL: SIG$sig$opt: a rank never started"; fail=1; continue; }
+        p=$(cat "$f")
+        # Running, not a zombie left for init to reap.
+        st=$(ps -o stat= -p "$p" 2>/dev/null)
+        if [ -n "$st" ] && [ "${st#Z}" = "$st" ]; then
+            echo "FAIL: SIG$sig to dcollrun$opt left rank pid $p running"
+            kill -KILL "$p" 2>/dev/null; fail=1
+        fi
+    done
+done
+echo "dcollrun ended by a signal leaves no rank running"
 rm -rf "$tmp"
 exit $fail
