@@ -107,7 +107,10 @@ dcoll_status_t dcoll_vec_need(const char *fn, const char *name,
 
 /* layout.c: layout l (name, or name[at] where at >= 0) in range; *elems
  * the elements it picks, *extent the elements it spans from the buffer's
- * start (0 where it picks none). */
+ * start (0 where it picks none). A layout, and a call's layouts
+ * together, reach at most DCOLL_LAYOUT_MOST elements, so that no byte
+ * count of 16-byte elements overflows. */
+#define DCOLL_LAYOUT_MOST (INT64_C(1) << 60)
 dcoll_status_t dcoll_layout_check(const char *fn, const char *name, int at,
                                   const dcoll_layout_t *l, int64_t *elems,
                                   int64_t *extent);

@@ -50,6 +50,7 @@ dcoll_status_t dcoll_layout_check(const char *fn, const char *name, int at,
         return bad(inv, fn, name, at, "stride", "= %lld is below its "
                    "blocklen %lld, so its blocks overlap",
                    (long long)l->stride, (long long)l->blocklen);
+    /* Each product below is of two fields under 2^31: no overflow. */
     int64_t one = l->count * l->blocklen, reps = l->count2 > 1 ? l->count2
                                                                 : 1;
     int64_t span = one ? (l->count - 1) * l->stride + l->blocklen : 0;
@@ -57,13 +58,18 @@ dcoll_status_t dcoll_layout_check(const char *fn, const char *name, int at,
         return bad(inv, fn, name, at, "stride2", "= %lld is below the %lld "
                    "elements one pattern spans, so its patterns overlap",
                    (long long)l->stride2, (long long)span);
-    *elems = one * reps;
-    if (*elems)
+    if (one)
         span += (reps - 1) * l->stride2;
     /* Below 2^60 elements no byte count overflows (16-byte elements). */
-    if (l->offset > (INT64_C(1) << 60) - span)
-        return bad(inv, fn, name, at, "offset", "= %lld is too large",
-                   (long long)l->offset);
+    if (span > DCOLL_LAYOUT_MOST)
+        return bad(inv, fn, name, at, NULL, "spans %lld elements, more "
+                   "than the 2^60 a layout may", (long long)span);
+    if (l->offset > DCOLL_LAYOUT_MOST - span)
+        return bad(inv, fn, name, at, "offset", "= %lld is too large: with "
+                   "the %lld elements the layout spans it ends past 2^60",
+                   (long long)l->offset, (long long)span);
+    /* Within the span, which holds them apart: at most 2^60. */
+    *elems = one * reps;
     *extent = *elems ? l->offset + span : 0;
     return DCOLL_SUCCESS;
 }

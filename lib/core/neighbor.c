@@ -377,6 +377,11 @@ static dcoll_status_t layouts_check(const char *fn, const char *name,
         dcoll_status_t st = dcoll_layout_check(fn, name, i, &l[i], &e, &x);
         if (st)
             return st;
+        if (e > DCOLL_LAYOUT_MOST - *elems)
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s[0..%d] "
+                               "pick more than 2^60 elements in all (at "
+                               "%s[%d], %lld more)", fn, name, i, name, i,
+                               (long long)e);
         *elems += e;
         if (x > *extent)
             *extent = x;

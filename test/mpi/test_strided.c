@@ -11,6 +11,7 @@
  * Run under mpirun with 1 to 4 ranks, or --sizes (test/sizes.h) for every
  * size inside one job. dcoll's peers are job ranks, MPI's ranks of the
  * world's communicator. */
+#include <limits.h>
 #include <mpi.h>
 #include <stdlib.h>
 #include "testutil.h"
@@ -276,6 +277,17 @@ static void refusals(void)
     CHECK_REFUSED(dcoll_send_layout(g, a, NULL, DCOLL_FLOAT64, next, 1, NULL,
                                     NULL),
                DCOLL_ERR_INVALID_ARGUMENT, "layout is NULL");
+    /* Past 2^60 elements: its span, named as such, and an offset. */
+    bad = (dcoll_layout_t){0, 1 << 30, 1, INT_MAX, 1, 0};
+    CHECK_REFUSED(dcoll_send_layout(g, a, &bad, DCOLL_FLOAT64, next, 1, NULL,
+                                    NULL),
+               DCOLL_ERR_INVALID_ARGUMENT, "layout spans 2305843005992468482 "
+               "elements, more than the 2^60");
+    bad = (dcoll_layout_t){(int64_t)1 << 60, 1, 1, 1, 1, 0};
+    CHECK_REFUSED(dcoll_send_layout(g, a, &bad, DCOLL_FLOAT64, next, 1, NULL,
+                                    NULL),
+               DCOLL_ERR_INVALID_ARGUMENT, "layout.offset = "
+               "1152921504606846976 is too large: with the 1 elements");
     /* A neighbourhood's: every rank passes the same bad layout. */
     int me = t_rank;
     dcoll_neighborhood_t *nb = NULL;
@@ -286,6 +298,24 @@ static void refusals(void)
                                              DCOLL_FLOAT64, NULL, NULL),
                DCOLL_ERR_UNSUPPORTED, "sendlayouts[0].count = 1099511627776 "
                "is above INT_MAX");
+    CHECK_OK(dcoll_neighborhood_free(&nb));
+    dcoll_group_destroy(&g);
+    /* Sixteen self edges of 2^57 elements each: their sum, past 2^60, is
+     * refused where it passes, not wrapped (it wrapped to 0 and NULL
+     * buffers went to MPI). */
+    g = t_spare();
+    int self[16];
+    dcoll_layout_t huge[16];
+    for (int i = 0; i < 16; i++) {
+        self[i] = me;
+        huge[i] = (dcoll_layout_t){0, 1 << 30, 1 << 27, 1 << 27, 1, 0};
+    }
+    CHECK_OK(dcoll_neighborhood_create(g, 16, self, 16, self, &nb));
+    CHECK_DEAD(g, dcoll_neighbor_all_to_allw(nb, NULL, huge, NULL, huge,
+                                             DCOLL_FLOAT64, NULL, NULL),
+               DCOLL_ERR_INVALID_ARGUMENT, "sendlayouts[0..8] pick more "
+               "than 2^60 elements in all (at sendlayouts[8], "
+               "144115188075855872 more)");
     CHECK_OK(dcoll_neighborhood_free(&nb));
     dcoll_group_destroy(&g);
 }
