@@ -220,13 +220,16 @@ static dcoll_status_t same_lists(const struct group_args *a, int *most)
     int world = dcoll_world.size;
     uint64_t h[2] = {list_hash(a->sorted, a->n),
                      (uint64_t)dcoll_groups_made};
-    uint64_t *pairs = a->hashes, *all = a->hashes;
+    uint64_t *all = a->hashes;
     dcoll_status_t st = dcoll_world.svc->allgather_bytes(&dcoll_world, h,
-                                                         pairs, sizeof(h));
+                                                         all, sizeof(h));
+    /* Pairs in, hashes out in place: pair r is read before slot r, at
+     * or below it, is written. */
     *most = 0;
     for (int r = 0; !st && r < world; r++) {
-        *most = (int)pairs[2 * r + 1] > *most ? (int)pairs[2 * r + 1] : *most;
-        all[r] = pairs[2 * r];
+        int made = (int)all[2 * r + 1];
+        *most = made > *most ? made : *most;
+        all[r] = all[2 * r];
     }
     int first = -1;
     for (int r = 0; !st && r < world && first < 0; r++)

@@ -76,7 +76,8 @@ dcoll_status_t dcoll_split_group(dcoll_group_t **out, dcoll_group_t *parent,
     }
     /* Each color's group its own number (made + 1 + the color's place
      * among the colors given, smallest first): the shrink's keys in the
-     * store and the profile's rows are told apart by it. */
+     * store and the profile's rows are told apart by it. The colors go
+     * in ranks meanwhile, which holds the group's ranks below. */
     int made = 0, n = 0, given = 0, colors = 0, below = 0;
     for (int r = 0; r < p->size; r++) {
         made = all[r].made > made ? all[r].made : made;

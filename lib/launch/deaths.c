@@ -94,9 +94,8 @@ static dcoll_status_t launcher_at(struct dcoll_deaths_at *a)
 
 bool dcoll_deaths_reported(void)
 {
-    const char *e = getenv("DCOLL_ON_FAILURE");
     const char *by = getenv("DCOLL_DEATHS");
-    return e && !strcmp(e, "continue") && by && !strcmp(by, "launcher");
+    return dcoll_continue_wanted() && by && !strcmp(by, "launcher");
 }
 
 dcoll_status_t dcoll_deaths_open(int world_size,

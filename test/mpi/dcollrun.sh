@@ -142,16 +142,16 @@ for how in "TERM --tag-output" "INT --tag-output" "KILL --tag-output" \
     kill -"$sig" "$(pgrep -P "$job" | head -1)" 2>/dev/null
     wait "$job" 2>/dev/null
     sleep 1
-    for f in "$tmp"/pid.?; do
-        [ -f "$f" ] || { echo "FAIL: SIG$sig$opt: a rank never started"; fail=1; continue; }
-        p=$(cat "$f")
-        # Running, not a zombie left for init to reap.
-        st=$(ps -o stat= -p "$p" 2>/dev/null)
-        if [ -n "$st" ] && [ "${st#Z}" = "$st" ]; then
-            echo "FAIL: SIG$sig to dcollrun$opt left rank pid $p running"
-            kill -KILL "$p" 2>/dev/null; fail=1
-        fi
-    done
+    [ "$(find "$tmp" -name 'pid.?' | wc -l)" = 2 ] ||
+        { echo "FAIL: SIG$sig$opt: a rank never started"; fail=1; }
+    # The ranks are this script's marked sleeps (zombies left for init
+    # to reap aside).
+    left=$(left_pids /bin/sleep | tr '\n' ' ')
+    if [ -n "$left" ]; then
+        echo "FAIL: SIG$sig to dcollrun$opt left rank pid(s) ${left}running"
+        # shellcheck disable=SC2086
+        kill -KILL $left 2>/dev/null; fail=1
+    fi
 done
 echo "dcollrun ended by a signal leaves no rank running"
 rm -rf "$tmp"
