@@ -40,6 +40,17 @@ extern "C" {
  * fails saying why, and in abort mode the job ends. Calls that stage
  * through host memory, and host calls, wait as ever. */
 #define DCOLL_COLL_OPT_STREAM_ORDERED (UINT64_C(1) << 2)
+/* API 1.11, for language bindings, which know more of a call than C's
+ * arguments say (the Fortran module, a C++ span). BOUNDS: sendbytes and
+ * recvbytes are the bytes sendbuf and recvbuf hold (a call with one
+ * buffer: sendbytes bounds it), and a call whose counts, displacements
+ * or layouts reach past either is refused, naming both sizes. REFUSAL:
+ * the binding refused the call's arguments itself, for the reason in
+ * refusal; dcoll refuses the call as it refuses its own bad arguments
+ * (the call takes its number and the group's rules for a refused call
+ * apply on every rank: docs/failures.md), reading none of the others. */
+#define DCOLL_COLL_OPT_BOUNDS (UINT64_C(1) << 3)
+#define DCOLL_COLL_OPT_REFUSAL (UINT64_C(1) << 4)
 
 /* Where a call's buffers live (opts.memory), as UCC's memory types. */
 typedef enum dcoll_memory {
@@ -69,9 +80,14 @@ typedef struct dcoll_coll_opts {
                           GPU is known (its first GPU call), the buffers
                           then taken to be on that GPU, as on a group
                           whose backend is "nccl" */
+    int64_t sendbytes;   /**< DCOLL_COLL_OPT_BOUNDS (API 1.11) */
+    int64_t recvbytes;   /**< DCOLL_COLL_OPT_BOUNDS (API 1.11) */
+    const char *refusal; /**< DCOLL_COLL_OPT_REFUSAL (API 1.11): why the
+                              binding refused the call, as the message
+                              every rank's report quotes */
 } dcoll_coll_opts_t;
 
-#define DCOLL_COLL_OPTS_INIT {0, NULL, 0}
+#define DCOLL_COLL_OPTS_INIT {0, NULL, 0, 0, 0, NULL}
 
 /* src of dcoll_recv / dcoll_irecv: take a message from any rank. */
 #define DCOLL_ANY_SOURCE (-2)

@@ -1,6 +1,7 @@
 /* The public collectives: validate, map roots, detect in-place use, then
  * hand one descriptor to the route, which picks the transport. */
 #include <stdlib.h>
+#include <string.h>
 #include "core.h"
 #include "diag.h"
 #include "kinds.h"
@@ -148,12 +149,25 @@ static inline __attribute__((always_inline)) dcoll_status_t check_layout(const c
 }
 
 #define KNOWN_OPTS (DCOLL_COLL_OPT_STREAM | DCOLL_COLL_OPT_MEMORY | \
-                    DCOLL_COLL_OPT_STREAM_ORDERED)
+                    DCOLL_COLL_OPT_STREAM_ORDERED | DCOLL_COLL_OPT_BOUNDS | \
+                    DCOLL_COLL_OPT_REFUSAL)
 
-/* opts past its stream: bits this library knows, a memory kind it has. */
+/* opts past its stream: a binding's refusal, first, as no other argument
+ * may be read then (a counts array shorter than the group); bits this
+ * library knows, a memory kind it has, bounds. */
 static __attribute__((noinline, cold)) dcoll_status_t
 check_opts(const char *fn, const dcoll_coll_opts_t *o)
 {
+    if (o->mask & DCOLL_COLL_OPT_REFUSAL) {
+        if (!o->refusal || !o->refusal[0])
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: "
+                               "DCOLL_COLL_OPT_REFUSAL is set with no "
+                               "opts->refusal to say why", fn);
+        size_t n = strlen(fn);
+        bool named = !strncmp(o->refusal, fn, n) && o->refusal[n] == ':';
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s%s%s",
+                           named ? "" : fn, named ? "" : ": ", o->refusal);
+    }
     if (o->mask & ~KNOWN_OPTS)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: opts->mask "
                            "0x%llx has bits this library does not know", fn,
@@ -163,7 +177,68 @@ check_opts(const char *fn, const dcoll_coll_opts_t *o)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: opts->memory %d "
                            "is not DCOLL_MEMORY_HOST (0) or "
                            "DCOLL_MEMORY_CUDA (1)", fn, o->memory);
+    if ((o->mask & DCOLL_COLL_OPT_BOUNDS) &&
+        (o->sendbytes < 0 || o->recvbytes < 0))
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: opts->%s %lld "
+                           "is negative", fn, o->sendbytes < 0 ? "sendbytes"
+                                                               : "recvbytes",
+                           (long long)(o->sendbytes < 0 ? o->sendbytes
+                                                        : o->recvbytes));
     return DCOLL_SUCCESS;
+}
+
+dcoll_status_t dcoll_opts_refused(const char *fn,
+                                  const dcoll_coll_opts_t *opts)
+{
+    if (DCOLL_LIKELY(!opts || !(opts->mask & DCOLL_COLL_OPT_REFUSAL)))
+        return DCOLL_SUCCESS;
+    return check_opts(fn, opts);
+}
+
+dcoll_status_t dcoll_bound(const char *fn, const struct dcoll_coll *c,
+                           bool send, const char *name, int64_t elems)
+{
+    const dcoll_coll_opts_t *o = c->opts;
+    if (DCOLL_LIKELY(!o || !(o->mask & DCOLL_COLL_OPT_BOUNDS)) || elems <= 0)
+        return DCOLL_SUCCESS;
+    int64_t have = send ? o->sendbytes : o->recvbytes;
+    int64_t esz = (int64_t)dcoll_dtype_sizes[c->dtype];
+    if (elems <= have / esz)
+        return DCOLL_SUCCESS;
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s holds %lld "
+                       "bytes (%lld %s elements), and the call %s %lld "
+                       "elements (%lld bytes) there", fn, name,
+                       (long long)have, (long long)(have / esz),
+                       dcoll_dtype_name(c->dtype),
+                       !strcmp(name, "buf") ? "uses"
+                       : send                ? "reads"
+                                             : "writes",
+                       (long long)elems, (long long)(elems * esz));
+}
+
+/* The bounds of a call of a kind with spans (not a vector or
+ * neighbourhood kind, whose checks bound their buffers as they find
+ * their extents): each buffer's span for this rank's role, or a
+ * strided send's or receive's layout's extent. */
+static __attribute__((noinline, cold)) dcoll_status_t
+check_bounds(const char *fn, const struct dcoll_kind_info *k,
+             const struct dcoll_group *g, const struct dcoll_coll *c)
+{
+    if (k->flags & DCOLL_KF_ONE_BUF) {
+        int64_t elems = c->count, ext = 0;
+        if (c->layout && !dcoll_layout_check(fn, "layout", -1, c->layout,
+                                             &elems, &ext))
+            elems = ext;
+        return dcoll_bound(fn, c, true, "buf", elems);
+    }
+    int role = (k->flags & DCOLL_KF_ROOT) && g->rank == c->root;
+    int64_t block = c->count, n = g->size;
+    int64_t in = k->in[role] == DCOLL_SPAN_ALL   ? block * n
+                 : k->in[role] == DCOLL_SPAN_ONE ? block : 0;
+    int64_t out = k->out[role] == DCOLL_SPAN_ALL   ? block * n
+                  : k->out[role] == DCOLL_SPAN_ONE ? block : 0;
+    dcoll_status_t st = dcoll_bound(fn, c, true, "sendbuf", in);
+    return st ? st : dcoll_bound(fn, c, false, "recvbuf", out);
 }
 
 /* The common answer of dcoll_check_dtype_op, without a call: a valid type,
@@ -359,6 +434,9 @@ coll_check(const struct dcoll_kind_info *k, struct dcoll_group *g,
         return dcoll_vec_check(fn, g, c);
     if (k->flags & DCOLL_KF_NEIGHBOR)
         return dcoll_nbh_check(fn, g, c);
+    if (DCOLL_UNLIKELY(c->opts && (c->opts->mask & DCOLL_COLL_OPT_BOUNDS)) &&
+        (st = check_bounds(fn, k, g, c)))
+        return st;
     if (!(k->flags & DCOLL_KF_ONE_BUF))
         return check_layout(fn, k, g, c, (size_t)c->count * esz);
     return DCOLL_SUCCESS;

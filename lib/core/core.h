@@ -101,9 +101,20 @@ dcoll_status_t dcoll_vec_array(const char *fn, const char *name,
                                const char *dname, const int64_t *counts,
                                const int64_t *displs, int n,
                                int64_t *extent);
-/* Buffer p (name) is given where elems > 0 of it are read or written. */
-dcoll_status_t dcoll_vec_need(const char *fn, const char *name,
-                              const void *p, int64_t elems);
+/* Buffer p (name: sendbuf or recvbuf) of c is given where elems > 0 of
+ * it are read or written, and holds them where c's opts bound it. */
+dcoll_status_t dcoll_vec_need(const char *fn, const struct dcoll_coll *c,
+                              const char *name, const void *p, int64_t elems);
+/* collectives.c: a binding's refusal in opts (DCOLL_COLL_OPT_REFUSAL),
+ * for the paths whose own checks run before coll_run's: they read
+ * nothing more once it is set. */
+dcoll_status_t dcoll_opts_refused(const char *fn,
+                                  const dcoll_coll_opts_t *opts);
+/* collectives.c: elems of c's buffer name (send: sendbuf, or the one
+ * buffer) within the bytes c's opts say it holds (DCOLL_COLL_OPT_BOUNDS;
+ * without the bit, nothing to check). */
+dcoll_status_t dcoll_bound(const char *fn, const struct dcoll_coll *c,
+                           bool send, const char *name, int64_t elems);
 
 /* layout.c: layout l (name, or name[at] where at >= 0) in range; *elems
  * the elements it picks, *extent the elements it spans from the buffer's

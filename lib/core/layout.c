@@ -87,8 +87,9 @@ static dcoll_status_t strided(const char *fn, enum dcoll_coll_kind kind,
                               bool planned, dcoll_plan_t **plan)
 {
     int64_t n = 0, ext;
-    dcoll_status_t st = dcoll_layout_check(fn, "layout", -1, layout, &n,
-                                           &ext);
+    dcoll_status_t st = dcoll_opts_refused(fn, opts);
+    if (!st)
+        st = dcoll_layout_check(fn, "layout", -1, layout, &n, &ext);
     bool send = kind == DCOLL_COLL_SEND;
     struct dcoll_coll c = {
         .kind = kind, .sendbuf = send ? buf : NULL,

@@ -96,12 +96,14 @@ static dcoll_status_t run(dcoll_group_t *group, struct dcoll_coll *c,
 }
 
 /* A list of nbufs buffers of count elements (per block: blocks of them). */
-static dcoll_status_t check_bufs(const char *fn, const void *const *bufs,
-                                 const char *name, int nbufs, int64_t count,
-                                 int64_t blocks, dcoll_dtype_t dtype)
+static dcoll_status_t check_bufs(const char *fn,
+                                 const dcoll_coll_opts_t *opts,
+                                 const void *const *bufs, const char *name,
+                                 int nbufs, int64_t count, int64_t blocks,
+                                 dcoll_dtype_t dtype)
 {
     dcoll_status_t st = dcoll_check_ready();
-    if (st)
+    if (st || (st = dcoll_opts_refused(fn, opts)))
         return st;
     if (nbufs < 1)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: nbufs %d: at "
@@ -264,8 +266,8 @@ dcoll_status_t dcoll_broadcast_multi(dcoll_group_t *group, void *const *bufs,
     bool mine, done;
     int gr;
     struct mirrors mr;
-    dcoll_status_t st = check_bufs(fn, (const void *const *)bufs, "bufs",
-                                   nbufs, count, 1, dtype);
+    dcoll_status_t st = check_bufs(fn, opts, (const void *const *)bufs,
+                                   "bufs", nbufs, count, 1, dtype);
     struct dcoll_group *g;
     if (st || outside(group, DCOLL_COLL_BROADCAST, fn, work, &st, &g) ||
         (st = root_of(fn, g, root, root_buf, nbufs, &mine, &gr)))
@@ -302,8 +304,8 @@ dcoll_status_t dcoll_all_reduce_multi(dcoll_group_t *group, void *const *bufs,
     struct dcoll_group *g;
     struct mirrors mr;
     bool done;
-    dcoll_status_t st = check_bufs(fn, (const void *const *)bufs, "bufs",
-                                   nbufs, count, 1, dtype);
+    dcoll_status_t st = check_bufs(fn, opts, (const void *const *)bufs,
+                                   "bufs", nbufs, count, 1, dtype);
     if (st || (st = dcoll_check_dtype_op(fn, dtype, op, true)) ||
         outside(group, DCOLL_COLL_ALL_REDUCE, fn, work, &st, &g))
         return dcoll_coll_refuse(group, DCOLL_COLL_ALL_REDUCE, fn, work != NULL,
@@ -343,8 +345,8 @@ dcoll_status_t dcoll_reduce_multi(dcoll_group_t *group, void *const *bufs,
     struct mirrors mr;
     bool mine, done;
     int gr;
-    dcoll_status_t st = check_bufs(fn, (const void *const *)bufs, "bufs",
-                                   nbufs, count, 1, dtype);
+    dcoll_status_t st = check_bufs(fn, opts, (const void *const *)bufs,
+                                   "bufs", nbufs, count, 1, dtype);
     if (st || (st = dcoll_check_dtype_op(fn, dtype, op, true)) ||
         outside(group, DCOLL_COLL_REDUCE, fn, work, &st, &g) ||
         (st = root_of(fn, g, root, root_buf, nbufs, &mine, &gr)))
@@ -415,14 +417,14 @@ dcoll_status_t dcoll_all_gather_multi(dcoll_group_t *group,
     struct dcoll_group *g;
     struct mirrors mr;
     bool done;
-    dcoll_status_t st = check_bufs(fn, sendbufs, "sendbufs", nbufs, count, 1,
+    dcoll_status_t st = check_bufs(fn, opts, sendbufs, "sendbufs", nbufs, count, 1,
                                    dtype);
     if (st || outside(group, DCOLL_COLL_ALL_GATHER, fn, work, &st, &g))
         return dcoll_coll_refuse(group, DCOLL_COLL_ALL_GATHER, fn, work != NULL,
                                 st);
     int size = g->size;
     size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
-    if ((st = check_bufs(fn, (const void *const *)recvbufs, "recvbufs",
+    if ((st = check_bufs(fn, opts, (const void *const *)recvbufs, "recvbufs",
                          nbufs, count, size, dtype)) ||
         (st = check_alias(fn, sendbufs, "sendbufs",
                           (const void *const *)recvbufs, "recvbufs", nbufs,
@@ -465,7 +467,7 @@ dcoll_status_t dcoll_reduce_scatter_multi(dcoll_group_t *group,
     struct dcoll_group *g;
     struct mirrors mr;
     bool done;
-    dcoll_status_t st = check_bufs(fn, (const void *const *)recvbufs,
+    dcoll_status_t st = check_bufs(fn, opts, (const void *const *)recvbufs,
                                    "recvbufs", nbufs, count, 1, dtype);
     if (st || (st = dcoll_check_dtype_op(fn, dtype, op, true)) ||
         outside(group, DCOLL_COLL_REDUCE_SCATTER, fn, work, &st, &g))
@@ -473,7 +475,7 @@ dcoll_status_t dcoll_reduce_scatter_multi(dcoll_group_t *group,
                                 st);
     int size = g->size;
     size_t bytes = (size_t)count * dcoll_dtype_sizes[dtype];
-    if ((st = check_bufs(fn, sendbufs, "sendbufs", nbufs, count, size,
+    if ((st = check_bufs(fn, opts, sendbufs, "sendbufs", nbufs, count, size,
                          dtype)) ||
         (st = check_alias(fn, (const void *const *)recvbufs, "recvbufs",
                           sendbufs, "sendbufs", nbufs, bytes, size * nbufs,

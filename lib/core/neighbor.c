@@ -413,8 +413,11 @@ dcoll_status_t dcoll_nbh_check(const char *fn, const struct dcoll_group *g,
                                 &c->count, &sends)) ||
             (st = layouts_check(fn, "recvlayouts", c->layout2, n->indeg,
                                 &relems, &recvs)) ||
-            (st = dcoll_vec_need(fn, "sendbuf", c->sendbuf, c->count)) ||
-            (st = dcoll_vec_need(fn, "recvbuf", c->recvbuf, relems)))
+            (st = dcoll_vec_need(fn, c, "sendbuf", c->sendbuf,
+                                 c->count)) ||
+            (st = dcoll_vec_need(fn, c, "recvbuf", c->recvbuf, relems)) ||
+            (st = dcoll_bound(fn, c, true, "sendbuf", sends)) ||
+            (st = dcoll_bound(fn, c, false, "recvbuf", recvs)))
             return st;
         return DCOLL_SUCCESS;
     } else {
@@ -425,8 +428,8 @@ dcoll_status_t dcoll_nbh_check(const char *fn, const struct dcoll_group *g,
             return st;
         c->count = sends;
     }
-    if ((st = dcoll_vec_need(fn, "sendbuf", c->sendbuf, sends)) ||
-        (st = dcoll_vec_need(fn, "recvbuf", c->recvbuf, recvs)))
+    if ((st = dcoll_vec_need(fn, c, "sendbuf", c->sendbuf, sends)) ||
+        (st = dcoll_vec_need(fn, c, "recvbuf", c->recvbuf, recvs)))
         return st;
     uintptr_t s = (uintptr_t)c->sendbuf, r = (uintptr_t)c->recvbuf;
     size_t sb = (size_t)sends * esz, rb = (size_t)recvs * esz;

@@ -15,7 +15,8 @@ dcoll_status_t dcoll_vec_array(const char *fn, const char *name,
                                   const int64_t *displs, int n,
                                   int64_t *extent)
 {
-    if (!counts)
+    /* NULL where there is nothing to count (a rank with no neighbours). */
+    if (!counts && n > 0)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s is NULL", fn,
                            name);
     int64_t end = 0, packed = 0;
@@ -51,14 +52,14 @@ static int64_t start_of(const int64_t *counts, const int64_t *displs, int i)
     return at;
 }
 
-dcoll_status_t dcoll_vec_need(const char *fn, const char *name,
-                              const void *p, int64_t elems)
+dcoll_status_t dcoll_vec_need(const char *fn, const struct dcoll_coll *c,
+                              const char *name, const void *p, int64_t elems)
 {
     if (!p && elems > 0)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: %s is NULL with "
                            "%lld elements to %s", fn, name, (long long)elems,
                            name[0] == 's' ? "send" : "receive");
-    return DCOLL_SUCCESS;
+    return dcoll_bound(fn, c, name[0] == 's', name, elems);
 }
 
 static dcoll_status_t same_count(const char *fn, const char *own,
@@ -107,7 +108,7 @@ static dcoll_status_t whole_and_own(const char *fn, struct dcoll_coll *c,
                           &ext)) ||
         (st = same_count(fn, gather ? "sendcount" : "recvcount", c->count,
                          array, me, c->counts[me])) ||
-        (st = dcoll_vec_need(fn, wname, whole, ext)))
+        (st = dcoll_vec_need(fn, c, wname, whole, ext)))
         return st;
     /* sendbuf == recvbuf too, as MPI_IN_PLACE (see check_layout in
      * collectives.c): this rank's block already at its displacement. */
@@ -116,7 +117,8 @@ static dcoll_status_t whole_and_own(const char *fn, struct dcoll_coll *c,
                                                             c->displs, me) *
                                                esz);
     if (!c->in_place &&
-        (st = dcoll_vec_need(fn, gather ? "sendbuf" : "recvbuf", own, c->count)))
+        (st = dcoll_vec_need(fn, c, gather ? "sendbuf" : "recvbuf", own,
+                             c->count)))
         return st;
     return gather ? apart(fn, c, c->count, ext, esz)
                   : apart(fn, c, ext, c->count, esz);
@@ -139,20 +141,20 @@ dcoll_status_t dcoll_vec_check(const char *fn, const struct dcoll_group *g,
             /* The root's arguments mean nothing here, as in MPI. */
             c->recvbuf = NULL;
             c->counts = c->displs = NULL;
-            return dcoll_vec_need(fn, "sendbuf", s, c->count);
+            return dcoll_vec_need(fn, c, "sendbuf", s, c->count);
         }
         return whole_and_own(fn, c, n, me, true, " (on the root)");
     case DCOLL_COLL_SCATTERV:
         if (me != c->root) {
             c->sendbuf = NULL;
             c->counts = c->displs = NULL;
-            return dcoll_vec_need(fn, "recvbuf", r, c->count);
+            return dcoll_vec_need(fn, c, "recvbuf", r, c->count);
         }
         return whole_and_own(fn, c, n, me, false, " (on the root)");
     case DCOLL_COLL_ALL_TO_ALLV:
         if ((st = dcoll_vec_array(fn, "recvcounts", "rdispls", c->counts2,
                               c->displs2, n, &ext2)) ||
-            (st = dcoll_vec_need(fn, "recvbuf", r, ext2)))
+            (st = dcoll_vec_need(fn, c, "recvbuf", r, ext2)))
             return st;
         c->in_place = s && s == r;
         if (c->in_place) {
@@ -162,21 +164,22 @@ dcoll_status_t dcoll_vec_check(const char *fn, const struct dcoll_group *g,
         }
         if ((st = dcoll_vec_array(fn, "sendcounts", "sdispls", c->counts,
                               c->displs, n, &ext)) ||
-            (st = dcoll_vec_need(fn, "sendbuf", s, ext)))
+            (st = dcoll_vec_need(fn, c, "sendbuf", s, ext)))
             return st;
         c->count = ext;
         return apart(fn, c, ext, ext2, esz);
     default: { /* DCOLL_COLL_REDUCE_SCATTERV */
         if ((st = dcoll_vec_array(fn, "recvcounts", "", c->counts, NULL, n,
                               &ext)) ||
-            (st = dcoll_vec_need(fn, "sendbuf", s, ext)))
+            (st = dcoll_vec_need(fn, c, "sendbuf", s, ext)))
             return st;
         c->count = c->counts[me];
         /* r == s too: the result at the front, as MPI_IN_PLACE. */
         c->in_place = s && (r == s || r == s + (size_t)start_of(c->counts,
                                                                NULL, me) *
                                                   esz);
-        if (!c->in_place && (st = dcoll_vec_need(fn, "recvbuf", r, c->count)))
+        if (!c->in_place &&
+            (st = dcoll_vec_need(fn, c, "recvbuf", r, c->count)))
             return st;
         return apart(fn, c, ext, c->count, esz);
     }
@@ -205,7 +208,9 @@ dcoll_status_t (dcoll_all_gatherv)(dcoll_group_t *group, const void *sendbuf,
                                  const dcoll_coll_opts_t *opts,
                                  dcoll_work_t **work)
 {
-    dcoll_status_t st = count_ok(__func__, "sendcount", sendcount);
+    dcoll_status_t st = dcoll_opts_refused(__func__, opts);
+    if (!st)
+        st = count_ok(__func__, "sendcount", sendcount);
     if (st)
         return dcoll_coll_refuse(group, DCOLL_COLL_ALL_GATHERV, __func__,
                                  work != NULL, st);
@@ -222,7 +227,9 @@ dcoll_status_t (dcoll_gatherv)(dcoll_group_t *group, const void *sendbuf,
                              const dcoll_coll_opts_t *opts,
                              dcoll_work_t **work)
 {
-    dcoll_status_t st = count_ok(__func__, "sendcount", sendcount);
+    dcoll_status_t st = dcoll_opts_refused(__func__, opts);
+    if (!st)
+        st = count_ok(__func__, "sendcount", sendcount);
     if (st)
         return dcoll_coll_refuse(group, DCOLL_COLL_GATHERV, __func__,
                                  work != NULL, st);
@@ -239,7 +246,9 @@ dcoll_status_t (dcoll_scatterv)(dcoll_group_t *group, const void *sendbuf,
                               int root, const dcoll_coll_opts_t *opts,
                               dcoll_work_t **work)
 {
-    dcoll_status_t st = count_ok(__func__, "recvcount", recvcount);
+    dcoll_status_t st = dcoll_opts_refused(__func__, opts);
+    if (!st)
+        st = count_ok(__func__, "recvcount", recvcount);
     if (st)
         return dcoll_coll_refuse(group, DCOLL_COLL_SCATTERV, __func__,
                                  work != NULL, st);

@@ -103,6 +103,8 @@ module dcoll
         integer(c_int64_t) :: mask = 0
         type(c_ptr) :: stream = c_null_ptr
         integer(c_int) :: memory = 0
+        integer(c_int64_t) :: sendbytes = 0, recvbytes = 0
+        type(c_ptr) :: refusal = c_null_ptr
     end type
 
     ! The C parameter structs, filled by the wrappers from optional
@@ -524,6 +526,14 @@ module dcoll
         import
         integer(c_int) :: st
         type(dcoll_neighborhood), intent(inout) :: nbh
+    end function
+
+    ! The bytes an array of any type and rank holds (extent.c, from its
+    ! descriptor: Fortran 2018's C side of an assumed-rank dummy).
+    function array_bytes(buf) bind(C, name='dcollf_array_bytes') result(n)
+        import
+        type(*), dimension(..), intent(in) :: buf
+        integer(c_int64_t) :: n
     end function
 
     function c_neighborhood_degrees(nbh, indegree, outdegree) &
@@ -1490,6 +1500,48 @@ contains
         if (present(arg)) a = arg
         f_err_on = .false.
         st = c_register_backend(cn, ops, a)
+    end function
+
+    ! ---- the generated collectives' helpers ----
+
+    ! A refusal made here (f_err) goes to C in o, which refuses the call
+    ! as its own refusals are: numbered, every rank told by the group's
+    ! rules. why holds the message until the call returns.
+    subroutine refusal(o, why)
+        type(dcoll_coll_opts), intent(inout) :: o
+        character(kind=c_char), allocatable, target, intent(out) :: why(:)
+        call c_string(f_err, why)
+        o%refusal = c_loc(why)
+        o%mask = ior(o%mask, DCOLL_COLL_OPT_REFUSAL)
+        f_err_on = .false.
+    end subroutine
+
+    ! A neighbourhood's array of counts, displacements or layouts needs an
+    ! entry per neighbour (out: per destination, else per source): a
+    ! shorter one is refused here, where its length is known.
+    function degree_enough(nbh, n, out, fn, name) result(ok)
+        type(dcoll_neighborhood), intent(in) :: nbh
+        integer, intent(in) :: n
+        logical, intent(in) :: out
+        character(len=*), intent(in) :: fn, name
+        logical :: ok
+        integer(c_int) :: din, dout, want
+        character(len=24) :: got, need
+        ok = .true.
+        if (c_neighborhood_degrees(nbh%ptr, din, dout) /= DCOLL_SUCCESS) &
+            return
+        want = merge(dout, din, out)
+        if (n >= want) return
+        ok = .false.
+        write (got, '(i0)') n
+        write (need, '(i0)') want
+        f_err = fn // ': ' // name // ' has ' // trim(got) // &
+                ' entries, fewer than the neighbourhood''s ' // trim(need)
+        if (out) then
+            f_err = f_err // ' destinations'
+        else
+            f_err = f_err // ' sources'
+        end if
     end function
 
     ! ---- the generated vector forms' helpers ----

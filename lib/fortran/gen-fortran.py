@@ -198,8 +198,11 @@ class Param:
                     else f'{I4} :: {n}')
         if k == 'counts':
             opt = ', optional' if self.packed else ''
-            return (f'integer(c_int64_t), intent(in), target{opt} :: {n}(:)'
-                    if i8 else f'{I4}{opt} :: {n}(:)')
+            # contiguous: a strided section of counts reaches C as a
+            # copy (C reads the counts as one array, and keeps its own
+            # copy where a work or plan needs them later).
+            return (f'integer(c_int64_t), intent(in), target, contiguous'
+                    f'{opt} :: {n}(:)' if i8 else f'{I4}{opt} :: {n}(:)')
         if k == 'list':
             return f'type(c_ptr), intent(in) :: {n}(:)'
         if k == 'int':
@@ -298,63 +301,103 @@ def c_args(params, outs):
 
 def module_i8(name, params, proc):
     """The 8-byte-count module procedure (named proc): its checks, then
-    the C call."""
+    the C call. A check that fails does not return here: the call goes
+    to C with the refusal in its opts (DCOLL_COLL_OPT_REFUSAL), so that
+    it takes its number and the group's rules for a refused call apply
+    on every rank, as for C's own refusals; and every call bounds its
+    buffers by the arrays' sizes (DCOLL_COLL_OPT_BOUNDS)."""
     fparams = fortran_order(params)
     lines, tail = wrap([p.name for p in fparams], f'    function {proc}(')
     out = lines + [tail + ') result(st)', '        integer :: st']
     out += ['        ' + p.decl(True) for p in fparams]
-    bufs = [p.name for p in params if p.kind == 'buf']
+    bufs = [p for p in params if p.kind == 'buf']
     ints = [p.name for p in params if p.kind == 'out']
+    opts = next((p.name for p in params if p.kind == 'opts'), None)
+    nbh = params[0].kind == 'nbh'
     if bufs:
         out.append('        type(c_ptr) :: ' +
-                   ', '.join(f'p_{n}' for n in bufs))
+                   ', '.join(f'p_{p.name}' for p in bufs))
     out += [f'        integer(c_int) :: {n}_c' for n in ints]
     checks = []
     for p in params:
         if p.kind == 'buf':
-            check = [f"if (.not. addr({p.name}, fn, '{p.name}', "
-                     f"p_{p.name})) return"]
-            if p.root_only:
-                checks += [f'p_{p.name} = c_null_ptr',
-                           f'if (present({p.name})) then',
-                           '    ' + check[0], 'end if']
-            else:
-                checks += check
+            check = f"if (ok) ok = addr({p.name}, fn, '{p.name}', p_{p.name})"
+            checks += ([f'if (present({p.name})) then', '    ' + check,
+                        'end if'] if p.root_only else [check])
+        elif nbh and p.kind in ('counts', 'layout') and p.name != 'layout':
+            side = 'out' if p.name.startswith('s') else 'in'
+            check = (f"if (ok) ok = degree_enough({params[0].name}, "
+                     f"size({p.name}), {side == 'out'}, fn, "
+                     f"'{p.name}')".replace('True', '.true.')
+                     .replace('False', '.false.'))
+            checks += ([f'if (present({p.name})) then', '    ' + check,
+                        'end if'] if p.packed else [check])
         elif p.kind == 'counts' and p.ranks:
-            check = (f"if (.not. long_enough({params[0].name}, {p.name}, "
-                     f"fn, '{p.name}')) return")
+            check = (f"if (ok) ok = long_enough({params[0].name}, "
+                     f"{p.name}, fn, '{p.name}')")
             checks += ([f'if (present({p.name})) then', '    ' + check,
                         'end if'] if p.packed else [check])
         elif p.kind == 'length' and len(p.length_of) > 1:
             a, b = p.length_of[0], p.length_of[1]
-            checks += [f'if (size({b}) /= size({a})) then',
+            checks += [f'if (ok .and. size({b}) /= size({a})) then',
                        f"    f_err = fn // ': {a} and {b} differ in length'",
-                       '    f_err_on = .true.', '    return', 'end if']
+                       '    ok = .false.', 'end if']
+    # The calls on lists of buffers (_multi) have no array to bound.
+    bounded = bool(bufs)
+    if opts and (bounded or checks):
+        opts_local = True
+    else:
+        opts_local = False
+    if opts_local:
+        out += ['        type(dcoll_coll_opts), target :: o',
+                '        character(kind=c_char), allocatable, target :: '
+                'why(:)']
     if checks:
+        out.append('        logical :: ok')
         out.append("        character(len=*), parameter :: fn = "
                    f"'dcoll_{name}'")
     out.append('        f_err_on = .false.')
     if checks:
-        out.append('        st = DCOLL_ERR_INVALID_ARGUMENT')
+        out += [f'        p_{p.name} = c_null_ptr' for p in bufs]
+        out.append('        ok = .true.')
         out += ['        ' + c for c in checks]
+    if opts_local:
+        out.append(f'        if (present({opts})) o = {opts}')
+        if bounded:
+            out.append('        o%mask = ior(o%mask, DCOLL_COLL_OPT_BOUNDS)')
+        for p in bufs:
+            field = 'recvbytes' if p.name == 'recvbuf' else 'sendbytes'
+            set_ = f'o%{field} = array_bytes({p.name})'
+            out += ([f'        if (present({p.name})) {set_}']
+                    if p.root_only else [f'        {set_}'])
+        if checks:
+            out.append('        if (.not. ok) call refusal(o, why)')
+    elif checks:
+        out += ['        if (.not. ok) then',
+                '            f_err_on = .true.',
+                '            st = DCOLL_ERR_INVALID_ARGUMENT',
+                '            return', '        end if']
+    args = c_args(params, True)
+    args_no = c_args(params, False)
+    if opts_local:
+        args = ['o' if a == opts else a for a in args]
+        args_no = ['o' if a == opts else a for a in args_no]
     if ints:
         out.append(f'        if (present({ints[0]})) then')
-        out += call_lines(f'st = c_{name}', c_args(params, True),
-                          '            ')
+        out += call_lines(f'st = c_{name}', args, '            ')
         out += [f'            {n} = int({n}_c)' for n in ints]
         out.append('        else')
-        out += call_lines(f'st = c_{name}', c_args(params, False),
-                          '            ')
+        out += call_lines(f'st = c_{name}', args_no, '            ')
         out.append('        end if')
     else:
-        out += call_lines(f'st = c_{name}', c_args(params, True), '        ')
+        out += call_lines(f'st = c_{name}', args, '        ')
     return out + ['    end function', '']
 
 
 def module_i4(name, params, proc, to):
     """The default-kind module procedure (proc): its counts to 8 bytes,
-    then the i8 procedure (to); the packed arrays it was given, or none
-    (a pair: both, or neither)."""
+    then the i8 procedure (to), with the packed arrays it was given (one
+    branch for each set of them present)."""
     fparams = fortran_order(params)
     lines, tail = wrap([p.name for p in fparams], f'    function {proc}(')
     out = lines + [tail + ') result(st)', '        integer :: st']
@@ -364,30 +407,30 @@ def module_i4(name, params, proc, to):
     def fwd(given):
         args, keyword = [], False
         for p in fparams:
-            if p.packed and not given:
-                keyword = True
+            keyword = keyword or p.packed
+            if p.packed and p.name not in given:
                 continue
             v = (f'int({p.name}, c_int64_t)' if p.kind in ('count', 'counts')
                  else p.name)
             args.append(f'{p.name}={v}' if keyword else v)
         return args
     if not packed:
-        return out + call_lines(f'st = {to}', fwd(True), '        ') + [
+        return out + call_lines(f'st = {to}', fwd(()), '        ') + [
             '    end function', '']
-    present = ' .and. '.join(f'present({p.name})' for p in packed)
-    out.append(f'        if ({present}) then')
-    out += call_lines(f'st = {to}', fwd(True), '            ')
-    if len(packed) > 1:
-        some = ' .or. '.join(f'present({p.name})' for p in packed)
-        names = ' and '.join(p.name for p in packed)
-        out += [f'        else if ({some}) then',
-                f"            f_err = 'dcoll_{name}: give both {names}, ' "
-                "// &",
-                "                    'or neither'",
-                '            f_err_on = .true.',
-                '            st = DCOLL_ERR_INVALID_ARGUMENT']
-    out.append('        else')
-    out += call_lines(f'st = {to}', fwd(False), '            ')
+    sets = []
+    for mask in range((1 << len(packed)) - 1, -1, -1):
+        sets.append([p.name for i, p in enumerate(packed)
+                     if mask & (1 << i)])
+    for i, given in enumerate(sets):
+        if given:
+            cond = ' .and. '.join(
+                f'present({p.name})' if p.name in given
+                else f'.not. present({p.name})' for p in packed)
+            out.append(f"        {'if' if i == 0 else 'else if'} ({cond}) "
+                       "then")
+        else:
+            out.append('        else')
+        out += call_lines(f'st = {to}', fwd(given), '            ')
     out.append('        end if')
     return out + ['    end function', '']
 

@@ -58,7 +58,9 @@ share=$(dirname "$(find "$root" -name dcoll.F90 | head -1)")
 mkdir modsrc
 "$fc" -cpp -DDCOLL_HAVE_MPI_F08 -I"$share" -Jmodsrc -c "$share/dcoll.F90" \
     -o modsrc/dcoll.o
+# extent.c with the C compiler that goes with it (its array descriptor).
+cc -c "$share/extent.c" -o modsrc/extent.o
 "$fc" -Imodsrc -c "$src/examples/grid/grid.f90" -o grid2.o
-"$fc" grid2.o modsrc/dcoll.o -L"$libdir" -ldcoll -Wl,-rpath,"$libdir" \
-    -o grid_own
+"$fc" grid2.o modsrc/dcoll.o modsrc/extent.o -L"$libdir" -ldcoll \
+    -Wl,-rpath,"$libdir" -o grid_own
 "$mpirun_sh" 2 60 ./grid_own

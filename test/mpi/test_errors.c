@@ -217,6 +217,46 @@ static void bad_collectives(int size)
                           NULL), BAD, "overlap");
     DEAD(dcoll_all_reduce(G, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM, &o,
                           NULL), BAD, "0x80");
+    /* A binding's own refusal and bounds (DCOLL_COLL_OPT_REFUSAL and
+     * _BOUNDS, API 1.11): refused as C's own, naming both sizes. */
+    dcoll_coll_opts_t r = DCOLL_COLL_OPTS_INIT;
+    r.mask = DCOLL_COLL_OPT_REFUSAL;
+    r.refusal = "sendbuf is a strided section";
+    DEAD(dcoll_all_reduce(G, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM, &r, NULL),
+         BAD, "dcoll_all_reduce: sendbuf is a strided section");
+    /* Nothing else is read: not even counts of too few entries. */
+    DEAD(dcoll_all_gatherv(G, a, 1, b, (const int64_t *)&r, NULL,
+                           DCOLL_FLOAT32, &r, NULL),
+         BAD, "dcoll_all_gatherv: sendbuf is a strided section");
+    r.refusal = NULL;
+    DEAD(dcoll_barrier(G, &r, NULL), BAD, "no opts->refusal to say why");
+    dcoll_coll_opts_t bo = DCOLL_COLL_OPTS_INIT;
+    bo.mask = DCOLL_COLL_OPT_BOUNDS;
+    bo.sendbytes = 8;
+    bo.recvbytes = 16;
+    DEAD(dcoll_all_reduce(G, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM, &bo, NULL),
+         BAD, "sendbuf holds 8 bytes (2 float32 elements), and the call "
+         "reads 4 elements (16 bytes) there");
+    bo.sendbytes = 4;
+    CHECK_OK(dcoll_all_gather(G, a, b, 1, DCOLL_FLOAT32, &bo, NULL));
+    bo.recvbytes = 4 * size - 1;
+    DEAD(dcoll_all_gather(G, a, b, 1, DCOLL_FLOAT32, &bo, NULL), BAD,
+         "and the call writes");
+    bo.sendbytes = 16;
+    bo.recvbytes = 16;
+    DEAD(dcoll_broadcast(G, a, 5, DCOLL_FLOAT32, 0, &bo, NULL), BAD,
+         "buf holds 16 bytes (4 float32 elements), and the call uses 5");
+    bo.recvbytes = -1;
+    DEAD(dcoll_all_reduce(G, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM, &bo, NULL),
+         BAD, "opts->recvbytes -1 is negative");
+    bo.recvbytes = 16;
+    CHECK_OK(dcoll_all_reduce(G, a, b, 4, DCOLL_FLOAT32, DCOLL_SUM, &bo,
+                              NULL));
+    int64_t cnt[4] = {1, 1, 1, 1};
+    bo.sendbytes = 4;
+    bo.recvbytes = 4 * size - 4;
+    DEAD(dcoll_all_gatherv(G, a, 1, b, cnt, NULL, DCOLL_FLOAT32, &bo, NULL),
+         BAD, "recvbuf holds");
     DEAD(dcoll_broadcast(G, a, 4, DCOLL_FLOAT32, size, NULL, NULL), BAD,
          "root");
     DEAD(dcoll_broadcast(G, a, 4, DCOLL_FLOAT32, -1, NULL, NULL), BAD,
