@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core.h"
+#include "diag.h"
 #include "dcoll/neighbor.h"
 
 #define NBH_MAGIC 0x6e424844u
@@ -389,6 +390,97 @@ static dcoll_status_t layouts_check(const char *fn, const char *name,
     return DCOLL_SUCCESS;
 }
 
+/* One block a layout picks, in bytes from the buffer's start. */
+struct span {
+    int64_t lo, hi;
+    int at;   /* the layout's index */
+};
+
+static int by_lo(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* Above this many blocks in one call the debug check of layouts that
+ * meet is skipped (its lists would outweigh the call). */
+#define APART_MOST (INT64_C(1) << 22)
+
+/* The blocks of deg layouts l on buf, in *out (sorted), *n of them; false:
+ * more than APART_MOST or no memory (nothing checked). */
+static bool blocks_of(const dcoll_layout_t *l, int deg, const char *buf,
+                      size_t esz, struct span **out, int64_t *n)
+{
+    int64_t total = 0;
+    for (int i = 0; i < deg; i++)
+        total += l[i].count * (l[i].count2 > 1 ? l[i].count2 : 1);
+    *out = NULL;
+    *n = 0;
+    if (total > APART_MOST)
+        return false;
+    struct span *s = malloc(sizeof(*s) * (size_t)(total ? total : 1));
+    if (!s)
+        return false;
+    int64_t k = 0;
+    for (int i = 0; i < deg; i++) {
+        int64_t reps = l[i].count2 > 1 ? l[i].count2 : 1;
+        for (int64_t r = 0; r < reps; r++)
+            for (int64_t b = 0; b < l[i].count && l[i].blocklen; b++) {
+                int64_t at = l[i].offset + r * l[i].stride2 +
+                             b * l[i].stride;
+                s[k].lo = (int64_t)(uintptr_t)buf + at * (int64_t)esz;
+                s[k].hi = s[k].lo + l[i].blocklen * (int64_t)esz;
+                s[k++].at = i;
+            }
+    }
+    qsort(s, (size_t)k, sizeof(*s), by_lo);
+    *out = s;
+    *n = k;
+    return true;
+}
+
+/* Debug mode: no block a receive layout writes may be one a send
+ * layout of the same call reads (a ghost that is a face sent), as
+ * sendbuf and recvbuf may not overlap elsewhere. Default mode leaves it
+ * to the program, as MPI does: the check sorts every block of the call,
+ * which a halo's every step would pay. */
+static dcoll_status_t layouts_apart(const char *fn,
+                                    const struct dcoll_coll *c, size_t esz)
+{
+    const struct dcoll_nbh *nb = c->nbh;
+    struct span *s = NULL, *r = NULL;
+    int64_t ns = 0, nr = 0;
+    dcoll_status_t st = DCOLL_SUCCESS;
+    if (blocks_of(c->layout, nb->outdeg, c->sendbuf, esz, &s, &ns) &&
+        blocks_of(c->layout2, nb->indeg, c->recvbuf, esz, &r, &nr)) {
+        /* Each list sorted by start: a block that ends before the other
+         * list's current one meets none of that list's later ones. */
+        for (int64_t i = 0, j = 0; i < ns && j < nr;) {
+            if (s[i].hi <= r[j].lo) {
+                i++;
+            } else if (r[j].hi <= s[i].lo) {
+                j++;
+            } else {
+                int64_t from = s[i].lo > r[j].lo ? s[i].lo : r[j].lo;
+                st = dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: "
+                                 "recvlayouts[%d] writes what "
+                                 "sendlayouts[%d] sends (from element "
+                                 "%lld of recvbuf): a ghost received "
+                                 "must not be a face sent in the same "
+                                 "call (found by DCOLL_DEBUG=detail)", fn,
+                                 r[j].at, s[i].at,
+                                 (long long)((from - (int64_t)(uintptr_t)
+                                              c->recvbuf) /
+                                             (int64_t)esz));
+                break;
+            }
+        }
+    }
+    free(s);
+    free(r);
+    return st;
+}
+
 dcoll_status_t dcoll_nbh_check(const char *fn, const struct dcoll_group *g,
                                struct dcoll_coll *c)
 {
@@ -406,8 +498,8 @@ dcoll_status_t dcoll_nbh_check(const char *fn, const struct dcoll_group *g,
         recvs = c->count * n->indeg;
     } else if (c->kind == DCOLL_COLL_NEIGHBOR_ALL_TO_ALLW) {
         /* One array may hold the faces sent and the ghosts received: the
-         * layouts pick the elements, which must not meet (as in MPI, not
-         * checked here). */
+         * layouts pick the elements, which must not meet (as in MPI;
+         * checked in debug mode, layouts_apart). */
         int64_t relems;
         if ((st = layouts_check(fn, "sendlayouts", c->layout, n->outdeg,
                                 &c->count, &sends)) ||
@@ -419,6 +511,8 @@ dcoll_status_t dcoll_nbh_check(const char *fn, const struct dcoll_group *g,
             (st = dcoll_bound(fn, c, true, "sendbuf", sends)) ||
             (st = dcoll_bound(fn, c, false, "recvbuf", recvs)))
             return st;
+        if (DCOLL_UNLIKELY(dcoll_debug) && c->sendbuf && c->recvbuf)
+            return layouts_apart(fn, c, esz);
         return DCOLL_SUCCESS;
     } else {
         if ((st = dcoll_vec_array(fn, "sendcounts", "sdispls", c->counts,

@@ -110,8 +110,9 @@ static void say(const struct dcoll_group *g, const struct dcoll_coll *c,
 }
 
 /* A vector call whose counts are not the same on every rank (gatherv,
- * scatterv, all_to_allv): every rank gathers what each says it sends to
- * and expects from each other, so all see the same pairs that disagree. */
+ * scatterv, all_to_allv) or a neighbourhood call (each edge's two ends):
+ * every rank gathers what each says it sends to and expects from each
+ * other, so all see the same pairs that disagree. */
 static dcoll_status_t check_counts(struct dcoll_group *g,
                                    const struct dcoll_coll *c)
 {
@@ -132,7 +133,36 @@ static dcoll_status_t check_counts(struct dcoll_group *g,
      * j; -1 where it does not say. */
     for (size_t i = 0; i < row; i++)
         mine[i] = -1;
+    const struct dcoll_nbh *nb = c->nbh;
     switch (c->kind) {
+    case DCOLL_COLL_NEIGHBOR_ALL_GATHER:
+    case DCOLL_COLL_NEIGHBOR_ALL_TO_ALLV:
+    case DCOLL_COLL_NEIGHBOR_ALL_TO_ALLW:
+        /* Per neighbour, the edges to it summed (MPI pairs a rank's
+         * edges to another in list order; their sums must agree). */
+        for (int side = 0; side < 2; side++) {
+            int deg = side ? nb->indeg : nb->outdeg;
+            const int *to = side ? nb->in : nb->out;
+            for (int i = 0; i < deg; i++)
+                if (to[i] >= 0)
+                    mine[(size_t)side * n + to[i]] = 0;
+            for (int i = 0; i < deg; i++) {
+                if (to[i] < 0)
+                    continue;
+                int64_t e = c->count;
+                if (c->kind == DCOLL_COLL_NEIGHBOR_ALL_TO_ALLV) {
+                    e = (side ? c->counts2 : c->counts)[i];
+                } else if (c->kind == DCOLL_COLL_NEIGHBOR_ALL_TO_ALLW) {
+                    /* The elements it picks (checked by the call). */
+                    const dcoll_layout_t *l =
+                        (side ? c->layout2 : c->layout) + i;
+                    e = l->count * l->blocklen *
+                        (l->count2 > 1 ? l->count2 : 1);
+                }
+                mine[(size_t)side * n + to[i]] += e;
+            }
+        }
+        break;
     case DCOLL_COLL_GATHERV:
         mine[c->root] = c->count;
         for (int j = 0; me == c->root && j < n; j++)
@@ -365,8 +395,9 @@ static dcoll_status_t judge(struct dcoll_group *g, const struct dcoll_coll *c,
             first_other = r;
     if (first_other < 0) {
         free(all);
-        return dcoll_kind_has(c->kind, DCOLL_KF_VEC) ? check_counts(g, c)
-                                                     : DCOLL_SUCCESS;
+        return dcoll_kind_has(c->kind, DCOLL_KF_VEC | DCOLL_KF_NEIGHBOR)
+                   ? check_counts(g, c)
+                   : DCOLL_SUCCESS;
     }
     /* Every rank has the same table, so every rank says the same. */
     char name[200], msg[1000];

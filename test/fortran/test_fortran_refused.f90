@@ -159,6 +159,44 @@ program test_fortran_refused
         call ok(dcoll_group_destroy(g), 'destroy')
     end if
 
+    ! 3: in debug mode, each edge's two ends compared: rank 0 sends 1
+    ! element where its neighbours expect 2 (all_to_allv), gathers 1
+    ! where the others send 2 (all_gather), picks 1 for 2 (all_to_allw).
+    if (size > 2 .and. debug) then
+        call spare(g)
+        call ok(dcoll_neighborhood_create(nb, g, &
+                [mod(rank + size - 1, size), mod(rank + 1, size)], &
+                [mod(rank + size - 1, size), mod(rank + 1, size)]), 'ring')
+        three = 2
+        if (rank == 0) three = 1
+        u = -7
+        st = dcoll_neighbor_all_to_allv(nb, u, three(1:2), v, [2_8, 2_8], &
+                                        DCOLL_FLOAT64)
+        call edges(st, 'all_to_allv')
+        st = dcoll_neighbor_all_gather(nb, u, three(1), v, DCOLL_FLOAT64)
+        call edges(st, 'all_gather')
+        sl(1) = dcoll_layout(0, three(1), 1, 1, 0, 0)
+        sl(2) = dcoll_layout(2, three(1), 1, 1, 0, 0)
+        rl(1) = dcoll_layout(0, 2, 1, 1, 0, 0)
+        rl(2) = dcoll_layout(2, 2, 1, 1, 0, 0)
+        st = dcoll_neighbor_all_to_allw(nb, u, sl, v, rl, DCOLL_FLOAT64)
+        call edges(st, 'all_to_allw')
+        ! 4: a ghost that is the face sent, in one array: refused.
+        sl(1) = dcoll_layout(1, 1, 1, 1, 0, 0)
+        sl(2) = dcoll_layout(6, 1, 1, 1, 0, 0)
+        rl(1) = dcoll_layout(0, 1, 1, 1, 0, 0)
+        rl(2) = dcoll_layout(6, 1, 1, 1, 0, 0)
+        u = rank
+        st = dcoll_neighbor_all_to_allw(nb, u, sl, u, rl, DCOLL_FLOAT64)
+        call expect(st /= DCOLL_SUCCESS .and. index(dcoll_last_error(), &
+                    'recvlayouts[1] writes what sendlayouts[1] sends ' // &
+                    '(from element 6 of recvbuf)') > 0, &
+                    'a ghost that is a face: ' // dcoll_last_error())
+        call expect(all(u == rank), 'a ghost that is a face: nothing moved')
+        call ok(dcoll_neighborhood_free(nb), 'free ring')
+        call ok(dcoll_group_destroy(g), 'destroy')
+    end if
+
     ! A rank with no neighbours passes empty arrays (rank 0 here; the
     ! others in a chain).
     if (size > 2) then
@@ -202,6 +240,17 @@ contains
     subroutine drop(h)
         type(dcoll_group), intent(inout) :: h
         call ok(dcoll_group_destroy(h), 'destroy')
+    end subroutine
+
+    ! An edge whose ends disagree: refused on every rank, naming both.
+    subroutine edges(st, call)
+        integer, intent(in) :: st
+        character(len=*), intent(in) :: call
+        call expect(st == DCOLL_ERR_MISMATCH .and. &
+                    index(dcoll_last_error(), 'rank 0 (world 0) sends 1 ' // &
+                          'element(s) to rank 1 (world 1), which expects 2') &
+                    > 0, call // ': edges that disagree: ' // &
+                    dcoll_last_error())
     end subroutine
 
     ! This rank's call of rank 0's refused one timed out (default mode).
