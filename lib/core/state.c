@@ -223,6 +223,17 @@ static dcoll_status_t open_deaths(struct dcoll_group *w, const int64_t *pids)
     return st ? st : dcoll_keeper_open(w, pids);
 }
 
+/* A variable that is 0 or 1 where set (its reader, elsewhere, takes
+ * only 1 and would pass anything else over as unset). */
+static dcoll_status_t flag_env(const char *name)
+{
+    const char *v = getenv(name);
+    if (!v || !*v || !strcmp(v, "0") || !strcmp(v, "1"))
+        return DCOLL_SUCCESS;
+    return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: %s='%.64s' "
+                       "is not 0 or 1", name, v);
+}
+
 /* After the ranks agreed on it: a DCOLL_ON_FAILURE dcoll does not know,
  * refused alike on every rank. */
 static dcoll_status_t on_failure_known(void)
@@ -345,7 +356,9 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
             p.tuning = params->tuning;
     }
     dcoll_status_t st = dcoll_fault_env();
-    if (st || (st = dcoll_stage_env()) || (st = dcoll_ipc_env()))
+    if (st || (st = dcoll_stage_env()) || (st = dcoll_ipc_env()) ||
+        (st = flag_env("DCOLL_MPI_CUDA")) ||
+        (st = flag_env("DCOLL_NCCL_EAGER")))
         return st;
     const char *times = getenv("DCOLL_INIT_TIMES");
     if (times && strcmp(times, "0") && strcmp(times, "1") && times[0])

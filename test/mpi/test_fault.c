@@ -366,6 +366,12 @@ static int config(void)
                                       "size"},
         {"DCOLL_IPC", "yes", "DCOLL_IPC='yes' is not 0 or 1"},
         {"DCOLL_IPC_SCRATCH", "8Q", "DCOLL_IPC_SCRATCH='8Q' is not a size"},
+        {"DCOLL_IPC_SCRATCH", "0", "DCOLL_IPC_SCRATCH='0' is no scratch"},
+        {"DCOLL_MPI_CUDA", "yes", "DCOLL_MPI_CUDA='yes' is not 0 or 1"},
+        {"DCOLL_NCCL_EAGER", "true", "DCOLL_NCCL_EAGER='true' is not 0 or "
+                                     "1"},
+        {"DCOLL_ON_FAILURE", "maybe", "DCOLL_ON_FAILURE = 'maybe' is "
+                                      "neither"},
         {"DCOLL_INIT_TIMEOUT", "soon", "DCOLL_INIT_TIMEOUT='soon' is not a "
                                        "positive number of seconds"},
         {"DCOLL_INIT_TIMEOUT", "0", "DCOLL_INIT_TIMEOUT='0'"},

@@ -38,6 +38,12 @@ dcoll_status_t dcoll_ipc_env(void)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "
                            "DCOLL_IPC_SCRATCH='%s' is not a size (bytes, or "
                            "with K, M or G)", v);
+    if (v && *v && !scratch_wanted)
+        return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "
+                           "DCOLL_IPC_SCRATCH='%s' is no scratch, and the "
+                           "IPC transport needs some (a value below 4K a "
+                           "rank is raised to that; DCOLL_IPC=0 turns the "
+                           "transport off)", v);
     v = getenv("DCOLL_IPC");
     if (v && *v && strcmp(v, "0") && strcmp(v, "1"))
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "
