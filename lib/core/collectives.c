@@ -463,6 +463,10 @@ coll_run(dcoll_group_t *group, struct dcoll_coll *c, int root,
     if (DCOLL_UNLIKELY((st = coll_check(k, g, c, root, !work, fn,
                                         &member))))
         REFUSE(st);
+    /* Works never waited for would take memory without bound (about
+     * 1.7 KB each): a group keeps at most dcoll_works_most. */
+    if (work && DCOLL_UNLIKELY(g->inflight >= dcoll_works_most))
+        REFUSE(dcoll_works_full(g, fn));
     if (DCOLL_UNLIKELY(!member))
         return null_call(g, c, fn, work, source);
 

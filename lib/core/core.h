@@ -8,6 +8,11 @@
 
 /* work.c: works made and not yet finished, every group together. */
 extern atomic_int dcoll_work_inflight;
+/* work.c: the most unfinished works a group keeps (DCOLL_MAX_WORKS);
+ * an async call past it is refused (dcoll_works_full). */
+#define DCOLL_WORKS_DEFAULT 65536
+extern int dcoll_works_most;
+dcoll_status_t dcoll_works_full(const struct dcoll_group *g, const char *fn);
 /* The core's side of a new work: counted in flight until it ends. */
 static inline void dcoll_work_track(struct dcoll_work *w)
 {

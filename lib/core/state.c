@@ -1,5 +1,6 @@
 /* Library life cycle: dcoll_init, dcoll_finalize and the world group. */
 #include <pthread.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -360,6 +361,18 @@ dcoll_status_t dcoll_init(const dcoll_init_params_t *params)
         (st = flag_env("DCOLL_MPI_CUDA")) ||
         (st = flag_env("DCOLL_NCCL_EAGER")))
         return st;
+    const char *most = getenv("DCOLL_MAX_WORKS");
+    dcoll_works_most = DCOLL_WORKS_DEFAULT;
+    if (most && *most) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(most, &end, 10);
+        if (errno || *end || v < 1 || v > (1L << 30))
+            return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "
+                               "DCOLL_MAX_WORKS='%.64s' is not a number of "
+                               "works from 1 to 1073741824", most);
+        dcoll_works_most = (int)v;
+    }
     const char *times = getenv("DCOLL_INIT_TIMES");
     if (times && strcmp(times, "0") && strcmp(times, "1") && times[0])
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "dcoll_init: "

@@ -7,6 +7,19 @@
 #include "diag.h"
 
 atomic_int dcoll_work_inflight;
+int dcoll_works_most = DCOLL_WORKS_DEFAULT;
+
+dcoll_status_t dcoll_works_full(const struct dcoll_group *g, const char *fn)
+{
+    char name[200];
+    return dcoll_error(DCOLL_ERR_INVALID_STATE, "%s: %d works on %s are not "
+                       "finished yet, the most a group keeps "
+                       "(DCOLL_MAX_WORKS=%d); wait for some "
+                       "(dcoll_work_wait, _wait_all, _test) before posting "
+                       "more", fn, g->inflight,
+                       dcoll_group_name(g, name, sizeof(name)),
+                       dcoll_works_most);
+}
 
 /* Record a failure inside an operation: kept for wait to report. */
 static dcoll_status_t work_fail(struct dcoll_work *w, dcoll_status_t st)

@@ -372,6 +372,9 @@ static int config(void)
                                      "1"},
         {"DCOLL_ON_FAILURE", "maybe", "DCOLL_ON_FAILURE = 'maybe' is "
                                       "neither"},
+        {"DCOLL_MAX_WORKS", "0", "DCOLL_MAX_WORKS='0' is not a number of "
+                                 "works from 1"},
+        {"DCOLL_MAX_WORKS", "many", "DCOLL_MAX_WORKS='many'"},
         {"DCOLL_INIT_TIMEOUT", "soon", "DCOLL_INIT_TIMEOUT='soon' is not a "
                                        "positive number of seconds"},
         {"DCOLL_INIT_TIMEOUT", "0", "DCOLL_INIT_TIMEOUT='0'"},
@@ -399,6 +402,7 @@ static int config(void)
     /* 0 waits forever through blocking calls; groups take the world's. */
     p.coll_timeout = 0;
     setenv("DCOLL_FLIGHT_RECORDER", "0", 1);
+    setenv("DCOLL_MAX_WORKS", "4", 1);
     CHECK(dcoll_init(&p) == DCOLL_SUCCESS, "coll_timeout 0");
     sum_works(NULL, 0, 1, "coll_timeout 0");
     dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
@@ -431,7 +435,32 @@ static int config(void)
           "recv timeout: %d", st);
     dcoll_work_free(&w);
     dcoll_group_destroy(&g);
+
+    /* A group keeps at most DCOLL_MAX_WORKS unfinished works (4 here,
+     * from the init above): the next async call is refused, naming the
+     * count; waiting makes room. */
+    int x[5] = {1, 2, 3, 4, 5}, y[5];
+    dcoll_work_t *ws[5] = {NULL};
+    for (int i = 0; i < 4; i++)
+        CHECK(dcoll_all_reduce(NULL, x + i, y + i, 1, DCOLL_INT32,
+                               DCOLL_SUM, NULL, &ws[i]) == 0, "work %d", i);
+    CHECK(dcoll_all_reduce(NULL, x + 4, y + 4, 1, DCOLL_INT32, DCOLL_SUM,
+                           NULL, &ws[4]) == DCOLL_ERR_INVALID_STATE &&
+              ws[4] == NULL &&
+              strstr(dcoll_last_error(), "4 works on the world (1 ranks) "
+                                         "are not finished yet") &&
+              strstr(dcoll_last_error(), "DCOLL_MAX_WORKS=4"),
+          "the fifth work: %s", dcoll_last_error());
+    CHECK(dcoll_work_wait_all(ws, 4, NULL) == 0 && y[3] == 4, "wait_all");
+    for (int i = 0; i < 4; i++)
+        dcoll_work_free(&ws[i]);
+    CHECK(dcoll_all_reduce(NULL, x + 4, y + 4, 1, DCOLL_INT32, DCOLL_SUM,
+                           NULL, &ws[4]) == 0 &&
+              dcoll_work_wait(ws[4]) == 0 && y[4] == 5,
+          "a work after waiting: %s", dcoll_last_error());
+    dcoll_work_free(&ws[4]);
     CHECK(dcoll_finalize() == DCOLL_SUCCESS, "finalize");
+    unsetenv("DCOLL_MAX_WORKS");
     return 0;
 }
 
