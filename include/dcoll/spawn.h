@@ -56,7 +56,11 @@ typedef struct dcoll_spawn_failure {
  *  MASTER_PORT set, and wait for all of them. With @p nprocs 1, fn runs in
  *  this process. The first process to fail (non-zero exit or a signal) is
  *  reported, in *failure if not NULL, and the others are stopped (SIGTERM,
- *  then SIGKILL), with everything they started; nothing is left running.
+ *  then SIGKILL), with their process groups: what they started there is
+ *  stopped too. A process a rank puts in a session of its own (setsid,
+ *  a daemon's double fork) is not reached, as under torchrun (which
+ *  signals each worker's session) and mpirun; dcollrun adopts such
+ *  processes and ends them after the job (docs/launching.md).
  *  Call it before dcoll_init, from a process no MPI launcher started.
  *
  *  Over several machines (DCOLL_SPAWN_PARAM_NODES, nnodes > 1): node 0

@@ -123,6 +123,23 @@ for how in "-n 1" "-n 2" "-n 2 --tag-output"; do
           fail=1; }
 done
 echo "dcollrun and its ranks outlive their output's reader"
+# A rank's process in a session of its own (setsid, double-forked) is out
+# of reach of the rank's process group: dcollrun adopts it and, once the
+# job is over, gives it its grace, then kills it; dcollrun returns after.
+t0=$(date +%s)
+/usr/bin/timeout 60 "$run" -n 2 /bin/sh -c \
+    '(setsid /bin/sleep 50 </dev/null >/dev/null 2>&1 &) ; exit 0' \
+    >/dev/null 2>&1
+rc=$?
+t1=$(date +%s)
+[ "$rc" = 0 ] || { echo "FAIL: setsid job: rc $rc"; fail=1; }
+left=$(left_pids /bin/sleep | tr '\n' ' ')
+if [ -n "$left" ]; then
+    echo "FAIL: a rank's setsid child ${left}outlived dcollrun"
+    # shellcheck disable=SC2086
+    kill -KILL $left 2>/dev/null; fail=1
+fi
+echo "a rank's setsid child ended with the job ($((t1 - t0)) s: its grace)"
 # dcollrun ended by a signal, its ranks relayed (--tag-output: each
 # program a child of its relay) or not: nothing of the job stays.
 for how in "TERM --tag-output" "INT --tag-output" "KILL --tag-output" \
