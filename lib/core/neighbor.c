@@ -200,7 +200,12 @@ static dcoll_status_t agree(const char *fn, struct dcoll_group *g,
                          "of %d ranks", fn, n);
         goto out;
     }
-    if ((st = dcoll_all_gather(g, head, heads, 3, DCOLL_INT32, &host, NULL)))
+    /* Named as the program's call, so that a report of a rank that never
+     * came says which call it skipped. */
+    struct dcoll_coll hc = {.kind = DCOLL_COLL_ALL_GATHER, .sendbuf = head,
+                            .recvbuf = heads, .count = 3,
+                            .dtype = DCOLL_INT32, .opts = &host, .fn = fn};
+    if ((st = dcoll_coll_run(g, &hc, 0, NULL, NULL)))
         goto out;
     int first = -1;
     size_t total = 0;
@@ -225,8 +230,11 @@ static dcoll_status_t agree(const char *fn, struct dcoll_group *g,
                          "neighbours", fn, total);
         goto out;
     }
-    if ((st = dcoll_all_gatherv(g, mine, (int64_t)nin + nout, all, lens,
-                                NULL, DCOLL_INT32, &host, NULL)))
+    struct dcoll_coll lc = {.kind = DCOLL_COLL_ALL_GATHERV, .sendbuf = mine,
+                            .recvbuf = all, .count = (int64_t)nin + nout,
+                            .counts = lens, .dtype = DCOLL_INT32,
+                            .opts = &host, .fn = fn};
+    if ((st = dcoll_coll_run(g, &lc, 0, NULL, NULL)))
         goto out;
     st = match(fn, g, all, nins, nins + n);
 out:

@@ -134,11 +134,25 @@ static void sum_works(dcoll_group_t *g, int r, int n, const char *where)
               x[i]);
 }
 
+/* A neighbourhood (a ring) on g, freed if one was made. */
+static dcoll_status_t ring_on(dcoll_group_t *g, int r)
+{
+    int n = 0;
+    dcoll_group_size(g, &n);
+    int left = (r + n - 1) % n, right = (r + 1) % n;
+    int src[2] = {left, right}, dst[2] = {left, right};
+    dcoll_neighborhood_t *nb = NULL;
+    dcoll_status_t st = dcoll_neighborhood_create(g, 2, src, 2, dst, &nb);
+    if (nb)
+        dcoll_neighborhood_free(&nb);
+    return st;
+}
+
 static int absent(int r, int n)
 {
     int last = n - 1;
     dcoll_group_t *g = group_with_timeout(TIMEOUT), *ga =
-        group_with_timeout(TIMEOUT / 2);
+        group_with_timeout(TIMEOUT / 2), *gn = group_with_timeout(TIMEOUT / 2);
     sum_works(g, r, n, "before");
     int x[256];
     for (int i = 0; i < 256; i++)
@@ -201,6 +215,16 @@ static int absent(int r, int n)
         if (r == 0)
             printf("absent, async + test: DCOLL_ERR_TIMEOUT after %.2f s "
                    "(timeout %.0f s)\n", took, TIMEOUT / 2);
+        /* A neighbourhood's exchange of lists is named as the program's
+         * call, not as the all_gather it makes. */
+        capture_begin(&cap);
+        st = ring_on(gn, r);
+        capture_end(&cap);
+        CHECK(st == DCOLL_ERR_TIMEOUT &&
+                  !strncmp(dcoll_last_error(), "dcoll_neighborhood_create on "
+                                               "group ", 29) &&
+                  strstr(dcoll_last_error(), want),
+              "absent from neighborhood_create: %s", dcoll_last_error());
     }
     /* The world and new groups still work, the absent rank included. */
     sum_works(NULL, r, n, "world after");
@@ -234,6 +258,7 @@ static int absent(int r, int n)
     CHECK(dcoll_group_destroy(&gp) == DCOLL_SUCCESS, "destroy p2p group");
     CHECK(dcoll_group_destroy(&g) == DCOLL_SUCCESS, "destroy failed group");
     CHECK(dcoll_group_destroy(&ga) == DCOLL_SUCCESS, "destroy group");
+    CHECK(dcoll_group_destroy(&gn) == DCOLL_SUCCESS, "destroy ring group");
     return 0;
 }
 
