@@ -76,7 +76,11 @@ struct dcoll_nbh {
 /* The form a counted call took on a rank (roll calls, debug checks):
  * MPI never matches a blocking collective with a nonblocking one. */
 enum dcoll_form { DCOLL_FORM_NONE, DCOLL_FORM_BLOCKING, DCOLL_FORM_ASYNC,
-                  DCOLL_FORM_PLAN /* a plan's start, either way */ };
+                  DCOLL_FORM_PLAN,       /* a plan's blocking start */
+                  DCOLL_FORM_PLAN_ASYNC, /* its start with a work (not
+                                            in a recorder entry's two
+                                            bits, which say PLAN) */
+                  DCOLL_FORMS_ };
 
 /* How the ranks of a group stood when a call ran out of time. */
 enum dcoll_roll_state {

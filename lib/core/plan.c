@@ -364,7 +364,7 @@ start(struct dcoll_plan *p, struct dcoll_group *g, dcoll_work_t **work,
     struct dcoll_call call;
     const struct dcoll_call_how how = {
         .counted = p->counted,
-        .form = DCOLL_FORM_PLAN,
+        .form = async ? DCOLL_FORM_PLAN_ASYNC : DCOLL_FORM_PLAN,
         .async = async,
         .watch = -1,
     };

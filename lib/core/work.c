@@ -62,7 +62,8 @@ backend_end(struct dcoll_work *w, int *done)
                              : w->backend->work_wait(w);
     if (DCOLL_UNLIKELY(w->report.timed_out))
         st = dcoll_fault_outcome(w->group, &w->report, w->fn, w->seq,
-                                 w->kind, DCOLL_FORM_ASYNC);
+                                 w->kind, w->plan ? DCOLL_FORM_PLAN_ASYNC
+                                                  : DCOLL_FORM_ASYNC);
     else if (DCOLL_UNLIKELY(st) && w->fn)
         st = dcoll_fault_failed(w->group, w->fn, w->seq, st);
     return st;

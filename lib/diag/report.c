@@ -60,10 +60,11 @@ static bool pick_state(const void *arg, int r)
  * dcoll_form. */
 static const char *form_name(int form)
 {
-    return form == DCOLL_FORM_ASYNC      ? "async"
-           : form == DCOLL_FORM_BLOCKING ? "blocking"
-           : form == DCOLL_FORM_PLAN     ? "persistent start"
-                                         : "-";
+    return form == DCOLL_FORM_ASYNC        ? "async"
+           : form == DCOLL_FORM_BLOCKING   ? "blocking"
+           : form == DCOLL_FORM_PLAN       ? "persistent start"
+           : form == DCOLL_FORM_PLAN_ASYNC ? "persistent start, async"
+                                           : "-";
 }
 
 static bool pick_behind(const void *arg, int r)
@@ -150,11 +151,11 @@ static void put_roll(struct dcoll_text *t, const struct dcoll_group *g,
                      uint64_t seq, int kind, const struct dcoll_roll *roll)
 {
     struct roll_pick p = {roll, DCOLL_ROLL_SILENT};
-    int silent = 0, behind = 0, forms[4] = {0};
+    int silent = 0, behind = 0, forms[DCOLL_FORMS_] = {0};
     for (int r = 0; r < g->size; r++) {
         silent += roll->state[r] == DCOLL_ROLL_SILENT;
         behind += roll->state[r] == DCOLL_ROLL_OTHER && roll->seq[r] < seq;
-        if (roll->state[r] == DCOLL_ROLL_SAME && roll->form[r] < 4)
+        if (roll->state[r] == DCOLL_ROLL_SAME && roll->form[r] < DCOLL_FORMS_)
             forms[roll->form[r]]++;
     }
     dcoll_put(t, ": ");
@@ -242,14 +243,36 @@ static void put_roll(struct dcoll_text *t, const struct dcoll_group *g,
             "blocking collective with a nonblocking one, so call it the same "
             "way on every rank");
     }
-    if (forms[DCOLL_FORM_PLAN] &&
-        (forms[DCOLL_FORM_BLOCKING] || forms[DCOLL_FORM_ASYNC])) {
+    bool planned = forms[DCOLL_FORM_PLAN] || forms[DCOLL_FORM_PLAN_ASYNC];
+    if (planned && (forms[DCOLL_FORM_BLOCKING] || forms[DCOLL_FORM_ASYNC])) {
+        struct form_pick f = {roll, DCOLL_FORM_BLOCKING};
+        dcoll_put(t, ", but in different forms: ");
+        bool first = true;
+        for (int k = DCOLL_FORM_BLOCKING; k < DCOLL_FORMS_; k++) {
+            if (!forms[k])
+                continue;
+            f.form = k;
+            dcoll_put(t, "%s", first ? "" : ", ");
+            dcoll_put_ranks(t, g, pick_form, &f);
+            dcoll_put(t, " %s",
+                      k == DCOLL_FORM_BLOCKING ? "called it blocking"
+                      : k == DCOLL_FORM_ASYNC  ? "called it async"
+                      : k == DCOLL_FORM_PLAN   ? "started a plan of it blocking"
+                                               : "started a plan of it async");
+            first = false;
+        }
+        dcoll_put(t, "; MPI never matches a persistent collective with "
+            "another form, so use the plan on every rank or on none");
+    } else if (forms[DCOLL_FORM_PLAN] && forms[DCOLL_FORM_PLAN_ASYNC]) {
         struct form_pick f = {roll, DCOLL_FORM_PLAN};
         dcoll_put(t, ", but in different forms: ");
         dcoll_put_ranks(t, g, pick_form, &f);
-        dcoll_put(t, " started a plan of it and the others called it "
-            "directly; MPI never matches a persistent collective with "
-            "another form, so use the plan on every rank or on none");
+        dcoll_put(t, " started the plan blocking and ");
+        f.form = DCOLL_FORM_PLAN_ASYNC;
+        dcoll_put_ranks(t, g, pick_form, &f);
+        dcoll_put(t, " with a work handle (async); the two forms may run "
+            "different MPI calls, which never match, so start it the same "
+            "way on every rank");
     }
 }
 

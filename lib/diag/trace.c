@@ -155,7 +155,8 @@ static const char *form_word(int form)
 {
     return form == DCOLL_FORM_ASYNC      ? "async"
            : form == DCOLL_FORM_BLOCKING ? "blocking"
-           : form == DCOLL_FORM_PLAN     ? "plan"
+           : form == DCOLL_FORM_PLAN ||
+                     form == DCOLL_FORM_PLAN_ASYNC ? "plan"
                                          : NULL;
 }
 

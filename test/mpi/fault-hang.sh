@@ -39,7 +39,7 @@ said=$(grep -c "dcoll\[0\]: MPI runs below MPI_THREAD_MULTIPLE" "$err")
 [ "$said" = 0 ] || bad "init said $said time(s) that MPI runs below MPI_THREAD_MULTIPLE"
 case $how in
     killed) alive=$last ;;   # ranks 0..last-1 survive
-    mixed|planmixed|wrongkind|p2p) alive=$np ;;
+    mixed|planmixed|planforms|wrongkind|p2p) alive=$np ;;
     *) alive=$last ;;
 esac
 # The report: from the lowest rank that found the hang (two that found it
@@ -80,8 +80,11 @@ while [ "$r" -lt "$alive" ]; do
             echo "$lines" | grep -q "called it blocking and .* async" ||
                 bad "rank $r's report does not name the forms" ;;
         planmixed)
-            echo "$lines" | grep -q "started a plan of it and the others called it directly" ||
+            echo "$lines" | grep -q "rank 1 (world 1) called it blocking, ranks 0,2 (world 0,2) started a plan of it blocking; MPI never matches" ||
                 bad "rank $r's report does not name the plan's start" ;;
+        planforms)
+            echo "$lines" | grep -q "ranks 0,2 (world 0,2) started the plan blocking and rank 1 (world 1) with a work handle (async)" ||
+                bad "rank $r's report does not name the two forms of the plan's starts" ;;
         wrongkind)
             echo "$lines" | grep -q "rank $last (world $last) is in barrier #[0-9]* instead" ||
                 bad "rank $r's report does not name rank $last's barrier" ;;

@@ -25,7 +25,7 @@
  * Those modes use groups whose timeouts return (on_timeout RETURN); the
  * default ends the job, which fault-hang.sh checks from outside:
  *   test_fault hang absent|busy|killed|mixed|nothreads|refused|plan|
- *                   planmixed|wrongkind|newgroup|split|p2p
+ *                   planmixed|planforms|wrongkind|newgroup|split|p2p
  *                            at default settings, a group with a 2-s
  *                            timeout and a blocking all_reduce that never
  *                            completes: the last rank sleeps outside
@@ -36,7 +36,9 @@
  *                            MPI_THREAD_MULTIPLE; in plan the others
  *                            start a plan of it (the last is absent), in
  *                            planmixed even ranks do and odd ranks call
- *                            it (run with DCOLL_PLAN_CALLS=persistent);
+ *                            it (run with DCOLL_PLAN_CALLS=persistent),
+ *                            in planforms even ranks start it blocking
+ *                            and odd ranks async;
  *                            in wrongkind the last rank calls a barrier
  *                            in its place; in newgroup and split the
  *                            others make a group (of the world, whose
@@ -617,11 +619,12 @@ static int hang(const char *how, const char *url)
     /* wrongkind: the last rank calls a barrier where the others
      * all_reduce, at the same call number. */
     bool wrongkind = !strcmp(how, "wrongkind");
+    bool planforms = !strcmp(how, "planforms");
     bool mixed = !strcmp(how, "mixed") || !strcmp(how, "planmixed") ||
-                 wrongkind;
+                 planforms || wrongkind;
     /* Plans are made by every rank there (it is collective). */
     dcoll_plan_t *plan = NULL;
-    if (!strcmp(how, "planmixed") || !strcmp(how, "plan"))
+    if (!strcmp(how, "planmixed") || !strcmp(how, "plan") || planforms)
         CHECK(dcoll_all_reduce_plan(g, x, x, BIG, DCOLL_INT32, DCOLL_SUM,
                                     NULL, &plan) == DCOLL_SUCCESS, "plan");
     if (last && !mixed && strcmp(how, "p2p")) {
@@ -645,6 +648,11 @@ static int hang(const char *how, const char *url)
         st = dcoll_split_group(&made, g, 0, r, NULL);
     } else if (plan && (!mixed || r % 2 == 0)) {
         st = dcoll_plan_start(plan, NULL);
+    } else if (planforms) {
+        dcoll_work_t *w = NULL;
+        st = dcoll_plan_start(plan, &w);
+        if (!st)
+            st = dcoll_work_wait(w);
     } else if (wrongkind && last) {
         st = dcoll_barrier(g, NULL, NULL);
     } else if (!strcmp(how, "mixed") && r % 2) {
