@@ -55,21 +55,27 @@ dcoll_status_t dcoll_deaths_tell(dcoll_store_t *s, int64_t *count, int rank,
  * (keeper.c, given at open). */
 static struct dcoll_deaths_at at;
 
-/* A connection of this process's own to the store of the notices. */
-static dcoll_status_t connect_store(dcoll_store_t **out)
+/* A connection of this process's own to the store of the notices at a. */
+static dcoll_status_t connect_at(const struct dcoll_deaths_at *a,
+                                 dcoll_store_t **out)
 {
     dcoll_store_params_t sp = DCOLL_STORE_PARAMS_INIT;
     sp.mask = DCOLL_STORE_PARAM_TIMEOUT;
     sp.timeout = STORE_WAIT;
-    if (at.token[0]) {
+    if (a->token[0]) {
         sp.mask |= DCOLL_STORE_PARAM_TOKEN;
-        sp.token = at.token;
+        sp.token = a->token;
     }
     dcoll_store_t *s = NULL;
-    dcoll_status_t st = dcoll_store_tcp_create(&s, at.addr, at.port, &sp);
-    if (!st && (st = dcoll_store_prefix_over(out, at.prefix, s)))
+    dcoll_status_t st = dcoll_store_tcp_create(&s, a->addr, a->port, &sp);
+    if (!st && (st = dcoll_store_prefix_over(out, a->prefix, s)))
         dcoll_store_destroy(&s);
     return st;
+}
+
+static dcoll_status_t connect_store(dcoll_store_t **out)
+{
+    return connect_at(&at, out);
 }
 
 /* The launcher's store, as dcollrun names it to its processes. */
@@ -96,6 +102,30 @@ bool dcoll_deaths_reported(void)
 {
     const char *by = getenv("DCOLL_DEATHS");
     return dcoll_continue_wanted() && by && !strcmp(by, "launcher");
+}
+
+int dcoll_deaths_before_init(char *text, size_t cap)
+{
+    struct dcoll_deaths_at a;
+    dcoll_store_t *s = NULL;
+    if (!dcoll_deaths_reported() || launcher_at(&a) || connect_at(&a, &s))
+        return -1;
+    int64_t count = 0;
+    char v[DCOLL_ERROR_MAX + 16];
+    size_t len = 0;
+    long r = -1;
+    if (!dcoll_store_add(s, COUNT_KEY, 0, &count) && count > 0 &&
+        !dcoll_store_get(s, "dcoll/dead/1", v, sizeof(v) - 1, &len)) {
+        v[len] = '\0';
+        char *end;
+        r = strtol(v, &end, 10);
+        if (end == v || r < 0)
+            r = -1;
+        else
+            snprintf(text, cap, "%s", *end == ' ' ? end + 1 : end);
+    }
+    dcoll_store_destroy(&s);
+    return (int)r;
 }
 
 dcoll_status_t dcoll_deaths_open(int world_size,

@@ -86,6 +86,48 @@ static void missing_list(const bool *came, int size, char *out, size_t cap)
     }
 }
 
+/* Rank r ended (how: its launcher's words) before the job's rendezvous
+ * at where was over. */
+static dcoll_status_t dead_before(const char *fn, const char *where, int r,
+                                  const char *how)
+{
+    return dcoll_error(DCOLL_ERR_RANK_DIED, "%s: rank %d %s, before the "
+                       "rendezvous at %s was over, so the job cannot start "
+                       "(on_failure continue goes on past a rank that dies "
+                       "after dcoll_init)", fn, r, how, where);
+}
+
+/* The server key rank 0 sets when every process has come (or why not),
+ * waited for a little past rank 0's own deadline, so that its verdict
+ * comes first; and in slices, so that a death the launcher tells ends
+ * the wait at once. */
+static dcoll_status_t wait_server(dcoll_store_t *store, double timeout,
+                                  const char *where, char *uri, size_t cap)
+{
+    static const char *const key[1] = {"dcoll/join/server"};
+    double end = dcoll_now() + timeout + 5;
+    bool told = dcoll_deaths_reported();
+    for (;;) {
+        double left = end - dcoll_now();
+        double slice = told && left > 0.5 ? 0.5 : left > 0.05 ? left : 0.05;
+        dcoll_status_t st = dcoll_store_wait(store, key, 1, slice);
+        if (!st)
+            return get_str(store, key[0], uri, cap);
+        if (st != DCOLL_ERR_TIMEOUT)
+            return st;
+        if (left <= slice)
+            return dcoll_error(DCOLL_ERR_TIMEOUT, "dcoll_init: rank 0 did "
+                               "not say within %g s whether every process "
+                               "came to the rendezvous at %s (it may have "
+                               "ended before: its launcher's or its own "
+                               "message says)", timeout + 5, where);
+        char how[DCOLL_ERROR_MAX];
+        int r = told ? dcoll_deaths_before_init(how, sizeof(how)) : -1;
+        if (r >= 0)
+            return dead_before("dcoll_init", where, r, how);
+    }
+}
+
 /* How often the waiting side says who has come: DCOLL_INIT_REPORT
  * seconds (10 by default; 0: never). */
 static double report_every(void)
@@ -110,6 +152,8 @@ dcoll_status_t dcoll_launch_wait_all(dcoll_store_t *store,
     came[0] = true;
     int have = 1;
     double start = dcoll_now(), every = report_every(), said = start;
+    double asked = start;
+    bool told = dcoll_deaths_reported();
     dcoll_status_t st = DCOLL_SUCCESS;
     while (have < size && !st) {
         for (int r = 1; r < size && !st; r++) {
@@ -126,6 +170,17 @@ dcoll_status_t dcoll_launch_wait_all(dcoll_store_t *store,
             }
         }
         double t = dcoll_now();
+        /* A process its launcher saw end (on_failure continue) never
+         * comes: said at once, not at the timeout. */
+        if (!st && told && t - asked >= 0.5) {
+            char how[DCOLL_ERROR_MAX];
+            int r = dcoll_deaths_before_init(how, sizeof(how));
+            asked = t;
+            if (r >= 0)
+                st = dead_before(w->fn, where, r, how);
+        }
+        if (st)
+            break;
         bool late = t - start > timeout;
         bool say = every > 0 && t - said >= every;
         char list[256];
@@ -197,8 +252,14 @@ dcoll_status_t dcoll_launch_join(const struct dcoll_comm_ops *svc,
             "rank(s)"};
         st = dcoll_launch_wait_all(store, &hosts_of, size, timeout, where);
         if (st) {
-            /* The others wait on the server key: they learn why. */
-            set_str(store, "dcoll/join/server", "!");
+            /* The others wait on the server key: they learn why (a
+             * death, in rank 0's words). */
+            char why[900] = "!";
+            const char *e = dcoll_last_error();
+            if (st == DCOLL_ERR_RANK_DIED)
+                snprintf(why, sizeof(why), "!%s",
+                         !strncmp(e, "dcoll_init: ", 12) ? e + 12 : e);
+            set_str(store, "dcoll/join/server", why);
             return st;
         }
         st = gather_hosts(store, size, host, &hosts);
@@ -224,13 +285,16 @@ dcoll_status_t dcoll_launch_join(const struct dcoll_comm_ops *svc,
         char key[64];
         snprintf(key, sizeof(key), "dcoll/join/host/%d", rank);
         if ((st = set_str(store, key, host)) ||
-            (st = get_str(store, "dcoll/join/server", uri, sizeof(uri))))
+            (st = wait_server(store, timeout, where, uri, sizeof(uri))))
             return st;
         if (!strcmp(uri, "!"))
             return dcoll_error(DCOLL_ERR_TIMEOUT, "dcoll_init: not every "
                                "process came to the rendezvous at %s in "
                                "time; rank 0's message names those that "
                                "did not", where);
+        if (uri[0] == '!')   /* rank 0's reason */
+            return dcoll_error(DCOLL_ERR_RANK_DIED, "dcoll_init: %s",
+                               uri + 1);
         if (uri[0] == '-')
             return dcoll_error(DCOLL_ERR_UNSUPPORTED, "dcoll_init: rank 0 "
                                "could not start the server that "

@@ -90,6 +90,10 @@ dcoll_status_t dcoll_deaths_tell(dcoll_store_t *s, int64_t *count, int rank,
                                  const char *text);
 /* Whether this process's launcher reports deaths. */
 bool dcoll_deaths_reported(void);
+/* During dcoll_init's rendezvous, before the world exists: the first
+ * death the launcher told, its rank (the launcher's words in text), or
+ * -1 (none, or no launcher reports deaths). One connection a call. */
+int dcoll_deaths_before_init(char *text, size_t cap);
 /* Where the notices are kept: a TCP store and the prefix they are under
  * there. */
 struct dcoll_deaths_at {

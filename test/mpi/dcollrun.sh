@@ -28,6 +28,25 @@ if [ -n "$left" ]; then
     fail=1
 fi
 
+# The same under --on-failure continue: the others cannot start without
+# it, and say so at once, naming it, not at the 100-s init timeout.
+t0=$(date +%s)
+out=$(JOIN_FAIL_RANK=1 "$here/nolauncher.sh" 120 "$run" -n 3 --timeout 100 \
+      --on-failure continue "$prog" child env 2>&1)
+t1=$(date +%s)
+echo "$out" | grep -q "rank 1 exited with code 5.* before the rendezvous" ||
+    { echo "FAIL: continue: no rank names process 1's end:"; echo "$out"; fail=1; }
+[ $((t1 - t0)) -lt 30 ] ||
+    { echo "FAIL: continue: the others took $((t1 - t0)) s"; fail=1; }
+echo "continue, a rank gone before dcoll_init: said in $((t1 - t0)) s"
+sleep 1
+left=$(left_pids "$prog")
+if [ -n "$left" ]; then
+    echo "FAIL: processes left:"
+    for p in $left; do ps -o pid=,stat=,args= -p "$p"; done
+    fail=1
+fi
+
 # Without stdin, stdout or stderr: dcollrun's (its ranks inherit them
 # closed) or the program's own, closed before dcoll_init. The store and
 # MPI must not take those numbers for their sockets (libuv aborts
