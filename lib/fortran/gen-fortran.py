@@ -284,7 +284,7 @@ def c_args(params, outs):
         elif k == 'buf':
             args.append(f'p_{n}')
         elif k == 'counts':
-            args.append(f'opt_loc({n})')
+            args.append(f'q_{n}' if p.packed else f'opt_loc({n})')
         elif k == 'length':
             args.append(f'int(size({p.length_of[0]}), c_int)')
         elif k == 'count':
@@ -317,6 +317,12 @@ def module_i8(name, params, proc):
     if bufs:
         out.append('        type(c_ptr) :: ' +
                    ', '.join(f'p_{p.name}' for p in bufs))
+    # An optional (contiguous) array absent is never passed on: gfortran
+    # reads its descriptor when it is (UBSan: a load of NULL).
+    packed = [p.name for p in params if p.kind == 'counts' and p.packed]
+    if packed:
+        out.append('        type(c_ptr) :: ' +
+                   ', '.join(f'q_{n}' for n in packed))
     out += [f'        integer(c_int) :: {n}_c' for n in ints]
     checks = []
     for p in params:
@@ -377,6 +383,9 @@ def module_i8(name, params, proc):
                 '            f_err_on = .true.',
                 '            st = DCOLL_ERR_INVALID_ARGUMENT',
                 '            return', '        end if']
+    for n in packed:
+        out += [f'        q_{n} = c_null_ptr',
+                f'        if (present({n})) q_{n} = opt_loc({n})']
     args = c_args(params, True)
     args_no = c_args(params, False)
     if opts_local:
