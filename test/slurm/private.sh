@@ -6,6 +6,9 @@
 #                                DIR, then exit 1
 #   slurm_munge DIR              start munged with a key and socket of its
 #                                own under DIR/munge (pid in DIR/munge/pid)
+#   slurm_free_port PORT         PORT, or the first after it, such that it
+#                                and the next one are in no TCP socket of
+#                                this network namespace
 #   slurm_conf_common DIR PORT   the slurm.conf lines both clusters share:
 #                                controller on PORT, slurmd on PORT + 1,
 #                                munge, PMIx, no cgroups, state and the
@@ -25,6 +28,19 @@ slurm_fail() {
     echo "slurm: $*"
     for f in "$d"/*.log; do echo "--- $f"; tail -20 "$f"; done
     exit 1
+}
+
+slurm_free_port() {
+    p=$1
+    # Every local port in use, from the kernel's tables (hex, column 2).
+    used=$(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
+           awk 'NR > 1 { split($2, a, ":"); print a[2] }' | sort -u)
+    while :; do
+        h=$(printf '%04X' "$p") h1=$(printf '%04X' $((p + 1)))
+        echo "$used" | grep -qx -e "$h" -e "$h1" || break
+        p=$((p + 2))
+    done
+    echo "$p"
 }
 
 slurm_munge() {

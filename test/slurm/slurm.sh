@@ -30,8 +30,10 @@ fail() { slurm_fail "$dir" "$@"; }
 slurm_munge "$dir" || fail "munged did not start"
 pids="$pids $(cat "$dir/munge/pid")"
 
-# Ports above the usual ones, picked per run so two runs do not collide.
-base=$((20000 + $$ % 20000))
+# Ports above the usual ones, picked per run so two runs do not collide,
+# and free: a controller that cannot bind dies, and each sinfo then
+# waits out its own timeout (the suite's 600 s went so once).
+base=$(slurm_free_port $((20000 + $$ % 20000)))
 cpus=8
 cat > "$dir/slurm.conf" <<CONF
 ClusterName=dcolltest
@@ -48,6 +50,8 @@ export SLURM_CONF="$dir/slurm.conf"
 slurmctld -f "$SLURM_CONF" -i || fail "slurmctld did not start"
 slurmd -f "$SLURM_CONF" -N localhost || fail "slurmd did not start"
 sleep 1
+kill -0 "$(cat "$dir/slurmctld.pid" 2>/dev/null)" 2>/dev/null ||
+    fail "slurmctld ended at its start (port $base)"
 pids="$pids $(cat "$dir/slurmctld.pid" 2>/dev/null) $(cat "$dir/slurmd.pid" 2>/dev/null)"
 ready=0
 for _ in $(seq 1 60); do
