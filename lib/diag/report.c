@@ -85,6 +85,21 @@ static bool pick_form(const void *arg, int r)
     return p->roll->state[r] == DCOLL_ROLL_SAME && p->roll->form[r] == p->form;
 }
 
+/* The ranks that called in form a, said_a, those in form b, said_b:
+ * two forms of one call that MPI never matches. */
+static void put_two_forms(struct dcoll_text *t, const struct dcoll_group *g,
+                          const struct dcoll_roll *roll, int a,
+                          const char *said_a, int b, const char *said_b)
+{
+    struct form_pick f = {roll, a};
+    dcoll_put(t, ", but in different forms: ");
+    dcoll_put_ranks(t, g, pick_form, &f);
+    dcoll_put(t, "%s", said_a);
+    f.form = b;
+    dcoll_put_ranks(t, g, pick_form, &f);
+    dcoll_put(t, "%s", said_b);
+}
+
 /* Ranks in a call of the same number but of another kind than kind (a
  * barrier where the others all_reduce: one skipped a call, or called
  * another in its place), or of it (or not known: an asker). */
@@ -232,47 +247,37 @@ static void put_roll(struct dcoll_text *t, const struct dcoll_group *g,
     k.other = false;
     dcoll_put_ranks(t, g, pick_kind, &k);
     dcoll_put(t, " arrived");
-    if (forms[DCOLL_FORM_BLOCKING] && forms[DCOLL_FORM_ASYNC]) {
-        struct form_pick f = {roll, DCOLL_FORM_BLOCKING};
-        dcoll_put(t, ", but in different forms: ");
-        dcoll_put_ranks(t, g, pick_form, &f);
-        dcoll_put(t, " called it blocking and ");
-        f.form = DCOLL_FORM_ASYNC;
-        dcoll_put_ranks(t, g, pick_form, &f);
-        dcoll_put(t, " async (with a work handle); MPI never matches a "
-            "blocking collective with a nonblocking one, so call it the same "
-            "way on every rank");
-    }
+    if (forms[DCOLL_FORM_BLOCKING] && forms[DCOLL_FORM_ASYNC])
+        put_two_forms(t, g, roll, DCOLL_FORM_BLOCKING, " called it blocking "
+            "and ", DCOLL_FORM_ASYNC, " async (with a work handle); MPI never "
+            "matches a blocking collective with a nonblocking one, so call it "
+            "the same way on every rank");
     bool planned = forms[DCOLL_FORM_PLAN] || forms[DCOLL_FORM_PLAN_ASYNC];
     if (planned && (forms[DCOLL_FORM_BLOCKING] || forms[DCOLL_FORM_ASYNC])) {
         struct form_pick f = {roll, DCOLL_FORM_BLOCKING};
         dcoll_put(t, ", but in different forms: ");
         bool first = true;
-        for (int k = DCOLL_FORM_BLOCKING; k < DCOLL_FORMS_; k++) {
-            if (!forms[k])
+        for (int form = DCOLL_FORM_BLOCKING; form < DCOLL_FORMS_; form++) {
+            if (!forms[form])
                 continue;
-            f.form = k;
+            f.form = form;
             dcoll_put(t, "%s", first ? "" : ", ");
             dcoll_put_ranks(t, g, pick_form, &f);
             dcoll_put(t, " %s",
-                      k == DCOLL_FORM_BLOCKING ? "called it blocking"
-                      : k == DCOLL_FORM_ASYNC  ? "called it async"
-                      : k == DCOLL_FORM_PLAN   ? "started a plan of it blocking"
-                                               : "started a plan of it async");
+                      form == DCOLL_FORM_BLOCKING ? "called it blocking"
+                      : form == DCOLL_FORM_ASYNC  ? "called it async"
+                      : form == DCOLL_FORM_PLAN
+                          ? "started a plan of it blocking"
+                          : "started a plan of it async");
             first = false;
         }
         dcoll_put(t, "; MPI never matches a persistent collective with "
             "another form, so use the plan on every rank or on none");
     } else if (forms[DCOLL_FORM_PLAN] && forms[DCOLL_FORM_PLAN_ASYNC]) {
-        struct form_pick f = {roll, DCOLL_FORM_PLAN};
-        dcoll_put(t, ", but in different forms: ");
-        dcoll_put_ranks(t, g, pick_form, &f);
-        dcoll_put(t, " started the plan blocking and ");
-        f.form = DCOLL_FORM_PLAN_ASYNC;
-        dcoll_put_ranks(t, g, pick_form, &f);
-        dcoll_put(t, " with a work handle (async); the two forms may run "
-            "different MPI calls, which never match, so start it the same "
-            "way on every rank");
+        put_two_forms(t, g, roll, DCOLL_FORM_PLAN, " started the plan "
+            "blocking and ", DCOLL_FORM_PLAN_ASYNC, " with a work handle "
+            "(async); the two forms may run different MPI calls, which never "
+            "match, so start it the same way on every rank");
     }
 }
 
