@@ -21,12 +21,7 @@ echo "$out"
 echo "$out" | grep -q "process 1 exited with code 5" ||
     { echo "FAIL: no report of process 1"; fail=1; }
 sleep 1
-left=$(left_pids "$prog")
-if [ -n "$left" ]; then
-    echo "FAIL: processes left:"
-    for p in $left; do ps -o pid=,stat=,args= -p "$p"; done
-    fail=1
-fi
+left_none "$prog" || fail=1
 
 # The same under --on-failure continue: the others cannot start without
 # it, and say so at once, naming it, not at the 100-s init timeout.
@@ -40,12 +35,7 @@ echo "$out" | grep -q "rank 1 exited with code 5.* before the rendezvous" ||
     { echo "FAIL: continue: the others took $((t1 - t0)) s"; fail=1; }
 echo "continue, a rank gone before dcoll_init: said in $((t1 - t0)) s"
 sleep 1
-left=$(left_pids "$prog")
-if [ -n "$left" ]; then
-    echo "FAIL: processes left:"
-    for p in $left; do ps -o pid=,stat=,args= -p "$p"; done
-    fail=1
-fi
+left_none "$prog" || fail=1
 
 # Without stdin, stdout or stderr: dcollrun's (its ranks inherit them
 # closed) or the program's own, closed before dcoll_init. The store and

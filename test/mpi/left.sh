@@ -5,7 +5,8 @@
 # the script starts after it (the mark rides in the environment, which
 # the launchers hand their ranks); left_pids PROGRAM lists the marked
 # processes of PROGRAM (a path; its command, /proc/PID/comm, is the
-# file's name cut to 15 characters) still running, zombies aside.
+# file's name cut to 15 characters) still running, zombies aside;
+# left_none PROGRAM fails (status 1) where any is, naming each.
 left_mark() {
     DCOLL_TEST_MARK="$$.$(date +%s%N)"
     export DCOLL_TEST_MARK
@@ -19,4 +20,11 @@ left_pids() {
         case $(cut -d' ' -f3 "$d/stat" 2>/dev/null) in Z|'') continue ;; esac
         echo "${d#/proc/}"
     done
+}
+left_none() {
+    left=$(left_pids "$1")
+    [ -z "$left" ] && return 0
+    echo "FAIL: processes left:"
+    for p in $left; do ps -o pid=,stat=,args= -p "$p"; done
+    return 1
 }

@@ -99,11 +99,6 @@ restart)
     [ "$got" = 3 ] || { echo "FAIL: $got ranks completed attempt 1"; fail=1; } ;;
 esac
 sleep 1
-left=$(left_pids "$prog")
-if [ -n "$left" ]; then
-    echo "FAIL: processes left:"
-    for p in $left; do ps -o pid=,stat=,args= -p "$p"; done
-    fail=1
-fi
+left_none "$prog" || fail=1
 echo "shrink $mode: exit $rc after ${took} s"
 exit $fail
