@@ -53,6 +53,9 @@ static void usage(FILE *f)
         "  -P        plans: a plan's start (with -a: + wait) against MPI's\n"
         "            blocking call (-a: nonblocking) and MPI's persistent\n"
         "            request (MPI_Start + MPI_Wait), made once per size\n"
+        "  -M        the memory's bound: every rank's memcpy of the size at\n"
+        "            once, timed in each round, with each side's busbw as a\n"
+        "            share of it\n"
         "  -c 0|1    check results (default 1)\n"
         "  -t N      tensors for the coalesced forms (default 1000)\n"
         "  -g LIST   run on a sub-group: comma list of world ranks\n"
@@ -112,7 +115,7 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
 {
     int c, v;
     const char *mem = "host";
-    while ((c = getopt(argc, argv, "b:e:f:n:w:R:d:p:r:aASPKOc:t:g:m:o:h")) != -1) {
+    while ((c = getopt(argc, argv, "b:e:f:n:w:R:d:p:r:aASPKMOc:t:g:m:o:h")) != -1) {
         switch (c) {
         case 'b': if (parse_size(optarg, &o->minbytes)) goto bad; break;
         case 'e': if (parse_size(optarg, &o->maxbytes)) goto bad; break;
@@ -137,6 +140,7 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
         case 'A': o->calibrate = true; break;
         case 'S': o->apart = true; break;
         case 'P': o->plan = true; break;
+        case 'M': o->bound = true; break;
         case 'c':
             if (parse_int(optarg, 0, &v) || v > 1) goto bad;
             o->check = v;
@@ -278,6 +282,24 @@ done:
         *p_us = t[2];
 }
 
+/* -M: iters copies of size bytes by every rank at once, after a
+ * barrier: the slowest rank's mean, in us. What a call on one node
+ * could reach at best: it reads and writes at least this much. */
+static double memcpy_us(struct perf_ctx *c, char *from, char *to,
+                        size_t size, int iters)
+{
+    MPI_Barrier(c->comm);
+    double t0 = now();
+    for (int i = 0; i < iters; i++) {
+        memcpy(to, from, size);
+        /* Kept: the copy is the measure, not dead code. */
+        __asm__ __volatile__("" : : "r"(to) : "memory");
+    }
+    double us = (now() - t0) * 1e6 / iters;
+    MPI_Allreduce(MPI_IN_PLACE, &us, 1, MPI_DOUBLE, MPI_MAX, c->comm);
+    return us;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -368,7 +390,16 @@ static void run_size(struct perf_ctx *c, const struct perf_coll *k,
     size_t size = setup(c, k, want, send, recv);
     int iters = iters_for(o, k, size);
     double t_d[64], t_r[64], t_s[64], q[64], add[64], t_p[64], qp[64],
-        qb[64];
+        qb[64], t_m[64];
+    char *mfrom = NULL, *mto = NULL;
+    if (o->bound && size) {
+        mfrom = malloc(size);
+        mto = malloc(size);
+        if (!mfrom || !mto)
+            die("memory for -M's copies of", k->name);
+        memset(mfrom, 1, size);
+        memset(mto, 2, size);
+    }
     /* -P: dcoll's side is the plan's start. */
     struct perf_coll kp;
     bool pers = false;
@@ -409,6 +440,14 @@ static void run_size(struct perf_ctx *c, const struct perf_coll *k,
         add[r] = t_d[r] - t_r[r];
         t_s[r] = k->separate ? round_us(c, k, k->separate, iters,
                                         "separate calls of") : 0;
+        t_m[r] = mfrom ? memcpy_us(c, mfrom, mto, size, iters) : 0;
+    }
+    free(mfrom);
+    free(mto);
+    row->mcpy_gbs = 0;
+    if (o->bound && size) {
+        double m = median(t_m, o->rounds);
+        row->mcpy_gbs = m > 0 ? size / m / 1e3 : 0;
     }
     double f = k->busfactor(c->size);
     row->coll = k->name;

@@ -31,6 +31,7 @@ struct perf_opts {
     bool ordered;           /* -O: stream-ordered calls + the stream's sync */
     bool plan;              /* -P: plans, against MPI's blocking and
                                persistent calls */
+    bool bound;             /* -M: the memcpy bound beside each size */
 };
 
 /* Everything one measurement needs. */
@@ -157,6 +158,8 @@ struct perf_row {
     double pers_us, pers_ratio;     /* -P: MPI's persistent call; 0: none */
     double best_ratio;              /* -P: the faster raw call / dcoll */
     int ntensors;
+    double mcpy_gbs;                /* -M: GB/s of memcpy, every rank at
+                                       once, of the size; 0: not taken */
 };
 
 /* report.c */

@@ -64,10 +64,17 @@ void perf_header(const struct perf_opts *o, const struct perf_coll *k, int n,
                "speedup");
         return;
     }
-    printf("# %10s %12s %8s %6s %5s %10s %8s %8s %7s %10s %8s %8s %7s %8s\n",
+    if (o->bound)
+        printf("# -M: memcpy = GB/s of every rank's memcpy of the size at "
+               "once, in the same rounds; share = busbw / memcpy, dcoll's "
+               "then raw's\n");
+    printf("# %10s %12s %8s %6s %5s %10s %8s %8s %7s %10s %8s %8s %7s %8s",
            "size(B)", "count", "type", "redop", "root", "time(us)", "algbw",
            "busbw", "#wrong", "raw(us)", "algbw", "busbw", "ratio",
            "+us");
+    if (o->bound)
+        printf(" %8s %7s %7s", "memcpy", "share", "r_share");
+    printf("\n");
 }
 
 static void wrong_text(char *buf, size_t len, long wrong)
@@ -117,11 +124,15 @@ void perf_print(const struct perf_row *r, bool coalesced, bool plan)
         return;
     }
     printf("  %10zu %12lld %8s %6s %5d %10s %8.3f %8.3f %7s %10s %8.3f "
-           "%8.3f %7.3f %8.3f\n",
+           "%8.3f %7.3f %8.3f",
            r->size, (long long)r->count, r->type, r->op, r->root,
            us_text(t1, sizeof(t1), r->us), r->algbw, r->busbw, w,
            us_text(t2, sizeof(t2), r->raw_us), r->raw_algbw, r->raw_busbw,
            r->ratio, r->added_us);
+    if (r->mcpy_gbs > 0)
+        printf(" %8.2f %6.1f%% %6.1f%%", r->mcpy_gbs,
+               100 * r->busbw / r->mcpy_gbs, 100 * r->raw_busbw / r->mcpy_gbs);
+    printf("\n");
 }
 
 static bool ends_with(const char *s, const char *suffix)
@@ -147,7 +158,8 @@ int perf_write(const char *path, const struct perf_row *rows, int nrows,
     if (!json)
         fprintf(f, "coll,ranks,size,count,type,op,root,time_us,algbw,busbw,"
                 "wrong,raw_time_us,raw_algbw,raw_busbw,ratio,ntensors,"
-                "separate_us,added_us,pers_time_us,pers_ratio,best_ratio\n");
+                "separate_us,added_us,pers_time_us,pers_ratio,best_ratio,"
+                "memcpy_gbs\n");
     else
         fprintf(f, "[\n");
     for (int i = 0; i < nrows; i++) {
@@ -161,20 +173,21 @@ int perf_write(const char *path, const struct perf_row *rows, int nrows,
                     "\"ratio\": %.6f, \"ntensors\": %d, "
                     "\"separate_us\": %.3f, \"added_us\": %.3f, "
                     "\"pers_time_us\": %.3f, \"pers_ratio\": %.6f, "
-                    "\"best_ratio\": %.6f}%s\n",
+                    "\"best_ratio\": %.6f, \"memcpy_gbs\": %.6f}%s\n",
                     r->coll, nranks, r->size, (long long)r->count, r->type,
                     r->op, r->root, r->us, r->algbw, r->busbw, r->wrong,
                     r->raw_us, r->raw_algbw, r->raw_busbw, r->ratio,
                     r->ntensors, r->sep_us, r->added_us, r->pers_us,
-                    r->pers_ratio, r->best_ratio, i + 1 < nrows ? "," : "");
+                    r->pers_ratio, r->best_ratio, r->mcpy_gbs,
+                    i + 1 < nrows ? "," : "");
         else
             fprintf(f, "%s,%d,%zu,%lld,%s,%s,%d,%.3f,%.6f,%.6f,%ld,%.3f,"
-                    "%.6f,%.6f,%.6f,%d,%.3f,%.3f,%.3f,%.6f,%.6f\n",
+                    "%.6f,%.6f,%.6f,%d,%.3f,%.3f,%.3f,%.6f,%.6f,%.6f\n",
                     r->coll, nranks, r->size, (long long)r->count, r->type,
                     r->op, r->root, r->us, r->algbw, r->busbw, r->wrong,
                     r->raw_us, r->raw_algbw, r->raw_busbw, r->ratio,
                     r->ntensors, r->sep_us, r->added_us, r->pers_us,
-                    r->pers_ratio, r->best_ratio);
+                    r->pers_ratio, r->best_ratio, r->mcpy_gbs);
     }
     if (json)
         fprintf(f, "]\n");

@@ -184,8 +184,11 @@ static __attribute__((noinline)) int tuned(const struct dcoll_group *g,
     if (!row->tuned || (row->tuned_not_in_place && c->in_place) ||
         c->count > INT_MAX)
         return -1;
-    enum dcoll_way way = dcoll_mpi_tuned(g, c);
-    if (way == DCOLL_WAY_MPI)
+    bool found;
+    enum dcoll_way way = dcoll_mpi_tuned(g, c, &found);
+    /* shm: the shared segment's, which dcoll_mpi_coll asked first; on a
+     * group it cannot run on, MPI's own call. */
+    if (way == DCOLL_WAY_MPI || way == DCOLL_WAY_SHM)
         return -1;
     *call = dcoll_way_names[way];
     struct dcoll_mpi_args a = {
@@ -243,6 +246,31 @@ static dcoll_status_t post_work(struct dcoll_group *g,
     return DCOLL_SUCCESS;
 }
 
+static inline __attribute__((always_inline)) dcoll_status_t
+blocking(struct dcoll_group *g, const struct dcoll_coll *c,
+         const struct dcoll_mpi_row *row, struct dcoll_outcome *out);
+
+/* A blocking call of a kind the shared segment runs, on a group that
+ * may be of one node (shm.c): its way, or MPI's; timed where it is part
+ * of a trial. */
+static __attribute__((noinline)) dcoll_status_t
+shm_or_mpi(struct dcoll_group *g, const struct dcoll_coll *c,
+           const struct dcoll_mpi_row *row, struct dcoll_outcome *out)
+{
+    struct dcoll_mpi_shm_trial *t;
+    int way = dcoll_mpi_shm_pick(g, c, &t);
+    double t0 = t ? dcoll_now() : 0;
+    dcoll_status_t st = DCOLL_DECLINED;
+    if (way) {
+        st = dcoll_mpi_shm_run(g, c, out);
+        if (way == 2 && st != DCOLL_DECLINED)
+            out->way = dcoll_way_names[DCOLL_WAY_SHM];
+    }
+    if (st == DCOLL_DECLINED)
+        st = blocking(g, c, row, out);
+    return t ? dcoll_mpi_shm_timed(g, c, out, t, t0, st) : st;
+}
+
 dcoll_status_t dcoll_mpi_coll(struct dcoll_group *g,
                               const struct dcoll_coll *c,
                               struct dcoll_work **work,
@@ -255,6 +283,18 @@ dcoll_status_t dcoll_mpi_coll(struct dcoll_group *g,
         return DCOLL_DECLINED;
     if (work)
         return post_work(g, c, row, work);
+    if (((DCOLL_MPI_SHM_KINDS >> c->kind) & 1) &&
+        dcoll_mpi_of(g)->shm_on >= 0)
+        return shm_or_mpi(g, c, row, out);
+    return blocking(g, c, row, out);
+}
+
+/* A blocking call by MPI's calls: polled in return mode, a tuning
+ * table's way, MPI's direct call, or the row's general post. */
+static inline __attribute__((always_inline)) dcoll_status_t
+blocking(struct dcoll_group *g, const struct dcoll_coll *c,
+         const struct dcoll_mpi_row *row, struct dcoll_outcome *out)
+{
     if (g->timeout > 0 && g->recoverable)
         return run_watched(g, c, out);
     const char *call = "MPI";
@@ -316,8 +356,9 @@ static void mpi_group_free(struct dcoll_group *g)
 static bool mpi_status(const char **text)
 {
     static char why[2400];
-    snprintf(why, sizeof(why), "MPI: host buffers; plans start %s; %s",
-             dcoll_mpi_plan_rule(), dcoll_mpi_tuning_text());
+    snprintf(why, sizeof(why), "MPI: host buffers; plans start %s; %s; "
+             "%s", dcoll_mpi_plan_rule(), dcoll_mpi_tuning_text(),
+             dcoll_mpi_shm_rule());
     *text = why;
     return true;
 }

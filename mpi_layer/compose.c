@@ -20,6 +20,7 @@ const char *const dcoll_way_names[DCOLL_WAY_COUNT] = {
     [DCOLL_WAY_SCATTER_AG] = "scatter+all_gather",
     [DCOLL_WAY_RS_GATHER] = "reduce_scatter+gather",
     [DCOLL_WAY_GATHER_BCAST] = "gather+broadcast",
+    [DCOLL_WAY_SHM] = "shm",
 };
 
 #ifdef MPICH
@@ -46,15 +47,17 @@ int dcoll_mpi_reduce(const void *in, void *out, int n, MPI_Datatype t,
 #endif
 
 const struct dcoll_way_kind dcoll_way_kinds[DCOLL_WAY_KINDS] = {
-    {"all_reduce", DCOLL_COLL_ALL_REDUCE, 3,
-     {DCOLL_WAY_MPI, DCOLL_WAY_REDUCE_BCAST, DCOLL_WAY_RS_AG}},
-    {"reduce_scatter", DCOLL_COLL_REDUCE_SCATTER, 3,
-     {DCOLL_WAY_MPI, DCOLL_WAY_REDUCE_SCATTER, DCOLL_WAY_ALLREDUCE_COPY}},
-    {"broadcast", DCOLL_COLL_BROADCAST, 2,
-     {DCOLL_WAY_MPI, DCOLL_WAY_SCATTER_AG}},
-    {"reduce", DCOLL_COLL_REDUCE, 2, {DCOLL_WAY_MPI, DCOLL_WAY_RS_GATHER}},
-    {"all_gather", DCOLL_COLL_ALL_GATHER, 2,
-     {DCOLL_WAY_MPI, DCOLL_WAY_GATHER_BCAST}},
+    {"all_reduce", DCOLL_COLL_ALL_REDUCE, 4,
+     {DCOLL_WAY_MPI, DCOLL_WAY_REDUCE_BCAST, DCOLL_WAY_RS_AG, DCOLL_WAY_SHM}},
+    {"reduce_scatter", DCOLL_COLL_REDUCE_SCATTER, 4,
+     {DCOLL_WAY_MPI, DCOLL_WAY_REDUCE_SCATTER, DCOLL_WAY_ALLREDUCE_COPY,
+      DCOLL_WAY_SHM}},
+    {"broadcast", DCOLL_COLL_BROADCAST, 3,
+     {DCOLL_WAY_MPI, DCOLL_WAY_SCATTER_AG, DCOLL_WAY_SHM}},
+    {"reduce", DCOLL_COLL_REDUCE, 3,
+     {DCOLL_WAY_MPI, DCOLL_WAY_RS_GATHER, DCOLL_WAY_SHM}},
+    {"all_gather", DCOLL_COLL_ALL_GATHER, 3,
+     {DCOLL_WAY_MPI, DCOLL_WAY_GATHER_BCAST, DCOLL_WAY_SHM}},
 };
 
 /* n elements over size ranks, as even as they go: rank r's count at

@@ -65,6 +65,8 @@ dcoll_status_t dcoll_mpi_split(struct dcoll_group *parent, int color,
 /* The communicator of parent's ranks keep (nkeep, ascending), made among
  * them alone (dcoll_group_shrink); its tag on the control twin. */
 #define DCOLL_MPI_SHRINK_TAG 77
+/* shm.c's messages while a group's segment is made, on the same twin. */
+#define DCOLL_MPI_SHM_TAG 78
 dcoll_status_t dcoll_mpi_create(struct dcoll_group *parent, const int *keep,
                                 int nkeep, void **comm);
 void dcoll_mpi_comm_free(void *comm);
@@ -109,6 +111,13 @@ struct dcoll_mpi_comm {
                        known */
     uint32_t tuned_kinds;  /* tuning.c: the kinds the table has rows for
                               at this group's size (bit 31: found) */
+    signed char shm_on;    /* shm.c: 0 not yet asked; 1 a group of one
+                              node, 2 one with more ranks than cores,
+                              3 several nodes sharing some (the
+                              node-aware way), -1 none (or no segment) */
+    struct dcoll_mpi_shm *shm;          /* its segment, made on first use */
+    struct dcoll_mpi_nodes *nodes;      /* across nodes: each node's */
+    struct dcoll_mpi_shm_trial *trial;  /* its trials, by kind and size */
 };
 
 /* The MPI transport's record of a group (g->tl[DCOLL_TL_MPI]). */
@@ -144,6 +153,14 @@ struct dcoll_watch {
 dcoll_status_t dcoll_mpi_poll(struct dcoll_group *g,
                               const struct dcoll_watch *wt, int n,
                               MPI_Request *reqs, MPI_Status *status);
+/* One look of a wait that is not MPI's (shm.c's flags), as
+ * dcoll_mpi_poll takes every 64 tests: past wt's deadline the timeout
+ * and its roll call, a member's death, and, once the wait has been
+ * quiet a while, the others' asks served. *quiet: 0 at the wait's
+ * start. */
+dcoll_status_t dcoll_mpi_wait_look(struct dcoll_group *g,
+                                   const struct dcoll_watch *wt,
+                                   double *quiet);
 /* small.c: whether c is a small all_reduce, reduce, broadcast or barrier
  * that dcoll_mpi_small runs over point-to-point messages, under wt. */
 bool dcoll_mpi_small_fits(const struct dcoll_group *g,
@@ -271,6 +288,8 @@ enum dcoll_way {
     DCOLL_WAY_RS_GATHER,        /* reduce: MPI_Reduce_scatter, MPI_Gatherv
                                    to the root */
     DCOLL_WAY_GATHER_BCAST,     /* all_gather: MPI_Gather to 0, MPI_Bcast */
+    DCOLL_WAY_SHM,              /* any of them: the shared segment (shm.c),
+                                   on a group of one node */
     DCOLL_WAY_COUNT
 };
 extern const char *const dcoll_way_names[DCOLL_WAY_COUNT];
@@ -312,7 +331,7 @@ struct dcoll_way_kind {
     const char *name;
     enum dcoll_coll_kind kind;
     int nways;
-    enum dcoll_way ways[3];
+    enum dcoll_way ways[4];
 };
 #define DCOLL_WAY_KINDS 5
 extern const struct dcoll_way_kind dcoll_way_kinds[DCOLL_WAY_KINDS];
@@ -326,7 +345,48 @@ dcoll_status_t dcoll_mpi_tuning_load(struct dcoll_group *world, bool given,
                                      const char *file);
 void dcoll_mpi_tuning_free(void);
 enum dcoll_way dcoll_mpi_tuned(const struct dcoll_group *g,
-                               const struct dcoll_coll *c);
+                               const struct dcoll_coll *c, bool *found);
+
+/* shm.c: the shared-memory way for a group on one node. DCOLL_SHM:
+ * auto (a table's row, else the measured rules), never, always, trial
+ * (a table's row, else a trial per kind and size);
+ * read at dcoll_init, alike on every rank (collective over the world). */
+enum { DCOLL_SHM_AUTO, DCOLL_SHM_NEVER, DCOLL_SHM_ALWAYS, DCOLL_SHM_TRIAL };
+extern int dcoll_mpi_shm_mode;
+dcoll_status_t dcoll_mpi_shm_setup(struct dcoll_group *world);
+/* The kinds it runs. */
+#define DCOLL_MPI_SHM_KINDS                                                 \
+    ((1u << DCOLL_COLL_ALL_REDUCE) | (1u << DCOLL_COLL_REDUCE) |            \
+     (1u << DCOLL_COLL_BROADCAST) | (1u << DCOLL_COLL_ALL_GATHER) |         \
+     (1u << DCOLL_COLL_REDUCE_SCATTER) | (1u << DCOLL_COLL_BARRIER))
+struct dcoll_mpi_shm_trial;
+/* Whether blocking call c of g (a kind it runs) takes it: 0 MPI's own
+ * call, 1 yes, 2 yes by a tuning table's row; alike on every rank, and
+ * this rank's look alone (no call).
+ * *timed: the trial this call is part of, for dcoll_mpi_shm_timed, or
+ * NULL. */
+int dcoll_mpi_shm_pick(struct dcoll_group *g, const struct dcoll_coll *c,
+                       struct dcoll_mpi_shm_trial **timed);
+/* Whether g's blocking calls like c (a plan's) take the segment, or a
+ * trial that may pick it (this rank's own look: the host names and the
+ * rules, alike on every rank). */
+bool dcoll_mpi_shm_takes(struct dcoll_group *g, const struct dcoll_coll *c);
+/* Run c through g's segment, made on first use (collective); DECLINED
+ * where not every rank could make it, on every rank alike. */
+dcoll_status_t dcoll_mpi_shm_run(struct dcoll_group *g,
+                                 const struct dcoll_coll *c,
+                                 struct dcoll_outcome *out);
+/* A trial's call ended with st, begun at t0: counted, and at the last
+ * one the ranks settle on the faster way. */
+dcoll_status_t dcoll_mpi_shm_timed(struct dcoll_group *g,
+                                   const struct dcoll_coll *c,
+                                   struct dcoll_outcome *out,
+                                   struct dcoll_mpi_shm_trial *t, double t0,
+                                   dcoll_status_t st);
+struct dcoll_mpi_comm;
+void dcoll_mpi_shm_free(struct dcoll_mpi_comm *mc);
+/* What the MPI transport's status says of it. */
+const char *dcoll_mpi_shm_rule(void);
 
 /* vector.c: post a vector kind's MPI call (rq NULL: blocking). *keep
  * holds the int counts MPI reads until the call completes: free it then

@@ -206,6 +206,11 @@ dcoll_status_t dcoll_mpi_plan_make(struct dcoll_group *g,
     /* The general path returns at once, as MPI's blocking calls do. */
     if (dcoll_mpi_moves_nothing(c))
         return DCOLL_SUCCESS;
+    /* A group's shared segment takes its blocking starts (shm.c): each
+     * start is then a call of the transport's, as a blocking call is,
+     * and an async one MPI's nonblocking call. */
+    if (dcoll_mpi_shm_takes(g, c))
+        return DCOLL_SUCCESS;
     struct mpi_plan *p = calloc(1, sizeof(*p));
     if (!p)
         return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for a plan",

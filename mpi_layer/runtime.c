@@ -51,6 +51,10 @@ static dcoll_status_t comm_wrap(MPI_Comm comm, void **out)
     c->scratch = NULL;
     c->ppn = 0;
     c->tuned_kinds = 0;
+    c->shm_on = 0;
+    c->shm = NULL;
+    c->trial = NULL;
+    c->nodes = NULL;
     *out = c;
     return DCOLL_SUCCESS;
 }
@@ -60,6 +64,7 @@ void dcoll_mpi_comm_free(void *comm)
     struct dcoll_mpi_comm *c = comm;
     if (!c)
         return;
+    dcoll_mpi_shm_free(c);
     MPI_Comm_free(&c->ctl);
     MPI_Comm_free(&c->comm);
     free(c->scratch);

@@ -245,6 +245,9 @@ dcoll_status_t dcoll_mpi_tuning_load(struct dcoll_group *world, bool given,
      * it reads the file, and its name, the size (-1 and why: unreadable;
      * -3: no table) and the bytes go to all, so that ranks whose
      * environments differ still agree. */
+    dcoll_status_t st = dcoll_mpi_shm_setup(world);
+    if (st)
+        return st;
     char file[256] = "";
     const char *env = given ? name : getenv("DCOLL_TUNING");
     if (world->rank == 0 && env)
@@ -291,7 +294,7 @@ dcoll_status_t dcoll_mpi_tuning_load(struct dcoll_group *world, bool given,
     text[len] = '\0';
     char made[256], here[256];
     struct dcoll_mpi_tuning *t;
-    dcoll_status_t st = parse(shown, text, &t, made, sizeof(made));
+    st = parse(shown, text, &t, made, sizeof(made));
     free(text);
     if (st)
         return st;
@@ -404,9 +407,10 @@ static int ranks_per_node(const struct dcoll_group *g)
 }
 
 enum dcoll_way dcoll_mpi_tuned(const struct dcoll_group *g,
-                               const struct dcoll_coll *c)
+                               const struct dcoll_coll *c, bool *found)
 {
     const struct dcoll_mpi_tuning *t = dcoll_mpi_tuning;
+    *found = false;
     /* The kinds with rows for this group's size, found once: a kind or
      * a group the table does not name costs a test, not the rows. */
     struct dcoll_mpi_comm *mc = dcoll_mpi_of(g);
@@ -428,8 +432,10 @@ enum dcoll_way dcoll_mpi_tuned(const struct dcoll_group *g,
             continue;
         if (!ppn)
             ppn = ranks_per_node(g);
-        if (r->ppn == ppn)
+        if (r->ppn == ppn) {
+            *found = true;
             return r->way;
+        }
     }
     return DCOLL_WAY_MPI;
 }

@@ -636,19 +636,27 @@ dcoll_status_t dcoll_mpi_poll(struct dcoll_group *g,
         if (flag)
             return DCOLL_SUCCESS;
         /* The clock only now and then: most calls end in a few tests. */
-        if (spin % 64 != 63)
-            continue;
-        double now = dcoll_now();
-        if (now >= wt->deadline)
-            return dcoll_mpi_timed_out(g, wt);
         dcoll_status_t st;
-        if (dcoll_death_of && (st = dcoll_mpi_died(g, wt)))
+        if (spin % 64 == 63 && (st = dcoll_mpi_wait_look(g, wt, &quiet)))
             return st;
-        if (!quiet)
-            quiet = now + QUIET;
-        else if (now >= quiet)
-            serve_asks(g, NULL, 0, NULL);
     }
+}
+
+dcoll_status_t dcoll_mpi_wait_look(struct dcoll_group *g,
+                                   const struct dcoll_watch *wt,
+                                   double *quiet)
+{
+    double now = dcoll_now();
+    if (now >= wt->deadline)
+        return dcoll_mpi_timed_out(g, wt);
+    dcoll_status_t st;
+    if (dcoll_death_of && (st = dcoll_mpi_died(g, wt)))
+        return st;
+    if (!*quiet)
+        *quiet = now + QUIET;
+    else if (now >= *quiet)
+        serve_asks(g, NULL, 0, NULL);
+    return DCOLL_SUCCESS;
 }
 
 /* The deadline a call's own poll keeps: in return mode only. In abort

@@ -129,6 +129,21 @@ static inline long nt_differs(const void *a, const void *b, int64_t n,
             nt_pair_get(b, dt, (int)k, &bv, &bi);
             if (av != bv || ai != bi)
                 return (long)k;
+        } else if (nt_is_complex(dt)) {
+            /* By value: a product's zero takes its sign from the order
+             * the factors are taken in (1*0 - (-1)*(-0) is +0, the other
+             * way -0), which differs between MPI's order and the shared
+             * segment's (mpi_layer/shm.c); every other bit must match. */
+            for (int p = 0; p < 2; p++) {
+                double x = dt == DCOLL_COMPLEX64
+                               ? ((const float *)a)[2 * k + p]
+                               : ((const double *)a)[2 * k + p];
+                double y = dt == DCOLL_COMPLEX64
+                               ? ((const float *)b)[2 * k + p]
+                               : ((const double *)b)[2 * k + p];
+                if (x != y)
+                    return (long)k;
+            }
         } else if (memcmp((const char *)a + k * esz,
                           (const char *)b + k * esz, esz)) {
             return (long)k;

@@ -71,6 +71,8 @@ dcoll_status_t dcoll_error(dcoll_status_t st, const char *fmt, ...)
 void dcoll_hosts_set(char (*names)[DCOLL_HOST_LEN], int n);
 /* NULL where the rank's host is not known. */
 const char *dcoll_host_of(int world_rank);
+/* How many world ranks share world_rank's host (0: not known). */
+int dcoll_hosts_sharing(int world_rank);
 /* This host's name into out (cap bytes, ended by a zero); "unknown" where
  * the system will not say. */
 void dcoll_host_name(char *out, size_t cap);

@@ -3,6 +3,7 @@
  * the names) and empties it at dcoll_finalize. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "base.h"
 
@@ -21,6 +22,15 @@ const char *dcoll_host_of(int world_rank)
     if (world_rank < 0 || world_rank >= nhosts)
         return NULL;
     return hosts[world_rank];
+}
+
+int dcoll_hosts_sharing(int world_rank)
+{
+    const char *mine = dcoll_host_of(world_rank);
+    int n = 0;
+    for (int i = 0; mine && i < nhosts; i++)
+        n += !strcmp(hosts[i], mine);
+    return n;
 }
 
 void dcoll_host_name(char *out, size_t cap)

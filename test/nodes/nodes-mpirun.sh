@@ -5,10 +5,12 @@
 # Fortran examples run, test_nodes checks the world and each node's local
 # ranks, dcoll-info reports each rank's own host, and nothing is left
 # running on any node.
-#   nodes-mpirun.sh HEAT GRID_F TEST_NODES DCOLL_INFO
+#   nodes-mpirun.sh HEAT GRID_F TEST_NODES DCOLL_INFO TEST_SHM
+# test_shm nodes runs the node-aware way (each node's shared segment,
+# MPI among the nodes' first ranks) on the world and a group of 3.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-heat=$1 grid_f=$2 prog=$3 info=$4
+heat=$1 grid_f=$2 prog=$3 info=$4 shm=$5
 . "$here/nodes.sh"
 tmp=$NODES_TMP
 nodes_mpirun_env "$tmp/hosts" "$here/agent.sh"
@@ -35,6 +37,8 @@ for r in 0 1 2 3; do
 done
 job "$heat"
 grep -q "OK" "$tmp/out" || bad "heat did not say OK"
+job "$shm" nodes
+grep -q "shm nodes: ok" "$tmp/out" || bad "test_shm nodes did not say ok"
 # "-": this build has no Fortran, or no hwloc (so no dcoll-info).
 if [ "$grid_f" != - ]; then
     job "$grid_f"

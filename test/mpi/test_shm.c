@@ -1,0 +1,608 @@
+/* The shared segment's way (mpi_layer/shm.c): all_reduce, reduce,
+ * broadcast, all_gather, reduce_scatter and barrier on every numeric
+ * type and op, odd counts and counts past a chunk, in place, roots off
+ * 0, against the values MPI's rules give (inputs whose reductions are
+ * exact); inputs that round give the same bits on every rank and on a
+ * second call; with DCOLL_SHM=trial the trial settles alike on every
+ * rank. Run under mpirun
+ * with --sizes (test/sizes.h) and DCOLL_SHM=always (with a small
+ * DCOLL_SHM_SEGMENT, every call goes in many chunks), auto (the rules)
+ * or trial.
+ *
+ * Other modes, the world alone:
+ *   settings  bad DCOLL_SHM and DCOLL_SHM_SEGMENT values, and ranks that
+ *             disagree, refused by dcoll_init on every rank
+ *   absent    the last rank skips a call in return mode: the others'
+ *             waits on the segment end at the deadline with a timeout
+ *   groups    10,000 groups made, used and destroyed: no segment left
+ *             mapped or named in /dev/shm
+ *   nodes     a job over two hosts (test/nodes): the node-aware way's
+ *             all_reduce, broadcast and barrier, on the world and on a
+ *             group of 3 */
+#include <dirent.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <unistd.h>
+#include "testutil.h"
+#include "sizes.h"
+
+int t_rank, t_failures;
+static int mpi_allreduces;
+
+int MPI_Allreduce(const void *s, void *r, int c, MPI_Datatype t, MPI_Op o,
+                  MPI_Comm m)
+{
+    mpi_allreduces++;
+    return PMPI_Allreduce(s, r, c, t, o, m);
+}
+
+static int mpi_iallreduces;
+int MPI_Iallreduce(const void *s, void *r, int c, MPI_Datatype t, MPI_Op o,
+                   MPI_Comm m, MPI_Request *rq)
+{
+    mpi_iallreduces++;
+    return PMPI_Iallreduce(s, r, c, t, o, m, rq);
+}
+
+/* Rank r's element i: small values whose every reduction is exact in
+ * every numeric type (products of at most four 1s and 2s). */
+static double val(dcoll_op_t op, int r, int64_t i)
+{
+    if (op == DCOLL_PRODUCT)
+        return 1 + (double)((r + i) % 2);
+    return (double)((r * 3 + i) % 4);
+}
+
+static double want(dcoll_dtype_t dt, dcoll_op_t op, int64_t i)
+{
+    double acc = val(op, t_w.r[0], i);
+    for (int k = 1; k < t_w.n; k++)
+        acc = t_combine(op, acc, val(op, t_w.r[k], i));
+    return t_average(op, acc, t_w.n, t_is_float(dt));
+}
+
+static void fill(void *b, dcoll_dtype_t dt, dcoll_op_t op, int r,
+                 int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        t_set(b, dt, (size_t)i, val(op, r, i));
+}
+
+/* The first element of got[0..n) that is not w(i), or -1. */
+static int64_t wrong(const void *got, dcoll_dtype_t dt, int64_t n,
+                     double (*w)(dcoll_dtype_t, dcoll_op_t, int64_t),
+                     dcoll_op_t op)
+{
+    /* The value wanted as the type holds it (AVG's quotient rounds). */
+    char as[16];
+    for (int64_t i = 0; i < n; i++) {
+        t_set(as, dt, 0, w(dt, op, i));
+        if (t_get(got, dt, (size_t)i) != t_get(as, dt, 0))
+            return i;
+    }
+    return -1;
+}
+
+static int64_t block_of;   /* all_gather: the rank whose block is read */
+static double gathered(dcoll_dtype_t dt, dcoll_op_t op, int64_t i)
+{
+    (void)dt;
+    return val(op, t_w.r[block_of], i);
+}
+
+static void reductions(dcoll_dtype_t dt, dcoll_op_t op, int64_t n)
+{
+    int k = t_w.n, me = t_w.me;
+    size_t esz = t_size(dt);
+    const char *tn = t_dtype_names[dt], *on = t_op_names[op];
+    char *in = calloc((size_t)(n * k), esz), *out = calloc((size_t)(n * k),
+                                                           esz);
+    int64_t at;
+    for (int ip = 0; ip < 2; ip++) {
+        /* all_reduce */
+        fill(in, dt, op, t_rank, n);
+        if (ip)
+            memcpy(out, in, (size_t)n * esz);
+        CHECK_OK(dcoll_all_reduce(T_WORLD, ip ? out : in, out, n, dt, op,
+                                  NULL, NULL));
+        at = wrong(out, dt, n, want, op);
+        CHECK(at < 0, "all_reduce %s %s count %lld%s: [%lld] = %g, want %g",
+              tn, on, (long long)n, ip ? " in place" : "", (long long)at,
+              at < 0 ? 0 : t_get(out, dt, (size_t)at),
+              at < 0 ? 0 : want(dt, op, at));
+        /* reduce to the last rank */
+        int root = t_w.r[k - 1];
+        fill(in, dt, op, t_rank, n);
+        memset(out, 0x5a, (size_t)n * esz);
+        if (ip && me == k - 1)
+            memcpy(out, in, (size_t)n * esz);
+        CHECK_OK(dcoll_reduce(T_WORLD, ip && me == k - 1 ? out : in, out,
+                              n, dt, op, root, NULL, NULL));
+        if (me == k - 1) {
+            at = wrong(out, dt, n, want, op);
+            CHECK(at < 0, "reduce %s %s count %lld root %d%s: [%lld]", tn,
+                  on, (long long)n, root, ip ? " in place" : "",
+                  (long long)at);
+        }
+        /* reduce_scatter: block j of every rank's input reduced on rank
+         * j; in place, the input is in recvbuf's place at the front. */
+        for (int j = 0; j < k; j++)
+            for (int64_t i = 0; i < n; i++)
+                t_set(in, dt, (size_t)(j * n + i),
+                      val(op, t_rank, i));
+        char *res = ip ? in : out;
+        CHECK_OK(dcoll_reduce_scatter(T_WORLD, in, res, n, dt, op, NULL,
+                                      NULL));
+        at = wrong(res, dt, n, want, op);
+        CHECK(at < 0, "reduce_scatter %s %s count %lld%s: [%lld]", tn, on,
+              (long long)n, ip ? " in place" : "", (long long)at);
+    }
+    free(in);
+    free(out);
+}
+
+static void moves(dcoll_dtype_t dt, int64_t n)
+{
+    int k = t_w.n, me = t_w.me;
+    size_t esz = t_size(dt);
+    const char *tn = t_dtype_names[dt];
+    char *in = calloc((size_t)(n * k), esz), *out = calloc((size_t)(n * k),
+                                                           esz);
+    for (int ri = 0; ri < 2; ri++) {
+        int root = ri ? k - 1 : 0;
+        block_of = root;
+        if (me == root)
+            fill(out, dt, DCOLL_SUM, t_rank, n);
+        else
+            memset(out, 0x77, (size_t)n * esz);
+        CHECK_OK(dcoll_broadcast(T_WORLD, out, n, dt, t_w.r[root], NULL,
+                                 NULL));
+        int64_t at = wrong(out, dt, n, gathered, DCOLL_SUM);
+        CHECK(at < 0, "broadcast %s count %lld root %d: [%lld]", tn,
+              (long long)n, t_w.r[root], (long long)at);
+    }
+    for (int ip = 0; ip < 2; ip++) {
+        memset(out, 0x33, (size_t)(n * k) * esz);
+        fill(ip ? out + (size_t)(me * n) * esz : in, dt, DCOLL_SUM, t_rank,
+             n);
+        CHECK_OK(dcoll_all_gather(T_WORLD,
+                                  ip ? out + (size_t)(me * n) * esz : in,
+                                  out, n, dt, NULL, NULL));
+        for (int r = 0; r < k; r++) {
+            block_of = r;
+            int64_t at = wrong(out + (size_t)(r * n) * esz, dt, n,
+                               gathered, DCOLL_SUM);
+            CHECK(at < 0, "all_gather %s count %lld%s: block %d [%lld]", tn,
+                  (long long)n, ip ? " in place" : "", r, (long long)at);
+        }
+    }
+    free(in);
+    free(out);
+}
+
+/* Inputs that round: the same bits on every rank, and again. */
+static void rounding(int64_t n)
+{
+    float *in = malloc(sizeof(float) * (size_t)n);
+    float *a = malloc(sizeof(float) * (size_t)n);
+    float *b = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++)
+        in[i] = 1.0f / (float)(t_rank + 3 + (int)(i % 7));
+    CHECK_OK(dcoll_all_reduce(T_WORLD, in, a, n, DCOLL_FLOAT32, DCOLL_SUM,
+                              NULL, NULL));
+    CHECK_OK(dcoll_all_reduce(T_WORLD, in, b, n, DCOLL_FLOAT32, DCOLL_SUM,
+                              NULL, NULL));
+    /* A trial takes both ways on its first calls (docs/performance.md):
+     * the same bits on every rank, not on every call. */
+    const char *mode = getenv("DCOLL_SHM");
+    CHECK((mode && !strcmp(mode, "trial")) ||
+              !memcmp(a, b, sizeof(float) * (size_t)n), "count %lld: a "
+          "second all_reduce of the same inputs gave other bits",
+          (long long)n);
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < sizeof(float) * (size_t)n; i++)
+        h = (h ^ ((unsigned char *)a)[i]) * 1099511628211ull;
+    uint64_t lo = h, hi = h;
+    PMPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_UINT64_T, MPI_MIN, T_COMM);
+    PMPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_UINT64_T, MPI_MAX, T_COMM);
+    CHECK(lo == hi, "count %lld: the ranks' all_reduce results differ in "
+          "their bits", (long long)n);
+    free(in);
+    free(a);
+    free(b);
+}
+
+/* DCOLL_SHM=trial: after a kind and size's trial (12 calls), every
+ * later call takes one way, the same on every rank. */
+static void settled(void)
+{
+    float x[64] = {0};
+    for (int i = 0; i < 12; i++)
+        CHECK_OK(dcoll_all_reduce(T_WORLD, x, x, 64, DCOLL_FLOAT32,
+                                  DCOLL_SUM, NULL, NULL));
+    int before = mpi_allreduces;
+    for (int i = 0; i < 10; i++)
+        CHECK_OK(dcoll_all_reduce(T_WORLD, x, x, 64, DCOLL_FLOAT32,
+                                  DCOLL_SUM, NULL, NULL));
+    int got = mpi_allreduces - before, lo = got, hi = got;
+    CHECK(got == 0 || got == 10, "after the trial %d of 10 calls were "
+          "MPI's", got);
+    PMPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_INT, MPI_MIN, T_COMM);
+    PMPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_INT, MPI_MAX, T_COMM);
+    CHECK(lo == hi, "the ranks settled on different ways (%d and %d MPI "
+          "calls of 10)", lo, hi);
+}
+
+/* Kinds one after another in an order every rank draws alike, at sizes
+ * from one element to several chunks: each kind's steps leave the
+ * halves as the next kind expects them. */
+static void mixed(void)
+{
+    int k = t_w.n;
+    unsigned x = 12345;
+    enum { MOST = 40000 };
+    int32_t *in = malloc(sizeof(int32_t) * MOST * (size_t)k);
+    int32_t *out = malloc(sizeof(int32_t) * MOST * (size_t)k);
+    for (int it = 0; it < 300 && !t_failures; it++) {
+        x = x * 1103515245u + 12345u;
+        int kind = (int)((x >> 8) % 6);
+        int64_t n = 1 + (int64_t)((x >> 12) % (it % 3 ? 700 : MOST));
+        int root = (int)((x >> 4) % (unsigned)k);
+        for (int64_t i = 0; i < n * k; i++)
+            in[i] = (int32_t)val(DCOLL_SUM, t_rank, i);
+        int64_t bad = -1;
+        switch (kind) {
+        case 0:
+            CHECK_OK(dcoll_all_reduce(T_WORLD, in, out, n, DCOLL_INT32,
+                                      DCOLL_SUM, NULL, NULL));
+            bad = wrong(out, DCOLL_INT32, n, want, DCOLL_SUM);
+            break;
+        case 1:
+            CHECK_OK(dcoll_reduce(T_WORLD, in, out, n, DCOLL_INT32,
+                                  DCOLL_SUM, t_w.r[root], NULL, NULL));
+            if (t_w.me == root)
+                bad = wrong(out, DCOLL_INT32, n, want, DCOLL_SUM);
+            break;
+        case 2:
+            if (t_w.me == root)
+                memcpy(out, in, sizeof(int32_t) * (size_t)n);
+            CHECK_OK(dcoll_broadcast(T_WORLD, out, n, DCOLL_INT32,
+                                     t_w.r[root], NULL, NULL));
+            for (int64_t i = 0; i < n && bad < 0; i++)
+                if (out[i] != val(DCOLL_SUM, t_w.r[root], i))
+                    bad = i;
+            break;
+        case 3:
+            CHECK_OK(dcoll_all_gather(T_WORLD, in, out, n, DCOLL_INT32,
+                                      NULL, NULL));
+            for (int64_t i = 0; i < n * k && bad < 0; i++)
+                if (out[i] != val(DCOLL_SUM, t_w.r[i / n], i % n))
+                    bad = i;
+            break;
+        case 4:
+            for (int64_t i = 0; i < n * k; i++)
+                in[i] = (int32_t)val(DCOLL_SUM, t_rank, i % n);
+            CHECK_OK(dcoll_reduce_scatter(T_WORLD, in, out, n, DCOLL_INT32,
+                                          DCOLL_SUM, NULL, NULL));
+            bad = wrong(out, DCOLL_INT32, n, want, DCOLL_SUM);
+            break;
+        default:
+            CHECK_OK(dcoll_barrier(T_WORLD, NULL, NULL));
+        }
+        CHECK(bad < 0, "call %d (kind %d, count %lld, root %d): element "
+              "%lld is wrong", it, kind, (long long)n, root, (long long)bad);
+    }
+    free(in);
+    free(out);
+}
+
+static void body(void)
+{
+    static const int64_t counts[] = {1, 7, 1029, 5003};
+    const char *mode = getenv("DCOLL_SHM");
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+        for (int d = 0; d < T_NUMERIC; d++) {
+            for (int op = 0; op < DCOLL_MINLOC; op++)
+                if (t_op_ok((dcoll_dtype_t)d, (dcoll_op_t)op))
+                    reductions((dcoll_dtype_t)d, (dcoll_op_t)op, counts[c]);
+            moves((dcoll_dtype_t)d, counts[c]);
+        }
+        rounding(counts[c]);
+        CHECK_OK(dcoll_barrier(T_WORLD, NULL, NULL));
+    }
+    rounding(300001);
+    mixed();
+    if (mode && !strcmp(mode, "trial"))
+        settled();
+    if ((!mode || !strcmp(mode, "auto")) && t_w.n > 1) {
+        /* The rules: an all_reduce of a group on one node is the
+         * segment's, at every size. */
+        int before = mpi_allreduces;
+        float x[8] = {0};
+        CHECK_OK(dcoll_all_reduce(T_WORLD, x, x, 8, DCOLL_FLOAT32,
+                                  DCOLL_SUM, NULL, NULL));
+        CHECK(mpi_allreduces == before, "DCOLL_SHM=auto: MPI_Allreduce "
+              "was called for 32 bytes");
+    }
+    if (mode && !strcmp(mode, "always") && t_w.n > 1) {
+        /* Forced: no all_reduce reaches MPI. */
+        int before = mpi_allreduces;
+        float x[8] = {0};
+        CHECK_OK(dcoll_all_reduce(T_WORLD, x, x, 8, DCOLL_FLOAT32,
+                                  DCOLL_SUM, NULL, NULL));
+        CHECK(mpi_allreduces == before, "DCOLL_SHM=always: MPI_Allreduce "
+              "was called");
+    }
+}
+
+/* ---- across nodes ---- */
+
+/* The world of a job over several hosts (test/nodes: network
+ * namespaces), and a group of 3 that leaves one host a rank alone:
+ * each node reduces and broadcasts through its segment, and its first
+ * rank alone calls MPI (one MPI_Iallreduce an all_reduce). */
+static void across(dcoll_group_t *g, int k, const int *members)
+{
+    int me = -1;
+    for (int i = 0; i < k; i++)
+        if (members[i] == t_rank)
+            me = i;
+    /* This rank leads its node where no member before it shares its
+     * host (every job rank's host, from MPI: collective over the job). */
+    char host[64] = "";
+    gethostname(host, sizeof(host) - 1);
+    int jn = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &jn);
+    char (*names)[64] = calloc((size_t)jn, 64);
+    PMPI_Allgather(host, 64, MPI_CHAR, names, 64, MPI_CHAR, MPI_COMM_WORLD);
+    bool lead = true;
+    for (int i = 0; i < me && lead; i++)
+        lead = strcmp(names[members[i]], host) != 0;
+    free(names);
+    if (me < 0)
+        return;
+    t_w.n = k;
+    t_w.me = me;
+    for (int i = 0; i < k; i++)
+        t_w.r[i] = members[i];
+    t_w.g = g;
+    static const int64_t counts[] = {1, 7, 5003, 300001};
+    static const dcoll_dtype_t types[] = {DCOLL_INT32, DCOLL_FLOAT64,
+                                          DCOLL_BFLOAT16, DCOLL_UINT8};
+    for (size_t ci = 0; ci < 4; ci++)
+        for (size_t ti = 0; ti < 4; ti++)
+            for (int op = 0; op <= DCOLL_AVG; op++) {
+                dcoll_dtype_t dt = types[ti];
+                if (!t_op_ok(dt, (dcoll_op_t)op) ||
+                    (dt == DCOLL_UINT8 && op == DCOLL_PRODUCT))
+                    continue;
+                int64_t n = counts[ci];
+                char *in = calloc((size_t)n, t_size(dt));
+                char *out = calloc((size_t)n, t_size(dt));
+                fill(in, dt, (dcoll_op_t)op, t_rank, n);
+                int a = mpi_allreduces, ia = mpi_iallreduces;
+                CHECK_OK(dcoll_all_reduce(g, in, out, n, dt, (dcoll_op_t)op,
+                                          NULL, NULL));
+                int64_t at = wrong(out, dt, n, want, (dcoll_op_t)op);
+                CHECK(at < 0, "across nodes: all_reduce %s %s count %lld: "
+                      "[%lld]", t_dtype_names[dt], t_op_names[op],
+                      (long long)n, (long long)at);
+                CHECK(mpi_allreduces == a && mpi_iallreduces - ia ==
+                      (lead ? 1 : 0), "across nodes: %s rank made %d "
+                      "MPI_Allreduce and %d MPI_Iallreduce", lead ? "a "
+                      "node's first" : "another", mpi_allreduces - a,
+                      mpi_iallreduces - ia);
+                /* In place. */
+                CHECK_OK(dcoll_all_reduce(g, in, in, n, dt, (dcoll_op_t)op,
+                                          NULL, NULL));
+                at = wrong(in, dt, n, want, (dcoll_op_t)op);
+                CHECK(at < 0, "across nodes: all_reduce in place %s %s "
+                      "count %lld: [%lld]", t_dtype_names[dt],
+                      t_op_names[op], (long long)n, (long long)at);
+                free(in);
+                free(out);
+            }
+    for (int root = 0; root < k; root++)
+        for (size_t ci = 0; ci < 4; ci++) {
+            int64_t n = counts[ci];
+            int32_t *b = calloc((size_t)n, sizeof(int32_t));
+            block_of = root;
+            if (me == root)
+                fill(b, DCOLL_INT32, DCOLL_SUM, t_rank, n);
+            CHECK_OK(dcoll_broadcast(g, b, n, DCOLL_INT32, members[root],
+                                     NULL, NULL));
+            int64_t at = wrong(b, DCOLL_INT32, n, gathered, DCOLL_SUM);
+            CHECK(at < 0, "across nodes: broadcast count %lld root %d: "
+                  "[%lld]", (long long)n, members[root], (long long)at);
+            free(b);
+        }
+    for (int i = 0; i < 10; i++)
+        CHECK_OK(dcoll_barrier(g, NULL, NULL));
+    rounding(300001);
+}
+
+static int nodes(void)
+{
+    CHECK_OK(dcoll_init(NULL));
+    int n = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    int all[T_MAXW];
+    for (int i = 0; i < n; i++)
+        all[i] = i;
+    t_wcomm = MPI_COMM_WORLD;
+    across(NULL, n, all);
+    /* Ranks 0, 1 and the last: one host two, another one. */
+    int three[3] = {0, 1, n - 1};
+    dcoll_group_t *g = NULL;
+    CHECK_OK(dcoll_new_group(&g, three, 3, NULL));
+    MPI_Comm sub;
+    PMPI_Comm_split(MPI_COMM_WORLD, t_rank < 2 || t_rank == n - 1 ? 0
+                    : MPI_UNDEFINED, t_rank, &sub);
+    t_wcomm = sub;
+    across(g, 3, three);
+    if (sub != MPI_COMM_NULL)
+        PMPI_Comm_free(&sub);
+    if (g)
+        CHECK_OK(dcoll_group_destroy(&g));
+    CHECK_OK(dcoll_finalize());
+    return t_finish("shm nodes");
+}
+
+/* ---- settings ---- */
+
+static void refused(const char *var, const char *value, const char *says,
+                    bool all)
+{
+    if (all || t_rank == 0)
+        setenv(var, value, 1);
+    dcoll_status_t st = dcoll_init(NULL);
+    CHECK(st == DCOLL_ERR_INVALID_ARGUMENT, "%s=%s%s: init gave %s", var,
+          value, all ? "" : " on rank 0", dcoll_status_string(st));
+    if (st == DCOLL_SUCCESS)
+        dcoll_finalize();
+    const char *msg = dcoll_last_error();
+    bool mine = all || t_rank == 0;
+    CHECK(strstr(msg, mine ? says : "DCOLL_SHM"), "%s=%s: message '%s' "
+          "lacks '%s'", var, value, msg, mine ? says : "DCOLL_SHM");
+    unsetenv(var);
+}
+
+static int settings(void)
+{
+    refused("DCOLL_SHM", "sometimes", "DCOLL_SHM='sometimes' is not auto, "
+            "never, always or trial", true);
+    refused("DCOLL_SHM_SEGMENT", "1K", "DCOLL_SHM_SEGMENT='1K' is not a "
+            "size from 8K to 1G", true);
+    refused("DCOLL_SHM_SEGMENT", "lots", "DCOLL_SHM_SEGMENT='lots'", true);
+    int n = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    if (n > 1) {
+        refused("DCOLL_SHM", "never", "the ranks disagree on DCOLL_SHM",
+                false);
+        refused("DCOLL_SHM", "bad", "DCOLL_SHM='bad'", false);
+    }
+    /* Good values are taken, and the status names the rule. */
+    setenv("DCOLL_SHM", "never", 1);
+    setenv("DCOLL_SHM_SEGMENT", "64K", 1);
+    CHECK_OK(dcoll_init(NULL));
+    const char *text = NULL;
+    int avail = 0;
+    CHECK_OK(dcoll_backend_status("mpi", &avail, &text));
+    CHECK(text && strstr(text, "no shared segment (DCOLL_SHM=never)"),
+          "status: %s", text ? text : "(none)");
+    CHECK_OK(dcoll_finalize());
+    return t_finish("shm settings");
+}
+
+/* ---- a rank that never comes ---- */
+
+static int absent(void)
+{
+    setenv("DCOLL_SHM", "always", 1);
+    CHECK_OK(dcoll_init(NULL));
+    int n = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    dcoll_group_t *g = t_returning_group(2.0);
+    float x[1000] = {0};
+    CHECK_OK(dcoll_all_reduce(g, x, x, 1000, DCOLL_FLOAT32, DCOLL_SUM, NULL,
+                              NULL));
+    if (t_rank == n - 1) {
+        /* Gone past the others' deadline, then out without the group. */
+        sleep(4);
+    } else {
+        double t0 = t_now();
+        dcoll_status_t st = dcoll_all_reduce(g, x, x, 1000, DCOLL_FLOAT32,
+                                             DCOLL_SUM, NULL, NULL);
+        double took = t_now() - t0;
+        CHECK(st == DCOLL_ERR_TIMEOUT, "a missing rank gave %s (%s)",
+              dcoll_status_string(st), dcoll_last_error());
+        CHECK(took > 1.5 && took < 4.0, "the timeout came after %.2f s (2 s "
+              "asked)", took);
+        CHECK(strstr(dcoll_last_error(), "shared segment") ||
+              strstr(dcoll_last_error(), "rank"), "message: %s",
+              dcoll_last_error());
+    }
+    CHECK_OK(dcoll_group_destroy(&g));
+    CHECK_OK(dcoll_finalize());
+    return t_finish("shm absent");
+}
+
+/* ---- many groups ---- */
+
+static int segments_named(void)
+{
+    DIR *d = opendir("/dev/shm");
+    int n = 0;
+    char mine[32];
+    snprintf(mine, sizeof(mine), "dcoll-%ld-", (long)getpid());
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += !strncmp(e->d_name, mine, strlen(mine));
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static long mappings(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    long n = 0;
+    char line[512];
+    while (f && fgets(line, sizeof(line), f))
+        n += strstr(line, "/dev/shm/dcoll-") != NULL;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static int groups(void)
+{
+    setenv("DCOLL_SHM", "always", 1);
+    setenv("DCOLL_SHM_SEGMENT", "8K", 1);
+    CHECK_OK(dcoll_init(NULL));
+    float x[16];
+    for (int i = 0; i < 10000 && !t_failures; i++) {
+        dcoll_group_t *g = NULL;
+        CHECK_OK(dcoll_new_group(&g, NULL, 0, NULL));
+        for (int j = 0; j < 16; j++)
+            x[j] = 1;
+        CHECK_OK(dcoll_all_reduce(g, x, x, 16, DCOLL_FLOAT32, DCOLL_SUM,
+                                  NULL, NULL));
+        int n = 1;
+        MPI_Comm_size(MPI_COMM_WORLD, &n);
+        CHECK(x[15] == (float)n, "group %d: sum %g", i, x[15]);
+        CHECK_OK(dcoll_group_destroy(&g));
+        CHECK(mappings() == 0, "group %d: %ld segment(s) still mapped", i,
+              mappings());
+    }
+    CHECK(segments_named() == 0, "%d segment(s) left in /dev/shm",
+          segments_named());
+    CHECK_OK(dcoll_finalize());
+    CHECK(mappings() == 0, "after finalize: %ld segment(s) mapped",
+          mappings());
+    return t_finish("shm groups");
+}
+
+int main(int argc, char **argv)
+{
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &t_rank);
+    const char *mode = argc > 1 && argv[1][0] != '-' ? argv[1] : "";
+    int rc;
+    if (!strcmp(mode, "settings"))
+        rc = settings();
+    else if (!strcmp(mode, "absent"))
+        rc = absent();
+    else if (!strcmp(mode, "groups"))
+        rc = groups();
+    else if (!strcmp(mode, "nodes"))
+        rc = nodes();
+    else {
+        CHECK_OK(dcoll_init(NULL));
+        t_sizes(argc, argv, body);
+        CHECK_OK(dcoll_finalize());
+        rc = t_finish("shm");
+    }
+    MPI_Finalize();
+    return rc;
+}
