@@ -341,7 +341,8 @@ static void body(void)
  * namespaces), and a group of 3 that leaves one host a rank alone:
  * each node reduces and broadcasts through its segment, and its first
  * rank alone calls MPI (one MPI_Iallreduce an all_reduce). */
-static void across(dcoll_group_t *g, int k, const int *members)
+static void across(dcoll_group_t *g, int k, const int *members,
+                   bool polled)
 {
     int me = -1;
     for (int i = 0; i < k; i++)
@@ -387,11 +388,14 @@ static void across(dcoll_group_t *g, int k, const int *members)
                 CHECK(at < 0, "across nodes: all_reduce %s %s count %lld: "
                       "[%lld]", t_dtype_names[dt], t_op_names[op],
                       (long long)n, (long long)at);
-                CHECK(mpi_allreduces == a && mpi_iallreduces - ia ==
-                      (lead ? 1 : 0), "across nodes: %s rank made %d "
-                      "MPI_Allreduce and %d MPI_Iallreduce", lead ? "a "
-                      "node's first" : "another", mpi_allreduces - a,
-                      mpi_iallreduces - ia);
+                /* Abort mode: the leaders' blocking call; return mode:
+                 * the nonblocking one, polled. */
+                int blocking = polled ? 0 : 1;
+                CHECK(mpi_allreduces - a == (lead ? blocking : 0) &&
+                          mpi_iallreduces - ia == (lead ? 1 - blocking : 0),
+                      "across nodes: %s rank made %d MPI_Allreduce and %d "
+                      "MPI_Iallreduce", lead ? "a node's first" : "another",
+                      mpi_allreduces - a, mpi_iallreduces - ia);
                 /* In place. */
                 CHECK_OK(dcoll_all_reduce(g, in, in, n, dt, (dcoll_op_t)op,
                                           NULL, NULL));
@@ -430,7 +434,16 @@ static int nodes(void)
     for (int i = 0; i < n; i++)
         all[i] = i;
     t_wcomm = MPI_COMM_WORLD;
-    across(NULL, n, all);
+    across(NULL, n, all, false);
+    /* Return mode: the leaders' call polled against the deadline. */
+    dcoll_group_t *r = NULL;
+    dcoll_group_params_t gp = DCOLL_GROUP_PARAMS_INIT;
+    gp.mask = DCOLL_GROUP_PARAM_TIMEOUT | DCOLL_GROUP_PARAM_ON_TIMEOUT;
+    gp.timeout = 60;
+    gp.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
+    CHECK_OK(dcoll_new_group(&r, NULL, 0, &gp));
+    across(r, n, all, true);
+    CHECK_OK(dcoll_group_destroy(&r));
     /* Ranks 0, 1 and the last: one host two, another one. */
     int three[3] = {0, 1, n - 1};
     dcoll_group_t *g = NULL;
@@ -439,7 +452,7 @@ static int nodes(void)
     PMPI_Comm_split(MPI_COMM_WORLD, t_rank < 2 || t_rank == n - 1 ? 0
                     : MPI_UNDEFINED, t_rank, &sub);
     t_wcomm = sub;
-    across(g, 3, three);
+    across(g, 3, three, false);
     if (sub != MPI_COMM_NULL)
         PMPI_Comm_free(&sub);
     if (g)

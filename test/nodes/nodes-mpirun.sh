@@ -7,7 +7,8 @@
 # running on any node.
 #   nodes-mpirun.sh HEAT GRID_F TEST_NODES DCOLL_INFO TEST_SHM
 # test_shm nodes runs the node-aware way (each node's shared segment,
-# MPI among the nodes' first ranks) on the world and a group of 3.
+# MPI among the nodes' first ranks), forced, on the world, a group whose
+# timeouts return and a group of 3.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 heat=$1 grid_f=$2 prog=$3 info=$4 shm=$5
@@ -37,7 +38,7 @@ for r in 0 1 2 3; do
 done
 job "$heat"
 grep -q "OK" "$tmp/out" || bad "heat did not say OK"
-job "$shm" nodes
+job -x DCOLL_SHM=always "$shm" nodes
 grep -q "shm nodes: ok" "$tmp/out" || bad "test_shm nodes did not say ok"
 # "-": this build has no Fortran, or no hwloc (so no dcoll-info).
 if [ "$grid_f" != - ]; then

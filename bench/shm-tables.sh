@@ -1,0 +1,48 @@
+#!/bin/sh
+# bench/README.md's shared-memory tables from bench/shm.sh's outputs:
+# per MPI, rank count and kind, each size's memcpy bound (every rank at
+# once, from the default run), MPI's busbw, dcoll's at default settings
+# and with the segment forced, dcoll's share of the bound, and the
+# ratios to MPI's call (each from its own run's rounds).
+#   bench/shm-tables.sh DIR
+set -eu
+dir=$1
+for mpi in openmpi mpich; do
+    for np in 2 4; do
+        a=$dir/$mpi-np$np-auto.txt f=$dir/$mpi-np$np-always.txt
+        [ -f "$a" ] && [ -f "$f" ] || continue
+        busy="one a core"
+        [ "$np" = 2 ] || busy="two a core: oversubscribed"
+        awk -v mpi="$mpi" -v np="$np" -v busy="$busy" '
+        FNR == 1 { file++ }
+        /^# [a-z_]+ on [0-9]+ rank/ { kind = $2; next }
+        /^#/ || NF < 17 { next }
+        {
+            key = kind SUBSEP $1
+            if (file == 1) {
+                if (!(kind in seen)) { order[++nk] = kind; seen[kind] = 1 }
+                if (!(key in have)) { sizes[kind, ++ns[kind]] = $1; have[key] = 1 }
+                mcpy[key] = $15; raw[key] = $12; dflt[key] = $8; rd[key] = $13
+            } else {
+                forced[key] = $8; rf[key] = $13
+            }
+        }
+        END {
+            for (i = 1; i <= nk; i++) {
+                k = order[i]
+                printf "\n#### %s, %s, %d ranks (%s)\n\n", k, mpi, np, busy
+                print "| size | memcpy GB/s | MPI busbw | dcoll busbw | forced busbw | dcoll / memcpy | dcoll / MPI | forced / MPI |"
+                print "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+                for (j = 1; j <= ns[k]; j++) {
+                    s = sizes[k, j]; key = k SUBSEP s
+                    b = s + 0
+                    if (b >= 1048576) sz = sprintf("%d MiB", b / 1048576)
+                    else if (b >= 1024) sz = sprintf("%d KiB", b / 1024)
+                    else sz = sprintf("%d B", b)
+                    share = mcpy[key] > 0 ? 100 * dflt[key] / mcpy[key] : 0
+                    printf "| %s | %.2f | %.3f | %.3f | %.3f | %.0f%% | %.2f | %.2f |\n", sz, mcpy[key], raw[key], dflt[key], forced[key], share, rd[key], rf[key]
+                }
+            }
+        }' "$a" "$f"
+    done
+done

@@ -1,0 +1,338 @@
+/* Each kind's steps through a segment (mpi_layer/shm.h), and a call's
+ * run there. */
+#include <math.h>
+#include <string.h>
+#include "shm.h"
+
+/* ---- the kinds ---- */
+
+/* Elements of slice j of n over k ranks, each a whole number of cache
+ * lines but the last (q elements a line, or as many as make one). */
+static void slice(int64_t n, int k, size_t esz, int j, int64_t *lo,
+                  int64_t *len)
+{
+    int64_t q = 64 % esz == 0 ? 64 / (int64_t)esz : 64;
+    int64_t per = (n + k - 1) / k;
+    per = (per + q - 1) / q * q;
+    int64_t a = (int64_t)j * per < n ? (int64_t)j * per : n;
+    int64_t b = a + per < n ? a + per : n;
+    *lo = a;
+    *len = b - a;
+}
+
+/* io (rank own's value) folded with the others' at the same place, in
+ * rank order. */
+static void fold_all(const struct dcoll_mpi_shm *s, uint64_t ch, char *io,
+                     size_t at, int own, int64_t n,
+                     const struct dcoll_coll *c)
+{
+    for (int r = 0; r < s->k; r++)
+        if (r != own)
+            dcoll_fold(io, slot(s, ch, r) + at, n, c->dtype, c->op);
+}
+
+/* Elements of a pipelined chunk: PIPE_BYTES, or the slot where less. */
+static int64_t pipe_elems(const struct dcoll_mpi_shm *s, size_t esz)
+{
+    size_t b = s->slot < PIPE_BYTES ? s->slot : PIPE_BYTES;
+    return (int64_t)(b / esz);
+}
+
+#define BLOCK_BYTES 4096    /* a fold's step: its operand stays in L1 */
+
+/* The whole call reduced by each rank that wants the result (root < 0:
+ * every rank), chunk by chunk of m elements: every rank copies its
+ * input into its slot and says so; a rank that wants it then takes
+ * rank 0's value with the others' folded in, in rank order, block by
+ * block, and says it is done. A root waits for the others, they never
+ * wait for the root but to reuse a half, so its folds of one chunk
+ * overlap their copies of the next. */
+static dcoll_status_t whole(struct dcoll_group *g, struct dcoll_mpi_shm *s,
+                            const struct dcoll_coll *c,
+                            const struct dcoll_watch *wt, int root,
+                            int64_t m)
+{
+    size_t esz = dcoll_dtype_sizes[c->dtype];
+    bool mine = root < 0 || s->me == root;
+    const char *in = c->in_place && mine ? c->recvbuf : c->sendbuf;
+    char *out = mine ? c->recvbuf : NULL;
+    int64_t blk = BLOCK_BYTES / (int64_t)esz > 0 ? BLOCK_BYTES / (int64_t)esz
+                                                 : 1;
+    for (int64_t off = 0; off < c->count; off += m) {
+        int64_t n = c->count - off < m ? c->count - off : m;
+        uint64_t ch;
+        dcoll_status_t st = dcoll_shm_claim(g, s, wt, &ch);
+        if (st)
+            return st;
+        memcpy(slot(s, ch, s->me), in + (size_t)off * esz, (size_t)n * esz);
+        uint64_t e = ++s->syncs;
+        if (root >= 0) {
+            /* The root's post after its reads frees the half. */
+            if (!mine) {
+                post(s, e);
+                s->done[ch & 1] = e;
+                continue;
+            }
+        } else {
+            post(s, e);
+        }
+        if ((st = dcoll_shm_wait_all(g, s, e, wt)))
+            return st;
+        for (int64_t b = 0; b < n; b += blk) {
+            int64_t bn = n - b < blk ? n - b : blk;
+            char *io = out + (size_t)(off + b) * esz;
+            memcpy(io, slot(s, ch, 0) + (size_t)b * esz, (size_t)bn * esz);
+            fold_all(s, ch, io, (size_t)b * esz, 0, bn, c);
+            if (c->op == DCOLL_AVG)
+                dcoll_divide(io, bn, c->dtype, s->k);
+        }
+        if (root >= 0) {
+            post(s, e);
+            s->done[ch & 1] = e;
+        } else {
+            read_by_next(s, ch);
+        }
+    }
+    return DCOLL_SUCCESS;
+}
+
+/* all_reduce (root < 0) and reduce. */
+dcoll_status_t dcoll_shm_reduce(struct dcoll_group *g, struct dcoll_mpi_shm *s,
+                             const struct dcoll_coll *c,
+                             const struct dcoll_watch *wt, int root)
+{
+    size_t esz = dcoll_dtype_sizes[c->dtype];
+    bool mine = root < 0 || s->me == root;
+    const char *in = c->in_place && mine ? c->recvbuf : c->sendbuf;
+    char *out = mine ? c->recvbuf : NULL;
+    int avg = c->op == DCOLL_AVG ? s->k : 0;
+    int64_t m = (int64_t)(s->slot / esz);
+    dcoll_status_t st;
+    /* Small calls, and a reduce on a few ranks, whole: one step a chunk
+     * rather than two, and a root's folds overlap the others' copies. */
+    if ((size_t)c->count * esz <= SMALL_BYTES)
+        return whole(g, s, c, wt, root, c->count);
+    if (root >= 0 && s->k <= WHOLE_RANKS)
+        return whole(g, s, c, wt, root, pipe_elems(s, esz));
+    /* Each chunk: the slices the others reduce into this rank's slot;
+     * then this rank's own slice, block by block while it is in L1: its
+     * input, the others' folded in, the result into the slot for the
+     * others and into the output; then the others' slices out. */
+    int64_t blk = BLOCK_BYTES / (int64_t)esz > 0 ? BLOCK_BYTES / (int64_t)esz
+                                                 : 1;
+    for (int64_t off = 0; off < c->count; off += m) {
+        int64_t n = c->count - off < m ? c->count - off : m;
+        uint64_t ch;
+        if ((st = dcoll_shm_claim(g, s, wt, &ch)))
+            return st;
+        int64_t lo, len;
+        slice(n, s->k, esz, s->me, &lo, &len);
+        const char *src = in + (size_t)off * esz;
+        char *mys = slot(s, ch, s->me);
+        size_t end = (size_t)(lo + len) * esz;
+        memcpy(mys, src, (size_t)lo * esz);
+        memcpy(mys + end, src + end, (size_t)n * esz - end);
+        if ((st = dcoll_shm_sync(g, s, wt)))
+            return st;
+        for (int64_t b = lo; b < lo + len; b += blk) {
+            int64_t bn = lo + len - b < blk ? lo + len - b : blk;
+            char *io = mys + (size_t)b * esz;
+            memcpy(io, src + (size_t)b * esz, (size_t)bn * esz);
+            fold_all(s, ch, io, (size_t)b * esz, s->me, bn, c);
+            if (avg)
+                dcoll_divide(io, bn, c->dtype, avg);
+            if (mine)
+                memcpy(out + (size_t)(off + b) * esz, io, (size_t)bn * esz);
+        }
+        if ((st = dcoll_shm_sync(g, s, wt)))
+            return st;
+        for (int j = 0; mine && j < s->k; j++) {
+            slice(n, s->k, esz, j, &lo, &len);
+            if (j != s->me)
+                memcpy(out + (size_t)(off + lo) * esz,
+                       slot(s, ch, j) + (size_t)lo * esz, (size_t)len * esz);
+        }
+        read_by_next(s, ch);
+    }
+    return DCOLL_SUCCESS;
+}
+
+/* The root copies a chunk in and says so; the others copy it out and
+ * say they are done with it. Only the root's reuse of a half waits for
+ * them, so its copy of one chunk overlaps theirs of the last. */
+dcoll_status_t dcoll_shm_broadcast(struct dcoll_group *g,
+                                struct dcoll_mpi_shm *s,
+                                const struct dcoll_coll *c,
+                                const struct dcoll_watch *wt)
+{
+    size_t esz = dcoll_dtype_sizes[c->dtype];
+    int64_t m = pipe_elems(s, esz);
+    char *buf = c->recvbuf;
+    bool root = s->me == c->root;
+    for (int64_t off = 0; off < c->count; off += m) {
+        int64_t n = c->count - off < m ? c->count - off : m;
+        /* Only the root writes. */
+        uint64_t ch = s->chunks;
+        dcoll_status_t st = root ? dcoll_shm_claim(g, s, wt, &ch) : DCOLL_SUCCESS;
+        if (st)
+            return st;
+        if (!root)
+            s->chunks++;
+        size_t at = (size_t)off * esz, b = (size_t)n * esz;
+        uint64_t e = ++s->syncs;
+        if (root) {
+            memcpy(slot(s, ch, c->root), buf + at, b);
+        } else {
+            if ((st = dcoll_shm_wait_for(g, s, c->root, e, wt)))
+                return st;
+            memcpy(buf + at, slot(s, ch, c->root), b);
+        }
+        post(s, e);
+        s->done[ch & 1] = e;
+    }
+    return DCOLL_SUCCESS;
+}
+
+static dcoll_status_t all_gather(struct dcoll_group *g,
+                                 struct dcoll_mpi_shm *s,
+                                 const struct dcoll_coll *c,
+                                 const struct dcoll_watch *wt)
+{
+    size_t esz = dcoll_dtype_sizes[c->dtype];
+    int64_t m = (int64_t)(s->slot / esz);
+    size_t block = (size_t)c->count * esz;
+    char *out = c->recvbuf;
+    const char *in = c->in_place ? out + block * (size_t)s->me
+                                 : c->sendbuf;
+    for (int64_t off = 0; off < c->count; off += m) {
+        int64_t n = c->count - off < m ? c->count - off : m;
+        uint64_t ch;
+        dcoll_status_t st = dcoll_shm_claim(g, s, wt, &ch);
+        if (st)
+            return st;
+        size_t at = (size_t)off * esz, b = (size_t)n * esz;
+        memcpy(slot(s, ch, s->me), in + at, b);
+        /* This rank's own block while the others copy theirs. */
+        if (!c->in_place)
+            memcpy(out + block * (size_t)s->me + at, in + at, b);
+        if ((st = dcoll_shm_sync(g, s, wt)))
+            return st;
+        for (int r = 0; r < s->k; r++)
+            if (r != s->me)
+                memcpy(out + block * (size_t)r + at, slot(s, ch, r), b);
+        read_by_next(s, ch);
+    }
+    return DCOLL_SUCCESS;
+}
+
+static dcoll_status_t reduce_scatter(struct dcoll_group *g,
+                                     struct dcoll_mpi_shm *s,
+                                     const struct dcoll_coll *c,
+                                     const struct dcoll_watch *wt)
+{
+    size_t esz = dcoll_dtype_sizes[c->dtype];
+    int64_t m = (int64_t)(s->slot / esz / (size_t)s->k);
+    const char *in = c->sendbuf;
+    char *out = c->recvbuf;
+    for (int64_t off = 0; off < c->count; off += m) {
+        int64_t n = c->count - off < m ? c->count - off : m;
+        uint64_t ch;
+        dcoll_status_t st = dcoll_shm_claim(g, s, wt, &ch);
+        if (st)
+            return st;
+        size_t b = (size_t)n * esz;
+        for (int j = 0; j < s->k; j++)
+            memcpy(slot(s, ch, s->me) + b * (size_t)j,
+                   in + ((size_t)j * (size_t)c->count + (size_t)off) * esz,
+                   b);
+        if ((st = dcoll_shm_sync(g, s, wt)))
+            return st;
+        /* In place, this chunk of the result lies where this chunk of
+         * an input block was, already in the slot. */
+        char *io = out + (size_t)off * esz;
+        size_t mine = b * (size_t)s->me;
+        memcpy(io, slot(s, ch, 0) + mine, b);
+        fold_all(s, ch, io, mine, 0, n, c);
+        if (c->op == DCOLL_AVG)
+            dcoll_divide(io, n, c->dtype, s->k);
+        read_by_next(s, ch);
+    }
+    return DCOLL_SUCCESS;
+}
+
+/* Call c begins on segment s: its number, and its signature, which
+ * each of its steps carries. */
+static void begin(struct dcoll_mpi_shm *s, const struct dcoll_coll *c)
+{
+    if (!s)
+        return;
+    uint64_t h = ((uint64_t)c->count * UINT64_C(0x9E3779B97F4A7C15)) ^
+                 ((uint64_t)c->kind | (uint64_t)c->dtype << 8 |
+                  (uint64_t)c->op << 16 | (uint64_t)(uint32_t)c->root << 32);
+    h ^= h >> 29;
+    h *= UINT64_C(0xBF58476D1CE4E5B9);
+    h ^= h >> 32;
+    s->seq = c->seq;
+    s->sig = h & ((1u << SIG_BITS) - 1);
+}
+
+/* A call that failed here: the others' waits in it, and a late rank's,
+ * end at once rather than at their deadlines. */
+static dcoll_status_t ended(struct dcoll_mpi_shm *s, dcoll_status_t st)
+{
+    if (st && s)
+        atomic_store_explicit(line(s, s->me, L_LEFT), s->seq,
+                              memory_order_release);
+    return st;
+}
+
+/* Run c (its root a rank of s) through segment s. */
+static dcoll_status_t run_on(struct dcoll_group *g, struct dcoll_mpi_shm *s,
+                             const struct dcoll_coll *c,
+                             const struct dcoll_watch *wt)
+{
+    switch (c->kind) {
+    case DCOLL_COLL_ALL_REDUCE: return dcoll_shm_reduce(g, s, c, wt, -1);
+    case DCOLL_COLL_REDUCE: return dcoll_shm_reduce(g, s, c, wt, c->root);
+    case DCOLL_COLL_BROADCAST: return dcoll_shm_broadcast(g, s, c, wt);
+    case DCOLL_COLL_ALL_GATHER: return all_gather(g, s, c, wt);
+    case DCOLL_COLL_REDUCE_SCATTER: return reduce_scatter(g, s, c, wt);
+    default: return dcoll_shm_sync(g, s, wt);
+    }
+}
+
+dcoll_status_t dcoll_mpi_shm_run(struct dcoll_group *g,
+                                 const struct dcoll_coll *c,
+                                 struct dcoll_outcome *out)
+{
+    struct dcoll_mpi_comm *mc = dcoll_mpi_of(g);
+    dcoll_status_t st;
+    if (mc->shm_on == 3) {
+        bool ok = true;
+        if (!mc->nodes && (st = dcoll_shm_nodes_make(g, mc, c, out, &ok)))
+            return st;
+        if (!ok) {
+            mc->shm_on = -1;   /* alike on every rank */
+            return DCOLL_DECLINED;
+        }
+        struct dcoll_watch wt = dcoll_shm_watch(
+            g, c, "a wait on the node's shared segment (dcoll's own "
+            "algorithm)", out);
+        begin(mc->nodes->seg, c);
+        return ended(mc->nodes->seg, dcoll_shm_nodes_run(g, mc->nodes, c, &wt));
+    }
+    if (!mc->shm) {
+        if ((st = dcoll_shm_make(g, mc->ctl, g->rank, g->size, mc->shm_on == 2, c,
+                          out, &mc->shm)))
+            return st;
+        if (!mc->shm) {
+            mc->shm_on = -1;   /* alike on every rank */
+            return DCOLL_DECLINED;
+        }
+    }
+    struct dcoll_watch wt = dcoll_shm_watch(
+        g, c, "a wait on the shared segment (dcoll's own algorithm)", out);
+    begin(mc->shm, c);
+    return ended(mc->shm, run_on(g, mc->shm, c, &wt));
+}
+
