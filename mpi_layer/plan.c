@@ -208,8 +208,10 @@ dcoll_status_t dcoll_mpi_plan_make(struct dcoll_group *g,
         return DCOLL_SUCCESS;
     /* A group's shared segment takes its blocking starts (shm.c): each
      * start is then a call of the transport's, as a blocking call is,
-     * and an async one MPI's nonblocking call. */
-    if (dcoll_mpi_shm_takes(g, c))
+     * and an async one MPI's nonblocking call. DCOLL_PLAN_CALLS=
+     * persistent asks for MPI's persistent requests instead. */
+    if (dcoll_plan_calls != DCOLL_PLAN_CALLS_PERSISTENT &&
+        dcoll_mpi_shm_takes(g, c))
         return DCOLL_SUCCESS;
     struct mpi_plan *p = calloc(1, sizeof(*p));
     if (!p)

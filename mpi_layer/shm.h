@@ -63,6 +63,10 @@ struct dcoll_mpi_shm {
     uint64_t chunks;     /* chunks moved: the next one's half */
     uint64_t seq, sig;   /* the call in hand: its number, and its kind,
                             count, type, op and root hashed to SIG_BITS */
+    uint64_t what;       /*   its kind, type, op and root (call_what) */
+    int64_t count;
+    int *members;        /* the group rank of each of its ranks; NULL:
+                            the group's own (one node) */
     char name[56];       /* rank 0's: unlinked again when freed, if the
                             last rank never came */
     void *sent;          /* rank 0's: the name's message to the others */
@@ -79,12 +83,13 @@ struct dcoll_mpi_nodes {
     struct dcoll_mpi_shm *seg;   /* the node's; NULL where it has one rank */
 };
 
-/* A rank's line: its step (the flag) in the call it is in, and the
- * number of a call it gave up (0: none). */
-/* The step alone on the first cache line, which the others spin on
- * (its count above the low 16 bits, the call's signature in them); a
- * call given up on the second, written only then. */
-enum { L_FLAG = 0, L_LEFT = 8 };
+/* A rank's line: its step (the flag) in the call it is in, the number
+ * of a call it gave up (0: none), and the call it is in. The step alone
+ * on the first cache line, which the others spin on (its count above
+ * the low 16 bits, the call's signature in them); the rest on the
+ * second, read only where a step's signature differs from the
+ * reader's: the ranks' calls differ, and the message says how. */
+enum { L_FLAG = 0, L_LEFT = 8, L_SEQ, L_WHAT, L_COUNT };
 #define SIG_BITS 16
 static inline _Atomic uint64_t *line(const struct dcoll_mpi_shm *s, int r,
                                      int what)
@@ -120,6 +125,13 @@ static inline void relax(void)
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
 #endif
+}
+
+/* A call's kind, type, op and root in one word, as lines hold it. */
+static inline uint64_t call_what(const struct dcoll_coll *c)
+{
+    return (uint64_t)c->kind | (uint64_t)c->dtype << 8 |
+           (uint64_t)c->op << 16 | (uint64_t)(uint32_t)c->root << 32;
 }
 
 /* This rank's step v of the call in hand. */

@@ -261,19 +261,25 @@ static dcoll_status_t reduce_scatter(struct dcoll_group *g,
 }
 
 /* Call c begins on segment s: its number, and its signature, which
- * each of its steps carries. */
+ * each of its steps carries; the call itself on this rank's line, which
+ * its first step publishes. */
 static void begin(struct dcoll_mpi_shm *s, const struct dcoll_coll *c)
 {
     if (!s)
         return;
-    uint64_t h = ((uint64_t)c->count * UINT64_C(0x9E3779B97F4A7C15)) ^
-                 ((uint64_t)c->kind | (uint64_t)c->dtype << 8 |
-                  (uint64_t)c->op << 16 | (uint64_t)(uint32_t)c->root << 32);
+    uint64_t what = call_what(c);
+    uint64_t h = ((uint64_t)c->count * UINT64_C(0x9E3779B97F4A7C15)) ^ what;
     h ^= h >> 29;
     h *= UINT64_C(0xBF58476D1CE4E5B9);
     h ^= h >> 32;
     s->seq = c->seq;
     s->sig = h & ((1u << SIG_BITS) - 1);
+    s->what = what;
+    s->count = c->count;
+    atomic_store_explicit(line(s, s->me, L_SEQ), c->seq, memory_order_relaxed);
+    atomic_store_explicit(line(s, s->me, L_WHAT), what, memory_order_relaxed);
+    atomic_store_explicit(line(s, s->me, L_COUNT), (uint64_t)c->count,
+                          memory_order_relaxed);
 }
 
 /* A call that failed here: the others' waits in it, and a late rank's,

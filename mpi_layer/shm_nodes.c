@@ -36,6 +36,7 @@ void dcoll_mpi_nodes_free(struct dcoll_mpi_nodes *nd)
         if (nd->seg->name[0])
             shm_unlink(nd->seg->name);
         free(nd->seg->sent);
+        free(nd->seg->members);
     }
     free(nd->seg);
     if (nd->node != MPI_COMM_NULL)
@@ -103,6 +104,12 @@ dcoll_status_t dcoll_shm_nodes_make(struct dcoll_group *g,
     if (!st && nd->lsize > 1)
         st = dcoll_shm_make(g, nd->node, nd->lrank, nd->lsize, busy, c, out,
                      &nd->seg);
+    /* Its ranks by group rank, for messages. */
+    if (!st && nd->seg &&
+        (nd->seg->members = malloc(sizeof(int) * (size_t)nd->lsize)))
+        for (int r = 0; r < k; r++)
+            if (v[r] == v[g->rank])
+                nd->seg->members[nd->local_of[r]] = r;
     /* Every node has its segment, or none takes the way. */
     here[0] = 0;
     char mine = (char)(nd->lsize == 1 || nd->seg);

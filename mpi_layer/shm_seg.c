@@ -343,27 +343,95 @@ dcoll_status_t dcoll_shm_make(struct dcoll_group *g, MPI_Comm comm, int me,
 
 /* ---- waits ---- */
 
-/* Rank r gave up a call at or before this one: this one cannot end. */
+/* Rank r gave up a call at or before this one: this one cannot end,
+ * and the segment's steps went apart (out->broken). */
 static dcoll_status_t left_before(struct dcoll_group *g,
                                   const struct dcoll_mpi_shm *s, int r,
                                   uint64_t left, const struct dcoll_watch *wt)
 {
-    (void)s;
-    return dcoll_error(DCOLL_ERR_TIMEOUT, "%s on group %d failed "
-                       "(collective #%llu): its rank %d on this node gave "
-                       "up collective #%llu (it timed out or failed there) "
-                       "before this rank came to it. The group is unusable "
-                       "from now on; other groups still work", wt->fn,
-                       g->id, (unsigned long long)wt->seq, r,
+    int u = s->members ? s->members[r] : r;
+    if (wt->out)
+        wt->out->broken = true;
+    return dcoll_error(DCOLL_ERR_TIMEOUT, "%s: rank %d (world %d) gave up "
+                       "collective #%llu on the shared segment (it timed "
+                       "out or failed there) before this rank came to it",
+                       wt->fn, u, dcoll_world_of(g, u),
                        (unsigned long long)left);
 }
 
+/* What of a rank's call (wa, ca) differs from this rank's (wb, cb),
+ * for a message: "count 8 (this rank: 4), type ...". */
+static void put_differ(char *t, size_t n, uint64_t wa, uint64_t ca,
+                       uint64_t wb, uint64_t cb)
+{
+    size_t at = 0;
+    t[0] = 0;
+#define PUT(...)                                                            \
+    do {                                                                    \
+        int w_ = snprintf(t + at, n - at, __VA_ARGS__);                     \
+        at += w_ > 0 && (size_t)w_ < n - at ? (size_t)w_ : 0;               \
+    } while (0)
+#define SEP (at ? ", " : "")
+    if ((wa & 0xff) != (wb & 0xff))
+        PUT("%s (this rank: %s)", dcoll_kind_name((int)(wa & 0xff)),
+            dcoll_kind_name((int)(wb & 0xff)));
+    if (ca != cb)
+        PUT("%scount %lld (this rank: %lld)", SEP, (long long)ca,
+            (long long)cb);
+    if ((wa >> 8 & 0xff) != (wb >> 8 & 0xff))
+        PUT("%stype %s (this rank: %s)", SEP,
+            dcoll_dtype_name((dcoll_dtype_t)(wa >> 8 & 0xff)),
+            dcoll_dtype_name((dcoll_dtype_t)(wb >> 8 & 0xff)));
+    if ((wa >> 16 & 0xff) != (wb >> 16 & 0xff))
+        PUT("%sop %s (this rank: %s)", SEP,
+            dcoll_op_name((dcoll_op_t)(wa >> 16 & 0xff)),
+            dcoll_op_name((dcoll_op_t)(wb >> 16 & 0xff)));
+    if (wa >> 32 != wb >> 32)
+        PUT("%sroot %d (this rank: %d)", SEP, (int)(uint32_t)(wa >> 32),
+            (int)(uint32_t)(wb >> 32));
+#undef SEP
+#undef PUT
+}
+
+/* Rank r has taken this call's step in another call: the ranks' calls
+ * differ, where MPI's would hang or take each other's data. Nothing
+ * more of this one moves; it fails on every rank that meets it (each
+ * sees the other's step), and the group with it (out->broken). */
+static dcoll_status_t differs(struct dcoll_group *g,
+                              const struct dcoll_mpi_shm *s, int r,
+                              const struct dcoll_watch *wt)
+{
+    uint64_t seq = atomic_load_explicit(line(s, r, L_SEQ),
+                                        memory_order_relaxed);
+    uint64_t what = atomic_load_explicit(line(s, r, L_WHAT),
+                                         memory_order_relaxed);
+    uint64_t count = atomic_load_explicit(line(s, r, L_COUNT),
+                                          memory_order_relaxed);
+    int u = s->members ? s->members[r] : r;
+    if (wt->out)
+        wt->out->broken = true;
+    if (seq != s->seq)
+        return dcoll_error(DCOLL_ERR_MISMATCH, "%s: rank %d (world %d) "
+            "took this call's step of the shared segment in its "
+            "collective #%llu (%s), this rank in #%llu (%s): the ranks' "
+            "calls differ (one skipped a call, or made another), and "
+            "nothing more of it moved", wt->fn, u, dcoll_world_of(g, u),
+            (unsigned long long)seq, dcoll_kind_name((int)(what & 0xff)),
+            (unsigned long long)s->seq,
+            dcoll_kind_name((int)(s->what & 0xff)));
+    char how[256];
+    put_differ(how, sizeof(how), what, count, s->what, (uint64_t)s->count);
+    return dcoll_error(DCOLL_ERR_MISMATCH, "%s: rank %d (world %d) made "
+        "it with %s; the ranks' calls must agree, and nothing more of it "
+        "moved", wt->fn, u, dcoll_world_of(g, u),
+        how[0] ? how : "other arguments");
+}
+
 /* Until rank r has taken step v: in this call (a rank whose step got
- * there in another call of the same step, which another kind, count,
- * type, op or root makes, has taken other steps: it is waited for as
- * one that has not come, and the call hangs as MPI's would, to its
- * deadline or the watchdog's report), or in any (any: a half's reuse,
- * which only counts steps). In return mode within the call's deadline,
+ * there in another call, which another kind, count, type, op or root
+ * makes: the calls differ, and this one fails), or in any (any: a
+ * half's reuse, which only counts steps). In return mode within the
+ * call's deadline,
  * with deaths and the others' asks looked at as MPI's polled waits do
  * (watch.c); in abort mode the watchdog watches, as it does MPI's
  * blocking calls. A core shared with other ranks is given up between
@@ -380,12 +448,20 @@ static dcoll_status_t step_wait(struct dcoll_group *g,
         if (at > v || (at == v && (any ||
                                    (x & ((1u << SIG_BITS) - 1)) == s->sig)))
             return DCOLL_SUCCESS;
-        /* Now and then, off the line the step is on. */
+        if (DCOLL_UNLIKELY(at == v))
+            return differs(g, s, r, wt);
+        /* Now and then, off the line the step is on. A rank that left
+         * after taking this step in another call: the calls differ. */
         if (spin % 64 == 63) {
             uint64_t left = atomic_load_explicit(line(s, r, L_LEFT),
-                                                 memory_order_relaxed);
-            if (DCOLL_UNLIKELY(left && left <= s->seq))
+                                                 memory_order_acquire);
+            if (DCOLL_UNLIKELY(left && left <= s->seq)) {
+                x = atomic_load_explicit(f, memory_order_acquire);
+                if (x >> SIG_BITS == v && !any &&
+                    (x & ((1u << SIG_BITS) - 1)) != s->sig)
+                    return differs(g, s, r, wt);
                 return left_before(g, s, r, left, wt);
+            }
         }
         if (s->yield || spin >= SPIN_ALONE)
             sched_yield();

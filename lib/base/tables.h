@@ -160,6 +160,10 @@ struct dcoll_outcome {
                             them): it did not run here */
     const char *way;     /* the way a tuning table gave the call instead
                             of MPI's own, by name (static), or NULL */
+    bool broken;         /* the transport's own state for the group is
+                            past use (its ranks' steps differ): the
+                            failure leaves the group unusable, as an MPI
+                            error does */
     int died;            /* with timed_out: a member died, group rank + 1
                             (dcoll_death_of), instead of a timeout; set
                             by whoever sets timed_out */

@@ -307,6 +307,8 @@ dcoll_call_failed(struct dcoll_group *g, struct dcoll_coll *c,
         st = dcoll_route_declined(c);
     else if (out && out->refused && c->seq)
         st = dcoll_fault_refused(g, c, st, true);
+    else if (out && out->broken && c->seq)
+        st = dcoll_fault_broke(g, c->fn, c->seq, st);
     else
         st = dcoll_fault_failed(g, c->fn, c->seq, st);
     if (e) {

@@ -131,6 +131,10 @@ dcoll_status_t dcoll_fault_died(struct dcoll_group *g, const char *fn,
  * error inside a collective (seq > 0) also makes the group unusable. */
 dcoll_status_t dcoll_fault_failed(struct dcoll_group *g, const char *fn,
                                   uint64_t seq, dcoll_status_t st);
+/* A failure the transport says leaves g past use (out->broken; MPI
+ * errors too): g is unusable from now on, and this rank leaves it. */
+dcoll_status_t dcoll_fault_broke(struct dcoll_group *g, const char *fn,
+                                 uint64_t seq, dcoll_status_t st);
 /* A counted call c that this member rank refused by its own checks, with
  * status st and the message set: c's number is used (the caller set
  * c->seq). In debug mode, unless checked says the debug exchange already

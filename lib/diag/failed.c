@@ -154,7 +154,7 @@ dcoll_status_t dcoll_fault_timed_out(struct dcoll_group *g, const char *fn,
 dcoll_status_t dcoll_fault_failed(struct dcoll_group *g, const char *fn,
                                   uint64_t seq, dcoll_status_t st)
 {
-    char msg[DCOLL_ERROR_MAX], name[200];
+    char msg[DCOLL_ERROR_MAX];
     snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
     bool named = !strncmp(msg, fn, strlen(fn)) && msg[strlen(fn)] == ':';
     if (st == DCOLL_ERR_MPI && dcoll_death_of) {
@@ -171,11 +171,20 @@ dcoll_status_t dcoll_fault_failed(struct dcoll_group *g, const char *fn,
     }
     if (st != DCOLL_ERR_MPI || !seq)
         return named ? st : dcoll_error(st, "%s: %s", fn, msg);
+    return dcoll_fault_broke(g, fn, seq, st);
+}
+
+dcoll_status_t dcoll_fault_broke(struct dcoll_group *g, const char *fn,
+                                 uint64_t seq, dcoll_status_t st)
+{
+    char msg[DCOLL_ERROR_MAX], name[200];
+    snprintf(msg, sizeof(msg), "%s", dcoll_last_error());
     /* An MPI error inside a collective may leave messages behind that a
-     * later call would take for its own: no later call may run. The
-     * others may have seen nothing wrong (a truncation shows only on the
-     * receiving side): their next call on the group finds this rank gone
-     * at its deadline, and the report says why. */
+     * later call would take for its own, and a shared segment's ranks
+     * whose steps went apart cannot take another: no later call may run.
+     * The others may have seen nothing wrong (a truncation shows only on
+     * the receiving side): their next call on the group finds this rank
+     * gone at its deadline, and the report says why. */
     char text[2 * DCOLL_ERROR_MAX];
     struct dcoll_text t = {text, sizeof(text), 0};
     const char *why = reason_of(msg, fn);
@@ -186,7 +195,8 @@ dcoll_status_t dcoll_fault_failed(struct dcoll_group *g, const char *fn,
               (unsigned long long)seq, why);
     dcoll_put_hint(&t);
     dcoll_fault_mark(g, text);
-    leave(g, seq, "had an MPI error in %s #%llu (%s)", short_fn(fn),
+    leave(g, seq, "had %s in %s #%llu (%s)",
+          st == DCOLL_ERR_MPI ? "an MPI error" : "an error", short_fn(fn),
           (unsigned long long)seq, why);
     return dcoll_error(st, "%s", text);
 }

@@ -14,6 +14,9 @@
  *             disagree, refused by dcoll_init on every rank
  *   absent    the last rank skips a call in return mode: the others'
  *             waits on the segment end at the deadline with a timeout
+ *   differ    the last rank's call differs (count, type, kind, op):
+ *             every rank fails at once, naming what differs, and the
+ *             group with it; the world goes on
  *   groups    10,000 groups made, used and destroyed: no segment left
  *             mapped or named in /dev/shm
  *   nodes     a job over two hosts (test/nodes): the node-aware way's
@@ -540,6 +543,76 @@ static int absent(void)
     return t_finish("shm absent");
 }
 
+/* ---- calls that differ ---- */
+
+/* The last rank's call differs from the others' (how): every rank gets
+ * DCOLL_ERR_MISMATCH naming the difference at once, at default
+ * settings (no deadline); the group's next call fails at once; the
+ * world goes on. (A root that differs is not always seen: a root does
+ * not wait for the others' steps, as MPI's does not wait for theirs.) */
+static void differ(const char *how, int n)
+{
+    dcoll_group_t *g = NULL;
+    CHECK_OK(dcoll_new_group(&g, NULL, 0, NULL));
+    bool last = t_rank == n - 1;
+    int x[4096] = {0};
+    dcoll_status_t st;
+    double t0 = t_now();
+    const char *says = NULL;
+    if (!strcmp(how, "count")) {
+        st = dcoll_all_reduce(g, x, x, last ? 4096 : 2048, DCOLL_INT32,
+                              DCOLL_SUM, NULL, NULL);
+        says = last ? "count 2048 (this rank: 4096)"
+                    : "count 4096 (this rank: 2048)";
+    } else if (!strcmp(how, "type")) {
+        st = dcoll_all_reduce(g, x, x, 100, last ? DCOLL_FLOAT32
+                                                 : DCOLL_INT32,
+                              DCOLL_SUM, NULL, NULL);
+        says = last ? "type int32 (this rank: float32)"
+                    : "type float32 (this rank: int32)";
+    } else if (!strcmp(how, "kind")) {
+        st = last ? dcoll_barrier(g, NULL, NULL)
+                  : dcoll_all_reduce(g, x, x, 100, DCOLL_INT32, DCOLL_SUM,
+                                     NULL, NULL);
+        says = last ? "all_reduce (this rank: barrier)"
+                    : "barrier (this rank: all_reduce)";
+    } else {
+        st = dcoll_all_reduce(g, x, x, 100, DCOLL_INT32,
+                              last ? DCOLL_MAX : DCOLL_SUM, NULL, NULL);
+        says = last ? "op SUM (this rank: MAX)" : "op MAX (this rank: SUM)";
+    }
+    CHECK(st == DCOLL_ERR_MISMATCH, "%s: %s (%s)", how,
+          dcoll_status_string(st), dcoll_last_error());
+    CHECK(strstr(dcoll_last_error(), says) &&
+          strstr(dcoll_last_error(), "unusable"),
+          "%s: the message does not say '%s': %s", how, says,
+          dcoll_last_error());
+    /* The group is past use on every rank, and says so at once. */
+    st = dcoll_barrier(g, NULL, NULL);
+    CHECK(st != DCOLL_SUCCESS, "%s: the group's next call went through",
+          how);
+    double took = t_now() - t0;
+    CHECK(took < 2.0, "%s: the failures took %.2f s", how, took);
+    CHECK_OK(dcoll_group_destroy(&g));
+    int one = 1;
+    CHECK_OK(dcoll_all_reduce(NULL, &one, &one, 1, DCOLL_INT32, DCOLL_SUM,
+                              NULL, NULL));
+    CHECK(one == n, "%s: the world's sum after it is %d", how, one);
+}
+
+static int differs(void)
+{
+    setenv("DCOLL_SHM", "always", 1);
+    CHECK_OK(dcoll_init(NULL));
+    int n = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    const char *hows[] = {"count", "type", "kind", "op"};
+    for (int i = 0; i < 4; i++)
+        differ(hows[i], n);
+    CHECK_OK(dcoll_finalize());
+    return t_finish("shm differ");
+}
+
 /* ---- many groups ---- */
 
 static int segments_named(void)
@@ -608,6 +681,8 @@ int main(int argc, char **argv)
         rc = absent();
     else if (!strcmp(mode, "groups"))
         rc = groups();
+    else if (!strcmp(mode, "differ"))
+        rc = differs();
     else if (!strcmp(mode, "nodes"))
         rc = nodes();
     else {
