@@ -92,6 +92,7 @@ dcoll_call_begin(struct dcoll_group *g, struct dcoll_coll *c,
         c->async = how.async;
         k->out.timed_out = false;
         k->out.refused = false;  /* source: set by a receive */
+        k->out.broken = false;
         k->out.way = NULL;
     }
     if (!how.quick && DCOLL_UNLIKELY(dcoll_profiling))
