@@ -56,6 +56,8 @@ static void usage(FILE *f)
         "  -M        the memory's bound: every rank's memcpy of the size at\n"
         "            once, timed in each round, with each side's busbw as a\n"
         "            share of it\n"
+        "  -H        buffers from dcoll_mem_alloc on the group (both\n"
+        "            sides): the shared segment reads send buffers in place\n"
         "  -c 0|1    check results (default 1)\n"
         "  -t N      tensors for the coalesced forms (default 1000)\n"
         "  -g LIST   run on a sub-group: comma list of world ranks\n"
@@ -115,7 +117,7 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
 {
     int c, v;
     const char *mem = "host";
-    while ((c = getopt(argc, argv, "b:e:f:n:w:R:d:p:r:aASPKMOc:t:g:m:o:h")) != -1) {
+    while ((c = getopt(argc, argv, "b:e:f:n:w:R:d:p:r:aASPKMHOc:t:g:m:o:h")) != -1) {
         switch (c) {
         case 'b': if (parse_size(optarg, &o->minbytes)) goto bad; break;
         case 'e': if (parse_size(optarg, &o->maxbytes)) goto bad; break;
@@ -141,6 +143,7 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
         case 'S': o->apart = true; break;
         case 'P': o->plan = true; break;
         case 'M': o->bound = true; break;
+        case 'H': o->heap = true; break;
         case 'c':
             if (parse_int(optarg, 0, &v) || v > 1) goto bad;
             o->check = v;
@@ -560,7 +563,20 @@ int main(int argc, char **argv)
         if (dcoll_group_group_rank(c.group, c.root, &c.groot))
             die("dcoll_group_group_rank", "(-r)");
         size_t gap = (size_t)o.ntensors * 64 * (size_t)c.size;
-        char *send = malloc(o.maxbytes + gap), *recv = malloc(o.maxbytes + gap);
+        char *send = NULL, *recv = NULL;
+        if (o.heap) {
+            if (o.cuda)
+                die("-H", "(host buffers only, not with -m cuda)");
+            if (dcoll_mem_alloc(c.group, o.maxbytes + gap, (void **)&send) ||
+                dcoll_mem_alloc(c.group, o.maxbytes + gap, (void **)&recv))
+                die("dcoll_mem_alloc", "(-H)");
+            if (c.rank == 0)
+                printf("# buffers from dcoll_mem_alloc (-H), for both "
+                       "sides\n");
+        } else {
+            send = malloc(o.maxbytes + gap);
+            recv = malloc(o.maxbytes + gap);
+        }
 #ifdef DCOLL_PERF_CUDA
         char *pin_send = NULL, *pin_recv = NULL;
         if (o.cuda) {
@@ -666,8 +682,13 @@ int main(int argc, char **argv)
             recv = c.hrecv;
         }
 #endif
-        free(send);
-        free(recv);
+        if (o.heap) {
+            dcoll_mem_free(c.group, send);
+            dcoll_mem_free(c.group, recv);
+        } else {
+            free(send);
+            free(recv);
+        }
         free(c.pack);
         free(c.sendv);
         free(c.recvv);

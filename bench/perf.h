@@ -32,6 +32,7 @@ struct perf_opts {
     bool plan;              /* -P: plans, against MPI's blocking and
                                persistent calls */
     bool bound;             /* -M: the memcpy bound beside each size */
+    bool heap;              /* -H: buffers from dcoll_mem_alloc */
 };
 
 /* Everything one measurement needs. */

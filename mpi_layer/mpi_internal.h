@@ -118,6 +118,8 @@ struct dcoll_mpi_comm {
     struct dcoll_mpi_shm *shm;          /* its segment, made on first use */
     struct dcoll_mpi_nodes *nodes;      /* across nodes: each node's */
     struct dcoll_mpi_shm_trial *trial;  /* its trials, by kind and size */
+    struct dcoll_mpi_heap *heaps;       /* dcoll_mem_alloc's (shm_heap.c) */
+    uint32_t heaps_made;                /* alike on every rank: their ids */
 };
 
 /* The MPI transport's record of a group (g->tl[DCOLL_TL_MPI]). */
@@ -385,6 +387,11 @@ dcoll_status_t dcoll_mpi_shm_timed(struct dcoll_group *g,
                                    dcoll_status_t st);
 struct dcoll_mpi_comm;
 void dcoll_mpi_shm_free(struct dcoll_mpi_comm *mc);
+/* shm_heap.c, the services' mem_* (lib/base/tables.h). */
+dcoll_status_t dcoll_mpi_mem_alloc(struct dcoll_group *g, size_t bytes,
+                                   void **ptr, const char *fn);
+bool dcoll_mpi_mem_owns(struct dcoll_group *g, const void *ptr);
+void dcoll_mpi_mem_free(struct dcoll_group *g, void *ptr);
 /* What the MPI transport's status says of it. */
 const char *dcoll_mpi_shm_rule(void);
 

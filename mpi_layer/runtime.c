@@ -55,6 +55,8 @@ static dcoll_status_t comm_wrap(MPI_Comm comm, void **out)
     c->shm = NULL;
     c->trial = NULL;
     c->nodes = NULL;
+    c->heaps = NULL;
+    c->heaps_made = 0;
     *out = c;
     return DCOLL_SUCCESS;
 }

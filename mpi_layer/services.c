@@ -42,4 +42,7 @@ const struct dcoll_comm_ops dcoll_mpi_services = {
     .tell = dcoll_mpi_tell,
     .abort_job = dcoll_mpi_abort_job,
     .tuning = dcoll_mpi_tuning_load,
+    .mem_alloc = dcoll_mpi_mem_alloc,
+    .mem_owns = dcoll_mpi_mem_owns,
+    .mem_free = dcoll_mpi_mem_free,
 };

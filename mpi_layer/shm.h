@@ -67,6 +67,13 @@ struct dcoll_mpi_shm {
     int64_t count;
     int *members;        /* the group rank of each of its ranks; NULL:
                             the group's own (one node) */
+    uint64_t calls;      /* calls begun here, alike on every rank */
+    uint64_t in_at;      /* the call's input here in a shared heap, as
+                            L_IN holds it (0: copied into the slot) */
+    const char **from;   /* each rank's input in place (NULL: in its
+                            slot), read after the call's first sync */
+    bool placed;         /*   some rank's is: the call ends in a sync,
+                            for none to change it while another reads */
     char name[56];       /* rank 0's: unlinked again when freed, if the
                             last rank never came */
     void *sent;          /* rank 0's: the name's message to the others */
@@ -84,12 +91,14 @@ struct dcoll_mpi_nodes {
 };
 
 /* A rank's line: its step (the flag) in the call it is in, the number
- * of a call it gave up (0: none), and the call it is in. The step alone
- * on the first cache line, which the others spin on (its count above
- * the low 16 bits, the call's signature in them); the rest on the
- * second, read only where a step's signature differs from the
- * reader's: the ranks' calls differ, and the message says how. */
-enum { L_FLAG = 0, L_LEFT = 8, L_SEQ, L_WHAT, L_COUNT };
+ * of a call it gave up (0: none), the call it is in, and where its
+ * input lies (a shared heap, or its slot). The step alone on the first
+ * cache line, which the others spin on (its count above the low 16
+ * bits, the call's signature in them); the rest on the second: the
+ * call is read only where a step's signature differs from the
+ * reader's (the ranks' calls differ, and the message says how), the
+ * input's place after the call's first sync. */
+enum { L_FLAG = 0, L_LEFT = 8, L_SEQ, L_WHAT, L_COUNT, L_IN /* two */ };
 #define SIG_BITS 16
 static inline _Atomic uint64_t *line(const struct dcoll_mpi_shm *s, int r,
                                      int what)
@@ -149,6 +158,24 @@ static inline void read_by_next(struct dcoll_mpi_shm *s, uint64_t ch)
 }
 
 
+/* A shared heap (shm_heap.c): a part of stride bytes a rank, of which
+ * bytes are the program's; every member maps it where shared, else it
+ * is this process's own memory. */
+struct dcoll_mpi_heap {
+    struct dcoll_mpi_heap *next;
+    char *base;
+    size_t bytes, stride, mapped;
+    uint32_t id;
+    bool shared;
+};
+#define HEAP_OFF_BITS 40    /* a line's L_IN: the heap's id above, the
+                               offset in the rank's part below */
+#define HEAP_MOST (UINT64_C(1) << HEAP_OFF_BITS)
+static inline char *dcoll_heap_part(const struct dcoll_mpi_heap *h, int r)
+{
+    return h->base + (h->shared ? (size_t)r * h->stride : 0);
+}
+
 #define NODE_KINDS                                                          \
     ((1u << DCOLL_COLL_ALL_REDUCE) | (1u << DCOLL_COLL_BROADCAST) |         \
      (1u << DCOLL_COLL_BARRIER))
@@ -190,6 +217,16 @@ dcoll_status_t dcoll_shm_sync(struct dcoll_group *g, struct dcoll_mpi_shm *s,
                               const struct dcoll_watch *wt);
 dcoll_status_t dcoll_shm_claim(struct dcoll_group *g, struct dcoll_mpi_shm *s,
                                const struct dcoll_watch *wt, uint64_t *ch);
+
+/* shm_heap.c: where len bytes at p of this rank (me) lie in one of
+ * mc's shared heaps, as a line's L_IN says it (0: in none); where L_IN
+ * value at says rank r's bytes lie (NULL: in no heap here); every heap
+ * freed (the group's record goes). */
+uint64_t dcoll_mpi_heap_at(const struct dcoll_mpi_comm *mc, int me,
+                           const void *p, size_t len);
+const char *dcoll_mpi_heap_of(const struct dcoll_mpi_comm *mc, int r,
+                              uint64_t at);
+void dcoll_mpi_heaps_free(struct dcoll_mpi_comm *mc);
 
 /* shm_kinds.c: all_reduce (root < 0) and reduce (root a rank of s), and
  * broadcast, through s. */

@@ -1,6 +1,7 @@
 /* Each kind's steps through a segment (mpi_layer/shm.h), and a call's
  * run there. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "shm.h"
 
@@ -20,15 +21,65 @@ static void slice(int64_t n, int k, size_t esz, int j, int64_t *lo,
     *len = b - a;
 }
 
-/* io (rank own's value) folded with the others' at the same place, in
- * rank order. */
+/* Rank r's part of the call at byte at of chunk ch's slot, or at byte
+ * in of its input where that lies in place (s->from). */
+static inline const char *src_of(const struct dcoll_mpi_shm *s, uint64_t ch,
+                                 int r, size_t at, size_t in)
+{
+    return s->placed && s->from[r] ? s->from[r] + in : slot(s, ch, r) + at;
+}
+
+/* io (rank own's value) folded with the others' at the same place (at
+ * in the slot, in in the input), in rank order. */
 static void fold_all(const struct dcoll_mpi_shm *s, uint64_t ch, char *io,
-                     size_t at, int own, int64_t n,
+                     size_t at, size_t in, int own, int64_t n,
                      const struct dcoll_coll *c)
 {
     for (int r = 0; r < s->k; r++)
         if (r != own)
-            dcoll_fold(io, slot(s, ch, r) + at, n, c->dtype, c->op);
+            dcoll_fold(io, src_of(s, ch, r, at, in), n, c->dtype, c->op);
+}
+
+/* After the call's first sync: where each rank's input lies (its line's
+ * L_IN of this call, written before its first step). */
+static dcoll_status_t look(struct dcoll_group *g, struct dcoll_mpi_shm *s,
+                           const struct dcoll_watch *wt)
+{
+    s->placed = false;
+    if (!s->from) {
+        if (!dcoll_mpi_of(g)->heaps)
+            return DCOLL_SUCCESS;   /* none here, so none anywhere */
+        if (!(s->from = calloc((size_t)s->k, sizeof(*s->from)))) {
+            if (wt->out)
+                wt->out->broken = true;
+            return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for "
+                               "where the ranks' inputs lie", wt->fn);
+        }
+    }
+    for (int r = 0; r < s->k; r++) {
+        uint64_t at = atomic_load_explicit(line(s, r, L_IN + (s->calls & 1)),
+                                           memory_order_relaxed);
+        s->from[r] = at ? dcoll_mpi_heap_of(dcoll_mpi_of(g), r, at) : NULL;
+        if (at && !s->from[r]) {
+            if (wt->out)
+                wt->out->broken = true;
+            return dcoll_error(DCOLL_ERR_INTERNAL, "%s: rank %d's input "
+                               "lies in shared heap #%llu, which this rank "
+                               "does not have", wt->fn, r,
+                               (unsigned long long)(at >> HEAP_OFF_BITS));
+        }
+        s->placed |= at != 0;
+    }
+    return DCOLL_SUCCESS;
+}
+
+/* A call that read inputs in place ends when every rank has: none
+ * changes its own before. */
+static dcoll_status_t end_placed(struct dcoll_group *g,
+                                 struct dcoll_mpi_shm *s,
+                                 const struct dcoll_watch *wt)
+{
+    return s->placed ? dcoll_shm_sync(g, s, wt) : DCOLL_SUCCESS;
 }
 
 /* Elements of a pipelined chunk: PIPE_BYTES, or the slot where less. */
@@ -82,7 +133,7 @@ static dcoll_status_t whole(struct dcoll_group *g, struct dcoll_mpi_shm *s,
             int64_t bn = n - b < blk ? n - b : blk;
             char *io = out + (size_t)(off + b) * esz;
             memcpy(io, slot(s, ch, 0) + (size_t)b * esz, (size_t)bn * esz);
-            fold_all(s, ch, io, (size_t)b * esz, 0, bn, c);
+            fold_all(s, ch, io, (size_t)b * esz, 0, 0, bn, c);
             if (c->op == DCOLL_AVG)
                 dcoll_divide(io, bn, c->dtype, s->k);
         }
@@ -130,15 +181,21 @@ dcoll_status_t dcoll_shm_reduce(struct dcoll_group *g, struct dcoll_mpi_shm *s,
         const char *src = in + (size_t)off * esz;
         char *mys = slot(s, ch, s->me);
         size_t end = (size_t)(lo + len) * esz;
-        memcpy(mys, src, (size_t)lo * esz);
-        memcpy(mys + end, src + end, (size_t)n * esz - end);
+        /* An input in a shared heap is read there by the others. */
+        if (!s->in_at) {
+            memcpy(mys, src, (size_t)lo * esz);
+            memcpy(mys + end, src + end, (size_t)n * esz - end);
+        }
         if ((st = dcoll_shm_sync(g, s, wt)))
+            return st;
+        if (off == 0 && (st = look(g, s, wt)))
             return st;
         for (int64_t b = lo; b < lo + len; b += blk) {
             int64_t bn = lo + len - b < blk ? lo + len - b : blk;
             char *io = mys + (size_t)b * esz;
             memcpy(io, src + (size_t)b * esz, (size_t)bn * esz);
-            fold_all(s, ch, io, (size_t)b * esz, s->me, bn, c);
+            fold_all(s, ch, io, (size_t)b * esz, (size_t)(off + b) * esz,
+                     s->me, bn, c);
             if (avg)
                 dcoll_divide(io, bn, c->dtype, avg);
             if (mine)
@@ -211,18 +268,22 @@ static dcoll_status_t all_gather(struct dcoll_group *g,
         if (st)
             return st;
         size_t at = (size_t)off * esz, b = (size_t)n * esz;
-        memcpy(slot(s, ch, s->me), in + at, b);
+        if (!s->in_at)
+            memcpy(slot(s, ch, s->me), in + at, b);
         /* This rank's own block while the others copy theirs. */
         if (!c->in_place)
             memcpy(out + block * (size_t)s->me + at, in + at, b);
         if ((st = dcoll_shm_sync(g, s, wt)))
             return st;
+        if (off == 0 && (st = look(g, s, wt)))
+            return st;
         for (int r = 0; r < s->k; r++)
             if (r != s->me)
-                memcpy(out + block * (size_t)r + at, slot(s, ch, r), b);
+                memcpy(out + block * (size_t)r + at, src_of(s, ch, r, 0, at),
+                       b);
         read_by_next(s, ch);
     }
-    return DCOLL_SUCCESS;
+    return end_placed(g, s, wt);
 }
 
 static dcoll_status_t reduce_scatter(struct dcoll_group *g,
@@ -241,32 +302,44 @@ static dcoll_status_t reduce_scatter(struct dcoll_group *g,
         if (st)
             return st;
         size_t b = (size_t)n * esz;
-        for (int j = 0; j < s->k; j++)
+        for (int j = 0; !s->in_at && j < s->k; j++)
             memcpy(slot(s, ch, s->me) + b * (size_t)j,
                    in + ((size_t)j * (size_t)c->count + (size_t)off) * esz,
                    b);
         if ((st = dcoll_shm_sync(g, s, wt)))
             return st;
+        if (off == 0 && (st = look(g, s, wt)))
+            return st;
         /* In place, this chunk of the result lies where this chunk of
-         * an input block was, already in the slot. */
+         * an input block was, already in the slot (such an input is
+         * never read in place: the first copy below would cover it). */
         char *io = out + (size_t)off * esz;
         size_t mine = b * (size_t)s->me;
-        memcpy(io, slot(s, ch, 0) + mine, b);
-        fold_all(s, ch, io, mine, 0, n, c);
+        size_t at = ((size_t)s->me * (size_t)c->count + (size_t)off) * esz;
+        memcpy(io, src_of(s, ch, 0, mine, at), b);
+        fold_all(s, ch, io, mine, at, 0, n, c);
         if (c->op == DCOLL_AVG)
             dcoll_divide(io, n, c->dtype, s->k);
         read_by_next(s, ch);
     }
-    return DCOLL_SUCCESS;
+    return end_placed(g, s, wt);
 }
 
 /* Call c begins on segment s: its number, and its signature, which
  * each of its steps carries; the call itself on this rank's line, which
  * its first step publishes. */
-static void begin(struct dcoll_mpi_shm *s, const struct dcoll_coll *c)
+static void begin(struct dcoll_mpi_shm *s, const struct dcoll_coll *c,
+                  uint64_t in_at)
 {
     if (!s)
         return;
+    /* Of a call's two words, by parity: a rank one call ahead (never
+     * more: each call's first sync waits for all) writes the other. */
+    s->in_at = in_at;
+    s->placed = false;
+    s->calls++;
+    atomic_store_explicit(line(s, s->me, L_IN + (s->calls & 1)), in_at,
+                          memory_order_relaxed);
     uint64_t what = call_what(c);
     uint64_t h = ((uint64_t)c->count * UINT64_C(0x9E3779B97F4A7C15)) ^ what;
     h ^= h >> 29;
@@ -280,6 +353,47 @@ static void begin(struct dcoll_mpi_shm *s, const struct dcoll_coll *c)
     atomic_store_explicit(line(s, s->me, L_WHAT), what, memory_order_relaxed);
     atomic_store_explicit(line(s, s->me, L_COUNT), (uint64_t)c->count,
                           memory_order_relaxed);
+}
+
+/* Where c's input on this rank lies in one of g's shared heaps, for the
+ * kinds and sizes that read it in place there (0: it is copied in). A
+ * small call and a reduce of few ranks take the whole way, which copies
+ * (one sync, none to spare at the end); a reduce_scatter in place
+ * overwrites the input the others read. */
+static uint64_t placed_at(const struct dcoll_mpi_comm *mc,
+                          const struct dcoll_mpi_shm *s,
+                          const struct dcoll_coll *c)
+{
+    if (!mc->heaps)
+        return 0;
+    size_t esz = dcoll_dtype_sizes[c->dtype];
+    size_t bytes = (size_t)c->count * esz;
+    const void *in = c->sendbuf;
+    switch (c->kind) {
+    case DCOLL_COLL_REDUCE:
+        if (s->k <= WHOLE_RANKS)
+            return 0;
+        /* fall through */
+    case DCOLL_COLL_ALL_REDUCE:
+        if (bytes <= SMALL_BYTES)
+            return 0;
+        if (c->in_place && (c->kind == DCOLL_COLL_ALL_REDUCE ||
+                            s->me == c->root))
+            in = c->recvbuf;
+        break;
+    case DCOLL_COLL_ALL_GATHER:
+        if (c->in_place)
+            in = (const char *)c->recvbuf + bytes * (size_t)s->me;
+        break;
+    case DCOLL_COLL_REDUCE_SCATTER:
+        if (c->in_place)
+            return 0;
+        bytes *= (size_t)s->k;
+        break;
+    default:
+        return 0;
+    }
+    return dcoll_mpi_heap_at(mc, s->me, in, bytes);
 }
 
 /* A call that failed here: the others' waits in it, and a late rank's,
@@ -324,7 +438,7 @@ dcoll_status_t dcoll_mpi_shm_run(struct dcoll_group *g,
         struct dcoll_watch wt = dcoll_shm_watch(
             g, c, "a wait on the node's shared segment (dcoll's own "
             "algorithm)", out);
-        begin(mc->nodes->seg, c);
+        begin(mc->nodes->seg, c, 0);
         return ended(mc->nodes->seg, dcoll_shm_nodes_run(g, mc->nodes, c, &wt));
     }
     if (!mc->shm) {
@@ -338,7 +452,7 @@ dcoll_status_t dcoll_mpi_shm_run(struct dcoll_group *g,
     }
     struct dcoll_watch wt = dcoll_shm_watch(
         g, c, "a wait on the shared segment (dcoll's own algorithm)", out);
-    begin(mc->shm, c);
+    begin(mc->shm, c, placed_at(mc, mc->shm, c));
     return ended(mc->shm, run_on(g, mc->shm, c, &wt));
 }
 

@@ -37,6 +37,7 @@ void dcoll_mpi_nodes_free(struct dcoll_mpi_nodes *nd)
             shm_unlink(nd->seg->name);
         free(nd->seg->sent);
         free(nd->seg->members);
+        free(nd->seg->from);
     }
     free(nd->seg);
     if (nd->node != MPI_COMM_NULL)

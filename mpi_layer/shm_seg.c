@@ -83,10 +83,12 @@ void dcoll_mpi_shm_free(struct dcoll_mpi_comm *mc)
         if (s->name[0])
             shm_unlink(s->name);
         free(s->sent);
+        free(s->from);
     }
     free(s);
     free(mc->trial);
     dcoll_mpi_nodes_free(mc->nodes);
+    dcoll_mpi_heaps_free(mc);
     mc->shm = NULL;
     mc->trial = NULL;
     mc->nodes = NULL;

@@ -11,7 +11,7 @@ extern "C" {
 
 /* The major version is the soname: it changes only when the ABI breaks. */
 #define DCOLL_API_VERSION_MAJOR 1
-#define DCOLL_API_VERSION_MINOR 11
+#define DCOLL_API_VERSION_MINOR 12
 #define DCOLL_API_VERSION_PATCH 0
 
 #if defined(_WIN32)

@@ -147,6 +147,35 @@ DCOLL_API dcoll_status_t dcoll_group_backend(const dcoll_group_t *group,
 DCOLL_API dcoll_status_t dcoll_group_comm(const dcoll_group_t *group,
                                           int *comm);
 
+/** Memory for the group's collectives (API 1.12): @p bytes for this
+ *  rank, 4096-byte aligned, in *@p ptr. Collective over @p group (NULL:
+ *  the world): every member calls it, with the same @p bytes (1 to
+ *  2^40). Where the group's ranks are all on one node (and DCOLL_SHM is
+ *  not never), the memory lies in a shared heap every member maps, and
+ *  the shared segment's all_reduce, reduce, all_gather and
+ *  reduce_scatter read a send buffer there in place instead of copying
+ *  it in first (and so do plans made on it); elsewhere it is ordinary
+ *  memory of this process. Either way it is memory like any other:
+ *  every call takes it, and every call takes buffers from anywhere
+ *  else as before. Like MPI_Win_allocate_shared and torch's symmetric
+ *  memory, not NCCL's ncclMemAlloc (local). It lives until
+ *  dcoll_mem_free or the group's destroy.
+ *  @return DCOLL_ERR_INVALID_ARGUMENT for a NULL @p ptr, a size out of
+ *          range or one that differs between ranks (on every rank,
+ *          naming it), a NON-MEMBER handle; DCOLL_ERR_NO_MEMORY, on
+ *          every rank, where a rank could not have it (a full /dev/shm);
+ *          the group's timeout or abort rules where a rank never comes. */
+DCOLL_API dcoll_status_t dcoll_mem_alloc(dcoll_group_t *group, size_t bytes,
+                                         void **ptr);
+
+/** Free memory that dcoll_mem_alloc gave on @p group (API 1.12).
+ *  Collective over @p group: every member passes its own pointer, and
+ *  no rank's call may still be using any rank's part.
+ *  @return DCOLL_ERR_INVALID_ARGUMENT, on every rank, where a rank's
+ *          pointer is NULL or not from dcoll_mem_alloc on this group
+ *          (nothing is freed then). */
+DCOLL_API dcoll_status_t dcoll_mem_free(dcoll_group_t *group, void *ptr);
+
 #ifdef __cplusplus
 }
 #endif

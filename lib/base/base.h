@@ -198,6 +198,9 @@ enum dcoll_coll_kind {
      * for them; only the kinds table names them. */
     DCOLL_COLL_NEW_GROUP = DCOLL_COLL_KIND_COUNT_,
     DCOLL_COLL_SPLIT_GROUP,
+    /* A group's shared memory (dcoll_mem_alloc, dcoll_mem_free). */
+    DCOLL_COLL_MEM_ALLOC,
+    DCOLL_COLL_MEM_FREE,
     DCOLL_CALL_KIND_COUNT_
 };
 

@@ -113,6 +113,10 @@
         DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_IP_NONE, NULL),      \
     [DCOLL_COLL_SPLIT_GROUP] = DCOLL_KIND_("split_group", DCOLL_KF_COUNTED,\
         DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_IP_NONE, NULL),      \
+    [DCOLL_COLL_MEM_ALLOC] = DCOLL_KIND_("mem_alloc", DCOLL_KF_COUNTED,    \
+        DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_IP_NONE, NULL),      \
+    [DCOLL_COLL_MEM_FREE] = DCOLL_KIND_("mem_free", DCOLL_KF_COUNTED,      \
+        DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_N_, DCOLL_IP_NONE, NULL),      \
 }
 
 #endif

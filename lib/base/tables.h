@@ -463,6 +463,16 @@ struct dcoll_comm_ops {
      * decides. */
     dcoll_status_t (*tuning)(struct dcoll_group *world, bool given,
                              const char *file);
+    /* dcoll_mem_alloc's part, collective over g after the core's
+     * agreement (every rank passes the same bytes): this rank's part of
+     * a heap every member maps where g is on one node (its shared
+     * segment's calls then read buffers there in place), else memory of
+     * its own; fails alike on every rank. mem_owns: whether ptr is what
+     * mem_alloc gave on g; mem_free frees it (after the agreement). */
+    dcoll_status_t (*mem_alloc)(struct dcoll_group *g, size_t bytes,
+                                void **ptr, const char *fn);
+    bool (*mem_owns)(struct dcoll_group *g, const void *ptr);
+    void (*mem_free)(struct dcoll_group *g, void *ptr);
 };
 
 /* The MPI layer's tables: the only names the core knows it by. */

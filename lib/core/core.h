@@ -69,8 +69,8 @@ dcoll_status_t dcoll_group_params_read(const dcoll_group_params_t *params,
  * rank of g, which would otherwise wait in the next collective
  * (collective over g): each returns a status, the refusing rank its own
  * message, the others that another rank refused. It is g's call of
- * kind (DCOLL_COLL_NEW_GROUP or SPLIT_GROUP), numbered and held to g's
- * deadline like a collective. */
+ * kind (DCOLL_COLL_NEW_GROUP, SPLIT_GROUP, MEM_ALLOC or MEM_FREE),
+ * numbered and held to g's deadline like a collective. */
 dcoll_status_t dcoll_group_agree_args(struct dcoll_group *g, int kind,
                                       dcoll_status_t local, const char *fn);
 /* The head of making groups from parent (split, shrink): dcoll ready,

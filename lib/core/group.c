@@ -302,7 +302,12 @@ dcoll_status_t dcoll_group_agree_args(struct dcoll_group *g, int kind,
     if (!ok)
         return dcoll_error(DCOLL_ERR_INVALID_ARGUMENT, "%s: another rank "
                            "refused its arguments (its message says why), "
-                           "so no group was made", fn);
+                           "so %s", fn,
+                           kind == DCOLL_COLL_MEM_ALLOC ? "nothing was "
+                                                          "allocated"
+                           : kind == DCOLL_COLL_MEM_FREE ? "nothing was freed"
+                                                         : "no group was "
+                                                           "made");
     return DCOLL_SUCCESS;
 }
 

@@ -203,6 +203,7 @@ module dcoll
     public :: dcoll_store_delete_key, dcoll_store_num_keys
     public :: dcoll_rendezvous, dcoll_register_rendezvous, dcoll_spawn
     public :: dcoll_register_backend
+    public :: dcoll_mem_alloc, dcoll_mem_free
 
     ! dcoll_init_comm and dcoll_group_comm take or give an INTEGER handle
     ! (use mpi) or a type(MPI_Comm) (use mpi_f08).
@@ -557,6 +558,22 @@ module dcoll
         integer(c_int) :: st
         type(c_ptr), value :: group
         type(c_ptr), intent(out) :: name
+    end function
+
+    function c_mem_alloc(group, bytes, ptr) bind(C, name='dcoll_mem_alloc') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group
+        integer(c_size_t), value :: bytes
+        type(c_ptr), intent(out) :: ptr
+    end function
+
+    function c_mem_free(group, ptr) bind(C, name='dcoll_mem_free') &
+            result(st)
+        import
+        integer(c_int) :: st
+        type(c_ptr), value :: group, ptr
     end function
 
     function c_group_comm(group, comm) bind(C, name='dcoll_group_comm') &
@@ -1043,6 +1060,31 @@ contains
         f_err_on = .false.
         st = c_group_backend(group%ptr, p)
         name = f_string(p)
+    end function
+
+    ! Memory the group's collectives read in place (API 1.12), as a C
+    ! address: c_f_pointer(ptr, array, [n]) makes an array of it, which
+    ! any call then takes. Collective over the group, as in C.
+    function dcoll_mem_alloc(group, bytes, ptr) result(st)
+        type(dcoll_group), intent(in) :: group
+        integer(8), intent(in) :: bytes
+        type(c_ptr), intent(out) :: ptr
+        integer :: st
+        ptr = c_null_ptr
+        f_err_on = .false.
+        if (bytes < 0) then
+            f_err = 'dcoll_mem_alloc: bytes is negative'
+            f_err_on = .true.
+        end if
+        st = c_mem_alloc(group%ptr, int(max(bytes, 0_8), c_size_t), ptr)
+    end function
+
+    function dcoll_mem_free(group, ptr) result(st)
+        type(dcoll_group), intent(in) :: group
+        type(c_ptr), intent(in) :: ptr
+        integer :: st
+        f_err_on = .false.
+        st = c_mem_free(group%ptr, ptr)
     end function
 
     function group_comm_int(group, comm) result(st)

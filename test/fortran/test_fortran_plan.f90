@@ -5,8 +5,9 @@
 ! fails on every rank; a plan can only be freed once its group is gone;
 ! walls instead of a ring: DCOLL_PROC_NULL past the ends; each rank's
 ! offset by exscan, and a scan planned; the same halo as one neighbourhood
-! plan with walls, and its all_gather.
+! plan with walls, and its all_gather; a plan on dcoll_mem_alloc's memory.
 program test_fortran_plan
+    use, intrinsic :: iso_c_binding, only: c_ptr, c_f_pointer
     use dcoll
     use fcheck
     implicit none
@@ -26,6 +27,9 @@ program test_fortran_plan
     real(8), asynchronous :: grid(4, 3)
     integer :: nin, nout
     real(8) :: want
+    type(c_ptr) :: hp, hq, hz
+    real(8), pointer, asynchronous :: hx(:), hy(:)
+    type(dcoll_plan) :: heap_p
 
     call ok(dcoll_init(tuning=''), 'init')
     call ok(dcoll_group_size(DCOLL_WORLD, size), 'size')
@@ -215,6 +219,32 @@ program test_fortran_plan
                 [left * 10.0d0 + 1, left * 10.0d0 + 2, left * 10.0d0 + 3], &
                 left == DCOLL_PROC_NULL))) == 0 .and. &
                 maxval(abs(grid(3, :) - rank)) == 0, 'recv_layout row')
+
+    ! Memory the group shares (dcoll_mem_alloc): an array of it, a plan
+    ! started on it as its values change, a size of -1 refused on every
+    ! rank.
+    call ok(dcoll_mem_alloc(DCOLL_WORLD, 8_8 * 5000, hp), 'mem_alloc')
+    call c_f_pointer(hp, hx, [5000])
+    call ok(dcoll_mem_alloc(DCOLL_WORLD, 8_8 * 5000, hq), 'mem_alloc (out)')
+    call c_f_pointer(hq, hy, [5000])
+    call ok(dcoll_all_reduce_plan(DCOLL_WORLD, hx, hy, 5000, DCOLL_FLOAT64, &
+                                  DCOLL_SUM, plan=heap_p), 'plan on mem')
+    do step = 1, 3
+        hx = [(rank + i + step, i = 1, 5000)]
+        call ok(dcoll_plan_start(heap_p), 'start on mem')
+        want = 0
+        do k = 0, size - 1
+            want = want + k
+        end do
+        call expect(maxval(abs(hy - [(want + size * (i + step), &
+                    i = 1, 5000)])) == 0, 'all_reduce plan on mem')
+    end do
+    call ok(dcoll_plan_free(heap_p), 'plan free (mem)')
+    call refused(dcoll_mem_alloc(DCOLL_WORLD, merge(-1_8, 64_8, &
+                 rank == 0), hz), DCOLL_ERR_INVALID_ARGUMENT, &
+                 merge('negative', 'refused ', rank == 0), 'mem_alloc -1')
+    call ok(dcoll_mem_free(DCOLL_WORLD, hp), 'mem_free')
+    call ok(dcoll_mem_free(DCOLL_WORLD, hq), 'mem_free (out)')
 
     ! One rank's bad count fails the plan everywhere.
     k = merge(-1, 1, rank == size - 1)

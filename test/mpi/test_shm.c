@@ -17,11 +17,14 @@
  *   differ    the last rank's call differs (count, type, kind, op):
  *             every rank fails at once, naming what differs, and the
  *             group with it; the world goes on
+ *   heap      dcoll_mem_alloc's memory in every way a call takes it,
+ *             inputs read in place that change between calls, a plan
+ *             on it, its refusals on one rank alone; nothing left mapped
  *   groups    10,000 groups made, used and destroyed: no segment left
  *             mapped or named in /dev/shm
  *   nodes     a job over two hosts (test/nodes): the node-aware way's
  *             all_reduce, broadcast and barrier, on the world and on a
- *             group of 3 */
+ *             group of 3; dcoll_mem_alloc's memory there */
 #include <dirent.h>
 #include <mpi.h>
 #include <stdint.h>
@@ -428,6 +431,9 @@ static void across(dcoll_group_t *g, int k, const int *members,
     rounding(300001);
 }
 
+static void heap_calls(dcoll_group_t *g, int me, int k, const int *ranks,
+                       int64_t n);
+
 static int nodes(void)
 {
     CHECK_OK(dcoll_init(NULL));
@@ -446,6 +452,12 @@ static int nodes(void)
     gp.on_timeout = DCOLL_ON_TIMEOUT_RETURN;
     CHECK_OK(dcoll_new_group(&r, NULL, 0, &gp));
     across(r, n, all, true);
+    CHECK_OK(dcoll_group_destroy(&r));
+    /* dcoll_mem_alloc across nodes: memory of each process's own, which
+     * every call takes. */
+    r = NULL;
+    CHECK_OK(dcoll_new_group(&r, NULL, 0, NULL));
+    heap_calls(r, t_rank, n, all, 5003);
     CHECK_OK(dcoll_group_destroy(&r));
     /* Ranks 0, 1 and the last: one host two, another one. */
     int three[3] = {0, 1, n - 1};
@@ -613,6 +625,187 @@ static int differs(void)
     return t_finish("shm differ");
 }
 
+/* ---- memory the group shares (dcoll_mem_alloc) ---- */
+
+static long mappings(void);
+
+/* Rank r's element i of round t: exact in int32 and float64 sums. */
+static int32_t hv(int r, int64_t i, int t)
+{
+    return (int32_t)((r * 7 + i * 3 + t) % 64);
+}
+
+static int32_t hsum(int k, const int *ranks, int64_t i, int t)
+{
+    int32_t acc = 0;
+    for (int j = 0; j < k; j++)
+        acc += hv(ranks[j], i, t);
+    return acc;
+}
+
+/* all_reduce, all_gather and reduce_scatter with buffers in g's heap
+ * (both, the input alone, in place, only on some ranks), several
+ * rounds whose inputs change between calls, and a plan made on them:
+ * results right every round, as with any other memory. me: the rank's
+ * place in g, of k; ranks: the world ranks of g's members. */
+static void heap_calls(dcoll_group_t *g, int me, int k, const int *ranks,
+                       int64_t n)
+{
+    size_t bytes = (size_t)n * (size_t)k * sizeof(int32_t);
+    int32_t *a = NULL, *b = NULL;
+    CHECK_OK(dcoll_mem_alloc(g, bytes, (void **)&a));
+    CHECK_OK(dcoll_mem_alloc(g, bytes, (void **)&b));
+    if (!a || !b)
+        return;
+    CHECK(((uintptr_t)a & 4095) == 0, "heap memory at %p is not "
+          "page-aligned", (void *)a);
+    int32_t *own = malloc(bytes), *own_out = malloc(bytes);
+    for (int mode = 0; mode < 4 && own && own_out; mode++) {
+        /* 0: in and out in the heap; 1: the input alone; 2: in place in
+         * the heap; 3: the heap on even ranks only. */
+        bool heap = mode != 3 || me % 2 == 0;
+        int32_t *in = heap ? a : own;
+        int32_t *out = mode == 1 || !heap ? own_out : b;
+        for (int t = 0; t < 3; t++) {
+            for (int64_t i = 0; i < n; i++)
+                in[i] = hv(ranks[me], i, t + mode);
+            int32_t *res = mode == 2 ? in : out;
+            const void *send = in;
+            CHECK_OK(dcoll_all_reduce(g, send, res, n, DCOLL_INT32,
+                                      DCOLL_SUM, NULL, NULL));
+            int64_t bad = -1;
+            for (int64_t i = 0; i < n && bad < 0; i++)
+                if (res[i] != hsum(k, ranks, i, t + mode))
+                    bad = i;
+            CHECK(bad < 0, "heap mode %d round %d, %lld elements: "
+                  "all_reduce element %lld is %d, not %d", mode, t,
+                  (long long)n, (long long)bad, bad < 0 ? 0 : res[bad],
+                  bad < 0 ? 0 : hsum(k, ranks, bad, t + mode));
+            /* all_gather: each rank's n/k block; in place, it lies at its
+             * own place of the output. */
+            int64_t m = n / k > 0 ? n / k : 1;
+            for (int64_t i = 0; i < m; i++)
+                in[i] = hv(ranks[me], i, t);
+            if (mode == 2) {
+                memmove(in + m * me, in, sizeof(int32_t) * (size_t)m);
+                CHECK_OK(dcoll_all_gather(g, in, in, m, DCOLL_INT32, NULL,
+                                          NULL));
+            } else {
+                CHECK_OK(dcoll_all_gather(g, in, out, m, DCOLL_INT32,
+                                          NULL, NULL));
+            }
+            bad = -1;
+            for (int64_t i = 0; i < m * k && bad < 0; i++)
+                if (res[i] != hv(ranks[i / m], i % m, t))
+                    bad = i;
+            CHECK(bad < 0, "heap mode %d round %d: all_gather element "
+                  "%lld wrong", mode, t, (long long)bad);
+            /* reduce_scatter: k blocks of m in, block me out. */
+            for (int64_t i = 0; i < m * k; i++)
+                in[i] = hv(ranks[me], i, t);
+            int32_t *rs = mode == 2 ? in : out;
+            CHECK_OK(dcoll_reduce_scatter(g, in, rs, m, DCOLL_INT32,
+                                          DCOLL_SUM, NULL, NULL));
+            bad = -1;
+            for (int64_t i = 0; i < m && bad < 0; i++)
+                if (rs[i] != hsum(k, ranks, m * me + i, t))
+                    bad = i;
+            CHECK(bad < 0, "heap mode %d round %d: reduce_scatter element "
+                  "%lld wrong", mode, t, (long long)bad);
+        }
+    }
+    /* A plan on heap buffers reads them at each start. */
+    dcoll_plan_t *plan = NULL;
+    CHECK_OK(dcoll_all_reduce_plan(g, a, b, n, DCOLL_INT32, DCOLL_SUM, NULL,
+                                   &plan));
+    for (int t = 0; t < 3 && plan; t++) {
+        for (int64_t i = 0; i < n; i++)
+            a[i] = hv(ranks[me], i, 10 + t);
+        CHECK_OK(dcoll_plan_start(plan, NULL));
+        int64_t bad = -1;
+        for (int64_t i = 0; i < n && bad < 0; i++)
+            if (b[i] != hsum(k, ranks, i, 10 + t))
+                bad = i;
+        CHECK(bad < 0, "plan start %d: element %lld wrong", t,
+              (long long)bad);
+    }
+    CHECK_OK(dcoll_plan_free(&plan));
+    free(own);
+    free(own_out);
+    CHECK_OK(dcoll_mem_free(g, a));
+    /* b goes with the group. */
+}
+
+static void heap_refusals(dcoll_group_t *g, int me, int k)
+{
+    void *p = (void *)1;
+    /* Alone on one rank, each refusal reaches the others. */
+    dcoll_status_t st = dcoll_mem_alloc(g, me == k - 1 ? 0 : 64, &p);
+    CHECK(st == DCOLL_ERR_INVALID_ARGUMENT && !p, "bytes 0 on one rank: "
+          "%s", dcoll_status_string(st));
+    CHECK(strstr(dcoll_last_error(), me == k - 1 ? "bytes is 0"
+                                   : "another rank refused"),
+          "message: %s", dcoll_last_error());
+    st = dcoll_mem_alloc(g, 64, me == 0 ? NULL : &p);
+    CHECK(st == DCOLL_ERR_INVALID_ARGUMENT, "NULL ptr on rank 0: %s",
+          dcoll_status_string(st));
+    st = dcoll_mem_alloc(g, (size_t)64 << me, &p);
+    CHECK(k == 1 ? st == DCOLL_SUCCESS : st == DCOLL_ERR_INVALID_ARGUMENT,
+          "sizes that differ: %s", dcoll_status_string(st));
+    CHECK(k == 1 || strstr(dcoll_last_error(), "asked for"),
+          "message: %s", dcoll_last_error());
+    if (k == 1)
+        CHECK_OK(dcoll_mem_free(g, p));
+    st = dcoll_mem_alloc(g, ((size_t)1 << 40) + 1, &p);
+    CHECK(st == DCOLL_ERR_INVALID_ARGUMENT, "2^40 + 1 bytes: %s",
+          dcoll_status_string(st));
+    int mine = 0;
+    st = dcoll_mem_free(g, me == 0 ? (void *)&mine : NULL);
+    CHECK(st == DCOLL_ERR_INVALID_ARGUMENT, "freeing foreign memory: %s",
+          dcoll_status_string(st));
+    CHECK(strstr(dcoll_last_error(), me == 0 ? "is not memory"
+                                   : "ptr is NULL"),
+          "message: %s", dcoll_last_error());
+    /* The group goes on. */
+    CHECK_OK(dcoll_mem_alloc(g, 100, &p));
+    CHECK_OK(dcoll_mem_free(g, p));
+    st = dcoll_mem_free(g, p);
+    CHECK(st == DCOLL_ERR_INVALID_ARGUMENT, "a second free: %s",
+          dcoll_status_string(st));
+}
+
+static int heaps(void)
+{
+    CHECK_OK(dcoll_init(NULL));
+    int n = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    int all[4] = {0, 1, 2, 3};
+    heap_refusals(NULL, t_rank, n);
+    int64_t sizes[] = {1, 1000, 4099, 70001};
+    for (int i = 0; i < 4; i++) {
+        dcoll_group_t *g = NULL;
+        CHECK_OK(dcoll_new_group(&g, NULL, 0, NULL));
+        heap_calls(g, t_rank, n, all, sizes[i]);
+        CHECK_OK(dcoll_group_destroy(&g));
+    }
+    /* A group of the first n - 1 ranks, the last outside. */
+    if (n >= 3) {
+        int sub[3] = {0, 1, 2};
+        dcoll_group_t *g = NULL;
+        CHECK_OK(dcoll_new_group(&g, sub, n - 1, NULL));
+        if (t_rank < n - 1)
+            heap_calls(g, t_rank, n - 1, sub, 5003);
+        else
+            CHECK(dcoll_mem_alloc(g, 64, &(void *){NULL}) ==
+                  DCOLL_ERR_INVALID_ARGUMENT, "a NON-MEMBER's allocation");
+        CHECK_OK(dcoll_group_destroy(&g));
+    }
+    CHECK(mappings() == 0, "%ld segment(s) or heap(s) still mapped",
+          mappings());
+    CHECK_OK(dcoll_finalize());
+    return t_finish("shm heap");
+}
+
 /* ---- many groups ---- */
 
 static int segments_named(void)
@@ -683,6 +876,8 @@ int main(int argc, char **argv)
         rc = groups();
     else if (!strcmp(mode, "differ"))
         rc = differs();
+    else if (!strcmp(mode, "heap"))
+        rc = heaps();
     else if (!strcmp(mode, "nodes"))
         rc = nodes();
     else {
