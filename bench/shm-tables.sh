@@ -46,3 +46,40 @@ for mpi in openmpi mpich; do
         }' "$a" "$f"
     done
 done
+# bench/shm-heap.sh's outputs: the same calls on malloc'd buffers and on
+# dcoll_mem_alloc's (-H), default settings, 2 ranks.
+for mpi in openmpi mpich; do
+    m=$dir/$mpi-np2-malloc.txt h=$dir/$mpi-np2-heap.txt
+    [ -f "$m" ] && [ -f "$h" ] || continue
+    awk -v mpi="$mpi" '
+    FNR == 1 { file++ }
+    /^# [a-z_]+ on [0-9]+ rank/ { kind = $2; next }
+    /^#/ || NF < 17 { next }
+    {
+        key = kind SUBSEP $1
+        if (file == 1) {
+            if (!(kind in seen)) { order[++nk] = kind; seen[kind] = 1 }
+            if (!(key in have)) { sizes[kind, ++ns[kind]] = $1; have[key] = 1 }
+            mal[key] = $8; rm[key] = $13
+        } else {
+            mcpy[key] = $15; raw[key] = $12; hp[key] = $8; rh[key] = $13
+        }
+    }
+    END {
+        for (i = 1; i <= nk; i++) {
+            k = order[i]
+            printf "\n#### %s, %s, 2 ranks, dcoll_mem_alloc buffers\n\n", k, mpi
+            print "| size | memcpy GB/s | MPI busbw | dcoll busbw, malloc | dcoll busbw, heap | heap / memcpy | malloc / MPI | heap / MPI |"
+            print "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+            for (j = 1; j <= ns[k]; j++) {
+                s = sizes[k, j]; key = k SUBSEP s
+                b = s + 0
+                if (b >= 1048576) sz = sprintf("%d MiB", b / 1048576)
+                else if (b >= 1024) sz = sprintf("%d KiB", b / 1024)
+                else sz = sprintf("%d B", b)
+                share = mcpy[key] > 0 ? 100 * hp[key] / mcpy[key] : 0
+                printf "| %s | %.2f | %.3f | %.3f | %.3f | %.0f%% | %.2f | %.2f |\n", sz, mcpy[key], raw[key], mal[key], hp[key], share, rm[key], rh[key]
+            }
+        }
+    }' "$m" "$h"
+done
