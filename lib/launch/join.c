@@ -86,6 +86,20 @@ static void missing_list(const bool *came, int size, char *out, size_t cap)
     }
 }
 
+/* Rank 0, having told the others why the job cannot start: its store goes
+ * when it returns, so wait (a little) for the readers it expects to say
+ * they have read it. Else one that reads late sees the store's connection
+ * reset, and its launcher may stop rank 0 on that before rank 0 has said
+ * its reason. */
+static void linger(dcoll_store_t *store, int readers, double most)
+{
+    double end = dcoll_now() + most;
+    int64_t have = 0;
+    while (!dcoll_store_add(store, "dcoll/join/read", 0, &have) &&
+           have < readers && dcoll_now() < end)
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+}
+
 /* Rank r ended (how: its launcher's words) before the job's rendezvous
  * at where was over. */
 static dcoll_status_t dead_before(const char *fn, const char *where, int r,
@@ -254,13 +268,15 @@ dcoll_status_t dcoll_launch_join(const struct dcoll_comm_ops *svc,
         if (st) {
             /* The others wait on the server key: they learn why (a
              * death, in rank 0's words). */
-            char why[900] = "!";
+            char why[900] = "!", keep[DCOLL_ERROR_MAX];
             const char *e = dcoll_last_error();
             if (st == DCOLL_ERR_RANK_DIED)
                 snprintf(why, sizeof(why), "!%s",
                          !strncmp(e, "dcoll_init: ", 12) ? e + 12 : e);
+            snprintf(keep, sizeof(keep), "%s", e);
             set_str(store, "dcoll/join/server", why);
-            return st;
+            linger(store, size - 1, 1);
+            return dcoll_error(st, "%s", keep);
         }
         st = gather_hosts(store, size, host, &hosts);
         if (!st)
@@ -272,13 +288,15 @@ dcoll_status_t dcoll_launch_join(const struct dcoll_comm_ops *svc,
          * since a launcher may stop rank 0 once another rank has failed,
          * before rank 0's program prints its own message. */
         if (st) {
-            char why[900];
+            char why[900], keep[DCOLL_ERROR_MAX];
             const char *e = dcoll_last_error();
+            snprintf(keep, sizeof(keep), "%s", e);
             if (!strncmp(e, "dcoll_init: ", 12))
                 e += 12;
             snprintf(why, sizeof(why), "-%s", e);
             set_str(store, "dcoll/join/server", why);
-            return st;
+            linger(store, size - 1, 5);
+            return dcoll_error(st, "%s", keep);
         }
         set_str(store, "dcoll/join/server", uri);
     } else {
@@ -287,6 +305,8 @@ dcoll_status_t dcoll_launch_join(const struct dcoll_comm_ops *svc,
         if ((st = set_str(store, key, host)) ||
             (st = wait_server(store, timeout, where, uri, sizeof(uri))))
             return st;
+        if (uri[0] == '!' || uri[0] == '-')
+            dcoll_store_add(store, "dcoll/join/read", 1, NULL);
         if (!strcmp(uri, "!"))
             return dcoll_error(DCOLL_ERR_TIMEOUT, "dcoll_init: not every "
                                "process came to the rendezvous at %s in "
