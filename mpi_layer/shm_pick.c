@@ -42,12 +42,13 @@ static const struct rule one_a_core[] = {
     ANY(DCOLL_COLL_REDUCE),
     {DCOLL_COLL_REDUCE_SCATTER, 0, 256 << 10},
     {DCOLL_COLL_REDUCE_SCATTER, 4 * MIB, -1},
-    {DCOLL_COLL_BROADCAST, 0, 256}, {DCOLL_COLL_BROADCAST, 4 * MIB, -1},
+    {DCOLL_COLL_BROADCAST, 0, 16 << 10},
+    {DCOLL_COLL_BROADCAST, 4 * MIB, -1},
     {DCOLL_COLL_ALL_GATHER, 0, 128 << 10},
 };
 static const struct rule shared_cores[] = {
     ANY(DCOLL_COLL_ALL_REDUCE), ANY(DCOLL_COLL_REDUCE_SCATTER),
-    ANY(DCOLL_COLL_BARRIER), {DCOLL_COLL_REDUCE, 256, -1},
+    ANY(DCOLL_COLL_BARRIER), ANY(DCOLL_COLL_REDUCE),
     {DCOLL_COLL_ALL_GATHER, 0, MIB},
     {DCOLL_COLL_BROADCAST, 16 << 10, 64 << 10},
     {DCOLL_COLL_BROADCAST, 16 * MIB, -1},
@@ -56,7 +57,7 @@ static const struct rule shared_cores[] = {
 static const struct rule one_a_core[] = {
     ANY(DCOLL_COLL_ALL_REDUCE), ANY(DCOLL_COLL_REDUCE_SCATTER),
     ANY(DCOLL_COLL_BARRIER), {DCOLL_COLL_BROADCAST, 0, 4096},
-    {DCOLL_COLL_REDUCE, 256, 4096}, {DCOLL_COLL_ALL_GATHER, 0, 16 << 10},
+    {DCOLL_COLL_REDUCE, 0, 4096}, {DCOLL_COLL_ALL_GATHER, 0, 16 << 10},
 };
 static const struct rule shared_cores[] = {
     ANY(DCOLL_COLL_ALL_REDUCE), ANY(DCOLL_COLL_REDUCE_SCATTER),
