@@ -1,7 +1,10 @@
-/* dcoll-tune: measure MPI's own call and each way of making the same
- * collective from MPI's other calls (mpi_layer/compose.c), on the
- * allocation it runs on, and write the tuning table that DCOLL_TUNING
- * loads (docs/performance.md, Tuning tables).
+/* dcoll-tune: measure MPI's own call, each way of making the same
+ * collective from MPI's other calls (mpi_layer/compose.c) and the shared
+ * segment's way (mpi_layer/shm_*.c), on the allocation it runs on, and
+ * write the tuning table that DCOLL_TUNING loads (docs/performance.md,
+ * Tuning tables). The segment's way runs through dcoll's own call on
+ * the world group, with the library linked in statically and the
+ * segment forced: it carries dcoll's cost per call, as a job's does.
  *
  *   mpirun -n 4 dcoll-tune -o tuning.txt
  *
@@ -24,13 +27,16 @@
 #include <time.h>
 #include <unistd.h>
 #include "bytes.h"
+#include "dcoll/dcoll.h"
 #include "mpi_internal.h"
+#include "shm.h"
 
 #define MAX_ROUNDS 64
 #define MAX_SIZES 64
-#define MAX_WAYS 3     /* the ways made of MPI's calls a kind has */
+#define MAX_WAYS 4     /* the ways a kind has, MPI's own call first */
 
 static int me, nranks, ppn;
+static dcoll_group_t *world;   /* dcoll's, for the segment's way */
 
 #define SAY(...)                                                             \
     do {                                                                     \
@@ -57,14 +63,23 @@ static const struct kind kinds[] = {
 };
 #define NKINDS ((int)(sizeof(kinds) / sizeof(kinds[0])))
 
-/* The ways measured here: those made of MPI's calls. The shared
- * segment's (shm, last) runs inside the library on a group, which this
- * tool, on MPI alone, does not make: a table names it by hand, and the
- * library's own trial measures it (docs/performance.md). */
+/* Whether the segment's way runs kind k on this job: a world of two
+ * ranks or more on one node (every kind), or across nodes with two or
+ * more on some (the node-aware way's kinds); elsewhere dcoll makes
+ * MPI's call, which is measured already. */
+static bool shm_runs(const struct kind *k)
+{
+    if (nranks < 2 || ppn < 2)
+        return false;
+    return ppn == nranks || ((NODE_KINDS >> k->w->kind) & 1);
+}
+
+/* The ways measured here: those made of MPI's calls, and the segment's
+ * (last) where it runs. */
 static int ways_of(const struct kind *k)
 {
     int n = k->w->nways;
-    while (n > 1 && k->w->ways[n - 1] == DCOLL_WAY_SHM)
+    if (n > 1 && k->w->ways[n - 1] == DCOLL_WAY_SHM && !shm_runs(k))
         n--;
     return n;
 }
@@ -111,7 +126,10 @@ static void usage(FILE *f)
         "kinds: all_reduce reduce_scatter broadcast reduce all_gather\n"
         "(default: all). Sizes are dcoll-perf's: reduce_scatter's is the\n"
         "whole input and all_gather's the whole output, a rank's share\n"
-        "being size / ranks; the table counts a rank's bytes.\n");
+        "being size / ranks; the table counts a rank's bytes. Ways: MPI's\n"
+        "call, compositions of MPI's other calls, and the shared segment's\n"
+        "(shm) where two ranks or more share a node; where shm is measured,\n"
+        "every size gets a row, mpi included.\n");
 }
 
 /* A size in bytes (K, M, G suffixes), up to 16 GiB. */
@@ -220,6 +238,38 @@ static double median(const double *v, int n)
     return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
+/* The segment's way: dcoll's call on the world (roots are rank 0), its
+ * status as MPI's code (dcoll's message said first). */
+static int call_shm(const struct kind *k, const void *in, void *out, int n,
+                    MPI_Datatype t)
+{
+    dcoll_dtype_t dt = t == MPI_FLOAT ? DCOLL_FLOAT32 : DCOLL_INT32;
+    dcoll_status_t st;
+    switch (k->shape) {
+    case ALL_REDUCE:
+        st = dcoll_all_reduce(world, in, out, n, dt, DCOLL_SUM, NULL,
+                              NULL);
+        break;
+    case REDUCE_SCATTER:
+        st = dcoll_reduce_scatter(world, in, out, n, dt, DCOLL_SUM, NULL,
+                                  NULL);
+        break;
+    case BROADCAST:
+        st = dcoll_broadcast(world, out, n, dt, 0, NULL, NULL);
+        break;
+    case REDUCE:
+        st = dcoll_reduce(world, in, out, n, dt, DCOLL_SUM, 0, NULL, NULL);
+        break;
+    default:
+        st = dcoll_all_gather(world, in, out, n, dt, NULL, NULL);
+        break;
+    }
+    if (st == DCOLL_SUCCESS)
+        return MPI_SUCCESS;
+    fprintf(stderr, "dcoll-tune: rank %d: %s\n", me, dcoll_last_error());
+    return MPI_ERR_OTHER;
+}
+
 /* One call of way w of kind k: n elements a rank (reduce_scatter: a
  * rank's block; all_gather: a rank's part). Roots are rank 0;
  * broadcast's buffer is out. */
@@ -227,6 +277,8 @@ static int call(const struct kind *k, enum dcoll_way w, const void *in,
                 void *out, int n, MPI_Datatype t, size_t esz, MPI_Op op)
 {
     MPI_Comm c = MPI_COMM_WORLD;
+    if (w == DCOLL_WAY_SHM)
+        return call_shm(k, in, out, n, t);
     switch (k->shape) {
     case ALL_REDUCE:
         return dcoll_compose_all_reduce(w, in, out, n, t, esz, op, c, me,
@@ -681,6 +733,25 @@ int main(int argc, char **argv)
     MPI_Allreduce(&mine, &ppn, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
     char mpi[MPI_MAX_LIBRARY_VERSION_STRING + 1];
     dcoll_mpi_library(mpi, sizeof(mpi));
+    /* The segment's way: dcoll on this MPI world, no table of its own
+     * (a job's table or rules must not choose for it), the segment
+     * forced: where it cannot be made, dcoll's call is MPI's, which
+     * then wins nothing. */
+    bool shm = false;
+    for (int k = 0; k < NKINDS; k++)
+        shm |= o.want[k] && shm_runs(&kinds[k]);
+    if (shm) {
+        dcoll_init_params_t ip = DCOLL_INIT_PARAMS_INIT;
+        ip.mask = DCOLL_INIT_PARAM_URL | DCOLL_INIT_PARAM_TUNING;
+        ip.url = "mpi://";
+        ip.tuning = "";
+        if (dcoll_init(&ip) || dcoll_group_world(&world)) {
+            fprintf(stderr, "dcoll-tune: rank %d: dcoll_init: %s\n", me,
+                    dcoll_last_error());
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        dcoll_mpi_shm_mode = DCOLL_SHM_ALWAYS;
+    }
 
     /* The file is checked before the hours of measuring, not after. */
     char *keep = NULL;
@@ -741,7 +812,7 @@ int main(int argc, char **argv)
     /* Written beside the file and renamed over it: a run cut short
      * leaves the old table whole. */
     FILE *f = NULL;
-    int err = 0, kept = 0;
+    int err = 0, kept = 0, rows = 0;
     char tmp[4096] = "";
     if (me == 0 && o.out) {
         snprintf(tmp, sizeof(tmp), "%s.%ld.tmp", o.out, (long)getpid());
@@ -776,9 +847,12 @@ int main(int argc, char **argv)
                     line_of(&o, &kinds[k], &res[k][i], text, sizeof(text));
                     fprintf(x, "#   %s\n", text);
                 }
+                /* Where the segment's way was measured, MPI's call gets
+                 * rows too: without one, the rules would choose. */
+                bool every = shm_runs(&kinds[k]);
                 for (int i = 0; i < nres[k]; i++) {
                     const struct result *r = &res[k][i];
-                    if (!r->pick)
+                    if (!r->pick && !every)
                         continue;
                     int j = i;
                     while (j + 1 < nres[k] && res[k][j + 1].pick == r->pick)
@@ -789,7 +863,8 @@ int main(int argc, char **argv)
                     fprintf(x, "%-14s %4d %4d %10lld %10lld  %s\n",
                             kinds[k].w->name, nranks, ppn, (long long)r->bytes,
                             to_b, dcoll_way_names[kinds[k].w->ways[r->pick]]);
-                    kept += d == 1;
+                    kept += d == 1 && r->pick;
+                    rows += d == 1;
                     i = j;
                 }
             }
@@ -802,15 +877,19 @@ int main(int argc, char **argv)
             err = 1;
         } else if (f && !kept) {
             fprintf(stderr, "dcoll-tune: the table for %d ranks, %d a node is "
-                    "empty: no way beat MPI's own call by %.0f%% in every "
-                    "round at any size%s (wrote %s; with it dcoll calls MPI "
-                    "as it does without a table)\n", nranks, ppn,
-                    o.margin * 100, o.agree ? " where the file had it (-k)"
-                                            : "", o.out);
+                    "empty of other ways: none beat MPI's own call by %.0f%% "
+                    "in every round at any size%s (wrote %s; %s)\n", nranks,
+                    ppn, o.margin * 100,
+                    o.agree ? " where the file had it (-k)" : "", o.out,
+                    rows ? "its rows keep MPI's call where dcoll's rules "
+                           "could take the shared segment"
+                         : "with it dcoll calls MPI as it does without a "
+                           "table");
         } else if (f) {
             fprintf(stderr, "dcoll-tune: wrote %s (%d rows for %d ranks, %d "
-                    "a node); load it with DCOLL_TUNING=%s\n", o.out, kept,
-                    nranks, ppn, o.out);
+                    "a node, %d of another way than MPI's call); load it "
+                    "with DCOLL_TUNING=%s\n", o.out, rows, nranks, ppn, kept,
+                    o.out);
         }
         if (o.out && !f)
             err = 1;
@@ -818,6 +897,8 @@ int main(int argc, char **argv)
     free(keep);
     free(old);
     MPI_Bcast(&err, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (shm)
+        dcoll_finalize();
     MPI_Finalize();
     return err;
 }

@@ -25,6 +25,16 @@ tail -1 "$t" | grep -qx 'end' || fail "last line: $(tail -1 "$t")"
 grep -q '^#   all_reduce  *8 ' "$t" || fail "no all_reduce 8 B figures"
 grep -q '^#   reduce_scatter ' "$t" || fail "no reduce_scatter figures"
 printf '%s\n' "$out" | grep -q "wrote $t" || fail "no 'wrote': $out"
+# Two ranks on one node: the shared segment's way is measured for every
+# kind, and where it is, every size has a row (MPI's call included), so
+# that dcoll's rules decide nothing the run measured.
+for k in all_reduce reduce_scatter broadcast reduce all_gather; do
+    grep -A1 "^# group 2 [0-9]* $k: " "$t" | grep -q ' shm  *pick, gain$' ||
+        fail "$k: no shm column"
+    first=$(grep -E "^$k +2 " "$t" | head -1 | awk '{print $4}')
+    [ "$first" = 8 ] || [ "$first" = 4 ] ||
+        fail "$k: the first row starts at '$first', not the first size"
+done
 
 # A row of a group this run does not touch is kept as it is.
 sed -i '$d' "$t"
@@ -55,9 +65,16 @@ out=$(DCOLL_TUNING=$t "$mpirun_sh" 2 60 -x DCOLL_TUNING "$perf" -b 64 \
 # 3 ranks' reduce_scatter, so none is kept.
 run 3 $quick -m 0 -k -o "$t" reduce_scatter
 [ "$rc" -eq 0 ] || fail "-k: rc $rc: $out"
-grep -q '^reduce_scatter  *3 ' "$t" && fail "-k kept a way the file lacked"
-printf '%s\n' "$out" | grep -q "the table for 3 ranks, [0-9]* a node is empty" ||
+grep -E '^reduce_scatter +3 ' "$t" | grep -qv ' mpi$' &&
+    fail "-k kept a way the file lacked: $(grep '^reduce_scatter  *3 ' "$t")"
+grep -qE '^reduce_scatter +3 +[0-9]+ +[0-9]+ +[0-9-]+ +mpi$' "$t" ||
+    fail "-k: no row keeps MPI's call where shm was measured"
+printf '%s\n' "$out" | grep -q "the table for 3 ranks, [0-9]* a node is empty of other ways.*its rows keep MPI's call" ||
     fail "-k kept nothing, but dcoll-tune did not say the table is empty: $out"
+# One rank: no segment to measure, no column for it.
+run 1 $quick all_reduce
+[ "$rc" -eq 0 ] || fail "1 rank: rc $rc: $out"
+printf '%s\n' "$out" | grep -q ' shm  *pick' && fail "1 rank: a shm column: $out"
 grep -q '^# group 3 [0-9]* all_reduce: ' "$t" ||
     fail "a reduce_scatter run lost group 3's all_reduce"
 

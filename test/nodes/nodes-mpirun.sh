@@ -5,13 +5,14 @@
 # Fortran examples run, test_nodes checks the world and each node's local
 # ranks, dcoll-info reports each rank's own host, and nothing is left
 # running on any node.
-#   nodes-mpirun.sh HEAT GRID_F TEST_NODES DCOLL_INFO TEST_SHM
+#   nodes-mpirun.sh HEAT GRID_F TEST_NODES DCOLL_INFO TEST_SHM DCOLL_TUNE
 # test_shm nodes runs the node-aware way (each node's shared segment,
 # MPI among the nodes' first ranks), forced, on the world, a group whose
-# timeouts return and a group of 3.
+# timeouts return and a group of 3. dcoll-tune measures that way for
+# all_reduce and broadcast, and for no other kind.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-heat=$1 grid_f=$2 prog=$3 info=$4 shm=$5
+heat=$1 grid_f=$2 prog=$3 info=$4 shm=$5 tune=$6
 . "$here/nodes.sh"
 tmp=$NODES_TMP
 nodes_mpirun_env "$tmp/hosts" "$here/agent.sh"
@@ -40,6 +41,15 @@ job "$heat"
 grep -q "OK" "$tmp/out" || bad "heat did not say OK"
 job -x DCOLL_SHM=always "$shm" nodes
 grep -q "shm nodes: ok" "$tmp/out" || bad "test_shm nodes did not say ok"
+job "$tune" -b 4K -e 4K -n 5 -w 1 -R 1 all_reduce broadcast reduce
+for k in all_reduce broadcast; do
+    grep -A1 "^# group 4 2 $k: " "$tmp/out" | grep -q ' shm  *pick, gain$' ||
+        bad "dcoll-tune across nodes: $k has no shm column"
+    grep -qE "^$k +4 +2 +4096 +4096 +[a-z+_]+$" "$tmp/out" ||
+        bad "dcoll-tune across nodes: no $k row"
+done
+grep -A1 "^# group 4 2 reduce: " "$tmp/out" | grep -q ' shm ' &&
+    bad "dcoll-tune across nodes: reduce has a shm column"
 # "-": this build has no Fortran, or no hwloc (so no dcoll-info).
 if [ "$grid_f" != - ]; then
     job "$grid_f"
