@@ -40,8 +40,27 @@ static void fold_all(const struct dcoll_mpi_shm *s, uint64_t ch, char *io,
             dcoll_fold(io, src_of(s, ch, r, at, in), n, c->dtype, c->op);
 }
 
-/* After the call's first sync: where each rank's input lies (its line's
- * L_IN of this call, written before its first step). */
+/* Where rank r's input to this call lies in a shared heap here (NULL:
+ * in its slot), once r's first step of it is seen (its line's L_IN of
+ * this call is written before). */
+static dcoll_status_t placed_of(struct dcoll_group *g,
+                                const struct dcoll_mpi_shm *s, int r,
+                                const struct dcoll_watch *wt,
+                                const char **from)
+{
+    uint64_t at = atomic_load_explicit(line(s, r, L_IN + (s->calls & 1)),
+                                       memory_order_relaxed);
+    *from = at ? dcoll_mpi_heap_of(dcoll_mpi_of(g), r, at) : NULL;
+    if (!at || *from)
+        return DCOLL_SUCCESS;
+    if (wt->out)
+        wt->out->broken = true;
+    return dcoll_error(DCOLL_ERR_INTERNAL, "%s: rank %d's input lies in "
+                       "shared heap #%llu, which this rank does not have",
+                       wt->fn, r, (unsigned long long)(at >> HEAP_OFF_BITS));
+}
+
+/* After the call's first sync: where each rank's input lies. */
 static dcoll_status_t look(struct dcoll_group *g, struct dcoll_mpi_shm *s,
                            const struct dcoll_watch *wt)
 {
@@ -57,18 +76,10 @@ static dcoll_status_t look(struct dcoll_group *g, struct dcoll_mpi_shm *s,
         }
     }
     for (int r = 0; r < s->k; r++) {
-        uint64_t at = atomic_load_explicit(line(s, r, L_IN + (s->calls & 1)),
-                                           memory_order_relaxed);
-        s->from[r] = at ? dcoll_mpi_heap_of(dcoll_mpi_of(g), r, at) : NULL;
-        if (at && !s->from[r]) {
-            if (wt->out)
-                wt->out->broken = true;
-            return dcoll_error(DCOLL_ERR_INTERNAL, "%s: rank %d's input "
-                               "lies in shared heap #%llu, which this rank "
-                               "does not have", wt->fn, r,
-                               (unsigned long long)(at >> HEAP_OFF_BITS));
-        }
-        s->placed |= at != 0;
+        dcoll_status_t st = placed_of(g, s, r, wt, &s->from[r]);
+        if (st)
+            return st;
+        s->placed |= s->from[r] != NULL;
     }
     return DCOLL_SUCCESS;
 }
@@ -97,7 +108,9 @@ static int64_t pipe_elems(const struct dcoll_mpi_shm *s, size_t esz)
  * rank 0's value with the others' folded in, in rank order, block by
  * block, and says it is done. A root waits for the others, they never
  * wait for the root but to reuse a half, so its folds of one chunk
- * overlap their copies of the next. */
+ * overlap their copies of the next. A reduce's input in a shared heap
+ * is not copied: the root reads it there, and its rank waits for the
+ * root's last step before it returns (its program may change it). */
 static dcoll_status_t whole(struct dcoll_group *g, struct dcoll_mpi_shm *s,
                             const struct dcoll_coll *c,
                             const struct dcoll_watch *wt, int root,
@@ -109,14 +122,17 @@ static dcoll_status_t whole(struct dcoll_group *g, struct dcoll_mpi_shm *s,
     char *out = mine ? c->recvbuf : NULL;
     int64_t blk = BLOCK_BYTES / (int64_t)esz > 0 ? BLOCK_BYTES / (int64_t)esz
                                                  : 1;
+    uint64_t e = 0;
     for (int64_t off = 0; off < c->count; off += m) {
         int64_t n = c->count - off < m ? c->count - off : m;
         uint64_t ch;
         dcoll_status_t st = dcoll_shm_claim(g, s, wt, &ch);
         if (st)
             return st;
-        memcpy(slot(s, ch, s->me), in + (size_t)off * esz, (size_t)n * esz);
-        uint64_t e = ++s->syncs;
+        if (!s->in_at)
+            memcpy(slot(s, ch, s->me), in + (size_t)off * esz,
+                   (size_t)n * esz);
+        e = ++s->syncs;
         if (root >= 0) {
             /* The root's post after its reads frees the half. */
             if (!mine) {
@@ -129,11 +145,14 @@ static dcoll_status_t whole(struct dcoll_group *g, struct dcoll_mpi_shm *s,
         }
         if ((st = dcoll_shm_wait_all(g, s, e, wt)))
             return st;
+        if (off == 0 && root >= 0 && (st = look(g, s, wt)))
+            return st;
         for (int64_t b = 0; b < n; b += blk) {
             int64_t bn = n - b < blk ? n - b : blk;
             char *io = out + (size_t)(off + b) * esz;
-            memcpy(io, slot(s, ch, 0) + (size_t)b * esz, (size_t)bn * esz);
-            fold_all(s, ch, io, (size_t)b * esz, 0, 0, bn, c);
+            size_t at = (size_t)b * esz, from = (size_t)(off + b) * esz;
+            memcpy(io, src_of(s, ch, 0, at, from), (size_t)bn * esz);
+            fold_all(s, ch, io, at, from, 0, bn, c);
             if (c->op == DCOLL_AVG)
                 dcoll_divide(io, bn, c->dtype, s->k);
         }
@@ -144,6 +163,8 @@ static dcoll_status_t whole(struct dcoll_group *g, struct dcoll_mpi_shm *s,
             read_by_next(s, ch);
         }
     }
+    if (!mine && s->in_at)
+        return dcoll_shm_wait_for(g, s, root, e, wt);
     return DCOLL_SUCCESS;
 }
 
@@ -216,7 +237,9 @@ dcoll_status_t dcoll_shm_reduce(struct dcoll_group *g, struct dcoll_mpi_shm *s,
 
 /* The root copies a chunk in and says so; the others copy it out and
  * say they are done with it. Only the root's reuse of a half waits for
- * them, so its copy of one chunk overlaps theirs of the last. */
+ * them, so its copy of one chunk overlaps theirs of the last. A root's
+ * buffer in a shared heap is not copied: its first step says so, the
+ * others copy the whole from there, and the root waits for them. */
 dcoll_status_t dcoll_shm_broadcast(struct dcoll_group *g,
                                 struct dcoll_mpi_shm *s,
                                 const struct dcoll_coll *c,
@@ -226,22 +249,37 @@ dcoll_status_t dcoll_shm_broadcast(struct dcoll_group *g,
     int64_t m = pipe_elems(s, esz);
     char *buf = c->recvbuf;
     bool root = s->me == c->root;
+    /* placed_at's test: alike on every rank. */
+    bool may = dcoll_mpi_of(g)->heaps &&
+               (size_t)c->count * esz > SMALL_BYTES;
+    dcoll_status_t st;
+    if (root && s->in_at) {
+        uint64_t e = ++s->syncs;
+        post(s, e);
+        return dcoll_shm_wait_all(g, s, e, wt);
+    }
     for (int64_t off = 0; off < c->count; off += m) {
         int64_t n = c->count - off < m ? c->count - off : m;
-        /* Only the root writes. */
-        uint64_t ch = s->chunks;
-        dcoll_status_t st = root ? dcoll_shm_claim(g, s, wt, &ch) : DCOLL_SUCCESS;
-        if (st)
-            return st;
-        if (!root)
-            s->chunks++;
         size_t at = (size_t)off * esz, b = (size_t)n * esz;
-        uint64_t e = ++s->syncs;
+        uint64_t e = ++s->syncs, ch;
+        /* Only the root writes. */
         if (root) {
+            if ((st = dcoll_shm_claim(g, s, wt, &ch)))
+                return st;
             memcpy(slot(s, ch, c->root), buf + at, b);
         } else {
             if ((st = dcoll_shm_wait_for(g, s, c->root, e, wt)))
                 return st;
+            const char *from = NULL;
+            if (off == 0 && may &&
+                (st = placed_of(g, s, c->root, wt, &from)))
+                return st;
+            if (from) {
+                memcpy(buf, from, (size_t)c->count * esz);
+                post(s, e);
+                return DCOLL_SUCCESS;
+            }
+            ch = s->chunks++;
             memcpy(buf + at, slot(s, ch, c->root), b);
         }
         post(s, e);
@@ -357,9 +395,10 @@ static void begin(struct dcoll_mpi_shm *s, const struct dcoll_coll *c,
 
 /* Where c's input on this rank lies in one of g's shared heaps, for the
  * kinds and sizes that read it in place there (0: it is copied in). A
- * small call and a reduce of few ranks take the whole way, which copies
- * (one sync, none to spare at the end); a reduce_scatter in place
- * overwrites the input the others read. */
+ * small call copies (one sync, none to spare at the end); so does a
+ * reduce_scatter in place, which overwrites the input the others read,
+ * and the root of a reduce of few ranks in place, whose folds write
+ * its input (rank 0's value first) before they read it. */
 static uint64_t placed_at(const struct dcoll_mpi_comm *mc,
                           const struct dcoll_mpi_shm *s,
                           const struct dcoll_coll *c)
@@ -370,8 +409,13 @@ static uint64_t placed_at(const struct dcoll_mpi_comm *mc,
     size_t bytes = (size_t)c->count * esz;
     const void *in = c->sendbuf;
     switch (c->kind) {
+    case DCOLL_COLL_BROADCAST:
+        if (bytes <= SMALL_BYTES || s->me != c->root)
+            return 0;
+        in = c->recvbuf;
+        break;
     case DCOLL_COLL_REDUCE:
-        if (s->k <= WHOLE_RANKS)
+        if (s->k <= WHOLE_RANKS && c->in_place && s->me == c->root)
             return 0;
         /* fall through */
     case DCOLL_COLL_ALL_REDUCE:

@@ -643,6 +643,44 @@ static int32_t hsum(int k, const int *ranks, int64_t i, int t)
     return acc;
 }
 
+/* reduce and broadcast from every root, on in and out (the same: in
+ * place), t the round: the others' inputs of a reduce and a broadcast
+ * root's buffer, read in place where they lie in a heap, are changed
+ * as soon as the call returns, before the check; the root of a reduce
+ * and the others of a broadcast check. */
+static void rooted(dcoll_group_t *g, int me, int k, const int *ranks,
+                   int64_t n, int32_t *in, int32_t *out, int t)
+{
+    for (int root = 0; root < k; root++) {
+        for (int64_t i = 0; i < n; i++)
+            in[i] = hv(ranks[me], i, t + root);
+        CHECK_OK(dcoll_reduce(g, in, out, n, DCOLL_INT32, DCOLL_SUM, root,
+                              NULL, NULL));
+        int64_t bad = -1;
+        if (me != root)
+            memset(in, 0x5a, sizeof(int32_t) * (size_t)n);
+        for (int64_t i = 0; me == root && i < n && bad < 0; i++)
+            if (out[i] != hsum(k, ranks, i, t + root))
+                bad = i;
+        CHECK(bad < 0, "%s reduce to %d of %lld elements: element %lld "
+              "wrong", in == out ? "in place" : "heap", root, (long long)n,
+              (long long)bad);
+        CHECK_OK(dcoll_barrier(g, NULL, NULL));
+        for (int64_t i = 0; i < n; i++)
+            in[i] = me == root ? hv(ranks[root], i, t + 7) : -1;
+        CHECK_OK(dcoll_broadcast(g, in, n, DCOLL_INT32, root, NULL, NULL));
+        if (me == root)
+            memset(in, 0x5a, sizeof(int32_t) * (size_t)n);
+        for (int64_t i = 0; me != root && i < n && bad < 0; i++)
+            if (in[i] != hv(ranks[root], i, t + 7))
+                bad = i;
+        CHECK(bad < 0, "heap broadcast from %d of %lld elements: element "
+              "%lld is %d", root, (long long)n, (long long)bad,
+              bad < 0 ? 0 : in[bad]);
+        CHECK_OK(dcoll_barrier(g, NULL, NULL));
+    }
+}
+
 /* all_reduce, all_gather and reduce_scatter with buffers in g's heap
  * (both, the input alone, in place, only on some ranks), several
  * rounds whose inputs change between calls, and a plan made on them:
@@ -712,6 +750,7 @@ static void heap_calls(dcoll_group_t *g, int me, int k, const int *ranks,
                     bad = i;
             CHECK(bad < 0, "heap mode %d round %d: reduce_scatter element "
                   "%lld wrong", mode, t, (long long)bad);
+            rooted(g, me, k, ranks, n, in, mode == 2 ? in : out, t + mode);
         }
     }
     /* A plan on heap buffers reads them at each start. */
