@@ -92,6 +92,7 @@ struct opts {
     double margin;          /* a win is a round at least this much faster */
     const char *out;
     bool agree;             /* -k: keep only what the file already chose */
+    bool heap;              /* -H: timed buffers from dcoll_mem_alloc */
     bool want[NKINDS];
 };
 
@@ -118,6 +119,8 @@ static void usage(FILE *f)
         "  -m PCT    by at least PCT percent (default 5)\n"
         "  -o FILE   write the table to FILE: its rows for other group\n"
         "            sizes are kept, its rows for this one replaced\n"
+        "  -H        time every way on buffers from dcoll_mem_alloc (the\n"
+        "            world's shared heap), for jobs whose buffers lie there\n"
         "  -k        with -o: keep a way only where FILE's table already\n"
         "            had it (tables from several runs agree)\n"
         "  --help, --version\n"
@@ -153,7 +156,7 @@ static int parse(int argc, char **argv, struct opts *o)
 {
     int c;
     double v;
-    while ((c = getopt(argc, argv, "b:e:f:n:w:R:m:o:kh")) != -1) {
+    while ((c = getopt(argc, argv, "b:e:f:n:w:R:m:o:kHh")) != -1) {
         switch (c) {
         case 'b':
             if (parse_size(optarg, &o->minbytes))
@@ -189,6 +192,7 @@ static int parse(int argc, char **argv, struct opts *o)
             break;
         case 'o': o->out = optarg; break;
         case 'k': o->agree = true; break;
+        case 'H': o->heap = true; break;
         case 'h': usage(stdout); return 1;
         default: usage(stderr); return -1;
         }
@@ -389,6 +393,33 @@ static int count_of(const struct kind *k, size_t size)
     return n < 1 ? 1 : n > INT32_MAX ? INT32_MAX : (int)n;
 }
 
+/* A round's buffer of bytes: the heap's (-H: every rank asks the same
+ * bytes, as dcoll_mem_alloc wants) or malloc's; and its release. */
+static char *buffer(const struct opts *o, size_t bytes)
+{
+    void *p = NULL;
+    if (!o->heap)
+        p = malloc(bytes);
+    else if (dcoll_mem_alloc(world, bytes, &p))
+        fprintf(stderr, "dcoll-tune: rank %d: %s\n", me, dcoll_last_error());
+    if (!p) {
+        fprintf(stderr, "dcoll-tune: rank %d: no memory for %zu bytes\n", me,
+                bytes);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    return p;
+}
+
+static void release(const struct opts *o, char *p)
+{
+    if (o->heap && dcoll_mem_free(world, p)) {
+        fprintf(stderr, "dcoll-tune: rank %d: %s\n", me, dcoll_last_error());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (!o->heap)
+        free(p);
+}
+
 /* Measure kind k at one size: float32 sums, every way, o->rounds rounds. */
 static void measure(const struct opts *o, const struct kind *k, size_t size,
                     struct result *res)
@@ -411,12 +442,7 @@ static void measure(const struct opts *o, const struct kind *k, size_t size,
         /* A new layout each round: 64-byte steps through a page and
          * beyond, so that no one alignment decides. */
         size_t off = (size_t)(r * 17 % 97) * 64;
-        char *in = malloc(in_bytes + off), *out = malloc(out_bytes + off);
-        if (!in || !out) {
-            fprintf(stderr, "dcoll-tune: rank %d: no memory for %zu bytes\n",
-                    me, in_bytes + out_bytes + 2 * off);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
+        char *in = buffer(o, in_bytes + off), *out = buffer(o, out_bytes + off);
         float *fin = (float *)(in + off);
         for (size_t i = 0; i < in_bytes / 4; i++)
             fin[i] = (float)((i + (size_t)me) % 13);
@@ -445,8 +471,8 @@ static void measure(const struct opts *o, const struct kind *k, size_t size,
         }
         MPI_Allreduce(MPI_IN_PLACE, t[r], MAX_WAYS, MPI_DOUBLE, MPI_MAX,
                       MPI_COMM_WORLD);
-        free(in);
-        free(out);
+        release(o, in);
+        release(o, out);
     }
     /* The pick: of the ways that won every round by the margin, the one
      * whose rounds' ratios have the best median. */
@@ -740,7 +766,7 @@ int main(int argc, char **argv)
     bool shm = false;
     for (int k = 0; k < NKINDS; k++)
         shm |= o.want[k] && shm_runs(&kinds[k]);
-    if (shm) {
+    if (shm || o.heap) {
         dcoll_init_params_t ip = DCOLL_INIT_PARAMS_INIT;
         ip.mask = DCOLL_INIT_PARAM_URL | DCOLL_INIT_PARAM_TUNING;
         ip.url = "mpi://";
@@ -775,6 +801,8 @@ int main(int argc, char **argv)
         "one\n# columns: a way's median us, its median gain over MPI's call "
         "and the rounds it won\n", nranks, ppn, mpi, o.rounds,
         o.margin * 100);
+    if (o.heap)
+        SAY("# timed buffers from dcoll_mem_alloc (-H), for every way\n");
 
     static struct result res[NKINDS][MAX_SIZES];
     int nres[NKINDS] = {0};
@@ -837,8 +865,9 @@ int main(int argc, char **argv)
                 if (!o.want[k])
                     continue;
                 fprintf(x, "# group %d %d %s: %d ranks, %d a node; "
-                        "dcoll-tune %srounds %d, margin %.0f%%, %s\n",
+                        "dcoll-tune %s%srounds %d, margin %.0f%%, %s\n",
                         nranks, ppn, kinds[k].w->name, nranks, ppn,
+                        o.heap ? "-H (buffers from dcoll_mem_alloc), " : "",
                         o.agree ? "-k, " : "", o.rounds, o.margin * 100,
                         when);
                 header_of(&kinds[k], text, sizeof(text));
@@ -897,7 +926,7 @@ int main(int argc, char **argv)
     free(keep);
     free(old);
     MPI_Bcast(&err, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (shm)
+    if (shm || o.heap)
         dcoll_finalize();
     MPI_Finalize();
     return err;

@@ -71,6 +71,13 @@ grep -qE '^reduce_scatter +3 +[0-9]+ +[0-9]+ +[0-9-]+ +mpi$' "$t" ||
     fail "-k: no row keeps MPI's call where shm was measured"
 printf '%s\n' "$out" | grep -q "the table for 3 ranks, [0-9]* a node is empty of other ways.*its rows keep MPI's call" ||
     fail "-k kept nothing, but dcoll-tune did not say the table is empty: $out"
+# -H: every way timed on buffers from dcoll_mem_alloc, and the table
+# says so.
+run 2 $quick -H -o "$dir/heap" broadcast reduce
+[ "$rc" -eq 0 ] || fail "-H: rc $rc: $out"
+grep -q '^# group 2 2 broadcast: .*dcoll-tune -H (buffers from dcoll_mem_alloc), ' \
+    "$dir/heap" || fail "-H: the table does not say so: $(grep '^# group' "$dir/heap")"
+grep -qE '^reduce +2 +2 +8 ' "$dir/heap" || fail "-H: no reduce row from 8 B"
 # One rank: no segment to measure, no column for it.
 run 1 $quick all_reduce
 [ "$rc" -eq 0 ] || fail "1 rank: rc $rc: $out"
