@@ -58,6 +58,8 @@ static void usage(FILE *f)
         "            share of it\n"
         "  -H        buffers from dcoll_mem_alloc on the group (both\n"
         "            sides): the shared segment reads send buffers in place\n"
+        "  -G        malloc'd buffers on a group that also has a heap from\n"
+        "            dcoll_mem_alloc: what other memory costs on such a group\n"
         "  -c 0|1    check results (default 1)\n"
         "  -t N      tensors for the coalesced forms (default 1000)\n"
         "  -g LIST   run on a sub-group: comma list of world ranks\n"
@@ -117,7 +119,7 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
 {
     int c, v;
     const char *mem = "host";
-    while ((c = getopt(argc, argv, "b:e:f:n:w:R:d:p:r:aASPKMHOc:t:g:m:o:h")) != -1) {
+    while ((c = getopt(argc, argv, "b:e:f:n:w:R:d:p:r:aASPKMHGOc:t:g:m:o:h")) != -1) {
         switch (c) {
         case 'b': if (parse_size(optarg, &o->minbytes)) goto bad; break;
         case 'e': if (parse_size(optarg, &o->maxbytes)) goto bad; break;
@@ -144,6 +146,7 @@ static int parse(int argc, char **argv, struct perf_opts *o, int world)
         case 'P': o->plan = true; break;
         case 'M': o->bound = true; break;
         case 'H': o->heap = true; break;
+        case 'G': o->spare = true; break;
         case 'c':
             if (parse_int(optarg, 0, &v) || v > 1) goto bad;
             o->check = v;
@@ -577,6 +580,14 @@ int main(int argc, char **argv)
             send = malloc(o.maxbytes + gap);
             recv = malloc(o.maxbytes + gap);
         }
+        void *spare = NULL;
+        if (o.spare) {
+            if (dcoll_mem_alloc(c.group, 4096, &spare))
+                die("dcoll_mem_alloc", "(-G)");
+            if (c.rank == 0)
+                printf("# malloc'd buffers on a group with a heap from "
+                       "dcoll_mem_alloc (-G)\n");
+        }
 #ifdef DCOLL_PERF_CUDA
         char *pin_send = NULL, *pin_recv = NULL;
         if (o.cuda) {
@@ -682,6 +693,8 @@ int main(int argc, char **argv)
             recv = c.hrecv;
         }
 #endif
+        if (spare)
+            dcoll_mem_free(c.group, spare);
         if (o.heap) {
             dcoll_mem_free(c.group, send);
             dcoll_mem_free(c.group, recv);

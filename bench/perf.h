@@ -33,6 +33,7 @@ struct perf_opts {
                                persistent calls */
     bool bound;             /* -M: the memcpy bound beside each size */
     bool heap;              /* -H: buffers from dcoll_mem_alloc */
+    bool spare;             /* -G: a heap the buffers do not lie in */
 };
 
 /* Everything one measurement needs. */

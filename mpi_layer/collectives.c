@@ -262,7 +262,8 @@ shm_or_mpi(struct dcoll_group *g, const struct dcoll_coll *c,
     double t0 = t ? dcoll_now() : 0;
     dcoll_status_t st = DCOLL_DECLINED;
     if (way) {
-        st = dcoll_mpi_shm_run(g, c, out);
+        st = way == 3 ? dcoll_mpi_shm_run_placed(g, c, out)
+                      : dcoll_mpi_shm_run(g, c, out);
         if (way == 2 && st != DCOLL_DECLINED)
             out->way = dcoll_way_names[DCOLL_WAY_SHM];
     }

@@ -363,7 +363,9 @@ dcoll_status_t dcoll_mpi_shm_setup(struct dcoll_group *world);
      (1u << DCOLL_COLL_REDUCE_SCATTER) | (1u << DCOLL_COLL_BARRIER))
 struct dcoll_mpi_shm_trial;
 /* Whether blocking call c of g (a kind it runs) takes it: 0 MPI's own
- * call, 1 yes, 2 yes by a tuning table's row; alike on every rank, and
+ * call, 1 yes, 2 yes by a tuning table's row, 3 where every rank's
+ * buffer lies in one of g's shared heaps (the rules keep MPI's call for
+ * other memory: dcoll_mpi_shm_run_placed); alike on every rank, and
  * this rank's look alone (no call).
  * *timed: the trial this call is part of, for dcoll_mpi_shm_timed, or
  * NULL. */
@@ -378,6 +380,13 @@ bool dcoll_mpi_shm_takes(struct dcoll_group *g, const struct dcoll_coll *c);
 dcoll_status_t dcoll_mpi_shm_run(struct dcoll_group *g,
                                  const struct dcoll_coll *c,
                                  struct dcoll_outcome *out);
+/* Run c through g's segment if every rank's input (a broadcast's: the
+ * root's buffer) lies in a shared heap, read in place there, after a
+ * step in which each says where; else DECLINED, alike on every rank,
+ * for MPI's call. */
+dcoll_status_t dcoll_mpi_shm_run_placed(struct dcoll_group *g,
+                                        const struct dcoll_coll *c,
+                                        struct dcoll_outcome *out);
 /* A trial's call ended with st, begun at t0: counted, and at the last
  * one the ranks settle on the faster way. */
 dcoll_status_t dcoll_mpi_shm_timed(struct dcoll_group *g,

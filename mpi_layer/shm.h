@@ -227,6 +227,8 @@ uint64_t dcoll_mpi_heap_at(const struct dcoll_mpi_comm *mc, int me,
 const char *dcoll_mpi_heap_of(const struct dcoll_mpi_comm *mc, int r,
                               uint64_t at);
 void dcoll_mpi_heaps_free(struct dcoll_mpi_comm *mc);
+/* Whether mc has a heap its members share (alike on every rank). */
+bool dcoll_mpi_heap_shared(const struct dcoll_mpi_comm *mc);
 
 /* shm_kinds.c: all_reduce (root < 0) and reduce (root a rank of s), and
  * broadcast, through s. */

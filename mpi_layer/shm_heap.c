@@ -169,6 +169,14 @@ void dcoll_mpi_mem_free(struct dcoll_group *g, void *ptr)
     heap_free(h);
 }
 
+bool dcoll_mpi_heap_shared(const struct dcoll_mpi_comm *mc)
+{
+    for (const struct dcoll_mpi_heap *h = mc->heaps; h; h = h->next)
+        if (h->shared)
+            return true;
+    return false;
+}
+
 void dcoll_mpi_heaps_free(struct dcoll_mpi_comm *mc)
 {
     while (mc->heaps) {

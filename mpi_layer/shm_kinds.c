@@ -465,6 +465,25 @@ static dcoll_status_t run_on(struct dcoll_group *g, struct dcoll_mpi_shm *s,
     }
 }
 
+/* g's segment, made on its first call that takes it (collective);
+ * DECLINED where not every rank could make it, alike on every rank. */
+static dcoll_status_t segment(struct dcoll_group *g, struct dcoll_mpi_comm *mc,
+                              const struct dcoll_coll *c,
+                              struct dcoll_outcome *out)
+{
+    if (mc->shm)
+        return DCOLL_SUCCESS;
+    dcoll_status_t st = dcoll_shm_make(g, mc->ctl, g->rank, g->size,
+                                       mc->shm_on == 2, c, out, &mc->shm);
+    if (st)
+        return st;
+    if (!mc->shm) {
+        mc->shm_on = -1;   /* alike on every rank */
+        return DCOLL_DECLINED;
+    }
+    return DCOLL_SUCCESS;
+}
+
 dcoll_status_t dcoll_mpi_shm_run(struct dcoll_group *g,
                                  const struct dcoll_coll *c,
                                  struct dcoll_outcome *out)
@@ -485,18 +504,39 @@ dcoll_status_t dcoll_mpi_shm_run(struct dcoll_group *g,
         begin(mc->nodes->seg, c, 0);
         return ended(mc->nodes->seg, dcoll_shm_nodes_run(g, mc->nodes, c, &wt));
     }
-    if (!mc->shm) {
-        if ((st = dcoll_shm_make(g, mc->ctl, g->rank, g->size, mc->shm_on == 2, c,
-                          out, &mc->shm)))
-            return st;
-        if (!mc->shm) {
-            mc->shm_on = -1;   /* alike on every rank */
-            return DCOLL_DECLINED;
-        }
-    }
+    if ((st = segment(g, mc, c, out)))
+        return st;
     struct dcoll_watch wt = dcoll_shm_watch(
         g, c, "a wait on the shared segment (dcoll's own algorithm)", out);
     begin(mc->shm, c, placed_at(mc, mc->shm, c));
     return ended(mc->shm, run_on(g, mc->shm, c, &wt));
 }
 
+dcoll_status_t dcoll_mpi_shm_run_placed(struct dcoll_group *g,
+                                        const struct dcoll_coll *c,
+                                        struct dcoll_outcome *out)
+{
+    struct dcoll_mpi_comm *mc = dcoll_mpi_of(g);
+    dcoll_status_t st = segment(g, mc, c, out);
+    if (st)
+        return st;
+    struct dcoll_mpi_shm *s = mc->shm;
+    struct dcoll_watch wt = dcoll_shm_watch(
+        g, c, "a wait on the shared segment (dcoll's own algorithm)", out);
+    begin(s, c, placed_at(mc, s, c));
+    /* The call's first step, a sync, says where each rank's buffer
+     * lies: every rank reads the same words and decides alike. A sync
+     * even for a broadcast, which needs the root's word alone: MPI's
+     * call after it may let a root run calls ahead, and a rank never
+     * more than one call ahead keeps the words (L_IN, by parity) whole
+     * until the others have read them. */
+    if ((st = dcoll_shm_sync(g, s, &wt)) || (st = look(g, s, &wt)))
+        return ended(s, st);
+    bool all = s->placed;
+    for (int r = 0; all && r < s->k; r++)
+        all = c->kind == DCOLL_COLL_BROADCAST ? s->from[c->root] != NULL
+                                              : s->from[r] != NULL;
+    if (!all)
+        return DCOLL_DECLINED;
+    return ended(s, run_on(g, s, c, &wt));
+}

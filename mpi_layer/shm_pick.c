@@ -137,8 +137,16 @@ int dcoll_mpi_shm_pick(struct dcoll_group *g, const struct dcoll_coll *c,
     if (found)
         return w == DCOLL_WAY_SHM ? 2 : 0;
     int64_t bytes = c->count * (int64_t)dcoll_dtype_sizes[c->dtype];
-    if (dcoll_mpi_shm_mode == DCOLL_SHM_AUTO || across)
-        return across ? ruled_across(c, bytes) : ruled(mc, c, bytes);
+    if (across)
+        return ruled_across(c, bytes);
+    /* Where the rules keep MPI's call, a group with a shared heap asks
+     * whether every rank's buffer lies there: read in place, the
+     * segment beats MPI's call at every size measured above 4 KiB
+     * (bench/README.md, "Buffers from dcoll_mem_alloc"). */
+    if (dcoll_mpi_shm_mode == DCOLL_SHM_AUTO)
+        return ruled(mc, c, bytes) ? 1
+               : bytes > SMALL_BYTES && c->kind != DCOLL_COLL_BARRIER &&
+                         dcoll_mpi_heap_shared(mc) ? 3 : 0;
     if (!mc->trial) {
         mc->trial = calloc(6 * BUCKETS, sizeof(*mc->trial));
         if (!mc->trial)
