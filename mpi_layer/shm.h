@@ -74,6 +74,9 @@ struct dcoll_mpi_shm {
                             slot), read after the call's first sync */
     bool placed;         /*   some rank's is: the call ends in a sync,
                             for none to change it while another reads */
+    uint64_t fence;      /* before this call writes its words: every flag
+                            holds this (0: none; dcoll_shm_fence) */
+    bool fence_next;     /*   the next call's first step becomes one */
     char name[56];       /* rank 0's: unlinked again when freed, if the
                             last rank never came */
     void *sent;          /* rank 0's: the name's message to the others */
@@ -217,6 +220,13 @@ dcoll_status_t dcoll_shm_sync(struct dcoll_group *g, struct dcoll_mpi_shm *s,
                               const struct dcoll_watch *wt);
 dcoll_status_t dcoll_shm_claim(struct dcoll_group *g, struct dcoll_mpi_shm *s,
                                const struct dcoll_watch *wt, uint64_t *ch);
+/* Before a call writes its words (its line's L_IN, by the parity of its
+ * number): a call that ended with no step after the others read its
+ * words (one that the segment declined, for MPI's call) leaves no bound
+ * on how far ahead a rank may run, so the call after next waits until
+ * every rank has taken the next one's first step. */
+dcoll_status_t dcoll_shm_fence(struct dcoll_group *g, struct dcoll_mpi_shm *s,
+                               const struct dcoll_watch *wt);
 
 /* shm_heap.c: where len bytes at p of this rank (me) lie in one of
  * mc's shared heaps, as a line's L_IN says it (0: in none); where L_IN

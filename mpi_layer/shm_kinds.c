@@ -508,6 +508,8 @@ dcoll_status_t dcoll_mpi_shm_run(struct dcoll_group *g,
         return st;
     struct dcoll_watch wt = dcoll_shm_watch(
         g, c, "a wait on the shared segment (dcoll's own algorithm)", out);
+    if ((st = dcoll_shm_fence(g, mc->shm, &wt)))
+        return ended(mc->shm, st);
     begin(mc->shm, c, placed_at(mc, mc->shm, c));
     return ended(mc->shm, run_on(g, mc->shm, c, &wt));
 }
@@ -523,20 +525,25 @@ dcoll_status_t dcoll_mpi_shm_run_placed(struct dcoll_group *g,
     struct dcoll_mpi_shm *s = mc->shm;
     struct dcoll_watch wt = dcoll_shm_watch(
         g, c, "a wait on the shared segment (dcoll's own algorithm)", out);
+    if ((st = dcoll_shm_fence(g, s, &wt)))
+        return ended(s, st);
     begin(s, c, placed_at(mc, s, c));
     /* The call's first step, a sync, says where each rank's buffer
      * lies: every rank reads the same words and decides alike. A sync
-     * even for a broadcast, which needs the root's word alone: MPI's
-     * call after it may let a root run calls ahead, and a rank never
-     * more than one call ahead keeps the words (L_IN, by parity) whole
-     * until the others have read them. */
+     * even for a broadcast, which needs the root's word alone: a rank
+     * at most one call ahead keeps the words (L_IN, by parity) whole
+     * until the others have read them. Declined, the call has no later
+     * step that bounds it (MPI's call may let a rank run on): the
+     * fence does. */
     if ((st = dcoll_shm_sync(g, s, &wt)) || (st = look(g, s, &wt)))
         return ended(s, st);
     bool all = s->placed;
     for (int r = 0; all && r < s->k; r++)
         all = c->kind == DCOLL_COLL_BROADCAST ? s->from[c->root] != NULL
                                               : s->from[r] != NULL;
-    if (!all)
+    if (!all) {
+        s->fence_next = true;
         return DCOLL_DECLINED;
+    }
     return ended(s, run_on(g, s, c, &wt));
 }

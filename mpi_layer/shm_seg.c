@@ -527,3 +527,20 @@ dcoll_status_t dcoll_shm_claim(struct dcoll_group *g, struct dcoll_mpi_shm *s,
     return DCOLL_SUCCESS;
 }
 
+dcoll_status_t dcoll_shm_fence(struct dcoll_group *g, struct dcoll_mpi_shm *s,
+                               const struct dcoll_watch *wt)
+{
+    uint64_t v = s->fence;
+    if (v > s->passed) {
+        for (int r = 0; r < s->k; r++) {
+            dcoll_status_t st = r == s->me ? DCOLL_SUCCESS
+                                           : step_wait(g, s, r, v, true, wt);
+            if (st)
+                return st;
+        }
+        s->passed = v;
+    }
+    s->fence = s->fence_next ? s->syncs + 1 : 0;
+    s->fence_next = false;
+    return DCOLL_SUCCESS;
+}

@@ -775,6 +775,54 @@ static void heap_calls(dcoll_group_t *g, int me, int k, const int *ranks,
     /* b goes with the group. */
 }
 
+/* On a group with a heap, broadcasts and reduces the segment declines
+ * (malloc'd buffers: MPI's call), small ones it takes by the rules, and
+ * ones on heap buffers it takes in place, in turn from every root, the
+ * ranks skewed now and then: every result right, none of the calls'
+ * words taken for another's (dcoll_shm_fence). */
+static void declined_runs(dcoll_group_t *g, int me, int k)
+{
+    const int64_t n = 16384;
+    int32_t *h = NULL, *m = malloc(sizeof(int32_t) * (size_t)n),
+            *out = malloc(sizeof(int32_t) * (size_t)n);
+    CHECK_OK(dcoll_mem_alloc(g, sizeof(int32_t) * (size_t)n, (void **)&h));
+    for (int t = 0; t < 300 && h && m && out; t++) {
+        int root = t % k;
+        int64_t sizes[3] = {n, 64, n};
+        for (int j = 0; j < 3; j++) {
+            int32_t *b = j == 2 ? h : m;
+            for (int64_t i = 0; i < sizes[j]; i++)
+                b[i] = me == root ? (int32_t)(t * 7 + j + i) : -1;
+            CHECK_OK(dcoll_broadcast(g, b, sizes[j], DCOLL_INT32, root, NULL,
+                                     NULL));
+            int64_t bad = -1;
+            for (int64_t i = 0; i < sizes[j] && bad < 0; i++)
+                if (b[i] != (int32_t)(t * 7 + j + i))
+                    bad = i;
+            CHECK(bad < 0, "round %d, broadcast %d from %d: element %lld "
+                  "wrong", t, j, root, (long long)bad);
+        }
+        for (int j = 0; j < 3; j++) {
+            int32_t *b = j == 2 ? h : m;
+            for (int64_t i = 0; i < sizes[j]; i++)
+                b[i] = (int32_t)(t + me * i);
+            CHECK_OK(dcoll_reduce(g, b, out, sizes[j], DCOLL_INT32,
+                                  DCOLL_SUM, root, NULL, NULL));
+            int64_t bad = -1;
+            for (int64_t i = 0; me == root && i < sizes[j] && bad < 0; i++)
+                if (out[i] != (int32_t)(k * t + (int64_t)k * (k - 1) / 2 * i))
+                    bad = i;
+            CHECK(bad < 0, "round %d, reduce %d to %d: element %lld wrong",
+                  t, j, root, (long long)bad);
+        }
+        if (t % 7 == me)
+            usleep(100);
+    }
+    free(m);
+    free(out);
+    CHECK_OK(dcoll_mem_free(g, h));
+}
+
 static void heap_refusals(dcoll_group_t *g, int me, int k)
 {
     void *p = (void *)1;
@@ -827,6 +875,10 @@ static int heaps(void)
         heap_calls(g, t_rank, n, all, sizes[i]);
         CHECK_OK(dcoll_group_destroy(&g));
     }
+    dcoll_group_t *d = NULL;
+    CHECK_OK(dcoll_new_group(&d, NULL, 0, NULL));
+    declined_runs(d, t_rank, n);
+    CHECK_OK(dcoll_group_destroy(&d));
     /* A group of the first n - 1 ranks, the last outside. */
     if (n >= 3) {
         int sub[3] = {0, 1, 2};
