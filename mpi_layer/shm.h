@@ -71,9 +71,11 @@ struct dcoll_mpi_shm {
     uint64_t in_at;      /* the call's input here in a shared heap, as
                             L_IN holds it (0: copied into the slot) */
     const char **from;   /* each rank's input in place (NULL: in its
-                            slot), read after the call's first sync */
+                            slot), read after the call's first sync,
+                            then each rank's output in a shared heap */
     bool placed;         /*   some rank's is: the call ends in a sync,
                             for none to change it while another reads */
+    bool direct;         /*   every rank's input and output are */
     uint64_t fence;      /* before this call writes its words: every flag
                             holds this (0: none; dcoll_shm_fence) */
     bool fence_next;     /*   the next call's first step becomes one */
@@ -100,8 +102,10 @@ struct dcoll_mpi_nodes {
  * bits, the call's signature in them); the rest on the second: the
  * call is read only where a step's signature differs from the
  * reader's (the ranks' calls differ, and the message says how), the
- * input's place after the call's first sync. */
-enum { L_FLAG = 0, L_LEFT = 8, L_SEQ, L_WHAT, L_COUNT, L_IN /* two */ };
+ * input's place (and an all_reduce's output's) after the call's first
+ * sync. */
+enum { L_FLAG = 0, L_LEFT = 8, L_SEQ, L_WHAT, L_COUNT, L_IN /* two */,
+       L_OUT = L_IN + 2 /* two */ };
 #define SIG_BITS 16
 static inline _Atomic uint64_t *line(const struct dcoll_mpi_shm *s, int r,
                                      int what)

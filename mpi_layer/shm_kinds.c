@@ -40,47 +40,53 @@ static void fold_all(const struct dcoll_mpi_shm *s, uint64_t ch, char *io,
             dcoll_fold(io, src_of(s, ch, r, at, in), n, c->dtype, c->op);
 }
 
-/* Where rank r's input to this call lies in a shared heap here (NULL:
- * in its slot), once r's first step of it is seen (its line's L_IN of
- * this call is written before). */
+/* Where rank r's input (word L_IN) or output (L_OUT) of this call lies
+ * in a shared heap here (NULL: in none), once r's first step of it is
+ * seen (its line's words of this call are written before). */
 static dcoll_status_t placed_of(struct dcoll_group *g,
                                 const struct dcoll_mpi_shm *s, int r,
-                                const struct dcoll_watch *wt,
+                                int word, const struct dcoll_watch *wt,
                                 const char **from)
 {
-    uint64_t at = atomic_load_explicit(line(s, r, L_IN + (s->calls & 1)),
+    uint64_t at = atomic_load_explicit(line(s, r, word + (s->calls & 1)),
                                        memory_order_relaxed);
     *from = at ? dcoll_mpi_heap_of(dcoll_mpi_of(g), r, at) : NULL;
     if (!at || *from)
         return DCOLL_SUCCESS;
     if (wt->out)
         wt->out->broken = true;
-    return dcoll_error(DCOLL_ERR_INTERNAL, "%s: rank %d's input lies in "
+    return dcoll_error(DCOLL_ERR_INTERNAL, "%s: rank %d's %s lies in "
                        "shared heap #%llu, which this rank does not have",
-                       wt->fn, r, (unsigned long long)(at >> HEAP_OFF_BITS));
+                       wt->fn, r, word == L_IN ? "input" : "output",
+                       (unsigned long long)(at >> HEAP_OFF_BITS));
 }
 
-/* After the call's first sync: where each rank's input lies. */
+/* After the call's first sync: where each rank's input and output lie. */
 static dcoll_status_t look(struct dcoll_group *g, struct dcoll_mpi_shm *s,
                            const struct dcoll_watch *wt)
 {
-    s->placed = false;
+    s->placed = s->direct = false;
     if (!s->from) {
         if (!dcoll_mpi_of(g)->heaps)
             return DCOLL_SUCCESS;   /* none here, so none anywhere */
-        if (!(s->from = calloc((size_t)s->k, sizeof(*s->from)))) {
+        if (!(s->from = calloc(2 * (size_t)s->k, sizeof(*s->from)))) {
             if (wt->out)
                 wt->out->broken = true;
             return dcoll_error(DCOLL_ERR_NO_MEMORY, "%s: no memory for "
                                "where the ranks' inputs lie", wt->fn);
         }
     }
+    bool all = true;
     for (int r = 0; r < s->k; r++) {
-        dcoll_status_t st = placed_of(g, s, r, wt, &s->from[r]);
+        dcoll_status_t st = placed_of(g, s, r, L_IN, wt, &s->from[r]);
+        if (!st)
+            st = placed_of(g, s, r, L_OUT, wt, &s->from[s->k + r]);
         if (st)
             return st;
         s->placed |= s->from[r] != NULL;
+        all = all && s->from[r] && s->from[s->k + r];
     }
+    s->direct = all;
     return DCOLL_SUCCESS;
 }
 
@@ -168,6 +174,39 @@ static dcoll_status_t whole(struct dcoll_group *g, struct dcoll_mpi_shm *s,
     return DCOLL_SUCCESS;
 }
 
+/* all_reduce with every rank's input and output in a shared heap, after
+ * the call's first sync: each rank reduces its slice of the whole count
+ * from the inputs where they lie, block by block into its own output,
+ * and writes each block into the others' outputs while it is in L1 (the
+ * same order, so the same bits, as through the slots); a sync ends it.
+ * In place, the others' writes land where only their own folds read. */
+static dcoll_status_t direct(struct dcoll_group *g, struct dcoll_mpi_shm *s,
+                             const struct dcoll_coll *c,
+                             const struct dcoll_watch *wt)
+{
+    size_t esz = dcoll_dtype_sizes[c->dtype];
+    int64_t lo, len;
+    slice(c->count, s->k, esz, s->me, &lo, &len);
+    const char *in = c->in_place ? c->recvbuf : c->sendbuf;
+    char *out = c->recvbuf;
+    int64_t blk = BLOCK_BYTES / (int64_t)esz > 0 ? BLOCK_BYTES / (int64_t)esz
+                                                 : 1;
+    for (int64_t b = lo; b < lo + len; b += blk) {
+        int64_t bn = lo + len - b < blk ? lo + len - b : blk;
+        size_t at = (size_t)b * esz, nb = (size_t)bn * esz;
+        char *io = out + at;
+        if (io != in + at)
+            memcpy(io, in + at, nb);
+        fold_all(s, 0, io, 0, at, s->me, bn, c);
+        if (c->op == DCOLL_AVG)
+            dcoll_divide(io, bn, c->dtype, s->k);
+        for (int r = 0; r < s->k; r++)
+            if (r != s->me)
+                memcpy((char *)s->from[s->k + r] + at, io, nb);
+    }
+    return dcoll_shm_sync(g, s, wt);
+}
+
 /* all_reduce (root < 0) and reduce. */
 dcoll_status_t dcoll_shm_reduce(struct dcoll_group *g, struct dcoll_mpi_shm *s,
                              const struct dcoll_coll *c,
@@ -211,6 +250,10 @@ dcoll_status_t dcoll_shm_reduce(struct dcoll_group *g, struct dcoll_mpi_shm *s,
             return st;
         if (off == 0 && (st = look(g, s, wt)))
             return st;
+        /* Nothing was copied in (every input lies in place), and the
+         * half claimed stays unwritten. */
+        if (off == 0 && root < 0 && s->direct)
+            return direct(g, s, c, wt);
         for (int64_t b = lo; b < lo + len; b += blk) {
             int64_t bn = lo + len - b < blk ? lo + len - b : blk;
             char *io = mys + (size_t)b * esz;
@@ -272,7 +315,7 @@ dcoll_status_t dcoll_shm_broadcast(struct dcoll_group *g,
                 return st;
             const char *from = NULL;
             if (off == 0 && may &&
-                (st = placed_of(g, s, c->root, wt, &from)))
+                (st = placed_of(g, s, c->root, L_IN, wt, &from)))
                 return st;
             if (from) {
                 memcpy(buf, from, (size_t)c->count * esz);
@@ -367,7 +410,7 @@ static dcoll_status_t reduce_scatter(struct dcoll_group *g,
  * each of its steps carries; the call itself on this rank's line, which
  * its first step publishes. */
 static void begin(struct dcoll_mpi_shm *s, const struct dcoll_coll *c,
-                  uint64_t in_at)
+                  uint64_t in_at, uint64_t out_at)
 {
     if (!s)
         return;
@@ -377,6 +420,8 @@ static void begin(struct dcoll_mpi_shm *s, const struct dcoll_coll *c,
     s->placed = false;
     s->calls++;
     atomic_store_explicit(line(s, s->me, L_IN + (s->calls & 1)), in_at,
+                          memory_order_relaxed);
+    atomic_store_explicit(line(s, s->me, L_OUT + (s->calls & 1)), out_at,
                           memory_order_relaxed);
     uint64_t what = call_what(c);
     uint64_t h = ((uint64_t)c->count * UINT64_C(0x9E3779B97F4A7C15)) ^ what;
@@ -440,6 +485,18 @@ static uint64_t placed_at(const struct dcoll_mpi_comm *mc,
     return dcoll_mpi_heap_at(mc, s->me, in, bytes);
 }
 
+/* Where an all_reduce's output lies in one of g's shared heaps, where
+ * its input is read in place (0: elsewhere, or another kind). */
+static uint64_t out_at(const struct dcoll_mpi_comm *mc,
+                       const struct dcoll_mpi_shm *s,
+                       const struct dcoll_coll *c)
+{
+    size_t bytes = (size_t)c->count * dcoll_dtype_sizes[c->dtype];
+    if (!mc->heaps || c->kind != DCOLL_COLL_ALL_REDUCE || bytes <= SMALL_BYTES)
+        return 0;
+    return dcoll_mpi_heap_at(mc, s->me, c->recvbuf, bytes);
+}
+
 /* A call that failed here: the others' waits in it, and a late rank's,
  * end at once rather than at their deadlines. */
 static dcoll_status_t ended(struct dcoll_mpi_shm *s, dcoll_status_t st)
@@ -501,7 +558,7 @@ dcoll_status_t dcoll_mpi_shm_run(struct dcoll_group *g,
         struct dcoll_watch wt = dcoll_shm_watch(
             g, c, "a wait on the node's shared segment (dcoll's own "
             "algorithm)", out);
-        begin(mc->nodes->seg, c, 0);
+        begin(mc->nodes->seg, c, 0, 0);
         return ended(mc->nodes->seg, dcoll_shm_nodes_run(g, mc->nodes, c, &wt));
     }
     if ((st = segment(g, mc, c, out)))
@@ -510,7 +567,7 @@ dcoll_status_t dcoll_mpi_shm_run(struct dcoll_group *g,
         g, c, "a wait on the shared segment (dcoll's own algorithm)", out);
     if ((st = dcoll_shm_fence(g, mc->shm, &wt)))
         return ended(mc->shm, st);
-    begin(mc->shm, c, placed_at(mc, mc->shm, c));
+    begin(mc->shm, c, placed_at(mc, mc->shm, c), out_at(mc, mc->shm, c));
     return ended(mc->shm, run_on(g, mc->shm, c, &wt));
 }
 
@@ -527,7 +584,7 @@ dcoll_status_t dcoll_mpi_shm_run_placed(struct dcoll_group *g,
         g, c, "a wait on the shared segment (dcoll's own algorithm)", out);
     if ((st = dcoll_shm_fence(g, s, &wt)))
         return ended(s, st);
-    begin(s, c, placed_at(mc, s, c));
+    begin(s, c, placed_at(mc, s, c), out_at(mc, s, c));
     /* The call's first step, a sync, says where each rank's buffer
      * lies: every rank reads the same words and decides alike. A sync
      * even for a broadcast, which needs the root's word alone: a rank
