@@ -347,10 +347,22 @@ dcoll_status_t dcoll_shm_make(struct dcoll_group *g, MPI_Comm comm, int me,
 
 /* Rank r gave up a call at or before this one: this one cannot end,
  * and the segment's steps went apart (out->broken). */
+/* Before a wait says the others' calls differ or left: a rank the
+ * launcher's keeper has fenced (stopped past the lease, then let go)
+ * ends itself there, as its timer would in a moment, rather than
+ * report the steps the survivors took since (dcoll_death_of polls the
+ * notices and checks this rank's own lease). */
+static void fenced_first(const struct dcoll_group *g)
+{
+    if (dcoll_death_of)
+        (void)dcoll_death_of(g, NULL, 0);
+}
+
 static dcoll_status_t left_before(struct dcoll_group *g,
                                   const struct dcoll_mpi_shm *s, int r,
                                   uint64_t left, const struct dcoll_watch *wt)
 {
+    fenced_first(g);
     int u = s->members ? s->members[r] : r;
     if (wt->out)
         wt->out->broken = true;
@@ -403,6 +415,7 @@ static dcoll_status_t differs(struct dcoll_group *g,
                               const struct dcoll_mpi_shm *s, int r,
                               const struct dcoll_watch *wt)
 {
+    fenced_first(g);
     uint64_t seq = atomic_load_explicit(line(s, r, L_SEQ),
                                         memory_order_relaxed);
     uint64_t what = atomic_load_explicit(line(s, r, L_WHAT),
