@@ -107,6 +107,10 @@ static int64_t pipe_elems(const struct dcoll_mpi_shm *s, size_t esz)
 }
 
 #define BLOCK_BYTES 4096    /* a fold's step: its operand stays in L1 */
+static int64_t block_elems(size_t esz)
+{
+    return BLOCK_BYTES / (int64_t)esz > 0 ? BLOCK_BYTES / (int64_t)esz : 1;
+}
 
 /* The whole call reduced by each rank that wants the result (root < 0:
  * every rank), chunk by chunk of m elements: every rank copies its
@@ -126,8 +130,7 @@ static dcoll_status_t whole(struct dcoll_group *g, struct dcoll_mpi_shm *s,
     bool mine = root < 0 || s->me == root;
     const char *in = c->in_place && mine ? c->recvbuf : c->sendbuf;
     char *out = mine ? c->recvbuf : NULL;
-    int64_t blk = BLOCK_BYTES / (int64_t)esz > 0 ? BLOCK_BYTES / (int64_t)esz
-                                                 : 1;
+    int64_t blk = block_elems(esz);
     uint64_t e = 0;
     for (int64_t off = 0; off < c->count; off += m) {
         int64_t n = c->count - off < m ? c->count - off : m;
@@ -189,8 +192,7 @@ static dcoll_status_t direct(struct dcoll_group *g, struct dcoll_mpi_shm *s,
     slice(c->count, s->k, esz, s->me, &lo, &len);
     const char *in = c->in_place ? c->recvbuf : c->sendbuf;
     char *out = c->recvbuf;
-    int64_t blk = BLOCK_BYTES / (int64_t)esz > 0 ? BLOCK_BYTES / (int64_t)esz
-                                                 : 1;
+    int64_t blk = block_elems(esz);
     for (int64_t b = lo; b < lo + len; b += blk) {
         int64_t bn = lo + len - b < blk ? lo + len - b : blk;
         size_t at = (size_t)b * esz, nb = (size_t)bn * esz;
@@ -229,8 +231,7 @@ dcoll_status_t dcoll_shm_reduce(struct dcoll_group *g, struct dcoll_mpi_shm *s,
      * then this rank's own slice, block by block while it is in L1: its
      * input, the others' folded in, the result into the slot for the
      * others and into the output; then the others' slices out. */
-    int64_t blk = BLOCK_BYTES / (int64_t)esz > 0 ? BLOCK_BYTES / (int64_t)esz
-                                                 : 1;
+    int64_t blk = block_elems(esz);
     for (int64_t off = 0; off < c->count; off += m) {
         int64_t n = c->count - off < m ? c->count - off : m;
         uint64_t ch;
@@ -522,22 +523,29 @@ static dcoll_status_t run_on(struct dcoll_group *g, struct dcoll_mpi_shm *s,
     }
 }
 
-/* g's segment, made on its first call that takes it (collective);
- * DECLINED where not every rank could make it, alike on every rank. */
-static dcoll_status_t segment(struct dcoll_group *g, struct dcoll_mpi_comm *mc,
+/* Call c begins on g's segment, made on its first call that takes it
+ * (collective; DECLINED where not every rank could make it, alike on
+ * every rank): its wait, the fence, and its words. */
+static dcoll_status_t opening(struct dcoll_group *g, struct dcoll_mpi_comm *mc,
                               const struct dcoll_coll *c,
-                              struct dcoll_outcome *out)
+                              struct dcoll_outcome *out,
+                              struct dcoll_watch *wt)
 {
-    if (mc->shm)
-        return DCOLL_SUCCESS;
-    dcoll_status_t st = dcoll_shm_make(g, mc->ctl, g->rank, g->size,
-                                       mc->shm_on == 2, c, out, &mc->shm);
-    if (st)
-        return st;
+    dcoll_status_t st;
     if (!mc->shm) {
-        mc->shm_on = -1;   /* alike on every rank */
-        return DCOLL_DECLINED;
+        if ((st = dcoll_shm_make(g, mc->ctl, g->rank, g->size,
+                                 mc->shm_on == 2, c, out, &mc->shm)))
+            return st;
+        if (!mc->shm) {
+            mc->shm_on = -1;   /* alike on every rank */
+            return DCOLL_DECLINED;
+        }
     }
+    *wt = dcoll_shm_watch(g, c, "a wait on the shared segment (dcoll's "
+                          "own algorithm)", out);
+    if ((st = dcoll_shm_fence(g, mc->shm, wt)))
+        return ended(mc->shm, st);
+    begin(mc->shm, c, placed_at(mc, mc->shm, c), out_at(mc, mc->shm, c));
     return DCOLL_SUCCESS;
 }
 
@@ -561,13 +569,9 @@ dcoll_status_t dcoll_mpi_shm_run(struct dcoll_group *g,
         begin(mc->nodes->seg, c, 0, 0);
         return ended(mc->nodes->seg, dcoll_shm_nodes_run(g, mc->nodes, c, &wt));
     }
-    if ((st = segment(g, mc, c, out)))
+    struct dcoll_watch wt;
+    if ((st = opening(g, mc, c, out, &wt)))
         return st;
-    struct dcoll_watch wt = dcoll_shm_watch(
-        g, c, "a wait on the shared segment (dcoll's own algorithm)", out);
-    if ((st = dcoll_shm_fence(g, mc->shm, &wt)))
-        return ended(mc->shm, st);
-    begin(mc->shm, c, placed_at(mc, mc->shm, c), out_at(mc, mc->shm, c));
     return ended(mc->shm, run_on(g, mc->shm, c, &wt));
 }
 
@@ -576,15 +580,11 @@ dcoll_status_t dcoll_mpi_shm_run_placed(struct dcoll_group *g,
                                         struct dcoll_outcome *out)
 {
     struct dcoll_mpi_comm *mc = dcoll_mpi_of(g);
-    dcoll_status_t st = segment(g, mc, c, out);
+    struct dcoll_watch wt;
+    dcoll_status_t st = opening(g, mc, c, out, &wt);
     if (st)
         return st;
     struct dcoll_mpi_shm *s = mc->shm;
-    struct dcoll_watch wt = dcoll_shm_watch(
-        g, c, "a wait on the shared segment (dcoll's own algorithm)", out);
-    if ((st = dcoll_shm_fence(g, s, &wt)))
-        return ended(s, st);
-    begin(s, c, placed_at(mc, s, c), out_at(mc, s, c));
     /* The call's first step, a sync, says where each rank's buffer
      * lies: every rank reads the same words and decides alike. A sync
      * even for a broadcast, which needs the root's word alone: a rank
@@ -595,9 +595,11 @@ dcoll_status_t dcoll_mpi_shm_run_placed(struct dcoll_group *g,
     if ((st = dcoll_shm_sync(g, s, &wt)) || (st = look(g, s, &wt)))
         return ended(s, st);
     bool all = s->placed;
-    for (int r = 0; all && r < s->k; r++)
-        all = c->kind == DCOLL_COLL_BROADCAST ? s->from[c->root] != NULL
-                                              : s->from[r] != NULL;
+    if (c->kind == DCOLL_COLL_BROADCAST)
+        all = all && s->from[c->root];
+    else
+        for (int r = 0; all && r < s->k; r++)
+            all = s->from[r] != NULL;
     if (!all) {
         s->fence_next = true;
         return DCOLL_DECLINED;

@@ -345,8 +345,6 @@ dcoll_status_t dcoll_shm_make(struct dcoll_group *g, MPI_Comm comm, int me,
 
 /* ---- waits ---- */
 
-/* Rank r gave up a call at or before this one: this one cannot end,
- * and the segment's steps went apart (out->broken). */
 /* Before a wait says the others' calls differ or left: a rank the
  * launcher's keeper has fenced (stopped past the lease, then let go)
  * ends itself there, as its timer would in a moment, rather than
@@ -358,6 +356,8 @@ static void fenced_first(const struct dcoll_group *g)
         (void)dcoll_death_of(g, NULL, 0);
 }
 
+/* Rank r gave up a call at or before this one: this one cannot end,
+ * and the segment's steps went apart (out->broken). */
 static dcoll_status_t left_before(struct dcoll_group *g,
                                   const struct dcoll_mpi_shm *s, int r,
                                   uint64_t left, const struct dcoll_watch *wt)
@@ -521,38 +521,38 @@ dcoll_status_t dcoll_shm_sync(struct dcoll_group *g,
     return dcoll_shm_wait_all(g, s, e, wt);
 }
 
+/* Until every flag holds at least v, in whatever call; then this rank
+ * knows it (s->passed). */
+static dcoll_status_t wait_any(struct dcoll_group *g, struct dcoll_mpi_shm *s,
+                               uint64_t v, const struct dcoll_watch *wt)
+{
+    if (v <= s->passed)
+        return DCOLL_SUCCESS;
+    for (int r = 0; r < s->k; r++) {
+        dcoll_status_t st = r == s->me ? DCOLL_SUCCESS
+                                       : step_wait(g, s, r, v, true, wt);
+        if (st)
+            return st;
+    }
+    s->passed = v;
+    return DCOLL_SUCCESS;
+}
+
 /* The next chunk, and its half of every slot free to write: each rank
  * has said it is done reading that half's last chunk (s->done). */
 dcoll_status_t dcoll_shm_claim(struct dcoll_group *g, struct dcoll_mpi_shm *s,
                             const struct dcoll_watch *wt, uint64_t *ch)
 {
     *ch = s->chunks++;
-    uint64_t need = s->done[*ch & 1];
-    if (need <= s->passed)
-        return DCOLL_SUCCESS;
-    for (int r = 0; r < s->k; r++) {
-        dcoll_status_t st = r == s->me ? DCOLL_SUCCESS
-                                       : step_wait(g, s, r, need, true, wt);
-        if (st)
-            return st;
-    }
-    s->passed = need;
-    return DCOLL_SUCCESS;
+    return wait_any(g, s, s->done[*ch & 1], wt);
 }
 
 dcoll_status_t dcoll_shm_fence(struct dcoll_group *g, struct dcoll_mpi_shm *s,
                                const struct dcoll_watch *wt)
 {
-    uint64_t v = s->fence;
-    if (v > s->passed) {
-        for (int r = 0; r < s->k; r++) {
-            dcoll_status_t st = r == s->me ? DCOLL_SUCCESS
-                                           : step_wait(g, s, r, v, true, wt);
-            if (st)
-                return st;
-        }
-        s->passed = v;
-    }
+    dcoll_status_t st = wait_any(g, s, s->fence, wt);
+    if (st)
+        return st;
     s->fence = s->fence_next ? s->syncs + 1 : 0;
     s->fence_next = false;
     return DCOLL_SUCCESS;
